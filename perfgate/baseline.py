@@ -1,0 +1,240 @@
+"""Baseline files: load, validate, build from a table, and write atomically.
+
+Format v1 (schema: ``schemas/baseline-v1.schema.json``)::
+
+    {
+      "format": "perfgate-baseline",
+      "version": 1,
+      "device": {"name": "Tesla T4", "cc": "7.5"},
+      "settings": {"clock_control": "base", "cache_control": "all"},
+      "source": "report_v3_loop_unroll.ncu-rep",
+      "entries": [
+        {"kind": "kernel", "name": "matrix_addition2D", "demangled": "...", "region": "", "ordinal": 0,
+         "grid": "(2016, 1, 1)", "block": "(256, 1, 1)",
+         "metrics": {"dram__bytes_read.sum": {"unit": "byte", "value": 14243008.0}, ...}},
+        {"kind": "benchmark", "name": "tests/test_x.py::test_parse", ..., "samples": [0.0012, ...]}
+      ]
+    }
+
+One file holds one device; files live in ``DIR/<device-slug>/`` so an H100 result is never
+compared with an A100 baseline. Entries are sorted and keys ordered so that a baseline update
+reads well in a PR diff.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from perfgate.errors import InputError
+from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, KIND_BENCHMARK, KIND_KERNEL, make_table
+
+FORMAT_NAME = "perfgate-baseline"
+FORMAT_VERSION = 1
+MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
+
+
+def device_slug(name: str, cc: str) -> str:
+    """Folder name for a device: ``Tesla T4``, ``7.5`` -> ``tesla-t4-sm75``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-device"
+    if cc:
+        slug += "-sm" + cc.replace(".", "")
+    return slug
+
+
+def looks_like_baseline(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("format") == FORMAT_NAME
+
+
+def _fail(path: Path, problem: str) -> InputError:
+    return InputError(path, f"not a valid perfgate baseline: {problem}",
+                      "regenerate it with 'perfgate baseline REPORT' or fix it by hand")
+
+
+def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
+    """Validate a parsed baseline document and turn it into the normalized table."""
+    if not looks_like_baseline(document):
+        raise _fail(path, f'"format" must be "{FORMAT_NAME}"')
+    version = document.get("version")
+    if version != FORMAT_VERSION:
+        raise InputError(path, f"baseline format version {version!r} is not supported (this perfgate reads "
+                               f"version {FORMAT_VERSION})", "upgrade perfgate or regenerate the baseline")
+    device = document.get("device")
+    if not isinstance(device, dict) or not isinstance(device.get("name"), str) or not isinstance(
+            device.get("cc", ""), str):
+        raise _fail(path, '"device" must be an object with string "name" and "cc"')
+    entries = document.get("entries")
+    if not isinstance(entries, list):
+        raise _fail(path, '"entries" must be a list')
+    settings = document.get("settings", {})
+    if not isinstance(settings, dict):
+        raise _fail(path, '"settings" must be an object')
+    rows: list[dict[str, Any]] = []
+    samples: dict[str, list[float]] = {}
+    for index, entry in enumerate(entries):
+        where = f"entries[{index}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, f"{where} must be an object")
+        kind = entry.get("kind")
+        if kind not in (KIND_KERNEL, KIND_BENCHMARK):
+            raise _fail(path, f'{where}.kind must be "kernel" or "benchmark"')
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise _fail(path, f"{where}.name must be a non-empty string")
+        ordinal = entry.get("ordinal", 0)
+        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+            raise _fail(path, f"{where}.ordinal must be a non-negative integer")
+        metrics = entry.get("metrics")
+        if not isinstance(metrics, dict):
+            raise _fail(path, f"{where}.metrics must be an object")
+        for key in ("demangled", "region", "grid", "block"):
+            if not isinstance(entry.get(key, ""), str):
+                raise _fail(path, f"{where}.{key} must be a string")
+        base = {
+            "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
+            "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
+            "grid": entry.get("grid", ""), "block": entry.get("block", ""),
+        }
+        for metric, measured in metrics.items():
+            if not isinstance(measured, dict) or "value" not in measured:
+                raise _fail(path, f'{where}.metrics["{metric}"] must be an object with "value" and "unit"')
+            value = measured["value"]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise _fail(path, f'{where}.metrics["{metric}"].value must be a number or null')
+            rows.append({**base, "metric": metric, "unit": str(measured.get("unit", "")),
+                         "value": math.nan if value is None else float(value)})
+        if not metrics:
+            rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
+        raw = entry.get("samples")
+        if raw is not None:
+            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) for v in raw):
+                raise _fail(path, f"{where}.samples must be a list of numbers")
+            samples[name] = [float(v) for v in raw]
+    table = make_table(rows, source=str(path))
+    table.attrs[ATTR_SETTINGS] = dict(settings)
+    table.attrs[ATTR_SAMPLES] = samples
+    return table
+
+
+def read_baseline(path: str | os.PathLike[str]) -> pd.DataFrame:
+    file_path = Path(path)
+    try:
+        text = file_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file_path, f"cannot read baseline ({exc})") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(file_path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                         "fix the file or regenerate it with 'perfgate baseline'") from exc
+    return table_from_baseline(document, file_path)
+
+
+def _compress_samples(values: Iterable[float]) -> list[float]:
+    data = np.sort(np.asarray(list(values), dtype=float))
+    if data.size > MAX_STORED_SAMPLES:
+        data = np.quantile(data, np.linspace(0.0, 1.0, MAX_STORED_SAMPLES))
+    return [float(f"{v:.6g}") for v in data]
+
+
+def _json_number(value: float) -> float | int | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    as_float = float(value)
+    return int(as_float) if as_float.is_integer() and abs(as_float) < 2**53 else as_float
+
+
+def baseline_documents(table: pd.DataFrame, metrics: Iterable[str] | None = None,
+                       settings: dict[str, Any] | None = None, source: str = "") -> dict[tuple[str, str], dict]:
+    """Build one baseline document per device in ``table`` (keyed by (device name, cc))."""
+    keep = None if metrics is None else set(metrics)
+    frame = table if keep is None else table[table["metric"].isin(keep)]
+    all_samples: dict[str, list[float]] = table.attrs.get(ATTR_SAMPLES, {})
+    documents: dict[tuple[str, str], dict] = {}
+    launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block"]
+    # Launches whose metrics were all filtered away still get an entry (with no metrics).
+    launches = table.drop_duplicates(["device", "cc", "kind", "kernel", "region", "ordinal"])
+    for (device, cc), device_launches in launches.groupby(["device", "cc"], sort=True):
+        device_rows = frame[(frame["device"] == device) & (frame["cc"] == cc)]
+        metrics_by_launch: dict[tuple, dict[str, dict[str, Any]]] = {}
+        for row in device_rows.itertuples(index=False):
+            key = (row.kind, row.kernel, row.region, row.ordinal)
+            metrics_by_launch.setdefault(key, {})[row.metric] = {"unit": row.unit, "value": _json_number(row.value)}
+        entries = []
+        ordered = device_launches.sort_values(["kind", "kernel", "region", "ordinal"])
+        for launch in ordered[launch_cols].itertuples(index=False):
+            key = (launch.kind, launch.kernel, launch.region, launch.ordinal)
+            entry: dict[str, Any] = {
+                "kind": launch.kind, "name": launch.kernel, "demangled": launch.demangled,
+                "region": launch.region, "ordinal": int(launch.ordinal), "grid": launch.grid, "block": launch.block,
+                "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
+            }
+            if launch.kind == KIND_BENCHMARK and launch.kernel in all_samples:
+                entry["samples"] = _compress_samples(all_samples[launch.kernel])
+            entries.append(entry)
+        documents[(str(device), str(cc))] = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "device": {"name": str(device), "cc": str(cc)},
+            "settings": dict(sorted((settings if settings is not None else table.attrs.get(ATTR_SETTINGS, {})).items())),
+            "source": source,
+            "entries": entries,
+        }
+    return documents
+
+
+def dumps_baseline(document: dict) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_baselines(documents: dict[tuple[str, str], dict], directory: str | os.PathLike[str],
+                   name: str) -> list[Path]:
+    """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
+
+    All documents are serialized before the first file is touched, so a failure leaves every
+    existing baseline as it was. A file whose content would not change is not rewritten.
+    """
+    out_dir = Path(directory)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(out_dir, "baseline directory is a file", "pass a directory with -d")
+    safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "baseline"
+    planned = [(out_dir / device_slug(*key) / f"{safe_name}.json", dumps_baseline(doc))
+               for key, doc in sorted(documents.items())]
+    written: list[Path] = []
+    for path, text in planned:
+        try:
+            if path.is_file() and path.read_text(encoding="utf-8") == text:
+                written.append(path)
+                continue
+            write_atomically(path, text)
+        except OSError as exc:
+            raise InputError(path, f"cannot write baseline ({exc.strerror})",
+                             "check the directory exists and is writable") from exc
+        written.append(path)
+    return written

@@ -1,0 +1,198 @@
+"""The ``perfgate`` command line. Each ``cmd_*`` computes with library functions, then prints.
+
+Exit status: 0 = no regression, 1 = regression, 2 = unusable input or usage (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from perfgate import __version__
+from perfgate.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, ConfigError, InputError, PerfgateError
+
+
+def _metrics_arg(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated metric names")
+    return names
+
+
+def _threshold_arg(text: str) -> tuple[str, object]:
+    from perfgate.metrics import parse_threshold_assignment
+
+    try:
+        return parse_threshold_assignment(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def resolve_metrics(requested: Sequence[str] | None, configured: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--metrics a,b`` replaces the compared set; ``--metrics +a,+b`` adds to it."""
+    from perfgate.metrics import DEFAULT_BENCHMARK_METRICS, DEFAULT_KERNEL_METRICS
+
+    if not requested:
+        return tuple(configured) if configured is not None else None
+    if all(name.startswith("+") for name in requested):
+        base = list(configured) if configured is not None else [*DEFAULT_KERNEL_METRICS, *DEFAULT_BENCHMARK_METRICS]
+        return tuple(dict.fromkeys([*base, *(n[1:] for n in requested)]))
+    return tuple(n.lstrip("+") for n in requested)
+
+
+def _add_selection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", type=_metrics_arg, metavar="NAMES",
+                        help="comma-separated metrics to compare, replacing the defaults; prefix each with '+' to "
+                             "add to the defaults (default: the curated set, see README)")
+    parser.add_argument("--config", type=Path, metavar="PYPROJECT",
+                        help="pyproject.toml whose [tool.perfgate] to use (default: the nearest one above the "
+                             "current directory)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfgate", description="CI performance-regression gate for GPU kernels.")
+    parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    compare = sub.add_parser("compare", help="compare two results and report regressions",
+                             description="Compare CURRENT against BASELINE. Each is a .ncu-rep, ncu --csv output, a "
+                                         "pytest-benchmark JSON or a perfgate baseline. Exit 0: no regression, "
+                                         "1: regression, 2: unusable input.")
+    compare.add_argument("baseline", type=Path, metavar="BASELINE")
+    compare.add_argument("current", type=Path, metavar="CURRENT")
+    compare.add_argument("--format", choices=("text", "md", "html", "json"), default="text",
+                         help="output format (default: text)")
+    compare.add_argument("-o", "--output", type=Path, metavar="FILE",
+                         help="write the report to FILE instead of stdout (default: stdout)")
+    compare.add_argument("--threshold", type=_threshold_arg, action="append", default=[], metavar="METRIC=SPEC",
+                         help="gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
+                              "'off' not gated; repeatable (default: the catalog's, see README)")
+    compare.add_argument("--allow-device-mismatch", action="store_true", default=None,
+                         help="compare results from different GPUs anyway (default: refuse)")
+    _add_selection_options(compare)
+    compare.set_defaults(func=cmd_compare)
+
+    baseline = sub.add_parser("baseline", help="write or update baselines from a report",
+                              description="Write REPORT's metrics as baseline JSON under DIR/<gpu>/NAME.json, one "
+                                          "file per GPU found in the report, atomically.")
+    baseline.add_argument("report", type=Path, metavar="REPORT")
+    baseline.add_argument("-d", "--dir", type=Path, metavar="DIR",
+                          help="baseline directory (default: [tool.perfgate] baselines, else 'baselines')")
+    baseline.add_argument("--name", metavar="NAME", help="baseline file name (default: REPORT's stem)")
+    _add_selection_options(baseline)
+    baseline.set_defaults(func=cmd_baseline)
+
+    merge = sub.add_parser("merge", help="combine JSON reports (a job matrix) into one",
+                           description="Merge perfgate JSON reports into one; it fails if any input failed.")
+    merge.add_argument("reports", type=Path, nargs="+", metavar="REPORT")
+    merge.add_argument("-o", "--output", type=Path, metavar="FILE", help="merged JSON (default: stdout)")
+    merge.set_defaults(func=cmd_merge)
+
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Commands that live in their own modules (publishing)."""
+    try:
+        from perfgate.publish.command import register
+    except ImportError:  # pragma: no cover - publish is part of the package
+        return []
+    return [register]
+
+
+def _settings(args: argparse.Namespace):
+    from perfgate.config import load_settings
+
+    return load_settings(args.config)
+
+
+def _write_output(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from perfgate.baseline import write_atomically
+
+    try:
+        write_atomically(output, text)
+    except OSError as exc:
+        raise InputError(output, f"cannot write report ({exc.strerror})", "check the directory exists and is "
+                                                                          "writable") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from perfgate.collect import read_table
+    from perfgate.compare import CompareOptions, compare_tables
+    from perfgate.render import render, render_text
+    from perfgate.report import build_report
+
+    settings = _settings(args)
+    thresholds = {**settings.thresholds, **dict(args.threshold)}
+    options = CompareOptions(
+        thresholds=thresholds,
+        metrics=resolve_metrics(args.metrics, settings.metrics),
+        allow_device_mismatch=bool(args.allow_device_mismatch or settings.allow_device_mismatch),
+        significance=settings.significance,
+    )
+    wanted = options.wanted_metrics()
+    baseline = read_table(args.baseline, wanted)
+    current = read_table(args.current, wanted)
+    report = build_report(compare_tables(baseline, current, options))
+    _write_output(render(report, args.format), args.output)
+    if args.output is not None:
+        sys.stdout.write(render_text(report).splitlines()[-1] + f" (report: {args.output})\n")
+    return EXIT_REGRESSION if report["verdict"] == "fail" else EXIT_OK
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from perfgate.baseline import baseline_documents, save_baselines
+    from perfgate.collect import read_table
+    from perfgate.compare import CompareOptions
+
+    settings = _settings(args)
+    options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
+    table = read_table(args.report, options.wanted_metrics())
+    documents = baseline_documents(table, options.wanted_metrics(), source=args.report.name)
+    directory = args.dir if args.dir is not None else Path(settings.baselines)
+    for path in save_baselines(documents, directory, args.name or args.report.name.split(".")[0]):
+        sys.stdout.write(f"wrote {path}\n")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from perfgate.collect import load_json
+    from perfgate.render import render_json, render_text
+    from perfgate.report import merge_reports, validate_report
+
+    for path in args.reports:
+        if not path.is_file():
+            raise InputError(path, "no such file" if not path.exists() else "not a file", "check the path")
+    reports = [validate_report(load_json(path), str(path)) for path in args.reports]
+    merged = merge_reports(reports)
+    _write_output(render_json(merged), args.output)
+    if args.output is not None:
+        sys.stdout.write(render_text(merged).splitlines()[-1] + "\n")
+    return EXIT_REGRESSION if merged["verdict"] == "fail" else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PerfgateError as exc:
+        sys.stderr.write(f"perfgate: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("perfgate: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

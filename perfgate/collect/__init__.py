@@ -1,0 +1,113 @@
+"""Collect: turn any supported input file into the normalized table (see ``perfgate.table``).
+
+Supported inputs: ``.ncu-rep`` (ncu_report), ncu CSV (``--csv --page details|raw``),
+pytest-benchmark JSON, and perfgate baseline JSON. The format is sniffed from the content,
+not trusted from the extension.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Collection
+
+import pandas as pd
+
+from perfgate.errors import InputError
+
+# ncu prints auto-scaled units unless --print-units base; reduce everything to one base unit so a
+# baseline read from CSV compares with a current read from .ncu-rep.
+_UNIT_SCALE: dict[str, tuple[str, float]] = {
+    "nsecond": ("ns", 1.0), "ns": ("ns", 1.0),
+    "usecond": ("ns", 1e3), "us": ("ns", 1e3),
+    "msecond": ("ns", 1e6), "ms": ("ns", 1e6),
+    "second": ("ns", 1e9),
+    "byte": ("byte", 1.0),
+    "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6), "Gbyte": ("byte", 1e9), "Tbyte": ("byte", 1e12),
+    "KB": ("byte", 1e3), "MB": ("byte", 1e6), "GB": ("byte", 1e9),
+    "Kbyte/second": ("byte/second", 1e3), "Mbyte/second": ("byte/second", 1e6),
+    "Gbyte/second": ("byte/second", 1e9), "Tbyte/second": ("byte/second", 1e12),
+}
+
+
+def normalize_units(frame: pd.DataFrame) -> pd.DataFrame:
+    """Convert kernel metrics to base units (ns, byte); benchmarks keep seconds."""
+    kernel_rows = frame["kind"] == "kernel"
+    units = frame.loc[kernel_rows, "unit"]
+    scaled = units[units.isin(_UNIT_SCALE) & ~units.isin(("ns", "byte"))]
+    if scaled.empty:
+        return frame
+    frame = frame.copy()
+    factors = scaled.map(lambda u: _UNIT_SCALE[u][1])
+    frame.loc[scaled.index, "value"] = frame.loc[scaled.index, "value"] * factors
+    frame.loc[scaled.index, "unit"] = scaled.map(lambda u: _UNIT_SCALE[u][0])
+    return frame
+
+
+def load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "not UTF-8 text; expected JSON") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                         "regenerate the file; it may have been truncated") from exc
+
+
+def _check_path(path: Path) -> None:
+    if not path.exists():
+        raise InputError(path, "no such file", "check the path")
+    if path.is_dir():
+        raise InputError(path, "is a directory, not a report",
+                         "pass one file: a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a baseline JSON")
+    if not os.access(path, os.R_OK):
+        raise InputError(path, "permission denied", "make the file readable")
+
+
+def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
+    """Read any supported input into the normalized table.
+
+    ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so.
+    """
+    from perfgate.baseline import looks_like_baseline, table_from_baseline
+    from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
+
+    file_path = Path(path)
+    _check_path(file_path)
+    with file_path.open("rb") as fh:
+        head = fh.read(8192)
+    if not head:
+        raise InputError(file_path, "empty file",
+                         "expected a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a perfgate baseline")
+    if head.startswith(b"NVR\x00") or file_path.suffix == ".ncu-rep":
+        from perfgate.collect.ncu_rep import read_ncu_rep
+
+        frame = read_ncu_rep(file_path, metrics)
+    elif head.lstrip()[:1] in (b"{", b"["):
+        document = load_json(file_path)
+        if looks_like_baseline(document):
+            frame = table_from_baseline(document, file_path)
+        elif looks_like_benchmark_json(document):
+            frame = table_from_benchmark_json(document, file_path)
+        else:
+            raise InputError(file_path, "JSON that is neither a perfgate baseline nor pytest-benchmark output",
+                             "pass a baseline written by 'perfgate baseline' or a --benchmark-json file")
+    else:
+        from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
+
+        text_head = head.decode("utf-8", errors="replace")
+        # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
+        if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:
+            raise InputError(file_path, "unrecognized file format",
+                             "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
+                             "JSON or a perfgate baseline")
+        frame = read_ncu_csv(file_path)
+    attrs = dict(frame.attrs)
+    frame = normalize_units(frame)
+    frame.attrs.update(attrs)
+    return frame

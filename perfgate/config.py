@@ -1,0 +1,95 @@
+"""Settings from ``[tool.perfgate]`` in pyproject.toml; command-line flags override them.
+
+Unknown keys are rejected so a typo (``treshold``) is an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from perfgate.errors import ConfigError
+from perfgate.metrics import Threshold, parse_threshold
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, with its default. One source of truth for CLI and plugin help."""
+
+    baselines: str = "baselines"  # directory of baseline files, one subfolder per GPU
+    metrics: tuple[str, ...] | None = None  # compared metrics; None = the curated defaults
+    thresholds: Mapping[str, Threshold] = field(default_factory=dict)  # per-metric overrides
+    allow_device_mismatch: bool = False
+    ncu: str = "ncu"  # the Nsight Compute CLI to run
+    clock_control: str = "base"  # ncu --clock-control: locked base clocks give repeatable numbers
+    cache_control: str = "all"  # ncu --cache-control: flush caches before each pass
+    timeout: float = 600.0  # seconds one profiled test may run under ncu
+    strict: bool = False  # missing baseline / no GPU fails instead of skipping
+    report: str = "perfgate-report.json"  # session report (JSON; .md and .html beside it)
+    significance: float = 0.01  # p-value a benchmark slowdown must beat (raw timings on both sides)
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_KEYS = {f.name for f in dataclasses.fields(Settings)}
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]") -> Settings:
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(_KEYS))}")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "thresholds":
+            if not isinstance(value, Mapping):
+                raise ConfigError(f'{source}: thresholds must be a table like {{"gpu__time_duration.sum" = "5%"}}')
+            try:
+                values[key] = {str(k): parse_threshold(str(v)) for k, v in value.items()}
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: {exc}") from None
+        elif key == "metrics":
+            if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+                raise ConfigError(f"{source}: metrics must be a list of metric names")
+            values[key] = tuple(value)
+        else:
+            expected = type(getattr(Settings(), key))
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, expected):
+                raise ConfigError(f"{source}: {key} must be a {expected.__name__}, got {value!r}")
+            values[key] = value
+    return Settings(**values)
+
+
+def load_settings(pyproject: Path | None = None) -> Settings:
+    """Settings from the nearest pyproject.toml (or defaults when there is none)."""
+    path = pyproject if pyproject is not None else find_pyproject()
+    if path is None:
+        return Settings()
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc})") from None
+    table = document.get("tool", {}).get("perfgate", {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}: [tool.perfgate] must be a table")
+    return settings_from_table(table, f"{os.path.relpath(path)} [tool.perfgate]")

@@ -1,0 +1,188 @@
+"""What perfgate knows about metrics: which direction is worse, and which ones gate by default.
+
+The default gated set is deliberately small. Work counters (bytes, instructions) barely move
+between runs of the same code, so they get tight tolerances; duration is the number users
+care about but jitters, so it gets a looser one. Throughput and occupancy percentages explain a
+change but do not fail the gate on their own: a kernel that got faster must not fail because its
+DRAM throughput % dropped.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from perfgate.errors import ConfigError
+
+
+class Direction(enum.Enum):
+    LOWER_IS_BETTER = "lower"
+    HIGHER_IS_BETTER = "higher"
+    NEUTRAL = "neutral"  # a change is reported, never called better or worse
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """How much worse a metric may get before it is a regression.
+
+    A change is a regression only when it is worse than *every* limit given: ``5%+1000`` means
+    "more than 5% and more than 1000 units", which keeps tiny kernels from failing on jitter.
+    ``relative`` is a fraction (0.05 = 5%); ``absolute`` is in the metric's base unit.
+    ``gating=False`` shows the metric and its change but never fails the gate.
+    """
+
+    relative: float | None = None
+    absolute: float | None = None
+    gating: bool = True
+
+    @property
+    def spec(self) -> str:
+        if not self.gating:
+            return "off"
+        parts = []
+        if self.relative is not None:
+            parts.append(f"{self.relative * 100:g}%")
+        if self.absolute is not None:
+            parts.append(f"{self.absolute:g}")
+        return "+".join(parts) or "0%"
+
+
+OFF = Threshold(gating=False)
+
+_SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
+
+
+def parse_threshold(spec: str) -> Threshold:
+    """Parse ``5%``, ``1000``, ``5%+1000`` or ``off``."""
+    text = str(spec).strip().lower()
+    if text in ("off", "none", "no", "false"):
+        return OFF
+    relative: float | None = None
+    absolute: float | None = None
+    for part in text.split("+"):
+        match = _SPEC_PART.match(part)
+        if not match:
+            raise ConfigError(
+                f"bad threshold {spec!r}: use a relative limit like '5%', an absolute one in the metric's "
+                "base unit like '1000', both like '5%+1000', or 'off'"
+            )
+        number = float(match["num"])
+        if match["pct"]:
+            if relative is not None:
+                raise ConfigError(f"bad threshold {spec!r}: two relative limits")
+            relative = number / 100.0
+        else:
+            if absolute is not None:
+                raise ConfigError(f"bad threshold {spec!r}: two absolute limits")
+            absolute = number
+    return Threshold(relative=relative, absolute=absolute)
+
+
+def parse_threshold_assignment(text: str) -> tuple[str, Threshold]:
+    """Parse ``METRIC=SPEC`` as given to ``--threshold``."""
+    name, sep, spec = text.partition("=")
+    if not sep or not name.strip():
+        raise ConfigError(f"bad --threshold {text!r}: expected METRIC=SPEC, e.g. gpu__time_duration.sum=5%")
+    return name.strip(), parse_threshold(spec)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    label: str
+    direction: Direction
+    threshold: Threshold
+    why: str
+
+
+# The curated default set. Order is display order.
+CATALOG: tuple[MetricInfo, ...] = (
+    MetricInfo(
+        "gpu__time_duration.sum", "duration", Direction.LOWER_IS_BETTER, Threshold(relative=0.05, absolute=1000.0),
+        "Kernel time: what users feel. Jitters 0.1-2% run to run under ncu's clock control, so 5% "
+        "(and at least 1 us, so a 3 us kernel does not fail on noise).",
+    ),
+    MetricInfo(
+        "dram__bytes_read.sum", "DRAM read", Direction.LOWER_IS_BETTER, Threshold(relative=0.02, absolute=4096.0),
+        "Bytes read from device memory: a work counter that moves <0.1% between runs with caches "
+        "flushed; a change means the access pattern changed (uncoalescing, lost reuse).",
+    ),
+    MetricInfo(
+        "dram__bytes_write.sum", "DRAM write", Direction.LOWER_IS_BETTER, Threshold(relative=0.02, absolute=4096.0),
+        "Bytes written to device memory: deterministic for the same code, so 2%.",
+    ),
+    MetricInfo(
+        "smsp__inst_executed.sum", "instructions", Direction.LOWER_IS_BETTER, Threshold(relative=0.01),
+        "Warp instructions executed: deterministic for the same code and input; 1% catches a lost "
+        "unroll or a new bounds check.",
+    ),
+    MetricInfo(
+        "launch__registers_per_thread", "registers", Direction.LOWER_IS_BETTER, OFF,
+        "Registers per thread: explains occupancy and spill changes; shown, not gated.",
+    ),
+    MetricInfo(
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput %", Direction.HIGHER_IS_BETTER, OFF,
+        "Compute speed-of-light: explains why time moved; not gated on its own.",
+    ),
+    MetricInfo(
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "memory throughput %",
+        Direction.HIGHER_IS_BETTER, OFF,
+        "Memory speed-of-light: explains why time moved; not gated on its own.",
+    ),
+    MetricInfo(
+        "sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy %", Direction.HIGHER_IS_BETTER, OFF,
+        "Achieved occupancy: explains latency-hiding changes; not gated on its own.",
+    ),
+    MetricInfo(
+        "time.median", "median time", Direction.LOWER_IS_BETTER, Threshold(relative=0.20),
+        "pytest-benchmark median: robust to the outliers of shared CI runners; 20%, and when raw "
+        "timings exist on both sides the slowdown must also be statistically significant.",
+    ),
+    MetricInfo(
+        "time.min", "min time", Direction.LOWER_IS_BETTER, OFF,
+        "pytest-benchmark minimum: the best case, shown beside the median.",
+    ),
+    MetricInfo(
+        "time.stddev", "stddev", Direction.LOWER_IS_BETTER, OFF,
+        "pytest-benchmark standard deviation: shows how noisy the measurement was.",
+    ),
+)
+
+CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in CATALOG}
+
+DEFAULT_KERNEL_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if not m.name.startswith("time."))
+DEFAULT_BENCHMARK_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if m.name.startswith("time."))
+
+# Launch facts compared to explain a row ("launch config changed"), never gated.
+LAUNCH_CONFIG_METRICS: tuple[str, ...] = (
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+)
+
+_LOWER_HINTS = ("time", "duration", "bytes", "inst_executed", "registers", "sectors", "cycles", "wavefronts",
+                "requests", "spill", "stall", "bank_conflict", "passes")
+_HIGHER_HINTS = ("pct_of_peak", "throughput", "hit_rate", "warps_active", "occupancy", "per_second", "efficiency")
+
+
+def direction_of(metric: str) -> Direction:
+    """Direction of any metric: the catalog's, else a guess from ncu's naming conventions."""
+    info = CATALOG_BY_NAME.get(metric)
+    if info is not None:
+        return info.direction
+    name = metric.lower()
+    if any(hint in name for hint in _HIGHER_HINTS):
+        return Direction.HIGHER_IS_BETTER
+    if any(hint in name for hint in _LOWER_HINTS) or name.endswith((".sum", ".max")):
+        return Direction.LOWER_IS_BETTER
+    return Direction.NEUTRAL
+
+
+def label_of(metric: str) -> str:
+    info = CATALOG_BY_NAME.get(metric)
+    return info.label if info else metric
+
+
+def default_thresholds() -> dict[str, Threshold]:
+    return {m.name: m.threshold for m in CATALOG}

@@ -1,0 +1,251 @@
+"""Render a JSON report (see ``perfgate.report``) as text, Markdown, HTML or JSON.
+
+Renderers are pure: report in, string out. Names of kernels, tests and metrics come from the
+user's (possibly a fork's) code, so every renderer treats them as untrusted: Markdown output
+escapes them so they cannot inject HTML, break a table or @mention anyone; HTML output is
+autoescaped and carries a Content-Security-Policy that forbids scripts and network fetches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from typing import Any, Callable, Iterable
+
+FORMATS = ("text", "md", "html", "json")
+STATUS_ICON = {"regression": "❌", "improvement": "🚀", "unchanged": "✅", "new": "🆕", "missing": "➖",
+               "no data": "⚠️", "info": "ℹ️"}
+MAX_NAME = 160  # longer (templated) kernel names are cut in tables; the JSON keeps them whole
+
+
+# ---------------------------------------------------------------- number formatting
+
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in _SI:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}".rstrip()
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """Human-readable value in the metric's unit: 151328 ns -> '151.3 µs'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if unit == "ns":
+        for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if abs(value) >= scale:
+                return f"{value / scale:.4g} {name}"
+        return f"{value:.4g} ns"
+    if unit == "s":
+        for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+            if abs(value) >= scale:
+                return f"{value / scale:.4g} {name}"
+        return f"{value * 1e9:.4g} ns"
+    if unit == "byte":
+        return _si(value, "B")
+    if unit == "%":
+        return f"{value:.1f}%"
+    if float(value).is_integer() and abs(value) < 1e6:
+        return f"{int(value)} {unit}".rstrip() if unit not in ("register/thread",) else f"{int(value)}"
+    return _si(value, unit if unit not in ("", "register/thread") else "")
+
+
+def format_change(change: float | None) -> str:
+    if change is None or (isinstance(change, float) and math.isnan(change)):
+        return "—"
+    return f"{change * 100:+.1f}%"
+
+
+# ---------------------------------------------------------------- escaping
+
+def md_escape(text: Any, limit: int = MAX_NAME) -> str:
+    """Escape untrusted text for a GitHub Markdown table cell or summary line.
+
+    HTML-significant characters become entities (no raw tags), a pipe cannot end the cell,
+    backticks cannot open code spans, and '@' is followed by a zero-width space so a name like
+    '@octocat' never notifies anyone.
+    """
+    raw = " ".join(str(text).split())  # newlines would end a table row
+    if len(raw) > limit:
+        raw = raw[: limit - 1] + "…"
+    out = []
+    for ch in raw:
+        if ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch == "|":
+            out.append("&#124;")
+        elif ch == "`":
+            out.append("&#96;")
+        elif ch == "@":
+            out.append("@&#8203;")
+        elif ch in "\\*_[]~":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- shared views of a report
+
+def launch_key(row: dict[str, Any]) -> tuple:
+    return (row.get("test"), row.get("kind"), row.get("kernel"), row.get("region"), row.get("ordinal"),
+            row.get("device"))
+
+
+def display_name(row: dict[str, Any]) -> str:
+    name = str(row.get("kernel", ""))
+    if row.get("kind") == "kernel" and int(row.get("ordinal") or 0) > 0:
+        name += f" #{int(row['ordinal'])}"
+    return name
+
+
+def results_by_launch(report: dict[str, Any]) -> dict[tuple, list[dict[str, Any]]]:
+    grouped: dict[tuple, list[dict[str, Any]]] = {}
+    for row in report.get("results", []):
+        grouped.setdefault(launch_key(row), []).append(row)
+    return grouped
+
+
+def metric_line(row: dict[str, Any]) -> str:
+    return (f"{row.get('label') or row.get('metric')} {format_value(row.get('baseline'), row.get('unit', ''))} → "
+            f"{format_value(row.get('current'), row.get('unit', ''))} ({format_change(row.get('change'))})")
+
+
+def explanation(rows: list[dict[str, Any]], min_change: float = 0.01) -> list[str]:
+    """The non-gated metrics of a launch that moved: why a gated metric changed."""
+    moved = [r for r in rows if r.get("status") == "info" and r.get("change") is not None
+             and abs(r["change"]) >= min_change]
+    moved.sort(key=lambda r: -abs(r["change"]))
+    return [metric_line(r) for r in moved]
+
+
+def headline(report: dict[str, Any]) -> str:
+    counts = report.get("summary", {})
+    regressions = counts.get("regression", 0)
+    total = sum(counts.values())
+    if regressions:
+        return f"{regressions} regression{'s' if regressions != 1 else ''} in {total} compared"
+    return f"no regression in {total} compared"
+
+
+def summary_parts(report: dict[str, Any]) -> list[str]:
+    return [f"{n} {status}" for status, n in report.get("summary", {}).items() if n]
+
+
+# ---------------------------------------------------------------- renderers
+
+def render_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render_text(report: dict[str, Any], show_unchanged: bool = False) -> str:
+    """Terminal output: verdict, the launches that need attention, then a one-line summary."""
+    lines: list[str] = []
+    grouped = results_by_launch(report)
+    for comparison in report.get("comparisons", []):
+        devices = ", ".join(comparison.get("current_devices") or comparison.get("baseline_devices") or [])
+        lines.append(f"perfgate: {comparison.get('baseline', '')} → {comparison.get('current', '')}"
+                     + (f" on {devices}" if devices else ""))
+    for launch in report.get("launches", []):
+        status = launch.get("status")
+        if status == "unchanged" and not show_unchanged:
+            continue
+        where = f" [{launch['region']}]" if launch.get("region") else ""
+        test = f"{launch['test']}: " if launch.get("test") else ""
+        lines.append(f"{status.upper():<11} {test}{display_name(launch)}{where}")
+        rows = grouped.get(launch_key(launch), [])
+        for row in rows:
+            if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged"):
+                lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {row.get('threshold')}]")
+        if launch.get("launch_change"):
+            lines.append(f"    launch config changed: {launch['launch_change']}")
+        if status in ("regression", "improvement"):
+            for why in explanation(rows)[:4]:
+                lines.append(f"    why: {why}")
+    for note in report.get("notes", []):
+        lines.append(f"note: {note}")
+    verdict = "FAIL" if report.get("verdict") == "fail" else "PASS"
+    lines.append(f"{verdict}: {headline(report)} ({', '.join(summary_parts(report)) or 'nothing compared'})")
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("perfgate", "render/templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(md=md_escape, value=format_value, change=format_change, name=display_name)
+    env.globals.update(icon=STATUS_ICON, explanation=explanation, metric_line=metric_line, launch_key=launch_key)
+    return env
+
+
+def _context(report: dict[str, Any]) -> dict[str, Any]:
+    grouped = results_by_launch(report)
+    launches = report.get("launches", [])
+    attention = [l for l in launches if l.get("status") in ("regression", "no data", "missing")]
+    return {
+        "report": report,
+        "headline": headline(report),
+        "summary": summary_parts(report),
+        "grouped": grouped,
+        "attention": attention,
+        "others": [l for l in launches if l not in attention],
+        "launches": launches,
+        "failed": report.get("verdict") == "fail",
+    }
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """Markdown for a PR comment or job summary: regressions first, everything else folded."""
+    return _environment().get_template("report.md.j2").render(**_context(report))
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """One self-contained HTML file (inline CSS and SVG chart, no scripts, no fetches)."""
+    context = _context(report)
+    context["chart"] = chart_bars(report)
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def chart_bars(report: dict[str, Any], limit: int = 40) -> list[dict[str, Any]]:
+    """Bars for the HTML chart: the largest changes of gated metrics, worst first."""
+    bars = [r for r in report.get("results", []) if r.get("gated") and r.get("change") is not None
+            and r.get("status") in ("regression", "improvement", "unchanged")]
+    bars.sort(key=lambda r: (r.get("status") != "regression", -abs(r["change"])))
+    bars = bars[:limit]
+    largest = max((abs(r["change"]) for r in bars), default=0.0) or 1.0
+    return [{"row": r, "label": f"{display_name(r)} · {r.get('label') or r.get('metric')}",
+             "fraction": min(abs(r["change"]) / largest, 1.0), "worse": r.get("status") == "regression",
+             "better": r.get("status") == "improvement"} for r in bars]
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "text": render_text,
+    "md": render_markdown,
+    "html": render_html,
+    "json": render_json,
+}
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    return RENDERERS[fmt](report)
+
+
+def iter_formats(names: Iterable[str]) -> list[str]:
+    return [n for n in names if n in RENDERERS]

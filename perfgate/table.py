@@ -1,0 +1,117 @@
+"""The normalized measurement table every reader produces and every later stage consumes.
+
+One row per (launch, metric), long format. Kernel launches and pytest-benchmark benchmarks share
+the same shape so that compare and render never care where a number came from:
+
+=========  =======  ==================================================================
+column     dtype    meaning
+=========  =======  ==================================================================
+kind       str      ``"kernel"`` (an ncu launch) or ``"benchmark"`` (pytest-benchmark)
+kernel     str      kernel function name (ncu ``NameBase_FUNCTION``) or benchmark fullname
+demangled  str      demangled kernel signature; benchmark name for benchmarks
+region     str      NVTX push/pop range stack, outermost first, joined by ``" > "``; "" if none
+ordinal    int      0-based index among launches with the same (kernel, region) in the report
+launch     int      0-based index of the launch in the whole report (report order)
+device     str      GPU display name (``"Tesla T4"``) or, for benchmarks, the CPU brand
+cc         str      compute capability ``"7.5"``; "" for benchmarks
+grid       str      ``"(x, y, z)"`` or "" when unknown
+block      str      ``"(x, y, z)"`` or "" when unknown
+metric     str      ncu metric name (``gpu__time_duration.sum``) or ``time.median`` etc.
+unit       str      base unit as ncu reports it (``ns``, ``byte``, ``%``, ``s``...), "" if none
+value      float    the value; NaN when the launch carries no value for it ("no data")
+=========  =======  ==================================================================
+
+A launch that ncu recorded without any measured metric still has rows (its launch attributes,
+or a single ``gpu__time_duration.sum`` row with NaN), so it shows up as "no data", never vanishes.
+
+Extra per-table facts that are not per-row (ncu settings, raw benchmark samples, test
+locations) live in ``DataFrame.attrs`` under the keys documented below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+COLUMNS: tuple[str, ...] = (
+    "kind",
+    "kernel",
+    "demangled",
+    "region",
+    "ordinal",
+    "launch",
+    "device",
+    "cc",
+    "grid",
+    "block",
+    "metric",
+    "unit",
+    "value",
+)
+
+# The columns that identify one launch; together with ``metric`` they identify a row.
+LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
+
+KIND_KERNEL = "kernel"
+KIND_BENCHMARK = "benchmark"
+
+REGION_SEPARATOR = " > "
+
+# DataFrame.attrs keys
+ATTR_SOURCE = "source"  # str: the file the table was read from
+ATTR_SETTINGS = "settings"  # dict: how it was measured (clock_control, cache_control, ncu version...)
+ATTR_SAMPLES = "samples"  # dict[benchmark name, list[float]]: raw timings (seconds)
+ATTR_LOCATIONS = "locations"  # dict[kernel or benchmark name, {"test", "path", "line"}]
+
+_STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
+
+
+def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, *, source: str = "") -> pd.DataFrame:
+    """Build a normalized table from row dicts (or a frame with these columns), fixing dtypes."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows), columns=list(COLUMNS))
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"table is missing columns {missing}")
+    frame = frame.loc[:, list(COLUMNS)]
+    for col in _STR_COLUMNS:
+        frame[col] = frame[col].fillna("").astype(str)
+    frame["ordinal"] = frame["ordinal"].astype("int64")
+    frame["launch"] = frame["launch"].astype("int64")
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
+    frame = frame.reset_index(drop=True)
+    frame.attrs.setdefault(ATTR_SOURCE, source)
+    frame.attrs.setdefault(ATTR_SETTINGS, {})
+    frame.attrs.setdefault(ATTR_SAMPLES, {})
+    frame.attrs.setdefault(ATTR_LOCATIONS, {})
+    return frame
+
+
+def empty_table(source: str = "") -> pd.DataFrame:
+    return make_table([], source=source)
+
+
+def assign_ordinals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Number launches of the same (kind, kernel, region) 0, 1, 2... in report order."""
+    launches = frame.drop_duplicates("launch")[["launch", "kind", "kernel", "region"]].sort_values("launch")
+    launches["ordinal"] = launches.groupby(["kind", "kernel", "region"], sort=False).cumcount()
+    ordinal_of = dict(zip(launches["launch"], launches["ordinal"]))
+    frame = frame.copy()
+    frame["ordinal"] = frame["launch"].map(ordinal_of).astype("int64")
+    return frame
+
+
+def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The distinct (device name, compute capability) pairs in a table, sorted."""
+    if frame.empty:
+        return []
+    pairs = frame[["device", "cc"]].drop_duplicates()
+    return sorted((str(d), str(c)) for d, c in pairs.itertuples(index=False))
+
+
+def device_label(name: str, cc: str) -> str:
+    return f"{name} (CC {cc})" if cc else name
+
+
+def format_dim(x: Any, y: Any = 1, z: Any = 1) -> str:
+    return f"({int(x)}, {int(y)}, {int(z)})"
