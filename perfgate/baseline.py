@@ -35,10 +35,12 @@ import numpy as np
 import pandas as pd
 
 from perfgate.errors import InputError
-from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, KIND_BENCHMARK, KIND_KERNEL, make_table
+from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, KIND_BENCHMARK, KINDS, make_table
 
 FORMAT_NAME = "perfgate-baseline"
 FORMAT_VERSION = 1
+_TOP_KEYS = {"format", "version", "device", "settings", "source", "entries"}
+_ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples"}
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
 
 
@@ -67,9 +69,12 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
     if version != FORMAT_VERSION:
         raise InputError(path, f"baseline format version {version!r} is not supported (this perfgate reads "
                                f"version {FORMAT_VERSION})", "upgrade perfgate or regenerate the baseline")
+    unknown = sorted(set(document) - _TOP_KEYS)
+    if unknown:
+        raise _fail(path, f"unknown key(s) {', '.join(unknown)}")
     device = document.get("device")
-    if not isinstance(device, dict) or not isinstance(device.get("name"), str) or not isinstance(
-            device.get("cc", ""), str):
+    if not isinstance(device, dict) or not isinstance(device.get("name"), str) or not device["name"] or \
+            not isinstance(device.get("cc"), str):
         raise _fail(path, '"device" must be an object with string "name" and "cc"')
     entries = document.get("entries")
     if not isinstance(entries, list):
@@ -83,9 +88,12 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
         where = f"entries[{index}]"
         if not isinstance(entry, dict):
             raise _fail(path, f"{where} must be an object")
+        unknown = sorted(set(entry) - _ENTRY_KEYS)
+        if unknown:
+            raise _fail(path, f"{where} has unknown key(s) {', '.join(unknown)}")
         kind = entry.get("kind")
-        if kind not in (KIND_KERNEL, KIND_BENCHMARK):
-            raise _fail(path, f'{where}.kind must be "kernel" or "benchmark"')
+        if kind not in KINDS:
+            raise _fail(path, f'{where}.kind must be one of {", ".join(KINDS)}')
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise _fail(path, f"{where}.name must be a non-empty string")

@@ -6,7 +6,7 @@ the same shape so that compare and render never care where a number came from:
 =========  =======  ==================================================================
 column     dtype    meaning
 =========  =======  ==================================================================
-kind       str      ``"kernel"`` (an ncu launch) or ``"benchmark"`` (pytest-benchmark)
+kind       str      ``"kernel"`` (an ncu launch), ``"benchmark"`` (pytest-benchmark) or ``"region"`` (a total)
 kernel     str      kernel function name (ncu ``NameBase_FUNCTION``) or benchmark fullname
 demangled  str      demangled kernel signature; benchmark name for benchmarks
 region     str      NVTX push/pop range stack, outermost first, joined by ``" > "``; "" if none
@@ -55,6 +55,8 @@ LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
 
 KIND_KERNEL = "kernel"
 KIND_BENCHMARK = "benchmark"
+KIND_REGION = "region"  # per-NVTX-region totals computed by the pytest plugin
+KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)
 
 REGION_SEPARATOR = " > "
 

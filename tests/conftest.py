@@ -1,0 +1,27 @@
+"""Shared test helpers. The corpus of real third-party .ncu-rep files lives in ../shared/corpus
+(never copied into this repo); tests that need it skip cleanly where it is absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("PERFGATE_CORPUS", REPO.parent / "shared" / "corpus"))
+NCU_REP = CORPUS / "ncu-rep"
+
+
+def corpus_file(relative: str) -> Path:
+    path = NCU_REP / relative
+    if not path.is_file():
+        pytest.skip(f"corpus file {path} not available (set PERFGATE_CORPUS to ../shared/corpus)")
+    return path
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not NCU_REP.is_dir():
+        pytest.skip(f"corpus {NCU_REP} not available (set PERFGATE_CORPUS to ../shared/corpus)")
+    return NCU_REP
