@@ -50,8 +50,8 @@ def format_value(value: float | None, unit: str) -> str:
         return _si(value, "B")
     if unit == "%":
         return f"{value:.1f}%"
-    if float(value).is_integer() and abs(value) < 1e6:
-        return f"{int(value)} {unit}".rstrip() if unit not in ("register/thread",) else f"{int(value)}"
+    if float(value).is_integer() and abs(value) < 1e9:
+        return f"{int(value):,} {unit}".rstrip() if unit not in ("register/thread",) else f"{int(value)}"
     return _si(value, unit if unit not in ("", "register/thread") else "")
 
 

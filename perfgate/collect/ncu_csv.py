@@ -1,0 +1,794 @@
+"""Read Nsight Compute CSV output (``ncu --csv --page details`` or ``--page raw``) into the table.
+
+Layouts this reader follows, as found in public material (no GPU was used to capture them):
+
+* ``--page details`` (long: one row per launch x metric). The header seen in current ncu is
+  ``"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",
+  "Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"`` followed,
+  since ncu 2023.x, by ``"Rule Name","Rule Type","Rule Description","Estimated Speedup Type",
+  "Estimated Speedup"``. Metric rows then stop after the value with a trailing comma (16 fields under
+  a 20-field header) and rule rows carry an empty metric name: see the captured ncu run in
+  microsoft/superbenchmark ``tests/benchmarks/micro_benchmarks/test_cublaslt_function.py`` (CC 10.0,
+  app output before the header, ``hz``/``ns`` base units, string values such as ``CachePreferNone``).
+  Older ncu (2019-2021) writes ``"ID","Process ID","Process Name","Host Name","Kernel Name",
+  "Kernel Time","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"``
+  (no launch dimensions, device or CC): see the rodinia logs quoted in
+  ``rodinia_3.1/cuda/cfd`` READMEs (``"cfd_000","127.0.0.1","cuda_compute_step_factor",
+  "2020-Apr-07 17:01:05"``, units ``cycle/second`` and ``usecond``).
+  "Device" is the device *index* ("0"), not its name; "CC" is ``"7.5"``.
+  "Metric Name" holds the section's *label* ("Duration", "DRAM Frequency") unless the metric came
+  from ``--metrics`` (section "Command line profiler metrics") or ``--print-metric-name name`` was
+  given; labels are kept as they are.
+* ``--page raw`` (wide: one row per launch). The same leading columns (``"Kernel Time"`` instead of
+  launch dimensions in old versions, as in the ncu forum answer quoted by public parsers:
+  ``"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",
+  "launch__grid_size",...``), then one column per metric name, then ONE row of units (empty under
+  the leading columns), then one row per launch. Metric columns are told apart by name
+  (``unit__metric`` style: a ``__`` and no space), never by position.
+* NVTX. With ``--nvtx``, both pages gain, right after "Host Name", the columns
+  ``"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"`` and
+  ``"Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"`` (column list printed
+  from a real details export in a public ``kernel_metric_output`` script). A push/pop cell is the
+  thread id, then one quoted entry per open range, outermost first, e.g.
+  ``1  "<default domain>:forward:none:none:none:none:none:none"  "<default domain>:attn:none:..."``;
+  a range name may itself contain ``:`` (public parsers of real exports split it that way), so the
+  name is everything between the domain and the six trailing payload/colour/message fields.
+  ``--print-nvtx-rename kernel`` instead *renames* "Kernel Name" to the innermost range: nothing in
+  the file says so, so such a file simply has range names as kernels.
+* Around the table, ncu's own lines ``==PROF==``, ``==WARNING==``, ``==ERROR==`` and the profiled
+  application's output are mixed into stdout (a progress line can even be split by a warning).
+
+Values: thousands separators (``"1,215,000,000.00"``) are removed, ``n/a`` becomes NaN (row kept:
+"no data"), empty cells are absent metrics (row dropped), string values (device name, cache
+config) are dropped from the table but the device name feeds ``device``. Units are reduced to the
+base units ``ncu_report`` uses (``ns``, ``byte``, ``hz``, ``byte/s``) so CSV and ``.ncu-rep``
+tables compare. Not handled: locales that swap the decimal and thousands marks.
+
+Speed: the file is never split into Python lines on the normal path. The header is found in the
+first chunk(s), the parser reads straight from the file at that offset, and lines of ncu or the
+application that follow the header come back as rows with a non-numeric "ID", which are dropped
+(an ``==ERROR==`` among them still raises). Only if that parse fails is the text filtered line by
+line and parsed again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import IO, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfgate.collect.ncu_rep import PERFGATE_NVTX_DOMAIN
+from perfgate.errors import InputError, NcuError
+from perfgate.table import ATTR_SOURCE, KIND_KERNEL, REGION_SEPARATOR, assign_ordinals, format_dim, make_table
+
+__all__ = ["looks_like_ncu_csv", "read_ncu_csv", "kernel_function_name", "nvtx_region"]
+
+_HEADER_PREFIX = b'"ID",'
+_CHUNK = 1 << 16
+_TOOL_TAGS = ("==PROF==", "==WARNING==", "==ERROR==")
+_DEFAULT_DOMAIN = "<default domain>"
+_NA_STRINGS = frozenset({"n/a", "N/A", "nan", "NaN", "-nan"})
+# Columns of the details page that the table needs; the rest (host, context, rules...) are skipped.
+_DETAILS_COLUMNS = ("ID", "Process ID", "Kernel Name", "Block Size", "Grid Size", "Device", "CC",
+                    "Section Name", "Metric Name", "Metric Unit", "Metric Value")  # fmt: skip
+_NO_DATA_METRIC = ("gpu__time_duration.sum", "ns")
+
+# Reduce ncu's unit spellings (old versions, --print-units auto) to the base units ncu_report uses.
+_UNITS: dict[str, tuple[str, float]] = {
+    **{u: ("ns", f) for u, f in (("ns", 1.0), ("nsecond", 1.0), ("nanosecond", 1.0), ("us", 1e3),
+                                  ("usecond", 1e3), ("microsecond", 1e3), ("ms", 1e6), ("msecond", 1e6),
+                                  ("millisecond", 1e6), ("s", 1e9), ("second", 1e9))},
+    **{u: ("byte", f) for u, f in (("byte", 1.0), ("Kbyte", 1e3), ("Mbyte", 1e6), ("Gbyte", 1e9),
+                                    ("Tbyte", 1e12), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9))},
+    **{u: ("hz", f) for u, f in (("hz", 1.0), ("Hz", 1.0), ("Khz", 1e3), ("Mhz", 1e6), ("Ghz", 1e9),
+                                  ("cycle/second", 1.0), ("cycle/msecond", 1e3), ("cycle/usecond", 1e6),
+                                  ("cycle/nsecond", 1e9))},
+    **{u: ("byte/s", f) for u, f in (("byte/s", 1.0), ("byte/second", 1.0), ("Kbyte/s", 1e3),
+                                      ("Kbyte/second", 1e3), ("Mbyte/s", 1e6), ("Mbyte/second", 1e6),
+                                      ("Gbyte/s", 1e9), ("Gbyte/second", 1e9), ("Tbyte/s", 1e12),
+                                      ("Tbyte/second", 1e12))},
+}  # fmt: skip
+
+_FIX_CSV = "pass the stdout or --log-file of 'ncu --csv --page details|raw ...', or 'ncu -i REPORT --csv --page raw'"
+_FIX_NO_KERNELS = ("check ncu's --kernel-name/--nvtx-include filters match a launch and that the application "
+                   "launches CUDA kernels")
+_FIX_REEXPORT = "the file is truncated or was edited: export it again with 'ncu -i REPORT --csv --page raw'"
+_FIX_PERM = ("run ncu as root or with CAP_SYS_ADMIN (CAP_PERFMON on R565+ drivers); containers: --cap-add=SYS_ADMIN; "
+             "host: 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d, reboot; see "
+             "developer.nvidia.com/ERR_NVGPUCTRPERM")
+
+
+# --------------------------------------------------------------------------------------------
+# Public helpers
+
+
+def looks_like_ncu_csv(head: str) -> bool:
+    """Say whether ``head`` (the first ~8 KiB of a file, decoded) is ncu CSV output.
+
+    True for a file whose lines include ncu's CSV header (``"ID","Process ID",...``, possibly after
+    ncu's ``==`` lines and application output) and for ncu logs with ``==PROF==``/``==WARNING==``/
+    ``==ERROR==`` lines only, so the CSV reader can explain what went wrong with them.
+    """
+    if "\x00" in head:
+        # UTF-16 (PowerShell's '>' redirect) decoded byte-wise: NULs between the characters.
+        if head.count("\x00") < len(head) // 3:
+            return False
+        head = head.replace("\x00", "")
+    for line in head.lstrip("\ufeff\ufffe\xff\xfe").splitlines():
+        if line.startswith('"ID",') and '"Kernel Name"' in line:
+            return True
+        if line.startswith(_TOOL_TAGS):
+            return True
+    return False
+
+
+def kernel_function_name(demangled: str) -> str:
+    """The bare function name of a kernel signature, as ncu's ``function`` name base prints it.
+
+    Drops, in this order: the parameter list (the last balanced ``(...)`` at the end), trailing
+    template arguments (the last balanced ``<...>``), the return type and qualifiers (everything up
+    to the last top-level space) and the enclosing namespaces/classes (everything up to the last
+    top-level ``::``). ``void at::native::vectorized_elementwise_kernel<4, F>(int, F)`` ->
+    ``vectorized_elementwise_kernel``; ``<unnamed>::transposeNaive(const float *)`` ->
+    ``transposeNaive``; a name that is already bare (or mangled) is returned unchanged.
+    Unbalanced brackets leave the name as it is after the last step that parsed.
+    """
+    name = demangled.strip()
+    if name.endswith(")"):
+        start = _matching_open(name, "(", ")")
+        if start > 0:
+            name = name[:start].rstrip()
+    if name.endswith(">"):
+        start = _matching_open(name, "<", ">")
+        if start > 0:
+            name = name[:start].rstrip()
+    # Split at top level only: template arguments and "(anonymous namespace)" hold spaces and "::".
+    depth = 0
+    cut = 0
+    i = 0
+    while i < len(name):
+        char = name[i]
+        if char in "<([{":
+            depth += 1
+        elif char in ">)]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and char == " ":
+            cut = i + 1
+        elif depth == 0 and name.startswith("::", i):
+            cut = i + 2
+            i += 1
+        i += 1
+    bare = name[cut:]
+    return bare or demangled.strip()
+
+
+def _matching_open(text: str, opener: str, closer: str) -> int:
+    """Index of the bracket that opens the one closing ``text`` (which ends with ``closer``); -1 if none."""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == closer:
+            depth += 1
+        elif text[i] == opener:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def nvtx_region(cell: str) -> str:
+    """The region string for one cell of ncu's NVTX push/pop column.
+
+    Follows ``perfgate.collect.ncu_rep``: when ranges of the ``perfgate`` domain are open, the
+    region is that domain's stack; otherwise every open range of every domain, in the order ncu
+    lists them (outermost first), joined by ``" > "``. ``""`` when no range is open.
+    """
+    stacks: dict[str, list[str]] = {}
+    for entry in re.findall(r'"([^"]*)"', cell):
+        parts = entry.split(":")
+        if len(parts) < 2:
+            continue
+        domain = parts[0]
+        if len(parts) >= 8:
+            # Domain : name : PL_Type : PL_Value : CLR_Type : Color : Msg_Type : Msg
+            name = ":".join(parts[1:-6])
+            if name in ("", "none") and parts[-1] not in ("", "none"):
+                name = parts[-1]  # a range pushed with only a message attribute
+        else:
+            name = parts[1]
+        if name:
+            stacks.setdefault(domain, []).append(name)
+    own = stacks.get(PERFGATE_NVTX_DOMAIN)
+    names = own if own else [name for names in stacks.values() for name in names]
+    return REGION_SEPARATOR.join(names)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_ncu_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read ncu CSV output (details or raw page, detected from the header) into the table.
+
+    Raises :class:`NcuError` when the file holds an ``==ERROR==`` line, and :class:`InputError`
+    when it is empty, holds no CSV table (a log with only ``==PROF==`` lines, ncu's text output,
+    anything else) or a CSV table that cannot be parsed.
+    """
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            frame = _read(handle, source)
+    except OSError as exc:
+        raise InputError(source, f"cannot read ({exc.strerror or exc})", "check the path and its permissions") from exc
+    frame.attrs[ATTR_SOURCE] = source
+    return frame
+
+
+def _read(handle: IO[bytes], source: str) -> pd.DataFrame:
+    first = handle.read(4)
+    handle.seek(0)
+    if first[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        # UTF-16 with BOM (PowerShell redirection): re-encode once, then read like any other file.
+        text = handle.read().decode("utf-16", errors="replace")
+        return _read(io.BytesIO(text.encode("utf-8")), source)
+    found = _find_header(handle)
+    _raise_tool_errors(found.tool_lines, source)
+    if found.offset < 0:
+        raise _no_table_error(found, source)
+    handle.seek(found.offset)
+    try:
+        return _parse(handle, found, source)
+    except _Unparsed:
+        # Something between the rows defeated the fast path: filter lines in Python and retry.
+        handle.seek(found.offset)
+        return _parse_filtered(handle.read(), found, source)
+
+
+@dataclass
+class _Found:
+    offset: int = -1  # byte offset of the header line, -1 when there is none
+    tool_lines: list[str] = field(default_factory=list)  # ==PROF==/==WARNING==/==ERROR== lines before it
+    other_lines: int = 0  # application (or non-CSV) lines before it
+    text_report: bool = False  # ncu's human-readable output instead of CSV
+    binary: bool = False
+    empty: bool = False
+
+
+def _find_header(handle: IO[bytes]) -> _Found:
+    """Scan the lines before the CSV header: where it starts, and ncu's own lines on the way."""
+    found = _Found()
+    buffer = b""
+    consumed = 0  # file offset of buffer[0]
+    while True:
+        chunk = handle.read(_CHUNK)
+        if not buffer and not chunk and consumed == 0:
+            found.empty = True
+            return found
+        buffer += chunk
+        at_eof = not chunk
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                if not at_eof:
+                    break
+                end = len(buffer)
+                if start >= end:
+                    break
+            line = buffer[start:end]
+            if start == 0 and consumed == 0 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]  # UTF-8 BOM; the parser skips it too
+                if line.startswith(_HEADER_PREFIX):
+                    found.offset = 3
+                    return found
+            if line.startswith(_HEADER_PREFIX):
+                found.offset = consumed + start
+                return found
+            if b"\x00" in line:
+                found.binary = True
+                return found
+            _note_prefix_line(found, line.rstrip(b"\r").decode("utf-8", errors="replace"))
+            start = end + 1
+        if at_eof:
+            return found
+        consumed += start
+        buffer = buffer[start:]
+
+
+def _note_prefix_line(found: _Found, line: str) -> None:
+    if line.startswith(_TOOL_TAGS):
+        found.tool_lines.append(line)
+    elif line.strip():
+        found.other_lines += 1
+        stripped = line.strip()
+        if stripped.startswith(("Section: ", "Metric Name ")) or re.match(r"^\[\d+\] \S+@\S+$", stripped):
+            found.text_report = True
+
+
+def _raise_tool_errors(lines: Iterable[str], source: str) -> None:
+    for line in lines:
+        if line.startswith("==ERROR=="):
+            raise _ncu_error(line, source)
+
+
+def _ncu_error(line: str, source: str) -> NcuError:
+    message = line[len("==ERROR=="):].strip()
+    if "ERR_NVGPUCTRPERM" in message:
+        return NcuError(f"{source}: ncu was denied access to the GPU performance counters (ERR_NVGPUCTRPERM); "
+                        f"fix: {_FIX_PERM}")
+    short = message if len(message) <= 140 else message[:137] + "..."
+    match = re.search(r"application returned an error code \((-?\d+)\)", message)
+    if match:
+        fix = "run the application without ncu to see why it fails, then profile again"
+    elif re.search(r"unrecogni[sz]ed|unknown option|invalid (value|argument)", message, re.IGNORECASE):
+        fix = "correct the ncu command line (see ncu --help)"
+    else:
+        fix = "fix what ncu reports and profile again"
+    return NcuError(f"{source}: ncu reported an error: {short}; fix: {fix}")
+
+
+def _no_table_error(found: _Found, source: str) -> InputError:
+    if found.empty:
+        return InputError(source, "empty file, no ncu output in it", _FIX_CSV)
+    if found.binary:
+        return InputError(source, "binary data, not ncu CSV output", _FIX_CSV)
+    if found.text_report:
+        return InputError(source, "ncu's text report, not CSV",
+                          "run ncu with --csv (add --page raw for one row per launch)")
+    warning = next((line for line in found.tool_lines if "No kernels were profiled" in line), "")
+    if found.tool_lines and found.other_lines == 0 or warning:
+        said = f" ({warning.strip()})" if warning else ""
+        return InputError(source, f"only ncu log lines, no profiled kernel{said}", _FIX_NO_KERNELS)
+    return InputError(source, 'no ncu CSV header ("ID","Process ID",...) found', _FIX_CSV)
+
+
+class _Unparsed(Exception):
+    """The fast path could not parse the table; the filtered path gets a try."""
+
+
+def _header_fields(line: bytes) -> list[str]:
+    text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+    return next(csv.reader([text]), [])
+
+
+def _parse(handle: IO[bytes], found: _Found, source: str) -> pd.DataFrame:
+    header_line = handle.readline()
+    header = _header_fields(header_line)
+    _check_header(header, source)
+    if "Metric Name" in header and "Metric Value" in header:
+        handle.seek(found.offset)
+        return _details(_read_csv(handle, source, details=True, header=header), header, source)
+    units, has_units = _raw_units(handle, header)
+    return _raw(_read_csv(handle, source, details=False, header=header), header, units, has_units, source)
+
+
+def _parse_filtered(data: bytes, found: _Found, source: str) -> pd.DataFrame:
+    """Slow path: keep the header and quoted lines only (ncu quotes every field it writes)."""
+    lines = data.splitlines(keepends=True)
+    kept = [lines[0]]
+    for line in lines[1:]:
+        if line.startswith(b"==ERROR=="):
+            raise _ncu_error(line.decode("utf-8", errors="replace").strip(), source)
+        if line.startswith(b'"') or line.startswith(b","):
+            kept.append(line)
+        elif b"\x00" in line:
+            raise InputError(source, "binary data inside the CSV table", _FIX_REEXPORT)
+    buffer = io.BytesIO(b"".join(kept))
+    try:
+        return _parse(buffer, _Found(offset=0), source)
+    except _Unparsed as exc:
+        raise InputError(source, f"malformed CSV: {exc}", _FIX_REEXPORT) from None
+
+
+def _check_header(header: Sequence[str], source: str) -> None:
+    if "Kernel Name" not in header:
+        raise InputError(source, 'the CSV header has no "Kernel Name" column', _FIX_CSV)
+    if len(set(header)) != len(header):
+        duplicates = sorted({h for h in header if header.count(h) > 1})
+        raise InputError(source, f"the CSV header repeats columns {duplicates}", _FIX_REEXPORT)
+
+
+def _raw_units(handle: IO[bytes], header: Sequence[str]) -> tuple[list[str], bool]:
+    """Consume the raw page's units row (empty ID cell), if the row after the header is one."""
+    while True:
+        position = handle.tell()
+        line = handle.readline()
+        if not line.startswith(b"=="):
+            break
+    fields = _header_fields(line) if line else []
+    if fields and fields[0] == "" and line.strip():
+        return fields + [""] * (len(header) - len(fields)), True
+    handle.seek(position)
+    return [""] * len(header), False
+
+
+def _read_csv(handle: IO[bytes], source: str, *, details: bool, header: list[str]) -> pd.DataFrame:
+    if details:
+        usecols = [c for c in header if c in _DETAILS_COLUMNS or _is_push_pop(c)]
+        dtype: dict[str, object] = {c: "category" for c in usecols}
+        dtype["Metric Value"] = object
+        options: dict[str, object] = {"header": 0, "usecols": usecols, "dtype": dtype}
+    else:
+        fixed = [c for c in header if not _is_metric_column(c)]
+        options = {"header": None, "names": header, "dtype": {c: object for c in fixed}, "thousands": ","}
+    try:
+        with warnings.catch_warnings():
+            # A first row longer than the header makes pandas drop cells with only a warning.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(
+                handle, engine="c", index_col=False, keep_default_na=False, na_values=[""],
+                encoding="utf-8", encoding_errors="replace", **options,  # type: ignore[arg-type]
+            )
+    except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as exc:
+        raise _Unparsed(str(exc).replace("Error tokenizing data. C error: ", "").strip()) from None
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=header)
+
+
+def _is_metric_column(name: str) -> bool:
+    return "__" in name and " " not in name
+
+
+def _is_push_pop(name: str) -> bool:
+    return "Push/Pop_Range" in name
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+
+
+def _to_float(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _numbers(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, keep) for an object array of cells: numbers parsed, n/a kept as NaN, others dropped.
+
+    Empty cells (NaN from the parser) are absent metrics and strings are non-numeric metrics: both
+    are not kept.
+    """
+    cleaned = [c.replace(",", "") if isinstance(c, str) else c for c in cells]
+    try:
+        values = np.array(cleaned, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.fromiter(map(_to_float, cleaned), np.float64, len(cleaned))
+    keep = ~np.isnan(values)
+    missing = np.flatnonzero(~keep)
+    if missing.size:
+        keep[missing] = [isinstance(c, str) and c.strip() in _NA_STRINGS for c in cells[missing]]
+    return values, keep
+
+
+def _column_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    if column.dtype.kind in "fiub":
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        return values, ~np.isnan(values)
+    return _numbers(column.to_numpy(dtype=object))
+
+
+def _unit_scale(units: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    names: list[str] = []
+    factors = np.ones(len(units))
+    for i, unit in enumerate(units):
+        base, factor = _UNITS.get(unit, (unit, 1.0))
+        names.append(base)
+        factors[i] = factor
+    return names, factors
+
+
+# --------------------------------------------------------------------------------------------
+# Launch attributes
+
+
+@dataclass
+class _Launches:
+    """Per-launch attributes, one entry per launch in report order."""
+
+    demangled: list[str]
+    region: list[str]
+    device: list[str]
+    cc: list[str]
+    grid: list[str]
+    block: list[str]
+
+
+def _dims(text: str) -> str:
+    numbers = re.findall(r"\d+", text)
+    if len(numbers) == 3:
+        return format_dim(*numbers)
+    if len(numbers) == 1:
+        return format_dim(numbers[0])
+    return text.strip()
+
+
+def _per_launch(column: pd.Series | None, count: int, convert=None) -> list[str]:  # type: ignore[no-untyped-def]
+    """A column's value per launch (already one row per launch) as strings, converted per distinct value."""
+    if column is None:
+        return [""] * count
+    codes, uniques = pd.factorize(column.astype(object).where(column.notna(), ""), sort=False)
+    mapped = [str(u) if convert is None else convert(str(u)) for u in uniques]
+    return [mapped[c] for c in codes]
+
+
+def _launch_attributes(first_rows: pd.DataFrame, extra: dict[str, list[object]]) -> _Launches:
+    """Attributes from the leading columns of each launch's first row, completed by metrics.
+
+    ``extra`` maps metric names (device name, CC major/minor, launch dimensions) to their value per
+    launch (None when absent) for files without the "Device"/"CC"/"Grid Size" columns.
+    """
+    count = len(first_rows)
+    demangled = _per_launch(first_rows.get("Kernel Name"), count)
+    push_pop = next((c for c in first_rows.columns if _is_push_pop(c)), None)
+    region = _per_launch(first_rows[push_pop] if push_pop else None, count, nvtx_region)
+    device_index = _per_launch(first_rows.get("Device"), count)
+    names = extra.get("device__attribute_display_name", [None] * count)
+    # "Device" is the index in every real export; a name there (hand-made files) is still a name.
+    device = [str(n) if n else (d if d and not d.isdigit() else "") for n, d in zip(names, device_index)]
+    cc = _per_launch(first_rows.get("CC"), count)
+    major = extra.get("device__attribute_compute_capability_major", [None] * count)
+    minor = extra.get("device__attribute_compute_capability_minor", [None] * count)
+    cc = [c or (f"{int(float(a))}.{int(float(b))}" if a is not None and b is not None else "")
+          for c, a, b in zip(cc, major, minor)]  # fmt: skip
+    grid = _per_launch(first_rows.get("Grid Size"), count, _dims)
+    block = _per_launch(first_rows.get("Block Size"), count, _dims)
+    grid = [g or _dims_from(extra, "grid", i) for i, g in enumerate(grid)]
+    block = [b or _dims_from(extra, "block", i) for i, b in enumerate(block)]
+    return _Launches(demangled, region, device, cc, grid, block)
+
+
+def _dims_from(extra: dict[str, list[object]], what: str, launch: int) -> str:
+    values = [extra.get(f"launch__{what}_dim_{axis}", [None] * (launch + 1))[launch] for axis in "xyz"]
+    if any(v is None for v in values):
+        return ""
+    return format_dim(*(int(float(v)) for v in values))  # type: ignore[arg-type]
+
+
+_ATTRIBUTE_METRICS = (
+    "device__attribute_display_name",
+    "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor",
+    *(f"launch__{what}_dim_{axis}" for what in ("grid", "block") for axis in "xyz"),
+)
+
+
+def _categorical(per_launch: list[str], launch: np.ndarray) -> pd.Categorical:
+    """Broadcast a per-launch string list to rows without materializing one string per row."""
+    codes, uniques = pd.factorize(np.asarray(per_launch, dtype=object), sort=False)
+    return pd.Categorical.from_codes(codes[launch], categories=pd.Index(uniques, dtype=object))
+
+
+def _build(
+    source: str,
+    launches: _Launches,
+    launch: np.ndarray,
+    metric_codes: np.ndarray,
+    metric_names: Sequence[str],
+    unit_codes: np.ndarray,
+    unit_names: Sequence[str],
+    values: np.ndarray,
+) -> pd.DataFrame:
+    """Assemble the table from per-row arrays plus per-launch attributes."""
+    count = len(launches.demangled)
+    # A launch with no numeric metric left still shows up, as "no data".
+    missing = np.flatnonzero(np.bincount(launch, minlength=count) == 0)
+    if missing.size:
+        metric_names = list(metric_names) + [_NO_DATA_METRIC[0]]
+        unit_names = list(unit_names) + [_NO_DATA_METRIC[1]]
+        launch = np.concatenate([launch, missing])
+        metric_codes = np.concatenate([metric_codes, np.full(missing.size, len(metric_names) - 1)])
+        unit_codes = np.concatenate([unit_codes, np.full(missing.size, len(unit_names) - 1)])
+        values = np.concatenate([values, np.full(missing.size, np.nan)])
+        order = np.argsort(launch, kind="stable")
+        launch, metric_codes, unit_codes, values = launch[order], metric_codes[order], unit_codes[order], values[order]
+
+    bare = {d: kernel_function_name(d) if d else "" for d in set(launches.demangled)}
+    kernel = [bare[d] for d in launches.demangled]
+    per_launch = pd.DataFrame({
+        "kind": KIND_KERNEL, "kernel": kernel, "region": launches.region, "launch": np.arange(count),
+    })  # fmt: skip
+    ordinals = assign_ordinals(per_launch)["ordinal"].to_numpy(dtype=np.int64)
+
+    def categories(names: Sequence[str], codes: np.ndarray) -> pd.Categorical:
+        # Categories must be unique: two spellings can reduce to the same unit or label.
+        uniq, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+        return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(uniq, dtype=object))
+
+    frame = pd.DataFrame({
+        "kind": pd.Categorical.from_codes(np.zeros(len(launch), dtype=np.int8), categories=[KIND_KERNEL]),
+        "kernel": _categorical(kernel, launch),
+        "demangled": _categorical(launches.demangled, launch),
+        "region": _categorical(launches.region, launch),
+        "ordinal": ordinals[launch],
+        "launch": launch.astype(np.int64),
+        "device": _categorical(launches.device, launch),
+        "cc": _categorical(launches.cc, launch),
+        "grid": _categorical(launches.grid, launch),
+        "block": _categorical(launches.block, launch),
+        "metric": categories(metric_names, metric_codes),
+        "unit": categories(unit_names, unit_codes),
+        "value": values,
+    })  # fmt: skip
+    return make_table(frame, source=source)
+
+
+def _valid_ids(ids: pd.Series, source: str) -> np.ndarray:
+    """Mask of rows that are launches; raise on ``==ERROR==`` lines or binary junk among the rest.
+
+    Lines that are not CSV rows (ncu's ``==`` lines, application output) land in "ID" with the
+    other cells empty. ``ids`` is categorical (details) or object (raw).
+    """
+    if isinstance(ids.dtype, pd.CategoricalDtype):
+        categories = pd.Series(ids.cat.categories.astype(object))
+        codes = ids.cat.codes.to_numpy()
+        good = categories.str.fullmatch(r"\d+").to_numpy(dtype=bool)
+        mask = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
+        others = categories[~good]
+    else:
+        text = ids.astype(object).where(ids.notna(), "")
+        mask = text.str.fullmatch(r"\d+").to_numpy(dtype=bool)
+        others = text[~mask]
+    for value in others:
+        value = str(value)
+        if value.startswith("==ERROR=="):
+            raise _ncu_error(value, source)
+        if "\x00" in value or "\ufffd" in value:
+            raise InputError(source, "binary data inside the CSV table", _FIX_REEXPORT)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------
+# Pages
+
+
+def _details(df: pd.DataFrame, header: Sequence[str], source: str) -> pd.DataFrame:
+    for needed in ("ID", "Metric Name", "Metric Value"):
+        if needed not in df.columns:
+            raise InputError(source, f'the details CSV has no "{needed}" column', _FIX_CSV)
+    valid = _valid_ids(df["ID"], source)
+    if not valid.all():
+        df = df[valid]
+    if df.empty:
+        raise InputError(source, "the CSV table has a header but no launch", _FIX_NO_KERNELS)
+
+    # Rows of one launch are contiguous: a new launch starts where ID (or process) changes.
+    starts = np.ones(len(df), dtype=bool)
+    for column in ("ID", "Process ID"):
+        if column in df.columns:
+            codes = df[column].cat.codes.to_numpy()
+            starts[1:] |= codes[1:] != codes[:-1]
+    row_launch = np.cumsum(starts) - 1
+    first_rows = df[starts]
+    count = len(first_rows)
+
+    metric = df["Metric Name"]
+    metric_codes = metric.cat.codes.to_numpy()
+    metric_names = [str(m) for m in metric.cat.categories]
+    values, keep = _numbers(df["Metric Value"].to_numpy(dtype=object))
+
+    extra = _details_attributes(metric_names, metric_codes, df["Metric Value"].to_numpy(dtype=object),
+                                row_launch, count)
+    keep &= metric_codes >= 0  # rule rows have no metric name
+    if "Metric Unit" in df.columns:
+        unit = df["Metric Unit"]
+        unit_codes = unit.cat.codes.to_numpy()
+        units, factors = _unit_scale([str(u) for u in unit.cat.categories] + [""])
+        unit_codes = np.where(unit_codes < 0, len(units) - 1, unit_codes)
+        if (factors != 1.0).any():
+            values = values * factors[unit_codes]
+    else:
+        units, unit_codes = [""], np.zeros(len(df), dtype=np.int64)
+
+    if not all(_is_metric_column(m) for m in metric_names) and "Section Name" in df.columns:
+        # Section labels repeat across sections ("Memory Throughput" in % and in byte/s).
+        metric_codes, metric_names = _qualify_duplicates(df, row_launch, metric_codes, metric_names, keep)
+
+    launches = _launch_attributes(first_rows.reset_index(drop=True), extra)
+    return _build(source, launches, row_launch[keep], metric_codes[keep], metric_names,
+                  unit_codes[keep], units, values[keep])
+
+
+def _details_attributes(names: list[str], codes: np.ndarray, cells: np.ndarray, row_launch: np.ndarray,
+                        count: int) -> dict[str, list[object]]:
+    """Device name, CC and launch dimensions given as metric rows (``--metrics device__...``)."""
+    extra: dict[str, list[object]] = {}
+    for name in _ATTRIBUTE_METRICS:
+        if name not in names:
+            continue
+        rows = np.flatnonzero(codes == names.index(name))
+        per_launch: list[object] = [None] * count
+        for row, cell in zip(rows, _attribute_cells(name, list(cells[rows]))):
+            per_launch[row_launch[row]] = cell
+        extra[name] = per_launch
+    return extra
+
+
+def _attribute_cells(name: str, cells: list[object]) -> list[object]:
+    """Clean attribute metric cells: None when empty; numbers without thousands separators."""
+    out: list[object] = []
+    for cell in cells:
+        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            out.append(None)
+        elif isinstance(cell, str):
+            text = cell.strip()
+            if name != "device__attribute_display_name":
+                text = text.replace(",", "")
+            out.append(text or None)
+        else:
+            out.append(cell)
+    return out
+
+
+def _qualify_duplicates(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndarray, names: list[str],
+                        keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Name a label that occurs twice in one launch "Section: Label", so (launch, metric) is a key."""
+    key = pd.Series(row_launch * (len(names) + 1) + codes)
+    duplicated = (key.duplicated(keep=False).to_numpy() & keep & (codes >= 0))
+    if not duplicated.any():
+        return codes, names
+    sections = df["Section Name"].astype(object).to_numpy()
+    names = list(names)
+    codes = codes.copy()
+    index = {name: i for i, name in enumerate(names)}
+    for row in np.flatnonzero(duplicated):
+        qualified = f"{sections[row]}: {names[codes[row]]}"
+        if qualified not in index:
+            index[qualified] = len(names)
+            names.append(qualified)
+        codes[row] = index[qualified]
+    return codes, names
+
+
+def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], has_units: bool,
+         source: str) -> pd.DataFrame:
+    if "ID" not in df.columns:
+        raise InputError(source, 'the raw CSV has no "ID" column', _FIX_CSV)
+    valid = _valid_ids(df["ID"], source)
+    if not valid.all():
+        df = df[valid]
+    if df.empty:
+        raise InputError(source, "the CSV table has a header but no launch", _FIX_NO_KERNELS)
+    df = df.reset_index(drop=True)
+    count = len(df)
+    metric_columns = [c for c in header if _is_metric_column(c)]
+    unit_of = dict(zip(header, units))
+
+    extra: dict[str, list[object]] = {}
+    value_blocks: list[np.ndarray] = []
+    keep_blocks: list[np.ndarray] = []
+    numeric_names: list[str] = []
+    numeric_units: list[str] = []
+    for name in metric_columns:
+        column = df[name]
+        values, keep = _column_numbers(column)
+        if name in _ATTRIBUTE_METRICS:
+            extra[name] = _attribute_cells(name, column.astype(object).where(column.notna(), None).tolist())
+        if not keep.any():
+            continue  # a string-valued (or entirely empty) metric
+        base, factor = _UNITS.get(unit_of.get(name, ""), (unit_of.get(name, ""), 1.0))
+        value_blocks.append(values * factor if factor != 1.0 else values)
+        keep_blocks.append(keep)
+        numeric_names.append(name)
+        numeric_units.append(base)
+
+    if value_blocks:
+        # Launch-major order, metrics in column order: (launches x metrics) flattened row by row.
+        matrix = np.column_stack(value_blocks)
+        present = np.column_stack(keep_blocks).reshape(-1)
+        m = len(numeric_names)
+        launch = np.repeat(np.arange(count), m)[present]
+        metric_codes = np.tile(np.arange(m), count)[present]
+        values = matrix.reshape(-1)[present]
+    else:
+        launch = metric_codes = np.zeros(0, dtype=np.int64)
+        values = np.zeros(0)
+    launches = _launch_attributes(df, extra)
+    return _build(source, launches, launch, metric_codes, numeric_names, metric_codes, numeric_units, values)

@@ -1,0 +1,98 @@
+"""pytest-benchmark results as perfgate input: real benchmark runs, --benchmark-json and .benchmarks/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+from perfgate.collect import read_table
+from perfgate.compare import mann_whitney_p
+
+BENCH_SUITE = """
+import os, time
+
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def test_fast(benchmark):
+    benchmark(spin, 2000)
+
+def test_tunable(benchmark):
+    benchmark(spin, int(os.environ.get("SPIN", "2000")))
+"""
+
+
+def run_benchmarks(pytester: pytest.Pytester, out: Path, spin: int, save: bool = False) -> None:
+    pytester.makepyfile(test_bench=BENCH_SUITE.replace('"2000"', f'"{spin}"'))
+    args = ["-p", "no:perfgate", "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={out}",
+            "--benchmark-min-rounds=30", "--benchmark-max-time=0.3", "--benchmark-save-data"]
+    if save:
+        args += ["--benchmark-autosave"]
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=2)
+
+
+def test_reads_real_benchmark_json(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "bench.json"
+    run_benchmarks(pytester, out, 2000)
+    table = read_table(out)
+    assert set(table["kind"]) == {"benchmark"}
+    assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
+    assert {"time.median", "time.min", "time.mean", "time.stddev", "rounds"} <= set(table["metric"])
+    assert (table.loc[table["metric"] == "time.median", "unit"] == "s").all()
+    assert table["device"].iloc[0].startswith("CPU: ")
+    samples = table.attrs["samples"]
+    assert len(samples["test_bench.py::test_fast"]) >= 30
+
+
+def test_reads_saved_runs(pytester: pytest.Pytester) -> None:
+    run_benchmarks(pytester, pytester.path / "bench.json", 2000, save=True)
+    [saved] = list((pytester.path / ".benchmarks").glob("*/*.json"))
+    table = read_table(saved)
+    assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
+
+
+def test_slower_benchmark_is_a_regression(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cur = pytester.path / "base.json", pytester.path / "cur.json"
+    run_benchmarks(pytester, base, 2000)
+    run_benchmarks(pytester, cur, 6000)  # ~3x the work
+    out = pytester.path / "report.json"
+    status = main(["compare", str(base), str(cur), "--format", "json", "-o", str(out)])
+    report = json.loads(out.read_text())
+    statuses = {l["kernel"]: l["status"] for l in report["launches"]}
+    assert status == 1
+    assert statuses["test_bench.py::test_tunable"] == "regression"
+    assert statuses["test_bench.py::test_fast"] != "regression"
+
+
+def test_baseline_from_benchmarks_keeps_samples(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    out = pytester.path / "bench.json"
+    run_benchmarks(pytester, out, 2000)
+    assert main(["baseline", str(out), "-d", str(pytester.path / "baselines"), "--name", "bench"]) == 0
+    [path] = (pytester.path / "baselines").glob("cpu-*/bench.json")
+    document = json.loads(path.read_text())
+    entry = document["entries"][0]
+    assert entry["kind"] == "benchmark" and 3 <= len(entry["samples"]) <= 101
+    assert main(["compare", str(path), str(out)]) == 0
+    capsys.readouterr()
+
+
+def test_mann_whitney() -> None:
+    same = [1.0, 1.1, 0.9, 1.05, 0.95] * 4
+    assert mann_whitney_p(same, same) > 0.5
+    slower = [x * 1.6 for x in same]
+    assert mann_whitney_p(same, slower) < 0.001
+    assert mann_whitney_p([1.0], [2.0]) != mann_whitney_p([1.0], [2.0])  # NaN: too few samples
+
+
+def test_not_benchmark_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"benchmarks": [{"name": "a"}], "version": "5.0"}))
+    assert main(["compare", str(path), str(path)]) == 2
+    assert "stats" in capsys.readouterr().err
