@@ -46,6 +46,7 @@ STATUS_ORDER = (Status.REGRESSION, Status.NO_DATA, Status.MISSING, Status.NEW, S
                 Status.UNCHANGED, Status.INFO)
 _STATUS_RANK = {s.value: i for i, s in enumerate(STATUS_ORDER)}
 TIME_METRIC = "gpu__time_duration.sum"
+BENCHMARK_TIME_METRIC = "time.min"
 
 
 @dataclass(frozen=True)
@@ -138,23 +139,42 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     return math.erfc(max(z, 0.0) / math.sqrt(2.0))
 
 
-def _launch_change_notes(merged_facts: pd.DataFrame) -> pd.Series:
+def _launch_change_notes(facts: pd.DataFrame) -> np.ndarray:
     """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''."""
-    notes: list[str] = []
-    for row in merged_facts.itertuples(index=False):
-        parts = []
-        for what in ("grid", "block"):
-            before, after = getattr(row, f"{what}_b"), getattr(row, f"{what}_c")
-            if isinstance(before, str) and isinstance(after, str) and before and after and before != after:
-                parts.append(f"{what} {before} → {after}")
-        for metric, label in (("launch__registers_per_thread", "registers"),
-                              ("launch__shared_mem_per_block_static", "static shared mem"),
-                              ("launch__shared_mem_per_block_dynamic", "dynamic shared mem")):
-            before, after = getattr(row, f"{metric}_b", math.nan), getattr(row, f"{metric}_c", math.nan)
-            if not (pd.isna(before) or pd.isna(after)) and before != after:
-                parts.append(f"{label} {before:g} → {after:g}")
-        notes.append("; ".join(parts))
-    return pd.Series(notes, index=merged_facts.index, dtype=object)
+    notes = np.full(len(facts), "", dtype=object)
+    changed_parts: list[tuple[np.ndarray, list[str]]] = []
+    for what in ("grid", "block"):
+        before, after = facts[f"{what}_b"].fillna(""), facts[f"{what}_c"].fillna("")
+        mask = ((before != "") & (after != "") & (before != after)).to_numpy()
+        changed_parts.append((mask, [f"{what} {b} → {a}" for b, a in zip(before, after)] if mask.any() else []))
+    for metric, label in (("launch__registers_per_thread", "registers"),
+                          ("launch__shared_mem_per_block_static", "static shared mem"),
+                          ("launch__shared_mem_per_block_dynamic", "dynamic shared mem")):
+        before, after = facts[f"{metric}_b"], facts[f"{metric}_c"]
+        mask = (before.notna() & after.notna() & (before != after)).to_numpy()
+        changed_parts.append((mask, [f"{label} {b:g} → {a:g}" for b, a in zip(before, after)] if mask.any() else []))
+    # Only the few launches whose configuration changed pay for string building.
+    for index in np.flatnonzero(np.logical_or.reduce([mask for mask, _ in changed_parts])):
+        notes[index] = "; ".join(texts[index] for mask, texts in changed_parts if mask[index])
+    return notes
+
+
+def _launch_ids(table: pd.DataFrame, launch_numbers: pd.Series) -> np.ndarray:
+    """Map each row of ``table`` to its launch id (row of the merged launch frame), -1 if dropped."""
+    if table.empty:
+        return np.zeros(0, dtype=np.int64)
+    known = launch_numbers.dropna().astype("int64")
+    size = int(max(table["launch"].max(), known.max() if len(known) else 0)) + 1
+    lookup = np.full(size, -1, dtype=np.int64)
+    lookup[known.to_numpy()] = known.index.to_numpy()
+    return lookup[table["launch"].to_numpy(dtype=np.int64)]
+
+
+def _per_launch_values(table: pd.DataFrame, ids: np.ndarray, metric: str, count: int) -> np.ndarray:
+    values = np.full(count, np.nan)
+    mask = (table["metric"] == metric).to_numpy() & (ids >= 0)
+    values[ids[mask][::-1]] = table["value"].to_numpy(dtype=float)[mask][::-1]  # first occurrence wins
+    return values
 
 
 def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
@@ -164,80 +184,88 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     thresholds = options.effective_thresholds()
     compared = options.compared_metrics()
 
+    # 1. Launches, matched by (kind, kernel, region, ordinal). Each gets an integer id (its row
+    #    here) so the big per-metric join below is on ints, not on four string columns.
     key = list(LAUNCH_KEY)
-    launch_cols = [*key, "demangled", "device", "grid", "block"]
-    base_launches = baseline.drop_duplicates(key)[launch_cols]
-    cur_launches = current.drop_duplicates(key)[launch_cols]
+    launch_cols = ["launch", *key, "demangled", "device", "grid", "block"]
+    base_launches = baseline.drop_duplicates("launch")[launch_cols].drop_duplicates(key)
+    cur_launches = current.drop_duplicates("launch")[launch_cols].drop_duplicates(key)
     launches = base_launches.merge(cur_launches, on=key, how="outer", suffixes=("_b", "_c"), indicator="side")
+    launches = launches.reset_index(drop=True)
+    count = len(launches)
+    side_of = launches["side"].astype(str).to_numpy()
+    base_ids = _launch_ids(baseline, launches["launch_b"])
+    cur_ids = _launch_ids(current, launches["launch_c"])
 
-    # Launch facts for the "launch config changed" note.
-    facts = launches[key + ["grid_b", "grid_c", "block_b", "block_c"]]
+    facts = launches[["grid_b", "grid_c", "block_b", "block_c"]].copy()
     for metric in LAUNCH_CONFIG_METRICS:
-        for table, suffix in ((baseline, "_b"), (current, "_c")):
-            values = table.loc[table["metric"] == metric, [*key, "value"]].drop_duplicates(key)
-            facts = facts.merge(values.rename(columns={"value": f"{metric}{suffix}"}), on=key, how="left")
-    launches["launch_change"] = _launch_change_notes(facts).to_numpy()
+        facts[f"{metric}_b"] = _per_launch_values(baseline, base_ids, metric, count)
+        facts[f"{metric}_c"] = _per_launch_values(current, cur_ids, metric, count)
+    launch_change = _launch_change_notes(facts)
 
-    # Metric rows: the compared metrics each launch has on either side.
-    cols = [*key, "metric", "unit", "value"]
-    base_rows = baseline.loc[baseline["metric"].isin(compared), cols]
-    cur_rows = current.loc[current["metric"].isin(compared), cols]
-    rows = base_rows.merge(cur_rows, on=[*key, "metric"], how="outer", suffixes=("_b", "_c"))
-    # Keep each kind to its own metrics: no benchmark time.* on kernels and vice versa.
-    rows = rows.merge(launches[[*key, "side", "demangled_b", "demangled_c", "device_b", "device_c"]],
-                      on=key, how="left")
-    # A launch whose metric rows were all filtered out still needs a row to carry its status.
-    present = launches.merge(rows[key].drop_duplicates(), on=key, how="left", indicator="has_rows")
-    bare = present[present["has_rows"] == "left_only"]
-    if not bare.empty:
-        filler = bare[[*key, "side", "demangled_b", "demangled_c", "device_b", "device_c"]].copy()
-        filler["metric"] = np.where(filler["kind"] == "benchmark", "time.median", "gpu__time_duration.sum")
-        filler["unit"], filler["unit_b"], filler["unit_c"] = "", "", ""
-        filler["value_b"], filler["value_c"] = math.nan, math.nan
-        rows = pd.concat([rows, filler.drop(columns=["unit"])], ignore_index=True)
+    # 2. One row per (launch, compared metric) present on either side.
+    def metric_rows(table: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
+        mask = table["metric"].isin(compared).to_numpy() & (ids >= 0)
+        return pd.DataFrame({"lid": ids[mask], "metric": table["metric"].to_numpy()[mask],
+                             "unit": table["unit"].to_numpy()[mask],
+                             "value": table["value"].to_numpy(dtype=float)[mask]})
 
+    rows = metric_rows(baseline, base_ids).merge(metric_rows(current, cur_ids), on=["lid", "metric"], how="outer",
+                                                 suffixes=("_b", "_c"))
+    # A launch whose metrics were all filtered out still needs a row to carry its status.
+    bare = np.setdiff1d(np.arange(count), rows["lid"].to_numpy())
+    if bare.size:
+        kinds = launches["kind"].to_numpy()[bare]
+        rows = pd.concat([rows, pd.DataFrame({
+            "lid": bare, "metric": np.where(kinds == "benchmark", BENCHMARK_TIME_METRIC, TIME_METRIC),
+            "unit_b": "", "unit_c": "", "value_b": np.nan, "value_c": np.nan})], ignore_index=True)
+    lid = rows["lid"].to_numpy(dtype=np.int64)
+
+    # 3. Status of each row, vectorized.
     base_val = rows["value_b"].to_numpy(dtype=float)
     cur_val = rows["value_c"].to_numpy(dtype=float)
     delta = cur_val - base_val
     with np.errstate(divide="ignore", invalid="ignore"):
         change = np.where(base_val != 0, delta / np.abs(base_val), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
-    metric_names = rows["metric"].to_numpy(dtype=object)
+    metric_series = rows["metric"].astype(object)
+    metric_names = metric_series.to_numpy()
     unique_metrics = pd.unique(metric_names)
     sign_of = {m: {Direction.LOWER_IS_BETTER: 1.0, Direction.HIGHER_IS_BETTER: -1.0}.get(direction_of(m), 0.0)
                for m in unique_metrics}
-    sign = np.array([sign_of[m] for m in metric_names]) if len(metric_names) else np.zeros(0)
+    sign = metric_series.map(sign_of).to_numpy(dtype=float)
     worse = delta * sign  # > 0 means worse
 
-    def per_metric(fn: Any, default: float) -> np.ndarray:
+    def per_metric(fn: Any) -> np.ndarray:
         lookup = {m: fn(thresholds.get(m)) for m in unique_metrics}
-        return np.array([lookup[m] for m in metric_names], dtype=float) if len(metric_names) else np.zeros(0)
+        return metric_series.map(lookup).to_numpy(dtype=float)
 
-    gated = per_metric(lambda t: 1.0 if t is not None and t.gating else 0.0, 0.0) > 0
-    gated &= sign != 0
-    rel_limit = per_metric(lambda t: t.relative if t is not None and t.relative is not None else -1.0, -1.0)
-    abs_limit = per_metric(lambda t: t.absolute if t is not None and t.absolute is not None else -1.0, -1.0)
-    rel_change = np.abs(change)
-    beyond = (np.where(rel_limit >= 0, rel_change > rel_limit, True)
+    gated = (per_metric(lambda t: 1.0 if t is not None and t.gating else 0.0) > 0) & (sign != 0)
+    rel_limit = per_metric(lambda t: t.relative if t is not None and t.relative is not None else -1.0)
+    abs_limit = per_metric(lambda t: t.absolute if t is not None and t.absolute is not None else -1.0)
+    beyond = (np.where(rel_limit >= 0, np.abs(change) > rel_limit, True)
               & np.where(abs_limit >= 0, np.abs(delta) > abs_limit, True)
               & (np.abs(delta) > 0))
 
-    side = rows["side"].astype(str).to_numpy()
+    row_side = side_of[lid]
     missing_value = np.isnan(base_val) | np.isnan(cur_val)
     status = np.full(len(rows), Status.UNCHANGED.value, dtype=object)
     status[beyond & (worse > 0)] = Status.REGRESSION.value
     status[beyond & (worse < 0)] = Status.IMPROVEMENT.value
     status[~gated] = Status.INFO.value
     status[missing_value] = Status.NO_DATA.value
-    status[side == "left_only"] = Status.MISSING.value
-    status[side == "right_only"] = Status.NEW.value
+    status[row_side == "left_only"] = Status.MISSING.value
+    status[row_side == "right_only"] = Status.NEW.value
+
+    kind = launches["kind"].to_numpy()[lid]
+    kernel = launches["kernel"].to_numpy()[lid]
 
     # Benchmarks with raw timings on both sides: a slowdown must also be significant.
     base_samples = baseline.attrs.get(ATTR_SAMPLES, {})
     cur_samples = current.attrs.get(ATTR_SAMPLES, {})
-    is_bench_time = (rows["kind"].to_numpy() == "benchmark") & (metric_names == "time.median")
+    is_bench_time = (kind == "benchmark") & (metric_names == BENCHMARK_TIME_METRIC)
     for index in np.flatnonzero(is_bench_time & np.isin(status, [Status.REGRESSION.value,
                                                                     Status.IMPROVEMENT.value])):
-        name = rows["kernel"].iat[index]
+        name = kernel[index]
         if name in base_samples and name in cur_samples:
             p_value = mann_whitney_p(base_samples[name], cur_samples[name])
             if not math.isnan(p_value) and p_value >= options.significance:
@@ -245,24 +273,49 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
 
     # A kernel that got clearly faster does not fail on a work counter that grew: more
     # instructions for less time is a trade-off the author made. Those rows explain, not gate.
-    is_time = metric_names == TIME_METRIC
-    faster = status[is_time] == Status.IMPROVEMENT.value
-    if faster.any():
-        faster_keys = rows.loc[is_time, key][faster]
-        in_faster = rows[key].merge(faster_keys.assign(_faster=True), on=key, how="left")["_faster"].eq(True)
-        traded = in_faster.to_numpy() & (status == Status.REGRESSION.value)
+    faster_lids = lid[(metric_names == TIME_METRIC) & (status == Status.IMPROVEMENT.value)]
+    if faster_lids.size:
+        traded = np.isin(lid, faster_lids) & (status == Status.REGRESSION.value)
         status[traded] = Status.INFO.value
         gated = gated & ~traded
 
+    # 4. Launch status: the worst comparable gated row; "no data" when it has gated metrics but
+    #    none comparable; "unchanged" when nothing about it is gated; new/missing from the launch.
+    rank = np.array([_STATUS_RANK[s] for s in status], dtype=np.int64) if len(status) else np.zeros(0, np.int64)
+    comparable = gated & ~np.isin(status, [Status.NO_DATA.value, Status.NEW.value, Status.MISSING.value])
+    worst = np.full(count, len(STATUS_ORDER), dtype=np.int64)
+    np.minimum.at(worst, lid[comparable], rank[comparable])
+    has_gated = np.zeros(count, dtype=bool)
+    has_gated[lid[gated]] = True
+    status_names = np.array([s.value for s in STATUS_ORDER] + [""], dtype=object)
+    launch_status = np.where(worst < len(STATUS_ORDER), status_names[np.minimum(worst, len(STATUS_ORDER))],
+                             np.where(has_gated, Status.NO_DATA.value, Status.UNCHANGED.value))
+    launch_status = np.where(side_of == "left_only", Status.MISSING.value,
+                             np.where(side_of == "right_only", Status.NEW.value, launch_status))
+
+    demangled = launches["demangled_c"].fillna(launches["demangled_b"]).fillna(launches["kernel"]).to_numpy()
+    device = launches["device_c"].fillna(launches["device_b"]).fillna("").to_numpy()
+    launch_frame = pd.DataFrame({
+        "kind": launches["kind"].to_numpy(), "kernel": launches["kernel"].to_numpy(),
+        "region": launches["region"].to_numpy(), "ordinal": launches["ordinal"].to_numpy(dtype=np.int64),
+        "demangled": demangled, "status": launch_status, "device": device, "launch_change": launch_change,
+    })
+    launch_rank = np.array([_STATUS_RANK[s] for s in launch_status], dtype=np.int64)
+    launch_order = np.lexsort((launch_frame["ordinal"].to_numpy(), launch_frame["region"].to_numpy(dtype=str),
+                               launch_frame["kernel"].to_numpy(dtype=str), launch_frame["kind"].to_numpy(dtype=str),
+                               launch_rank))
+    position = np.empty(count, dtype=np.int64)
+    position[launch_order] = np.arange(count)
+
     threshold_spec = {m: (thresholds[m].spec if m in thresholds else "off") for m in unique_metrics}
     results = pd.DataFrame({
-        "kind": rows["kind"].to_numpy(),
-        "kernel": rows["kernel"].to_numpy(),
-        "demangled": rows["demangled_c"].fillna(rows["demangled_b"]).fillna(rows["kernel"]).to_numpy(),
-        "region": rows["region"].to_numpy(),
-        "ordinal": rows["ordinal"].to_numpy(dtype="int64"),
+        "kind": kind,
+        "kernel": kernel,
+        "demangled": demangled[lid],
+        "region": launches["region"].to_numpy()[lid],
+        "ordinal": launches["ordinal"].to_numpy(dtype=np.int64)[lid],
         "metric": metric_names,
-        "label": [label_of(m) for m in metric_names],
+        "label": metric_series.map({m: label_of(m) for m in unique_metrics}).to_numpy(),
         "unit": rows["unit_c"].fillna(rows["unit_b"]).fillna("").to_numpy(),
         "baseline": base_val,
         "current": cur_val,
@@ -270,42 +323,16 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         "delta": np.where(missing_value, np.nan, delta),
         "status": status,
         "gated": gated,
-        "threshold": [threshold_spec[m] for m in metric_names],
-        "direction": [direction_of(m).value for m in metric_names],
-        "device": rows["device_c"].fillna(rows["device_b"]).fillna("").to_numpy(),
+        "threshold": metric_series.map(threshold_spec).to_numpy(),
+        "direction": metric_series.map({m: direction_of(m).value for m in unique_metrics}).to_numpy(),
+        "device": device[lid],
     })
-
-    # Launch status = worst comparable gated metric; with none comparable it is "no data";
-    # new/missing come from the launch itself.
-    comparable = results[results["gated"] & ~results["status"].isin([Status.NO_DATA.value, Status.NEW.value,
-                                                                       Status.MISSING.value])]
-    worst = comparable.assign(rank=comparable["status"].map(_STATUS_RANK)).groupby(key, sort=False)["rank"].min()
-    launch_frame = launches[[*key, "side", "launch_change"]].copy()
-    launch_frame["demangled"] = launches["demangled_c"].fillna(launches["demangled_b"]).to_numpy()
-    launch_frame["device"] = launches["device_c"].fillna(launches["device_b"]).to_numpy()
-    launch_frame = launch_frame.merge(worst.rename("rank").reset_index(), on=key, how="left")
-    status_of_rank = {i: s.value for i, s in enumerate(STATUS_ORDER)}
-    # Launches with gated metrics but none comparable are "no data"; with no gated metric at all
-    # (e.g. --metrics chose only explanatory ones) there is nothing to fail: "unchanged".
-    has_gated = results.loc[results["gated"], key].drop_duplicates().assign(_gated=True)
-    launch_frame = launch_frame.merge(has_gated, on=key, how="left")
-    fallback = np.where(launch_frame["_gated"].eq(True), Status.NO_DATA.value, Status.UNCHANGED.value)
-    launch_status = launch_frame["rank"].map(status_of_rank).fillna(pd.Series(fallback, index=launch_frame.index))
-    launch_status = launch_status.where(launch_frame["side"].astype(str) != "left_only", Status.MISSING.value)
-    launch_status = launch_status.where(launch_frame["side"].astype(str) != "right_only", Status.NEW.value)
-    launch_frame["status"] = launch_status.to_numpy()
-    launch_frame["rank"] = launch_frame["status"].map(_STATUS_RANK)
-    launch_frame = launch_frame.sort_values(["rank", "kind", "kernel", "region", "ordinal"], kind="stable")
-    launch_frame = launch_frame[[*key, "demangled", "status", "device", "launch_change"]].reset_index(drop=True)
-
     # Rows in launch order, then gated before info, then catalog order (duration first).
     catalog_order = {name: i for i, name in enumerate(CATALOG_BY_NAME)}
-    results = results.assign(_rank=results["status"].eq(Status.INFO.value).astype(int),
-                             _metric=results["metric"].map(catalog_order).fillna(len(catalog_order)))
-    order = launch_frame[key].reset_index().rename(columns={"index": "_launch_order"})
-    results = results.merge(order, on=key, how="left").sort_values(
-        ["_launch_order", "_rank", "_metric", "metric"], kind="stable")
-    results = results.drop(columns=["_rank", "_metric", "_launch_order"]).reset_index(drop=True)
+    metric_rank = metric_series.map(catalog_order).fillna(len(catalog_order)).to_numpy()
+    row_order = np.lexsort((metric_names.astype(str), metric_rank, status == Status.INFO.value, position[lid]))
+    results = results.iloc[row_order].reset_index(drop=True)
+    launch_frame = launch_frame.iloc[launch_order].reset_index(drop=True)
 
     settings = {"baseline": dict(baseline.attrs.get(ATTR_SETTINGS, {})),
                 "current": dict(current.attrs.get(ATTR_SETTINGS, {}))}

@@ -49,9 +49,16 @@ def _plain(value: Any) -> Any:
 
 
 def _records(frame: Any, fields: Iterable[str]) -> list[dict[str, Any]]:
-    fields = list(fields)
-    columns = [frame[f].tolist() for f in fields]
-    return [{f: _plain(v) for f, v in zip(fields, values)} for values in zip(*columns)]
+    """Rows as plain dicts: tolist() yields Python scalars; NaN/inf become None (JSON has neither)."""
+    names = list(fields)
+    columns = []
+    for name in names:
+        column = frame[name]
+        if column.dtype.kind == "f":
+            columns.append([v if math.isfinite(v) else None for v in column.tolist()])
+        else:
+            columns.append(column.tolist())
+    return [dict(zip(names, values)) for values in zip(*columns)]
 
 
 def summarize(launches: Iterable[dict[str, Any]]) -> dict[str, int]:

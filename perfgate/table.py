@@ -107,7 +107,7 @@ def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """The distinct (device name, compute capability) pairs in a table, sorted."""
     if frame.empty:
         return []
-    pairs = frame[["device", "cc"]].drop_duplicates()
+    pairs = frame.drop_duplicates("launch")[["device", "cc"]].drop_duplicates()
     return sorted((str(d), str(c)) for d, c in pairs.itertuples(index=False))
 
 

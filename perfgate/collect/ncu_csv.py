@@ -75,9 +75,8 @@ _CHUNK = 1 << 16
 _TOOL_TAGS = ("==PROF==", "==WARNING==", "==ERROR==")
 _DEFAULT_DOMAIN = "<default domain>"
 _NA_STRINGS = frozenset({"n/a", "N/A", "nan", "NaN", "-nan"})
-# Columns of the details page that the table needs; the rest (host, context, rules...) are skipped.
-_DETAILS_COLUMNS = ("ID", "Process ID", "Kernel Name", "Block Size", "Grid Size", "Device", "CC",
-                    "Section Name", "Metric Name", "Metric Unit", "Metric Value")  # fmt: skip
+# Details-page columns read as exact text; the others are parsed as categories.
+_TEXT_COLUMNS = ("Kernel Name", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Value")
 _NO_DATA_METRIC = ("gpu__time_duration.sum", "ns")
 
 # Reduce ncu's unit spellings (old versions, --print-units auto) to the base units ncu_report uses.
@@ -100,9 +99,9 @@ _FIX_CSV = "pass the stdout or --log-file of 'ncu --csv --page details|raw ...',
 _FIX_NO_KERNELS = ("check ncu's --kernel-name/--nvtx-include filters match a launch and that the application "
                    "launches CUDA kernels")
 _FIX_REEXPORT = "the file is truncated or was edited: export it again with 'ncu -i REPORT --csv --page raw'"
-_FIX_PERM = ("run ncu as root or with CAP_SYS_ADMIN (CAP_PERFMON on R565+ drivers); containers: --cap-add=SYS_ADMIN; "
-             "host: 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d, reboot; see "
-             "developer.nvidia.com/ERR_NVGPUCTRPERM")
+_FIX_PERM = ("run ncu as root or with CAP_SYS_ADMIN (CAP_PERFMON on R565+ drivers); containers: "
+             "--cap-add=SYS_ADMIN; host: 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d, "
+             "reboot; see developer.nvidia.com/ERR_NVGPUCTRPERM")
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,48 +256,46 @@ class _Found:
     other_lines: int = 0  # application (or non-CSV) lines before it
     text_report: bool = False  # ncu's human-readable output instead of CSV
     binary: bool = False
+    report: bool = False  # a .ncu-rep handed to the CSV reader
     empty: bool = False
 
 
 def _find_header(handle: IO[bytes]) -> _Found:
-    """Scan the lines before the CSV header: where it starts, and ncu's own lines on the way."""
+    """Locate the CSV header line and sort the lines before it (ncu's own, application output)."""
     found = _Found()
-    buffer = b""
-    consumed = 0  # file offset of buffer[0]
+    buffer = handle.read(_CHUNK)
+    if not buffer:
+        found.empty = True
+        return found
+    if b"\x00" in buffer[:_CHUNK]:
+        found.binary = True
+        found.report = buffer.startswith(b"NVR\x00")
+        return found
+    bom = 3 if buffer.startswith(b"\xef\xbb\xbf") else 0
+    if buffer.startswith(_HEADER_PREFIX, bom):
+        found.offset = bom
+        return found
+    searched = 0
     while True:
-        chunk = handle.read(_CHUNK)
-        if not buffer and not chunk and consumed == 0:
-            found.empty = True
-            return found
+        at = buffer.find(b"\n" + _HEADER_PREFIX, max(searched - len(_HEADER_PREFIX), 0))
+        if at >= 0:
+            found.offset = at + 1
+            break
+        searched = len(buffer)
+        chunk = handle.read(_CHUNK * 16)
+        if not chunk:
+            break
         buffer += chunk
-        at_eof = not chunk
-        start = 0
-        while True:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                if not at_eof:
-                    break
-                end = len(buffer)
-                if start >= end:
-                    break
-            line = buffer[start:end]
-            if start == 0 and consumed == 0 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]  # UTF-8 BOM; the parser skips it too
-                if line.startswith(_HEADER_PREFIX):
-                    found.offset = 3
-                    return found
-            if line.startswith(_HEADER_PREFIX):
-                found.offset = consumed + start
-                return found
-            if b"\x00" in line:
-                found.binary = True
-                return found
+    prefix = buffer[bom:found.offset] if found.offset >= 0 else buffer[bom:]
+    if b"\x00" in prefix:
+        found.binary = True
+        return found
+    for line in prefix.split(b"\n"):
+        if line.startswith(b"==PROF=="):
+            found.tool_lines.append("==PROF==")  # progress lines: only their presence matters
+        else:
             _note_prefix_line(found, line.rstrip(b"\r").decode("utf-8", errors="replace"))
-            start = end + 1
-        if at_eof:
-            return found
-        consumed += start
-        buffer = buffer[start:]
+    return found
 
 
 def _note_prefix_line(found: _Found, line: str) -> None:
@@ -320,8 +317,7 @@ def _raise_tool_errors(lines: Iterable[str], source: str) -> None:
 def _ncu_error(line: str, source: str) -> NcuError:
     message = line[len("==ERROR=="):].strip()
     if "ERR_NVGPUCTRPERM" in message:
-        return NcuError(f"{source}: ncu was denied access to the GPU performance counters (ERR_NVGPUCTRPERM); "
-                        f"fix: {_FIX_PERM}")
+        return NcuError(f"{source}: ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM); fix: {_FIX_PERM}")
     short = message if len(message) <= 140 else message[:137] + "..."
     match = re.search(r"application returned an error code \((-?\d+)\)", message)
     if match:
@@ -336,6 +332,9 @@ def _ncu_error(line: str, source: str) -> NcuError:
 def _no_table_error(found: _Found, source: str) -> InputError:
     if found.empty:
         return InputError(source, "empty file, no ncu output in it", _FIX_CSV)
+    if found.report:
+        return InputError(source, "an Nsight Compute report (.ncu-rep), not CSV",
+                          "read it as a report (perfgate reads .ncu-rep files directly)")
     if found.binary:
         return InputError(source, "binary data, not ncu CSV output", _FIX_CSV)
     if found.text_report:
@@ -410,10 +409,10 @@ def _raw_units(handle: IO[bytes], header: Sequence[str]) -> tuple[list[str], boo
 
 def _read_csv(handle: IO[bytes], source: str, *, details: bool, header: list[str]) -> pd.DataFrame:
     if details:
-        usecols = [c for c in header if c in _DETAILS_COLUMNS or _is_push_pop(c)]
-        dtype: dict[str, object] = {c: "category" for c in usecols}
-        dtype["Metric Value"] = object
-        options: dict[str, object] = {"header": 0, "usecols": usecols, "dtype": dtype}
+        # Exact strings where the text matters, categories (cheap, and codes) for everything else.
+        # All columns are parsed: with usecols pandas silently accepts rows with too many cells.
+        dtype = {c: object if c in _TEXT_COLUMNS or _is_push_pop(c) else "category" for c in header}
+        options: dict[str, object] = {"header": 0, "dtype": dtype}
     else:
         fixed = [c for c in header if not _is_metric_column(c)]
         options = {"header": None, "names": header, "dtype": {c: object for c in fixed}, "thousands": ","}
@@ -450,17 +449,29 @@ def _to_float(value: object) -> float:
         return np.nan
 
 
-def _numbers(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(cells: np.ndarray, textual: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(values, keep) for an object array of cells: numbers parsed, n/a kept as NaN, others dropped.
 
     Empty cells (NaN from the parser) are absent metrics and strings are non-numeric metrics: both
-    are not kept.
+    are not kept. ``textual`` marks the cells that may hold a string (ncu gives string metrics no
+    unit), so only those take the slow per-cell path when the vectorized conversion fails.
     """
-    cleaned = [c.replace(",", "") if isinstance(c, str) else c for c in cells]
     try:
-        values = np.array(cleaned, dtype=np.float64)
+        cleaned = np.array([c.replace(",", "") for c in cells], dtype=object)
+    except AttributeError:  # empty cells come back as float NaN
+        cleaned = np.array([c.replace(",", "") if isinstance(c, str) else "nan" for c in cells], dtype=object)
+    try:
+        values = cleaned.astype(np.float64)
     except (TypeError, ValueError):
-        values = np.fromiter(map(_to_float, cleaned), np.float64, len(cleaned))
+        values = np.empty(len(cleaned))
+        suspects = np.ones(len(cleaned), dtype=bool) if textual is None else textual
+        sure = np.flatnonzero(~suspects)
+        try:
+            values[sure] = cleaned[sure].astype(np.float64)
+        except (TypeError, ValueError):
+            suspects = np.ones(len(cleaned), dtype=bool)
+        slow = np.flatnonzero(suspects)
+        values[slow] = np.fromiter(map(_to_float, cleaned[slow]), np.float64, slow.size)
     keep = ~np.isnan(values)
     missing = np.flatnonzero(~keep)
     if missing.size:
@@ -627,7 +638,7 @@ def _valid_ids(ids: pd.Series, source: str) -> np.ndarray:
     other cells empty. ``ids`` is categorical (details) or object (raw).
     """
     if isinstance(ids.dtype, pd.CategoricalDtype):
-        categories = pd.Series(ids.cat.categories.astype(object))
+        categories = pd.Series(ids.cat.categories.astype(str).astype(object))  # inferred as int when clean
         codes = ids.cat.codes.to_numpy()
         good = categories.str.fullmatch(r"\d+").to_numpy(dtype=bool)
         mask = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
@@ -660,7 +671,8 @@ def _details(df: pd.DataFrame, header: Sequence[str], source: str) -> pd.DataFra
         raise InputError(source, "the CSV table has a header but no launch", _FIX_NO_KERNELS)
 
     # Rows of one launch are contiguous: a new launch starts where ID (or process) changes.
-    starts = np.ones(len(df), dtype=bool)
+    starts = np.zeros(len(df), dtype=bool)
+    starts[0] = True
     for column in ("ID", "Process ID"):
         if column in df.columns:
             codes = df[column].cat.codes.to_numpy()
@@ -671,21 +683,20 @@ def _details(df: pd.DataFrame, header: Sequence[str], source: str) -> pd.DataFra
 
     metric = df["Metric Name"]
     metric_codes = metric.cat.codes.to_numpy()
-    metric_names = [str(m) for m in metric.cat.categories]
-    values, keep = _numbers(df["Metric Value"].to_numpy(dtype=object))
-
-    extra = _details_attributes(metric_names, metric_codes, df["Metric Value"].to_numpy(dtype=object),
-                                row_launch, count)
-    keep &= metric_codes >= 0  # rule rows have no metric name
+    metric_names = [str(m) for m in metric.cat.categories]  # str: a label could parse as a number
     if "Metric Unit" in df.columns:
         unit = df["Metric Unit"]
         unit_codes = unit.cat.codes.to_numpy()
         units, factors = _unit_scale([str(u) for u in unit.cat.categories] + [""])
         unit_codes = np.where(unit_codes < 0, len(units) - 1, unit_codes)
-        if (factors != 1.0).any():
-            values = values * factors[unit_codes]
     else:
-        units, unit_codes = [""], np.zeros(len(df), dtype=np.int64)
+        units, factors, unit_codes = [""], np.ones(1), np.zeros(len(df), dtype=np.int64)
+    cells = df["Metric Value"].to_numpy(dtype=object)
+    values, keep = _numbers(cells, textual=unit_codes == len(units) - 1)
+    if (factors != 1.0).any():
+        values = values * factors[unit_codes]
+    keep &= metric_codes >= 0  # rule rows have no metric name
+    extra = _details_attributes(metric_names, metric_codes, cells, row_launch, count)
 
     if not all(_is_metric_column(m) for m in metric_names) and "Section Name" in df.columns:
         # Section labels repeat across sections ("Memory Throughput" in % and in byte/s).

@@ -1,0 +1,74 @@
+"""``@pytest.mark.perfgate(...)``: parsing and validation. Stdlib only (imported by the plugin).
+
+Unknown keys are errors, like pytest-benchmark and pytest-codspeed do for their markers, so a
+typo (``kernel=`` for ``kernels=``) fails loudly instead of profiling everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from perfgate.errors import ConfigError
+from perfgate.fixture import check_region_name
+from perfgate.metrics import Threshold, parse_threshold
+
+MARKER_NAME = "perfgate"
+MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout")
+MARKER_HELP = (
+    "perfgate(kernels=None, metrics=(), thresholds={}, regions=(), timeout=None): a performance test. "
+    "Runs as a plain test; with --perfgate its body runs under Nsight Compute and the kernels launched "
+    "inside perfgate.region(...) are compared with the stored baseline."
+)
+
+
+@dataclass(frozen=True)
+class PerfMarker:
+    """A perf test's own settings, layered over ``[tool.perfgate]`` and the command line."""
+
+    kernels: str | None = None  # ncu --kernel-name: exact function name, or "regex:EXPR"
+    metrics: tuple[str, ...] = ()  # extra ncu metrics to collect and compare
+    thresholds: Mapping[str, Threshold] = field(default_factory=dict)  # per-metric overrides
+    regions: tuple[str, ...] = ()  # profile only these top-level regions (default: all)
+    timeout: float | None = None  # seconds for this test under ncu (default: --perfgate-timeout)
+
+
+def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v for v in (p.strip() for p in value.split(",")) if v]
+    if not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: perfgate marker {key}= must be a list of names, got {value!r}")
+    return tuple(value)
+
+
+def parse_marker(args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> PerfMarker:
+    """Validate a ``perfgate`` marker's arguments; ``where`` names the test in error messages."""
+    if args:
+        raise ConfigError(f"{where}: the perfgate marker takes keyword arguments only "
+                          f"({', '.join(MARKER_KEYS)}), got positional {list(args)!r}")
+    unknown = sorted(set(kwargs) - set(MARKER_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown perfgate marker argument(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(MARKER_KEYS)}")
+    kernels = kwargs.get("kernels")
+    if kernels is not None and (not isinstance(kernels, str) or not kernels.strip()):
+        raise ConfigError(f"{where}: perfgate marker kernels= must be a kernel name or 'regex:EXPR', got {kernels!r}")
+    metrics = _names(kwargs.get("metrics", ()), "metrics", where)
+    raw_thresholds = kwargs.get("thresholds", {})
+    if not isinstance(raw_thresholds, Mapping):
+        raise ConfigError(f'{where}: perfgate marker thresholds= must be a dict like {{"gpu__time_duration.sum": "5%"}}')
+    try:
+        thresholds = {str(k): parse_threshold(str(v)) for k, v in raw_thresholds.items()}
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    regions = _names(kwargs.get("regions", ()), "regions", where)
+    for region in regions:
+        try:
+            check_region_name(region)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    timeout = kwargs.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigError(f"{where}: perfgate marker timeout= must be a positive number of seconds, got {timeout!r}")
+    return PerfMarker(kernels=kernels.strip() if kernels else None, metrics=metrics, thresholds=thresholds,
+                      regions=regions, timeout=float(timeout) if timeout is not None else None)

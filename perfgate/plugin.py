@@ -1,0 +1,125 @@
+"""pytest plugin entry point (``pytest11: perfgate``): hooks only.
+
+Cheap when off: at import this module uses only the stdlib, pytest and perfgate's stdlib-only
+modules (config, metrics, errors, marker, fixture). The machinery that runs ncu, reads reports
+and compares (pandas, ncu_report, jinja2) lives in ``perfgate.pytest_session`` and is imported
+only when ``--perfgate`` is given, as pytest-xdist does with ``-n``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pytest
+
+from perfgate.config import Settings
+from perfgate.errors import ConfigError
+from perfgate.fixture import ENV_CHILD_RESULT, ChildRecorder, PerfgateFixture, in_profiling_child
+from perfgate.marker import MARKER_HELP, MARKER_NAME, parse_marker
+
+_DEFAULTS = Settings()
+_CHILD_RECORDER = pytest.StashKey[ChildRecorder]()
+SESSION_PLUGIN_NAME = "perfgate-session"
+
+
+def _threshold_option(text: str) -> tuple[str, object]:
+    from perfgate.metrics import parse_threshold_assignment
+
+    try:
+        return parse_threshold_assignment(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfgate", "perfgate: performance-regression gate (Nsight Compute, pytest-benchmark)")
+    group.addoption("--perfgate", action="store_true", default=False,
+                    help="run perf tests (@pytest.mark.perfgate or the perfgate fixture) under Nsight Compute, gate "
+                         "them and pytest-benchmark results against the stored baselines, and write a session report "
+                         "(default: off: perf tests run as plain tests)")
+    group.addoption("--perfgate-update", action="store_true", default=False,
+                    help="write or update the baselines from this run instead of failing on regressions; implies "
+                         "--perfgate (default: off)")
+    group.addoption("--perfgate-baselines", metavar="DIR", default=None,
+                    help="baseline directory, one subfolder per GPU or CPU model; relative to the current directory "
+                         f"(default: [tool.perfgate] baselines, else {_DEFAULTS.baselines!r} under the rootdir)")
+    group.addoption("--perfgate-strict", action="store_true", default=None,
+                    help="fail instead of skip when ncu, a GPU or counter permission is missing, and fail tests "
+                         f"that have no baseline (default: [tool.perfgate] strict, else {_DEFAULTS.strict})")
+    group.addoption("--perfgate-report", metavar="PATH", default=None,
+                    help="session report (JSON; .md and .html written beside it); relative to the current directory "
+                         f"(default: [tool.perfgate] report, else {_DEFAULTS.report!r} under the rootdir)")
+    group.addoption("--perfgate-ncu", metavar="PATH", default=None,
+                    help=f"the Nsight Compute CLI to run (default: [tool.perfgate] ncu, else {_DEFAULTS.ncu!r} "
+                         "found on PATH)")
+    group.addoption("--perfgate-clock-control", metavar="MODE", default=None,
+                    help="ncu --clock-control, recorded in the baseline: base locks clocks for repeatable numbers, "
+                         f"none leaves them free (default: [tool.perfgate] clock_control, else "
+                         f"{_DEFAULTS.clock_control!r})")
+    group.addoption("--perfgate-cache-control", metavar="MODE", default=None, choices=("all", "none"),
+                    help="ncu --cache-control, recorded in the baseline: all flushes caches before each pass "
+                         f"(default: [tool.perfgate] cache_control, else {_DEFAULTS.cache_control!r})")
+    group.addoption("--perfgate-timeout", metavar="SECONDS", default=None, type=_positive_seconds,
+                    help="seconds one perf test may run under ncu before it is killed and failed "
+                         f"(default: [tool.perfgate] timeout, else {_DEFAULTS.timeout:g})")
+    group.addoption("--perfgate-threshold", metavar="METRIC=SPEC", action="append", default=[],
+                    type=_threshold_option,
+                    help="gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, 'off' "
+                         "not gated; repeatable; a marker's thresholds= wins for its test (default: [tool.perfgate] "
+                         "thresholds, else the catalog's: duration 5%%+1000 ns, DRAM bytes 2%%, instructions 1%%, "
+                         "benchmark median 20%%)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    if in_profiling_child():
+        # Inside ncu: record the outcome for the parent; never profile recursively.
+        result = os.environ.get(ENV_CHILD_RESULT)
+        if result:
+            recorder = ChildRecorder(Path(result))
+            config.stash[_CHILD_RECORDER] = recorder
+            config.pluginmanager.register(recorder, "perfgate-child")
+        return
+    if not (config.getoption("perfgate") or config.getoption("perfgate_update")):
+        return
+    from perfgate.errors import PerfgateError
+    from perfgate.pytest_session import PerfgateSession
+
+    try:
+        session = PerfgateSession.from_config(config)
+    except PerfgateError as exc:
+        raise pytest.UsageError(f"perfgate: {exc}") from None
+    config.pluginmanager.register(session, SESSION_PLUGIN_NAME)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Validate the marker in plain runs too, so a typo is caught before the first --perfgate run.
+    marker = item.get_closest_marker(MARKER_NAME)
+    if marker is not None:
+        try:
+            parse_marker(marker.args, marker.kwargs, item.nodeid)
+        except ConfigError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def perfgate(request: pytest.FixtureRequest) -> PerfgateFixture:
+    """``perfgate.region(name)``: kernels launched inside are what ``pytest --perfgate`` profiles.
+
+    A no-op context manager unless this process is the one Nsight Compute profiles.
+    """
+    recorder = request.config.stash.get(_CHILD_RECORDER, None)
+    return PerfgateFixture(profiling=in_profiling_child(), recorder=recorder)

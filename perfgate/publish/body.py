@@ -1,0 +1,337 @@
+"""Everything ``publish`` sends, computed from a report: comment, check run, annotations. No I/O.
+
+GitHub's limits (REST docs: "Issue comments" and "Check runs", API version 2022-11-28): a comment
+body holds at most 65,536 characters, a check run's ``output.summary`` and ``output.text`` at most
+65,535 each, and one request at most 50 annotations (further ones go in PATCHes of the run, which
+append). Texts are cut at a line boundary, so no table row or HTML entity is broken, and end with a
+pointer to the full report.
+
+A report published from a ``workflow_run`` comes from an artifact a fork's code wrote: untrusted.
+:func:`normalize_report` checks the type of every field the renderers use, so a crafted report is
+refused with one line instead of crashing or slipping a value past the Markdown escaping.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import quote, urlsplit
+
+from perfgate.errors import ConfigError, InputError
+from perfgate.render import display_name, format_change, format_value, headline, render_markdown, summary_parts
+from perfgate.report import summarize
+
+COMMENT_LIMIT = 65_536
+CHECK_TEXT_LIMIT = 65_535
+ANNOTATIONS_PER_REQUEST = 50
+MAX_ANNOTATIONS = 500  # 10 requests; past that a reviewer reads the report, not the gutter
+ANNOTATION_MESSAGE_LIMIT = 4_000  # GitHub allows 64 KB; a gutter note should stay short
+ANNOTATION_TITLE_LIMIT = 255
+
+MARKER = "<!-- perfgate:comment -->"
+FAIL_TAG = "<!-- perfgate:verdict=fail -->"  # lets a later run know this comment reported a regression
+ALL_CLEAR_TAG = "<!-- perfgate:all-clear -->"
+_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+# ---------------------------------------------------------------- untrusted reports
+
+_TEXT_FIELDS = ("kind", "kernel", "demangled", "region", "metric", "label", "unit", "direction", "device",
+                "test", "path", "launch_change")
+_NUMBER_FIELDS = ("baseline", "current", "change", "delta")
+_INT_FIELDS = ("ordinal", "line")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_row(row: dict[str, Any], where: str, source: str) -> dict[str, Any]:
+    clean = dict(row)
+    for field in _TEXT_FIELDS:
+        if clean.get(field) is not None and not isinstance(clean[field], str):
+            raise InputError(source, f'{where}: "{field}" must be a string or null')
+    for field in _NUMBER_FIELDS:
+        value = clean.get(field)
+        if value is not None and not _is_number(value):
+            raise InputError(source, f'{where}: "{field}" must be a number or null')
+        if isinstance(value, float) and not math.isfinite(value):
+            clean[field] = None
+    for field in _INT_FIELDS:
+        value = clean.get(field)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise InputError(source, f'{where}: "{field}" must be an integer or null')
+    threshold = clean.get("threshold")
+    if threshold is not None and not isinstance(threshold, str) and not _is_number(threshold):
+        raise InputError(source, f'{where}: "threshold" must be a string, a number or null')
+    if clean.get("gated") is not None and not isinstance(clean["gated"], bool):
+        raise InputError(source, f'{where}: "gated" must be true, false or null')
+    return clean
+
+
+def normalize_report(report: dict[str, Any], source: str) -> dict[str, Any]:
+    """A validated report (``validate_report``) whose every rendered field has the right type.
+
+    The summary is recounted from the launches: a crafted artifact cannot claim other counts,
+    nor put text where the renderers expect numbers.
+    """
+    clean = dict(report)
+    clean["launches"] = [_check_row(row, f"launch {i}", source) for i, row in enumerate(report.get("launches", []))]
+    clean["results"] = [_check_row(row, f"result {i}", source) for i, row in enumerate(report.get("results", []))]
+    comparisons = []
+    for i, comparison in enumerate(report.get("comparisons", [])):
+        if not isinstance(comparison, dict):
+            raise InputError(source, f"comparison {i} must be an object")
+        for field in ("baseline", "current", "test"):
+            if comparison.get(field) is not None and not isinstance(comparison[field], str):
+                raise InputError(source, f'comparison {i}: "{field}" must be a string or null')
+        for field in ("baseline_devices", "current_devices"):
+            devices = comparison.get(field) or []
+            if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+                raise InputError(source, f'comparison {i}: "{field}" must be a list of strings')
+        comparisons.append(comparison)
+    clean["comparisons"] = comparisons
+    notes = report.get("notes", [])
+    if not all(isinstance(n, str) for n in notes):
+        raise InputError(source, '"notes" must be a list of strings')
+    if clean.get("generator") is not None and not isinstance(clean["generator"], str):
+        clean["generator"] = None
+    clean["summary"] = summarize(clean["launches"])
+    return clean
+
+
+# ---------------------------------------------------------------- sizes and truncation
+
+def text_length(text: str) -> int:
+    """Length in UTF-16 code units: never less than the character count GitHub checks."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def utf8_length(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def safe_url(url: str | None) -> str | None:
+    """An http(s) URL made safe inside Markdown link parentheses, or None."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return quote(url.strip(), safe=":/?#&=%+,;~@!$*'-._")  # no spaces, parentheses, brackets or quotes
+
+
+def full_report_pointer(report_url: str | None) -> str:
+    url = safe_url(report_url)
+    if url:
+        return f"The full report is in the [workflow run's artifacts]({url})."
+    return "The full report is the JSON/HTML report this job wrote (upload it as an artifact to link it here)."
+
+
+def fit(text: str, limit: int, note: str, measure: Callable[[str], int] = text_length) -> str:
+    """``text`` if it fits in ``limit``; else its first whole lines, open ``<details>`` closed, then ``note``."""
+    if measure(text) <= limit:
+        return text
+    close = "\n</details>\n"
+    tail = "\n" + note + "\n"
+    budget = limit - measure(tail)
+    kept: list[str] = []
+    used = 0
+    depth = 0
+    for line in text.splitlines(keepends=True):
+        opens = line.count("<details")
+        closes = line.count("</details>")
+        after = max(depth + opens - closes, 0)
+        cost = measure(line)
+        if used + cost + after * measure(close) > budget:
+            break
+        kept.append(line)
+        used += cost
+        depth = after
+    body = "".join(kept)
+    if body and not body.endswith("\n"):
+        body += "\n"
+    result = body + close * depth + tail
+    if measure(result) > limit:  # the note alone is too long for the limit: cut it hard
+        result = tail.strip()[:limit]
+    return result
+
+
+def truncation_note(limit: int, what: str, report_url: str | None) -> str:
+    return f"> ⚠️ Cut to fit GitHub's limit of {limit:,} characters for {what}. {full_report_pointer(report_url)}"
+
+
+# ---------------------------------------------------------------- the sticky comment
+
+def marker(key: str | None) -> str:
+    """The hidden first line that finds this workflow's comment again; a key gives each workflow its own."""
+    if key is None or key == "":
+        return MARKER
+    if not _KEY.match(key):
+        raise ConfigError(f"--comment-id {key!r} may only hold letters, digits, '.', '_' and '-' (at most 64)")
+    return f"<!-- perfgate:comment:{key} -->"
+
+
+def is_own_comment(comment: Mapping[str, Any], mark: str, author: str | None) -> bool:
+    """Ours: starts with our marker and is written by ``author`` (default: any bot account).
+
+    Anyone can post a comment holding the marker; requiring the bot as author keeps us from
+    overwriting (or being steered by) someone else's comment.
+    """
+    body = comment.get("body")
+    user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
+    if not isinstance(body, str) or not (body == mark or body.startswith(mark + "\n")):
+        return False
+    if author:
+        return user.get("login") == author
+    return user.get("type") == "Bot"
+
+
+def find_comment(comments: Iterable[Mapping[str, Any]], mark: str, author: str | None) -> Mapping[str, Any] | None:
+    """The first (oldest) comment of ours; stops reading (and paginating) once found."""
+    for comment in comments:
+        if is_own_comment(comment, mark, author):
+            return comment
+    return None
+
+
+@dataclass(frozen=True)
+class CommentPlan:
+    action: str  # "create" | "update" | "skip"
+    all_clear: bool = False
+    reason: str = ""
+
+
+def plan_comment(failed: bool, existing_body: str | None, *, only_on_regression: bool, all_clear: bool) -> CommentPlan:
+    """What to do with the PR comment, from the verdict and the comment already there (if any)."""
+    flagged = existing_body is not None and (FAIL_TAG in existing_body or ALL_CLEAR_TAG in existing_body)
+    if failed:
+        return CommentPlan("update" if existing_body is not None else "create")
+    if existing_body is None:
+        if only_on_regression:
+            return CommentPlan("skip", reason="no regression and no earlier comment (--only-on-regression)")
+        return CommentPlan("create")
+    if all_clear and flagged:
+        return CommentPlan("update", all_clear=True)
+    if only_on_regression:
+        return CommentPlan("skip", reason="no regression; the earlier comment is left as it is "
+                                          "(--only-on-regression without --all-clear)")
+    return CommentPlan("update")
+
+
+def comment_body(report: Mapping[str, Any], *, key: str | None = None, report_url: str | None = None,
+                 all_clear_sha: str | None = None, all_clear: bool = False, limit: int = COMMENT_LIMIT) -> str:
+    """Marker + (all-clear line) + the Markdown report, cut to ``limit`` with a pointer to the full one."""
+    head = [marker(key)]
+    if report.get("verdict") == "fail":
+        head.append(FAIL_TAG)
+    if all_clear:
+        head.append(ALL_CLEAR_TAG)
+        commit = f" as of {all_clear_sha[:12]}" if all_clear_sha else ""
+        head.append(f"**✅ All clear:** the regression this comment reported earlier is gone{commit}.\n")
+    prefix = "\n".join(head) + "\n"
+    note = truncation_note(limit, "a comment", report_url)
+    return prefix + fit(render_markdown(dict(report)), limit - text_length(prefix), note)
+
+
+# ---------------------------------------------------------------- the check run
+
+def conclusion(report: Mapping[str, Any]) -> str:
+    if report.get("verdict") == "fail":
+        return "failure"
+    if not sum(report.get("summary", {}).values()):
+        return "neutral"  # nothing was compared: neither a pass nor a failure
+    return "success"
+
+
+def annotation_path(path: str | None, workspace: str | None) -> str | None:
+    """A repository-relative POSIX path for an annotation, or None when the file is outside the repo."""
+    if not path:
+        return None
+    text = path.replace("\\", "/")
+    if text.startswith("/"):
+        root = (workspace or "").replace("\\", "/").rstrip("/")
+        if not root or not text.startswith(root + "/"):
+            return None
+        text = text[len(root) + 1:]
+    text = posixpath.normpath(text)
+    if text in (".", "..") or text.startswith("../") or text.startswith("/"):
+        return None
+    return text
+
+
+def _plain(text: Any, limit: int) -> str:
+    """Annotation text is shown as plain text; keep it to one tidy line of printable characters."""
+    cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in str(text)).split())
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def annotations(report: Mapping[str, Any], workspace: str | None = None) -> list[dict[str, Any]]:
+    """One ``failure`` annotation per regressed launch that knows its test file and line."""
+    moved: dict[tuple, list[str]] = {}
+    for row in report.get("results", []):
+        if row.get("status") == "regression" and row.get("gated"):
+            key = (row.get("test"), row.get("kernel"), row.get("region"), row.get("ordinal"), row.get("device"))
+            label = row.get("label") or row.get("metric")
+            moved.setdefault(key, []).append(
+                f"{label} {format_value(row.get('baseline'), row.get('unit') or '')} → "
+                f"{format_value(row.get('current'), row.get('unit') or '')} ({format_change(row.get('change'))}, "
+                f"limit {row.get('threshold')})")
+    found: list[dict[str, Any]] = []
+    for launch in report.get("launches", []):
+        if launch.get("status") != "regression":
+            continue
+        path = annotation_path(launch.get("path"), workspace)
+        if path is None:
+            continue
+        line = launch.get("line") if isinstance(launch.get("line"), int) and launch["line"] > 0 else 1
+        key = (launch.get("test"), launch.get("kernel"), launch.get("region"), launch.get("ordinal"),
+               launch.get("device"))
+        where = f" [{launch['region']}]" if launch.get("region") else ""
+        device = f" on {launch['device']}" if launch.get("device") else ""
+        details = "; ".join(moved.get(key, [])) or "regressed"
+        found.append({
+            "path": path,
+            "start_line": line,
+            "end_line": line,
+            "annotation_level": "failure",
+            "title": _plain(f"perfgate: {display_name(launch)}{where} regressed{device}", ANNOTATION_TITLE_LIMIT),
+            "message": _plain(f"{display_name(launch)}{where}: {details}", ANNOTATION_MESSAGE_LIMIT),
+        })
+    return found
+
+
+def _summary(report: Mapping[str, Any], report_url: str | None, annotated: int, annotatable: int) -> str:
+    verdict = "FAIL" if report.get("verdict") == "fail" else "PASS"
+    lines = [f"**{verdict}**: {headline(dict(report))}", "", " · ".join(summary_parts(dict(report))) or
+             "nothing compared"]
+    if annotatable:
+        shown = f"{annotated} of {annotatable}" if annotated < annotatable else f"{annotated}"
+        lines += ["", f"{shown} regression{'s' if annotatable != 1 else ''} annotated on the test files."]
+    lines += ["", full_report_pointer(report_url)]
+    return "\n".join(lines)
+
+
+def check_run_requests(report: Mapping[str, Any], *, name: str, head_sha: str, report_url: str | None = None,
+                       workspace: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The POST creating the check run (with the first 50 annotations) and the PATCHes adding the rest."""
+    every = annotations(report, workspace)
+    kept = every[:MAX_ANNOTATIONS]
+    output = {
+        "title": _plain(headline(dict(report)), 255),
+        "summary": fit(_summary(report, report_url, len(kept), len(every)), CHECK_TEXT_LIMIT, ""),
+        "text": fit(render_markdown(dict(report)), CHECK_TEXT_LIMIT,
+                    truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url)),
+    }
+    create: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": "completed",
+                              "conclusion": conclusion(report),
+                              "output": {**output, "annotations": kept[:ANNOTATIONS_PER_REQUEST]}}
+    url = safe_url(report_url)
+    if url:
+        create["details_url"] = url
+    updates = [{"output": {**output, "annotations": kept[start:start + ANNOTATIONS_PER_REQUEST]}}
+               for start in range(ANNOTATIONS_PER_REQUEST, len(kept), ANNOTATIONS_PER_REQUEST)]
+    return create, updates

@@ -1,0 +1,239 @@
+"""``perfgate publish REPORT.json``: job summary, sticky PR comment and check run.
+
+Exit status: 0 published, or nothing to publish, whatever the verdict (the gate is ``compare`` /
+``pytest --perfgate``; ``--fail-on-regression`` opts in to 1 for a failing report); 2 unusable
+report or usage; 3 publishing failed: GitHub refused or was unreachable, or the job summary could
+not be written (one line each on stderr, never a traceback, never the token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError, InputError
+from perfgate.publish import EXIT_PUBLISH_FAILED
+from perfgate.publish.body import (check_run_requests, comment_body, find_comment, marker, normalize_report,
+                                   plan_comment)
+from perfgate.publish.context import Target, load_event, resolve_target
+from perfgate.publish.github import GitHubClient, GitHubError, RetryPolicy
+
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # a downloaded artifact is untrusted: refuse absurd sizes
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "publish", help="post a JSON report to GitHub: PR comment, check run, job summary",
+        description="Publish REPORT (perfgate JSON) from GitHub Actions: append it to the job summary, post or "
+                    "update one sticky PR comment, and create a check run on the PR's head commit with annotations "
+                    "on the regressed tests. Reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL and "
+                    "GITHUB_EVENT_PATH (pull_request and workflow_run events). Exit 0: published, whatever the "
+                    "verdict; 1: --fail-on-regression and the report failed; 2: unusable report or usage; "
+                    "3: GitHub refused or was unreachable, or the job summary could not be written.")
+    parser.add_argument("report", type=Path, metavar="REPORT", help="perfgate JSON report")
+    where = parser.add_argument_group("where to publish")
+    where.add_argument("--repo", metavar="OWNER/NAME", help="repository (default: $GITHUB_REPOSITORY)")
+    where.add_argument("--pr", type=_positive_int, metavar="NUMBER",
+                       help="pull request number (default: from the event payload; in a workflow_run from a fork, "
+                            "pass the number the test workflow uploaded: it is checked against the PR's head)")
+    where.add_argument("--sha", metavar="SHA", help="commit for the check run (default: the PR head from the event "
+                                                    "payload, else $GITHUB_SHA)")
+    where.add_argument("--report-url", metavar="URL",
+                       help="link to the full report in truncated texts and the check run (default: the page of "
+                            "the workflow run that uploaded it, from GITHUB_SERVER_URL/GITHUB_REPOSITORY/"
+                            "GITHUB_RUN_ID or the workflow_run payload)")
+    what = parser.add_argument_group("what to publish")
+    what.add_argument("--no-comment", action="store_true", help="do not post the PR comment (default: post it)")
+    what.add_argument("--no-check", action="store_true", help="do not create a check run (default: create one)")
+    what.add_argument("--no-summary", action="store_true",
+                      help="do not append to $GITHUB_STEP_SUMMARY (default: append when it is set)")
+    what.add_argument("--only-on-regression", action="store_true",
+                      help="comment only when the report has a regression; an earlier comment is then left alone "
+                           "unless --all-clear (default: always comment)")
+    what.add_argument("--all-clear", action="store_true",
+                      help="when an earlier comment reported a regression and this report has none, edit it into "
+                           "an all-clear (default: off)")
+    what.add_argument("--comment-id", metavar="KEY",
+                      help="own a separate sticky comment per KEY, for several workflows on one PR "
+                           "(default: none, one comment per PR)")
+    what.add_argument("--comment-author", metavar="LOGIN",
+                      help="only update a marked comment written by LOGIN (default: any bot account, such as "
+                           "github-actions[bot]; set it when publishing with a personal token)")
+    what.add_argument("--check-name", default="perfgate", metavar="NAME", help="check run name (default: perfgate)")
+    what.add_argument("--fail-on-regression", action="store_true",
+                      help="exit 1 when the report failed, after publishing (default: exit 0, the verdict belongs "
+                           "to compare / pytest)")
+    how = parser.add_argument_group("GitHub access")
+    how.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
+                     help="environment variable holding the token; never pass a token on the command line "
+                          "(default: GITHUB_TOKEN)")
+    how.add_argument("--max-time", type=_seconds, default=60.0, metavar="SECONDS",
+                     help="total time for all GitHub requests, retries and waits included (default: 60)")
+    how.add_argument("--retry-backoff", type=_seconds, default=0.5, metavar="SECONDS",
+                     help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
+                          "GitHub says (default: 0.5)")
+    parser.set_defaults(func=cmd_publish)
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read, validate and type-check a report that may come from an untrusted artifact."""
+    from perfgate.collect import load_json
+    from perfgate.report import validate_report
+
+    if not path.is_file():
+        raise InputError(path, "no such file" if not path.exists() else "not a file", "check the path")
+    if path.stat().st_size > MAX_REPORT_BYTES:
+        raise InputError(path, f"larger than {MAX_REPORT_BYTES // 2**20} MiB; not a report perfgate wrote")
+    return normalize_report(validate_report(load_json(path), str(path)), str(path))
+
+
+class Publisher:
+    """Runs the publications of one ``publish``; every line it prints passes through ``scrub``."""
+
+    def __init__(self, args: argparse.Namespace, env: Mapping[str, str], report: dict[str, Any], target: Target,
+                 out: Callable[[str], None]) -> None:
+        self.args, self.env, self.report, self.target, self._out = args, env, report, target, out
+        self.report_url = args.report_url or target.run_url
+        self.failed = report.get("verdict") == "fail"
+
+    def say(self, line: str) -> None:
+        self._out(f"perfgate: {line}")
+
+    def summary(self) -> None:
+        from perfgate.publish.summary import append_step_summary
+        from perfgate.render import render_markdown
+
+        path = self.env.get("GITHUB_STEP_SUMMARY")
+        if not path:
+            return
+        try:
+            written = append_step_summary(Path(path), render_markdown(self.report), self.report_url)
+        except OSError as exc:
+            raise PublishFailure(f"cannot append the job summary to {path} ({exc.strerror})") from None
+        self.say(f"job summary: appended {written:,} bytes" if written else "job summary: full (1 MiB), skipped")
+
+    def comment(self, client: GitHubClient) -> None:
+        target = self.target
+        if target.pr is None:
+            self.say("comment: skipped, no pull request in the event payload (pass --pr)")
+            return
+        assert target.repo is not None
+        if target.pr_from_flag and target.event_name == "workflow_run" and target.sha:
+            # The number came from an artifact the PR's own code could write: it must name this commit's PR.
+            head = client.get_pull(target.repo, target.pr).get("head", {})
+            head_sha = head.get("sha") if isinstance(head, dict) else None
+            if head_sha != target.sha:
+                self.say(f"comment: skipped, PR #{target.pr}'s head is {str(head_sha)[:12]}, not the tested "
+                         f"commit {target.sha[:12]} (a newer push, or a PR number that does not belong to this run)")
+                return
+        mark = marker(self.args.comment_id)
+        existing = find_comment(client.iter_issue_comments(target.repo, target.pr), mark, self.args.comment_author)
+        existing_body = existing.get("body") if existing else None
+        plan = plan_comment(self.failed, existing_body if isinstance(existing_body, str) else None,
+                            only_on_regression=self.args.only_on_regression, all_clear=self.args.all_clear)
+        if plan.action == "skip":
+            self.say(f"comment: nothing posted, {plan.reason}")
+            return
+        body = comment_body(self.report, key=self.args.comment_id, report_url=self.report_url,
+                            all_clear=plan.all_clear, all_clear_sha=target.sha)
+        if existing is not None:
+            posted = client.update_issue_comment(target.repo, int(existing["id"]), body)
+            verb = "updated" + (" into an all-clear" if plan.all_clear else "")
+        else:
+            posted = client.create_issue_comment(target.repo, target.pr, body)
+            verb = "created"
+        self.say(f"comment: {verb} {posted.get('html_url') or posted.get('id')}")
+
+    def check(self, client: GitHubClient) -> None:
+        target = self.target
+        if not target.sha:
+            raise ConfigError("no commit for the check run: pass --sha, or run in GitHub Actions (GITHUB_SHA)")
+        assert target.repo is not None
+        create, updates = check_run_requests(self.report, name=self.args.check_name, head_sha=target.sha,
+                                             report_url=self.report_url, workspace=self.env.get("GITHUB_WORKSPACE"))
+        run = client.create_check_run(target.repo, create)
+        for update in updates:
+            client.update_check_run(target.repo, int(run["id"]), update)
+        count = len(create["output"]["annotations"]) + sum(len(u["output"]["annotations"]) for u in updates)
+        self.say(f"check run: '{self.args.check_name}' {create['conclusion']} on {target.sha[:12]} with {count} "
+                 f"annotation{'s' if count != 1 else ''} ({1 + len(updates)} request{'s' if updates else ''}) "
+                 f"{run.get('html_url') or ''}".rstrip())
+
+
+class PublishFailure(Exception):
+    """A publication that failed for a reason other than GitHub (the job summary file)."""
+
+
+def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    report = load_report(args.report)
+    target = resolve_target(env, load_event(env.get("GITHUB_EVENT_PATH")), repo=args.repo, pr=args.pr, sha=args.sha)
+    marker(args.comment_id)  # a bad key is a usage error before anything is posted
+    token = (env.get(args.token_env) or "").strip()
+    want_github = not (args.no_comment and args.no_check)
+    if want_github:
+        if not token:
+            raise ConfigError(f"{args.token_env} is not set: publishing to GitHub needs a token (in Actions: "
+                              f"env: {args.token_env}: ${{{{ github.token }}}}), or pass --no-comment --no-check")
+        if any(not ch.isprintable() or ch.isspace() for ch in token):
+            raise ConfigError(f"{args.token_env} holds whitespace or control characters; it is not a token")
+        if target.repo is None:
+            raise ConfigError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+
+    def scrub(line: str) -> str:
+        return line.replace(token, "***") if token else line
+
+    def out(line: str) -> None:
+        sys.stdout.write(scrub(line) + "\n")
+
+    def err(line: str) -> None:
+        sys.stderr.write(scrub(line) + "\n")
+
+    publisher = Publisher(args, env, report, target, out)
+    failures = 0
+    if not args.no_summary:
+        try:
+            publisher.summary()
+        except PublishFailure as exc:
+            err(f"perfgate: error: {exc}")
+            failures += 1
+    if want_github:
+        client = GitHubClient(token, target.api_url,
+                              policy=RetryPolicy(max_time=args.max_time, backoff=args.retry_backoff))
+        steps = ([] if args.no_comment else [publisher.comment]) + ([] if args.no_check else [publisher.check])
+        for step in steps:
+            try:
+                step(client)
+            except GitHubError as exc:
+                err(f"perfgate: error: {client.scrub(str(exc))}")
+                failures += 1
+                if exc.fatal:  # the same token / outage would refuse the rest too
+                    break
+    if failures:
+        return EXIT_PUBLISH_FAILED
+    if args.fail_on_regression and publisher.failed:
+        return EXIT_REGRESSION
+    return EXIT_OK

@@ -1,0 +1,313 @@
+"""A small GitHub REST client over ``requests.Session``: auth, pagination, retries, clear errors.
+
+Facts it relies on (GitHub REST docs, API version 2022-11-28):
+- docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api: a rate-limited request gets
+  403 or 429; honour ``retry-after`` when present, else wait until ``x-ratelimit-reset`` (UTC epoch
+  seconds) when ``x-ratelimit-remaining`` is 0, else wait at least one minute, backing off.
+- docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api: follow the ``Link``
+  header's ``rel="next"`` URL as given (it may name ``/repositories/{id}/…`` rather than the path
+  that was asked for); ``per_page`` is at most 100.
+
+The retry decision is a pure function (:func:`retry_delay`); the client takes its clocks and
+``sleep`` as arguments so tests can check the waits without sleeping. One deadline bounds every
+request of a publish, waits included, so an outage costs at most ``max_time`` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import urlsplit
+
+import requests
+
+from perfgate import __version__
+from perfgate.errors import PerfgateError
+
+DEFAULT_API_URL = "https://api.github.com"
+API_VERSION = "2022-11-28"
+FORK_PUBLISH_WORKFLOW = ".github/workflows/perfgate-fork-publish.yml"
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+_READ_ONLY = "resource not accessible by integration"
+
+
+class GitHubError(PerfgateError):
+    """GitHub refused a request or could not be reached. ``str()`` is one line, token-free.
+
+    ``fatal`` is False for refusals of one request's content (422): other publications may still work.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, fatal: bool = True) -> None:
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_time: float = 60.0  # seconds for all requests of one publish, waits included
+    backoff: float = 0.5  # first wait after a 5xx or a network error; doubles on each retry
+    max_backoff: float = 8.0
+    secondary_wait: float = 60.0  # rate limited with no retry-after / reset: GitHub asks for >= 1 minute
+
+
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in headers.items()}
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """``Retry-After`` as seconds from ``now`` (wall clock): delta-seconds or an HTTP date."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def is_rate_limited(status: int | None, headers: Mapping[str, str], message: str = "") -> bool:
+    """A 403 is a rate limit only when the headers or message say so; otherwise it is a permission."""
+    if status == 429:
+        return True
+    if status != 403:
+        return False
+    lowered = _lower(headers)
+    return ("retry-after" in lowered or lowered.get("x-ratelimit-remaining") == "0"
+            or "rate limit" in message.lower())
+
+
+def retry_delay(status: int | None, headers: Mapping[str, str], attempt: int, *, now: float,
+                policy: RetryPolicy = RetryPolicy(), message: str = "") -> float | None:
+    """Seconds to wait before trying again, or None when retrying cannot help.
+
+    ``status`` None means no response (connection error or timeout); ``attempt`` counts the failed
+    tries so far (1 after the first); ``now`` is the wall clock, for ``x-ratelimit-reset``.
+    """
+    backoff = min(policy.backoff * 2 ** max(attempt - 1, 0), policy.max_backoff)
+    if status is None or status in RETRY_STATUSES:
+        return backoff
+    if not is_rate_limited(status, headers, message):
+        return None
+    lowered = _lower(headers)
+    after = parse_retry_after(lowered.get("retry-after"), now)
+    if after is not None:
+        return after
+    if lowered.get("x-ratelimit-remaining") == "0":
+        try:
+            return max(0.0, float(lowered["x-ratelimit-reset"]) - now)
+        except (KeyError, ValueError):
+            pass
+    return max(policy.secondary_wait, backoff)
+
+
+def parse_link_header(value: str | None) -> dict[str, str]:
+    """``<url>; rel="next", <url>; rel="last"`` -> {"next": url, "last": url}."""
+    links: dict[str, str] = {}
+    for part in (value or "").split(","):
+        pieces = part.strip().split(";")
+        url = pieces[0].strip()
+        if not (url.startswith("<") and url.endswith(">")):
+            continue
+        for param in pieces[1:]:
+            key, _, rel = param.strip().partition("=")
+            if key.strip().lower() == "rel":
+                for name in rel.strip().strip('"').split():
+                    links[name] = url[1:-1]
+    return links
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _network_reason(exc: requests.RequestException) -> str:
+    text = str(exc)
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS error"
+    if "refused" in text.lower():
+        return "connection refused"
+    if "resolve" in text.lower() or "name or service" in text.lower():
+        return "host name not found"
+    return "connection failed"
+
+
+def describe_refusal(method: str, path: str, status: int, message: str) -> str:
+    """The one line to print for a request GitHub refused for good."""
+    where = f"{method} {path}"
+    if status == 401:
+        return (f"GitHub rejected the token (HTTP 401: {message or 'Bad credentials'}) on {where}: "
+                "check that GITHUB_TOKEN is set to a valid, unexpired token")
+    if status == 403 and _READ_ONLY in message.lower():
+        return (f"GitHub refused {where} (HTTP 403: Resource not accessible by integration): the token is "
+                "read-only. Pull requests from forks always get a read-only GITHUB_TOKEN, so they cannot comment "
+                "or create check runs: use the fork-safe pair (a pull_request workflow uploads the report and PR "
+                f"number as an artifact, a workflow_run workflow publishes it; see {FORK_PUBLISH_WORKFLOW}). "
+                "For a same-repository PR, grant 'permissions: pull-requests: write, checks: write'")
+    if status == 403:
+        return (f"GitHub refused {where} (HTTP 403: {message}): the token lacks permission "
+                "(the job needs 'permissions: pull-requests: write, checks: write')")
+    if status == 404:
+        return (f"GitHub found nothing at {where} (HTTP 404): check the repository (--repo / GITHUB_REPOSITORY) "
+                "and pull request number (--pr), and that the token can see the repository")
+    if status == 422:
+        return f"GitHub rejected {where} as invalid (HTTP 422: {message})"
+    return f"GitHub answered HTTP {status} to {where}: {message}"
+
+
+class GitHubClient:
+    """GitHub's REST API for one publish: every request shares one deadline (``policy.max_time``)."""
+
+    def __init__(self, token: str, api_url: str = DEFAULT_API_URL, *, policy: RetryPolicy = RetryPolicy(),
+                 session: requests.Session | None = None, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._token = token
+        self.api_url = api_url.rstrip("/")
+        self.policy = policy
+        self._clock, self._wall, self._sleep = clock, wall_clock, sleep
+        self._started = clock()
+        self.waits: list[float] = []  # each wait taken before a retry, for the caller's report
+        self.session = session or requests.Session()
+        self.session.headers.update({
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": f"perfgate/{__version__}",
+        })
+        origin = urlsplit(self.api_url)
+        if origin.scheme not in ("http", "https") or not origin.netloc:
+            raise GitHubError(f"GITHUB_API_URL {self.api_url!r} is not an http(s) URL", status=None)
+        self._origin = (origin.scheme, origin.netloc)
+
+    # -------------------------------------------------------------- plumbing
+
+    def scrub(self, text: str) -> str:
+        """Never let the token reach output, whatever text carries it."""
+        return text.replace(self._token, "***") if self._token else text
+
+    def _url(self, url_or_path: str) -> str:
+        if url_or_path.startswith("/"):
+            return self.api_url + url_or_path
+        parts = urlsplit(url_or_path)
+        if (parts.scheme, parts.netloc) != self._origin:
+            # A Link header pointing elsewhere must not receive our token.
+            raise GitHubError(f"refusing to follow a link to {parts.scheme}://{parts.netloc}: "
+                              f"it is not the API at {self.api_url}")
+        return url_or_path
+
+    def _error_text(self, response: requests.Response) -> str:
+        try:
+            data = response.json()
+        except ValueError:
+            return self.scrub(_one_line(response.reason or ""))
+        if not isinstance(data, dict):
+            return ""
+        parts = [str(data.get("message", ""))]
+        for error in data.get("errors", []) if isinstance(data.get("errors"), list) else []:
+            if isinstance(error, dict):
+                parts.append(str(error.get("message") or f"{error.get('field', '')} {error.get('code', '')}".strip()))
+            else:
+                parts.append(str(error))
+        return self.scrub(_one_line("; ".join(p for p in parts if p)))
+
+    def request(self, method: str, url_or_path: str, *, json: Any = None,
+                params: Mapping[str, Any] | None = None) -> requests.Response:
+        """One API call, retried per :func:`retry_delay` until it succeeds or the deadline passes."""
+        url = self._url(url_or_path)
+        path = urlsplit(url).path
+        deadline = self._started + self.policy.max_time
+        attempt = 0
+        while True:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise GitHubError(f"gave up on {method} {path}: the {self.policy.max_time:g} s limit for "
+                                  "publishing (--max-time) is spent")
+            attempt += 1
+            status: int | None = None
+            headers: Mapping[str, str] = {}
+            message = ""
+            try:
+                response = self.session.request(method, url, json=json, params=params,
+                                                timeout=(min(10.0, left), min(30.0, left)))
+            except requests.RequestException as exc:
+                message = _network_reason(exc)
+            else:
+                if response.status_code < 400:
+                    return response
+                status, headers, message = response.status_code, response.headers, self._error_text(response)
+            delay = retry_delay(status, headers, attempt, now=self._wall(), policy=self.policy, message=message)
+            if delay is None:
+                assert status is not None  # network errors always get a delay
+                raise GitHubError(describe_refusal(method, path, status, message), status=status,
+                                  fatal=status != 422)
+            elapsed = self._clock() - self._started
+            if self._clock() + delay > deadline:
+                raise GitHubError(self._give_up(method, path, status, message, attempt, elapsed, delay), status=status)
+            self.waits.append(delay)
+            self._sleep(delay)
+
+    def _give_up(self, method: str, path: str, status: int | None, message: str, attempts: int, elapsed: float,
+                 delay: float) -> str:
+        limit = f"the {self.policy.max_time:g} s limit (--max-time)"
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
+        if status is None:
+            return (f"cannot reach GitHub at {self.api_url} ({message}) for {method} {path}: gave up after {tries}, "
+                    f"within {limit}")
+        if status in RETRY_STATUSES:
+            return (f"GitHub is unavailable (HTTP {status} on {method} {path}): gave up after {tries}, within "
+                    f"{limit}; publish again later")
+        return (f"GitHub rate limit on {method} {path} (HTTP {status}): it asks to wait {delay:.0f} s, beyond "
+                f"{limit}; publish again later")
+
+    def _json(self, response: requests.Response, what: str) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise GitHubError(f"GitHub answered {what} with something that is not JSON "
+                              f"(HTTP {response.status_code})") from None
+
+    def paginate(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` as GitHub gives it."""
+        url: str | None = path
+        query: Mapping[str, Any] | None = {"per_page": 100, **(params or {})}
+        while url:
+            response = self.request("GET", url, params=query)
+            items = self._json(response, f"GET {urlsplit(url).path}")
+            if not isinstance(items, list):
+                raise GitHubError(f"GitHub answered GET {urlsplit(url).path} with no list")
+            yield from (item for item in items if isinstance(item, dict))
+            url, query = parse_link_header(response.headers.get("Link")).get("next"), None
+
+    # -------------------------------------------------------------- endpoints
+
+    def iter_issue_comments(self, repo: str, number: int) -> Iterator[dict[str, Any]]:
+        return self.paginate(f"/repos/{repo}/issues/{number}/comments")
+
+    def create_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
+        path = f"/repos/{repo}/issues/{number}/comments"
+        return self._json(self.request("POST", path, json={"body": body}), f"POST {path}")
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
+        path = f"/repos/{repo}/issues/comments/{comment_id}"
+        return self._json(self.request("PATCH", path, json={"body": body}), f"PATCH {path}")
+
+    def get_pull(self, repo: str, number: int) -> dict[str, Any]:
+        path = f"/repos/{repo}/pulls/{number}"
+        return self._json(self.request("GET", path), f"GET {path}")
+
+    def create_check_run(self, repo: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        path = f"/repos/{repo}/check-runs"
+        return self._json(self.request("POST", path, json=dict(payload)), f"POST {path}")
+
+    def update_check_run(self, repo: str, run_id: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+        path = f"/repos/{repo}/check-runs/{run_id}"
+        return self._json(self.request("PATCH", path, json=dict(payload)), f"PATCH {path}")
