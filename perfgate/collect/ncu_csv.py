@@ -449,12 +449,14 @@ def _to_float(value: object) -> float:
         return np.nan
 
 
-def _numbers(cells: np.ndarray, textual: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(cells: np.ndarray, suspects: np.ndarray | None = None,
+             groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(values, keep) for an object array of cells: numbers parsed, n/a kept as NaN, others dropped.
 
     Empty cells (NaN from the parser) are absent metrics and strings are non-numeric metrics: both
-    are not kept. ``textual`` marks the cells that may hold a string (ncu gives string metrics no
-    unit), so only those take the slow per-cell path when the vectorized conversion fails.
+    are not kept. When the one vectorized conversion fails, only ``suspects`` (cells that may hold
+    a string: ncu gives string metrics no unit) are converted again, one ``groups`` value (metric)
+    at a time, so a string-valued metric costs a probe instead of a Python call per cell.
     """
     try:
         cleaned = np.array([c.replace(",", "") for c in cells], dtype=object)
@@ -464,19 +466,44 @@ def _numbers(cells: np.ndarray, textual: np.ndarray | None = None) -> tuple[np.n
         values = cleaned.astype(np.float64)
     except (TypeError, ValueError):
         values = np.empty(len(cleaned))
-        suspects = np.ones(len(cleaned), dtype=bool) if textual is None else textual
+        if suspects is None:
+            suspects = np.ones(len(cleaned), dtype=bool)
         sure = np.flatnonzero(~suspects)
         try:
             values[sure] = cleaned[sure].astype(np.float64)
         except (TypeError, ValueError):
             suspects = np.ones(len(cleaned), dtype=bool)
         slow = np.flatnonzero(suspects)
-        values[slow] = np.fromiter(map(_to_float, cleaned[slow]), np.float64, slow.size)
+        if groups is None:
+            parts = [slow]
+        else:
+            order = slow[np.argsort(groups[slow], kind="stable")]
+            bounds = np.flatnonzero(np.diff(groups[order])) + 1
+            parts = np.split(order, bounds)
+        for part in parts:
+            values[part] = _convert(cleaned[part])
     keep = ~np.isnan(values)
     missing = np.flatnonzero(~keep)
     if missing.size:
-        keep[missing] = [isinstance(c, str) and c.strip() in _NA_STRINGS for c in cells[missing]]
+        keep[missing] = pd.Series(cells[missing], dtype=object).isin(_NA_STRINGS).to_numpy()
     return values, keep
+
+
+def _convert(cleaned: np.ndarray) -> np.ndarray:
+    """Cells of one metric to float: vectorized, else NaN for a string metric, else cell by cell."""
+    try:
+        return cleaned.astype(np.float64)
+    except (TypeError, ValueError):
+        pass
+    probe = [c for c in cleaned[:64] if c != "nan"][:8]
+    if probe and all(np.isnan(_to_float(c)) for c in probe):
+        # A string-valued metric (device name, cache config): cell by cell only if numbers hide in it.
+        head = np.fromiter(map(_to_float, cleaned[:64]), np.float64)
+        if np.isnan(head).all():
+            rest = cleaned[64:]
+            if not any(c[:1].isdigit() for c in rest if isinstance(c, str)):
+                return np.full(len(cleaned), np.nan)
+    return np.fromiter(map(_to_float, cleaned), np.float64, len(cleaned))
 
 
 def _column_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -692,7 +719,7 @@ def _details(df: pd.DataFrame, header: Sequence[str], source: str) -> pd.DataFra
     else:
         units, factors, unit_codes = [""], np.ones(1), np.zeros(len(df), dtype=np.int64)
     cells = df["Metric Value"].to_numpy(dtype=object)
-    values, keep = _numbers(cells, textual=unit_codes == len(units) - 1)
+    values, keep = _numbers(cells, suspects=unit_codes == len(units) - 1, groups=metric_codes)
     if (factors != 1.0).any():
         values = values * factors[unit_codes]
     keep &= metric_codes >= 0  # rule rows have no metric name

@@ -1,0 +1,85 @@
+"""Per-region totals: "runtime and metrics of each layer of my model".
+
+A test marks layers with ``perfgate.region("layer1")`` ...; every kernel row carries its region
+stack (``"layer1 > attention"``). Before comparing, ``add_region_totals`` appends one launch of
+kind ``region`` per top-level region (kernel = the region's name, region = the same) and, when
+there are several, one overall ``total`` (region ""), each summing the additive metrics of the
+launches inside. They are gated like kernels, so a slower layer fails even when each of its
+many kernels moved less than its own threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from perfgate.table import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, make_table
+
+TOTAL = "total"
+
+
+def is_additive(metric: str) -> bool:
+    """ncu's ``.sum`` rollups (time, bytes, instructions, sectors) add up across launches.
+
+    Percentages, averages and per-launch facts do not.
+    """
+    return metric.endswith(".sum") and not metric.startswith(("launch__", "device__"))
+
+
+def drop_unscoped_launches(table: pd.DataFrame) -> pd.DataFrame:
+    """Drop kernel launches outside every region.
+
+    ``--nvtx-include`` already keeps ncu from profiling them; this guards against a launch that
+    slipped through. A report with no region information at all (ncu recorded no NVTX state) is
+    kept whole: ncu's filter chose those launches.
+    """
+    kernels = table["kind"] == KIND_KERNEL
+    scoped = table["region"] != ""
+    if not (kernels & scoped).any():
+        return table
+    kept = table[~kernels | scoped]
+    attrs = dict(table.attrs)
+    kept = kept.reset_index(drop=True)
+    kept.attrs.update(attrs)
+    return kept
+
+
+def add_region_totals(table: pd.DataFrame) -> pd.DataFrame:
+    """Append per-top-level-region totals (and an overall one when there are several regions)."""
+    kernels = table[(table["kind"] == KIND_KERNEL) & (table["region"] != "")]
+    if kernels.empty:
+        return table
+    top = kernels["region"].str.split(REGION_SEPARATOR, n=1, regex=False).str[0]
+    order = list(dict.fromkeys(top))  # first-entered first
+    groups: list[tuple[str, str, pd.DataFrame]] = [(name, name, kernels[top == name]) for name in order]
+    if len(order) > 1:
+        groups.append((TOTAL, "", kernels))
+    next_launch = int(table["launch"].max()) + 1 if not table.empty else 0
+    rows: list[dict[str, Any]] = []
+    for offset, (name, region, launches) in enumerate(groups):
+        rows.extend(_total_rows(name, region, launches, next_launch + offset))
+    if not rows:
+        return table
+    combined = make_table(pd.concat([table, pd.DataFrame(rows)], ignore_index=True))
+    combined.attrs.update(dict(table.attrs))
+    return combined
+
+
+def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int) -> list[dict[str, Any]]:
+    count = int(launches["launch"].nunique())
+    first = launches.iloc[0]
+    base = {"kind": KIND_REGION, "kernel": name, "region": region, "ordinal": 0, "launch": launch,
+            "demangled": f"sum over {count} kernel launch{'es' if count != 1 else ''}",
+            "device": first["device"], "cc": first["cc"], "grid": "", "block": ""}
+    rows = []
+    for metric, values in launches.groupby("metric", sort=True):
+        if not is_additive(str(metric)):
+            continue
+        per_launch = values.drop_duplicates("launch")
+        # A total over launches that lack the metric would silently shrink: call it "no data".
+        complete = len(per_launch) == count and not per_launch["value"].isna().any()
+        value = float(per_launch["value"].sum()) if complete else math.nan
+        rows.append({**base, "metric": str(metric), "unit": str(per_launch["unit"].iloc[0]), "value": value})
+    return rows
