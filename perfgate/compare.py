@@ -107,9 +107,19 @@ class Comparison:
         return {s.value: int(found.get(s.value, 0)) for s in STATUS_ORDER if s is not Status.INFO}
 
 
+def _same_devices(base: list[tuple[str, str]], cur: list[tuple[str, str]]) -> bool:
+    if set(base) == set(cur):
+        return True
+    # ncu's CSV details page names the device only by index: an unnamed device matches on its
+    # compute capability alone.
+    if any(not name for name, _ in (*base, *cur)):
+        return {cc for _, cc in base} == {cc for _, cc in cur}
+    return False
+
+
 def check_devices(baseline: pd.DataFrame, current: pd.DataFrame, allow_mismatch: bool) -> None:
     base_devices, cur_devices = devices(baseline), devices(current)
-    if allow_mismatch or not base_devices or not cur_devices or set(base_devices) == set(cur_devices):
+    if allow_mismatch or not base_devices or not cur_devices or _same_devices(base_devices, cur_devices):
         return
     base_label = ", ".join(device_label(*d) for d in base_devices)
     cur_label = ", ".join(device_label(*d) for d in cur_devices)

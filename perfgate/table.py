@@ -112,6 +112,7 @@ def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def device_label(name: str, cc: str) -> str:
+    name = name or "unnamed GPU"
     return f"{name} (CC {cc})" if cc else name
 
 

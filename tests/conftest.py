@@ -25,3 +25,10 @@ def corpus() -> Path:
     if not NCU_REP.is_dir():
         pytest.skip(f"corpus {NCU_REP} not available (set PERFGATE_CORPUS to ../shared/corpus)")
     return NCU_REP
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-benchmark disables itself when PYTEST_XDIST_WORKER is set; the suite runs under
+    xdist, but the pytest sessions our tests start (pytester) are not workers of it."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)

@@ -42,7 +42,7 @@ KERNELS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-class _Metric(NamedTuple):
+class Metric(NamedTuple):
     name: str
     unit: str
     base: float  # typical magnitude
@@ -50,42 +50,42 @@ class _Metric(NamedTuple):
 
 
 # The metrics perfgate gates on first, then real metric names as filler.
-_NAMED: tuple[_Metric, ...] = (
-    _Metric("gpu__time_duration.sum", "ns", 85_000.0, True),
-    _Metric("dram__bytes_read.sum", "byte", 48_000_000.0, True),
-    _Metric("dram__bytes_write.sum", "byte", 16_000_000.0, True),
-    _Metric("smsp__inst_executed.sum", "inst", 3_200_000.0, True),
-    _Metric("launch__registers_per_thread", "register/thread", 40.0, True),
-    _Metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", 55.0, False),
+_NAMED: tuple[Metric, ...] = (
+    Metric("gpu__time_duration.sum", "ns", 85_000.0, True),
+    Metric("dram__bytes_read.sum", "byte", 48_000_000.0, True),
+    Metric("dram__bytes_write.sum", "byte", 16_000_000.0, True),
+    Metric("smsp__inst_executed.sum", "inst", 3_200_000.0, True),
+    Metric("launch__registers_per_thread", "register/thread", 40.0, True),
+    Metric("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", 55.0, False),
 )
-_FILLER: tuple[_Metric, ...] = (
-    _Metric("lts__t_sectors.sum", "sector", 2_500_000.0, True),
-    _Metric("l1tex__t_bytes.sum", "byte", 90_000_000.0, True),
-    _Metric("sm__warps_active.avg.pct_of_peak_sustained_active", "%", 70.0, False),
-    _Metric("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", 62.0, False),
-    _Metric("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", 48.0, False),
-    _Metric("sm__cycles_elapsed.avg", "cycle", 150_000.0, False),
-    _Metric("smsp__cycles_active.avg", "cycle", 120_000.0, False),
-    _Metric("lts__t_sector_hit_rate.pct", "%", 35.0, False),
-    _Metric("sm__maximum_warps_per_active_cycle_pct", "%", 50.0, False),
-    _Metric("launch__grid_size", "", 4096.0, True),
-    _Metric("launch__block_size", "", 256.0, True),
-    _Metric("launch__shared_mem_per_block_static", "byte/block", 16_384.0, True),
-    _Metric("launch__occupancy_limit_blocks", "block", 32.0, True),
-    _Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", 45.0, False),
-    _Metric("sm__inst_executed_pipe_tensor.sum", "inst", 800_000.0, True),
-    _Metric("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", 40_000_000.0, True),
-    _Metric("l1tex__t_sector_hit_rate.pct", "%", 60.0, False),
-    _Metric("sm__cycles_elapsed.avg.per_second", "hz", 1_755_000_000.0, False),
-    _Metric("dram__cycles_elapsed.avg.per_second", "hz", 2_619_000_000.0, False),
-    _Metric("profiler__replayer_passes", "pass", 9.0, True),
+_FILLER: tuple[Metric, ...] = (
+    Metric("lts__t_sectors.sum", "sector", 2_500_000.0, True),
+    Metric("l1tex__t_bytes.sum", "byte", 90_000_000.0, True),
+    Metric("sm__warps_active.avg.pct_of_peak_sustained_active", "%", 70.0, False),
+    Metric("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", 62.0, False),
+    Metric("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", 48.0, False),
+    Metric("sm__cycles_elapsed.avg", "cycle", 150_000.0, False),
+    Metric("smsp__cycles_active.avg", "cycle", 120_000.0, False),
+    Metric("lts__t_sector_hit_rate.pct", "%", 35.0, False),
+    Metric("sm__maximum_warps_per_active_cycle_pct", "%", 50.0, False),
+    Metric("launch__grid_size", "", 4096.0, True),
+    Metric("launch__block_size", "", 256.0, True),
+    Metric("launch__shared_mem_per_block_static", "byte/block", 16_384.0, True),
+    Metric("launch__occupancy_limit_blocks", "block", 32.0, True),
+    Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", 45.0, False),
+    Metric("sm__inst_executed_pipe_tensor.sum", "inst", 800_000.0, True),
+    Metric("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", 40_000_000.0, True),
+    Metric("l1tex__t_sector_hit_rate.pct", "%", 60.0, False),
+    Metric("sm__cycles_elapsed.avg.per_second", "hz", 1_755_000_000.0, False),
+    Metric("dram__cycles_elapsed.avg.per_second", "hz", 2_619_000_000.0, False),
+    Metric("profiler__replayer_passes", "pass", 9.0, True),
 )
 
 
-def metrics(n_metrics: int) -> list[_Metric]:
+def metrics(n_metrics: int) -> list[Metric]:
     """The first ``n_metrics`` metric definitions (named ones first, then filler)."""
     catalog = list(_NAMED) + list(_FILLER)
-    extra = [_Metric(f"smsp__filler_{i:03d}.sum", "inst", 1_000.0 * (i + 1), True) for i in range(n_metrics)]
+    extra = [Metric(f"smsp__filler_{i:03d}.sum", "inst", 1_000.0 * (i + 1), True) for i in range(n_metrics)]
     return (catalog + extra)[:n_metrics]
 
 
@@ -94,7 +94,9 @@ def _format(value: float, integer: bool) -> str:
     return f"{round(value):,}" if integer else f"{value:,.2f}"
 
 
-def _launches(n_launches: int, n_metrics: int, seed: int, scale: float) -> tuple[list[_Metric], list[tuple[int, list[str]]]]:
+def _launches(
+    n_launches: int, n_metrics: int, seed: int, scale: float
+) -> tuple[list[Metric], list[tuple[int, list[str]]]]:
     """(metric definitions, [(kernel index, formatted values)]) for every launch, deterministic."""
     rng = random.Random(seed)
     defs = metrics(n_metrics)
@@ -103,10 +105,7 @@ def _launches(n_launches: int, n_metrics: int, seed: int, scale: float) -> tuple
     launches: list[tuple[int, list[str]]] = []
     for i in range(n_launches):
         k = i % len(KERNELS)
-        values = [
-            _format(t * rng.uniform(0.99, 1.01) * (1.0 if m.name == "launch__registers_per_thread" else scale), m.integer)
-            for m, t in zip(defs, typical[k])
-        ]
+        values = [_format(t * rng.uniform(0.99, 1.01) * scale, m.integer) for m, t in zip(defs, typical[k])]
         launches.append((k, values))
     return defs, launches
 
@@ -133,7 +132,9 @@ RAW_FIXED = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Co
              "Block Size", "Grid Size", "Device", "CC")  # fmt: skip
 
 
-def write_details_csv(path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0) -> None:
+def write_details_csv(
+    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0
+) -> None:
     """Write ``ncu --csv --page details --metrics ...`` output: one row per launch x metric."""
     defs, launches = _launches(n_launches, n_metrics, seed, scale)
     out = _prof_head(n_launches)
@@ -142,7 +143,7 @@ def write_details_csv(path: str | os.PathLike[str], n_launches: int, n_metrics: 
     for launch_id, (k, values) in enumerate(launches):
         demangled, block, grid, _ = KERNELS[k]
         prefix = _q(str(launch_id), PROCESS_ID, PROCESS_NAME, HOST, demangled, "1", "7", block, grid, "0", CC)[:-1]
-        # ncu lists a launch's metrics sorted by name; the string metric is among them.
+        # Rows sorted by metric name, like the raw page's columns; the string metric is among them.
         rows = [(m.name, m.unit, v) for m, v in zip(defs, values)]
         rows.append(("device__attribute_display_name", "", DEVICE_NAME))
         for name, unit, value in sorted(rows):
@@ -152,7 +153,9 @@ def write_details_csv(path: str | os.PathLike[str], n_launches: int, n_metrics: 
         handle.writelines(out)
 
 
-def write_raw_csv(path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0) -> None:
+def write_raw_csv(
+    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0
+) -> None:
     """Write ``ncu --csv --page raw`` output: header, one units row, one row per launch."""
     defs, launches = _launches(n_launches, n_metrics, seed, scale)
     columns = sorted([(m.name, m.unit, i) for i, m in enumerate(defs)] + [("device__attribute_display_name", "", -1)])
@@ -162,7 +165,8 @@ def write_raw_csv(path: str | os.PathLike[str], n_launches: int, n_metrics: int,
     for launch_id, (k, values) in enumerate(launches):
         demangled, block, grid, _ = KERNELS[k]
         cells = [values[i] if i >= 0 else DEVICE_NAME for _, _, i in columns]
-        out.append(_q(str(launch_id), PROCESS_ID, PROCESS_NAME, HOST, demangled, "1", "7", block, grid, "0", CC, *cells))
+        fixed = (str(launch_id), PROCESS_ID, PROCESS_NAME, HOST, demangled, "1", "7", block, grid, "0", CC)
+        out.append(_q(*fixed, *cells))
     out.append(_PROF_TAIL)
     with open(path, "w", encoding="utf-8", newline="") as handle:
         handle.writelines(out)

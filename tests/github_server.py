@@ -33,6 +33,7 @@ event payloads and ``run_publish`` (the real CLI in a subprocess).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -41,11 +42,12 @@ import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -100,8 +102,9 @@ def _invalid(reason: str) -> Refusal:
 class FakeGitHub:
     """State and rules of the fake; ``serve()`` puts it on a loopback port."""
 
-    def __init__(self, token: str, *, read_only_tokens: tuple[str, ...] = ()) -> None:
+    def __init__(self, token: str, *, read_only_tokens: tuple[str, ...] = (), prefix: str = "") -> None:
         self.token = token
+        self.prefix = prefix  # "/api/v3" on GitHub Enterprise Server
         self.read_only_tokens = set(read_only_tokens)
         self.repos: dict[str, dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}
@@ -132,11 +135,16 @@ class FakeGitHub:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.comments[comment_id] = {
             "id": comment_id, "node_id": f"IC_{comment_id}", "repo": repo.lower(), "issue": number,
-            "url": f"{self.url}/repos/{repo}/issues/comments/{comment_id}",
+            "url": f"{self.api}/repos/{repo}/issues/comments/{comment_id}",
             "html_url": f"https://github.com/{repo}/pull/{number}#issuecomment-{comment_id}",
             "body": body, "user": dict(user), "created_at": now, "updated_at": now, "author_association": "NONE",
         }
         return comment_id
+
+    @property
+    def api(self) -> str:
+        """What GITHUB_API_URL is set to for this fake."""
+        return self.url + self.prefix
 
     # ---------------------------------------------------------- queries for assertions
 
@@ -157,10 +165,13 @@ class FakeGitHub:
                 body = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
                 body = raw
+        path = parts.path
+        if self.prefix:
+            path = path[len(self.prefix):] if path.startswith(self.prefix + "/") else "/__outside_the_api__"
         with self._lock:
-            record = Recorded(method, parts.path, parse_qs(parts.query), dict(headers), body, time.monotonic())
+            record = Recorded(method, path, parse_qs(parts.query), dict(headers), body, time.monotonic())
             self.requests.append(record)
-            status, extra, payload = self._answer(method, parts.path, record.query, headers, raw, body)
+            status, extra, payload = self._answer(method, path, record.query, headers, raw, body)
             record.status = status
             self._remaining = max(self._remaining - 1, 0)
             rate = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": str(self._remaining),
@@ -190,8 +201,8 @@ class FakeGitHub:
                     raise Refusal(403, READ_ONLY_MESSAGE)
             return self._route(method, path, query, body)
         except Refusal as refusal:
-            payload: dict[str, Any] = {"message": refusal.message,
-                                       "documentation_url": "https://docs.github.com/rest", "status": str(refusal.status)}
+            payload: dict[str, Any] = {"message": refusal.message, "status": str(refusal.status),
+                                       "documentation_url": "https://docs.github.com/rest"}
             if refusal.errors:
                 payload["errors"] = refusal.errors
             return refusal.status, {}, payload
@@ -295,7 +306,7 @@ class FakeGitHub:
         items = self.comments_on(repo["full_name"], number)
         last = max((len(items) + per_page - 1) // per_page, 1)
         chunk = items[(page - 1) * per_page: page * per_page]
-        base = f"{self.url}/repositories/{repo['id']}/issues/{number}/comments?per_page={per_page}&page="
+        base = f"{self.api}/repositories/{repo['id']}/issues/{number}/comments?per_page={per_page}&page="
         links = []
         if page < last:
             links += [f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"']
@@ -400,8 +411,9 @@ class FakeGitHub:
         unknown = set(body) - (CREATE_KEYS - {"head_sha"})
         if unknown:
             raise _invalid(f"{sorted(unknown)} are not permitted keys.")
-        status, conclusion = self._check_state(body, run["status"] if "conclusion" not in body else None) \
-            if ("status" in body or "conclusion" in body) else (run["status"], run["conclusion"])
+        status, conclusion = run["status"], run["conclusion"]
+        if "status" in body or "conclusion" in body:
+            status, conclusion = self._check_state(body, run["status"])
         if "output" in body:
             run["annotations"] += self._check_output(body["output"], create=False)
             for key in ("title", "summary", "text"):
@@ -418,7 +430,7 @@ class FakeGitHub:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as GitHub; every answer carries Content-Length
-    server: "_Server"
+    server: _Server
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -453,7 +465,8 @@ def serve(fake: FakeGitHub) -> Iterator[FakeGitHub]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.fake = fake
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="fake-github", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-github",
+                              daemon=True)
     thread.start()
     try:
         yield fake
@@ -474,7 +487,7 @@ MERGE_SHA = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"  # what GITHUB_SHA is on 
 OTHER_PR = 8
 OTHER_HEAD = "aaaabbbbccccddddeeeeffff0000111122223333"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "ncu-rep"
+CORPUS = Path(os.environ.get("PERFGATE_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus")) / "ncu-rep"
 
 
 @pytest.fixture
@@ -514,7 +527,7 @@ def actions_env(github: FakeGitHub, tmp: Path, *, event: Path | None, event_name
     """The environment of a GitHub Actions step, pointed at the fake."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACTIONS_"))}
     env.update({
-        "GITHUB_ACTIONS": "true", "GITHUB_API_URL": github.url, "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_ACTIONS": "true", "GITHUB_API_URL": github.api, "GITHUB_SERVER_URL": "https://github.com",
         "GITHUB_REPOSITORY": REPO, "GITHUB_SHA": MERGE_SHA, "GITHUB_RUN_ID": "9001",
         "GITHUB_EVENT_NAME": event_name, "GITHUB_WORKSPACE": str(tmp / "workspace"),
     })
@@ -539,12 +552,31 @@ class Run:
         return self.stdout + self.stderr
 
 
-def run_publish(report: Path, env: dict[str, str], *args: str, timeout: float = 60) -> Run:
-    """The real CLI, in a subprocess, as a workflow step runs it."""
+def run_publish(report: Path, env: dict[str, str], *args: str, subprocess_: bool = False, timeout: float = 60) -> Run:
+    """The real CLI as a workflow step runs it: in a subprocess, or (faster) ``perfgate.cli.main`` here
+    with ``env`` as the whole environment and stdout/stderr captured."""
+    argv = ["publish", str(report), *args]
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "perfgate", "publish", str(report), *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=str(REPO_ROOT))
-    return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+    if subprocess_:
+        done = subprocess.run([sys.executable, "-m", "perfgate", *argv], env=env, capture_output=True, text=True,
+                              timeout=timeout, cwd=str(REPO_ROOT))
+        return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+    from perfgate.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse usage errors
+                code = int(exc.code or 0)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return Run(code, out.getvalue(), err.getvalue(), time.monotonic() - started)
 
 
 def assert_clean(run: Run, *tokens: str) -> None:

@@ -16,35 +16,6 @@ import pandas as pd
 
 from perfgate.errors import InputError
 
-# ncu prints auto-scaled units unless --print-units base; reduce everything to one base unit so a
-# baseline read from CSV compares with a current read from .ncu-rep.
-_UNIT_SCALE: dict[str, tuple[str, float]] = {
-    "nsecond": ("ns", 1.0), "ns": ("ns", 1.0),
-    "usecond": ("ns", 1e3), "us": ("ns", 1e3),
-    "msecond": ("ns", 1e6), "ms": ("ns", 1e6),
-    "second": ("ns", 1e9),
-    "byte": ("byte", 1.0),
-    "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6), "Gbyte": ("byte", 1e9), "Tbyte": ("byte", 1e12),
-    "KB": ("byte", 1e3), "MB": ("byte", 1e6), "GB": ("byte", 1e9),
-    "Kbyte/second": ("byte/second", 1e3), "Mbyte/second": ("byte/second", 1e6),
-    "Gbyte/second": ("byte/second", 1e9), "Tbyte/second": ("byte/second", 1e12),
-}
-
-
-def normalize_units(frame: pd.DataFrame) -> pd.DataFrame:
-    """Convert kernel metrics to base units (ns, byte); benchmarks keep seconds."""
-    kernel_rows = frame["kind"] == "kernel"
-    units = frame.loc[kernel_rows, "unit"]
-    scaled = units[units.isin(_UNIT_SCALE) & ~units.isin(("ns", "byte"))]
-    if scaled.empty:
-        return frame
-    frame = frame.copy()
-    factors = scaled.map(lambda u: _UNIT_SCALE[u][1])
-    frame.loc[scaled.index, "value"] = frame.loc[scaled.index, "value"] * factors
-    frame.loc[scaled.index, "unit"] = scaled.map(lambda u: _UNIT_SCALE[u][0])
-    return frame
-
-
 def load_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -107,7 +78,4 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
                              "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
                              "JSON or a perfgate baseline")
         frame = read_ncu_csv(file_path)
-    attrs = dict(frame.attrs)
-    frame = normalize_units(frame)
-    frame.attrs.update(attrs)
     return frame

@@ -1,54 +1,52 @@
 """Read Nsight Compute CSV output (``ncu --csv --page details`` or ``--page raw``) into the table.
 
-Layouts this reader follows, as found in public material (no GPU was used to capture them):
+Layouts followed, as found in public material (no GPU was at hand to capture them here):
 
-* ``--page details`` (long: one row per launch x metric). The header seen in current ncu is
+* ``--page details`` (long: one row per launch x metric). Current ncu writes
   ``"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",
-  "Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"`` followed,
-  since ncu 2023.x, by ``"Rule Name","Rule Type","Rule Description","Estimated Speedup Type",
-  "Estimated Speedup"``. Metric rows then stop after the value with a trailing comma (16 fields under
-  a 20-field header) and rule rows carry an empty metric name: see the captured ncu run in
+  "Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"`` followed
+  (in recent ncu; the version that added them is not known here) by ``"Rule Name","Rule Type",
+  "Rule Description","Estimated Speedup Type","Estimated Speedup"``. Metric rows then end right
+  after the value with a trailing comma (16 cells under a 20-cell header) and rule rows have an
+  empty metric name: see the captured ncu output in
   microsoft/superbenchmark ``tests/benchmarks/micro_benchmarks/test_cublaslt_function.py`` (CC 10.0,
-  app output before the header, ``hz``/``ns`` base units, string values such as ``CachePreferNone``).
-  Older ncu (2019-2021) writes ``"ID","Process ID","Process Name","Host Name","Kernel Name",
-  "Kernel Time","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"``
-  (no launch dimensions, device or CC): see the rodinia logs quoted in
-  ``rodinia_3.1/cuda/cfd`` READMEs (``"cfd_000","127.0.0.1","cuda_compute_step_factor",
-  "2020-Apr-07 17:01:05"``, units ``cycle/second`` and ``usecond``).
-  "Device" is the device *index* ("0"), not its name; "CC" is ``"7.5"``.
-  "Metric Name" holds the section's *label* ("Duration", "DRAM Frequency") unless the metric came
-  from ``--metrics`` (section "Command line profiler metrics") or ``--print-metric-name name`` was
-  given; labels are kept as they are.
-* ``--page raw`` (wide: one row per launch). The same leading columns (``"Kernel Time"`` instead of
-  launch dimensions in old versions, as in the ncu forum answer quoted by public parsers:
+  application output before the header, ``hz``/``ns`` units, string values like
+  ``CachePreferNone``, ``PolicySpread``, ``all``). Another layout, in logs from 2020 to 2024
+  (rodinia cfd logs quoted in a public README, a CUTLASS example parser's docstring), is
   ``"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",
-  "launch__grid_size",...``), then one column per metric name, then ONE row of units (empty under
-  the leading columns), then one row per launch. Metric columns are told apart by name
-  (``unit__metric`` style: a ``__`` and no space), never by position.
-* NVTX. With ``--nvtx``, both pages gain, right after "Host Name", the columns
+  "Section Name","Metric Name","Metric Unit","Metric Value"``: no launch dimensions, device or CC.
+  "Device" is the device *index* ("0") in every export seen; "CC" is ``"7.5"``. "Metric Name" holds a
+  section *label* ("Duration") unless the metric came from ``--metrics`` (section "Command line
+  profiler metrics") or ``--print-metric-name name`` was given; labels are kept as they are.
+* ``--page raw`` (wide: one row per launch): the same leading columns (``"Kernel Time"`` and no
+  dimensions in the older layout, as in the NVIDIA forum answer quoted by public parsers), then one
+  column per metric, then ONE row of units (empty under the leading columns), then one row per
+  launch, as the fixtures of several public parsers show it. Metric columns are told apart by name
+  (a ``__`` and no space), never by position.
+* NVTX: with ``--nvtx`` both pages gain, after "Host Name", the columns
   ``"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"`` and
   ``"Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"`` (column list printed
-  from a real details export in a public ``kernel_metric_output`` script). A push/pop cell is the
-  thread id, then one quoted entry per open range, outermost first, e.g.
-  ``1  "<default domain>:forward:none:none:none:none:none:none"  "<default domain>:attn:none:..."``;
-  a range name may itself contain ``:`` (public parsers of real exports split it that way), so the
-  name is everything between the domain and the six trailing payload/colour/message fields.
-  ``--print-nvtx-rename kernel`` instead *renames* "Kernel Name" to the innermost range: nothing in
-  the file says so, so such a file simply has range names as kernels.
-* Around the table, ncu's own lines ``==PROF==``, ``==WARNING==``, ``==ERROR==`` and the profiled
-  application's output are mixed into stdout (a progress line can even be split by a warning).
+  from a real details export in a public analysis script). A push/pop cell is the thread id, then
+  one quoted entry per open range, outermost first:
+  ``1  "<default domain>:forward:none:none:none:none:none:none"  "<default domain>:attn:none:..."``.
+  Public parsers of real exports treat a name as able to hold ``:``, so the name is everything
+  between the domain and the six trailing payload/colour/message fields. Start/stop ranges are not
+  a stack and are ignored. ``--print-nvtx-rename kernel`` instead *renames* "Kernel Name" to the
+  innermost range; nothing in the file says so, so such a file has range names as kernels.
+* ncu's own ``==PROF==``, ``==WARNING==`` and ``==ERROR==`` lines and the application's output are
+  mixed into stdout around the table (a progress line can even be split by a warning).
 
-Values: thousands separators (``"1,215,000,000.00"``) are removed, ``n/a`` becomes NaN (row kept:
-"no data"), empty cells are absent metrics (row dropped), string values (device name, cache
-config) are dropped from the table but the device name feeds ``device``. Units are reduced to the
-base units ``ncu_report`` uses (``ns``, ``byte``, ``hz``, ``byte/s``) so CSV and ``.ncu-rep``
-tables compare. Not handled: locales that swap the decimal and thousands marks.
+Values: thousands separators (``"1,215,000,000.00"``) are removed; ``n/a`` becomes NaN (row kept:
+"no data"); an empty cell is an absent metric (no row); string values (device name, cache
+configuration) are dropped, the device name feeding ``device``. Units are reduced to the base
+units ``ncu_report`` uses (``ns``, ``byte``, ``hz``, ``byte/s``) so CSV and ``.ncu-rep`` tables
+compare. Not handled: locales that swap the decimal and thousands marks.
 
 Speed: the file is never split into Python lines on the normal path. The header is found in the
-first chunk(s), the parser reads straight from the file at that offset, and lines of ncu or the
-application that follow the header come back as rows with a non-numeric "ID", which are dropped
-(an ``==ERROR==`` among them still raises). Only if that parse fails is the text filtered line by
-line and parsed again.
+first chunk(s), pandas' C parser reads straight from the file at that offset, and lines of ncu or
+the application after the header come back as rows whose "ID" is not a number, which are dropped
+(an ``==ERROR==`` among them still raises). Only when that parse fails is the text filtered line
+by line and parsed again.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Sequence
+from typing import IO, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -73,8 +71,8 @@ __all__ = ["looks_like_ncu_csv", "read_ncu_csv", "kernel_function_name", "nvtx_r
 _HEADER_PREFIX = b'"ID",'
 _CHUNK = 1 << 16
 _TOOL_TAGS = ("==PROF==", "==WARNING==", "==ERROR==")
-_DEFAULT_DOMAIN = "<default domain>"
 _NA_STRINGS = frozenset({"n/a", "N/A", "nan", "NaN", "-nan"})
+_NUMBER_START = frozenset("0123456789+-.")
 # Details-page columns read as exact text; the others are parsed as categories.
 _TEXT_COLUMNS = ("Kernel Name", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Value")
 _NO_DATA_METRIC = ("gpu__time_duration.sum", "ns")
@@ -99,7 +97,7 @@ _FIX_CSV = "pass the stdout or --log-file of 'ncu --csv --page details|raw ...',
 _FIX_NO_KERNELS = ("check ncu's --kernel-name/--nvtx-include filters match a launch and that the application "
                    "launches CUDA kernels")
 _FIX_REEXPORT = "the file is truncated or was edited: export it again with 'ncu -i REPORT --csv --page raw'"
-_FIX_PERM = ("run ncu as root or with CAP_SYS_ADMIN (CAP_PERFMON on R565+ drivers); containers: "
+_FIX_PERM = ("run as root or with CAP_SYS_ADMIN (CAP_PERFMON on R565+ drivers); containers: "
              "--cap-add=SYS_ADMIN; host: 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d, "
              "reboot; see developer.nvidia.com/ERR_NVGPUCTRPERM")
 
@@ -120,7 +118,7 @@ def looks_like_ncu_csv(head: str) -> bool:
         if head.count("\x00") < len(head) // 3:
             return False
         head = head.replace("\x00", "")
-    for line in head.lstrip("\ufeff\ufffe\xff\xfe").splitlines():
+    for line in head.lstrip("\ufeff\ufffe\ufffd\xff\xfe").splitlines():  # BOMs, however decoded
         if line.startswith('"ID",') and '"Kernel Name"' in line:
             return True
         if line.startswith(_TOOL_TAGS):
@@ -245,8 +243,9 @@ def _read(handle: IO[bytes], source: str) -> pd.DataFrame:
         return _parse(handle, found, source)
     except _Unparsed:
         # Something between the rows defeated the fast path: filter lines in Python and retry.
-        handle.seek(found.offset)
-        return _parse_filtered(handle.read(), found, source)
+        handle.seek(0)
+        first_line = handle.read(found.offset).count(b"\n") + 1
+        return _parse_filtered(handle.read(), first_line, source)
 
 
 @dataclass
@@ -267,10 +266,6 @@ def _find_header(handle: IO[bytes]) -> _Found:
     if not buffer:
         found.empty = True
         return found
-    if b"\x00" in buffer[:_CHUNK]:
-        found.binary = True
-        found.report = buffer.startswith(b"NVR\x00")
-        return found
     bom = 3 if buffer.startswith(b"\xef\xbb\xbf") else 0
     if buffer.startswith(_HEADER_PREFIX, bom):
         found.offset = bom
@@ -281,6 +276,8 @@ def _find_header(handle: IO[bytes]) -> _Found:
         if at >= 0:
             found.offset = at + 1
             break
+        if searched == 0 and b"\x00" in buffer:
+            break  # binary, and no header in the first chunk: do not read the whole file
         searched = len(buffer)
         chunk = handle.read(_CHUNK * 16)
         if not chunk:
@@ -289,12 +286,14 @@ def _find_header(handle: IO[bytes]) -> _Found:
     prefix = buffer[bom:found.offset] if found.offset >= 0 else buffer[bom:]
     if b"\x00" in prefix:
         found.binary = True
+        found.report = prefix.startswith(b"NVR\x00")
         return found
-    for line in prefix.split(b"\n"):
-        if line.startswith(b"==PROF=="):
-            found.tool_lines.append("==PROF==")  # progress lines: only their presence matters
-        else:
-            _note_prefix_line(found, line.rstrip(b"\r").decode("utf-8", errors="replace"))
+    lines = prefix.split(b"\n")
+    others = [line for line in lines if not line.startswith(b"==PROF==")]
+    if len(others) < len(lines):
+        found.tool_lines.append("==PROF==")  # one per launch: only their presence matters
+    for line in others:
+        _note_prefix_line(found, line.rstrip(b"\r").decode("utf-8", errors="replace"))
     return found
 
 
@@ -317,7 +316,7 @@ def _raise_tool_errors(lines: Iterable[str], source: str) -> None:
 def _ncu_error(line: str, source: str) -> NcuError:
     message = line[len("==ERROR=="):].strip()
     if "ERR_NVGPUCTRPERM" in message:
-        return NcuError(f"{source}: ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM); fix: {_FIX_PERM}")
+        return NcuError(f"{source}: ncu may not read the GPU counters (ERR_NVGPUCTRPERM); fix: {_FIX_PERM}")
     short = message if len(message) <= 140 else message[:137] + "..."
     match = re.search(r"application returned an error code \((-?\d+)\)", message)
     if match:
@@ -363,26 +362,36 @@ def _parse(handle: IO[bytes], found: _Found, source: str) -> pd.DataFrame:
     if "Metric Name" in header and "Metric Value" in header:
         handle.seek(found.offset)
         return _details(_read_csv(handle, source, details=True, header=header), header, source)
-    units, has_units = _raw_units(handle, header)
-    return _raw(_read_csv(handle, source, details=False, header=header), header, units, has_units, source)
+    units = _raw_units(handle, header)
+    return _raw(_read_csv(handle, source, details=False, header=header), header, units, source)
 
 
-def _parse_filtered(data: bytes, found: _Found, source: str) -> pd.DataFrame:
-    """Slow path: keep the header and quoted lines only (ncu quotes every field it writes)."""
+def _parse_filtered(data: bytes, first_line: int, source: str) -> pd.DataFrame:
+    """Slow path: keep the header and quoted lines only (ncu quotes every field it writes).
+
+    ``first_line`` is the file's line number of the header, to point errors at the right line.
+    """
     lines = data.splitlines(keepends=True)
     kept = [lines[0]]
-    for line in lines[1:]:
+    numbers = [first_line]
+    for number, line in enumerate(lines[1:], start=first_line + 1):
         if line.startswith(b"==ERROR=="):
             raise _ncu_error(line.decode("utf-8", errors="replace").strip(), source)
-        if line.startswith(b'"') or line.startswith(b","):
+        if line.startswith((b'"', b",")):
             kept.append(line)
+            numbers.append(number)
         elif b"\x00" in line:
-            raise InputError(source, "binary data inside the CSV table", _FIX_REEXPORT)
-    buffer = io.BytesIO(b"".join(kept))
+            raise InputError(source, f"binary data inside the CSV table (line {number})", _FIX_REEXPORT)
     try:
-        return _parse(buffer, _Found(offset=0), source)
+        return _parse(io.BytesIO(b"".join(kept)), _Found(offset=0), source)
     except _Unparsed as exc:
-        raise InputError(source, f"malformed CSV: {exc}", _FIX_REEXPORT) from None
+        # pandas counts in the text it was given ("line 1" and "row 0" are the header): map to the file.
+        def line(index: int) -> str:
+            return f"line {numbers[max(0, min(index, len(numbers) - 1))]}"
+
+        problem = re.sub(r"\bline (\d+)", lambda m: line(int(m.group(1)) - 1), str(exc))
+        problem = re.sub(r"\brow (\d+)", lambda m: line(int(m.group(1))), problem)
+        raise InputError(source, f"malformed CSV: {problem}", _FIX_REEXPORT) from None
 
 
 def _check_header(header: Sequence[str], source: str) -> None:
@@ -393,7 +402,7 @@ def _check_header(header: Sequence[str], source: str) -> None:
         raise InputError(source, f"the CSV header repeats columns {duplicates}", _FIX_REEXPORT)
 
 
-def _raw_units(handle: IO[bytes], header: Sequence[str]) -> tuple[list[str], bool]:
+def _raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
     """Consume the raw page's units row (empty ID cell), if the row after the header is one."""
     while True:
         position = handle.tell()
@@ -402,9 +411,9 @@ def _raw_units(handle: IO[bytes], header: Sequence[str]) -> tuple[list[str], boo
             break
     fields = _header_fields(line) if line else []
     if fields and fields[0] == "" and line.strip():
-        return fields + [""] * (len(header) - len(fields)), True
+        return fields + [""] * (len(header) - len(fields))
     handle.seek(position)
-    return [""] * len(header), False
+    return [""] * len(header)
 
 
 def _read_csv(handle: IO[bytes], source: str, *, details: bool, header: list[str]) -> pd.DataFrame:
@@ -415,7 +424,9 @@ def _read_csv(handle: IO[bytes], source: str, *, details: bool, header: list[str
         options: dict[str, object] = {"header": 0, "dtype": dtype}
     else:
         fixed = [c for c in header if not _is_metric_column(c)]
-        options = {"header": None, "names": header, "dtype": {c: object for c in fixed}, "thousands": ","}
+        # low_memory=False: one dtype per column, not numbers in one chunk and strings in the next.
+        options = {"header": None, "names": header, "dtype": {c: object for c in fixed}, "thousands": ",",
+                   "low_memory": False}
     try:
         with warnings.catch_warnings():
             # A first row longer than the header makes pandas drop cells with only a warning.
@@ -460,8 +471,8 @@ def _numbers(cells: np.ndarray, suspects: np.ndarray | None = None,
     """
     try:
         cleaned = np.array([c.replace(",", "") for c in cells], dtype=object)
-    except AttributeError:  # empty cells come back as float NaN
-        cleaned = np.array([c.replace(",", "") if isinstance(c, str) else "nan" for c in cells], dtype=object)
+    except AttributeError:  # empty cells (float NaN), or numbers the parser already converted
+        cleaned = np.array([c.replace(",", "") if isinstance(c, str) else c for c in cells], dtype=object)
     try:
         values = cleaned.astype(np.float64)
     except (TypeError, ValueError):
@@ -490,20 +501,21 @@ def _numbers(cells: np.ndarray, suspects: np.ndarray | None = None,
 
 
 def _convert(cleaned: np.ndarray) -> np.ndarray:
-    """Cells of one metric to float: vectorized, else NaN for a string metric, else cell by cell."""
+    """Cells of one metric to float: vectorized when all are numbers, else only those that look so."""
     try:
         return cleaned.astype(np.float64)
     except (TypeError, ValueError):
         pass
-    probe = [c for c in cleaned[:64] if c != "nan"][:8]
-    if probe and all(np.isnan(_to_float(c)) for c in probe):
-        # A string-valued metric (device name, cache config): cell by cell only if numbers hide in it.
-        head = np.fromiter(map(_to_float, cleaned[:64]), np.float64)
-        if np.isnan(head).all():
-            rest = cleaned[64:]
-            if not any(c[:1].isdigit() for c in rest if isinstance(c, str)):
-                return np.full(len(cleaned), np.nan)
-    return np.fromiter(map(_to_float, cleaned), np.float64, len(cleaned))
+    # Names, enums and n/a start with a letter: NaN without a Python float() call each.
+    numeric = np.fromiter((not isinstance(c, str) or c[:1] in _NUMBER_START for c in cleaned), bool, len(cleaned))
+    values = np.full(len(cleaned), np.nan)
+    index = np.flatnonzero(numeric)
+    if index.size:
+        try:
+            values[index] = cleaned[index].astype(np.float64)
+        except (TypeError, ValueError):
+            values[index] = np.fromiter(map(_to_float, cleaned[index]), np.float64, index.size)
+    return values
 
 
 def _column_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -548,13 +560,13 @@ def _dims(text: str) -> str:
     return text.strip()
 
 
-def _per_launch(column: pd.Series | None, count: int, convert=None) -> list[str]:  # type: ignore[no-untyped-def]
-    """A column's value per launch (already one row per launch) as strings, converted per distinct value."""
+def _per_launch(column: pd.Series | None, count: int, convert: Callable[[str], str] | None = None) -> list[str]:
+    """A column's value per launch (one row per launch) as strings, converted once per distinct value."""
     if column is None:
         return [""] * count
-    codes, uniques = pd.factorize(column.astype(object).where(column.notna(), ""), sort=False)
-    mapped = [str(u) if convert is None else convert(str(u)) for u in uniques]
-    return [mapped[c] for c in codes]
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
+    mapped = [str(u) if convert is None else convert(str(u)) for u in uniques] + [""]  # -1: empty cell
+    return np.asarray(mapped, dtype=object)[codes].tolist()
 
 
 def _launch_attributes(first_rows: pd.DataFrame, extra: dict[str, list[object]]) -> _Launches:
@@ -567,27 +579,28 @@ def _launch_attributes(first_rows: pd.DataFrame, extra: dict[str, list[object]])
     demangled = _per_launch(first_rows.get("Kernel Name"), count)
     push_pop = next((c for c in first_rows.columns if _is_push_pop(c)), None)
     region = _per_launch(first_rows[push_pop] if push_pop else None, count, nvtx_region)
-    device_index = _per_launch(first_rows.get("Device"), count)
-    names = extra.get("device__attribute_display_name", [None] * count)
     # "Device" is the index in every real export; a name there (hand-made files) is still a name.
-    device = [str(n) if n else (d if d and not d.isdigit() else "") for n, d in zip(names, device_index)]
-    cc = _per_launch(first_rows.get("CC"), count)
-    major = extra.get("device__attribute_compute_capability_major", [None] * count)
-    minor = extra.get("device__attribute_compute_capability_minor", [None] * count)
-    cc = [c or (f"{int(float(a))}.{int(float(b))}" if a is not None and b is not None else "")
-          for c, a, b in zip(cc, major, minor)]  # fmt: skip
-    grid = _per_launch(first_rows.get("Grid Size"), count, _dims)
-    block = _per_launch(first_rows.get("Block Size"), count, _dims)
-    grid = [g or _dims_from(extra, "grid", i) for i, g in enumerate(grid)]
-    block = [b or _dims_from(extra, "block", i) for i, b in enumerate(block)]
+    device = _per_launch(first_rows.get("Device"), count, lambda d: "" if d.strip().isdigit() else d.strip())
+    if "device__attribute_display_name" in extra:
+        device = [str(n) if n else d for n, d in zip(extra["device__attribute_display_name"], device)]
+    cc = _per_launch(first_rows.get("CC"), count, str.strip)
+    major = extra.get("device__attribute_compute_capability_major")
+    minor = extra.get("device__attribute_compute_capability_minor")
+    if major and minor and "" in cc:
+        cc = [c or ("" if a is None or b is None else f"{int(float(a))}.{int(float(b))}")  # type: ignore[arg-type]
+              for c, a, b in zip(cc, major, minor)]  # fmt: skip
+    grid = _dims_with_fallback(_per_launch(first_rows.get("Grid Size"), count, _dims), extra, "grid")
+    block = _dims_with_fallback(_per_launch(first_rows.get("Block Size"), count, _dims), extra, "block")
     return _Launches(demangled, region, device, cc, grid, block)
 
 
-def _dims_from(extra: dict[str, list[object]], what: str, launch: int) -> str:
-    values = [extra.get(f"launch__{what}_dim_{axis}", [None] * (launch + 1))[launch] for axis in "xyz"]
-    if any(v is None for v in values):
-        return ""
-    return format_dim(*(int(float(v)) for v in values))  # type: ignore[arg-type]
+def _dims_with_fallback(dims: list[str], extra: dict[str, list[object]], what: str) -> list[str]:
+    """Fill launches without a "Grid Size"/"Block Size" cell from ``launch__{what}_dim_{x,y,z}``."""
+    axes = [extra.get(f"launch__{what}_dim_{axis}") for axis in "xyz"]
+    if "" not in dims or any(axis is None for axis in axes):
+        return dims
+    return [d or ("" if None in xyz else format_dim(*(int(float(v)) for v in xyz)))  # type: ignore[arg-type]
+            for d, *xyz in zip(dims, *axes)]  # type: ignore[misc]
 
 
 _ATTRIBUTE_METRICS = (
@@ -667,12 +680,12 @@ def _valid_ids(ids: pd.Series, source: str) -> np.ndarray:
     if isinstance(ids.dtype, pd.CategoricalDtype):
         categories = pd.Series(ids.cat.categories.astype(str).astype(object))  # inferred as int when clean
         codes = ids.cat.codes.to_numpy()
-        good = categories.str.fullmatch(r"\d+").to_numpy(dtype=bool)
+        good = categories.str.isdecimal().to_numpy(dtype=bool)
         mask = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
         others = categories[~good]
     else:
         text = ids.astype(object).where(ids.notna(), "")
-        mask = text.str.fullmatch(r"\d+").to_numpy(dtype=bool)
+        mask = text.str.isdecimal().to_numpy(dtype=bool)
         others = text[~mask]
     for value in others:
         value = str(value)
@@ -749,20 +762,18 @@ def _details_attributes(names: list[str], codes: np.ndarray, cells: np.ndarray, 
     return extra
 
 
-def _attribute_cells(name: str, cells: list[object]) -> list[object]:
+def _attribute_cells(name: str, cells: Sequence[object]) -> list[object]:
     """Clean attribute metric cells: None when empty; numbers without thousands separators."""
-    out: list[object] = []
-    for cell in cells:
-        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
-            out.append(None)
-        elif isinstance(cell, str):
-            text = cell.strip()
-            if name != "device__attribute_display_name":
-                text = text.replace(",", "")
-            out.append(text or None)
+    codes, uniques = pd.factorize(pd.Series(cells, dtype=object), use_na_sentinel=True)
+    cleaned: list[object] = []
+    for cell in uniques:
+        if isinstance(cell, str):
+            text = cell.strip() if name == "device__attribute_display_name" else cell.strip().replace(",", "")
+            cleaned.append(text or None)
         else:
-            out.append(cell)
-    return out
+            cleaned.append(cell)
+    cleaned.append(None)  # code -1: empty cell
+    return [cleaned[c] for c in codes]
 
 
 def _qualify_duplicates(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndarray, names: list[str],
@@ -785,8 +796,7 @@ def _qualify_duplicates(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndar
     return codes, names
 
 
-def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], has_units: bool,
-         source: str) -> pd.DataFrame:
+def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str) -> pd.DataFrame:
     if "ID" not in df.columns:
         raise InputError(source, 'the raw CSV has no "ID" column', _FIX_CSV)
     valid = _valid_ids(df["ID"], source)
@@ -808,7 +818,7 @@ def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], has_unit
         column = df[name]
         values, keep = _column_numbers(column)
         if name in _ATTRIBUTE_METRICS:
-            extra[name] = _attribute_cells(name, column.astype(object).where(column.notna(), None).tolist())
+            extra[name] = _attribute_cells(name, column.to_numpy(dtype=object))
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
         base, factor = _UNITS.get(unit_of.get(name, ""), (unit_of.get(name, ""), 1.0))

@@ -201,7 +201,8 @@ OK = "ok"
 TIMEOUT = "timeout"
 NO_PERMISSION = "no-permission"
 NO_KERNELS = "no-kernels"
-ERROR = "error"
+ERROR = "error"  # ncu itself failed (bad metric, cannot attach...)
+APP_ERROR = "app-error"  # ncu ran fine; the profiled program exited non-zero or crashed
 
 _NO_KERNELS = re.compile(r"==WARNING==\s+No kernels were profiled", re.IGNORECASE)
 _APP_ERROR = re.compile(r"==ERROR==\s+The application returned an error code", re.IGNORECASE)
@@ -209,7 +210,7 @@ _APP_ERROR = re.compile(r"==ERROR==\s+The application returned an error code", r
 
 @dataclass(frozen=True)
 class NcuDiagnosis:
-    outcome: str  # OK, TIMEOUT, NO_PERMISSION, NO_KERNELS or ERROR
+    outcome: str  # OK, TIMEOUT, NO_PERMISSION, NO_KERNELS, ERROR or APP_ERROR
     message: str  # ncu's own words, trimmed, or "" when OK
 
 
@@ -233,7 +234,7 @@ def diagnose_ncu_run(run: NcuRun, timeout: float | None = None) -> NcuDiagnosis:
     if run.returncode not in (0, None) and not errors:
         return NcuDiagnosis(ERROR, f"ncu exited with status {run.returncode}:\n" + (_tail(said, 20) or "(no output)"))
     if errors:  # only "the application returned an error code": the caller explains with the test's own failure
-        return NcuDiagnosis(ERROR, "\n".join(errors[-4:]) + ("\n" + _tail(run.output, 20) if run.output else ""))
+        return NcuDiagnosis(APP_ERROR, "\n".join(errors[-4:]) + ("\n" + _tail(run.output, 20) if run.output else ""))
     if _NO_KERNELS.search(said):
         return NcuDiagnosis(NO_KERNELS, "ncu: No kernels were profiled.")
     return NcuDiagnosis(OK, "")

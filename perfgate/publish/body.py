@@ -17,11 +17,12 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, urlsplit
 
 from perfgate.errors import ConfigError, InputError
-from perfgate.render import display_name, format_change, format_value, headline, render_markdown, summary_parts
+from perfgate.render import display_name, format_change, format_value, headline, summary_parts
 from perfgate.report import summarize
 
 COMMENT_LIMIT = 65_536
@@ -35,6 +36,7 @@ MARKER = "<!-- perfgate:comment -->"
 FAIL_TAG = "<!-- perfgate:verdict=fail -->"  # lets a later run know this comment reported a regression
 ALL_CLEAR_TAG = "<!-- perfgate:all-clear -->"
 _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
 # ---------------------------------------------------------------- untrusted reports
@@ -138,6 +140,8 @@ def fit(text: str, limit: int, note: str, measure: Callable[[str], int] = text_l
     close = "\n</details>\n"
     tail = "\n" + note + "\n"
     budget = limit - measure(tail)
+    if budget < 0:  # not even the note fits: better nothing than half a sentence
+        return ""
     kept: list[str] = []
     used = 0
     depth = 0
@@ -154,10 +158,7 @@ def fit(text: str, limit: int, note: str, measure: Callable[[str], int] = text_l
     body = "".join(kept)
     if body and not body.endswith("\n"):
         body += "\n"
-    result = body + close * depth + tail
-    if measure(result) > limit:  # the note alone is too long for the limit: cut it hard
-        result = tail.strip()[:limit]
-    return result
+    return body + close * depth + tail
 
 
 def truncation_note(limit: int, what: str, report_url: str | None) -> str:
@@ -182,7 +183,9 @@ def is_own_comment(comment: Mapping[str, Any], mark: str, author: str | None) ->
     overwriting (or being steered by) someone else's comment.
     """
     body = comment.get("body")
-    user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
+    user = comment.get("user")
+    if not isinstance(user, dict):
+        user = {}
     if not isinstance(body, str) or not (body == mark or body.startswith(mark + "\n")):
         return False
     if author:
@@ -222,11 +225,11 @@ def plan_comment(failed: bool, existing_body: str | None, *, only_on_regression:
     return CommentPlan("update")
 
 
-def comment_body(report: Mapping[str, Any], *, key: str | None = None, report_url: str | None = None,
+def comment_body(markdown: str, *, failed: bool, key: str | None = None, report_url: str | None = None,
                  all_clear_sha: str | None = None, all_clear: bool = False, limit: int = COMMENT_LIMIT) -> str:
     """Marker + (all-clear line) + the Markdown report, cut to ``limit`` with a pointer to the full one."""
     head = [marker(key)]
-    if report.get("verdict") == "fail":
+    if failed:
         head.append(FAIL_TAG)
     if all_clear:
         head.append(ALL_CLEAR_TAG)
@@ -234,7 +237,7 @@ def comment_body(report: Mapping[str, Any], *, key: str | None = None, report_ur
         head.append(f"**✅ All clear:** the regression this comment reported earlier is gone{commit}.\n")
     prefix = "\n".join(head) + "\n"
     note = truncation_note(limit, "a comment", report_url)
-    return prefix + fit(render_markdown(dict(report)), limit - text_length(prefix), note)
+    return prefix + fit(markdown, limit - text_length(prefix), note)
 
 
 # ---------------------------------------------------------------- the check run
@@ -252,7 +255,7 @@ def annotation_path(path: str | None, workspace: str | None) -> str | None:
     if not path:
         return None
     text = path.replace("\\", "/")
-    if text.startswith("/"):
+    if text.startswith("/") or _DRIVE.match(text):  # absolute, on Linux or on a Windows runner
         root = (workspace or "").replace("\\", "/").rstrip("/")
         if not root or not text.startswith(root + "/"):
             return None
@@ -263,15 +266,18 @@ def annotation_path(path: str | None, workspace: str | None) -> str | None:
     return text
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def _plain(text: Any, limit: int) -> str:
-    """Annotation text is shown as plain text; keep it to one tidy line of printable characters."""
-    cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in str(text)).split())
+    """Annotation text is shown as plain text; keep it to one tidy line without control characters."""
+    cleaned = " ".join(_CONTROL.sub(" ", str(text)).split())
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
-def annotations(report: Mapping[str, Any], workspace: str | None = None) -> list[dict[str, Any]]:
+def regression_annotations(report: Mapping[str, Any], workspace: str | None = None) -> list[dict[str, Any]]:
     """One ``failure`` annotation per regressed launch that knows its test file and line."""
-    moved: dict[tuple, list[str]] = {}
+    moved: dict[tuple[Any, ...], list[str]] = {}
     for row in report.get("results", []):
         if row.get("status") == "regression" and row.get("gated"):
             key = (row.get("test"), row.get("kernel"), row.get("region"), row.get("ordinal"), row.get("device"))
@@ -315,15 +321,19 @@ def _summary(report: Mapping[str, Any], report_url: str | None, annotated: int, 
     return "\n".join(lines)
 
 
-def check_run_requests(report: Mapping[str, Any], *, name: str, head_sha: str, report_url: str | None = None,
+def check_run_requests(report: Mapping[str, Any], markdown: str, *, name: str, head_sha: str,
+                       report_url: str | None = None,
                        workspace: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The POST creating the check run (with the first 50 annotations) and the PATCHes adding the rest."""
-    every = annotations(report, workspace)
+    """The POST creating the check run (with the first 50 annotations) and the PATCHes adding the rest.
+
+    ``markdown`` is ``render_markdown(report)``, rendered once by the caller for every publication.
+    """
+    every = regression_annotations(report, workspace)
     kept = every[:MAX_ANNOTATIONS]
     output = {
         "title": _plain(headline(dict(report)), 255),
         "summary": fit(_summary(report, report_url, len(kept), len(every)), CHECK_TEXT_LIMIT, ""),
-        "text": fit(render_markdown(dict(report)), CHECK_TEXT_LIMIT,
+        "text": fit(markdown, CHECK_TEXT_LIMIT,
                     truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url)),
     }
     create: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": "completed",

@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError, InputError
 from perfgate.publish import EXIT_PUBLISH_FAILED
@@ -44,7 +45,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "publish", help="post a JSON report to GitHub: PR comment, check run, job summary",
         description="Publish REPORT (perfgate JSON) from GitHub Actions: append it to the job summary, post or "
@@ -118,19 +119,28 @@ class Publisher:
         self.args, self.env, self.report, self.target, self._out = args, env, report, target, out
         self.report_url = args.report_url or target.run_url
         self.failed = report.get("verdict") == "fail"
+        self._markdown: str | None = None
+
+    @property
+    def markdown(self) -> str:
+        """The report as Markdown, rendered once for the summary, the comment and the check run."""
+        if self._markdown is None:
+            from perfgate.render import render_markdown
+
+            self._markdown = render_markdown(self.report)
+        return self._markdown
 
     def say(self, line: str) -> None:
         self._out(f"perfgate: {line}")
 
     def summary(self) -> None:
         from perfgate.publish.summary import append_step_summary
-        from perfgate.render import render_markdown
 
         path = self.env.get("GITHUB_STEP_SUMMARY")
         if not path:
             return
         try:
-            written = append_step_summary(Path(path), render_markdown(self.report), self.report_url)
+            written = append_step_summary(Path(path), self.markdown, self.report_url)
         except OSError as exc:
             raise PublishFailure(f"cannot append the job summary to {path} ({exc.strerror})") from None
         self.say(f"job summary: appended {written:,} bytes" if written else "job summary: full (1 MiB), skipped")
@@ -157,7 +167,7 @@ class Publisher:
         if plan.action == "skip":
             self.say(f"comment: nothing posted, {plan.reason}")
             return
-        body = comment_body(self.report, key=self.args.comment_id, report_url=self.report_url,
+        body = comment_body(self.markdown, failed=self.failed, key=self.args.comment_id, report_url=self.report_url,
                             all_clear=plan.all_clear, all_clear_sha=target.sha)
         if existing is not None:
             posted = client.update_issue_comment(target.repo, int(existing["id"]), body)
@@ -169,10 +179,8 @@ class Publisher:
 
     def check(self, client: GitHubClient) -> None:
         target = self.target
-        if not target.sha:
-            raise ConfigError("no commit for the check run: pass --sha, or run in GitHub Actions (GITHUB_SHA)")
-        assert target.repo is not None
-        create, updates = check_run_requests(self.report, name=self.args.check_name, head_sha=target.sha,
+        assert target.repo is not None and target.sha is not None
+        create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
                                              report_url=self.report_url, workspace=self.env.get("GITHUB_WORKSPACE"))
         run = client.create_check_run(target.repo, create)
         for update in updates:
@@ -202,6 +210,8 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
             raise ConfigError(f"{args.token_env} holds whitespace or control characters; it is not a token")
         if target.repo is None:
             raise ConfigError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
+    if not args.no_check and not target.sha:
+        raise ConfigError("no commit for the check run: pass --sha, or run in GitHub Actions (GITHUB_SHA)")
 
     def scrub(line: str) -> str:
         return line.replace(token, "***") if token else line

@@ -15,7 +15,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from perfgate.errors import ConfigError, InputError
 from perfgate.publish.github import DEFAULT_API_URL

@@ -18,10 +18,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
+from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import requests
+import requests.auth
 
 from perfgate import __version__
 from perfgate.errors import PerfgateError
@@ -36,7 +38,7 @@ _READ_ONLY = "resource not accessible by integration"
 class GitHubError(PerfgateError):
     """GitHub refused a request or could not be reached. ``str()`` is one line, token-free.
 
-    ``fatal`` is False for refusals of one request's content (422): other publications may still work.
+    ``fatal`` is False when only this request was refused (404, 422): other publications may still work.
     """
 
     def __init__(self, message: str, *, status: int | None = None, fatal: bool = True) -> None:
@@ -90,7 +92,7 @@ def retry_delay(status: int | None, headers: Mapping[str, str], attempt: int, *,
     ``status`` None means no response (connection error or timeout); ``attempt`` counts the failed
     tries so far (1 after the first); ``now`` is the wall clock, for ``x-ratelimit-reset``.
     """
-    backoff = min(policy.backoff * 2 ** max(attempt - 1, 0), policy.max_backoff)
+    backoff: float = min(policy.backoff * 2.0 ** max(attempt - 1, 0), policy.max_backoff)
     if status is None or status in RETRY_STATUSES:
         return backoff
     if not is_rate_limited(status, headers, message):
@@ -164,6 +166,18 @@ def describe_refusal(method: str, path: str, status: int, message: str) -> str:
     return f"GitHub answered HTTP {status} to {where}: {message}"
 
 
+class _BearerAuth(requests.auth.AuthBase):
+    """The token as session auth, not a default header: requests then never swaps in ~/.netrc
+    credentials, and drops the header on a redirect to another host."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
+
+
 class GitHubClient:
     """GitHub's REST API for one publish: every request shares one deadline (``policy.max_time``)."""
 
@@ -177,8 +191,8 @@ class GitHubClient:
         self._started = clock()
         self.waits: list[float] = []  # each wait taken before a retry, for the caller's report
         self.session = session or requests.Session()
+        self.session.auth = _BearerAuth(token)
         self.session.headers.update({
-            "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": f"perfgate/{__version__}",
@@ -247,8 +261,9 @@ class GitHubClient:
             delay = retry_delay(status, headers, attempt, now=self._wall(), policy=self.policy, message=message)
             if delay is None:
                 assert status is not None  # network errors always get a delay
+                # 404/422 concern this request; 401/403 would refuse every other one too.
                 raise GitHubError(describe_refusal(method, path, status, message), status=status,
-                                  fatal=status != 422)
+                                  fatal=status not in (404, 422))
             elapsed = self._clock() - self._started
             if self._clock() + delay > deadline:
                 raise GitHubError(self._give_up(method, path, status, message, attempt, elapsed, delay), status=status)
@@ -292,22 +307,28 @@ class GitHubClient:
     def iter_issue_comments(self, repo: str, number: int) -> Iterator[dict[str, Any]]:
         return self.paginate(f"/repos/{repo}/issues/{number}/comments")
 
+    def _object(self, response: requests.Response, what: str) -> dict[str, Any]:
+        data = self._json(response, what)
+        if not isinstance(data, dict):
+            raise GitHubError(f"GitHub answered {what} with no JSON object")
+        return data
+
     def create_issue_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
         path = f"/repos/{repo}/issues/{number}/comments"
-        return self._json(self.request("POST", path, json={"body": body}), f"POST {path}")
+        return self._object(self.request("POST", path, json={"body": body}), f"POST {path}")
 
     def update_issue_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
         path = f"/repos/{repo}/issues/comments/{comment_id}"
-        return self._json(self.request("PATCH", path, json={"body": body}), f"PATCH {path}")
+        return self._object(self.request("PATCH", path, json={"body": body}), f"PATCH {path}")
 
     def get_pull(self, repo: str, number: int) -> dict[str, Any]:
         path = f"/repos/{repo}/pulls/{number}"
-        return self._json(self.request("GET", path), f"GET {path}")
+        return self._object(self.request("GET", path), f"GET {path}")
 
     def create_check_run(self, repo: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         path = f"/repos/{repo}/check-runs"
-        return self._json(self.request("POST", path, json=dict(payload)), f"POST {path}")
+        return self._object(self.request("POST", path, json=dict(payload)), f"POST {path}")
 
     def update_check_run(self, repo: str, run_id: int, payload: Mapping[str, Any]) -> dict[str, Any]:
         path = f"/repos/{repo}/check-runs/{run_id}"
-        return self._json(self.request("PATCH", path, json=dict(payload)), f"PATCH {path}")
+        return self._object(self.request("PATCH", path, json=dict(payload)), f"PATCH {path}")

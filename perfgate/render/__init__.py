@@ -63,35 +63,22 @@ def format_change(change: float | None) -> str:
 
 # ---------------------------------------------------------------- escaping
 
+_MD_REPLACEMENTS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "@": "@&#8203;",
+                    **{ch: "\\" + ch for ch in "\\*_[]~"}}
+_MD_TABLE = str.maketrans(_MD_REPLACEMENTS)
+
+
 def md_escape(text: Any, limit: int = MAX_NAME) -> str:
     """Escape untrusted text for a GitHub Markdown table cell or summary line.
 
     HTML-significant characters become entities (no raw tags), a pipe cannot end the cell,
-    backticks cannot open code spans, and '@' is followed by a zero-width space so a name like
-    '@octocat' never notifies anyone.
+    backticks cannot open code spans, emphasis and link brackets are backslash-escaped, and '@'
+    is followed by a zero-width space so a name like '@octocat' never notifies anyone.
     """
     raw = " ".join(str(text).split())  # newlines would end a table row
     if len(raw) > limit:
         raw = raw[: limit - 1] + "…"
-    out = []
-    for ch in raw:
-        if ch == "&":
-            out.append("&amp;")
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
-        elif ch == "|":
-            out.append("&#124;")
-        elif ch == "`":
-            out.append("&#96;")
-        elif ch == "@":
-            out.append("@&#8203;")
-        elif ch in "\\*_[]~":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+    return raw.translate(_MD_TABLE)
 
 
 # ---------------------------------------------------------------- shared views of a report
@@ -199,13 +186,14 @@ def _context(report: dict[str, Any]) -> dict[str, Any]:
     grouped = results_by_launch(report)
     launches = report.get("launches", [])
     attention = [l for l in launches if l.get("status") in ("regression", "no data", "missing")]
+    others = [l for l in launches if l.get("status") not in ("regression", "no data", "missing")]
     return {
         "report": report,
         "headline": headline(report),
         "summary": summary_parts(report),
         "grouped": grouped,
         "attention": attention,
-        "others": [l for l in launches if l not in attention],
+        "others": others,
         "launches": launches,
         "failed": report.get("verdict") == "fail",
     }

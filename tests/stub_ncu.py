@@ -1,0 +1,103 @@
+"""A stand-in for Nsight Compute's ``ncu`` so ``pytest --perfgate`` can be tested with no GPU.
+
+It parses the real command line perfgate built, really runs the profiled program it was given
+(so the test body runs in a child process, with the child's environment), then does what ncu
+would: writes a real ``.ncu-rep`` from the corpus to the ``--export`` path and ncu-style
+``==PROF==`` lines to ``--log-file``. Environment variables pick the behaviour:
+
+- ``PERFGATE_STUB_MODE``: ``ok`` (default), ``noperm`` (ERR_NVGPUCTRPERM), ``error`` (an ncu
+  error, the program never runs), ``nokernels`` (the NVTX/kernel filter matched nothing),
+  ``hang`` (never returns), ``version-fails``
+- ``PERFGATE_STUB_REPORT``: the ``.ncu-rep`` to export (a corpus file)
+- ``PERFGATE_STUB_LOG``: a JSON-lines file receiving each invocation's argv and child environment
+
+Stdlib only; started through a small executable wrapper written by ``plugin_helpers``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+FLAGS = {"--nvtx", "--force-overwrite", "-f", "--csv", "--quiet", "--verbose"}  # options without a value
+VERSION = """NVIDIA (R) Nsight Compute Command Line Profiler
+Copyright (c) 2018-2025 NVIDIA Corporation
+Version 2025.3.1.0 (build 36398880) (public-release)"""
+PERMISSION = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+              "Counters on the target device 0. For instructions on enabling permissions and to get more "
+              "information see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+
+
+def parse(argv: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    options: dict[str, list[str]] = {}
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if not arg.startswith("-"):
+            break
+        if arg in FLAGS:
+            options.setdefault(arg, []).append("")
+            index += 1
+        else:
+            options.setdefault(arg, []).append(argv[index + 1])
+            index += 2
+    return options, argv[index:]
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    mode = os.environ.get("PERFGATE_STUB_MODE", "ok")
+    if argv == ["--version"]:
+        if mode == "version-fails":
+            print("==ERROR== stub: cannot start", file=sys.stderr)
+            return 1
+        print(VERSION)
+        return 0
+    options, program = parse(argv)
+    record = os.environ.get("PERFGATE_STUB_LOG")
+    if record:
+        env = {k: os.environ.get(k) for k in ("PERFGATE_CHILD", "PERFGATE_CHILD_RESULT", "CUDA_VISIBLE_DEVICES")}
+        with open(record, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd()}) + "\n")
+    log_path = options.get("--log-file", [""])[-1]
+    log = open(log_path, "w", encoding="utf-8") if log_path else sys.stdout
+
+    def say(line: str) -> None:
+        log.write(line + "\n")
+        log.flush()
+
+    if mode == "hang":
+        say("==PROF== Connected to process 4242 (python3)")
+        time.sleep(3600)
+        return 0
+    if mode == "error":
+        say('==ERROR== Failed to find metric regex:^nosuch$')
+        return 1
+    say(f"==PROF== Connected to process {os.getpid()} ({os.path.basename(program[0]) if program else '?'})")
+    if mode == "noperm":
+        say(PERMISSION)
+        return 1
+    returncode = subprocess.call(program)
+    if returncode != 0:
+        say(f"==ERROR== The application returned an error code ({abs(returncode)}).")
+        return returncode if returncode > 0 else 1
+    if mode == "nokernels":
+        say(f"==PROF== Disconnected from process {os.getpid()}")
+        say("==WARNING== No kernels were profiled.")
+        return 0
+    say('==PROF== Profiling "matrix_addition2D" - 0: 0%....50%....100% - 1 pass')
+    say(f"==PROF== Disconnected from process {os.getpid()}")
+    export = options.get("--export", options.get("-o", [""]))[-1]
+    source = os.environ.get("PERFGATE_STUB_REPORT", "")
+    if export and source:
+        shutil.copyfile(source, export)
+        say(f"==PROF== Report: {export}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

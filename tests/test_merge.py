@@ -1,0 +1,81 @@
+"""``perfgate merge``: a matrix of GPU jobs becomes one report, then one comment and one check run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from github_server import (HEAD_SHA, PR, REPO, FakeGitHub, actions_env, assert_clean, compare_corpus, github, launch,
+                           make_report, pull_request_event, run_publish, write_report)
+from perfgate.cli import main
+
+__all__ = ["github"]
+
+
+def _merge(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["merge", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def matrix(tmp_path: Path) -> tuple[Path, Path]:
+    """A T4 job that regressed and an A10G job that did not (real Nsight Compute reports)."""
+    t4 = compare_corpus(tmp_path, "mlp-t4/report_v3_loop_unroll.ncu-rep", "mlp-t4/report_v4_8_per_thread.ncu-rep",
+                        "t4.json")
+    a10g = compare_corpus(tmp_path, "esmm-a10g/b644635.ncu-rep", "esmm-a10g/a62323b_output.ncu-rep", "a10g.json")
+    return t4, a10g
+
+
+def test_merge_of_a_gpu_matrix(matrix: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t4, a10g = matrix
+    out = tmp_path / "merged.json"
+    code, stdout, _ = _merge(capsys, str(t4), str(a10g), "-o", str(out))
+    assert code == 1  # one job regressed: the merged report fails
+    merged = json.loads(out.read_text())
+    parts = [json.loads(p.read_text()) for p in (t4, a10g)]
+    assert merged["verdict"] == "fail"
+    assert merged["summary"] == {k: parts[0]["summary"][k] + parts[1]["summary"][k] for k in merged["summary"]}
+    assert merged["summary"]["regression"] == 1 and merged["summary"]["unchanged"] == 4
+    assert len(merged["comparisons"]) == 2 and len(merged["results"]) == sum(len(p["results"]) for p in parts)
+    assert {row["device"] for row in merged["launches"]} == {"Tesla T4", "NVIDIA A10G"}
+    assert merged["launches"][0]["status"] == "regression"  # what needs attention first
+    assert "FAIL: 1 regression in 5 compared" in stdout
+
+
+def test_merge_of_passing_reports_passes_and_dedupes_notes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = write_report(tmp_path, make_report([launch("a", status="unchanged")], notes=("shared note",)), "1.json")
+    two = write_report(tmp_path, make_report([launch("b", status="improvement")], notes=("shared note", "other")),
+                       "2.json")
+    code, stdout, _ = _merge(capsys, str(one), str(two))
+    merged = json.loads(stdout)
+    assert code == 0 and merged["verdict"] == "pass"
+    assert merged["notes"] == ["shared note", "other"]
+    assert merged["summary"]["unchanged"] == 1 and merged["summary"]["improvement"] == 1
+
+
+def test_merge_refuses_a_bad_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write_report(tmp_path, make_report([launch("a")]))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something-else"}')
+    code, _, stderr = _merge(capsys, str(good), str(bad))
+    assert code == 2 and stderr.count("\n") == 1 and "not a perfgate report" in stderr
+    code, _, stderr = _merge(capsys, str(good), str(tmp_path / "missing.json"))
+    assert code == 2 and "no such file" in stderr
+
+
+def test_a_merged_matrix_gets_one_comment_and_one_check(matrix: tuple[Path, Path], github: FakeGitHub,
+                                                         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t4, a10g = matrix
+    merged = tmp_path / "merged.json"
+    assert _merge(capsys, str(t4), str(a10g), "-o", str(merged))[0] == 1
+    run = run_publish(merged, actions_env(github, tmp_path, event=pull_request_event(tmp_path)))
+    assert run.returncode == 0, run.output
+    assert_clean(run)
+    (comment,) = github.comments_on(REPO, PR)
+    assert "Tesla T4" in comment["body"] and "NVIDIA A10G" in comment["body"]
+    assert "1 regression in 5 compared" in comment["body"]
+    (check,) = github.check_runs.values()
+    assert (check["head_sha"], check["conclusion"]) == (HEAD_SHA, "failure")

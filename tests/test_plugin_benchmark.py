@@ -1,0 +1,108 @@
+"""pytest-benchmark tests gated by ``pytest --perfgate``, for real: real timings, real baselines.
+
+Works on any machine (no GPU): a function made 60% slower fails its test by name, an unchanged
+one passes, and repeated unchanged runs raise no false alarm.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from perfgate.pytest_session import gpu_locks, GpuBusy
+from plugin_helpers import preload_heavy_modules, read_json
+
+pytest_plugins = ("pytester",)
+preload_heavy_modules()
+
+BENCH_SUITE = """
+import os
+
+def work(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def test_parse(benchmark):
+    benchmark(work, int(os.environ.get("PARSE_N", "3000")))
+
+def test_render(benchmark):
+    benchmark(work, 3000)
+"""
+
+# Short benchmarks so the whole file stays fast. CPU time rather than wall time: this suite runs
+# beside other test processes on a 2-core CI machine, and what is checked is perfgate's gating,
+# not the machine's load. (Users pick their timer with --benchmark-timer as usual.)
+BENCH_OPTIONS = ("--benchmark-enable", "--benchmark-timer=time.process_time", "--benchmark-min-time=0.0002",
+                 "--benchmark-max-time=0.12", "--benchmark-min-rounds=15", "--benchmark-disable-gc")
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # PYTEST_XDIST_WORKER: when this file itself runs under xdist, pytest-benchmark would see it in
+    # the in-process runs below and switch benchmarks off.
+    for name in ("GITHUB_STEP_SUMMARY", "PARSE_N", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_bench=BENCH_SUITE)
+    return pytester
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--perfgate", *BENCH_OPTIONS, *args)
+
+
+def test_a_slower_function_fails_by_name_and_unchanged_runs_pass(suite: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(suite, "--perfgate-update").assert_outcomes(passed=2)
+    (folder,) = (suite.path / "baselines").iterdir()
+    assert folder.name.startswith("cpu-")
+    assert sorted(p.name for p in folder.iterdir()) == ["test_bench__test_parse.json", "test_bench__test_render.json"]
+    baseline = read_json(folder / "test_bench__test_parse.json")
+    assert baseline["device"]["name"].startswith("CPU: ") and baseline["device"]["cc"] == ""
+    (entry,) = baseline["entries"]
+    assert entry["kind"] == "benchmark" and entry["name"] == "test_bench.py::test_parse"
+    assert {"time.min", "time.median"} <= set(entry["metrics"]) and len(entry["samples"]) >= 15
+
+    monkeypatch.setenv("PARSE_N", "4800")  # 60% more work in test_parse only
+    slower = _run(suite)
+    slower.assert_outcomes(passed=1, failed=1)
+    slower.stdout.fnmatch_lines(["FAILED test_bench.py::test_parse - Failed: perfgate: performance regression"])
+    slower.stdout.fnmatch_lines(["REGRESSION  test_bench.py::test_parse: test_bench.py::test_parse",
+                                 "*regression  min time *"])
+    assert "FAILED test_bench.py::test_render" not in slower.stdout.str()
+    report = read_json(suite.path / "perfgate-report.json")
+    status = {launch["test"]: launch["status"] for launch in report["launches"]}
+    assert status["test_bench.py::test_parse"] == "regression"
+    assert status["test_bench.py::test_render"] in ("unchanged", "improvement")
+
+    monkeypatch.delenv("PARSE_N")
+    for _ in range(3):  # no false alarm on the unchanged code
+        again = _run(suite)
+        again.assert_outcomes(passed=2)
+
+
+def test_without_perfgate_benchmarks_are_not_gated(suite: pytest.Pytester) -> None:
+    suite.runpytest(*BENCH_OPTIONS).assert_outcomes(passed=2)
+    assert not (suite.path / "baselines").exists() and not (suite.path / "perfgate-report.json").exists()
+
+
+def test_disabled_benchmarks_are_noted_not_gated(suite: pytest.Pytester) -> None:
+    result = suite.runpytest("--perfgate", "--benchmark-disable")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*benchmark not gated: pytest-benchmark is disabled*--benchmark-enable*"])
+    assert not (suite.path / "baselines").exists()
+
+
+def test_gpu_locks_serialize_profiling(tmp_path: Path) -> None:
+    with gpu_locks(["7"], timeout=1, folder=tmp_path):
+        with pytest.raises(GpuBusy, match="GPU 7 stayed busy"):
+            with gpu_locks(["7"], timeout=0.2, folder=tmp_path):
+                pass
+        with gpu_locks(["8"], timeout=0.2, folder=tmp_path):  # another GPU is free
+            pass
+    with gpu_locks(["7", "8"], timeout=0.2, folder=tmp_path):  # released again
+        pass
+    assert os.path.exists(tmp_path / "perfgate-gpu-7.lock")

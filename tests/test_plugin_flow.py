@@ -1,0 +1,399 @@
+"""``pytest --perfgate`` end to end, with no GPU: real pytest runs (pytester), a stub ``ncu`` that
+runs the real child ``python -m pytest NODEID`` and exports a real Tesla T4 ``.ncu-rep`` from the
+corpus, real baselines on disk, real session reports."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plugin_helpers import corpus_report, install_stub_ncu, preload_heavy_modules, read_json, stub_calls
+
+pytest_plugins = ("pytester",)
+preload_heavy_modules()
+
+PERF_TEST = """
+import os, pathlib, pytest
+
+@pytest.mark.perfgate(kernels="regex:matrix_addition", metrics=["lts__t_sectors.sum"])
+def test_add(perfgate):
+    with pathlib.Path("ran.txt").open("a") as fh:
+        fh.write(f"{os.getpid()} profiling={perfgate.profiling}\\n")
+    if perfgate.profiling and os.environ.get("CRASH_IN_CHILD"):
+        os.kill(os.getpid(), 11)
+    if perfgate.profiling and os.environ.get("FAIL_IN_CHILD"):
+        assert 1 + 1 == 3, "the kernel gave a wrong answer"
+    if perfgate.profiling and os.environ.get("SKIP_IN_CHILD"):
+        pytest.skip("needs a CUDA build of torch")
+    with perfgate.region("add"):
+        pass
+
+def test_plain():
+    pass
+"""
+
+BASELINE = Path("baselines") / "tesla-t4-sm75" / "test_perf__test_add.json"
+
+
+class Env:
+    """The stub ncu and the environment variables that steer it."""
+
+    def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pytester = pytester
+        self.monkeypatch = monkeypatch
+        self.ncu = install_stub_ncu(pytester.path.parent / f"{pytester.path.name}-bin")
+        self.calls_file = pytester.path.parent / f"{pytester.path.name}-stub.jsonl"
+        for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PYTEST_ADDOPTS"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
+        monkeypatch.setenv("PERFGATE_STUB_LOG", str(self.calls_file))
+        self.profile("report_v3_loop_unroll")
+
+    def profile(self, corpus_name: str) -> None:
+        self.monkeypatch.setenv("PERFGATE_STUB_REPORT", str(corpus_report(corpus_name)))
+
+    def mode(self, mode: str) -> None:
+        self.monkeypatch.setenv("PERFGATE_STUB_MODE", mode)
+
+    def run(self, *args: str) -> pytest.RunResult:
+        # "--opt=PATH" in one word: pytest takes a separate path-like word for a test path while it
+        # picks the rootdir (plugin options are not known yet at that point).
+        return self.pytester.runpytest("--perfgate", f"--perfgate-ncu={self.ncu}", "-rsx", *args)
+
+    def calls(self) -> list[dict[str, Any]]:
+        return stub_calls(self.calls_file)
+
+    def report(self, name: str = "perfgate-report.json") -> dict[str, Any]:
+        return read_json(self.pytester.path / name)
+
+
+@pytest.fixture
+def env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Env:
+    pytester.makepyfile(test_perf=PERF_TEST)
+    return Env(pytester, monkeypatch)
+
+
+def _ran(pytester: pytest.Pytester) -> list[str]:
+    path = pytester.path / "ran.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_plain_pytest_runs_the_body_here_with_region_a_no_op(env: Env) -> None:
+    result = env.pytester.runpytest()
+    result.assert_outcomes(passed=2)
+    assert _ran(env.pytester) == [f"{os.getpid()} profiling=False"]
+    assert env.calls() == []
+    assert not (env.pytester.path / "perfgate-report.json").exists()
+
+
+def test_update_writes_the_baseline_then_the_same_profile_passes(env: Env) -> None:
+    result = env.run("--perfgate-update")
+    result.assert_outcomes(passed=2)
+    baseline = read_json(env.pytester.path / BASELINE)
+    assert baseline["device"] == {"name": "Tesla T4", "cc": "7.5"}
+    assert baseline["settings"] == {"cache_control": "all", "clock_control": "base", "ncu_version": "2025.3.1.0"}
+    assert [e["name"] for e in baseline["entries"]] == ["matrix_addition2D"]
+    assert baseline["entries"][0]["metrics"]["gpu__time_duration.sum"] == {"unit": "ns", "value": 67776}
+    result.stdout.fnmatch_lines(["*baselines written: 1 file under baselines*"])
+
+    # the body ran once, in the profiled child, with the region live
+    (line,) = _ran(env.pytester)
+    pid, profiling = line.split()
+    assert int(pid) != os.getpid() and profiling == "profiling=True"
+    (call,) = env.calls()
+    assert call["env"]["PERFGATE_CHILD"] == "1" and call["env"]["CUDA_VISIBLE_DEVICES"] is None
+    assert call["cwd"] == str(env.pytester.path)
+    argv = call["argv"]
+    assert argv[:13] == ["--config-file", "off", "--target-processes", "all", "--clock-control", "base",
+                         "--cache-control", "all", "--nvtx", "--nvtx-push-pop-scope", "process", "--nvtx-include",
+                         "regex:perfgate@.+/"]
+    assert "lts__t_sectors.sum" in argv[argv.index("--metrics") + 1].split(",")
+    assert argv[argv.index("--kernel-name") + 1] == "regex:matrix_addition"
+    assert argv[argv.index("-m") + 1:argv.index("-m") + 3] == ["pytest", "test_perf.py::test_add"]
+
+    result = env.run()
+    result.assert_outcomes(passed=2)
+    report = env.report()
+    assert report["verdict"] == "pass" and report["summary"]["unchanged"] == 1
+    (launch,) = report["launches"]
+    assert launch["test"] == "test_perf.py::test_add" and launch["path"] == "test_perf.py" and launch["line"] == 3
+
+
+def test_a_regression_fails_the_test_with_a_per_kernel_diff(env: Env) -> None:
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    env.profile("report_v4_8_per_thread")  # the real 2.2x slower version of the same kernel
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*perfgate: performance regression*",
+        "REGRESSION  test_perf.py::test_add: matrix_addition2D",
+        "*regression  duration 67.78 µs → 151.3 µs (+123.3%)*",
+        "*launch config changed: grid (32, 63, 1) → (8, 63, 1); registers 16 → 18",
+        "*pytest --perfgate --perfgate-update 'test_perf.py::test_add'",
+    ])
+    result.stdout.fnmatch_lines(["*-- perfgate --*", "perfgate FAIL: 1 regression",
+                                 "  REGRESSION test_perf.py::test_add: matrix_addition2D"])
+    report = env.report()
+    assert report["verdict"] == "fail" and report["summary"]["regression"] == 1
+    # updating accepts the new numbers; the next run passes
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    assert read_json(env.pytester.path / BASELINE)["entries"][0]["grid"] == "(8, 63, 1)"
+    env.run().assert_outcomes(passed=2)
+
+
+def test_a_marker_threshold_loosens_the_gate_for_its_test(env: Env) -> None:
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    env.pytester.makepyfile(test_perf=PERF_TEST.replace(
+        'metrics=["lts__t_sectors.sum"]',
+        'metrics=["lts__t_sectors.sum"], thresholds={"gpu__time_duration.sum": "off", "dram__bytes_read.sum": "off",'
+        ' "dram__bytes_write.sum": "off"}'))
+    env.profile("report_v4_8_per_thread")
+    env.run().assert_outcomes(passed=2)
+
+
+def test_a_missing_baseline_is_new_not_failed_unless_strict(env: Env) -> None:
+    result = env.run()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*1 test has no baseline yet (reported as new; create with --perfgate-update)*"])
+    report = env.report()
+    assert report["summary"]["new"] == 1 and report["verdict"] == "pass"
+    assert any("no baseline for Tesla T4 (CC 7.5) at baselines/tesla-t4-sm75/test_perf__test_add.json" in n
+               for n in report["notes"])
+    assert not (env.pytester.path / "baselines").exists()
+
+    strict = env.run("--perfgate-strict")
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(["*no baseline for Tesla T4 (CC 7.5) at baselines/tesla-t4-sm75/"
+                                 "test_perf__test_add.json (--perfgate-strict)*"])
+
+
+def test_clock_and_cache_control_are_explicit_and_recorded(env: Env) -> None:
+    env.run("--perfgate-update", "--perfgate-clock-control", "none",
+            "--perfgate-cache-control", "none").assert_outcomes(passed=2)
+    argv = env.calls()[-1]["argv"]
+    assert argv[argv.index("--clock-control") + 1] == "none" and argv[argv.index("--cache-control") + 1] == "none"
+    settings = read_json(env.pytester.path / BASELINE)["settings"]
+    assert settings["clock_control"] == "none" and settings["cache_control"] == "none"
+    env.run().assert_outcomes(passed=2)
+    assert any("different ncu settings than the baseline (clock_control 'none' → 'base'; cache_control 'none' → "
+               "'all')" in note for note in env.report()["notes"])
+
+
+def test_pyproject_settings_apply_and_flags_override_them(env: Env) -> None:
+    env.pytester.makepyprojecttoml("""
+        [tool.perfgate]
+        baselines = "perf/baselines"
+        report = "out/perf.json"
+        clock_control = "none"
+        """)
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    written = env.pytester.path / "perf" / BASELINE
+    assert read_json(written)["settings"]["clock_control"] == "none"
+    assert (env.pytester.path / "out" / "perf.json").is_file()
+    env.run("--perfgate-update", "--perfgate-clock-control", "base").assert_outcomes(passed=2)
+    assert read_json(written)["settings"]["clock_control"] == "base"
+
+
+def test_a_bad_pyproject_key_is_one_clear_error(env: Env) -> None:
+    env.pytester.makepyprojecttoml("[tool.perfgate]\ntreshold = 3\n")
+    result = env.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*perfgate:*unknown key(s) treshold*"])
+
+
+def test_no_ncu_skips_with_the_fix_and_strict_fails(env: Env) -> None:
+    missing = str(env.pytester.path / "nowhere" / "ncu")
+    result = env.pytester.runpytest("--perfgate", f"--perfgate-ncu={missing}", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*perfgate: ncu not found*install Nsight Compute or pass --perfgate-ncu PATH*"])
+    assert _ran(env.pytester) == []  # a skipped perf test does not run at all
+    assert any("skipped: ncu not found" in n for n in env.report()["notes"])
+    strict = env.pytester.runpytest("--perfgate", f"--perfgate-ncu={missing}", "--perfgate-strict")
+    strict.assert_outcomes(passed=1, errors=1)  # failed in setup, before the test's fixtures
+    strict.stdout.fnmatch_lines(["*perfgate: ncu not found*(--perfgate-strict)*"])
+    assert env.report()["verdict"] == "fail"
+
+
+def test_no_gpu_skips_with_the_cause(env: Env) -> None:
+    env.monkeypatch.delenv("PERFGATE_ASSUME_GPU")
+    env.monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # hides every GPU, also on a machine that has one
+    result = env.run()
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*perfgate: no NVIDIA GPU visible*CUDA_VISIBLE_DEVICES='-1'*"])
+    assert env.calls() == []
+
+
+def test_an_ncu_that_does_not_start_skips(env: Env) -> None:
+    env.mode("version-fails")
+    result = env.run()
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*perfgate: ncu is not usable:*--version' failed with status 1*"])
+
+
+def test_no_counter_permission_skips_with_the_fix_and_strict_fails(env: Env) -> None:
+    env.mode("noperm")
+    result = env.run()
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*ERR_NVGPUCTRPERM*CAP_SYS_ADMIN*--cap-add=SYS_ADMIN*"
+                                 "NVreg_RestrictProfilingToAdminUsers=0*"])
+    strict = env.run("--perfgate-strict")
+    strict.assert_outcomes(passed=1, failed=1)  # found while profiling: a failure of the call
+    strict.stdout.fnmatch_lines(["*ERR_NVGPUCTRPERM*(--perfgate-strict)*"])
+
+
+def test_a_crashing_child_fails_with_ncus_message(env: Env) -> None:
+    env.monkeypatch.setenv("CRASH_IN_CHILD", "1")
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*the profiled test never reported a result*",
+                                 "*==ERROR== The application returned an error code (11).*"])
+    assert env.report()["verdict"] == "fail"
+
+
+def test_a_hanging_profile_is_killed_and_fails(env: Env) -> None:
+    env.mode("hang")
+    result = env.run("--perfgate-timeout", "1")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_perf.py::test_add timed out under ncu: ncu did not finish after 1 s*",
+                                 "*==PROF== Connected to process 4242 (python3)*"])
+    assert result.duration < 30
+
+
+def test_an_ncu_error_fails_with_ncus_own_words(env: Env) -> None:
+    env.mode("error")
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*perfgate: ncu failed:*", "*==ERROR== Failed to find metric regex:^nosuch$*"])
+
+
+def test_a_failing_test_fails_with_its_own_message(env: Env) -> None:
+    env.monkeypatch.setenv("FAIL_IN_CHILD", "1")
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*the test failed while profiled under ncu (call)*",
+                                 "*AssertionError: the kernel gave a wrong answer*"])
+
+
+def test_a_skip_inside_the_child_skips(env: Env) -> None:
+    env.monkeypatch.setenv("SKIP_IN_CHILD", "1")
+    result = env.run()
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*needs a CUDA build of torch*"])
+
+
+def test_an_empty_profile_says_what_the_filters_saw(env: Env) -> None:
+    env.mode("nokernels")
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*ncu profiled no kernel ('No kernels were profiled') matching "
+                                 "kernels='regex:matrix_addition' inside the region(s) the test entered (add)*"])
+
+
+def test_a_test_that_never_enters_a_region_is_told_how_to_mark_one(env: Env) -> None:
+    env.pytester.makepyfile(test_perf="""
+        def test_add(perfgate):
+            pass
+        """)
+    env.mode("nokernels")
+    result = env.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the test never entered perfgate.region(...)*with perfgate.region(\"name\")*"])
+
+
+def test_a_marker_typo_is_an_error_even_without_perfgate(env: Env) -> None:
+    env.pytester.makepyfile(test_perf="""
+        import pytest
+
+        @pytest.mark.perfgate(kernal="softmax")
+        def test_add(perfgate):
+            pass
+        """)
+    result = env.pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: "
+                                 "kernels, metrics, thresholds, regions, timeout*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_session_report_in_three_formats_and_the_github_step_summary(env: Env) -> None:
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    summary = env.pytester.path.parent / f"{env.pytester.path.name}-step-summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    env.monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    env.profile("report_v4_8_per_thread")
+    env.run("--perfgate-report=out/perf.json").assert_outcomes(passed=1, failed=1)
+    out = env.pytester.path / "out"
+    report = read_json(out / "perf.json")
+    assert report["format"] == "perfgate-report" and report["verdict"] == "fail"
+    assert [launch["kernel"] for launch in report["launches"]] == ["matrix_addition2D"]
+    markdown = (out / "perf.md").read_text(encoding="utf-8")
+    assert "matrix\\_addition2D" in markdown and "regression" in markdown
+    assert (out / "perf.html").read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("earlier step\n") and markdown.strip() in text
+
+
+def test_help_lists_every_option_with_its_default(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    text = " ".join(result.stdout.str().split())
+    for option in ("--perfgate ", "--perfgate-update", "--perfgate-baselines", "--perfgate-strict",
+                   "--perfgate-report", "--perfgate-ncu", "--perfgate-clock-control", "--perfgate-cache-control",
+                   "--perfgate-timeout", "--perfgate-threshold"):
+        start = text.index(option)
+        following = text[start:start + 600]
+        assert "(default:" in following, option
+    assert "(default: [tool.perfgate] timeout, else 600)" in text
+    assert "(default: [tool.perfgate] clock_control, else 'base')" in text
+
+
+def test_an_unknown_threshold_spec_on_the_command_line_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--perfgate", "--perfgate-threshold", "gpu__time_duration.sum=fast")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bad threshold 'fast'*"])
+
+
+def test_a_command_line_threshold_is_applied(env: Env) -> None:
+    env.profile("report_v2")
+    env.run("--perfgate-update").assert_outcomes(passed=2)
+    env.profile("report_v3_loop_unroll")  # the same work measured again: +0.4% duration, +0.03% DRAM
+    env.run().assert_outcomes(passed=2)
+    env.run("--perfgate-threshold", "gpu__time_duration.sum=0.1%").assert_outcomes(passed=1, failed=1)
+    assert json.dumps(env.report()).count('"threshold": "0.1%"') == 1
+
+
+XDIST_SUITE = """
+import pytest
+
+@pytest.mark.perfgate
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_layer(perfgate, size):
+    with perfgate.region(f"layer{size}"):
+        pass
+"""
+
+
+def test_xdist_profiles_one_gpu_per_worker_and_writes_one_session_report(env: Env) -> None:
+    env.pytester.makepyfile(test_perf=XDIST_SUITE)
+    env.monkeypatch.setenv("PERFGATE_ASSUME_GPU", "2")
+    args = ("-p", "xdist", "-n", "2", "--perfgate", f"--perfgate-ncu={env.ncu}")
+    result = env.pytester.runpytest_subprocess(*args, "--perfgate-update")
+    result.assert_outcomes(passed=3)
+    calls = env.calls()
+    assert len(calls) == 3
+    assert {call["env"]["CUDA_VISIBLE_DEVICES"] for call in calls} <= {"0", "1"}  # gw0 -> GPU 0, gw1 -> GPU 1
+    assert all(call["argv"][-2:] == ["-n", "0"] for call in calls)  # the child never fans out again
+    report = env.report()
+    assert sorted(launch["test"] for launch in report["launches"]) == [
+        "test_perf.py::test_layer[1]", "test_perf.py::test_layer[2]", "test_perf.py::test_layer[3]"]
+    assert len(report["comparisons"]) == 3
+    assert len(list((env.pytester.path / "baselines" / "tesla-t4-sm75").iterdir())) == 3
+    result.stdout.fnmatch_lines(["perfgate PASS: 3 new", "  baselines written: 3 files under baselines"])
+
+    again = env.pytester.runpytest_subprocess(*args)
+    again.assert_outcomes(passed=3)
+    assert env.report()["summary"]["unchanged"] == 3

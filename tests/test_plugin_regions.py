@@ -1,0 +1,112 @@
+"""Per-region totals on real launches: four Tesla T4 profiles of one kernel, as one run's launches."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from perfgate.baseline import baseline_documents, table_from_baseline
+from perfgate.collect import read_table
+from perfgate.compare import CompareOptions, compare_tables
+from perfgate.regions import TOTAL, add_region_totals, drop_unscoped_launches, is_additive
+from perfgate.table import KIND_REGION, assign_ordinals, make_table
+from plugin_helpers import MLP_T4
+
+VERSIONS = ("report_v2", "report_v3_loop_unroll", "report_v4_8_per_thread", "report_v5_4_per_thread")
+
+
+@pytest.fixture(scope="module")
+def launches() -> pd.DataFrame:
+    """Launch i of this table is the kernel of VERSIONS[i] (real values, one device)."""
+    frames = []
+    for index, name in enumerate(VERSIONS):
+        path = MLP_T4 / f"{name}.ncu-rep"
+        if not path.is_file():
+            pytest.skip(f"corpus file {path} not available (set PERFGATE_CORPUS to ../shared/corpus)")
+        frame = read_table(path, CompareOptions().wanted_metrics())
+        frames.append(frame.assign(launch=index))
+    table = assign_ordinals(make_table(pd.concat(frames, ignore_index=True), source="four T4 launches"))
+    return table
+
+
+def _in_regions(table: pd.DataFrame, regions: dict[int, str]) -> pd.DataFrame:
+    placed = table.copy()
+    placed["region"] = placed["launch"].map(regions).fillna("")
+    placed.attrs.update(table.attrs)
+    return placed
+
+
+def _value(table: pd.DataFrame, kernel: str, region: str, metric: str) -> float:
+    rows = table[(table["kind"] == KIND_REGION) & (table["kernel"] == kernel) & (table["region"] == region)
+                 & (table["metric"] == metric)]
+    assert len(rows) == 1, rows
+    return float(rows["value"].iloc[0])
+
+
+def test_each_top_level_region_and_the_total_sum_their_launches(launches: pd.DataFrame) -> None:
+    layers = _in_regions(launches, {0: "layer1", 1: "layer1", 2: "layer2 > attention", 3: "layer2"})
+    totals = add_region_totals(layers)
+    duration = "gpu__time_duration.sum"
+    per_launch = launches[launches["metric"] == duration].set_index("launch")["value"]
+    assert _value(totals, "layer1", "layer1", duration) == pytest.approx(per_launch[0] + per_launch[1])
+    assert _value(totals, "layer2", "layer2", duration) == pytest.approx(per_launch[2] + per_launch[3])
+    assert _value(totals, TOTAL, "", duration) == pytest.approx(per_launch.sum())
+    region_rows = totals[totals["kind"] == KIND_REGION]
+    assert set(region_rows["metric"]) == {m for m in launches["metric"].unique() if is_additive(m)}
+    assert "dram__bytes_read.sum" in set(region_rows["metric"]) and "smsp__inst_executed.sum" in set(
+        region_rows["metric"])
+    assert not any(m.endswith("pct_of_peak_sustained_elapsed") for m in region_rows["metric"])
+    assert region_rows[region_rows["kernel"] == "layer1"]["demangled"].iloc[0] == "sum over 2 kernel launches"
+    # the kernels themselves are still there, under their full region stack
+    assert set(totals.loc[totals["kind"] == "kernel", "region"]) == {"layer1", "layer2 > attention", "layer2"}
+
+
+def test_one_region_gets_its_total_but_no_overall_total(launches: pd.DataFrame) -> None:
+    totals = add_region_totals(_in_regions(launches, {0: "only", 1: "only", 2: "only", 3: "only"}))
+    assert set(totals.loc[totals["kind"] == KIND_REGION, "kernel"]) == {"only"}
+
+
+def test_launches_outside_regions_are_dropped_and_not_counted(launches: pd.DataFrame) -> None:
+    placed = _in_regions(launches, {0: "layer1", 1: "layer1"})
+    kept = drop_unscoped_launches(placed)
+    assert sorted(kept["launch"].unique()) == [0, 1]
+    assert kept.attrs == placed.attrs
+    totals = add_region_totals(kept)
+    duration = "gpu__time_duration.sum"
+    per_launch = launches[launches["metric"] == duration].set_index("launch")["value"]
+    assert _value(totals, "layer1", "layer1", duration) == pytest.approx(per_launch[0] + per_launch[1])
+
+
+def test_a_report_without_region_information_is_kept_whole(launches: pd.DataFrame) -> None:
+    assert drop_unscoped_launches(launches) is launches
+    assert add_region_totals(launches) is launches
+
+
+def test_a_launch_without_data_makes_its_region_total_no_data(launches: pd.DataFrame) -> None:
+    placed = _in_regions(launches, {0: "a", 1: "a", 2: "b", 3: "b"})
+    placed.loc[(placed["launch"] == 1) & (placed["metric"] == "gpu__time_duration.sum"), "value"] = math.nan
+    totals = add_region_totals(placed)
+    assert math.isnan(_value(totals, "a", "a", "gpu__time_duration.sum"))
+    assert not math.isnan(_value(totals, "b", "b", "gpu__time_duration.sum"))
+
+
+def test_region_totals_round_trip_through_a_baseline_and_gate(launches: pd.DataFrame) -> None:
+    regions = {0: "layer1", 1: "layer1", 2: "layer2", 3: "layer2"}
+    before = add_region_totals(_in_regions(launches, regions))
+    (document,) = baseline_documents(before, settings={"clock_control": "base"}).values()
+    baseline = table_from_baseline(document, "b.json")  # type: ignore[arg-type]
+    # layer2's second kernel gets 30% slower: a kernel, its layer and the total regress; layer1 does not
+    slower = _in_regions(launches, regions)
+    mask = (slower["launch"] == 3) & (slower["metric"] == "gpu__time_duration.sum")
+    slower.loc[mask, "value"] = slower.loc[mask, "value"] * 1.3
+    comparison = compare_tables(baseline, add_region_totals(slower))
+    status = {(row.kind, row.kernel, row.region): row.status for row in comparison.launches.itertuples()}
+    assert status[("region", "layer2", "layer2")] == "regression"
+    assert status[("region", TOTAL, "")] == "regression"
+    assert status[("region", "layer1", "layer1")] == "unchanged"
+    assert ("kernel", "matrix_addition2D", "layer2") in status
+    slowed = comparison.results[(comparison.results["region"] == "layer2")
+                                & (comparison.results["metric"] == "gpu__time_duration.sum")]
+    assert "regression" in set(slowed["status"])

@@ -1,0 +1,173 @@
+"""The composite action and the example workflows: permissions, injection safety, and their scripts run for real."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from github_server import (HEAD_SHA, PR, REPO, REPO_ROOT, FakeGitHub, actions_env, github, launch, make_report,
+                           pull_request_event, workflow_run_event, write_report, TOKEN)
+
+__all__ = ["github"]
+
+yaml = pytest.importorskip("yaml")
+
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
+ACTION = REPO_ROOT / "action.yml"
+
+
+def load(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    if True in document:  # YAML 1.1 reads the key `on` as a boolean
+        document["on"] = document.pop(True)
+    return document
+
+
+def steps_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    if "runs" in document:
+        return document["runs"]["steps"]
+    return [step for job in document["jobs"].values() for step in job.get("steps", [])]
+
+
+def step(document: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [s for s in steps_of(document) if s.get("name") == name]
+    return found
+
+
+def write_permissions(document: dict[str, Any]) -> set[str]:
+    scopes = [document.get("permissions") or {}] + [job.get("permissions") or {} for job in document["jobs"].values()]
+    if any(isinstance(s, str) for s in scopes):
+        return {"write-all"} if "write-all" in scopes else set()
+    return {k for scope in scopes for k, v in scope.items() if v == "write"}
+
+
+@pytest.mark.parametrize("path", [ACTION, *sorted(WORKFLOWS.glob("perfgate-*.yml"))], ids=lambda p: p.name)
+def test_no_expression_is_interpolated_into_a_script(path: Path) -> None:
+    """Values reach scripts through env: only (GitHub's script-injection hardening)."""
+    for s in steps_of(load(path)):
+        if "run" in s:
+            assert "${{" not in s["run"], (path.name, s.get("name"))
+            assert "github.event" not in s["run"]
+
+
+def test_the_action_is_a_composite_with_bash_steps_and_documented_inputs() -> None:
+    action = load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    for s in action["runs"]["steps"]:
+        assert ("uses" in s) != ("run" in s)
+        if "run" in s:
+            assert s["shell"] == "bash", s.get("name")
+    inputs = action["inputs"]
+    for name in ("python-version", "pytest-args", "report", "baselines", "publish", "comment-mode", "github-token",
+                 "working-directory"):
+        assert inputs[name]["description"] and "default" in inputs[name], name
+    assert inputs["github-token"]["default"] == "${{ github.token }}"
+    assert inputs["report"]["default"] == "perfgate-report.json"
+    uses = [s["uses"].split("@")[0] for s in action["runs"]["steps"] if "uses" in s]
+    assert uses == ["actions/setup-python", "actions/upload-artifact"]
+    assert step(action, "Upload the report")["if"] == "always()" and step(action, "Publish")["if"] == "always()"
+
+
+def test_same_repo_workflow_permissions() -> None:
+    workflow = load(WORKFLOWS / "perfgate-pr.yml")
+    assert "pull_request" in workflow["on"] and "pull_request_target" not in workflow["on"]
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write", "checks": "write"}
+    (job,) = workflow["jobs"].values()
+    assert "self-hosted" in job["runs-on"] and "gpu" in job["runs-on"]
+    assert "head.repo.full_name == github.repository" in job["if"]  # forks go through the fork-safe pair
+
+
+def test_fork_safe_pair() -> None:
+    test = load(WORKFLOWS / "perfgate-fork-test.yml")
+    publish = load(WORKFLOWS / "perfgate-fork-publish.yml")
+    assert list(test["on"]) == ["pull_request"] and write_permissions(test) == set()
+    assert publish["on"]["workflow_run"]["workflows"] == [test["name"]]
+    assert publish["on"]["workflow_run"]["types"] == ["completed"]
+    assert write_permissions(publish) == {"pull-requests", "checks"}
+    assert publish["permissions"]["actions"] == "read"  # to download another run's artifact
+    download = next(s for s in steps_of(publish) if s.get("uses", "").startswith("actions/download-artifact"))
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert download["with"]["github-token"] == "${{ github.token }}"
+    assert download["with"]["name"] == "perfgate-report"
+    for s in steps_of(publish):  # never check out or run the pull request's code with a write token
+        if s.get("uses", "").startswith("actions/checkout"):
+            assert "ref" not in (s.get("with") or {})
+    (job,) = publish["jobs"].values()
+    assert "head_repository.full_name != github.repository" in job["if"]  # only runs the fork test ran for
+    fork_step = next(s for s in steps_of(test) if s.get("uses") == "./")
+    assert fork_step["with"]["publish"] == "false"
+
+
+# ---------------------------------------------------------------- the scripts themselves, run with bash
+
+def bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")}
+    return subprocess.run(["bash", "-e", "-c", script], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_the_actions_publish_step(github: FakeGitHub, tmp_path: Path) -> None:
+    script = step(load(ACTION), "Publish")["run"]
+    report = write_report(tmp_path, make_report([launch("k")]))
+    env = {**actions_env(github, tmp_path, event=pull_request_event(tmp_path)), "REPORT": str(report),
+           "PUBLISH": "true", "COMMENT_MODE": "on-regression", "CHECK_NAME": "perfgate (T4)"}
+    done = bash(script, env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(github.comments_on(REPO, PR)) == 1
+    assert [(r["name"], r["head_sha"]) for r in github.check_runs.values()] == [("perfgate (T4)", HEAD_SHA)]
+
+    refused = bash(script, {**env, "GITHUB_TOKEN": "ghp_bad"}, tmp_path)  # publishing fails: warn, don't fail
+    assert refused.returncode == 0 and "::warning::perfgate publish exited 3" in refused.stdout
+    summary_only = bash(script, {**env, "PUBLISH": "false"}, tmp_path)
+    assert summary_only.returncode == 0 and len(github.check_runs) == 1
+    missing = bash(script, {**env, "REPORT": str(tmp_path / "none.json")}, tmp_path)
+    assert missing.returncode == 0 and "::warning::perfgate: no report" in missing.stdout
+
+
+def test_the_pytest_steps_arguments_are_not_shell_code(tmp_path: Path) -> None:
+    script = step(load(ACTION), "pytest --perfgate")["run"]
+    script = script.replace('"$python" -m pytest', 'printf "<%s>" ')  # show the argv pytest would get
+    env = {"PATH": os.environ.get("PATH", ""), "GITHUB_OUTPUT": str(tmp_path / "out"), "REPORT": "/r/report.json",
+           "BASELINES": "", "PYTEST_ARGS": "tests/gpu -k 'a b' $(touch pwned) ;touch pwned2"}
+    done = bash(script, env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<--perfgate><--perfgate-report=/r/report.json><tests/gpu><-k><'a><b'>")
+    assert "<$(touch><pwned)>" in done.stdout
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+    assert (tmp_path / "out").read_text() == "exit-code=0\n"
+
+
+def test_the_fork_publish_step(github: FakeGitHub, tmp_path: Path) -> None:
+    script = step(load(WORKFLOWS / "perfgate-fork-publish.yml"), "Publish")["run"]
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    write_report(artifact, make_report([launch("k")]), "perfgate-report.json")
+    env = {**actions_env(github, tmp_path, event=workflow_run_event(tmp_path, pulls=[]), event_name="workflow_run"),
+           "ARTIFACT": str(artifact)}
+    (artifact / "pr-number").write_text("7; touch pwned\n")  # a hostile artifact
+    hostile = bash(script, env, tmp_path)
+    assert hostile.returncode == 1 and "not a number" in hostile.stdout
+    assert not (tmp_path / "pwned").exists() and github.requests == []
+
+    (artifact / "pr-number").write_text(f"{PR}\n")
+    done = bash(script, env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    (comment,) = github.comments_on(REPO, PR)
+    assert "All clear" not in comment["body"] and [r["head_sha"] for r in github.check_runs.values()] == [HEAD_SHA]
+
+
+def test_every_publish_option_states_its_default() -> None:
+    from perfgate.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    publish = commands.choices["publish"]
+    for action in publish._actions:
+        if action.option_strings and action.dest != "help":
+            assert re.search(r"\(default: [^)]+\)", action.help or ""), action.option_strings
