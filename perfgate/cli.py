@@ -141,7 +141,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wanted = options.wanted_metrics()
     baseline = read_table(args.baseline, wanted)
     current = read_table(args.current, wanted)
-    report = build_report(compare_tables(baseline, current, options))
+    # The terminal view never lists unchanged launches: skip building their rows.
+    report = build_report(compare_tables(baseline, current, options), unchanged_results=args.format != "text")
     _write_output(render(report, args.format), args.output)
     if args.output is not None:
         sys.stdout.write(render_text(report).splitlines()[-1] + f" (report: {args.output})\n")

@@ -8,7 +8,6 @@ but never fail the gate.
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perfgate.errors import DeviceMismatchError
+from perfgate.status import STATUS_ORDER, Status
 from perfgate.metrics import (
     CATALOG_BY_NAME,
     DEFAULT_BENCHMARK_METRICS,
@@ -31,19 +31,6 @@ from perfgate.metrics import (
 from perfgate.table import ATTR_LOCATIONS, ATTR_SAMPLES, ATTR_SETTINGS, ATTR_SOURCE, LAUNCH_KEY, device_label, devices
 
 
-class Status(str, enum.Enum):
-    REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    UNCHANGED = "unchanged"
-    NEW = "new"
-    MISSING = "missing"
-    NO_DATA = "no data"
-    INFO = "info"  # metric rows only: shown to explain, not gated
-
-
-# Display order: what needs attention first.
-STATUS_ORDER = (Status.REGRESSION, Status.NO_DATA, Status.MISSING, Status.NEW, Status.IMPROVEMENT,
-                Status.UNCHANGED, Status.INFO)
 _STATUS_RANK = {s.value: i for i, s in enumerate(STATUS_ORDER)}
 TIME_METRIC = "gpu__time_duration.sum"
 BENCHMARK_TIME_METRIC = "time.min"
@@ -117,8 +104,11 @@ def _same_devices(base: list[tuple[str, str]], cur: list[tuple[str, str]]) -> bo
     return False
 
 
-def check_devices(baseline: pd.DataFrame, current: pd.DataFrame, allow_mismatch: bool) -> None:
-    base_devices, cur_devices = devices(baseline), devices(current)
+def check_devices(baseline: pd.DataFrame, current: pd.DataFrame, allow_mismatch: bool,
+                  base_devices: list[tuple[str, str]] | None = None,
+                  cur_devices: list[tuple[str, str]] | None = None) -> None:
+    base_devices = devices(baseline) if base_devices is None else base_devices
+    cur_devices = devices(current) if cur_devices is None else cur_devices
     if allow_mismatch or not base_devices or not cur_devices or _same_devices(base_devices, cur_devices):
         return
     base_label = ", ".join(device_label(*d) for d in base_devices)
@@ -152,17 +142,19 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
 def _launch_change_notes(facts: pd.DataFrame) -> np.ndarray:
     """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''."""
     notes = np.full(len(facts), "", dtype=object)
-    changed_parts: list[tuple[np.ndarray, list[str]]] = []
+    changed_parts: list[tuple[np.ndarray, dict[int, str]]] = []
     for what in ("grid", "block"):
         before, after = facts[f"{what}_b"].fillna(""), facts[f"{what}_c"].fillna("")
         mask = ((before != "") & (after != "") & (before != after)).to_numpy()
-        changed_parts.append((mask, [f"{what} {b} → {a}" for b, a in zip(before, after)] if mask.any() else []))
+        b_values, a_values = before.to_numpy(dtype=object), after.to_numpy(dtype=object)
+        changed_parts.append((mask, {i: f"{what} {b_values[i]} → {a_values[i]}" for i in np.flatnonzero(mask)}))
     for metric, label in (("launch__registers_per_thread", "registers"),
                           ("launch__shared_mem_per_block_static", "static shared mem"),
                           ("launch__shared_mem_per_block_dynamic", "dynamic shared mem")):
         before, after = facts[f"{metric}_b"], facts[f"{metric}_c"]
         mask = (before.notna() & after.notna() & (before != after)).to_numpy()
-        changed_parts.append((mask, [f"{label} {b:g} → {a:g}" for b, a in zip(before, after)] if mask.any() else []))
+        b_numbers, a_numbers = before.to_numpy(dtype=float), after.to_numpy(dtype=float)
+        changed_parts.append((mask, {i: f"{label} {b_numbers[i]:g} → {a_numbers[i]:g}" for i in np.flatnonzero(mask)}))
     # Only the few launches whose configuration changed pay for string building.
     for index in np.flatnonzero(np.logical_or.reduce([mask for mask, _ in changed_parts])):
         notes[index] = "; ".join(texts[index] for mask, texts in changed_parts if mask[index])
@@ -180,17 +172,29 @@ def _launch_ids(table: pd.DataFrame, launch_numbers: pd.Series) -> np.ndarray:
     return lookup[table["launch"].to_numpy(dtype=np.int64)]
 
 
-def _per_launch_values(table: pd.DataFrame, ids: np.ndarray, metric: str, count: int) -> np.ndarray:
-    values = np.full(count, np.nan)
-    mask = (table["metric"] == metric).to_numpy() & (ids >= 0)
-    values[ids[mask][::-1]] = table["value"].to_numpy(dtype=float)[mask][::-1]  # first occurrence wins
-    return values
+class _Side:
+    """One table's columns as numpy arrays, with metric names coded against a shared vocabulary."""
+
+    def __init__(self, table: pd.DataFrame, ids: np.ndarray, vocabulary: dict[str, int]) -> None:
+        codes, names = pd.factorize(table["metric"])
+        to_vocabulary = np.array([vocabulary.get(str(n), -1) for n in names] + [-1], dtype=np.int64)
+        self.metric = to_vocabulary[codes]  # -1: not a metric we compare (factorize's -1 maps there too)
+        self.ids = ids
+        self.value = table["value"].to_numpy(dtype=float)
+        self.unit = table["unit"].to_numpy(dtype=object)
+
+    def per_launch(self, code: int, count: int) -> np.ndarray:
+        values = np.full(count, np.nan)
+        mask = (self.metric == code) & (self.ids >= 0)
+        values[self.ids[mask][::-1]] = self.value[mask][::-1]  # first occurrence wins
+        return values
 
 
 def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
     """Compare two normalized tables. Raises DeviceMismatchError unless the devices agree."""
     options = options or CompareOptions()
-    check_devices(baseline, current, options.allow_device_mismatch)
+    base_devices, cur_devices = devices(baseline), devices(current)
+    check_devices(baseline, current, options.allow_device_mismatch, base_devices, cur_devices)
     thresholds = options.effective_thresholds()
     compared = options.compared_metrics()
 
@@ -207,38 +211,64 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     base_ids = _launch_ids(baseline, launches["launch_b"])
     cur_ids = _launch_ids(current, launches["launch_c"])
 
+    # Every metric of interest gets a small integer code shared by both sides.
+    vocabulary = {name: i for i, name in enumerate(dict.fromkeys([*compared, *LAUNCH_CONFIG_METRICS]))}
+    names_by_code = np.array(list(vocabulary), dtype=object)
+    base_side, cur_side = _Side(baseline, base_ids, vocabulary), _Side(current, cur_ids, vocabulary)
+
     facts = launches[["grid_b", "grid_c", "block_b", "block_c"]].copy()
     for metric in LAUNCH_CONFIG_METRICS:
-        facts[f"{metric}_b"] = _per_launch_values(baseline, base_ids, metric, count)
-        facts[f"{metric}_c"] = _per_launch_values(current, cur_ids, metric, count)
+        facts[f"{metric}_b"] = base_side.per_launch(vocabulary[metric], count)
+        facts[f"{metric}_c"] = cur_side.per_launch(vocabulary[metric], count)
     launch_change = _launch_change_notes(facts)
 
-    # 2. One row per (launch, compared metric) present on either side.
-    def metric_rows(table: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
-        mask = table["metric"].isin(compared).to_numpy() & (ids >= 0)
-        return pd.DataFrame({"lid": ids[mask], "metric": table["metric"].to_numpy()[mask],
-                             "unit": table["unit"].to_numpy()[mask],
-                             "value": table["value"].to_numpy(dtype=float)[mask]})
+    # 2. One row per (launch, compared metric) present on either side, joined on one integer key.
+    compared_codes = np.array([vocabulary[m] for m in compared], dtype=np.int64)
+    width = len(vocabulary)
 
-    rows = metric_rows(baseline, base_ids).merge(metric_rows(current, cur_ids), on=["lid", "metric"], how="outer",
-                                                 suffixes=("_b", "_c"))
+    def side_keys(side: _Side) -> tuple[np.ndarray, np.ndarray]:
+        mask = np.isin(side.metric, compared_codes) & (side.ids >= 0)
+        keys = side.ids[mask] * width + side.metric[mask]
+        keys, first = np.unique(keys[::-1], return_index=True)  # first occurrence of duplicates wins
+        return keys, np.flatnonzero(mask)[::-1][first]
+
+    base_keys, base_rows = side_keys(base_side)
+    cur_keys, cur_rows = side_keys(cur_side)
+    all_keys = np.union1d(base_keys, cur_keys)
     # A launch whose metrics were all filtered out still needs a row to carry its status.
-    bare = np.setdiff1d(np.arange(count), rows["lid"].to_numpy())
+    bare = np.setdiff1d(np.arange(count), all_keys // width if width else np.zeros(0, np.int64))
     if bare.size:
-        kinds = launches["kind"].to_numpy()[bare]
-        rows = pd.concat([rows, pd.DataFrame({
-            "lid": bare, "metric": np.where(kinds == "benchmark", BENCHMARK_TIME_METRIC, TIME_METRIC),
-            "unit_b": "", "unit_c": "", "value_b": np.nan, "value_c": np.nan})], ignore_index=True)
-    lid = rows["lid"].to_numpy(dtype=np.int64)
+        filler_code = np.where(launches["kind"].to_numpy()[bare] == "benchmark",
+                               vocabulary.get(BENCHMARK_TIME_METRIC, -1), vocabulary.get(TIME_METRIC, -1))
+        missing_names = [m for m in (BENCHMARK_TIME_METRIC, TIME_METRIC) if m not in vocabulary]
+        if missing_names:  # the filler metric is not in the compared set: give it a code
+            for name in missing_names:
+                vocabulary[name] = len(vocabulary)
+            names_by_code = np.array(list(vocabulary), dtype=object)
+            width_new = len(vocabulary)
+            base_keys = (base_keys // width) * width_new + base_keys % width
+            cur_keys = (cur_keys // width) * width_new + cur_keys % width
+            width = width_new
+            filler_code = np.where(launches["kind"].to_numpy()[bare] == "benchmark",
+                                   vocabulary[BENCHMARK_TIME_METRIC], vocabulary[TIME_METRIC])
+        all_keys = np.union1d(np.union1d(base_keys, cur_keys), bare * width + filler_code)
+    lid = all_keys // width
+    metric_codes = all_keys % width
+    base_val = np.full(len(all_keys), np.nan)
+    cur_val = np.full(len(all_keys), np.nan)
+    units = np.full(len(all_keys), "", dtype=object)
+    base_pos, cur_pos = np.searchsorted(all_keys, base_keys), np.searchsorted(all_keys, cur_keys)
+    base_val[base_pos] = base_side.value[base_rows]
+    units[base_pos] = base_side.unit[base_rows]
+    cur_val[cur_pos] = cur_side.value[cur_rows]
+    units[cur_pos] = cur_side.unit[cur_rows]  # the current run's unit wins
 
     # 3. Status of each row, vectorized.
-    base_val = rows["value_b"].to_numpy(dtype=float)
-    cur_val = rows["value_c"].to_numpy(dtype=float)
     delta = cur_val - base_val
     with np.errstate(divide="ignore", invalid="ignore"):
         change = np.where(base_val != 0, delta / np.abs(base_val), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
-    metric_series = rows["metric"].astype(object)
-    metric_names = metric_series.to_numpy()
+    metric_names = names_by_code[metric_codes]
+    metric_series = pd.Series(metric_names, dtype=object)
     unique_metrics = pd.unique(metric_names)
     sign_of = {m: {Direction.LOWER_IS_BETTER: 1.0, Direction.HIGHER_IS_BETTER: -1.0}.get(direction_of(m), 0.0)
                for m in unique_metrics}
@@ -258,7 +288,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
 
     row_side = side_of[lid]
     missing_value = np.isnan(base_val) | np.isnan(cur_val)
-    status = np.full(len(rows), Status.UNCHANGED.value, dtype=object)
+    status = np.full(len(all_keys), Status.UNCHANGED.value, dtype=object)
     status[beyond & (worse > 0)] = Status.REGRESSION.value
     status[beyond & (worse < 0)] = Status.IMPROVEMENT.value
     status[~gated] = Status.INFO.value
@@ -291,7 +321,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
 
     # 4. Launch status: the worst comparable gated row; "no data" when it has gated metrics but
     #    none comparable; "unchanged" when nothing about it is gated; new/missing from the launch.
-    rank = np.array([_STATUS_RANK[s] for s in status], dtype=np.int64) if len(status) else np.zeros(0, np.int64)
+    rank = pd.Series(status, dtype=object).map(_STATUS_RANK).to_numpy(dtype=np.int64)
     comparable = gated & ~np.isin(status, [Status.NO_DATA.value, Status.NEW.value, Status.MISSING.value])
     worst = np.full(count, len(STATUS_ORDER), dtype=np.int64)
     np.minimum.at(worst, lid[comparable], rank[comparable])
@@ -310,7 +340,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         "region": launches["region"].to_numpy(), "ordinal": launches["ordinal"].to_numpy(dtype=np.int64),
         "demangled": demangled, "status": launch_status, "device": device, "launch_change": launch_change,
     })
-    launch_rank = np.array([_STATUS_RANK[s] for s in launch_status], dtype=np.int64)
+    launch_rank = pd.Series(launch_status, dtype=object).map(_STATUS_RANK).to_numpy(dtype=np.int64)
     launch_order = np.lexsort((launch_frame["ordinal"].to_numpy(), launch_frame["region"].to_numpy(dtype=str),
                                launch_frame["kernel"].to_numpy(dtype=str), launch_frame["kind"].to_numpy(dtype=str),
                                launch_rank))
@@ -326,7 +356,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         "ordinal": launches["ordinal"].to_numpy(dtype=np.int64)[lid],
         "metric": metric_names,
         "label": metric_series.map({m: label_of(m) for m in unique_metrics}).to_numpy(),
-        "unit": rows["unit_c"].fillna(rows["unit_b"]).fillna("").to_numpy(),
+        "unit": units,
         "baseline": base_val,
         "current": cur_val,
         "change": np.where(missing_value, np.nan, change),
@@ -340,7 +370,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     # Rows in launch order, then gated before info, then catalog order (duration first).
     catalog_order = {name: i for i, name in enumerate(CATALOG_BY_NAME)}
     metric_rank = metric_series.map(catalog_order).fillna(len(catalog_order)).to_numpy()
-    row_order = np.lexsort((metric_names.astype(str), metric_rank, status == Status.INFO.value, position[lid]))
+    row_order = np.lexsort((metric_codes, metric_rank, status == Status.INFO.value, position[lid]))
     results = results.iloc[row_order].reset_index(drop=True)
     launch_frame = launch_frame.iloc[launch_order].reset_index(drop=True)
 
@@ -352,8 +382,8 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         launches=launch_frame,
         baseline_source=str(baseline.attrs.get(ATTR_SOURCE, "")),
         current_source=str(current.attrs.get(ATTR_SOURCE, "")),
-        baseline_devices=tuple(device_label(*d) for d in devices(baseline)),
-        current_devices=tuple(device_label(*d) for d in devices(current)),
+        baseline_devices=tuple(device_label(*d) for d in base_devices),
+        current_devices=tuple(device_label(*d) for d in cur_devices),
         settings=settings,
         locations=locations,
     )

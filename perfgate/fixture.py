@@ -52,7 +52,8 @@ def _import_nvtx() -> ModuleType:
         import nvtx
     except ImportError:
         pytest.fail(NVTX_MISSING, pytrace=False)
-    return nvtx
+    module: ModuleType = nvtx
+    return module
 
 
 class ChildRecorder:

@@ -56,7 +56,8 @@ def parse_marker(args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> 
     metrics = _names(kwargs.get("metrics", ()), "metrics", where)
     raw_thresholds = kwargs.get("thresholds", {})
     if not isinstance(raw_thresholds, Mapping):
-        raise ConfigError(f'{where}: perfgate marker thresholds= must be a dict like {{"gpu__time_duration.sum": "5%"}}')
+        raise ConfigError(f"{where}: perfgate marker thresholds= must be a dict like "
+                          '{"gpu__time_duration.sum": "5%"}')
     try:
         thresholds = {str(k): parse_threshold(str(v)) for k, v in raw_thresholds.items()}
     except ConfigError as exc:

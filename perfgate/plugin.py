@@ -24,6 +24,16 @@ _CHILD_RECORDER = pytest.StashKey[ChildRecorder]()
 SESSION_PLUGIN_NAME = "perfgate-session"
 
 
+def _on_off(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def _catalog_thresholds() -> str:
+    from perfgate.metrics import CATALOG
+
+    return ", ".join(f"{m.label} {m.threshold.spec}" for m in CATALOG if m.threshold.gating).replace("%", "%%")
+
+
 def _threshold_option(text: str) -> tuple[str, object]:
     from perfgate.metrics import parse_threshold_assignment
 
@@ -57,7 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"(default: [tool.perfgate] baselines, else {_DEFAULTS.baselines!r} under the rootdir)")
     group.addoption("--perfgate-strict", action="store_true", default=None,
                     help="fail instead of skip when ncu, a GPU or counter permission is missing, and fail tests "
-                         f"that have no baseline (default: [tool.perfgate] strict, else {_DEFAULTS.strict})")
+                         f"that have no baseline (default: [tool.perfgate] strict, else {_on_off(_DEFAULTS.strict)})")
     group.addoption("--perfgate-report", metavar="PATH", default=None,
                     help="session report (JSON; .md and .html written beside it); relative to the current directory "
                          f"(default: [tool.perfgate] report, else {_DEFAULTS.report!r} under the rootdir)")
@@ -78,8 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     type=_threshold_option,
                     help="gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, 'off' "
                          "not gated; repeatable; a marker's thresholds= wins for its test (default: [tool.perfgate] "
-                         "thresholds, else the catalog's: duration 5%%+1000 ns, DRAM bytes 2%%, instructions 1%%, "
-                         "benchmark median 20%%)")
+                         f"thresholds, else the catalog's: {_catalog_thresholds()})")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NoReturn, Sequence
+from typing import Any, Generator, Iterator, Mapping, NoReturn, Sequence
 
 import pandas as pd
 import pytest
@@ -63,6 +63,7 @@ from perfgate.table import ATTR_LOCATIONS, ATTR_SETTINGS, ATTR_SOURCE, KIND_KERN
 
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub caps a step summary at 1 MiB
+LOCK_WAIT = 600.0  # seconds a perf test waits at least for its GPU's lock
 _PAYLOAD = pytest.StashKey[dict[str, Any]]()
 _MARKER = pytest.StashKey[PerfMarker]()
 
@@ -108,7 +109,8 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
     thresholds.update(dict(opt("perfgate_threshold") or []))
     clock = opt("perfgate_clock_control") or settings.clock_control
     if clock == "reset":
-        raise ConfigError("--perfgate-clock-control reset only resets the clocks and profiles nothing; use base or none")
+        raise ConfigError("--perfgate-clock-control reset only resets the clocks and profiles nothing; "
+                          "use base or none")
     cache = opt("perfgate_cache_control") or settings.cache_control
     if cache not in ("all", "none"):
         raise ConfigError(f"cache_control must be 'all' or 'none', got {cache!r}")
@@ -139,7 +141,7 @@ def baseline_name(nodeid: str) -> str:
     ``tests.gpu.test_x__test_y_a``. The path part avoids clashes between same-named files; ids
     with characters a file name cannot keep get a short hash of the node id."""
     path, _, rest = nodeid.partition("::")
-    stem = path[:-3] if path.endswith(".py") else path
+    stem = path.removesuffix(".py")
     raw = stem.replace("/", ".") + "__" + rest.replace("::", ".")
     name = _UNSAFE.sub("_", raw).strip("._") or "baseline"
     digest = hashlib.sha1(nodeid.encode()).hexdigest()
@@ -229,10 +231,12 @@ class PerfgateSession:
         self._problem: str | None = None
         self._ncu_version: str | None = None
         self._machine_info: dict[str, Any] | None = None
+        self._report: dict[str, Any] | None = None
+        self._write_error = ""
         self.report_files: list[Path] = []
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> "PerfgateSession":
+    def from_config(cls, config: pytest.Config) -> PerfgateSession:
         return cls(config, resolve_options(config))
 
     # ------------------------------------------------------------ what is a GPU perf test
@@ -290,14 +294,15 @@ class PerfgateSession:
         return True  # the body ran in the profiled child, not here
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
         result = yield  # a failing test raises here and is not gated
         if not self.is_gpu_test(item) and "benchmark" in getattr(item, "fixturenames", ()):
             self._gate_benchmark(item)
         return result
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         payload = item.stash.get(_PAYLOAD, None)
         if payload is not None:
@@ -377,7 +382,9 @@ class PerfgateSession:
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         try:
-            with gpu_locks(lock_ids, timeout):
+            # Wait for the GPU as long as a profiled test may take (at least 10 minutes): the holder
+            # is bounded by its own session's timeout, which may be longer than ours.
+            with gpu_locks(lock_ids, max(timeout, LOCK_WAIT)):
                 run = run_ncu(command, timeout=timeout, output_file=output, log_file=log, env=env,
                               cwd=config.rootpath)
         except GpuBusy as exc:
@@ -423,8 +430,9 @@ class PerfgateSession:
         table = add_region_totals(table)
         table.attrs[ATTR_SOURCE] = f"{item.nodeid} (ncu)"
         table.attrs[ATTR_SETTINGS] = self._settings()
-        self._gate(item, table, options, settings=self._settings())
-        shutil.rmtree(run_dir, ignore_errors=True)
+        self._gate(item, table, options, settings=self._settings(),
+                   footer=f"\nncu's report of this run (open it in Nsight Compute): {export}")
+        shutil.rmtree(run_dir, ignore_errors=True)  # kept above when the test failed
 
     @staticmethod
     def _no_kernels_message(marker: PerfMarker, regions: list[str], ncu_said: bool) -> str:
@@ -456,17 +464,17 @@ class PerfgateSession:
 
     def _gate_benchmark(self, item: pytest.Item) -> None:
         fixture = getattr(item, "funcargs", {}).get("benchmark")
-        if fixture is None:
-            return
+        if fixture is None or not type(fixture).__module__.startswith("pytest_benchmark"):
+            return  # another plugin's "benchmark" fixture (pytest-codspeed...): not ours to read
         if getattr(fixture, "disabled", False):
-            self._stash_payload(item, notes=[
-                f"{item.nodeid}: benchmark not gated: pytest-benchmark is disabled (--benchmark-disable, or "
-                "pytest-xdist is active; pass --benchmark-enable)"], status="not gated")
+            note = (f"{item.nodeid}: benchmark not gated: pytest-benchmark is disabled (--benchmark-disable, or "
+                    "pytest-xdist is active; pass --benchmark-enable)")
+            self._stash_payload(item, notes=[note], status="not gated")
             return
         stats = getattr(fixture, "stats", None)
         if stats is None or getattr(fixture, "has_error", False):
-            self._stash_payload(item, notes=[f"{item.nodeid}: benchmark not gated: the benchmark fixture measured "
-                                             "nothing"], status="not gated")
+            note = f"{item.nodeid}: benchmark not gated: the benchmark fixture measured nothing"
+            self._stash_payload(item, notes=[note], status="not gated")
             return
         import pytest_benchmark
 
@@ -486,7 +494,7 @@ class PerfgateSession:
         return path, (lineno + 1 if lineno is not None else None)
 
     def _gate(self, item: pytest.Item, current: pd.DataFrame, options: CompareOptions,
-              settings: dict[str, Any]) -> None:
+              settings: dict[str, Any], footer: str = "") -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
         path, line = self._location(item)
         current.attrs[ATTR_LOCATIONS] = {}
@@ -527,7 +535,8 @@ class PerfgateSession:
             except PerfgateError as exc:
                 self._fail(item, str(exc))
             if self.options.update:
-                documents = baseline_documents(sub, None, settings=settings, source=item.nodeid)
+                # The compared metrics and launch facts, not the identity attributes ncu was asked for.
+                documents = baseline_documents(sub, options.wanted_metrics(), settings=settings, source=item.nodeid)
                 try:
                     paths = save_baselines(documents, self.options.baselines, baseline_name(item.nodeid))
                 except PerfgateError as exc:
@@ -536,6 +545,8 @@ class PerfgateSession:
                 notes.append(f"{item.nodeid}: baseline written to {', '.join(_shown(p, root) for p in paths)}")
                 status = "updated"
             report = build_report(comparison, test=item.nodeid, path=path, line=line, notes=notes)
+            if failures:  # --perfgate-strict and no baseline: this test fails, so does the report
+                report["verdict"] = "fail"
             if self.options.update:
                 report["verdict"] = "pass"  # the new baseline is this run; changes are shown, not failed
             elif comparison.regressed:
@@ -545,9 +556,13 @@ class PerfgateSession:
         merged = merge_reports(reports) if len(reports) != 1 else reports[0]
         self._stash_payload(item, report=merged, status=status, written=written)
         if failures:
-            hint = (f"\nIf this change is intended, update the baseline: pytest --perfgate --perfgate-update "
-                    f"'{item.nodeid}'")
-            pytest.fail("perfgate: performance regression\n" + "\n".join(failures) + hint, pytrace=False)
+            if status == "regression":
+                head = "perfgate: performance regression\n"
+                hint = (f"\nIf this change is intended, update the baseline: pytest --perfgate --perfgate-update "
+                        f"'{item.nodeid}'")
+            else:
+                head, hint, footer = "perfgate: ", "", ""
+            pytest.fail(head + "\n".join(failures) + hint + footer, pytrace=False)
 
     # ------------------------------------------------------------ payloads and the session report
 
@@ -599,7 +614,7 @@ class PerfgateSession:
         self._report = report
 
     def summary_lines(self) -> list[str]:
-        report = getattr(self, "_report", None) or self.session_report()
+        report = self._report or self.session_report()
         counts = report.get("summary", {})
         parts = [f"{n} {s}" for s, n in counts.items() if n]
         verdict = "FAIL" if report.get("verdict") == "fail" else "PASS"
@@ -619,9 +634,8 @@ class PerfgateSession:
         for note in report.get("notes", []):
             if ": skipped" in note or ": failed" in note or "not gated" in note:
                 lines.append(f"  {note}")
-        error = getattr(self, "_write_error", None)
-        if error:
-            lines.append(f"  {error}")
+        if self._write_error:
+            lines.append(f"  {self._write_error}")
         elif self.report_files:
             here = self.config.invocation_params.dir
             lines.append("report: " + ", ".join(_shown(p, here) for p in self.report_files))

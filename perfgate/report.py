@@ -24,11 +24,14 @@ never a Comparison, so a merged or downloaded report renders exactly like a fres
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from perfgate import __version__
-from perfgate.compare import STATUS_ORDER, Comparison, Status
 from perfgate.errors import InputError
+from perfgate.status import STATUS_ORDER, Status
+
+if TYPE_CHECKING:  # keep this module free of pandas: publish and merge only need plain data
+    from perfgate.compare import Comparison
 
 FORMAT_NAME = "perfgate-report"
 FORMAT_VERSION = 1
@@ -69,13 +72,26 @@ def summarize(launches: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def build_report(comparison: Comparison, *, test: str | None = None, path: str | None = None,
-                 line: int | None = None, notes: Iterable[str] = ()) -> dict[str, Any]:
-    """Turn a Comparison into the JSON report; ``test``/``path``/``line`` attribute every row to a test."""
+                 line: int | None = None, notes: Iterable[str] = (),
+                 unchanged_results: bool = True) -> dict[str, Any]:
+    """Turn a Comparison into the JSON report; ``test``/``path``/``line`` attribute every row to a test.
+
+    ``unchanged_results=False`` leaves out the metric rows of unchanged launches: the terminal view
+    never shows them, and on a 10,000-kernel rerun they are most of the work.
+    """
     where = {"test": test, "path": path, "line": line}
     launches = [{**rec, **_location(comparison, rec["kernel"], where)}
                 for rec in _records(comparison.launches, _LAUNCH_FIELDS)]
+    result_frame = comparison.results
+    notes = list(notes)
+    if not unchanged_results:
+        unchanged = comparison.launches[comparison.launches["status"] == Status.UNCHANGED.value]
+        if len(unchanged):
+            keys = ["kind", "kernel", "region", "ordinal"]
+            marked = result_frame[keys].merge(unchanged[keys].assign(_skip=True), on=keys, how="left")["_skip"]
+            result_frame = result_frame[~marked.eq(True).to_numpy()]
     results = [{**rec, **_location(comparison, rec["kernel"], where)}
-               for rec in _records(comparison.results, _RESULT_FIELDS)]
+               for rec in _records(result_frame, _RESULT_FIELDS)]
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -90,7 +106,7 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
         }],
         "launches": launches,
         "results": results,
-        "notes": list(notes),
+        "notes": notes,
     }
 
 

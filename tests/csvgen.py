@@ -89,23 +89,40 @@ def metrics(n_metrics: int) -> list[Metric]:
     return (catalog + extra)[:n_metrics]
 
 
+_JITTER = (0.99, 1.01)
+_COUNTER_JITTER = (0.999, 1.001)
+
+
+def _jitter(metric: Metric) -> tuple[float, float]:
+    if metric.name.startswith(("launch__", "profiler__")):
+        return (1.0, 1.0)  # launch configuration does not change between runs of the same code
+    return _COUNTER_JITTER if metric.integer else _JITTER
+
+
 def _format(value: float, integer: bool) -> str:
     # ncu prints counters as integers and everything else with two decimals, both grouped.
     return f"{round(value):,}" if integer else f"{value:,.2f}"
 
 
 def _launches(
-    n_launches: int, n_metrics: int, seed: int, scale: float
+    n_launches: int, n_metrics: int, seed: int, scale: float, run: int | None = None
 ) -> tuple[list[Metric], list[tuple[int, list[str]]]]:
-    """(metric definitions, [(kernel index, formatted values)]) for every launch, deterministic."""
+    """(metric definitions, [(kernel index, formatted values)]) for every launch, deterministic.
+
+    ``seed`` picks each kernel's typical values (the "code"); ``run`` (default: the seed) picks the
+    ~1% run-to-run jitter, so the same seed with two runs is the same code measured twice.
+    """
     rng = random.Random(seed)
     defs = metrics(n_metrics)
     # Each kernel has its own typical magnitude per metric; launches jitter around it by ~1%.
     typical = [[m.base * rng.uniform(0.5, 2.0) for m in defs] for _ in KERNELS]
+    if run is not None:
+        rng = random.Random(f"{seed}/{run}")
     launches: list[tuple[int, list[str]]] = []
     for i in range(n_launches):
         k = i % len(KERNELS)
-        values = [_format(t * rng.uniform(0.99, 1.01) * scale, m.integer) for m, t in zip(defs, typical[k])]
+        # Run-to-run noise as seen on the corpus: work counters move < 0.1%, the rest ~1%.
+        values = [_format(t * rng.uniform(*_jitter(m)) * scale, m.integer) for m, t in zip(defs, typical[k])]
         launches.append((k, values))
     return defs, launches
 
@@ -133,10 +150,11 @@ RAW_FIXED = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Co
 
 
 def write_details_csv(
-    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0
+    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0,
+    run: int | None = None,
 ) -> None:
     """Write ``ncu --csv --page details --metrics ...`` output: one row per launch x metric."""
-    defs, launches = _launches(n_launches, n_metrics, seed, scale)
+    defs, launches = _launches(n_launches, n_metrics, seed, scale, run)
     out = _prof_head(n_launches)
     out.append(_q(*DETAILS_HEADER))
     section = "Command line profiler metrics"
@@ -154,10 +172,11 @@ def write_details_csv(
 
 
 def write_raw_csv(
-    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0
+    path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0,
+    run: int | None = None,
 ) -> None:
     """Write ``ncu --csv --page raw`` output: header, one units row, one row per launch."""
-    defs, launches = _launches(n_launches, n_metrics, seed, scale)
+    defs, launches = _launches(n_launches, n_metrics, seed, scale, run)
     columns = sorted([(m.name, m.unit, i) for i, m in enumerate(defs)] + [("device__attribute_display_name", "", -1)])
     out = _prof_head(n_launches)
     out.append(_q(*RAW_FIXED, *(c[0] for c in columns)))

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-
-from perfgate.pytest_session import gpu_locks, GpuBusy
 from plugin_helpers import preload_heavy_modules, read_json
+
+from perfgate.pytest_session import GpuBusy, gpu_locks
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
@@ -98,9 +98,8 @@ def test_disabled_benchmarks_are_noted_not_gated(suite: pytest.Pytester) -> None
 
 def test_gpu_locks_serialize_profiling(tmp_path: Path) -> None:
     with gpu_locks(["7"], timeout=1, folder=tmp_path):
-        with pytest.raises(GpuBusy, match="GPU 7 stayed busy"):
-            with gpu_locks(["7"], timeout=0.2, folder=tmp_path):
-                pass
+        with pytest.raises(GpuBusy, match="GPU 7 stayed busy"), gpu_locks(["7"], timeout=0.2, folder=tmp_path):
+            pass
         with gpu_locks(["8"], timeout=0.2, folder=tmp_path):  # another GPU is free
             pass
     with gpu_locks(["7", "8"], timeout=0.2, folder=tmp_path):  # released again

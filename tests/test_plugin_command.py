@@ -241,9 +241,8 @@ def test_fixture_region_is_a_free_no_op_outside_the_child() -> None:
 def test_fixture_region_pushes_and_pops_nvtx_in_the_child() -> None:
     pytest.importorskip("nvtx", reason="pip install perfgate[nvtx]")
     fixture = PerfgateFixture(profiling=True)
-    with fixture.region("outer"):
-        with fixture.region("inner"):
-            pass
+    with fixture.region("outer"), fixture.region("inner"):
+        pass
 
 
 @pytest.mark.parametrize("nodeid, name", [

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from plugin_helpers import corpus_report, install_stub_ncu, preload_heavy_modules, read_json, stub_calls
 
 pytest_plugins = ("pytester",)
@@ -168,8 +167,9 @@ def test_a_missing_baseline_is_new_not_failed_unless_strict(env: Env) -> None:
 
     strict = env.run("--perfgate-strict")
     strict.assert_outcomes(passed=1, failed=1)
-    strict.stdout.fnmatch_lines(["*no baseline for Tesla T4 (CC 7.5) at baselines/tesla-t4-sm75/"
-                                 "test_perf__test_add.json (--perfgate-strict)*"])
+    strict.stdout.fnmatch_lines([("*no baseline for Tesla T4 (CC 7.5) at baselines/tesla-t4-sm75/"
+                                  "test_perf__test_add.json (--perfgate-strict)*")])
+    assert env.report()["verdict"] == "fail"
 
 
 def test_clock_and_cache_control_are_explicit_and_recorded(env: Env) -> None:
@@ -239,8 +239,8 @@ def test_no_counter_permission_skips_with_the_fix_and_strict_fails(env: Env) -> 
     env.mode("noperm")
     result = env.run()
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*ERR_NVGPUCTRPERM*CAP_SYS_ADMIN*--cap-add=SYS_ADMIN*"
-                                 "NVreg_RestrictProfilingToAdminUsers=0*"])
+    result.stdout.fnmatch_lines([("*ERR_NVGPUCTRPERM*CAP_SYS_ADMIN*--cap-add=SYS_ADMIN*"
+                                  "NVreg_RestrictProfilingToAdminUsers=0*")])
     strict = env.run("--perfgate-strict")
     strict.assert_outcomes(passed=1, failed=1)  # found while profiling: a failure of the call
     strict.stdout.fnmatch_lines(["*ERR_NVGPUCTRPERM*(--perfgate-strict)*"])
@@ -290,8 +290,8 @@ def test_an_empty_profile_says_what_the_filters_saw(env: Env) -> None:
     env.mode("nokernels")
     result = env.run()
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*ncu profiled no kernel ('No kernels were profiled') matching "
-                                 "kernels='regex:matrix_addition' inside the region(s) the test entered (add)*"])
+    result.stdout.fnmatch_lines([("*ncu profiled no kernel ('No kernels were profiled') matching "
+                                  "kernels='regex:matrix_addition' inside the region(s) the test entered (add)*")])
 
 
 def test_a_test_that_never_enters_a_region_is_told_how_to_mark_one(env: Env) -> None:
@@ -315,8 +315,8 @@ def test_a_marker_typo_is_an_error_even_without_perfgate(env: Env) -> None:
         """)
     result = env.pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: "
-                                 "kernels, metrics, thresholds, regions, timeout*"])
+    result.stdout.fnmatch_lines([("*test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: "
+                                  "kernels, metrics, thresholds, regions, timeout*")])
     assert "Traceback" not in result.stdout.str()
 
 
@@ -397,3 +397,29 @@ def test_xdist_profiles_one_gpu_per_worker_and_writes_one_session_report(env: En
     again = env.pytester.runpytest_subprocess(*args)
     again.assert_outcomes(passed=3)
     assert env.report()["summary"]["unchanged"] == 3
+
+
+def test_without_nvtx_in_the_child_the_test_fails_with_the_install_line(env: Env) -> None:
+    env.pytester.makeconftest("""
+        import os, sys
+        if os.environ.get("PERFGATE_CHILD") == "1":
+            sys.modules["nvtx"] = None  # as if the package were not installed in the profiled environment
+        """)
+    result = env.run()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*the test failed while profiled under ncu (call)*",
+                                 "*the 'nvtx' package is missing in the profiled process*pip install nvtx*"])
+
+
+def test_an_expected_failure_stays_expected(env: Env) -> None:
+    env.pytester.makepyfile(test_perf="""
+        import pytest
+
+        @pytest.mark.xfail(reason="known slow path", strict=True)
+        @pytest.mark.perfgate
+        def test_add(perfgate):
+            with perfgate.region("add"):
+                assert perfgate.profiling is False  # fails in the child only
+        """)
+    result = env.run()
+    result.assert_outcomes(xfailed=1)

@@ -253,7 +253,7 @@ def ncu_version(ncu: str, timeout: float = 60.0) -> tuple[str | None, str]:
     """(version, problem): problem is "" when ``ncu --version`` worked."""
     try:
         done = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
         return None, f"'{ncu} --version' did not answer within {timeout:g} s"
     except OSError as exc:

@@ -15,3 +15,5 @@ from __future__ import annotations
 EXIT_PUBLISH_FAILED = 3
 
 __all__ = ["EXIT_PUBLISH_FAILED"]
+
+DEFAULT_API_URL = "https://api.github.com"

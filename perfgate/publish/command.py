@@ -20,7 +20,10 @@ from perfgate.publish import EXIT_PUBLISH_FAILED
 from perfgate.publish.body import (check_run_requests, comment_body, find_comment, marker, normalize_report,
                                    plan_comment)
 from perfgate.publish.context import Target, load_event, resolve_target
-from perfgate.publish.github import GitHubClient, GitHubError, RetryPolicy
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # requests is imported only when something is published
+    from perfgate.publish.github import GitHubClient
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # a downloaded artifact is untrusted: refuse absurd sizes
 
@@ -231,6 +234,8 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
             err(f"perfgate: error: {exc}")
             failures += 1
     if want_github:
+        from perfgate.publish.github import GitHubClient, GitHubError, RetryPolicy
+
         client = GitHubClient(token, target.api_url,
                               policy=RetryPolicy(max_time=args.max_time, backoff=args.retry_backoff))
         steps = ([] if args.no_comment else [publisher.comment]) + ([] if args.no_check else [publisher.check])

@@ -19,7 +19,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from perfgate.errors import ConfigError, InputError
-from perfgate.publish.github import DEFAULT_API_URL
+from perfgate.publish import DEFAULT_API_URL
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # SHA-1, or SHA-256 repositories

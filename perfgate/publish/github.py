@@ -28,7 +28,7 @@ import requests.auth
 from perfgate import __version__
 from perfgate.errors import PerfgateError
 
-DEFAULT_API_URL = "https://api.github.com"
+from perfgate.publish import DEFAULT_API_URL  # noqa: E402  (kept importable from here)
 API_VERSION = "2022-11-28"
 FORK_PUBLISH_WORKFLOW = ".github/workflows/perfgate-fork-publish.yml"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
