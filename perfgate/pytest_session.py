@@ -64,6 +64,7 @@ from perfgate.table import ATTR_LOCATIONS, ATTR_SETTINGS, ATTR_SOURCE, KIND_KERN
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub caps a step summary at 1 MiB
 LOCK_WAIT = 600.0  # seconds a perf test waits at least for its GPU's lock
+ARTIFACTS = "perfgate-artifacts"  # beside the session report: what ncu left for each failed perf test
 _PAYLOAD = pytest.StashKey[dict[str, Any]]()
 _MARKER = pytest.StashKey[PerfMarker]()
 
@@ -388,23 +389,28 @@ class PerfgateSession:
                 run = run_ncu(command, timeout=timeout, output_file=output, log_file=log, env=env,
                               cwd=config.rootpath)
         except GpuBusy as exc:
+            shutil.rmtree(run_dir, ignore_errors=True)
             self._fail(item, str(exc))
-        kept = f"\n(ncu's report, log and output are kept in {run_dir})"
+        artifacts = self.options.report.parent / ARTIFACTS / baseline_name(item.nodeid)
+
+        def keep() -> str:  # called on the way to a failure: what ncu left helps explain it
+            return self._keep(run_dir, artifacts)
+
         diagnosis = diagnose_ncu_run(run, timeout)
         child = _child_result(result)
         child_reports = [r for r in (child or {}).get("reports", []) if isinstance(r, dict)]
         if diagnosis.outcome == TIMEOUT:
-            self._fail(item, f"{item.nodeid} timed out under ncu: {diagnosis.message}" + kept)
+            self._fail(item, f"{item.nodeid} timed out under ncu: {diagnosis.message}" + keep())
         if diagnosis.outcome == NO_PERMISSION:
             shutil.rmtree(run_dir, ignore_errors=True)
             self._unavailable(item, diagnosis.message)
         if diagnosis.outcome == ERROR:
-            self._fail(item, diagnosis.message + kept)
+            self._fail(item, diagnosis.message + keep())
         failed = [r for r in child_reports if r.get("outcome") == "failed"]
         if failed:
             first = failed[0]
             self._fail(item, f"the test failed while profiled under ncu ({first.get('when')}):\n"
-                             f"{first.get('longrepr') or '(no details)'}" + kept)
+                             f"{first.get('longrepr') or '(no details)'}" + keep())
         skipped = [r for r in child_reports if r.get("outcome") == "skipped"]
         if skipped:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -414,25 +420,42 @@ class PerfgateSession:
         if not any(r.get("when") == "call" and r.get("outcome") == "passed" for r in child_reports):
             said = diagnosis.message or run.output or "(no output)"
             self._fail(item, f"the profiled test never reported a result: the child crashed, was not collected, "
-                             f"or ncu could not start it (exit status {run.returncode}):\n{said}" + kept)
+                             f"or ncu could not start it (exit status {run.returncode}):\n{said}" + keep())
         if diagnosis.outcome == APP_ERROR:  # the test passed but the process failed afterwards (exit hooks...)
-            self._fail(item, diagnosis.message + kept)
+            self._fail(item, diagnosis.message + keep())
         regions = [r for r in (child or {}).get("regions", []) if isinstance(r, str)]
         if diagnosis.outcome == NO_KERNELS or not export.is_file():
-            self._fail(item, self._no_kernels_message(marker, regions, diagnosis.outcome == NO_KERNELS) + kept)
+            self._fail(item, self._no_kernels_message(marker, regions, diagnosis.outcome == NO_KERNELS) + keep())
         try:
             table = read_table(export, metrics)
         except PerfgateError as exc:
-            self._fail(item, f"cannot read ncu's report: {exc}" + kept)
+            self._fail(item, f"cannot read ncu's report: {exc}" + keep())
         table = drop_unscoped_launches(table)
         if not (table["kind"] == KIND_KERNEL).any():
-            self._fail(item, self._no_kernels_message(marker, regions, True) + kept)
+            self._fail(item, self._no_kernels_message(marker, regions, True) + keep())
         table = add_region_totals(table)
         table.attrs[ATTR_SOURCE] = f"{item.nodeid} (ncu)"
         table.attrs[ATTR_SETTINGS] = self._settings()
-        self._gate(item, table, options, settings=self._settings(),
-                   footer=f"\nncu's report of this run (open it in Nsight Compute): {export}")
-        shutil.rmtree(run_dir, ignore_errors=True)  # kept above when the test failed
+        footer = f"\nncu's report of this run (open it in Nsight Compute): {artifacts / export.name}"
+        try:
+            self._gate(item, table, options, settings=self._settings(), footer=footer)
+        except pytest.fail.Exception:
+            keep()
+            raise
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _keep(self, run_dir: Path, artifacts: Path) -> str:
+        """Move ncu's report, log and the test's output beside the session report (CI can upload them)."""
+        for scratch in ("basetemp", "cache"):
+            shutil.rmtree(run_dir / scratch, ignore_errors=True)
+        try:
+            if artifacts.exists():
+                shutil.rmtree(artifacts)
+            artifacts.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(run_dir), str(artifacts))
+        except OSError:
+            artifacts = run_dir
+        return f"\n(ncu's report, log and the test's output are kept in {_shown(artifacts, Path.cwd())})"
 
     @staticmethod
     def _no_kernels_message(marker: PerfMarker, regions: list[str], ncu_said: bool) -> str:

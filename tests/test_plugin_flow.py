@@ -139,6 +139,9 @@ def test_a_regression_fails_the_test_with_a_per_kernel_diff(env: Env) -> None:
                                  "  REGRESSION test_perf.py::test_add: matrix_addition2D"])
     report = env.report()
     assert report["verdict"] == "fail" and report["summary"]["regression"] == 1
+    kept = env.pytester.path / "perfgate-artifacts" / "test_perf__test_add"
+    assert sorted(p.name for p in kept.iterdir()) == ["child.json", "ncu.log", "output.txt", "profile.ncu-rep"]
+    result.stdout.fnmatch_lines([f"*ncu's report of this run (open it in Nsight Compute): {kept / 'profile.ncu-rep'}"])
     # updating accepts the new numbers; the next run passes
     env.run("--perfgate-update").assert_outcomes(passed=2)
     assert read_json(env.pytester.path / BASELINE)["entries"][0]["grid"] == "(8, 63, 1)"
@@ -251,7 +254,11 @@ def test_a_crashing_child_fails_with_ncus_message(env: Env) -> None:
     result = env.run()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*the profiled test never reported a result*",
-                                 "*==ERROR== The application returned an error code (11).*"])
+                                 "*==ERROR== The application returned an error code (11).*",
+                                 ("*(ncu's report, log and the test's output are kept in "
+                                  "perfgate-artifacts/test_perf__test_add)")])
+    kept = env.pytester.path / "perfgate-artifacts" / "test_perf__test_add"
+    assert "==ERROR== The application returned an error code (11)." in (kept / "ncu.log").read_text()
     assert env.report()["verdict"] == "fail"
 
 
