@@ -103,6 +103,21 @@ def assign_ordinals(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def restrict_metrics(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
+    """Keep only ``metrics``; a launch left with none keeps one NaN row so it stays visible."""
+    keep = frame["metric"].isin(list(metrics)).to_numpy()
+    if keep.all():
+        return frame
+    kept = frame[keep]
+    lost = frame.loc[~frame["launch"].isin(kept["launch"]).to_numpy()].drop_duplicates("launch")
+    if not lost.empty:
+        placeholder = lost.assign(metric="gpu__time_duration.sum", unit="ns", value=float("nan"))
+        kept = pd.concat([kept, placeholder]).sort_values("launch", kind="stable")
+    result = kept.reset_index(drop=True)
+    result.attrs = dict(frame.attrs)
+    return result
+
+
 def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """The distinct (device name, compute capability) pairs in a table, sorted."""
     if frame.empty:

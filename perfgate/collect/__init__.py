@@ -78,4 +78,8 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
                              "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
                              "JSON or a perfgate baseline")
         frame = read_ncu_csv(file_path)
+        if metrics is not None:
+            from perfgate.table import restrict_metrics
+
+            frame = restrict_metrics(frame, metrics)
     return frame

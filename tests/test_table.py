@@ -1,0 +1,32 @@
+"""The normalized table's helpers."""
+
+from __future__ import annotations
+
+import math
+
+from perfgate.table import assign_ordinals, devices, make_table, restrict_metrics
+
+
+def _row(launch: int, kernel: str, metric: str, value: float, device: str = "Tesla T4") -> dict:
+    return {"kind": "kernel", "kernel": kernel, "demangled": kernel, "region": "", "ordinal": 0, "launch": launch,
+            "device": device, "cc": "7.5", "grid": "", "block": "", "metric": metric, "unit": "", "value": value}
+
+
+def test_ordinals_count_launches_of_the_same_kernel() -> None:
+    table = assign_ordinals(make_table([_row(0, "a", "m", 1), _row(1, "b", "m", 1), _row(2, "a", "m", 1)]))
+    assert list(table["ordinal"]) == [0, 0, 1]
+
+
+def test_restrict_metrics_keeps_launches_visible() -> None:
+    table = make_table([_row(0, "a", "keep", 1.0), _row(0, "a", "drop", 2.0), _row(1, "b", "drop", 3.0)],
+                       source="x.csv")
+    kept = restrict_metrics(table, ["keep"])
+    assert list(kept["kernel"]) == ["a", "b"]
+    assert list(kept["metric"]) == ["keep", "gpu__time_duration.sum"]
+    assert math.isnan(kept["value"].iloc[1])
+    assert kept.attrs["source"] == "x.csv"
+
+
+def test_devices() -> None:
+    table = make_table([_row(0, "a", "m", 1), _row(1, "a", "m", 1, device="NVIDIA A10G")])
+    assert devices(table) == [("NVIDIA A10G", "7.5"), ("Tesla T4", "7.5")]
