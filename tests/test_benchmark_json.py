@@ -30,8 +30,10 @@ def test_tunable(benchmark):
 
 def run_benchmarks(pytester: pytest.Pytester, out: Path, spin: int, save: bool = False) -> None:
     pytester.makepyfile(test_bench=BENCH_SUITE.replace('"2000"', f'"{spin}"'))
+    # CPU time, not wall time: the suite runs beside other tests on a small CI machine.
     args = ["-p", "no:perfgate", "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={out}",
-            "--benchmark-min-rounds=30", "--benchmark-max-time=0.3", "--benchmark-save-data"]
+            "--benchmark-min-rounds=30", "--benchmark-max-time=0.3", "--benchmark-save-data",
+            "--benchmark-timer=time.process_time"]
     if save:
         args += ["--benchmark-autosave"]
     result = pytester.runpytest(*args)
@@ -63,7 +65,9 @@ def test_slower_benchmark_is_a_regression(pytester: pytest.Pytester, capsys: pyt
     run_benchmarks(pytester, base, 2000)
     run_benchmarks(pytester, cur, 6000)  # ~3x the work
     out = pytester.path / "report.json"
-    status = main(["compare", str(base), str(cur), "--format", "json", "-o", str(out)])
+    # 3x the work against a limit widened for a loaded 2-core machine (see test_plugin_benchmark.py).
+    status = main(["compare", str(base), str(cur), "--format", "json", "-o", str(out),
+                   "--threshold", "time.min=40%"])
     report = json.loads(out.read_text())
     statuses = {l["kernel"]: l["status"] for l in report["launches"]}
     assert status == 1

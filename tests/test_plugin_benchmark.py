@@ -36,8 +36,12 @@ def test_render(benchmark):
 # Short benchmarks so the whole file stays fast. CPU time rather than wall time: this suite runs
 # beside other test processes on a 2-core CI machine, and what is checked is perfgate's gating,
 # not the machine's load. (Users pick their timer with --benchmark-timer as usual.)
+# The limit is widened from the default 20% to 40%: on a 2-core CI box running the rest of the
+# suite beside it, even CPU time of unchanged code was seen 25% slower (SMT siblings share a
+# core). A 60% slowdown still has to fail, which is what this file checks.
 BENCH_OPTIONS = ("--benchmark-enable", "--benchmark-timer=time.process_time", "--benchmark-min-time=0.0002",
-                 "--benchmark-max-time=0.12", "--benchmark-min-rounds=15", "--benchmark-disable-gc")
+                 "--benchmark-max-time=0.25", "--benchmark-min-rounds=15", "--benchmark-disable-gc",
+                 "--perfgate-threshold=time.min=40%")
 
 
 @pytest.fixture
