@@ -56,6 +56,13 @@ def looks_like_baseline(document: Any) -> bool:
     return isinstance(document, dict) and document.get("format") == FORMAT_NAME
 
 
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond float range
+        return False
+
+
 def _fail(path: Path, problem: str) -> InputError:
     return InputError(path, f"not a valid perfgate baseline: {problem}",
                       "regenerate it with 'perfgate baseline REPORT' or fix it by hand")
@@ -115,16 +122,18 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
             if not isinstance(measured, dict) or "value" not in measured:
                 raise _fail(path, f'{where}.metrics["{metric}"] must be an object with "value" and "unit"')
             value = measured["value"]
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise _fail(path, f'{where}.metrics["{metric}"].value must be a number or null')
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not _finite(value)):
+                raise _fail(path, f'{where}.metrics["{metric}"].value must be a finite number or null')
             rows.append({**base, "metric": metric, "unit": str(measured.get("unit", "")),
                          "value": math.nan if value is None else float(value)})
         if not metrics:
             rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
         raw = entry.get("samples")
         if raw is not None:
-            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) for v in raw):
-                raise _fail(path, f"{where}.samples must be a list of numbers")
+            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                    and _finite(v) for v in raw):
+                raise _fail(path, f"{where}.samples must be a list of finite numbers")
             samples[name] = [float(v) for v in raw]
     table = make_table(rows, source=str(path))
     table.attrs[ATTR_SETTINGS] = dict(settings)
@@ -203,6 +212,12 @@ def dumps_baseline(document: dict) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,6 +227,7 @@ def write_atomically(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
         os.replace(tmp_name, path)
     except BaseException:
         try:

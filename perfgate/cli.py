@@ -6,6 +6,7 @@ Exit status: 0 = no regression, 1 = regression, 2 = unusable input or usage (one
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -63,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "1: regression, 2: unusable input.")
     compare.add_argument("baseline", type=Path, metavar="BASELINE")
     compare.add_argument("current", type=Path, metavar="CURRENT")
-    compare.add_argument("--format", choices=("text", "md", "html", "json"), default="text",
-                         help="output format (default: text)")
+    compare.add_argument("--format", choices=("text", "md", "html", "json"), default=None,
+                         help="output format (default: from -o's extension .md/.html/.json, else text)")
     compare.add_argument("-o", "--output", type=Path, metavar="FILE",
                          help="write the report to FILE instead of stdout (default: stdout)")
     compare.add_argument("--threshold", type=_threshold_arg, action="append", default=[], metavar="METRIC=SPEC",
@@ -111,6 +112,26 @@ def _settings(args: argparse.Namespace):
     return load_settings(args.config)
 
 
+def _configured_path(args: argparse.Namespace, value: str) -> Path:
+    """A path from [tool.perfgate] is relative to the pyproject.toml's folder, as in the plugin."""
+    from perfgate.config import find_pyproject
+
+    pyproject = args.config if args.config is not None else find_pyproject()
+    return Path(value) if pyproject is None else pyproject.resolve().parent / value
+
+
+_REPORT_SUFFIXES = (".ncu-rep", ".csv", ".json", ".log", ".txt")
+
+
+def report_stem(path: Path) -> str:
+    """``resnet.fp16.ncu-rep`` -> ``resnet.fp16``: only a known report suffix is dropped."""
+    name = path.name
+    for suffix in _REPORT_SUFFIXES:
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _write_output(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
@@ -122,6 +143,11 @@ def _write_output(text: str, output: Path | None) -> None:
     except OSError as exc:
         raise InputError(output, f"cannot write report ({exc.strerror})", "check the directory exists and is "
                                                                           "writable") from None
+
+
+def _format_of(output: Path | None) -> str:
+    suffix = output.suffix.lower() if output is not None else ""
+    return {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "text")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -141,9 +167,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wanted = options.wanted_metrics()
     baseline = read_table(args.baseline, wanted)
     current = read_table(args.current, wanted)
+    fmt = args.format or _format_of(args.output)
     # The terminal view never lists unchanged launches: skip building their rows.
-    report = build_report(compare_tables(baseline, current, options), unchanged_results=args.format != "text")
-    _write_output(render(report, args.format), args.output)
+    report = build_report(compare_tables(baseline, current, options), unchanged_results=fmt != "text")
+    _write_output(render(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(render_text(report).splitlines()[-1] + f" (report: {args.output})\n")
     return EXIT_REGRESSION if report["verdict"] == "fail" else EXIT_OK
@@ -157,22 +184,25 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
     table = read_table(args.report, options.wanted_metrics())
+    if (table["device"] == "").any():
+        raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
+                                      "baseline could not be kept per GPU",
+                         "make the baseline from the .ncu-rep, or export CSV with --page raw and "
+                         "device__attribute_display_name among --metrics")
     documents = baseline_documents(table, options.wanted_metrics(), source=args.report.name)
-    directory = args.dir if args.dir is not None else Path(settings.baselines)
-    for path in save_baselines(documents, directory, args.name or args.report.name.split(".")[0]):
+    directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
+    for path in save_baselines(documents, directory, args.name or report_stem(args.report)):
         sys.stdout.write(f"wrote {path}\n")
     return EXIT_OK
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from perfgate.collect import load_json
+    from perfgate.publish.command import load_report
     from perfgate.render import render_json, render_text
-    from perfgate.report import merge_reports, validate_report
+    from perfgate.report import merge_reports
 
-    for path in args.reports:
-        if not path.is_file():
-            raise InputError(path, "no such file" if not path.exists() else "not a file", "check the path")
-    reports = [validate_report(load_json(path), str(path)) for path in args.reports]
+    # The same strict reading as publish: reports from other jobs are artifacts, not trusted data.
+    reports = [load_report(path) for path in args.reports]
     merged = merge_reports(reports)
     _write_output(render_json(merged), args.output)
     if args.output is not None:
@@ -180,13 +210,33 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if merged["verdict"] == "fail" else EXIT_OK
 
 
+def _tolerant_output() -> None:
+    """Never die on a console that cannot print '→' or 'µ' (cp1252 on Windows, LANG=C)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except PerfgateError as exc:
         sys.stderr.write(f"perfgate: error: {exc}\n")
+        return EXIT_USAGE
+    except (OSError, ValueError, OverflowError, UnicodeError) as exc:
+        # An input perfgate did not foresee: still one line and exit 2, never a traceback.
+        # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.
+        if os.environ.get("PERFGATE_DEBUG"):
+            raise
+        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {exc} (rerun with PERFGATE_DEBUG=1 for details "
+                         "and please report it)\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from perfgate.errors import DeviceMismatchError
+from perfgate.errors import DeviceMismatchError, InputError
 from perfgate.status import STATUS_ORDER, Status
 from perfgate.metrics import (
     CATALOG_BY_NAME,
@@ -80,6 +80,7 @@ class Comparison:
     current_devices: tuple[str, ...]
     settings: dict[str, Any]
     locations: dict[str, dict[str, Any]]
+    notes: tuple[str, ...] = ()  # what the reader must know: metrics not compared, likely renames...
 
     @property
     def regressed(self) -> bool:
@@ -188,6 +189,52 @@ class _Side:
         mask = (self.metric == code) & (self.ids >= 0)
         values[self.ids[mask][::-1]] = self.value[mask][::-1]  # first occurrence wins
         return values
+
+
+def _comparison_notes(baseline: pd.DataFrame, current: pd.DataFrame, base_devices: list[tuple[str, str]],
+                      cur_devices: list[tuple[str, str]], options: CompareOptions,
+                      thresholds: Mapping[str, Threshold], compared: Sequence[str], base_side: "_Side",
+                      cur_side: "_Side", vocabulary: dict[str, int], results: pd.DataFrame,
+                      launches: pd.DataFrame) -> list[str]:
+    """Say what was not compared and why; refuse when nothing gated could be compared at all."""
+    base_name = str(baseline.attrs.get(ATTR_SOURCE, "baseline")) or "baseline"
+    cur_name = str(current.attrs.get(ATTR_SOURCE, "current")) or "current"
+    notes: list[str] = []
+    if any(not name for name, _ in (*base_devices, *cur_devices)) and not options.allow_device_mismatch:
+        notes.append("a GPU is known only by its compute capability (ncu's CSV details page gives the device index, "
+                     "not its name): compared on compute capability alone")
+    in_base = set(np.unique(base_side.metric[base_side.metric >= 0]).tolist())
+    in_cur = set(np.unique(cur_side.metric[cur_side.metric >= 0]).tolist())
+    kinds = set(launches["kind"])
+    for metric in compared:
+        threshold = thresholds.get(metric)
+        if threshold is None or not threshold.gating:
+            continue
+        is_benchmark_metric = metric.startswith("time.") or metric in ("rounds", "ops")
+        if ("benchmark" if is_benchmark_metric else "kernel") not in kinds and "region" not in kinds:
+            continue  # a benchmark statistic means nothing for kernels, and the other way round
+        code = vocabulary[metric]
+        if code not in in_base and code not in in_cur:
+            hint = "" if metric in CATALOG_BY_NAME else " (check its spelling)"
+            notes.append(f"gated metric {metric} is in neither input: not compared{hint}")
+        elif code not in in_base:
+            notes.append(f"gated metric {metric} is only in {cur_name}: not compared")
+        elif code not in in_cur:
+            notes.append(f"gated metric {metric} is only in {base_name}: not compared")
+    statuses = launches["status"]
+    missing, new = int((statuses == Status.MISSING.value).sum()), int((statuses == Status.NEW.value).sum())
+    if missing and new:
+        notes.append(f"{missing} missing and {new} new: a renamed kernel shows as one of each and is not compared; "
+                     "if a kernel was renamed, review it by hand and update the baseline")
+    matched = ~statuses.isin([Status.MISSING.value, Status.NEW.value])
+    gated_rows = results[results["gated"]]
+    if matched.any() and not gated_rows.empty and (gated_rows["status"] == Status.NO_DATA.value).all():
+        names = ", ".join(compared)
+        raise InputError(cur_name, f"nothing to compare: none of the metrics ({names}) has values on both sides "
+                                   f"(baseline {base_name})",
+                         "check --metrics/--threshold names; for ncu CSV use --page raw or --print-metric-name name, "
+                         "or compare the .ncu-rep")
+    return notes
 
 
 def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
@@ -377,7 +424,10 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     settings = {"baseline": dict(baseline.attrs.get(ATTR_SETTINGS, {})),
                 "current": dict(current.attrs.get(ATTR_SETTINGS, {}))}
     locations = {**baseline.attrs.get(ATTR_LOCATIONS, {}), **current.attrs.get(ATTR_LOCATIONS, {})}
+    notes = _comparison_notes(baseline, current, base_devices, cur_devices, options, thresholds, compared,
+                              base_side, cur_side, vocabulary, results, launch_frame)
     return Comparison(
+        notes=tuple(notes),
         results=results,
         launches=launch_frame,
         baseline_source=str(baseline.attrs.get(ATTR_SOURCE, "")),

@@ -83,7 +83,7 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
     launches = [{**rec, **_location(comparison, rec["kernel"], where)}
                 for rec in _records(comparison.launches, _LAUNCH_FIELDS)]
     result_frame = comparison.results
-    notes = list(notes)
+    notes = [*comparison.notes, *notes]
     if not unchanged_results:
         unchanged = comparison.launches[comparison.launches["status"] == Status.UNCHANGED.value]
         if len(unchanged):
@@ -158,5 +158,8 @@ def validate_report(document: Any, source: str) -> dict[str, Any]:
             raise InputError(source, f"report row {index} lacks a string kernel and status")
         if row["status"] not in _STATUS_RANK:
             raise InputError(source, f"report row {index} has unknown status {row['status']!r}")
-    document.setdefault("summary", summarize(document.get("launches", [])))
+    document["summary"] = summarize(document.get("launches", []))
+    # The verdict follows from the launches: a report cannot claim "pass" over a regression.
+    if document["summary"].get(Status.REGRESSION.value, 0):
+        document["verdict"] = "fail"
     return document

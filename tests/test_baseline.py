@@ -139,3 +139,40 @@ def test_device_slug() -> None:
     assert device_slug("Tesla T4", "7.5") == "tesla-t4-sm75"
     assert device_slug("NVIDIA H100 80GB HBM3", "9.0") == "nvidia-h100-80gb-hbm3-sm90"
     assert device_slug("CPU: AMD EPYC 7763 64-Core Processor", "") == "cpu-amd-epyc-7763-64-core-processor"
+
+
+def test_name_keeps_dots_of_the_stem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for name in ("resnet.fp16.ncu-rep", "resnet.fp32.ncu-rep"):
+        (tmp_path / name).write_bytes(corpus_file(V3).read_bytes())
+        make_baseline(capsys, tmp_path / name, tmp_path / "b")
+    assert sorted(p.name for p in (tmp_path / "b" / "tesla-t4-sm75").iterdir()) == ["resnet.fp16.json",
+                                                                                     "resnet.fp32.json"]
+
+
+def test_configured_dir_is_relative_to_pyproject(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.perfgate]\nbaselines = "perf/baselines"\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+    assert main(["baseline", str(corpus_file(V3))]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "perf" / "baselines" / "tesla-t4-sm75" / "report_v3_loop_unroll.json").is_file()
+
+
+def test_files_get_the_usual_permissions(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o022)
+    try:
+        [path] = make_baseline(capsys, corpus_file(V3), tmp_path)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_unnamed_gpu_csv_cannot_become_a_baseline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    details = REPO / "tests" / "data" / "ncu-csv" / "details_nvtx.csv"  # names no GPU, only its index
+    status = main(["baseline", str(details), "-d", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2 and "names no GPU" in err and not any(tmp_path.iterdir())

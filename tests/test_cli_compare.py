@@ -260,3 +260,84 @@ def test_console_script_and_module_entry() -> None:
         bad = subprocess.run([*command, "compare", str(base), "/nonexistent.ncu-rep"], capture_output=True,
                              text=True, cwd=REPO, timeout=120)
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------------- what was not compared
+
+def test_metrics_that_exist_nowhere_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--metrics", "foo__bar.sum")
+    assert status == 2 and out == ""
+    assert "nothing to compare" in err and "foo__bar.sum" in err and err.count("\n") == 1
+
+
+def test_gated_metrics_missing_from_the_inputs_are_noted(capsys: pytest.CaptureFixture[str]) -> None:
+    status, report = compare_json(capsys, ESMM_B, ESMM_A)
+    assert status == 0
+    assert "gated metric dram__bytes_read.sum is in neither input: not compared" in report["notes"]
+    status, out, _ = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--threshold", "dram_bytes_read=1%")
+    assert "gated metric dram_bytes_read is in neither input: not compared (check its spelling)" in out
+
+
+def test_a_likely_rename_is_pointed_out(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "compare", corpus_file(V7), corpus_file(V8))
+    assert "1 missing and 1 new: a renamed kernel shows as one of each" in out
+
+
+def test_format_follows_the_output_suffix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for name, start in (("r.json", "{"), ("r.md", "### "), ("r.html", "<!DOCTYPE html>"), ("r.txt", "perfgate: ")):
+        run(capsys, "compare", corpus_file(V3), corpus_file(V4), "-o", tmp_path / name)
+        assert (tmp_path / name).read_text().startswith(start), name
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1" + "0" * 400])
+def test_non_finite_or_huge_baseline_values_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                        value: str) -> None:
+    assert main(["baseline", str(corpus_file(V3)), "-d", str(tmp_path)]) == 0
+    [path] = tmp_path.glob("*/*.json")
+    text = path.read_text().replace('"value": 67776', f'"value": {value}')
+    path.write_text(text)
+    capsys.readouterr()
+    status, _, err = run(capsys, "compare", path, corpus_file(V4))
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_pipe_is_read_like_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "current.pipe"
+    os.mkfifo(fifo)
+    data = corpus_file(V4).read_bytes()
+
+    def feed() -> None:
+        with fifo.open("wb") as sink:
+            sink.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    status, out, err = run(capsys, "compare", corpus_file(V3), fifo)
+    writer.join(timeout=10)
+    assert status == 1, err
+    assert "REGRESSION  matrix_addition2D" in out
+
+
+def test_a_console_that_cannot_print_arrows_still_works() -> None:
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    done = subprocess.run([sys.executable, "-m", "perfgate", "compare", str(corpus_file(V3)), str(corpus_file(V4))],
+                          capture_output=True, cwd=REPO, timeout=120, env=env)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    assert b"REGRESSION  matrix_addition2D" in done.stdout
+
+
+def test_merge_recomputes_the_verdict_and_refuses_bad_fields(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    _, report = compare_json(capsys, V3, V4)
+    report["verdict"] = "pass"  # a report that lies about its verdict
+    lying = tmp_path / "lying.json"
+    lying.write_text(json.dumps(report))
+    status, out, _ = run(capsys, "merge", lying)
+    assert status == 1 and json.loads(out)["verdict"] == "fail"
+    report["results"][0]["change"] = "a lot"
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(report))
+    status, out, err = run(capsys, "merge", broken)
+    assert status == 2 and out == "" and err.count("\n") == 1 and str(broken) in err

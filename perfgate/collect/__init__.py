@@ -16,6 +16,14 @@ import pandas as pd
 
 from perfgate.errors import InputError
 
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
 def load_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -24,7 +32,10 @@ def load_json(path: Path) -> Any:
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror})") from exc
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
+    except _NonFiniteNumber as exc:
+        raise InputError(path, f"{exc} is not valid JSON (numbers must be finite)",
+                         "regenerate the file with perfgate") from None
     except json.JSONDecodeError as exc:
         raise InputError(path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                          "regenerate the file; it may have been truncated") from exc
@@ -40,6 +51,21 @@ def _check_path(path: Path) -> None:
         raise InputError(path, "permission denied", "make the file readable")
 
 
+def _spool(source: Path) -> Path:
+    import atexit
+    import shutil
+    import tempfile
+
+    try:
+        with source.open("rb") as fh, tempfile.NamedTemporaryFile(prefix="perfgate-", suffix=source.suffix,
+                                                                  delete=False) as spooled:
+            shutil.copyfileobj(fh, spooled)
+    except OSError as exc:
+        raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
+    atexit.register(lambda: Path(spooled.name).unlink(missing_ok=True))
+    return Path(spooled.name)
+
+
 def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
     """Read any supported input into the normalized table.
 
@@ -50,8 +76,14 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
 
     file_path = Path(path)
     _check_path(file_path)
-    with file_path.open("rb") as fh:
-        head = fh.read(8192)
+    if not file_path.is_file():
+        # A pipe or process substitution can be read only once, and readers need to seek.
+        file_path = _spool(file_path)
+    try:
+        with file_path.open("rb") as fh:
+            head = fh.read(8192)
+    except OSError as exc:
+        raise InputError(file_path, f"cannot read ({exc.strerror or exc})") from None
     if not head:
         raise InputError(file_path, "empty file",
                          "expected a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a perfgate baseline")

@@ -107,10 +107,26 @@ def metric_line(row: dict[str, Any]) -> str:
             f"{format_value(row.get('current'), row.get('unit', ''))} ({format_change(row.get('change'))})")
 
 
+# Launch facts already appear in the "launch config changed" note; a stddev explains nothing.
+_NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
+
+
+def no_data_side(rows: list[dict[str, Any]]) -> str:
+    """Which side lacks values for a "no data" launch: 'baseline', 'current run' or 'either run'."""
+    gated = [r for r in rows if r.get("gated")] or rows
+    base_missing = all(r.get("baseline") is None for r in gated)
+    cur_missing = all(r.get("current") is None for r in gated)
+    if base_missing and not cur_missing:
+        return "baseline"
+    if cur_missing and not base_missing:
+        return "current run"
+    return "either run"
+
+
 def explanation(rows: list[dict[str, Any]], min_change: float = 0.01) -> list[str]:
     """The non-gated metrics of a launch that moved: why a gated metric changed."""
     moved = [r for r in rows if r.get("status") == "info" and r.get("change") is not None
-             and abs(r["change"]) >= min_change]
+             and abs(r["change"]) >= min_change and not _NOT_AN_EXPLANATION.match(str(r.get("metric", "")))]
     moved.sort(key=lambda r: -abs(r["change"]))
     return [metric_line(r) for r in moved]
 
@@ -153,6 +169,8 @@ def render_text(report: dict[str, Any], show_unchanged: bool = False) -> str:
         for row in rows:
             if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged"):
                 lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {row.get('threshold')}]")
+        if status == "no data":
+            lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
         if launch.get("launch_change"):
             lines.append(f"    launch config changed: {launch['launch_change']}")
         if status in ("regression", "improvement"):
@@ -178,7 +196,8 @@ def _environment() -> Any:
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(md=md_escape, value=format_value, change=format_change, name=display_name)
-    env.globals.update(icon=STATUS_ICON, explanation=explanation, metric_line=metric_line, launch_key=launch_key)
+    env.globals.update(icon=STATUS_ICON, explanation=explanation, metric_line=metric_line, launch_key=launch_key,
+                       no_data_side=no_data_side)
     return env
 
 
