@@ -33,7 +33,7 @@ from typing import Any, Generator, Iterator, Mapping, NoReturn, Sequence
 import pandas as pd
 import pytest
 
-from perfgate.baseline import baseline_documents, read_baseline, save_baselines
+from perfgate.baseline import baseline_documents, read_baseline, save_baselines, write_atomically
 from perfgate.collect import read_table
 from perfgate.collect.benchmark_json import table_from_benchmark_json
 from perfgate.collect.ncu_run import (
@@ -94,11 +94,35 @@ def _anchor(value: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
-def resolve_options(config: pytest.Config) -> PluginOptions:
-    """Command-line paths are relative to the current directory; configured ones to the rootdir."""
+def find_plugin_pyproject(config: pytest.Config) -> Path | None:
+    """The pyproject.toml whose ``[tool.perfgate]`` the plugin reads: pytest's own config file when that
+    is a pyproject.toml, else the nearest pyproject.toml in the rootdir or above it."""
     inipath = config.inipath
-    pyproject = inipath if inipath is not None and inipath.name == "pyproject.toml" else find_pyproject(
-        config.rootpath)
+    if inipath is not None and inipath.name == "pyproject.toml":
+        return inipath
+    return find_pyproject(config.rootpath)
+
+
+def _report_path_problem(raw: str, target: Path) -> str | None:
+    """Why the session report cannot be written at ``target`` (checked before any test runs), or None."""
+    if raw.endswith(("/", os.sep)) or target.is_dir():
+        return f"{raw} is a directory; give the report's file name, e.g. {Path(raw) / 'perfgate-report.json'}"
+    for path in (target.with_suffix(".json"), target.with_suffix(".md"), target.with_suffix(".html")):
+        if path.is_dir():
+            return f"{raw}: {path} is a directory, and the report's {path.suffix} file goes there"
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{raw}: {parent} is not a directory"
+            break
+    return None
+
+
+def resolve_options(config: pytest.Config) -> PluginOptions:
+    """Command-line paths are relative to the current directory. ``[tool.perfgate]`` paths, and the
+    defaults of ``baselines`` and ``report``, are relative to that pyproject.toml's folder (the rootdir
+    when there is no pyproject.toml)."""
+    pyproject = find_plugin_pyproject(config)
     settings = load_settings(pyproject) if pyproject is not None else Settings()
     here = config.invocation_params.dir
     root = pyproject.parent if pyproject is not None else config.rootpath
@@ -115,12 +139,19 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
     cache = opt("perfgate_cache_control") or settings.cache_control
     if cache not in ("all", "none"):
         raise ConfigError(f"cache_control must be 'all' or 'none', got {cache!r}")
+    if opt("perfgate_report"):
+        raw_report, report = f"--perfgate-report={opt('perfgate_report')}", _anchor(opt("perfgate_report"), here)
+    else:
+        raw_report, report = f"[tool.perfgate] report = {settings.report!r}", _anchor(settings.report, root)
+    problem = _report_path_problem(raw_report, report)
+    if problem:
+        raise ConfigError(f"cannot write the session report: {problem}")
     return PluginOptions(
         update=bool(opt("perfgate_update")),
         strict=bool(opt("perfgate_strict")) or settings.strict,
         baselines=_anchor(opt("perfgate_baselines"), here) if opt("perfgate_baselines") else _anchor(
             settings.baselines, root),
-        report=_anchor(opt("perfgate_report"), here) if opt("perfgate_report") else _anchor(settings.report, root),
+        report=report,
         ncu=opt("perfgate_ncu") or settings.ncu,
         clock_control=clock,
         cache_control=cache,
