@@ -64,13 +64,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "--perfgate (default: off)")
     group.addoption("--perfgate-baselines", metavar="DIR", default=None,
                     help="baseline directory, one subfolder per GPU or CPU model; relative to the current directory "
-                         f"(default: [tool.perfgate] baselines, else {_DEFAULTS.baselines!r} under the rootdir)")
+                         f"(default: [tool.perfgate] baselines, else {_DEFAULTS.baselines!r}, relative to the "
+                         "pyproject.toml's folder, else to the rootdir)")
     group.addoption("--perfgate-strict", action="store_true", default=None,
                     help="fail instead of skip when ncu, a GPU or counter permission is missing, and fail tests "
                          f"that have no baseline (default: [tool.perfgate] strict, else {_on_off(_DEFAULTS.strict)})")
     group.addoption("--perfgate-report", metavar="PATH", default=None,
                     help="session report (JSON; .md and .html written beside it); relative to the current directory "
-                         f"(default: [tool.perfgate] report, else {_DEFAULTS.report!r} under the rootdir)")
+                         f"(default: [tool.perfgate] report, else {_DEFAULTS.report!r}, relative to the "
+                         "pyproject.toml's folder, else to the rootdir)")
     group.addoption("--perfgate-ncu", metavar="PATH", default=None,
                     help=f"the Nsight Compute CLI to run (default: [tool.perfgate] ncu, else {_DEFAULTS.ncu!r} "
                          "found on PATH)")
@@ -121,7 +123,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         try:
             parse_marker(marker.args, marker.kwargs, item.nodeid)
         except ConfigError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            # from None: else pytest also prints the ConfigError it was raised from: the message twice
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
 
 
 @pytest.fixture

@@ -103,17 +103,25 @@ def find_plugin_pyproject(config: pytest.Config) -> Path | None:
     return find_pyproject(config.rootpath)
 
 
-def _report_path_problem(raw: str, target: Path) -> str | None:
-    """Why the session report cannot be written at ``target`` (checked before any test runs), or None."""
-    if raw.endswith(("/", os.sep)) or target.is_dir():
-        return f"{raw} is a directory; give the report's file name, e.g. {Path(raw) / 'perfgate-report.json'}"
-    for path in (target.with_suffix(".json"), target.with_suffix(".md"), target.with_suffix(".html")):
+def report_files(target: Path) -> list[Path]:
+    """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html."""
+    json_file = target.with_suffix(".json") if target.suffix in (".md", ".html") else target
+    return [json_file, target.with_suffix(".md"), target.with_suffix(".html")]
+
+
+def _report_path_problem(label: str, value: str, target: Path) -> str | None:
+    """Why the session report cannot be written at ``target``, found before any test runs; else None.
+
+    ``label`` says where the path came from (``--perfgate-report=out``), ``value`` is the path given."""
+    if value.endswith(("/", os.sep)) or target.is_dir():
+        return f"{label} names a directory; give a file name, e.g. {os.path.join(value, 'perfgate-report.json')}"
+    for path in report_files(target):
         if path.is_dir():
-            return f"{raw}: {path} is a directory, and the report's {path.suffix} file goes there"
+            return f"{label}: {path} is a directory (the report's {path.suffix} file goes there)"
     for parent in target.parents:
         if parent.exists():
             if not parent.is_dir():
-                return f"{raw}: {parent} is not a directory"
+                return f"{label}: {parent} is not a directory"
             break
     return None
 
@@ -140,10 +148,14 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
     if cache not in ("all", "none"):
         raise ConfigError(f"cache_control must be 'all' or 'none', got {cache!r}")
     if opt("perfgate_report"):
-        raw_report, report = f"--perfgate-report={opt('perfgate_report')}", _anchor(opt("perfgate_report"), here)
+        value = opt("perfgate_report")
+        report = _anchor(value, here)
+        problem = _report_path_problem(f"--perfgate-report={value}", value, report)
     else:
-        raw_report, report = f"[tool.perfgate] report = {settings.report!r}", _anchor(settings.report, root)
-    problem = _report_path_problem(raw_report, report)
+        report = _anchor(settings.report, root)
+        configured = settings.report != Settings().report
+        label = f"[tool.perfgate] report = {settings.report!r}" if configured else f"the default report path {report}"
+        problem = _report_path_problem(label, settings.report if configured else str(report), report)
     if problem:
         raise ConfigError(f"cannot write the session report: {problem}")
     return PluginOptions(
@@ -188,6 +200,24 @@ def baseline_path(directory: Path, device: str, cc: str, nodeid: str) -> Path:
     from perfgate.baseline import device_slug
 
     return directory / device_slug(device, cc) / f"{baseline_name(nodeid)}.json"
+
+
+def _launch_name(launch: Mapping[str, Any]) -> str:
+    """``TEST: KERNEL [REGION]``; a benchmark, whose name is its test id, is named once."""
+    test, kernel = launch.get("test") or "", str(launch.get("kernel") or "")
+    where = f" [{launch['region']}]" if launch.get("region") else ""
+    return f"{test}: {kernel}{where}" if test and test != kernel else f"{test or kernel}{where}"
+
+
+def _named_once(report: dict[str, Any]) -> dict[str, Any]:
+    """A view of ``report`` for ``render_text`` in which a row named like its test (a benchmark) does
+    not repeat the test id: ``REGRESSION  t.py::test_x``, not ``t.py::test_x: t.py::test_x``."""
+
+    def row(entry: dict[str, Any]) -> dict[str, Any]:
+        return {**entry, "test": None} if entry.get("test") and entry.get("test") == entry.get("kernel") else entry
+
+    return {**report, "launches": [row(e) for e in report.get("launches", [])],
+            "results": [row(e) for e in report.get("results", [])]}
 
 
 def _shown(path: Path, base: Path) -> str:
@@ -242,6 +272,11 @@ def _worker_index(config: pytest.Config) -> int | None:
         return None
     digits = re.sub(r"\D", "", str(workerinput.get("workerid", "")))
     return int(digits) if digits else 0
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skip the running test, reported at the test's own location (as a skip marker is), not at this line."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def _child_result(path: Path) -> dict[str, Any] | None:
@@ -301,8 +336,8 @@ class PerfgateSession:
         verb = "failed" if self.options.strict else "skipped"
         self._stash_payload(item, notes=[f"{item.nodeid}: {verb}: {reason}"], status=verb)
         if self.options.strict:
-            pytest.fail(f"perfgate: {reason} (--perfgate-strict)", pytrace=False)
-        pytest.skip(f"perfgate: {reason} (--perfgate-strict makes this a failure)")
+            raise pytest.fail.Exception(f"perfgate: {reason} (--perfgate-strict)", pytrace=False) from None
+        _skip(f"perfgate: {reason} (--perfgate-strict makes this a failure)")
 
     # ------------------------------------------------------------ hooks
 
@@ -313,7 +348,8 @@ class PerfgateSession:
         try:
             self.marker_of(item)
         except ConfigError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            # from None: the ConfigError would otherwise be shown too ("During handling of ...")
+            raise pytest.fail.Exception(str(exc), pytrace=False) from None
         problem = self.preflight_problem()
         if problem:  # before fixtures: a skipped perf test costs nothing
             self._unavailable(item, problem)
@@ -350,17 +386,14 @@ class PerfgateSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
-        try:
-            self._write_session_report()
-        except OSError as exc:
-            self._write_error = f"cannot write the session report: {exc}"
+        self._write_session_report()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return
         terminalreporter.write_sep("-", "perfgate")
         for line in self.summary_lines():
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(line, red=line.startswith("perfgate: cannot"))
 
     # ------------------------------------------------------------ GPU tests
 
@@ -447,7 +480,7 @@ class PerfgateSession:
             shutil.rmtree(run_dir, ignore_errors=True)
             reason = skipped[0].get("skip_reason") or "skipped in the profiled child"
             self._stash_payload(item, notes=[f"{item.nodeid}: skipped under ncu: {reason}"], status="skipped")
-            pytest.skip(reason)
+            _skip(reason)
         if not any(r.get("when") == "call" and r.get("outcome") == "passed" for r in child_reports):
             said = diagnosis.message or run.output or "(no output)"
             self._fail(item, f"the profiled test never reported a result: the child crashed, was not collected, "
@@ -604,7 +637,7 @@ class PerfgateSession:
             if self.options.update:
                 report["verdict"] = "pass"  # the new baseline is this run; changes are shown, not failed
             elif comparison.regressed:
-                failures.append(render_text(report).rstrip())
+                failures.append(render_text(_named_once(report)).rstrip())
                 status = "regression"
             reports.append(report)
         merged = merge_reports(reports) if len(reports) != 1 else reports[0]
@@ -627,7 +660,8 @@ class PerfgateSession:
 
     def _fail(self, item: pytest.Item, message: str) -> NoReturn:
         self._stash_payload(item, notes=[f"{item.nodeid}: failed: {message.splitlines()[0]}"], status="failed")
-        pytest.fail(f"perfgate: {message}", pytrace=False)
+        # from None: called while handling the PerfgateError whose words are already in the message
+        raise pytest.fail.Exception(f"perfgate: {message}", pytrace=False) from None
 
     def session_report(self) -> dict[str, Any]:
         reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
@@ -641,56 +675,78 @@ class PerfgateSession:
                 merged["verdict"] = "fail"  # a perf test that could not be measured is not a pass
         if not self.payloads:
             notes.append("no perf test or gated benchmark ran in this session")
+        if self.options.update and self._written():
+            notes.append(f"--perfgate-update: {self._written_line()}")
         merged["notes"] = notes
         return merged
 
     def _write_session_report(self) -> None:
+        """Write the JSON, .md and .html reports (each atomically: no partial file, no temp file left);
+        a file that cannot be written becomes one line in the terminal summary, not a traceback."""
         report = self.session_report()
-        target = self.options.report
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._report = report
+        here = self.config.invocation_params.dir
         markdown = render_markdown(report)
-        files = {target: render_json(report), target.with_suffix(".md"): markdown,
-                 target.with_suffix(".html"): render_html(report)}
-        if target.suffix == ".md" or target.suffix == ".html":
-            files[target.with_suffix(".json")] = files.pop(target)
-        for path, text in files.items():
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        self.report_files = list(files)
+        json_file, md_file, html_file = report_files(self.options.report)
+        for path, text in ((json_file, render_json(report)), (md_file, markdown), (html_file, render_html(report))):
+            try:
+                write_atomically(path, text)
+            except OSError as exc:
+                self._write_error = f"perfgate: cannot write the session report {_shown(path, here)}: " + (
+                    exc.strerror or str(exc))
+                return
+            self.report_files.append(path)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             text = markdown if len(markdown.encode()) < STEP_SUMMARY_LIMIT else (
-                f"### perfgate\n\nThe report is too large for a job summary; see {target.name} and "
-                f"{target.with_suffix('.html').name}.\n")
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(text.rstrip("\n") + "\n\n")
-        self._report = report
+                f"### perfgate\n\nThe report is too large for a job summary; see {json_file.name} and "
+                f"{html_file.name}.\n")
+            try:
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(text.rstrip("\n") + "\n\n")
+            except OSError as exc:
+                self._write_error = (f"perfgate: cannot append the report to $GITHUB_STEP_SUMMARY ({summary}): "
+                                     + (exc.strerror or str(exc)))
+
+    def _written(self) -> list[str]:
+        return [w for p in self.payloads for w in p.get("written", [])]
+
+    def _written_line(self) -> str:
+        written = self._written()
+        return (f"baselines written: {len(written)} file{'s' if len(written) != 1 else ''} under "
+                f"{_shown(self.options.baselines, self.config.invocation_params.dir)}")
 
     def summary_lines(self) -> list[str]:
         report = self._report or self.session_report()
         counts = report.get("summary", {})
-        parts = [f"{n} {s}" for s, n in counts.items() if n]
-        verdict = "FAIL" if report.get("verdict") == "fail" else "PASS"
-        lines = [f"perfgate {verdict}: {', '.join(parts) or 'nothing compared'}"]
+        failed = report.get("verdict") == "fail"
+        if self.options.update:
+            # The counts compare this run with the baselines it replaced; what matters is what was written.
+            updated = sum(1 for p in self.payloads if p.get("status") == "updated")
+            words = {"new": "had no baseline", "regression": "regression (accepted)"}
+            parts = [f"{n} {words.get(s, s)}" for s, n in counts.items() if n]
+            head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
+            if parts:
+                head += f"; against the previous baselines: {', '.join(parts)}"
+            lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
+        else:
+            parts = [f"{n} {s}" for s, n in counts.items() if n]
+            lines = [f"perfgate {'FAIL' if failed else 'PASS'}: {', '.join(parts) or 'nothing compared'}"]
         for launch in report.get("launches", []):
-            if launch.get("status") == "regression":
-                where = f" [{launch['region']}]" if launch.get("region") else ""
-                lines.append(f"  REGRESSION {launch.get('test') or ''}: {launch.get('kernel')}{where}")
+            if launch.get("status") == "regression" and not self.options.update:
+                lines.append(f"  REGRESSION {_launch_name(launch)}")
         new = [p["test"] for p in self.payloads if p.get("status") == "new"]
         if new:
             lines.append(f"  {len(new)} test{'s have' if len(new) != 1 else ' has'} no baseline yet (reported as new; "
                          "create with --perfgate-update)")
-        written = [w for p in self.payloads for w in p.get("written", [])]
-        if written:
-            lines.append(f"  baselines written: {len(written)} file{'s' if len(written) != 1 else ''} under "
-                         f"{_shown(self.options.baselines, self.config.invocation_params.dir)}")
+        if self._written():
+            lines.append(f"  {self._written_line()}")
         for note in report.get("notes", []):
             if ": skipped" in note or ": failed" in note or "not gated" in note:
                 lines.append(f"  {note}")
-        if self._write_error:
-            lines.append(f"  {self._write_error}")
-        elif self.report_files:
+        if self.report_files:
             here = self.config.invocation_params.dir
             lines.append("report: " + ", ".join(_shown(p, here) for p in self.report_files))
+        if self._write_error:
+            lines.append(self._write_error)
         return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 
 import csvgen
 from conftest import corpus_file
-from perfgate.collect.ncu_csv import _numbers, kernel_function_name, looks_like_ncu_csv, nvtx_region, read_ncu_csv
+from perfgate.collect.ncu_csv import (
+    _SECTION_LABELS,
+    _numbers,
+    kernel_function_name,
+    looks_like_ncu_csv,
+    nvtx_region,
+    read_ncu_csv,
+)
 from perfgate.errors import InputError, NcuError, PerfgateError
 from perfgate.table import COLUMNS, LAUNCH_KEY
 
@@ -115,18 +123,184 @@ def test_legacy_details_labels_units_and_no_launch_columns() -> None:
     # no Block/Grid/Device/CC columns in this layout
     assert set(table["grid"]) == set(table["block"]) == set(table["device"]) == set(table["cc"]) == {""}
     first = table[table["launch"] == 0].set_index("metric")
-    # auto-scaled units reduced to base units
+    # auto-scaled units reduced to base units; the first section's old name ("GPU Speed Of Light",
+    # not "... Throughput") is not among the mapped ones, so its labels stay
     assert first.loc["Duration", ["unit", "value"]].tolist() == ["ns", pytest.approx(15230.0)]
     assert first.loc["DRAM Frequency", ["unit", "value"]].tolist() == ["hz", pytest.approx(5e9)]
     assert first.loc["SM Frequency", ["unit", "value"]].tolist() == ["hz", pytest.approx(585.13e6)]
-    assert first.loc["Shared Memory Configuration Size", ["unit", "value"]].tolist() == ["byte", pytest.approx(32770.0)]
-    assert first.loc["Grid Size", "value"] == 1212.0
-    # one label in two sections -> qualified by section, so (launch, metric) stays a key
-    assert first.loc["GPU Speed Of Light: Memory Throughput", ["unit", "value"]].tolist() == ["%", 39.6]
-    assert first.loc["Memory Workload Analysis: Memory Throughput", ["unit", "value"]].tolist() == \
-        ["byte/s", pytest.approx(112.35e9)]
+    # the labels of sections whose names have not changed become metric names
+    assert first.loc["launch__shared_mem_config_size", ["unit", "value"]].tolist() == \
+        ["byte", pytest.approx(32770.0)]
+    assert first.loc["launch__grid_size", "value"] == 1212.0
+    assert first.loc["lts__t_sector_hit_rate.pct", "value"] == 61.02
+    # "Memory Throughput" of Memory Workload Analysis is a bandwidth; the SOL one keeps its label
+    assert first.loc["dram__bytes.sum.per_second", ["unit", "value"]].tolist() == ["byte/s", pytest.approx(112.35e9)]
+    assert first.loc["Memory Throughput", ["unit", "value"]].tolist() == ["%", 39.6]
     assert "Function Cache Configuration" not in first.index  # string value
     assert not table.duplicated(["launch", "metric"]).any()
+
+
+# ---------------------------------------------------------------------------------------------
+# default details page: section labels instead of metric names
+
+DEFAULT_V3 = DATA / "details_default_labels.csv"  # values of mlp-t4/report_v3_loop_unroll.ncu-rep
+DEFAULT_V4 = DATA / "details_default_labels_v4.csv"  # values of mlp-t4/report_v4_8_per_thread.ncu-rep
+MLP_V3 = "mlp-t4/report_v3_loop_unroll.ncu-rep"
+MLP_V4 = "mlp-t4/report_v4_8_per_thread.ncu-rep"
+
+
+def test_default_details_labels_become_metric_names() -> None:
+    table = read_ncu_csv(DEFAULT_V3)
+    assert not table.duplicated(["launch", "metric"]).any()
+    rows = table.set_index("metric")
+    expected = {
+        # GPU Speed Of Light Throughput
+        "gpu__time_duration.sum": ("ns", 67780.0),  # "Duration","usecond","67.78"
+        "gpc__cycles_elapsed.max": ("cycle", 39626.0),
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": ("%", 90.91),
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": ("%", 90.91),
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": ("%", 17.34),
+        "gpc__cycles_elapsed.avg.per_second": ("hz", 584.56e6),  # "SM Frequency","cycle/usecond"
+        "dram__cycles_elapsed.avg.per_second": ("hz", 4.66e9),  # "DRAM Frequency","cycle/nsecond"
+        # Launch Statistics
+        "launch__registers_per_thread": ("register/thread", 16.0),
+        "launch__grid_size": ("", 2016.0),
+        "launch__block_size": ("", 256.0),
+        "launch__thread_count": ("thread", 516096.0),
+        "launch__waves_per_multiprocessor": ("", 12.6),
+        "launch__shared_mem_per_block_static": ("byte/block", 0.0),
+        "launch__shared_mem_per_block_dynamic": ("byte/block", 0.0),
+        "launch__shared_mem_config_size": ("byte", 32770.0),  # "Kbyte","32.77"
+        # Occupancy
+        "sm__warps_active.avg.pct_of_peak_sustained_active": ("%", 86.35),
+        "sm__maximum_warps_per_active_cycle_pct": ("%", 100.0),
+    }
+    for metric, (unit, value) in expected.items():
+        assert rows.loc[metric, "unit"] == unit, metric
+        assert rows.loc[metric, "value"] == pytest.approx(value), metric
+    # every numeric label of the three sections was known: no label is left
+    assert all("__" in metric for metric in table["metric"])
+    assert "launch__func_cache_config" not in rows.index  # a string value
+    # the details page's "Device" is an index: no name without device__attribute_display_name
+    assert set(table["device"]) == {""} and set(table["cc"]) == {"7.5"}
+    assert (table["grid"].iloc[0], table["block"].iloc[0]) == ("(32, 63, 1)", "(16, 16, 1)")
+
+
+def test_default_details_agree_with_the_real_reports() -> None:
+    ncu_report = pytest.importorskip("ncu_report")
+    for csv_path, name in ((DEFAULT_V3, MLP_V3), (DEFAULT_V4, MLP_V4)):
+        action = ncu_report.load_report(str(corpus_file(name))).range_by_idx(0).action_by_idx(0)
+        table = read_ncu_csv(csv_path)
+        assert len(table) == 29
+        for metric, unit, value in table[["metric", "unit", "value"]].itertuples(index=False):
+            reference = action.metric_by_name(metric)
+            assert reference is not None, metric
+            assert unit == reference.unit(), metric
+            # two decimals of the display unit (67.78 usecond for 67,776 ns)
+            assert value == pytest.approx(float(reference.value()), rel=1e-3, abs=5e-3), metric
+    assert read_ncu_csv(DEFAULT_V4).set_index("metric").loc["gpu__time_duration.sum", "value"] == 151330.0
+
+
+def test_section_label_table_matches_the_sections_stored_in_real_reports() -> None:
+    """Each (section, label) -> (name, unit) entry as the section definitions inside a real report say."""
+    ncu_report = pytest.importorskip("ncu_report")
+    action = ncu_report.load_report(str(corpus_file(MLP_V3))).range_by_idx(0).action_by_idx(0)
+    stored = {(section.name(), metric.label()): (metric.name(), metric.unit())
+              for section in action.sections() for metric in section.header_metrics()}
+    for section, labels in _SECTION_LABELS.items():
+        for label, entry in labels.items():
+            assert stored.get((section, label)) == entry, (section, label)
+    # the brief's minimum, spelled out
+    sol, launch, occupancy = (_SECTION_LABELS[s] for s in ("GPU Speed Of Light Throughput", "Launch Statistics",
+                                                            "Occupancy"))
+    assert sol["Duration"][0] == "gpu__time_duration.sum"
+    assert sol["Elapsed Cycles"][0] == "gpc__cycles_elapsed.max"
+    assert sol["DRAM Throughput"][0] == "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
+    assert sol["Memory Throughput"][0] == "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+    assert sol["Compute (SM) Throughput"][0] == "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    assert _SECTION_LABELS["Memory Workload Analysis"]["Memory Throughput"][0] == "dram__bytes.sum.per_second"
+    assert launch["Registers Per Thread"][0] == "launch__registers_per_thread"
+    assert launch["Static Shared Memory Per Block"][0] == "launch__shared_mem_per_block_static"
+    assert launch["Dynamic Shared Memory Per Block"][0] == "launch__shared_mem_per_block_dynamic"
+    assert launch["Grid Size"][0] == "launch__grid_size" and launch["Block Size"][0] == "launch__block_size"
+    assert launch["Threads"][0] == "launch__thread_count"
+    assert launch["Waves Per SM"][0] == "launch__waves_per_multiprocessor"
+    assert occupancy["Achieved Occupancy"][0] == "sm__warps_active.avg.pct_of_peak_sustained_active"
+    assert occupancy["Theoretical Occupancy"][0] == "sm__maximum_warps_per_active_cycle_pct"
+    assert _SECTION_LABELS["Instruction Statistics"]["Executed Instructions"][0] == "smsp__inst_executed.sum"
+
+
+def _details_rows(*rows: tuple[str, str, str, str], launch: str = "0") -> str:
+    lead = f'"{launch}","4242","app","127.0.0.1","k(int)","1","7","(32, 1, 1)","(8, 1, 1)","0","8.6"'
+    return "".join(f'{lead},"{section}","{name}","{unit}","{value}",\n' for section, name, unit, value in rows)
+
+
+def test_section_labels_need_their_section_and_unit(tmp_path: Path) -> None:
+    header = (DATA / "details_default_labels.csv").read_text().splitlines()[4] + "\n"
+    assert header.startswith('"ID",')
+    text = header + _details_rows(
+        ("Command line profiler metrics", "gpu__time_duration.sum", "nsecond", "1,499"),
+        ("GPU Speed Of Light Throughput", "Duration", "usecond", "1.50"),  # the --metrics row wins
+        ("GPU Speed Of Light Throughput", "Memory Throughput", "%", "40.00"),
+        ("Memory Workload Analysis", "Memory Throughput", "Gbyte/second", "112.35"),
+        ("Launch Statistics", "Static Shared Memory Per Block", "Kbyte/block", "1.02"),
+        ("Launch Statistics", "Dynamic Shared Memory Per Block", "Mbyte/block", "0.05"),
+        ("Launch Statistics", "Threads", "%", "12"),  # a unit that says it is something else
+        ("Instruction Statistics", "Executed Instructions", "inst", "3,200"),
+        ("GPU Speed Of Light Throughput", "SM Active Cycles", "cycle", "100.00"),
+        ("GPU and Memory Workload Distribution", "Average SM Active Cycles", "cycle", "100.00"),  # the same metric
+        ("GPU Speed Of Light", "Elapsed Cycles", "cycle", "7"),  # an old section name: not mapped
+        ("My Section", "Elapsed Cycles", "cycle", "8"),  # an unknown section, same label
+        ("My Section", "sm__cycles_active.avg", "cycle", "99"),  # a name is a name: a real duplicate
+    )
+    path = _variant(tmp_path, "labels.csv", text.encode())
+    table = read_ncu_csv(path)
+    rows = table.set_index("metric")
+    assert rows.loc["gpu__time_duration.sum", ["unit", "value"]].tolist() == ["ns", 1499.0]
+    assert rows.loc["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "value"] == 40.0
+    assert rows.loc["dram__bytes.sum.per_second", ["unit", "value"]].tolist() == ["byte/s", pytest.approx(112.35e9)]
+    assert rows.loc["launch__shared_mem_per_block_static", ["unit", "value"]].tolist() == \
+        ["byte/block", pytest.approx(1020.0)]
+    assert rows.loc["launch__shared_mem_per_block_dynamic", ["unit", "value"]].tolist() == \
+        ["byte/block", pytest.approx(50_000.0)]
+    assert rows.loc["Threads", ["unit", "value"]].tolist() == ["%", 12.0]
+    assert "launch__thread_count" not in rows.index
+    assert rows.loc["smsp__inst_executed.sum", ["unit", "value"]].tolist() == ["inst", 3200.0]
+    # left-over labels that repeat in a launch are told apart by section
+    assert rows.loc["GPU Speed Of Light: Elapsed Cycles", "value"] == 7.0
+    assert rows.loc["My Section: Elapsed Cycles", "value"] == 8.0
+    assert "gpc__cycles_elapsed.max" not in rows.index
+    # by-name row first, then the first label
+    assert table.loc[table["metric"] == "sm__cycles_active.avg", "value"].tolist() == [99.0]
+    assert not table.duplicated(["launch", "metric"]).any()
+    assert len(table) == 10
+
+
+def test_default_details_regression_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 2.2x slower kernel in two default exports (labels only) is a regression, not "no data"."""
+    from perfgate.cli import main
+
+    out = tmp_path / "report.json"
+    status = main(["compare", str(DEFAULT_V3), str(DEFAULT_V4), "--format", "json", "-o", str(out)])
+    report = json.loads(out.read_text())
+    assert status == 1, capsys.readouterr()
+    assert report["verdict"] == "fail"
+    [regression] = [r for r in report["results"] if r["status"] == "regression"]
+    assert (regression["kernel"], regression["metric"], regression["unit"]) == \
+        ("matrix_addition2D", "gpu__time_duration.sum", "ns")
+    assert (regression["baseline"], regression["current"]) == (67780.0, 151330.0)
+    assert regression["change"] == pytest.approx(1.233, abs=1e-3)  # +123%
+    assert main(["compare", str(DEFAULT_V3), str(DEFAULT_V3)]) == 0
+    capsys.readouterr()
+
+
+def test_default_details_compare_with_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    from perfgate.cli import main
+
+    assert main(["compare", str(DEFAULT_V3), str(corpus_file(MLP_V4))]) == 1
+    assert "+123.3%" in capsys.readouterr().out
+    assert main(["compare", str(corpus_file(MLP_V3)), str(DEFAULT_V3)]) == 0  # 67.78 us vs 67,776 ns
+    capsys.readouterr()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +508,8 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["details_rules.csv", "details_plain.csv", "raw.csv", "details_legacy.csv",
-                                  "raw_legacy.csv", "details_nvtx.csv", "err_nvgpuctrperm.log", "prof_only.log"])
+                                  "raw_legacy.csv", "details_nvtx.csv", "details_default_labels.csv",
+                                  "err_nvgpuctrperm.log", "prof_only.log"])
 def test_looks_like_ncu_csv(name: str) -> None:
     head = (DATA / name).read_bytes()[:8192]
     assert looks_like_ncu_csv(head.decode("utf-8", errors="replace"))

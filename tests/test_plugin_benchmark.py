@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from plugin_helpers import preload_heavy_modules, read_json
 
-from perfgate.pytest_session import GpuBusy, gpu_locks
+from perfgate.pytest_session import GpuBusy, _launch_name, _named_once, gpu_locks
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
@@ -74,8 +74,10 @@ def test_a_slower_function_fails_by_name_and_unchanged_runs_pass(suite: pytest.P
     slower = _run(suite)
     slower.assert_outcomes(passed=1, failed=1)
     slower.stdout.fnmatch_lines(["FAILED test_bench.py::test_parse - Failed: perfgate: performance regression"])
-    slower.stdout.fnmatch_lines(["REGRESSION  test_bench.py::test_parse: test_bench.py::test_parse",
-                                 "*regression  min time *"])
+    # a benchmark's name is its test id: named once, in the failure and in the perfgate summary
+    slower.stdout.fnmatch_lines(["REGRESSION  test_bench.py::test_parse", "*regression  min time *"])
+    slower.stdout.fnmatch_lines(["perfgate FAIL: *", "  REGRESSION test_bench.py::test_parse"])
+    assert "test_parse: test_bench.py::test_parse" not in slower.stdout.str()
     assert "FAILED test_bench.py::test_render" not in slower.stdout.str()
     report = read_json(suite.path / "perfgate-report.json")
     status = {launch["test"]: launch["status"] for launch in report["launches"]}
@@ -98,6 +100,19 @@ def test_disabled_benchmarks_are_noted_not_gated(suite: pytest.Pytester) -> None
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*benchmark not gated: pytest-benchmark is disabled*--benchmark-enable*"])
     assert not (suite.path / "baselines").exists()
+
+
+def test_a_row_named_like_its_test_is_named_once() -> None:
+    bench = {"test": "t.py::test_x", "kind": "benchmark", "kernel": "t.py::test_x", "region": None}
+    kernel = {"test": "t.py::test_y", "kind": "kernel", "kernel": "softmax", "region": "layer1"}
+    assert _launch_name(bench) == "t.py::test_x"
+    assert _launch_name(kernel) == "t.py::test_y: softmax [layer1]"
+    assert _launch_name({"kernel": "softmax"}) == "softmax"
+    report = {"verdict": "fail", "launches": [bench, kernel], "results": [dict(bench, metric="time.min")]}
+    view = _named_once(report)
+    assert [row["test"] for row in view["launches"]] == [None, "t.py::test_y"]
+    assert view["results"][0]["test"] is None and view["results"][0]["metric"] == "time.min"
+    assert report["launches"][0]["test"] == "t.py::test_x"  # the report itself keeps the test id
 
 
 def test_gpu_locks_serialize_profiling(tmp_path: Path) -> None:

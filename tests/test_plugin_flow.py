@@ -76,6 +76,19 @@ def env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Env:
     return Env(pytester, monkeypatch)
 
 
+def _perfgate_section(result: pytest.RunResult) -> str:
+    """The ``perfgate`` section of the terminal summary."""
+    text = result.stdout.str()
+    start = text.index("- perfgate -")
+    end = text.find("\n=", start)
+    return text[start:end if end >= 0 else None]
+
+
+def _litter(*folders: Path) -> list[Path]:
+    """Temporary files a writer left behind."""
+    return [p for folder in folders for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
 def _ran(pytester: pytest.Pytester) -> list[str]:
     path = pytester.path / "ran.txt"
     return path.read_text().splitlines() if path.exists() else []
@@ -97,7 +110,12 @@ def test_update_writes_the_baseline_then_the_same_profile_passes(env: Env) -> No
     assert baseline["settings"] == {"cache_control": "all", "clock_control": "base", "ncu_version": "2025.3.1.0"}
     assert [e["name"] for e in baseline["entries"]] == ["matrix_addition2D"]
     assert baseline["entries"][0]["metrics"]["gpu__time_duration.sum"] == {"unit": "ns", "value": 67776}
-    result.stdout.fnmatch_lines(["*baselines written: 1 file under baselines*"])
+    # the summary says what was written, not that the test is "new"
+    result.stdout.fnmatch_lines(["*-- perfgate --*",
+                                 "perfgate UPDATED: 1 test measured; against the previous baselines: 1 had no baseline",
+                                 "  baselines written: 1 file under baselines"])
+    assert " new" not in _perfgate_section(result)
+    assert "--perfgate-update: baselines written: 1 file under baselines" in env.report()["notes"]
 
     # the body ran once, in the profiled child, with the region live
     (line,) = _ran(env.pytester)
@@ -116,6 +134,8 @@ def test_update_writes_the_baseline_then_the_same_profile_passes(env: Env) -> No
 
     result = env.run()
     result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["perfgate PASS: 1 unchanged"])
+    assert "baselines written" not in result.stdout.str()
     report = env.report()
     assert report["verdict"] == "pass" and report["summary"]["unchanged"] == 1
     (launch,) = report["launches"]
@@ -143,7 +163,11 @@ def test_a_regression_fails_the_test_with_a_per_kernel_diff(env: Env) -> None:
     assert sorted(p.name for p in kept.iterdir()) == ["child.json", "ncu.log", "output.txt", "profile.ncu-rep"]
     result.stdout.fnmatch_lines([f"*ncu's report of this run (open it in Nsight Compute): {kept / 'profile.ncu-rep'}"])
     # updating accepts the new numbers; the next run passes
-    env.run("--perfgate-update").assert_outcomes(passed=2)
+    update = env.run("--perfgate-update")
+    update.assert_outcomes(passed=2)
+    update.stdout.fnmatch_lines([("perfgate UPDATED: 1 test measured; against the previous baselines: "
+                                  "1 regression (accepted)"), "  baselines written: 1 file under baselines"])
+    assert "REGRESSION" not in _perfgate_section(update)
     assert read_json(env.pytester.path / BASELINE)["entries"][0]["grid"] == "(8, 63, 1)"
     env.run().assert_outcomes(passed=2)
 
@@ -213,7 +237,10 @@ def test_no_ncu_skips_with_the_fix_and_strict_fails(env: Env) -> None:
     missing = str(env.pytester.path / "nowhere" / "ncu")
     result = env.pytester.runpytest("--perfgate", f"--perfgate-ncu={missing}", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*perfgate: ncu not found*install Nsight Compute or pass --perfgate-ncu PATH*"])
+    # the skip points at the test (as a skip marker would), not at perfgate's own code
+    result.stdout.fnmatch_lines([("SKIPPED [[]1] test_perf.py:3: perfgate: ncu not found*install Nsight Compute or "
+                                  "pass --perfgate-ncu PATH*")])
+    assert "pytest_session.py" not in result.stdout.str()
     assert _ran(env.pytester) == []  # a skipped perf test does not run at all
     assert any("skipped: ncu not found" in n for n in env.report()["notes"])
     strict = env.pytester.runpytest("--perfgate", f"--perfgate-ncu={missing}", "--perfgate-strict")
@@ -227,7 +254,8 @@ def test_no_gpu_skips_with_the_cause(env: Env) -> None:
     env.monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # hides every GPU, also on a machine that has one
     result = env.run()
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*perfgate: no NVIDIA GPU visible*CUDA_VISIBLE_DEVICES='-1'*"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1] test_perf.py:3: perfgate: no NVIDIA GPU visible*CUDA_VISIBLE_DEVICES='-1'*"])
     assert env.calls() == []
 
 
@@ -242,8 +270,9 @@ def test_no_counter_permission_skips_with_the_fix_and_strict_fails(env: Env) -> 
     env.mode("noperm")
     result = env.run()
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines([("*ERR_NVGPUCTRPERM*CAP_SYS_ADMIN*--cap-add=SYS_ADMIN*"
-                                  "NVreg_RestrictProfilingToAdminUsers=0*")])
+    result.stdout.fnmatch_lines([("SKIPPED [[]1] test_perf.py:3: *ERR_NVGPUCTRPERM*CAP_SYS_ADMIN*--cap-add=SYS_ADMIN*"
+                                  "NVreg_RestrictProfilingToAdminUsers=0*")])  # found while profiling
+    assert "pytest_session.py" not in result.stdout.str()
     strict = env.run("--perfgate-strict")
     strict.assert_outcomes(passed=1, failed=1)  # found while profiling: a failure of the call
     strict.stdout.fnmatch_lines(["*ERR_NVGPUCTRPERM*(--perfgate-strict)*"])
@@ -290,7 +319,7 @@ def test_a_skip_inside_the_child_skips(env: Env) -> None:
     env.monkeypatch.setenv("SKIP_IN_CHILD", "1")
     result = env.run()
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*needs a CUDA build of torch*"])
+    result.stdout.fnmatch_lines(["SKIPPED [[]1] test_perf.py:3: needs a CUDA build of torch"])
 
 
 def test_an_empty_profile_says_what_the_filters_saw(env: Env) -> None:
@@ -320,11 +349,15 @@ def test_a_marker_typo_is_an_error_even_without_perfgate(env: Env) -> None:
         def test_add(perfgate):
             pass
         """)
-    result = env.pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([("*test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: "
-                                  "kernels, metrics, thresholds, regions, timeout*")])
-    assert "Traceback" not in result.stdout.str()
+    message = ("test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: kernels, metrics, "
+               "thresholds, regions, timeout")
+    for result in (env.pytester.runpytest(), env.run()):
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines([message])
+        text = result.stdout.str()
+        assert "Traceback" not in text and "During handling" not in text
+        assert text.count(message) == 1  # once, not once per exception in the chain
+    assert env.calls() == []
 
 
 def test_session_report_in_three_formats_and_the_github_step_summary(env: Env) -> None:
@@ -343,6 +376,70 @@ def test_session_report_in_three_formats_and_the_github_step_summary(env: Env) -
     assert (out / "perf.html").read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n") and markdown.strip() in text
+
+
+@pytest.mark.parametrize("how", ["existing directory", "trailing slash", "pyproject", "md beside it"])
+def test_a_report_path_that_is_a_directory_is_one_usage_error(env: Env, how: str) -> None:
+    reports = env.pytester.mkdir("reports")
+    args: tuple[str, ...] = (f"--perfgate-report={reports}",)
+    expected = f"ERROR: perfgate: cannot write the session report: --perfgate-report={reports} names a directory; *"
+    if how == "trailing slash":
+        args = ("--perfgate-report=new/",)
+        expected = "ERROR: perfgate: cannot write the session report: --perfgate-report=new/ names a directory; *"
+    elif how == "pyproject":
+        env.pytester.makepyprojecttoml('[tool.perfgate]\nreport = "reports"\n')
+        args = ()
+        expected = "ERROR: perfgate: cannot write the session report: [[]tool.perfgate] report = 'reports' names a *"
+    elif how == "md beside it":
+        (reports / "perf.md").mkdir()
+        args = (f"--perfgate-report={reports / 'perf.json'}",)
+        expected = f"ERROR: perfgate: cannot write the session report: *{reports / 'perf.md'} is a directory*"
+    result = env.run(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert env.calls() == [] and _ran(env.pytester) == []  # found before anything ran
+    assert sorted(p.name for p in reports.rglob("*")) == (["perf.md"] if how == "md beside it" else [])
+    assert not (env.pytester.path / "new").exists() and _litter(env.pytester.path) == []
+
+
+def test_a_report_that_cannot_be_written_is_one_summary_line_and_leaves_no_temp_file(env: Env) -> None:
+    # The report's .md path turns into a directory while the session runs: found only when writing.
+    env.pytester.makepyfile(test_perf="""
+        import os
+
+        def test_takes_the_report_path():
+            os.mkdir("out/perf.md")
+        """)
+    env.pytester.mkdir("out")
+    result = env.run("--perfgate-report=out/perf.json")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK  # the tests passed; the report's problem is said, not hidden
+    section = _perfgate_section(result)
+    assert "report: out/perf.json\nperfgate: cannot write the session report out/perf.md: Is a directory" in section
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    out = env.pytester.path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["perf.json", "perf.md"]  # nothing else, no temp file
+    assert _litter(env.pytester.path) == []
+
+
+def test_configured_paths_are_relative_to_the_pyprojects_folder(env: Env) -> None:
+    # pyproject.toml above the rootdir (pytest.ini in sub/), pytest started from a third folder.
+    project = env.pytester.path
+    env.pytester.makepyprojecttoml('[tool.perfgate]\nbaselines = "perf/baselines"\n')
+    sub = env.pytester.mkdir("sub")
+    (sub / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (sub / "test_perf.py").write_text(PERF_TEST, encoding="utf-8")
+    (project / "test_perf.py").unlink()
+    elsewhere = env.pytester.mkdir("elsewhere")
+    env.monkeypatch.chdir(elsewhere)
+    result = env.run("--perfgate-update", str(sub))
+    result.assert_outcomes(passed=2)
+    assert "rootdir: " + str(sub) in result.stdout.str()
+    assert (project / "perf" / "baselines" / "tesla-t4-sm75" / "test_perf__test_add.json").is_file()
+    assert (project / "perfgate-report.json").is_file()  # the default report too: beside the pyproject.toml
+    assert not (sub / "perf").exists() and not (elsewhere / "perf").exists()
+    result.stdout.fnmatch_lines(["  baselines written: 1 file under ../perf/baselines"])
 
 
 def test_help_lists_every_option_with_its_default(pytester: pytest.Pytester) -> None:
@@ -399,7 +496,9 @@ def test_xdist_profiles_one_gpu_per_worker_and_writes_one_session_report(env: En
         "test_perf.py::test_layer[1]", "test_perf.py::test_layer[2]", "test_perf.py::test_layer[3]"]
     assert len(report["comparisons"]) == 3
     assert len(list((env.pytester.path / "baselines" / "tesla-t4-sm75").iterdir())) == 3
-    result.stdout.fnmatch_lines(["perfgate PASS: 3 new", "  baselines written: 3 files under baselines"])
+    result.stdout.fnmatch_lines([
+        "perfgate UPDATED: 3 tests measured; against the previous baselines: 3 had no baseline",
+        "  baselines written: 3 files under baselines"])
 
     again = env.pytester.runpytest_subprocess(*args)
     again.assert_outcomes(passed=3)
@@ -416,6 +515,7 @@ def test_without_nvtx_in_the_child_the_test_fails_with_the_install_line(env: Env
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*the test failed while profiled under ncu (call)*",
                                  "*the 'nvtx' package is missing in the profiled process*pip install nvtx*"])
+    assert "During handling" not in result.stdout.str() and "ImportError" not in result.stdout.str()
 
 
 def test_an_expected_failure_stays_expected(env: Env) -> None:

@@ -8,16 +8,43 @@ Layouts followed, as found in public material (no GPU was at hand to capture the
   (in recent ncu; the version that added them is not known here) by ``"Rule Name","Rule Type",
   "Rule Description","Estimated Speedup Type","Estimated Speedup"``. Metric rows then end right
   after the value with a trailing comma (16 cells under a 20-cell header) and rule rows have an
-  empty metric name: see the captured ncu output in
-  microsoft/superbenchmark ``tests/benchmarks/micro_benchmarks/test_cublaslt_function.py`` (CC 10.0,
+  empty metric name: see the captured ncu output in microsoft/superbenchmark
+  ``tests/data/cublaslt_ncu.log``, read by ``tests/benchmarks/micro_benchmarks/test_cublaslt_function.py`` (CC 10.0,
   application output before the header, ``hz``/``ns`` units, string values like
   ``CachePreferNone``, ``PolicySpread``, ``all``). Another layout, in logs from 2020 to 2024
   (rodinia cfd logs quoted in a public README, a CUTLASS example parser's docstring), is
   ``"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",
   "Section Name","Metric Name","Metric Unit","Metric Value"``: no launch dimensions, device or CC.
-  "Device" is the device *index* ("0") in every export seen; "CC" is ``"7.5"``. "Metric Name" holds a
-  section *label* ("Duration") unless the metric came from ``--metrics`` (section "Command line
-  profiler metrics") or ``--print-metric-name name`` was given; labels are kept as they are.
+  "Device" is the device *index* ("0") in every export seen, so the table's ``device`` is "" unless
+  the launch also carries the string metric ``device__attribute_display_name`` (``--metrics
+  device__attribute_display_name``); "CC" is ``"7.5"``.
+* Section labels. By default (no ``--print-metric-name name``) "Metric Name" holds the *label* a
+  section gives a metric, not its name: ``"GPU Speed Of Light Throughput","Duration","usecond","67.78"``,
+  ``"Launch Statistics","Registers Per Thread","register/thread","16"``, as in the captured ncu
+  output in microsoft/superbenchmark ``tests/data/cublaslt_ncu.log`` (metric rows name the section by
+  its display name, rule rows by its identifier: ``"SpeedOfLight"``, ``"LaunchStats"``). Only
+  metrics from ``--metrics`` (section "Command line profiler metrics") come by name. The labels of
+  ncu's own sections are mapped back to metric names (``_SECTION_LABELS``: Duration ->
+  ``gpu__time_duration.sum``, Elapsed Cycles -> ``gpc__cycles_elapsed.max``, DRAM Throughput ->
+  ``gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed``, Registers Per Thread ->
+  ``launch__registers_per_thread``, Achieved Occupancy ->
+  ``sm__warps_active.avg.pct_of_peak_sustained_active``, Executed Instructions ->
+  ``smsp__inst_executed.sum``...), keyed on (section display name, label) because one label can sit
+  in two sections ("Memory Throughput" is ``gpu__compute_memory_throughput...`` in % under GPU
+  Speed Of Light Throughput and ``dram__bytes.sum.per_second`` under Memory Workload Analysis), and
+  only where the unit, reduced to its base unit, is the metric's. Sources: the ``Header`` blocks
+  (``Label:``/``Name:`` pairs) of NVIDIA's section files as copied in xingxerx/Qallow
+  ``sections/SpeedOfLight.section``, ``LaunchStatistics.section``, ``Occupancy.section``,
+  ``MemoryWorkloadAnalysis.section``, ``ComputeWorkloadAnalysis.section``,
+  ``InstructionStatistics.section``, ``WarpStateStatistics.section``, ``WorkloadDistribution.section``,
+  and the section definitions (label, name, unit) stored in the Tesla T4 ``.ncu-rep`` files of the
+  test corpus, which the tests compare the table with. A name (anything with ``__``) is never
+  remapped; a label of an unknown section, of an older ncu (2019-2021 named the first section
+  "GPU Speed Of Light"; its mapping is not verified here) or with another unit stays as it is, and
+  such a label that repeats within a launch is named "Section: Label". When a launch then has one
+  metric twice (``--metrics gpu__time_duration.sum`` next to the section's "Duration", or
+  "SM Active Cycles" next to "Average SM Active Cycles"), the row ncu named by name is kept (its
+  value is not rounded to two decimals of a display unit), else the first.
 * ``--page raw`` (wide: one row per launch): the same leading columns (``"Kernel Time"`` and no
   dimensions in the older layout, as in the NVIDIA forum answer quoted by public parsers), then one
   column per metric, then ONE row of units (empty under the leading columns), then one row per
@@ -39,8 +66,9 @@ Layouts followed, as found in public material (no GPU was at hand to capture the
 Values: thousands separators (``"1,215,000,000.00"``) are removed; ``n/a`` becomes NaN (row kept:
 "no data"); an empty cell is an absent metric (no row); string values (device name, cache
 configuration) are dropped, the device name feeding ``device``. Units are reduced to the base
-units ``ncu_report`` uses (``ns``, ``byte``, ``hz``, ``byte/s``) so CSV and ``.ncu-rep`` tables
-compare. Not handled: locales that swap the decimal and thousands marks.
+units ``ncu_report`` uses (``ns``, ``byte``, ``hz``, ``byte/s``, ``byte/block``: ``"usecond"`` and
+``"Kbyte/block"`` become ``ns`` and ``byte/block``) so CSV and ``.ncu-rep`` tables compare. Not
+handled: locales that swap the decimal and thousands marks.
 
 Speed: the file is never split into Python lines on the normal path. The header is found in the
 first chunk(s), pandas' C parser reads straight from the file at that offset, and lines of ncu or
@@ -91,7 +119,105 @@ _UNITS: dict[str, tuple[str, float]] = {
                                       ("Kbyte/second", 1e3), ("Mbyte/s", 1e6), ("Mbyte/second", 1e6),
                                       ("Gbyte/s", 1e9), ("Gbyte/second", 1e9), ("Tbyte/s", 1e12),
                                       ("Tbyte/second", 1e12))},
+    **{u: ("byte/block", f) for u, f in (("byte/block", 1.0), ("Kbyte/block", 1e3), ("Mbyte/block", 1e6),
+                                          ("KB/block", 1e3), ("MB/block", 1e6))},
 }  # fmt: skip
+
+# What a section *label* in the details page's "Metric Name" column stands for, per section display
+# name (ncu's "Section Name" of metric rows): label -> (metric name, the metric's base unit). A label
+# is replaced only where its section and its unit (reduced to the base unit) agree: a label of
+# another ncu version that means something else keeps its label. Labels and names: the Header blocks
+# of NVIDIA's section files (xingxerx/Qallow sections/{SpeedOfLight,LaunchStatistics,Occupancy,
+# MemoryWorkloadAnalysis,ComputeWorkloadAnalysis,InstructionStatistics,WarpStateStatistics,
+# WorkloadDistribution}.section, copies of current ncu's) and, for every entry with its unit, the
+# section definitions stored inside the Tesla T4 reports of the test corpus (ncu_report
+# ``IAction.sections()`` -> ``header_metrics()``: label, name, unit), which the tests check this
+# table against. String-valued labels (Function Cache Configuration) are left out.
+_SECTION_LABELS: dict[str, dict[str, tuple[str, str]]] = {
+    "GPU Speed Of Light Throughput": {
+        "Compute (SM) Throughput": ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "Duration": ("gpu__time_duration.sum", "ns"),
+        "Memory Throughput": ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "Elapsed Cycles": ("gpc__cycles_elapsed.max", "cycle"),
+        "L1/TEX Cache Throughput": ("l1tex__throughput.avg.pct_of_peak_sustained_active", "%"),
+        "SM Active Cycles": ("sm__cycles_active.avg", "cycle"),
+        "L2 Cache Throughput": ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "SM Frequency": ("gpc__cycles_elapsed.avg.per_second", "hz"),
+        "DRAM Throughput": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "DRAM Frequency": ("dram__cycles_elapsed.avg.per_second", "hz"),
+    },
+    "Launch Statistics": {
+        "Grid Size": ("launch__grid_size", ""),
+        "Registers Per Thread": ("launch__registers_per_thread", "register/thread"),
+        "Static Shared Memory Per Block": ("launch__shared_mem_per_block_static", "byte/block"),
+        "Block Size": ("launch__block_size", ""),
+        "Dynamic Shared Memory Per Block": ("launch__shared_mem_per_block_dynamic", "byte/block"),
+        "Threads": ("launch__thread_count", "thread"),
+        "Driver Shared Memory Per Block": ("launch__shared_mem_per_block_driver", "byte/block"),
+        "Waves Per SM": ("launch__waves_per_multiprocessor", ""),
+        "Shared Memory Configuration Size": ("launch__shared_mem_config_size", "byte"),
+        "Uses Green Context": ("launch__uses_green_context", ""),
+        "# SMs": ("launch__sm_count", "SM"),
+    },
+    "Occupancy": {
+        "Theoretical Occupancy": ("sm__maximum_warps_per_active_cycle_pct", "%"),
+        "Block Limit Registers": ("launch__occupancy_limit_registers", "block"),
+        "Theoretical Active Warps per SM": ("sm__maximum_warps_avg_per_active_cycle", "warp"),
+        "Block Limit Shared Mem": ("launch__occupancy_limit_shared_mem", "block"),
+        "Achieved Occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active", "%"),
+        "Block Limit Warps": ("launch__occupancy_limit_warps", "block"),
+        "Achieved Active Warps Per SM": ("sm__warps_active.avg.per_cycle_active", "warp"),
+        "Block Limit SM": ("launch__occupancy_limit_blocks", "block"),
+    },
+    "Memory Workload Analysis": {
+        "Memory Throughput": ("dram__bytes.sum.per_second", "byte/s"),
+        "Mem Busy": ("gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "L1/TEX Hit Rate": ("l1tex__t_sector_hit_rate.pct", "%"),
+        "Max Bandwidth": ("gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "L2 Hit Rate": ("lts__t_sector_hit_rate.pct", "%"),
+        "Mem Pipes Busy": ("sm__memory_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+        "L2 Compression Success Rate": ("lts__average_gcomp_input_sector_success_rate.pct", "%"),
+    },
+    "Compute Workload Analysis": {
+        "Executed Ipc Elapsed": ("sm__inst_executed.avg.per_cycle_elapsed", "inst/cycle"),
+        "SM Busy": ("sm__instruction_throughput.avg.pct_of_peak_sustained_active", "%"),
+        "Executed Ipc Active": ("sm__inst_executed.avg.per_cycle_active", "inst/cycle"),
+        "Issue Slots Busy": ("sm__inst_issued.avg.pct_of_peak_sustained_active", "%"),
+        "Issued Ipc Active": ("sm__inst_issued.avg.per_cycle_active", "inst/cycle"),
+    },
+    "Instruction Statistics": {
+        "Executed Instructions": ("smsp__inst_executed.sum", "inst"),
+        "Avg. Executed Instructions Per Scheduler": ("smsp__inst_executed.avg", "inst"),
+        "Issued Instructions": ("smsp__inst_issued.sum", "inst"),
+        "Avg. Issued Instructions Per Scheduler": ("smsp__inst_issued.avg", "inst"),
+    },
+    "Scheduler Statistics": {
+        "Active Warps Per Scheduler": ("smsp__warps_active.avg.per_cycle_active", "warp"),
+        "No Eligible": ("smsp__issue_inst0.avg.pct_of_peak_sustained_active", "%"),
+        "Eligible Warps Per Scheduler": ("smsp__warps_eligible.avg.per_cycle_active", "warp"),
+        "One or More Eligible": ("smsp__issue_active.avg.pct_of_peak_sustained_active", "%"),
+        "Issued Warp Per Scheduler": ("smsp__issue_active.avg.per_cycle_active", ""),
+    },
+    "Warp State Statistics": {
+        "Warp Cycles Per Issued Instruction": ("smsp__average_warp_latency_per_inst_issued.ratio", "cycle"),
+        "Avg. Active Threads Per Warp": ("smsp__thread_inst_executed_per_inst_executed.ratio", ""),
+        "Warp Cycles Per Executed Instruction": ("smsp__average_warps_active_per_inst_executed.ratio", "cycle"),
+        "Avg. Not Predicated Off Threads Per Warp": ("smsp__thread_inst_executed_pred_on_per_inst_executed.ratio", ""),
+    },
+    "GPU and Memory Workload Distribution": {
+        "Average SM Active Cycles": ("sm__cycles_active.avg", "cycle"),
+        "Average L1 Active Cycles": ("l1tex__cycles_active.avg", "cycle"),
+        "Average L2 Active Cycles": ("lts__cycles_active.avg", "cycle"),
+        "Average SMSP Active Cycles": ("smsp__cycles_active.avg", "cycle"),
+        "Average DRAM Active Cycles": ("dram__cycles_active.avg", "cycle"),
+        "Total SM Elapsed Cycles": ("sm__cycles_elapsed.sum", "cycle"),
+        "Total L1 Elapsed Cycles": ("l1tex__cycles_elapsed.sum", "cycle"),
+        "Total L2 Elapsed Cycles": ("lts__cycles_elapsed.sum", "cycle"),
+        "Total SMSP Elapsed Cycles": ("smsp__cycles_elapsed.sum", "cycle"),
+        "Total DRAM Elapsed Cycles": ("dram__cycles_elapsed.sum", "cycle"),
+    },
+}
+_LABELS = frozenset(label for labels in _SECTION_LABELS.values() for label in labels)
 
 _FIX_CSV = "pass the stdout or --log-file of 'ncu --csv --page details|raw ...', or 'ncu -i REPORT --csv --page raw'"
 _FIX_NO_KERNELS = ("check ncu's --kernel-name/--nvtx-include filters match a launch and that the application "
@@ -739,7 +865,10 @@ def _details(df: pd.DataFrame, header: Sequence[str], source: str) -> pd.DataFra
     extra = _details_attributes(metric_names, metric_codes, cells, row_launch, count)
 
     if not all(_is_metric_column(m) for m in metric_names) and "Section Name" in df.columns:
-        # Section labels repeat across sections ("Memory Throughput" in % and in byte/s).
+        # Labels of ncu's sections become metric names; labels left over can repeat across
+        # sections (an unknown section's, an older ncu's), so those are qualified by section.
+        metric_codes, metric_names, keep = _map_section_labels(df, row_launch, metric_codes, metric_names,
+                                                               unit_codes, units, keep)
         metric_codes, metric_names = _qualify_duplicates(df, row_launch, metric_codes, metric_names, keep)
 
     launches = _launch_attributes(first_rows.reset_index(drop=True), extra)
@@ -776,16 +905,69 @@ def _attribute_cells(name: str, cells: Sequence[object]) -> list[object]:
     return [cleaned[c] for c in codes]
 
 
+def _map_section_labels(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndarray, names: list[str],
+                        unit_codes: np.ndarray, units: Sequence[str],
+                        keep: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Rename rows whose metric is a known (section, label) with a matching unit to the metric's name.
+
+    Works on the distinct (section, label, unit) triples, never per row. When a launch then holds a
+    metric twice (``--metrics gpu__time_duration.sum`` next to the section's "Duration", or two
+    sections showing the same metric), one row is kept: the one ncu named by its metric name (its
+    value is not rounded to a display unit), else the first.
+    """
+    label_codes = [i for i, name in enumerate(names) if name in _LABELS]
+    if not label_codes:
+        return codes, names, keep
+    rows = np.flatnonzero(np.isin(codes, label_codes) & keep)
+    if not rows.size:
+        return codes, names, keep
+    section_codes, sections = pd.factorize(df["Section Name"].to_numpy(dtype=object)[rows], use_na_sentinel=True)
+    triples, inverse = np.unique(np.column_stack([section_codes, codes[rows], unit_codes[rows]]), axis=0,
+                                 return_inverse=True)
+    names = list(names)
+    index = {name: i for i, name in enumerate(names)}
+    targets = triples[:, 1].copy()
+    for j, (section, label, unit) in enumerate(triples):
+        if section < 0:
+            continue
+        entry = _SECTION_LABELS.get(str(sections[section]).strip(), {}).get(names[label])
+        if entry is None or units[unit] != entry[1]:
+            continue  # unknown here, or a unit that says it is another quantity: keep the label
+        if entry[0] not in index:
+            index[entry[0]] = len(names)
+            names.append(entry[0])
+        targets[j] = index[entry[0]]
+    new_codes = targets[inverse.reshape(-1)]
+    changed = rows[new_codes != codes[rows]]
+    if not changed.size:
+        return codes, names, keep
+    codes = codes.astype(np.int64)  # category codes can be int8: room for the names added
+    codes[rows] = new_codes
+    # One row per (launch, metric): prefer rows ncu named by metric name, then file order.
+    mapped = np.zeros(len(codes), dtype=bool)
+    mapped[changed] = True
+    candidates = np.flatnonzero(keep & np.isin(codes, np.unique(codes[changed])))
+    order = candidates[np.lexsort((candidates, mapped[candidates]))]
+    repeated = pd.Series(row_launch[order] * (len(names) + 1) + codes[order]).duplicated().to_numpy()
+    if repeated.any():
+        keep = keep.copy()
+        keep[order[repeated]] = False
+    return codes, names, keep
+
+
 def _qualify_duplicates(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndarray, names: list[str],
                         keep: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Name a label that occurs twice in one launch "Section: Label", so (launch, metric) is a key."""
-    key = pd.Series(row_launch * (len(names) + 1) + codes)
-    duplicated = (key.duplicated(keep=False).to_numpy() & keep & (codes >= 0))
+    # Only rows that stay count: a dropped row (string value, a repeat already resolved) is no clash.
+    kept = np.flatnonzero(keep & (codes >= 0))
+    key = pd.Series(row_launch[kept] * (len(names) + 1) + codes[kept])
+    duplicated = np.zeros(len(codes), dtype=bool)
+    duplicated[kept[key.duplicated(keep=False).to_numpy()]] = True
     if not duplicated.any():
         return codes, names
     sections = df["Section Name"].astype(object).to_numpy()
     names = list(names)
-    codes = codes.copy()
+    codes = codes.astype(np.int64)  # category codes can be int8: room for the names added
     index = {name: i for i, name in enumerate(names)}
     for row in np.flatnonzero(duplicated):
         qualified = f"{sections[row]}: {names[codes[row]]}"
