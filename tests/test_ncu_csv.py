@@ -203,10 +203,22 @@ def test_default_details_agree_with_the_real_reports() -> None:
 
 def test_section_label_table_matches_the_sections_stored_in_real_reports() -> None:
     """Each (section, label) -> (name, unit) entry as the section definitions inside a real report say."""
-    ncu_report = pytest.importorskip("ncu_report")
-    action = ncu_report.load_report(str(corpus_file(MLP_V3))).range_by_idx(0).action_by_idx(0)
-    stored = {(section.name(), metric.label()): (metric.name(), metric.unit())
-              for section in action.sections() for metric in section.header_metrics()}
+    pytest.importorskip("ncu_report")
+    # In a fresh process: ncu_report keeps section definitions process-wide, and a report loaded
+    # earlier (another test) can change the units this one reports.
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys, ncu_report\n"
+        "action = ncu_report.load_report(sys.argv[1]).range_by_idx(0).action_by_idx(0)\n"
+        "print(json.dumps([[s.name(), m.label(), m.name(), m.unit()] for s in action.sections() "
+        "for m in s.header_metrics()]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(corpus_file(MLP_V3))], capture_output=True, text=True,
+                          timeout=120, check=True)
+    stored = {(section, label): (name, unit) for section, label, name, unit in json.loads(done.stdout)}
     for section, labels in _SECTION_LABELS.items():
         for label, entry in labels.items():
             assert stored.get((section, label)) == entry, (section, label)

@@ -120,6 +120,11 @@ def _region(action: Any) -> str:
     return REGION_SEPARATOR.join(name for _, names in stacks for name in names)
 
 
+# Known quirk of ncu_report (seen on the corpus): the units of ``derived__*`` metrics, which
+# section scripts compute, depend on which reports the process loaded before (section definitions
+# are process-wide). Measured metrics (time, bytes, instructions) are not affected; gate on those.
+
+
 def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
     """Read every profiled launch of a report into the normalized table.
 
