@@ -30,3 +30,15 @@ def test_restrict_metrics_keeps_launches_visible() -> None:
 def test_devices() -> None:
     table = make_table([_row(0, "a", "m", 1), _row(1, "a", "m", 1, device="NVIDIA A10G")])
     assert devices(table) == [("NVIDIA A10G", "7.5"), ("Tesla T4", "7.5")]
+
+
+def test_metric_hint_keeps_identity_of_raw_csv_launches() -> None:
+    from conftest import REPO
+    from perfgate.collect import read_table
+
+    raw = REPO / "tests" / "data" / "ncu-csv" / "raw.csv"
+    full, hinted = read_table(raw), read_table(raw, ["gpu__time_duration.sum"])
+    assert set(hinted["metric"]) == {"gpu__time_duration.sum"}
+    columns = ["kernel", "device", "cc", "grid", "block", "ordinal"]
+    expected = full.drop_duplicates("launch")[columns].reset_index(drop=True)
+    assert hinted.drop_duplicates("launch")[columns].reset_index(drop=True).equals(expected)

@@ -109,7 +109,7 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             raise InputError(file_path, "unrecognized file format",
                              "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
                              "JSON or a perfgate baseline")
-        frame = read_ncu_csv(file_path)
+        frame = read_ncu_csv(file_path, metrics)
         if metrics is not None:
             from perfgate.table import restrict_metrics
 

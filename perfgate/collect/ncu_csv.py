@@ -85,7 +85,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable, Sequence
+from typing import IO, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -336,42 +336,43 @@ def nvtx_region(cell: str) -> str:
 # Reading
 
 
-def read_ncu_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_ncu_csv(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
     """Read ncu CSV output (details or raw page, detected from the header) into the table.
 
     Raises :class:`NcuError` when the file holds an ``==ERROR==`` line, and :class:`InputError`
     when it is empty, holds no CSV table (a log with only ``==PROF==`` lines, ncu's text output,
-    anything else) or a CSV table that cannot be parsed.
+    anything else) or a CSV table that cannot be parsed. ``metrics`` is a hint: the raw page skips
+    other metric columns before building rows (launch and device attributes are always read).
     """
     source = str(path)
     try:
         with open(path, "rb") as handle:
-            frame = _read(handle, source)
+            frame = _read(handle, source, None if metrics is None else frozenset(metrics))
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})", "check the path and its permissions") from exc
     frame.attrs[ATTR_SOURCE] = source
     return frame
 
 
-def _read(handle: IO[bytes], source: str) -> pd.DataFrame:
+def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
     first = handle.read(4)
     handle.seek(0)
     if first[:2] in (b"\xff\xfe", b"\xfe\xff"):
         # UTF-16 with BOM (PowerShell redirection): re-encode once, then read like any other file.
         text = handle.read().decode("utf-16", errors="replace")
-        return _read(io.BytesIO(text.encode("utf-8")), source)
+        return _read(io.BytesIO(text.encode("utf-8")), source, wanted)
     found = _find_header(handle)
     _raise_tool_errors(found.tool_lines, source)
     if found.offset < 0:
         raise _no_table_error(found, source)
     handle.seek(found.offset)
     try:
-        return _parse(handle, found, source)
+        return _parse(handle, found, source, wanted)
     except _Unparsed:
         # Something between the rows defeated the fast path: filter lines in Python and retry.
         handle.seek(0)
         first_line = handle.read(found.offset).count(b"\n") + 1
-        return _parse_filtered(handle.read(), first_line, source)
+        return _parse_filtered(handle.read(), first_line, source, wanted)
 
 
 @dataclass
@@ -481,7 +482,7 @@ def _header_fields(line: bytes) -> list[str]:
     return next(csv.reader([text]), [])
 
 
-def _parse(handle: IO[bytes], found: _Found, source: str) -> pd.DataFrame:
+def _parse(handle: IO[bytes], found: _Found, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
     header_line = handle.readline()
     header = _header_fields(header_line)
     _check_header(header, source)
@@ -489,10 +490,10 @@ def _parse(handle: IO[bytes], found: _Found, source: str) -> pd.DataFrame:
         handle.seek(found.offset)
         return _details(_read_csv(handle, source, details=True, header=header), header, source)
     units = _raw_units(handle, header)
-    return _raw(_read_csv(handle, source, details=False, header=header), header, units, source)
+    return _raw(_read_csv(handle, source, details=False, header=header), header, units, source, wanted)
 
 
-def _parse_filtered(data: bytes, first_line: int, source: str) -> pd.DataFrame:
+def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
     """Slow path: keep the header and quoted lines only (ncu quotes every field it writes).
 
     ``first_line`` is the file's line number of the header, to point errors at the right line.
@@ -509,7 +510,7 @@ def _parse_filtered(data: bytes, first_line: int, source: str) -> pd.DataFrame:
         elif b"\x00" in line:
             raise InputError(source, f"binary data inside the CSV table (line {number})", _FIX_REEXPORT)
     try:
-        return _parse(io.BytesIO(b"".join(kept)), _Found(offset=0), source)
+        return _parse(io.BytesIO(b"".join(kept)), _Found(offset=0), source, wanted)
     except _Unparsed as exc:
         # pandas counts in the text it was given ("line 1" and "row 0" are the header): map to the file.
         def line(index: int) -> str:
@@ -978,7 +979,8 @@ def _qualify_duplicates(df: pd.DataFrame, row_launch: np.ndarray, codes: np.ndar
     return codes, names
 
 
-def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str) -> pd.DataFrame:
+def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
+         wanted: frozenset[str] | None = None) -> pd.DataFrame:
     if "ID" not in df.columns:
         raise InputError(source, 'the raw CSV has no "ID" column', _FIX_CSV)
     valid = _valid_ids(df["ID"], source)
@@ -988,7 +990,8 @@ def _raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: 
         raise InputError(source, "the CSV table has a header but no launch", _FIX_NO_KERNELS)
     df = df.reset_index(drop=True)
     count = len(df)
-    metric_columns = [c for c in header if _is_metric_column(c)]
+    metric_columns = [c for c in header if _is_metric_column(c)
+                      and (wanted is None or c in wanted or c in _ATTRIBUTE_METRICS)]
     unit_of = dict(zip(header, units))
 
     extra: dict[str, list[object]] = {}
