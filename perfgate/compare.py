@@ -116,8 +116,8 @@ def check_devices(baseline: pd.DataFrame, current: pd.DataFrame, allow_mismatch:
     cur_label = ", ".join(device_label(*d) for d in cur_devices)
     raise DeviceMismatchError(
         f"{baseline.attrs.get(ATTR_SOURCE, 'baseline')} was measured on {base_label} but "
-        f"{current.attrs.get(ATTR_SOURCE, 'current')} on {cur_label}; metrics of different GPUs are not comparable "
-        "(keep one baseline per GPU, or pass --allow-device-mismatch to compare anyway)")
+        f"{current.attrs.get(ATTR_SOURCE, 'current')} on {cur_label}; measurements of different devices are not "
+        "comparable (keep one baseline per GPU, or pass --allow-device-mismatch to compare anyway)")
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:

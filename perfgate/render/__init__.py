@@ -58,6 +58,8 @@ def format_value(value: float | None, unit: str) -> str:
 def format_change(change: float | None) -> str:
     if change is None or (isinstance(change, float) and math.isnan(change)):
         return "—"
+    if abs(change) < 0.0005:
+        return "±0.0%" if change else "0%"
     return f"{change * 100:+.1f}%"
 
 
@@ -124,11 +126,12 @@ def no_data_side(rows: list[dict[str, Any]]) -> str:
 
 
 def explanation(rows: list[dict[str, Any]], min_change: float = 0.01) -> list[str]:
-    """The non-gated metrics of a launch that moved: why a gated metric changed."""
+    """What else moved in a launch: gated metrics that improved, then the explanatory metrics."""
+    better = [metric_line(r) for r in rows if r.get("gated") and r.get("status") == "improvement"]
     moved = [r for r in rows if r.get("status") == "info" and r.get("change") is not None
              and abs(r["change"]) >= min_change and not _NOT_AN_EXPLANATION.match(str(r.get("metric", "")))]
     moved.sort(key=lambda r: -abs(r["change"]))
-    return [metric_line(r) for r in moved]
+    return better + [metric_line(r) for r in moved]
 
 
 def headline(report: dict[str, Any]) -> str:
@@ -155,7 +158,10 @@ def render_text(report: dict[str, Any], show_unchanged: bool = False) -> str:
     lines: list[str] = []
     grouped = results_by_launch(report)
     for comparison in report.get("comparisons", []):
-        devices = ", ".join(comparison.get("current_devices") or comparison.get("baseline_devices") or [])
+        base_devices, cur_devices = comparison.get("baseline_devices") or [], comparison.get("current_devices") or []
+        devices = ", ".join(cur_devices or base_devices)
+        if base_devices and cur_devices and base_devices != cur_devices:
+            devices = f"{', '.join(base_devices)} → {', '.join(cur_devices)}"
         lines.append(f"perfgate: {comparison.get('baseline', '')} → {comparison.get('current', '')}"
                      + (f" on {devices}" if devices else ""))
     for launch in report.get("launches", []):
@@ -174,7 +180,7 @@ def render_text(report: dict[str, Any], show_unchanged: bool = False) -> str:
         if launch.get("launch_change"):
             lines.append(f"    launch config changed: {launch['launch_change']}")
         if status in ("regression", "improvement"):
-            for why in explanation(rows)[:4]:
+            for why in explanation([r for r in rows if not r.get("gated")])[:4]:
                 lines.append(f"    why: {why}")
     for note in report.get("notes", []):
         lines.append(f"note: {note}")
@@ -236,7 +242,8 @@ def chart_bars(report: dict[str, Any], limit: int = 40) -> list[dict[str, Any]]:
             and r.get("status") in ("regression", "improvement", "unchanged")]
     bars.sort(key=lambda r: (r.get("status") != "regression", -abs(r["change"])))
     bars = bars[:limit]
-    largest = max((abs(r["change"]) for r in bars), default=0.0) or 1.0
+    # At least ±20% full scale, so run-to-run noise of 1-2% does not look like a landslide.
+    largest = max([abs(r["change"]) for r in bars] + [0.20])
     return [{"row": r, "label": f"{display_name(r)} · {r.get('label') or r.get('metric')}",
              "fraction": min(abs(r["change"]) / largest, 1.0), "worse": r.get("status") == "regression",
              "better": r.get("status") == "improvement"} for r in bars]
