@@ -77,7 +77,10 @@ def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, *, source: str 
         raise ValueError(f"table is missing columns {missing}")
     frame = frame.loc[:, list(COLUMNS)]
     for col in _STR_COLUMNS:
-        frame[col] = frame[col].fillna("").astype(str)
+        column = frame[col]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            column = column.astype(object)  # pandas 2 refuses fillna("") on a categorical without ""
+        frame[col] = column.fillna("").astype(str)
     frame["ordinal"] = frame["ordinal"].astype("int64")
     frame["launch"] = frame["launch"].astype("int64")
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")

@@ -365,6 +365,9 @@ def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) 
     _raise_tool_errors(found.tool_lines, source)
     if found.offset < 0:
         raise _no_table_error(found, source)
+    if _holds_nul(handle, found.offset):
+        # pandas 2's tokenizer ends a field at NUL and would hide the junk; pandas 3 keeps it.
+        raise InputError(source, "binary data inside the CSV table", _FIX_REEXPORT)
     handle.seek(found.offset)
     try:
         return _parse(handle, found, source, wanted)
@@ -373,6 +376,14 @@ def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) 
         handle.seek(0)
         first_line = handle.read(found.offset).count(b"\n") + 1
         return _parse_filtered(handle.read(), first_line, source, wanted)
+
+
+def _holds_nul(handle: IO[bytes], offset: int) -> bool:
+    handle.seek(offset)
+    while chunk := handle.read(1 << 20):
+        if b"\x00" in chunk:
+            return True
+    return False
 
 
 @dataclass
