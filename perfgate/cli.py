@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except PerfgateError as exc:
         sys.stderr.write(f"perfgate: error: {exc}\n")
-        return EXIT_USAGE
+        return exc.exit_status
     except (OSError, ValueError, OverflowError, UnicodeError) as exc:
         # An input perfgate did not foresee: still one line and exit 2, never a traceback.
         # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.

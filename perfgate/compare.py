@@ -105,19 +105,15 @@ def _same_devices(base: list[tuple[str, str]], cur: list[tuple[str, str]]) -> bo
     return False
 
 
-def check_devices(baseline: pd.DataFrame, current: pd.DataFrame, allow_mismatch: bool,
-                  base_devices: list[tuple[str, str]] | None = None,
-                  cur_devices: list[tuple[str, str]] | None = None) -> None:
-    base_devices = devices(baseline) if base_devices is None else base_devices
-    cur_devices = devices(current) if cur_devices is None else cur_devices
+def check_devices(base_devices: list[tuple[str, str]], cur_devices: list[tuple[str, str]], base_name: str,
+                  cur_name: str, allow_mismatch: bool) -> None:
     if allow_mismatch or not base_devices or not cur_devices or _same_devices(base_devices, cur_devices):
         return
     base_label = ", ".join(device_label(*d) for d in base_devices)
     cur_label = ", ".join(device_label(*d) for d in cur_devices)
     raise DeviceMismatchError(
-        f"{baseline.attrs.get(ATTR_SOURCE, 'baseline')} was measured on {base_label} but "
-        f"{current.attrs.get(ATTR_SOURCE, 'current')} on {cur_label}; measurements of different devices are not "
-        "comparable (keep one baseline per GPU, or pass --allow-device-mismatch to compare anyway)")
+        f"{base_name} was measured on {base_label} but {cur_name} on {cur_label}; measurements of different "
+        "devices are not comparable (keep one baseline per GPU, or pass --allow-device-mismatch to compare anyway)")
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
@@ -241,7 +237,8 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     """Compare two normalized tables. Raises DeviceMismatchError unless the devices agree."""
     options = options or CompareOptions()
     base_devices, cur_devices = devices(baseline), devices(current)
-    check_devices(baseline, current, options.allow_device_mismatch, base_devices, cur_devices)
+    check_devices(base_devices, cur_devices, str(baseline.attrs.get(ATTR_SOURCE, "baseline")),
+                  str(current.attrs.get(ATTR_SOURCE, "current")), options.allow_device_mismatch)
     thresholds = options.effective_thresholds()
     compared = options.compared_metrics()
 

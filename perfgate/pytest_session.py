@@ -209,17 +209,6 @@ def _launch_name(launch: Mapping[str, Any]) -> str:
     return f"{test}: {kernel}{where}" if test and test != kernel else f"{test or kernel}{where}"
 
 
-def _named_once(report: dict[str, Any]) -> dict[str, Any]:
-    """A view of ``report`` for ``render_text`` in which a row named like its test (a benchmark) does
-    not repeat the test id: ``REGRESSION  t.py::test_x``, not ``t.py::test_x: t.py::test_x``."""
-
-    def row(entry: dict[str, Any]) -> dict[str, Any]:
-        return {**entry, "test": None} if entry.get("test") and entry.get("test") == entry.get("kernel") else entry
-
-    return {**report, "launches": [row(e) for e in report.get("launches", [])],
-            "results": [row(e) for e in report.get("results", [])]}
-
-
 def _shown(path: Path, base: Path) -> str:
     try:
         return os.path.relpath(path, base)
@@ -637,7 +626,7 @@ class PerfgateSession:
             if self.options.update:
                 report["verdict"] = "pass"  # the new baseline is this run; changes are shown, not failed
             elif comparison.regressed:
-                failures.append(render_text(_named_once(report)).rstrip())
+                failures.append(render_text(report).rstrip())
                 status = "regression"
             reports.append(report)
         merged = merge_reports(reports) if len(reports) != 1 else reports[0]

@@ -42,15 +42,6 @@ _RESULT_FIELDS = ("kind", "kernel", "demangled", "region", "ordinal", "metric", 
 _STATUS_RANK = {s.value: i for i, s in enumerate(STATUS_ORDER)}
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python; NaN/inf -> None (JSON has neither)."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _records(frame: Any, fields: Iterable[str]) -> list[dict[str, Any]]:
     """Rows as plain dicts: tolist() yields Python scalars; NaN/inf become None (JSON has neither)."""
     names = list(fields)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from plugin_helpers import preload_heavy_modules, read_json
 
-from perfgate.pytest_session import GpuBusy, _launch_name, _named_once, gpu_locks
+from perfgate.render import render_text
+from perfgate.pytest_session import GpuBusy, _launch_name, gpu_locks
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
@@ -108,10 +109,10 @@ def test_a_row_named_like_its_test_is_named_once() -> None:
     assert _launch_name(bench) == "t.py::test_x"
     assert _launch_name(kernel) == "t.py::test_y: softmax [layer1]"
     assert _launch_name({"kernel": "softmax"}) == "softmax"
+    bench, kernel = dict(bench, status="regression", region=""), dict(kernel, status="regression")
     report = {"verdict": "fail", "launches": [bench, kernel], "results": [dict(bench, metric="time.min")]}
-    view = _named_once(report)
-    assert [row["test"] for row in view["launches"]] == [None, "t.py::test_y"]
-    assert view["results"][0]["test"] is None and view["results"][0]["metric"] == "time.min"
+    text = render_text(report)  # the failure text names a benchmark once, a kernel with its test
+    assert "REGRESSION  t.py::test_x\n" in text and "REGRESSION  t.py::test_y: softmax [layer1]" in text
     assert report["launches"][0]["test"] == "t.py::test_x"  # the report itself keeps the test id
 
 

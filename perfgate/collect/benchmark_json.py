@@ -8,7 +8,6 @@ seconds (plus ``rounds`` and ``ops``); raw timings (``--benchmark-save-data``) g
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +64,3 @@ def table_from_benchmark_json(document: Any, path: Path) -> pd.DataFrame:
     table = make_table(rows, source=str(path))
     table.attrs[ATTR_SAMPLES] = samples
     return table
-
-
-def read_benchmark_json(path: str | os.PathLike[str]) -> pd.DataFrame:
-    from perfgate.collect import load_json
-
-    file_path = Path(path)
-    return table_from_benchmark_json(load_json(file_path), file_path)

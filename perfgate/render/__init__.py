@@ -12,9 +12,8 @@ import json
 import math
 import re
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-FORMATS = ("text", "md", "html", "json")
 STATUS_ICON = {"regression": "❌", "improvement": "🚀", "unchanged": "✅", "new": "🆕", "missing": "➖",
                "no data": "⚠️", "info": "ℹ️"}
 MAX_NAME = 160  # longer (templated) kernel names are cut in tables; the JSON keeps them whole
@@ -169,7 +168,8 @@ def render_text(report: dict[str, Any], show_unchanged: bool = False) -> str:
         if status == "unchanged" and not show_unchanged:
             continue
         where = f" [{launch['region']}]" if launch.get("region") else ""
-        test = f"{launch['test']}: " if launch.get("test") else ""
+        # A benchmark's name is its test id: name it once.
+        test = f"{launch['test']}: " if launch.get("test") and launch.get("test") != launch.get("kernel") else ""
         lines.append(f"{status.upper():<11} {test}{display_name(launch)}{where}")
         rows = grouped.get(launch_key(launch), [])
         for row in rows:
@@ -259,7 +259,3 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 def render(report: dict[str, Any], fmt: str) -> str:
     return RENDERERS[fmt](report)
-
-
-def iter_formats(names: Iterable[str]) -> list[str]:
-    return [n for n in names if n in RENDERERS]
