@@ -24,6 +24,7 @@ from perfgate.baseline import (
     save_baselines,
 )
 from perfgate.compare import CompareOptions, compare_tables
+from perfgate.errors import PerfgateError
 from perfgate.render import render_text
 from perfgate.report import Report, build_report, merge_reports
 from perfgate.table import (
@@ -133,7 +134,14 @@ def gate(current: pd.DataFrame, *, baselines: Path, where: Where, options: Compa
                 if strict:
                     problems.append(f"no baseline for {device_label(device, cc)} at {shown(file)} ({strict_flag}); "
                                     f"create it with {update_hint}")
-        comparison = compare_tables(baseline, sub, options)
+        try:
+            comparison = compare_tables(baseline, sub, options)
+        except PerfgateError as exc:
+            if not update:
+                raise
+            # Updating: the new baseline replaces one it cannot be compared with (every kernel renamed, say).
+            device_notes.append(f"{who}: the previous baseline could not be compared ({exc}); replaced")
+            comparison = compare_tables(empty_table(source=shown(file)), sub, options)
         if update:
             # The compared metrics and launch facts, not the identity attributes ncu was asked for.
             documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional,
 
 from perfgate import __version__
 from perfgate.errors import InputError
-from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
+from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, VERDICT_RANK, Status, Verdict, worst_verdict
 
 if TYPE_CHECKING:  # keep this module free of pandas: publish and merge only need plain data
     from perfgate.compare import Comparison
@@ -64,6 +64,8 @@ _RESULT_VALUES = ("baseline", "current", "change", "delta", "status", "gated")
 _ROW_LAUNCH_FIELDS = ("kind", "kernel", "demangled", "region", "ordinal", "device", "test", "path", "line")
 
 _LAUNCH_STATUSES = tuple(s.value for s in STATUS_ORDER if s is not Status.INFO)
+# A launch in one of these was compared with its baseline; new, missing and no-data launches were not.
+COMPARED_STATUSES = (Status.REGRESSION, Status.INCONCLUSIVE, Status.IMPROVEMENT, Status.UNCHANGED)
 
 
 # ---------------------------------------------------------------- the shape
@@ -94,9 +96,10 @@ ResultTable = TypedDict("ResultTable", {
 Report = TypedDict("Report", {
     "format": str, "version": int, "generator": Optional[str], "verdict": str, "summary": Dict[str, int],
     "comparisons": List[ComparisonInfo], "launches": LaunchTable, "metrics": MetricTable, "results": ResultTable,
-    "notes": List[str]})
+    "notes": List[str], "unmeasured": List[Dict[str, str]]})
 REPORT_FIELDS = ("format", "version", "generator", "verdict", "summary", "comparisons", "launches", "metrics",
-                 "results", "notes")
+                 "results", "notes", "unmeasured")
+UNMEASURED_LIMIT = 10_000  # entries of "unmeasured" read from a report
 
 
 def _empty_columns(names: Sequence[str]) -> dict[str, list[Any]]:
@@ -104,12 +107,13 @@ def _empty_columns(names: Sequence[str]) -> dict[str, list[Any]]:
 
 
 def empty_report(notes: Iterable[str] = ()) -> Report:
+    """A report of nothing: its verdict is "not measured", never "pass"."""
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "generator": f"perfgate {__version__}",
-            "verdict": Verdict.PASS.value, "summary": summarize([]), "comparisons": [],
+            "verdict": Verdict.NOT_MEASURED.value, "summary": summarize([]), "comparisons": [],
             "launches": cast(LaunchTable, _empty_columns(LAUNCH_COLUMNS)),
             "metrics": cast(MetricTable, _empty_columns(METRIC_COLUMNS)),
             "results": cast(ResultTable, _empty_columns(RESULT_COLUMNS)),
-            "notes": list(notes)}
+            "notes": list(notes), "unmeasured": []}
 
 
 def summarize(statuses: Iterable[str]) -> dict[str, int]:
@@ -119,7 +123,19 @@ def summarize(statuses: Iterable[str]) -> dict[str, int]:
 
 
 def verdict_of(report: Report) -> str:
-    return Verdict.FAIL.value if report["verdict"] == Verdict.FAIL.value else Verdict.PASS.value
+    """The verdict the report's own contents allow, never better than the one it states: a regression
+    fails; perf tests that could not be measured, or nothing compared at all, are "not measured"; a kernel
+    whose change straddles its threshold is "inconclusive"; only then "pass"."""
+    counts = report["summary"]
+    compared = sum(counts.get(s.value, 0) for s in COMPARED_STATUSES)
+    derived = Verdict.PASS.value
+    if counts.get(Status.REGRESSION.value):
+        derived = Verdict.FAIL.value
+    elif report.get("unmeasured") or not compared:
+        derived = Verdict.NOT_MEASURED.value
+    elif counts.get(Status.INCONCLUSIVE.value):
+        derived = Verdict.INCONCLUSIVE.value
+    return worst_verdict(report["verdict"], derived)
 
 
 # ---------------------------------------------------------------- building
@@ -215,6 +231,7 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
         "metrics": cast(MetricTable, metrics),
         "results": cast(ResultTable, table),
         "notes": [*comparison.notes, *notes],
+        "unmeasured": [],
     }
 
 
@@ -305,6 +322,7 @@ def merge_reports(reports: Iterable[Report]) -> Report:
     stored once.
     """
     merged = empty_report()
+    verdicts: list[str] = []
     launches = cast("dict[str, list[Any]]", merged["launches"])
     results = cast("dict[str, list[Any]]", merged["results"])
     metrics = cast("dict[str, list[Any]]", merged["metrics"])
@@ -327,8 +345,8 @@ def merge_reports(reports: Iterable[Report]) -> Report:
             results[name].extend(report["results"][name])  # type: ignore[literal-required]
         merged["comparisons"].extend(report["comparisons"])
         merged["notes"].extend(n for n in report["notes"] if n not in merged["notes"])
-        if report["verdict"] == Verdict.FAIL.value:
-            merged["verdict"] = Verdict.FAIL.value
+        merged["unmeasured"].extend(u for u in report.get("unmeasured", []) if u not in merged["unmeasured"])
+        verdicts.append(report["verdict"])
     statuses = launches["status"]
     order = sorted(range(len(statuses)), key=lambda i: STATUS_RANK.get(statuses[i], 99))
     if order != sorted(order):
@@ -341,6 +359,8 @@ def merge_reports(reports: Iterable[Report]) -> Report:
         results["launch"] = moved
         merged["results"] = cast(ResultTable, _reorder(results, result_order))
     merged["summary"] = summarize(merged["launches"]["status"])
+    merged["verdict"] = worst_verdict(*verdicts) if verdicts else Verdict.NOT_MEASURED.value
+    merged["verdict"] = verdict_of(merged)
     return merged
 
 
@@ -491,8 +511,8 @@ def validate_report(document: Any, source: str) -> Report:
     if version not in READ_VERSIONS or isinstance(version, bool):
         raise _refuse(source, f"report version {version!r} is not supported",
                       f"this perfgate reads versions {', '.join(map(str, READ_VERSIONS))}")
-    if document.get("verdict") not in (Verdict.PASS.value, Verdict.FAIL.value):
-        raise _refuse(source, 'report "verdict" must be "pass" or "fail"')
+    if document.get("verdict") not in VERDICT_RANK:
+        raise _refuse(source, f'report "verdict" must be one of {", ".join(repr(v.value) for v in Verdict)}')
     if version == 1:
         document = upgrade_v1(document, source)
     launches = _check_table(source, document, "launches", _LAUNCH_TYPES)
@@ -522,10 +542,18 @@ def validate_report(document: Any, source: str) -> Report:
     document["notes"] = notes
     if not isinstance(document.get("generator"), str):
         document["generator"] = None
+    document["unmeasured"] = _check_unmeasured(source, document.get("unmeasured", []))
     document["summary"] = summarize(statuses)
-    if document["summary"][Status.REGRESSION.value]:
-        document["verdict"] = Verdict.FAIL.value
+    document["verdict"] = verdict_of(cast(Report, document))
     return cast(Report, {key: document[key] for key in REPORT_FIELDS})
+
+
+def _check_unmeasured(source: str, entries: Any) -> list[dict[str, str]]:
+    if not isinstance(entries, list) or len(entries) > UNMEASURED_LIMIT or not all(
+            isinstance(e, dict) and isinstance(e.get("test"), str) and isinstance(e.get("cause"), str)
+            for e in entries):
+        raise _refuse(source, '"unmeasured" must be a list of {"test", "cause"} strings')
+    return [{"test": e["test"], "cause": e["cause"]} for e in entries]
 
 
 def _check_comparison(source: str, index: int, comparison: Any) -> ComparisonInfo:

@@ -32,10 +32,20 @@ STATUS_RANK: dict[str, int] = {s.value: i for i, s in enumerate(STATUS_ORDER)}
 
 
 class Verdict(str, enum.Enum):
-    """Of a whole comparison or report."""
+    """Of a whole comparison or report, worst first. Only "pass" is green: a gate that measured nothing, or
+    whose changes could be neither confirmed nor ruled out, must not look like one that passed."""
 
+    FAIL = "fail"  # a regression, or a perf test that failed
+    NOT_MEASURED = "not measured"  # nothing was compared, or perf tests could not be measured (no GPU, no ncu...)
+    INCONCLUSIVE = "inconclusive"  # measured, but some change straddles its threshold (repeated launches)
     PASS = "pass"
-    FAIL = "fail"
+
+
+VERDICT_RANK: dict[str, int] = {v.value: i for i, v in enumerate(Verdict)}
+
+
+def worst_verdict(*verdicts: str) -> str:
+    return min(verdicts, key=lambda v: VERDICT_RANK.get(v, -1)) if verdicts else Verdict.NOT_MEASURED.value
 
 
 # Kinds of launch in the normalized table (see perfgate.table).

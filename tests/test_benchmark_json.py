@@ -119,3 +119,19 @@ def test_benchmark_without_statistics_is_kept_as_no_data(tmp_path: Path) -> None
     assert len(table[table["kernel"] == "test_bench.py::test_fast"]) == 10
     assert set(table["device"]) == {"CPU: AMD EPYC 7B13"}
     assert table.attrs["samples"] == {"test_bench.py::test_fast": [0.0012, 0.0013]}
+
+
+def test_a_side_without_raw_timings_says_the_significance_test_did_not_run(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cur = pytester.path / "base.json", pytester.path / "cur.json"
+    run_benchmarks(pytester, base, 2000)
+    document = json.loads(base.read_text())
+    for bench in document["benchmarks"]:
+        bench["stats"].pop("data", None)  # as pytest-benchmark writes it without --benchmark-save-data
+    cur.write_text(json.dumps(document))
+    out = pytester.path / "report.json"
+    assert main(["compare", str(base), str(cur), "--format", "json", "-o", str(out)]) == 0
+    notes = json.loads(out.read_text())["notes"]
+    lacking = [n for n in notes if "no significance test" in n]
+    assert len(lacking) == 2 and all("raw timings missing in the current run" in n for n in lacking)
+    assert all("--benchmark-save-data" in n for n in lacking)

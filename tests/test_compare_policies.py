@@ -134,9 +134,14 @@ def test_refuse_when_matched_launches_have_no_gated_metric_with_values_on_both_s
     with pytest.raises(InputError, match="nothing to compare"):
         refuse_if_nothing_comparable(_objects(NO_DATA), _objects(NO_DATA, INFO), np.array([True, False]), [TIME],
                                      "base.csv", "cur.csv")
-    # Something comparable, only one-sided launches, or nothing gated: no refusal.
+    # No launch in common (all missing and new), or nothing that gates: refused too.
+    with pytest.raises(InputError, match=r"no launch matches .* \(1 missing, 1 new"):
+        refuse_if_nothing_comparable(_objects(NEW, MISSING), _objects(NO_DATA, NO_DATA), np.array([True, True]),
+                                     [TIME], "b", "c")
+    with pytest.raises(InputError, match="none of the compared metrics .* gates"):
+        refuse_if_nothing_comparable(_objects(SAME), _objects(INFO), np.array([False]), [TIME], "b", "c")
+    # Something comparable, or launches on one side only (a first run: "new"): no refusal.
     refuse_if_nothing_comparable(_objects(NO_DATA, REG), _objects(NO_DATA, REG), np.array([True, True]), [TIME],
                                  "b", "c")
-    refuse_if_nothing_comparable(_objects(NEW, MISSING), _objects(NO_DATA, NO_DATA), np.array([True, True]), [TIME],
+    refuse_if_nothing_comparable(_objects(NEW, NEW), _objects(NO_DATA, NO_DATA), np.array([True, True]), [TIME],
                                  "b", "c")
-    refuse_if_nothing_comparable(_objects(SAME), _objects(INFO), np.array([False]), [TIME], "b", "c")

@@ -35,15 +35,20 @@ TIME, INST = "gpu__time_duration.sum", "smsp__inst_executed.sum"
 H100 = REPO / "tests" / "data" / "h100"
 
 
-def _table(launches: list[tuple[str, float, str]], source: str, region: str = "step") -> pd.DataFrame:
-    """One launch per (kernel, duration in ns, grid), in order, all in ``region``."""
+# A kernel both sides share, so that a comparison of unpaired renames still compares something (one that
+# compares nothing at all is refused: tests/test_nothing_compared.py).
+ANCHOR = ("anchor_kernel", 1_000.0, "(1, 1, 1)", "step")
+
+
+def _table(launches: list[tuple[Any, ...]], source: str, region: str = "step") -> pd.DataFrame:
+    """One launch per (kernel, duration in ns, grid[, region]), in order, in ``region`` unless it names its own."""
     rows: list[dict[str, Any]] = []
     ordinals: dict[str, int] = {}
-    for number, (kernel, duration, grid) in enumerate(launches):
+    for number, (kernel, duration, grid, *own_region) in enumerate(launches):
         ordinal = ordinals.get(kernel, 0)
         ordinals[kernel] = ordinal + 1
         for metric, value in ((TIME, duration), (INST, 1_000_000.0)):
-            rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": region,
+            rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": own_region[0] if own_region else region,
                          "ordinal": ordinal, "launch": number, "device": "NVIDIA H100", "cc": "9.0", "grid": grid,
                          "block": "(128, 1, 1)", "metric": metric, "unit": "", "value": value})
     return make_table(rows, source=source)
@@ -109,10 +114,10 @@ def test_a_kernel_renamed_in_place_is_paired_by_position_and_launch_configuratio
 
 
 def test_the_position_rule_needs_the_same_launch_configuration_and_region() -> None:
-    base = _table([("my_kernel_v1", 100_000, "(8, 1, 1)")], "base")
-    other_grid = _table([("my_kernel_v2", 100_000, "(16, 1, 1)")], "cur")
-    other_region = _table([("my_kernel_v2", 100_000, "(8, 1, 1)")], "cur", region="other")
-    unknown_grid = _table([("my_kernel_v2", 100_000, "")], "cur")
+    base = _table([ANCHOR, ("my_kernel_v1", 100_000, "(8, 1, 1)")], "base")
+    other_grid = _table([ANCHOR, ("my_kernel_v2", 100_000, "(16, 1, 1)")], "cur")
+    other_region = _table([ANCHOR, ("my_kernel_v2", 100_000, "(8, 1, 1)")], "cur", region="other")
+    unknown_grid = _table([ANCHOR, ("my_kernel_v2", 100_000, "")], "cur")
     for cur in (other_grid, other_region, unknown_grid):
         comparison = compare_tables(base, cur)
         assert _launch(comparison, "my_kernel_v1")["status"] == Status.MISSING.value
@@ -121,12 +126,13 @@ def test_the_position_rule_needs_the_same_launch_configuration_and_region() -> N
 
 def test_ambiguous_renames_are_listed_not_guessed() -> None:
     # Two reductions renumbered, autotuned to other grids: neither counters nor positions say which is which.
-    base = _table([("triton_red_fused_sum_0", 100_000, "(8, 1, 1)"), ("triton_red_fused_sum_1", 200_000, "(16, 1, 1)")],
+    base = _table([ANCHOR, ("triton_red_fused_sum_0", 100_000, "(8, 1, 1)"), ("triton_red_fused_sum_1", 200_000, "(16, 1, 1)")],
                   "base")
-    cur = _table([("triton_poi_fused_add_0", 5_000, "(2, 1, 1)"), ("triton_red_fused_sum_4", 100_000, "(32, 1, 1)"),
+    cur = _table([ANCHOR, ("triton_poi_fused_add_0", 5_000, "(2, 1, 1)"), ("triton_red_fused_sum_4", 100_000, "(32, 1, 1)"),
                   ("triton_red_fused_sum_3", 200_000, "(64, 1, 1)")], "cur")
     comparison = compare_tables(base, cur)
     statuses = dict(zip(comparison.launches["kernel"], comparison.launches["status"], strict=True))
+    assert statuses.pop("anchor_kernel") == "unchanged"
     assert statuses == {"triton_red_fused_sum_0": "missing", "triton_red_fused_sum_1": "missing",
                         "triton_red_fused_sum_3": "new", "triton_red_fused_sum_4": "new",
                         "triton_poi_fused_add_0": "new"}
@@ -151,8 +157,8 @@ def test_renumbered_kernels_are_told_apart_by_position_and_launch_configuration(
 
 
 def test_kernel_aliases_pair_what_no_built_in_rule_can() -> None:
-    base = _table([("gemm_old", 100_000, "(8, 1, 1)")], "base")
-    cur = _table([("gemm_new", 140_000, "(32, 1, 1)"), ("gemm_new_helper", 1_000, "(1, 1, 1)")], "cur")
+    base = _table([ANCHOR, ("gemm_old", 100_000, "(8, 1, 1)")], "base")
+    cur = _table([ANCHOR, ("gemm_new", 140_000, "(32, 1, 1)"), ("gemm_new_helper", 1_000, "(1, 1, 1)")], "cur")
     assert _launch(compare_tables(base, cur), "gemm_new")["status"] == Status.NEW.value
     # The first pattern a name matches, in the order written, names it.
     for aliases in ({"gemm_new": "gemm_old"}, {"gemm_new_helper": "helper", "gemm_*": "the gemm"}):
@@ -164,8 +170,8 @@ def test_kernel_aliases_pair_what_no_built_in_rule_can() -> None:
 
 
 def test_an_alias_matching_several_kernels_on_one_side_is_ambiguous() -> None:
-    base = _table([("gemm_old", 100_000, "(8, 1, 1)")], "base")
-    cur = _table([("gemm_a", 100_000, "(32, 1, 1)"), ("gemm_b", 100_000, "(64, 1, 1)")], "cur")
+    base = _table([ANCHOR, ("gemm_old", 100_000, "(8, 1, 1)")], "base")
+    cur = _table([ANCHOR, ("gemm_a", 100_000, "(32, 1, 1)"), ("gemm_b", 100_000, "(64, 1, 1)")], "cur")
     comparison = compare_tables(base, cur, CompareOptions(kernel_aliases={"gemm_*": "gemm"}))
     assert _launch(comparison, "gemm_old")["status"] == Status.MISSING.value
     assert any("gemm_a, gemm_b (current) all come to gemm (a [tool.perfgate] kernel_aliases rule)" in n
@@ -223,3 +229,13 @@ def test_the_plugin_passes_kernel_aliases_to_the_comparison() -> None:
                             clock_control="base", cache_control="all", timeout=60.0,
                             kernel_aliases={"gemm_*": "gemm"})
     assert dict(compare_options_for(options).kernel_aliases) == {"gemm_*": "gemm"}
+
+
+def test_an_unpaired_rename_beside_matched_kernels_is_pointed_out() -> None:
+    # The renamed kernel changed its grid too, so no rule pairs it; the other kernel still compares.
+    base = _table([("gemm", 1000.0, "(4, 1, 1)"), ("triton_poi_fused_0", 500.0, "(8, 1, 1)")], "base")
+    cur = _table([("gemm", 1000.0, "(4, 1, 1)"), ("triton_poi_fused_mul_1", 500.0, "(16, 1, 1)")], "cur")
+    comparison = compare_tables(base, cur)
+    assert _launch(comparison, "gemm")["status"] == Status.UNCHANGED.value
+    assert any("1 missing and 1 new: a renamed kernel that no rule paired" in n and "kernel_aliases" in n
+               for n in comparison.notes)

@@ -154,7 +154,7 @@ def test_an_interval_that_straddles_the_limit_is_inconclusive_shown_and_not_fail
     row = _time_rows(comparison).iloc[0]
     assert row["ci_low"] < 0.05 < row["ci_high"]
     assert row["status"] == Status.INCONCLUSIVE.value
-    assert comparison.verdict == "pass" and not comparison.regressed
+    assert comparison.verdict == "inconclusive" and not comparison.regressed
     assert comparison.inconclusive  # never a silent pass: the verdict layer can say so
     assert comparison.counts()[Status.INCONCLUSIVE.value] == 1
     assert comparison.counts()[Status.UNCHANGED.value] == 0

@@ -194,7 +194,7 @@ def test_a_missing_baseline_is_new_not_failed_unless_strict(env: Env) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*1 test has no baseline yet (reported as new; create with --perfgate-update)*"])
     report = env.report()
-    assert report["summary"]["new"] == 1 and report["verdict"] == "pass"
+    assert report["summary"]["new"] == 1 and report["verdict"] == "not measured"  # nothing compared: not a pass
     assert any("no baseline for Tesla T4 (CC 7.5) at baselines/tesla-t4-sm75/test_perf__test_add.json" in n
                for n in report["notes"])
     assert not (env.pytester.path / "baselines").exists()
@@ -249,7 +249,16 @@ def test_no_ncu_skips_with_the_fix_and_strict_fails(env: Env) -> None:
                                   "pass --perfgate-ncu PATH*")])
     assert "session.py" not in result.stdout.str() and "runner.py" not in result.stdout.str()
     assert _ran(env.pytester) == []  # a skipped perf test does not run at all
-    assert any("skipped: ncu not found" in n for n in env.report()["notes"])
+    report = env.report()
+    assert any("skipped: ncu not found" in n for n in report["notes"])
+    # unmeasured is not passed: the session's verdict, its JSON and the terminal summary say so
+    assert report["verdict"] == "not measured"
+    assert [u["test"] for u in report["unmeasured"]] == ["test_perf.py::test_add"]
+    assert "ncu not found" in report["unmeasured"][0]["cause"]
+    assert "PASS" not in _perfgate_section(result)
+    result.stdout.fnmatch_lines(["*perfgate NOT MEASURED*", "*1 perf test not measured*ncu not found*"])
+    markdown = (env.pytester.path / "perfgate-report.md").read_text(encoding="utf-8")
+    assert markdown.startswith("### ⚠️ perfgate: 1 perf test not measured: ncu not found")
     strict = env.pytester.runpytest("--perfgate", f"--perfgate-ncu={missing}", "--perfgate-strict")
     strict.assert_outcomes(passed=1, errors=1)  # failed in setup, before the test's fixtures
     strict.stdout.fnmatch_lines(["*perfgate: ncu not found*(--perfgate-strict)*"])

@@ -126,7 +126,7 @@ def test_json_is_far_smaller_than_rows_repeating_launch_facts() -> None:
     (lambda r: r.__setitem__("notes", [{"x": 1}]), '"notes" must be a list of strings'),
     (lambda r: r["comparisons"][0].__setitem__("current_devices", "H100"), "list of strings"),
     (lambda r: r.__setitem__("version", 3), "version 3 is not supported"),
-    (lambda r: r.__setitem__("verdict", "maybe"), '"verdict" must be "pass" or "fail"'),
+    (lambda r: r.__setitem__("verdict", "maybe"), '"verdict" must be one of \'fail\', \'not measured\''),
 ])
 def test_a_crafted_report_is_refused_with_one_line(change: Any, message: str) -> None:
     document = json.loads(render_json(synthetic(["regression", "unchanged"])))

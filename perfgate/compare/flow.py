@@ -3,6 +3,8 @@ judge repeated launches as groups, judge rows, assemble."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.assemble import display_order, launch_table, result_table
@@ -22,6 +24,22 @@ from perfgate.compare.repeats import judge_groups
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import ATTR_LOCATIONS, ATTR_SAMPLES, ATTR_SETTINGS, ATTR_SOURCE, device_label, devices
+from perfgate.vocabulary import KIND_BENCHMARK, Status
+
+
+def significance_notes(launch_frame: pd.DataFrame, base_samples: Mapping[str, Sequence[float]],
+                       cur_samples: Mapping[str, Sequence[float]]) -> list[str]:
+    """Benchmarks compared without the significance test, because a side has no raw timings: say so."""
+    compared = launch_frame[(launch_frame["kind"] == KIND_BENCHMARK)
+                            & ~launch_frame["status"].isin([Status.MISSING.value, Status.NEW.value])]
+    notes = []
+    for name in dict.fromkeys(compared["kernel"].tolist()):
+        lacking = [side for side, samples in (("baseline", base_samples), ("current run", cur_samples))
+                   if len(samples.get(name, ())) < 2]
+        if lacking:
+            notes.append(f"{name}: no significance test (raw timings missing in the {' and the '.join(lacking)}; "
+                         "save them with pytest-benchmark's --benchmark-save-data): judged on the threshold alone")
+    return notes
 
 
 def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
@@ -58,6 +76,8 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
     results = result_table(rows, judged, launch_frame, thresholds, groups)
     notes += inconclusive_notes(results, groups, options.confidence)
+    notes += significance_notes(launch_frame, baseline.attrs.get(ATTR_SAMPLES, {}),
+                                current.attrs.get(ATTR_SAMPLES, {}))
     results = results.iloc[display_order(rows, judged, launch_order)].reset_index(drop=True)
     return Comparison(
         notes=tuple(notes),

@@ -176,11 +176,32 @@ def launch_status(status: Objects, gated: Bools, launch_id: Ints, side: Objects)
 
 def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gated: Bools, compared: Sequence[str],
                                  base_name: str, cur_name: str) -> None:
-    """Launches were matched and some metrics gate, yet no gated metric has values on both sides:
-    the inputs cannot be compared (wrong metric names, or a CSV page without them). Refuse."""
+    """A comparison that compared nothing is refused, whatever the shape of its inputs (never a silent pass):
+
+    - both sides have launches but none matches (different programs, or every kernel renamed past the rules);
+    - launches match but no compared metric gates (every threshold off, or only launch facts asked for);
+    - launches match and metrics gate, yet no gated metric has values on both sides (wrong metric names,
+      or a CSV page without them).
+
+    A side with no launch at all is not refused: that is a first run against no baseline ("new")."""
     matched = ~np.isin(launch_statuses, [Status.MISSING.value, Status.NEW.value])
+    if not matched.any():
+        missing = int((launch_statuses == Status.MISSING.value).sum())
+        new = int((launch_statuses == Status.NEW.value).sum())
+        if missing and new:
+            raise InputError(cur_name, f"nothing to compare: no launch matches one of the baseline {base_name} "
+                                       f"({missing} missing, {new} new: different kernels, or renamed kernels "
+                                       "that no rule paired)",
+                             "compare runs of the same program; for renamed kernels add [tool.perfgate] "
+                             "kernel_aliases, or make a new baseline")
+        return
     gated_status = status[gated]
-    if matched.any() and gated_status.size and (gated_status == Status.NO_DATA.value).all():
+    if not gated_status.size:
+        names = ", ".join(compared)
+        raise InputError(cur_name, f"nothing to compare: none of the compared metrics ({names}) gates "
+                                   f"(baseline {base_name})",
+                         "compare a metric with a threshold: see --metrics and --threshold METRIC=SPEC")
+    if (gated_status == Status.NO_DATA.value).all():
         names = ", ".join(compared)
         raise InputError(cur_name, f"nothing to compare: none of the metrics ({names}) has values on both sides "
                                    f"(baseline {base_name})",

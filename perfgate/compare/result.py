@@ -52,7 +52,9 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        return Verdict.FAIL.value if self.regressed else Verdict.PASS.value
+        if self.regressed:
+            return Verdict.FAIL.value
+        return Verdict.INCONCLUSIVE.value if self.inconclusive else Verdict.PASS.value
 
     def kernel_statuses(self) -> pd.Series:
         """One status per kernel as the reader counts them: a group of repeated launches judged as one

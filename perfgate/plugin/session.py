@@ -33,7 +33,9 @@ from perfgate.plugin.options import (
     resolve_options,
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
-from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports
+from perfgate.render.common import VERDICT_WORD, headline
+from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports, verdict_of
+from perfgate.vocabulary import Verdict, worst_verdict
 
 if TYPE_CHECKING:
     # The machinery (pandas, numpy, ncu_report) is imported where a perf test or a benchmark
@@ -129,7 +131,7 @@ class PerfgateSession:
     def _unavailable(self, item: pytest.Item, reason: str) -> NoReturn:
         """Skip (or, strict, fail) a perf test that cannot be profiled here; noted in the report."""
         verb = "failed" if self.options.strict else "skipped"
-        self._stash_payload(item, notes=[f"{item.nodeid}: {verb}: {reason}"], status=verb)
+        self._stash_payload(item, notes=[f"{item.nodeid}: {verb}: {reason}"], status=verb, cause=reason)
         if self.options.strict:
             raise pytest.fail.Exception(f"perfgate: {reason} (--perfgate-strict)", pytrace=False) from None
         _skip(f"perfgate: {reason} (--perfgate-strict makes this a failure)")
@@ -297,7 +299,8 @@ class PerfgateSession:
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))
-            self._stash_payload(item, notes=[f"{item.nodeid}: skipped under ncu: {exc}"], status="skipped")
+            self._stash_payload(item, notes=[f"{item.nodeid}: skipped under ncu: {exc}"], status="skipped",
+                                cause=f"skipped under ncu: {exc}")
             _skip(str(exc))
         except ProfileFailed as exc:
             self._fail(item, str(exc))
@@ -334,12 +337,12 @@ class PerfgateSession:
         if getattr(fixture, "disabled", False):
             note = (f"{item.nodeid}: benchmark not gated: pytest-benchmark is disabled (--benchmark-disable, or "
                     "pytest-xdist is active; pass --benchmark-enable)")
-            self._stash_payload(item, notes=[note], status="not gated")
+            self._stash_payload(item, notes=[note], status="not gated", cause=note.split(": ", 1)[1])
             return
         stats = getattr(fixture, "stats", None)
         if stats is None or getattr(fixture, "has_error", False):
             note = f"{item.nodeid}: benchmark not gated: the benchmark fixture measured nothing"
-            self._stash_payload(item, notes=[note], status="not gated")
+            self._stash_payload(item, notes=[note], status="not gated", cause=note.split(": ", 1)[1])
             return
         import pytest_benchmark
 
@@ -389,10 +392,12 @@ class PerfgateSession:
 
     # ------------------------------------------------------------ payloads and the session report
 
-    def _stash_payload(self, item: pytest.Item, *, report: Report | None = None,
-                       notes: Sequence[str] = (), status: str = "", written: Sequence[str] = ()) -> None:
+    def _stash_payload(self, item: pytest.Item, *, report: Report | None = None, notes: Sequence[str] = (),
+                       status: str = "", written: Sequence[str] = (), cause: str = "") -> None:
+        """``cause``: why the test was not measured (skipped, benchmark not gated), for the report's
+        ``unmeasured`` list: unmeasured is not passed."""
         item.stash[_PAYLOAD] = {"test": item.nodeid, "status": status, "report": report, "notes": list(notes),
-                                "written": list(written)}
+                                "written": list(written), "cause": cause}
 
     def _fail(self, item: pytest.Item, message: str) -> NoReturn:
         self._stash_payload(item, notes=[f"{item.nodeid}: failed: {message.splitlines()[0]}"], status="failed")
@@ -408,12 +413,21 @@ class PerfgateSession:
                 if note not in notes:
                     notes.append(note)
             if payload.get("status") == "failed":
-                merged["verdict"] = "fail"  # a perf test that could not be measured is not a pass
+                merged["verdict"] = Verdict.FAIL.value  # a perf test that could not be measured is not a pass
+            elif payload.get("cause"):
+                merged["unmeasured"].append({"test": str(payload["test"]), "cause": str(payload["cause"])})
         if not self.payloads:
             notes.append("no perf test or gated benchmark ran in this session")
         if self.options.update and self._written():
             notes.append(f"--perfgate-update: {self._written_line()}")
         merged["notes"] = notes
+        if not self.options.update:
+            merged["verdict"] = verdict_of(merged)
+        else:  # an update accepts the changes it counts: its regressions do not fail it
+            stated = [r["verdict"] for r in reports] or [Verdict.NOT_MEASURED.value]
+            failed = any(p.get("status") == "failed" for p in self.payloads)
+            merged["verdict"] = worst_verdict(*stated, Verdict.FAIL.value if failed else Verdict.PASS.value,
+                                              Verdict.NOT_MEASURED.value if merged["unmeasured"] else Verdict.PASS.value)
         return merged
 
     def _write_session_report(self) -> None:
@@ -455,7 +469,8 @@ class PerfgateSession:
     def summary_lines(self) -> list[str]:
         report = self._report or self.session_report()
         counts = report["summary"]
-        failed = report["verdict"] == "fail"
+        verdict = report["verdict"]
+        failed = verdict == Verdict.FAIL.value
         if self.options.update:
             # The counts compare this run with the baselines it replaced; what matters is what was written.
             updated = sum(1 for p in self.payloads if p.get("status") == "updated")
@@ -467,7 +482,9 @@ class PerfgateSession:
             lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
         else:
             parts = [f"{n} {s}" for s, n in counts.items() if n]
-            lines = [f"perfgate {'FAIL' if failed else 'PASS'}: {', '.join(parts) or 'nothing compared'}"]
+            lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
+            if report["unmeasured"] or not parts:
+                lines.append(f"  {headline(report)}")
         if not self.options.update:
             regressions = list(iter_launches(report, ("regression",)))
             for index in regressions[:SUMMARY_REGRESSIONS]:

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit
 
 from perfgate.errors import ConfigError
 from perfgate.render import (
+    VERDICT_WORD,
     display_name,
     format_change,
     format_value,
@@ -30,7 +31,7 @@ from perfgate.render import (
     summary_parts,
 )
 from perfgate.report import Report, iter_launches, launch_row, result_rows
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import Status, Verdict
 
 COMMENT_LIMIT = 65_536
 CHECK_TEXT_LIMIT = 65_535
@@ -183,12 +184,13 @@ def comment_body(markdown: str, *, failed: bool, key: str | None = None, report_
 
 # ---------------------------------------------------------------- the check run
 
-def conclusion(report: Report) -> str:
-    if report["verdict"] == "fail":
+def conclusion(report: Report, strict: bool = False) -> str:
+    """The check run's conclusion: only a pass is a success. Nothing measured (no GPU or ncu on the runner,
+    nothing compared) and inconclusive changes are neutral, or, ``strict``, not measured is a failure."""
+    verdict = report["verdict"]
+    if verdict == Verdict.FAIL.value or (strict and verdict == Verdict.NOT_MEASURED.value):
         return "failure"
-    if not sum(report["summary"].values()):
-        return "neutral"  # nothing was compared: neither a pass nor a failure
-    return "success"
+    return "success" if verdict == Verdict.PASS.value else "neutral"
 
 
 def annotation_path(path: str | None, workspace: str | None) -> str | None:
@@ -256,7 +258,7 @@ def regression_annotations(report: Report, workspace: str | None = None,
 
 
 def _summary(report: Report, report_url: str | None, annotated: int, regressed: int) -> str:
-    verdict = "FAIL" if report["verdict"] == "fail" else "PASS"
+    verdict = VERDICT_WORD.get(report["verdict"], "FAIL")
     lines = [f"**{verdict}**: {headline(report)}", "", " · ".join(summary_parts(report)) or "nothing compared"]
     if regressed:
         shown = f"{annotated} of {regressed}" if annotated < regressed else f"{annotated}"
@@ -266,7 +268,7 @@ def _summary(report: Report, report_url: str | None, annotated: int, regressed: 
 
 
 def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: str,
-                       report_url: str | None = None,
+                       report_url: str | None = None, strict: bool = False,
                        workspace: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The POST creating the check run (with the first 50 annotations) and the PATCHes adding the rest.
 
@@ -281,7 +283,7 @@ def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: st
                     truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url)),
     }
     create: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": "completed",
-                              "conclusion": conclusion(report),
+                              "conclusion": conclusion(report, strict),
                               "output": {**output, "annotations": kept[:ANNOTATIONS_PER_REQUEST]}}
     url = safe_url(report_url)
     if url:

@@ -90,6 +90,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="only update a marked comment written by LOGIN (default: any bot account, such as "
                            "github-actions[bot]; set it when publishing with a personal token)")
     what.add_argument("--check-name", default="perfgate", metavar="NAME", help="check run name (default: perfgate)")
+    what.add_argument("--strict", action="store_true",
+                      help="a report that measured nothing (perf tests skipped for want of a GPU, ncu or counter "
+                           "permission, or nothing compared) makes a failing check run (default: neutral)")
     what.add_argument("--fail-on-regression", action="store_true",
                       help="exit 1 when the report failed, after publishing (default: exit 0, the verdict belongs "
                            "to compare / pytest)")
@@ -175,7 +178,8 @@ class Publisher:
         target = self.target
         assert target.repo is not None and target.sha is not None
         create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
-                                             report_url=self.report_url, workspace=self.env.get("GITHUB_WORKSPACE"))
+                                             report_url=self.report_url, strict=self.args.strict,
+                                             workspace=self.env.get("GITHUB_WORKSPACE"))
         run = client.create_check_run(target.repo, create)
         for update in updates:
             client.update_check_run(target.repo, int(run["id"]), update)

@@ -19,6 +19,8 @@ from typing import Callable
 from perfgate.render.common import (
     MAX_NAME,
     STATUS_ICON,
+    VERDICT_ICON,
+    VERDICT_WORD,
     display_name,
     explanation,
     format_change,
@@ -34,7 +36,7 @@ from perfgate.render.markdown import MARKDOWN_BUDGET, MARKDOWN_LAUNCHES, render_
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dumps
 
-__all__ = ["LAUNCHES_SHOWN", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "display_name", "explanation",
+__all__ = ["LAUNCHES_SHOWN", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "VERDICT_ICON", "VERDICT_WORD", "display_name", "explanation",
            "format_change", "format_value", "headline", "md_escape", "metric_line", "no_data_side", "render",
            "render_html", "render_json", "render_markdown", "render_text", "summary_parts", "verdict_line"]
 

@@ -159,13 +159,38 @@ def shown(report: Report, indexes: Iterable[int]) -> Iterable[Shown]:
 
 # ---------------------------------------------------------------- headline and what was left out
 
+VERDICT_WORD = {"fail": "FAIL", "not measured": "NOT MEASURED", "inconclusive": "INCONCLUSIVE", "pass": "PASS"}
+VERDICT_ICON = {"fail": "❌", "not measured": "⚠️", "inconclusive": "⚠️", "pass": "✅"}
+
+
+def _plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
 def headline(report: Report | dict[str, Any]) -> str:
+    """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest."""
     counts = report.get("summary", {})
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
+    unmeasured = report.get("unmeasured") or []
+    compared = sum(counts.get(s, 0) for s in ("regression", "inconclusive", "improvement", "unchanged"))
     if regressions:
-        return f"{regressions} regression{'s' if regressions != 1 else ''} in {total} compared"
-    return f"no regression in {total} compared"
+        head = f"{_plural(regressions, 'regression')} in {total} compared"
+    elif unmeasured:
+        causes = Counter(entry["cause"] for entry in unmeasured)
+        cause, _ = causes.most_common(1)[0]
+        more = f" and {len(causes) - 1} other cause{'s' if len(causes) > 2 else ''}" if len(causes) > 1 else ""
+        return f"{_plural(len(unmeasured), 'perf test')} not measured: {cause[:200]}{more}"
+    elif not compared:
+        return f"nothing compared ({total} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
+            if total else "nothing compared"
+    elif counts.get("inconclusive", 0):
+        head = f"{_plural(counts['inconclusive'], 'inconclusive change')} in {total} compared"
+    else:
+        head = f"no regression in {total} compared"
+    if unmeasured:
+        head += f"; {_plural(len(unmeasured), 'perf test')} not measured"
+    return head
 
 
 def summary_parts(report: Report | dict[str, Any]) -> list[str]:
@@ -174,7 +199,7 @@ def summary_parts(report: Report | dict[str, Any]) -> list[str]:
 
 def verdict_line(report: Report | dict[str, Any]) -> str:
     """The last line of the text report: ``FAIL: 1 regression in 4 compared (1 regression, 3 unchanged)``."""
-    verdict = "FAIL" if report.get("verdict") == "fail" else "PASS"
+    verdict = VERDICT_WORD.get(str(report.get("verdict")), "FAIL")
     return f"{verdict}: {headline(report)} ({', '.join(summary_parts(report)) or 'nothing compared'})"
 
 

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from perfgate.render.common import (
+    VERDICT_WORD,
     _formatter,
     display_name,
     format_change,
@@ -177,7 +178,7 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #1f2328; }}
 h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
-.verdict-fail {{ color: #cf222e; }} .verdict-pass {{ color: #1a7f37; }}
+.verdict-fail {{ color: #cf222e; }} .verdict-pass {{ color: #1a7f37; }} .verdict-warn {{ color: #9a6700; }}
 table {{ border-collapse: collapse; margin: .5rem 0; }}
 th, td {{ border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
@@ -248,7 +249,7 @@ def chart_svg(bars: list[dict[str, Any]]) -> str:
 
 def render_html(report: Report) -> str:
     """One self-contained HTML file (inline CSS and SVG chart, no scripts, no fetches)."""
-    failed = report["verdict"] == "fail"
+    verdict = report["verdict"]
     summary = summary_parts(report)
     comparisons = []
     for c in report["comparisons"]:
@@ -259,8 +260,8 @@ def render_html(report: Report) -> str:
                            f'<code>{_escape(c["current"])}</code>{on}.</p>\n')
     return _PAGE.format(
         headline=_escape(headline(report)),
-        verdict_class="verdict-fail" if failed else "verdict-pass",
-        verdict="FAIL" if failed else "PASS",
+        verdict_class={"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
+        verdict=VERDICT_WORD.get(verdict, "FAIL"),
         summary=_escape(" · ".join(summary)) if summary else "nothing compared",
         comparisons="".join(comparisons),
         chart=chart_svg(chart_bars(report)),

@@ -18,6 +18,7 @@ from typing import Any
 from perfgate.render.common import (
     ATTENTION,
     STATUS_ICON,
+    VERDICT_ICON,
     Shown,
     display_name,
     explanation,
@@ -101,9 +102,8 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
     launches = report["launches"]
     has_tests = any(launches["test"])
     has_regions = any(launches["region"])
-    failed = report["verdict"] == "fail"
     summary = summary_parts(report)
-    head = [f"### {'❌' if failed else '✅'} perfgate: {headline(report)}", "",
+    head = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {headline(report)}", "",
             " · ".join(md_escape(s) for s in summary) if summary else "nothing compared"]
     for c in report["comparisons"]:
         if c["test"]:
