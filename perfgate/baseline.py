@@ -23,17 +23,21 @@ reads well in a PR diff.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
+from perfgate.collect.limits import check_name_length
+from perfgate.collect.screen import shown, value_problem
 from perfgate.errors import InputError
 from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, make_table
 from perfgate.vocabulary import KIND_BENCHMARK, KINDS
@@ -87,9 +91,16 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
     entries = document.get("entries")
     if not isinstance(entries, list):
         raise _fail(path, '"entries" must be a list')
+    if not entries:
+        raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",
+                         "regenerate it with 'perfgate baseline REPORT' from a report with launches or benchmarks")
     settings = document.get("settings", {})
-    if not isinstance(settings, dict):
-        raise _fail(path, '"settings" must be an object')
+    if not isinstance(settings, dict) or not all(isinstance(v, (str, int, float, bool)) or v is None
+                                                 for v in settings.values()):
+        raise _fail(path, '"settings" must be an object of plain values (strings, numbers, booleans)')
+    if not isinstance(document.get("source", ""), str):
+        raise _fail(path, '"source" must be a string')
+    check_name_length((device["name"],), path, "device name")
     rows: list[dict[str, Any]] = []
     samples: dict[str, list[float]] = {}
     for index, entry in enumerate(entries):
@@ -114,27 +125,33 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
         for key in ("demangled", "region", "grid", "block"):
             if not isinstance(entry.get(key, ""), str):
                 raise _fail(path, f"{where}.{key} must be a string")
+        check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
         base = {
             "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
             "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
             "grid": entry.get("grid", ""), "block": entry.get("block", ""),
         }
         for metric, measured in metrics.items():
-            if not isinstance(measured, dict) or "value" not in measured:
-                raise _fail(path, f'{where}.metrics["{metric}"] must be an object with "value" and "unit"')
-            value = measured["value"]
+            at = f"{where}.metrics[{shown(metric)}]"
+            if not isinstance(measured, dict) or "value" not in measured or set(measured) - {"value", "unit"}:
+                raise _fail(path, f'{at} must be an object with "value" and "unit"')
+            value, unit = measured["value"], measured.get("unit", "")
+            if not isinstance(unit, str):
+                raise _fail(path, f"{at}.unit must be a string")
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not _finite(value)):
-                raise _fail(path, f'{where}.metrics["{metric}"].value must be a finite number or null')
-            rows.append({**base, "metric": metric, "unit": str(measured.get("unit", "")),
-                         "value": math.nan if value is None else float(value)})
+                raise _fail(path, f"{at}.value must be a finite number or null")
+            problem = None if value is None else value_problem(metric, unit, float(value))
+            if problem is not None:
+                raise _fail(path, f"{at}.value {problem}")
+            rows.append({**base, "metric": metric, "unit": unit, "value": math.nan if value is None else float(value)})
         if not metrics:
             rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
         raw = entry.get("samples")
         if raw is not None:
             if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                    and _finite(v) for v in raw):
-                raise _fail(path, f"{where}.samples must be a list of finite numbers")
+                                                    and _finite(v) and v > 0 for v in raw):
+                raise _fail(path, f"{where}.samples must be a list of raw timings (positive numbers of seconds)")
             samples[name] = [float(v) for v in raw]
     table = make_table(rows, source=str(path))
     table.attrs[ATTR_SETTINGS] = dict(settings)
@@ -143,17 +160,19 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
 
 
 def read_baseline(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read and validate one baseline file (as big and as deeply nested as any input may be, no more)."""
+    from perfgate.collect import load_json
+    from perfgate.collect.limits import FIX_SIZE, max_input_bytes, size_text
+
     file_path = Path(path)
     try:
-        text = file_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file_path, f"cannot read baseline ({exc})") from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file_path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                         "fix the file or regenerate it with 'perfgate baseline'") from exc
-    return table_from_baseline(document, file_path)
+        size = file_path.stat().st_size
+    except OSError as exc:
+        raise InputError(file_path, f"cannot read baseline ({exc.strerror or exc})") from exc
+    if size > max_input_bytes():
+        raise InputError(file_path, f"{size:,} bytes, more than perfgate's input limit of "
+                                    f"{size_text(max_input_bytes())}", FIX_SIZE)
+    return table_from_baseline(load_json(file_path), file_path)
 
 
 def _compress_samples(values: Iterable[float]) -> list[float]:
@@ -219,31 +238,157 @@ def _umask() -> int:
     return current
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+# Temporary files of a write in progress: ``.<name>.<random>.tmp`` beside the file they become. Hidden, and
+# no reader ever opens them (readers open ``<dir>/<gpu>/<name>.json`` by name); ``remove_leftovers`` deletes
+# the ones a killed writer left behind.
+_TEMP_PREFIX = "."
+_TEMP_SUFFIX = ".tmp"
+_LEFTOVER = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+STALE_SECONDS = 3600.0  # without flock (Windows): a temporary file this old is a leftover
+
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def _lock(fd: int, *, wait: bool) -> bool:
+    """flock ``fd`` exclusively; False when another process holds it (``wait=False``). True where there is no
+    flock: there the age of a file decides (``remove_leftovers``)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return True
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _same_file(path: str, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _locked_temp(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, flocked for as long as its descriptor stays open.
+
+    The lock tells a concurrent ``remove_leftovers`` that a live writer owns the file (a killed writer's
+    lock is released by the kernel). One created but not yet locked may be removed by such a cleaner; the
+    name then no longer leads to our file, and a new one is made.
+    """
+    while True:
+        fd, name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX, dir=path.parent)
+        _lock(fd, wait=True)
+        if _same_file(name, fd):
+            return fd, name
+        os.close(fd)
+
+
+def _fill(fd: int, name: str, content: str | bytes) -> None:
+    """Write ``content`` to the temporary file, flush it to disk and give it a normal file's mode; fd stays open."""
+    if isinstance(content, bytes):
+        with os.fdopen(os.dup(fd), "wb") as raw:
+            raw.write(content)
+            raw.flush()
+            os.fsync(raw.fileno())
+    else:
+        with os.fdopen(os.dup(fd), "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
+    os.chmod(name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
+
+
+def _discard(fd: int, name: str) -> None:
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder so the renames in it survive a power cut (POSIX; elsewhere nothing to do)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = _locked_temp(path)
+    try:
+        _fill(fd, tmp_name, text)
         os.replace(tmp_name, path)
     except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        _discard(fd, tmp_name)
         raise
+    os.close(fd)
+    _sync_folder(path.parent)
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Delete the temporary files killed writers left in ``folder`` (``.<name>.<random>.tmp``); returns them.
+
+    A file a live writer holds (flocked) is left alone, so concurrent writers are safe; where there is no
+    flock, only files older than ``STALE_SECONDS`` are removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _LEFTOVER.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _lock(fd, wait=False):
+                continue  # a writer is at work on it
+            if fcntl is None and time.time() - os.fstat(fd).st_mtime < STALE_SECONDS:
+                continue  # pragma: no cover - Windows: maybe a live writer's
+            if _same_file(entry.path, fd):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: str | os.PathLike[str],
                    name: str) -> list[Path]:
     """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
 
-    All documents are serialized before the first file is touched, so a failure leaves every
-    existing baseline as it was. A file whose content would not change is not rewritten.
+    All or nothing, as far as a filesystem allows: every document is serialized, then every changed file is
+    written to a temporary file beside it and flushed to disk, and only then are they renamed over the old
+    ones, one rename each. A failure before the renames (a full disk, a bad folder) leaves every baseline as
+    it was; a rename that fails puts back the files already renamed. A kill can leave temporary files
+    (removed by the next run here, ``remove_leftovers``) and, only if it lands between two renames (a few
+    microseconds), some devices' files new and others old (see the README, "Baselines"). A file whose
+    content would not change is not rewritten.
     """
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
@@ -251,15 +396,48 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "baseline"
     planned = [(out_dir / device_slug(*key) / f"{safe_name}.json", dumps_baseline(doc))
                for key, doc in sorted(documents.items())]
-    written: list[Path] = []
-    for path, text in planned:
-        try:
-            if path.is_file() and path.read_text(encoding="utf-8") == text:
-                written.append(path)
-                continue
-            write_atomically(path, text)
-        except OSError as exc:
-            raise InputError(path, f"cannot write baseline ({exc.strerror})",
-                             "check the directory exists and is writable") from exc
-        written.append(path)
-    return written
+    for folder in {out_dir, *(path.parent for path, _ in planned)}:
+        remove_leftovers(folder)
+    current = {path: _current_bytes(path) for path, _ in planned}
+    changed = [(path, text) for path, text in planned if current[path] != text.encode("utf-8")]
+    temps: list[tuple[int, str]] = []
+    renamed: list[Path] = []
+    at = out_dir
+    try:
+        for path, text in changed:
+            at = path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = _locked_temp(path)
+            temps.append((fd, tmp_name))
+            _fill(fd, tmp_name, text)
+        for (path, _), (_, tmp_name) in zip(changed, temps, strict=True):
+            at = path
+            os.replace(tmp_name, path)
+            renamed.append(path)
+    except BaseException as exc:
+        for path in reversed(renamed):
+            _restore(path, current[path])
+        for _, tmp_name in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise InputError(at, f"cannot write baseline ({exc.strerror or exc}); no baseline was changed",
+                             "check the directory is writable and has space") from exc
+        raise
+    finally:
+        for fd, _ in temps:
+            os.close(fd)
+    for folder in {path.parent for path in renamed}:
+        _sync_folder(folder)
+    return [path for path, _ in planned]
+
+
+def _restore(path: Path, old: bytes | None) -> None:
+    """Best effort: put back what ``path`` held before (remove it when it did not exist)."""
+    try:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomically(path, old)
+    except OSError:
+        pass
