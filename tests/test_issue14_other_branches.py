@@ -75,6 +75,28 @@ def test_a_gated_value_that_is_no_measurement_never_passes_and_says_why(capsys: 
 
 
 @pytest.mark.xfail(strict=True, reason=COMPARE)
+@pytest.mark.parametrize(("value", "reason"), [("fast", "'fast' is not a number"),
+                                               (-0.001, "-0.001 s is not a time anything ran for")])
+def test_a_benchmark_minimum_that_is_no_time_never_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          value: object, reason: str) -> None:
+    """Today: the benchmark is "no data" and the run passes (its neighbour is compared, so it is no "nothing to
+    compare" refusal either)."""
+    import json
+
+    stats = {"min": 0.001, "max": 0.002, "mean": 0.0015, "stddev": 0.0001, "median": 0.0014, "rounds": 20}
+    document = {"machine_info": {"cpu": {"brand_raw": "Test CPU"}}, "version": "5.1.0",
+                "benchmarks": [{"name": "test_x", "fullname": "t.py::test_x", "group": None, "stats": stats},
+                               {"name": "test_y", "fullname": "t.py::test_y", "group": None, "stats": stats}]}
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(document))
+    document["benchmarks"][0]["stats"] = {**stats, "min": value}
+    bad.write_text(json.dumps(document))
+    status, output = _compare(capsys, good, bad)
+    assert status != 0, output
+    assert reason in output
+
+
+@pytest.mark.xfail(strict=True, reason=COMPARE)
 def test_a_gated_metric_missing_from_one_side_is_not_a_pass(capsys: pytest.CaptureFixture[str],
                                                             tmp_path: Path) -> None:
     """Today: "note: gated metric gpu__time_duration.sum is only in ...: not compared" and exit 0."""
