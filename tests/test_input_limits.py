@@ -272,7 +272,7 @@ def test_framing_walks_a_large_report_without_reading_it(tmp_path: Path) -> None
     path.write_bytes(_header_then(block * 200_000))  # 4 MB of small blocks
     started = time.monotonic()
     check_framing(path)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # about 0.5 s; generous for a loaded machine
 
 
 def _long_named(tmp_path: Path, length: int) -> Path:

@@ -36,6 +36,32 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+# pytest started with the default signal dispositions: a shell's background job (`cmd &`) inherits SIGINT
+# ignored and `nohup` SIGHUP ignored, and an ignored signal stays ignored across exec. perfgate rightly leaves
+# an ignored signal alone, so the session under test must not inherit that from whoever runs this suite.
+PYTEST_WITH_DEFAULT_SIGNALS = (
+    "import runpy, signal, sys\n"
+    "for name in ('SIGTERM', 'SIGHUP'):\n"
+    "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "sys.argv = ['pytest', *sys.argv[1:]]\n"
+    "runpy.run_module('pytest', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def pytest_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", PYTEST_WITH_DEFAULT_SIGNALS, *args]
+
+
+def stop(*pids: int) -> None:
+    """Clean up after a failed test: end what it started, by process id."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def wait_until(condition, seconds: float = 20.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -63,17 +89,20 @@ def test_profiled(tmp_path):
 def test_a_signal_to_pytest_stops_ncu_and_everything_it_started(tmp_path: Path, sig: signal.Signals) -> None:
     pids = tmp_path / "pids.txt"
     (tmp_path / "test_profiled.py").write_text(RUN_NCU_TEST.format(pids=str(pids)))
-    session = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                                "test_profiled.py"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env={**os.environ, "PYTEST_ADDOPTS": ""})
+    session = subprocess.Popen(pytest_command("-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_profiled.py"),
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTEST_ADDOPTS": ""})
+    child = grandchild = 0
     try:
         assert wait_until(lambda: pids.is_file() and len(pids.read_text().split()) == 2, 60), "the child never ran"
         child, grandchild = (int(p) for p in pids.read_text().split())
         session.send_signal(sig)
-        output, _ = session.communicate(timeout=60)
+        output, _ = session.communicate(timeout=120)
     finally:
         if session.poll() is None:
             session.kill()
+            session.wait()
+            stop(*(pid for pid in (child, grandchild) if pid))
     assert session.returncode == pytest.ExitCode.INTERRUPTED, output
     assert wait_until(lambda: not alive(child) and not alive(grandchild), 15), "ncu's process tree survived"
     if sig != signal.SIGINT:
@@ -97,9 +126,10 @@ def test_pytest_perfgate_sigterm_leaves_no_ncu_behind(tmp_path: Path) -> None:
     env = {**os.environ, "PERFGATE_ASSUME_GPU": "1", "PERFGATE_STUB_MODE": "hang", "PERFGATE_STUB_LOG": str(log),
            "PYTEST_ADDOPTS": ""}
     env.pop("PERFGATE_STUB_REPORT", None)
-    session = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perfgate",
-                                f"--perfgate-ncu={ncu}", "--perfgate-timeout=300"], cwd=project,
+    session = subprocess.Popen(pytest_command("-q", "-p", "no:cacheprovider", "--perfgate", f"--perfgate-ncu={ncu}",
+                                              "--perfgate-timeout=300"), cwd=project,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    stub = 0
     try:
         assert wait_until(lambda: bool(stub_calls(log)), 90), "the stub ncu never started"
         (call,) = stub_calls(log)
@@ -107,16 +137,26 @@ def test_pytest_perfgate_sigterm_leaves_no_ncu_behind(tmp_path: Path) -> None:
         assert alive(stub)
         time.sleep(0.3)  # the stub is in its sleep, pytest in run_ncu's wait
         session.send_signal(signal.SIGTERM)
-        output, _ = session.communicate(timeout=60)
+        output, _ = session.communicate(timeout=120)
     finally:
         if session.poll() is None:
             session.kill()
+            session.wait()
+            stop(*([stub] if stub else []))
     assert wait_until(lambda: not alive(stub), 15), "SIGTERM left ncu running"
     assert session.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "terminated by SIGTERM" in output
 
 
 def test_the_handler_is_installed_only_while_ncu_runs_and_respects_others() -> None:
+    original = signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a process normally starts
+    try:
+        _installed_while_ncu_runs()
+    finally:
+        signal.signal(signal.SIGTERM, original)
+
+
+def _installed_while_ncu_runs() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with _terminating_like_interrupt():
         handler = signal.getsignal(signal.SIGTERM)
@@ -134,5 +174,8 @@ def test_the_handler_is_installed_only_while_ncu_runs_and_respects_others() -> N
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.1)
         assert seen == [signal.SIGTERM]
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with _terminating_like_interrupt():  # ignored (nohup): stays ignored
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, previous)
