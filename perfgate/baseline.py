@@ -23,6 +23,7 @@ reads well in a PR diff.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -33,8 +34,16 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from perfgate.limits import check_name_length
+from perfgate.collect.screen import shown, value_problem
 from perfgate.errors import InputError
-from perfgate.files import write_atomically as write_atomically  # moved to a stdlib-only module; re-exported
+from perfgate.files import (
+    _fill,
+    _locked_temp,
+    _sync_folder,
+    remove_leftovers,
+    write_atomically,
+)
 from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, make_table
 from perfgate.vocabulary import KIND_BENCHMARK, KINDS
 
@@ -87,9 +96,16 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
     entries = document.get("entries")
     if not isinstance(entries, list):
         raise _fail(path, '"entries" must be a list')
+    if not entries:
+        raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",
+                         "regenerate it with 'perfgate baseline REPORT' from a report with launches or benchmarks")
     settings = document.get("settings", {})
-    if not isinstance(settings, dict):
-        raise _fail(path, '"settings" must be an object')
+    if not isinstance(settings, dict) or not all(isinstance(v, (str, int, float, bool)) or v is None
+                                                 for v in settings.values()):
+        raise _fail(path, '"settings" must be an object of plain values (strings, numbers, booleans)')
+    if not isinstance(document.get("source", ""), str):
+        raise _fail(path, '"source" must be a string')
+    check_name_length((device["name"],), path, "device name")
     rows: list[dict[str, Any]] = []
     samples: dict[str, list[float]] = {}
     for index, entry in enumerate(entries):
@@ -114,27 +130,33 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
         for key in ("demangled", "region", "grid", "block"):
             if not isinstance(entry.get(key, ""), str):
                 raise _fail(path, f"{where}.{key} must be a string")
+        check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
         base = {
             "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
             "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
             "grid": entry.get("grid", ""), "block": entry.get("block", ""),
         }
         for metric, measured in metrics.items():
-            if not isinstance(measured, dict) or "value" not in measured:
-                raise _fail(path, f'{where}.metrics["{metric}"] must be an object with "value" and "unit"')
-            value = measured["value"]
+            at = f"{where}.metrics[{shown(metric)}]"
+            if not isinstance(measured, dict) or "value" not in measured or set(measured) - {"value", "unit"}:
+                raise _fail(path, f'{at} must be an object with "value" and "unit"')
+            value, unit = measured["value"], measured.get("unit", "")
+            if not isinstance(unit, str):
+                raise _fail(path, f"{at}.unit must be a string")
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not _finite(value)):
-                raise _fail(path, f'{where}.metrics["{metric}"].value must be a finite number or null')
-            rows.append({**base, "metric": metric, "unit": str(measured.get("unit", "")),
-                         "value": math.nan if value is None else float(value)})
+                raise _fail(path, f"{at}.value must be a finite number or null")
+            problem = None if value is None else value_problem(metric, unit, float(value))
+            if problem is not None:
+                raise _fail(path, f"{at}.value {problem}")
+            rows.append({**base, "metric": metric, "unit": unit, "value": math.nan if value is None else float(value)})
         if not metrics:
             rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
         raw = entry.get("samples")
         if raw is not None:
             if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                    and _finite(v) for v in raw):
-                raise _fail(path, f"{where}.samples must be a list of finite numbers")
+                                                    and _finite(v) and v > 0 for v in raw):
+                raise _fail(path, f"{where}.samples must be a list of raw timings (positive numbers of seconds)")
             samples[name] = [float(v) for v in raw]
     table = make_table(rows, source=str(path))
     table.attrs[ATTR_SETTINGS] = dict(settings)
@@ -143,17 +165,19 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
 
 
 def read_baseline(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read and validate one baseline file (as big and as deeply nested as any input may be, no more)."""
+    from perfgate.collect import load_json
+    from perfgate.limits import FIX_SIZE, max_input_bytes, size_text
+
     file_path = Path(path)
     try:
-        text = file_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file_path, f"cannot read baseline ({exc})") from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file_path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                         "fix the file or regenerate it with 'perfgate baseline'") from exc
-    return table_from_baseline(document, file_path)
+        size = file_path.stat().st_size
+    except OSError as exc:
+        raise InputError(file_path, f"cannot read baseline ({exc.strerror or exc})") from exc
+    if size > max_input_bytes():
+        raise InputError(file_path, f"{size:,} bytes, more than perfgate's input limit of "
+                                    f"{size_text(max_input_bytes())}", FIX_SIZE)
+    return table_from_baseline(load_json(file_path), file_path)
 
 
 def _compress_samples(values: Iterable[float]) -> list[float]:
@@ -213,12 +237,24 @@ def dumps_baseline(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: str | os.PathLike[str],
                    name: str) -> list[Path]:
     """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
 
-    All documents are serialized before the first file is touched, so a failure leaves every
-    existing baseline as it was. A file whose content would not change is not rewritten.
+    All or nothing, as far as a filesystem allows: every document is serialized, then every changed file is
+    written to a temporary file beside it and flushed to disk, and only then are they renamed over the old
+    ones, one rename each. A failure before the renames (a full disk, a bad folder) leaves every baseline as
+    it was; a rename that fails puts back the files already renamed. A kill can leave temporary files
+    (removed by the next run here, ``remove_leftovers``) and, only if it lands between two renames (a few
+    microseconds), some devices' files new and others old (see the README, "Baselines"). A file whose
+    content would not change is not rewritten.
     """
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
@@ -226,15 +262,48 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "baseline"
     planned = [(out_dir / device_slug(*key) / f"{safe_name}.json", dumps_baseline(doc))
                for key, doc in sorted(documents.items())]
-    written: list[Path] = []
-    for path, text in planned:
-        try:
-            if path.is_file() and path.read_text(encoding="utf-8") == text:
-                written.append(path)
-                continue
-            write_atomically(path, text)
-        except OSError as exc:
-            raise InputError(path, f"cannot write baseline ({exc.strerror})",
-                             "check the directory exists and is writable") from exc
-        written.append(path)
-    return written
+    for folder in {out_dir, *(path.parent for path, _ in planned)}:
+        remove_leftovers(folder)
+    current = {path: _current_bytes(path) for path, _ in planned}
+    changed = [(path, text) for path, text in planned if current[path] != text.encode("utf-8")]
+    temps: list[tuple[int, str]] = []
+    renamed: list[Path] = []
+    at = out_dir
+    try:
+        for path, text in changed:
+            at = path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = _locked_temp(path)
+            temps.append((fd, tmp_name))
+            _fill(fd, tmp_name, text)
+        for (path, _), (_, tmp_name) in zip(changed, temps, strict=True):
+            at = path
+            os.replace(tmp_name, path)
+            renamed.append(path)
+    except BaseException as exc:
+        for path in reversed(renamed):
+            _restore(path, current[path])
+        for _, tmp_name in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise InputError(at, f"cannot write baseline ({exc.strerror or exc}); no baseline was changed",
+                             "check the directory is writable and has space") from exc
+        raise
+    finally:
+        for fd, _ in temps:
+            os.close(fd)
+    for folder in {path.parent for path in renamed}:
+        _sync_folder(folder)
+    return [path for path, _ in planned]
+
+
+def _restore(path: Path, old: bytes | None) -> None:
+    """Best effort: put back what ``path`` held before (remove it when it did not exist)."""
+    try:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomically(path, old)
+    except OSError:
+        pass

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from perfgate import __version__
 from perfgate.config import Settings
@@ -21,6 +21,13 @@ from perfgate.errors import (
     PerfgateError,
 )
 from perfgate.options import metrics_arg, probability, resolve_metrics, threshold_arg
+from perfgate.text import inert
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from perfgate.compare import CompareOptions
+    from perfgate.report import Report
 
 
 def _add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -183,11 +190,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _write_output(render(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
-    return EXIT_REGRESSION if failed else EXIT_OK
+    return EXIT_REGRESSION if failed else _not_measured_status(report)
+
+
+def _not_measured_status(report: "Report") -> int:
+    """Exit 2 when the report was written but could not vouch for what it was asked (gated values on one side
+    only, nothing compared): unmeasured is not passed. 0 otherwise."""
+    from perfgate.render import headline
+
+    if report["verdict"] != "not measured":
+        return EXIT_OK
+    sys.stderr.write(inert(f"perfgate: error: not measured: {headline(report)}", 400) + "\n")
+    return EXIT_USAGE
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from perfgate.baseline import baseline_documents, save_baselines
+    from perfgate.baseline import baseline_documents, device_slug, save_baselines
     from perfgate.collect import read_table
     from perfgate.compare import CompareOptions
     from perfgate.regions import with_region_totals
@@ -200,11 +218,69 @@ def cmd_baseline(args: argparse.Namespace) -> int:
                                       "baseline could not be kept per GPU",
                          "make the baseline from the .ncu-rep, or export CSV with --page raw and "
                          "device__attribute_display_name among --metrics")
+    gated = gated_metrics(options)
+    _refuse_unusable(args.report, table, gated)
     documents = baseline_documents(table, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
-    for path in save_baselines(documents, directory, args.name or report_stem(args.report)):
-        sys.stdout.write(f"wrote {path}\n")
+    name = args.name or report_stem(args.report)
+    if not any(_gates(document, gated) for document in documents.values()):
+        files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
+        raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(table["metric"]))
+    for path in save_baselines(documents, directory, name):
+        sys.stdout.write(f"wrote {inert(path)}\n")
     return EXIT_OK
+
+
+def gated_metrics(options: "CompareOptions") -> list[str]:
+    """The compared metrics a change can fail: a gating threshold and a direction (as compare judges them)."""
+    from perfgate.metrics import Direction, direction_of
+
+    thresholds = options.effective_thresholds()
+    return [m for m in options.compared_metrics()
+            if (t := thresholds.get(m)) is not None and t.gating and direction_of(m) is not Direction.NEUTRAL]
+
+
+def _gates(document: dict[str, object], gated: Sequence[str]) -> bool:
+    """Whether a baseline document holds a value of a gated metric for at least one entry."""
+    entries = document.get("entries")
+    return isinstance(entries, list) and any(
+        (entry["metrics"].get(metric) or {}).get("value") is not None for entry in entries for metric in gated)
+
+
+def _gates_nothing(files: str, report: Path, gated: Sequence[str], compared: Sequence[str],
+                   present: set[str]) -> InputError:
+    absent = [m for m in compared if m not in present]
+    spelling = f" ({', '.join(absent)} not in {report}: check the spelling)" if absent else ""
+    if not gated:
+        return InputError(files, f"would gate nothing: none of the compared metrics ({', '.join(compared)}) has a "
+                                 f"gating threshold, so no change of them could fail{spelling}",
+                          "use --metrics +NAME to add to the gated defaults instead of replacing them, or give a "
+                          "metric a threshold in [tool.perfgate.thresholds]")
+    return InputError(files, f"would gate nothing: {report} has no value for any gated metric "
+                             f"({', '.join(gated)}){spelling}",
+                      "check the metric names in --metrics or [tool.perfgate] metrics (a misspelled name matches "
+                      "nothing); the report must hold them (ncu --metrics, or the .ncu-rep of a full run)")
+
+
+def _refuse_unusable(report: Path, table: "pd.DataFrame", gated: Sequence[str]) -> None:
+    """Refuse a gated value that is broken (text, infinite, negative...): the baseline would keep null for it and
+    never gate that launch again. A value ncu recorded as none (``n/a``, a launch with no data) is kept as
+    null, as ncu said: real reports do that, and compare then shows the launch as having no value."""
+    from perfgate.collect.screen import is_no_value
+    from perfgate.table import unusable_records
+    from perfgate.vocabulary import KIND_REGION
+
+    bad = [r for r in unusable_records(table)
+           if r["metric"] in gated and r["kind"] != KIND_REGION and not is_no_value(r["reason"])]
+    if not bad:
+        return
+    first = bad[0]
+    where = first["kernel"] + (f" [{first['region']}]" if first["region"] else "") + f" #{first['ordinal']}"
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    raise InputError(report, f"{where}: {first['metric']} has no usable value ({first['reason']}){more}; a "
+                             "baseline made from it would never gate that",
+                     "profile again; to keep such a metric out of the baseline, leave it out of --metrics or set "
+                     "its threshold to off")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -217,7 +293,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     _write_output(render_json(merged), args.output)
     if args.output is not None:
         sys.stdout.write(verdict_line(merged) + "\n")
-    return EXIT_REGRESSION if merged["verdict"] == "fail" else EXIT_OK
+    return EXIT_REGRESSION if merged["verdict"] == "fail" else _not_measured_status(merged)
 
 
 def _tolerant_output() -> None:
@@ -238,21 +314,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except PerfgateError as exc:
-        sys.stderr.write(f"perfgate: error: {exc}\n")
+        # inert: the line can quote a file or kernel name, which must not act on the terminal.
+        sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return exc.exit_status
-    except (OSError, ValueError, OverflowError, UnicodeError) as exc:
-        # An input perfgate did not foresee: still one line and exit 2, never a traceback.
-        # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.
-        if os.environ.get("PERFGATE_DEBUG"):
-            raise
-        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {exc} (rerun with PERFGATE_DEBUG=1 for details "
-                         "and please report it)\n")
-        return EXIT_USAGE
+    except BrokenPipeError:  # the reader of our output went away (| head): nothing left to say
+        return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
+    except Exception as exc:  # the last line of defence for CI, see below
+        # An input perfgate did not foresee (a RecursionError, an AttributeError on a shape nobody expected):
+        # still one line and exit 2, never a traceback and exit 1, which CI would read as "regression".
+        # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.
+        if os.environ.get("PERFGATE_DEBUG"):
+            raise
+        message = inert(exc, max_chars=300)
+        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {message} (rerun with PERFGATE_DEBUG=1 for "
+                         "details and please report it)\n")
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

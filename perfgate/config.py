@@ -6,6 +6,7 @@ Unknown keys are rejected so a typo (``treshold``) is an error, not a silently i
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -56,6 +57,47 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+CLOCK_CONTROLS = ("base", "none")  # ncu --clock-control's values that profile ("reset" only resets the clocks)
+CACHE_CONTROLS = ("all", "none")  # ncu --cache-control's values
+
+
+def check_clock_control(value: str, where: str) -> str:
+    if value not in CLOCK_CONTROLS:
+        extra = " ('reset' only resets the clocks and profiles nothing)" if value == "reset" else ""
+        raise ConfigError(f"{where} must be 'base' (locked base clocks: repeatable numbers) or 'none' (clocks left "
+                          f"free), got {value!r}{extra}")
+    return value
+
+
+def check_timeout(value: float, where: str) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{where} must be a positive, finite number of seconds (ncu is killed after it), got "
+                          f"{value!r}")
+    return value
+
+
+def check_significance(value: float, where: str) -> float:
+    if not 0 < value < 1:  # also false for NaN
+        raise ConfigError(f"{where} must be a p-value between 0 and 1 (exclusive), e.g. 0.01, got {value!r}")
+    return value
+
+
+def _threshold_entry(metric: object, value: object, source: str) -> Threshold:
+    if not isinstance(value, str):
+        # A bare TOML number is ambiguous: 0.05 could mean 5% or 0.05 of the metric's base unit (ns, bytes).
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        hint = ""
+        if number is not None and math.isfinite(number) and number >= 0:
+            relative = f'"{number * 100:g}%" for {number * 100:g}%, or ' if number < 1 else ""
+            hint = f': write {relative}"{number:g}" for an absolute limit of {number:g} in its base unit'
+        raise ConfigError(f'{source}: thresholds."{metric}" = {value!r} must be a string such as "5%", "1000", '
+                          f'"5%+1000" or "off"{hint}')
+    try:
+        return parse_threshold(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]") -> Settings:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
@@ -65,10 +107,7 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
         if key == "thresholds":
             if not isinstance(value, Mapping):
                 raise ConfigError(f'{source}: thresholds must be a table like {{"gpu__time_duration.sum" = "5%"}}')
-            try:
-                values[key] = {str(k): parse_threshold(str(v)) for k, v in value.items()}
-            except ConfigError as exc:
-                raise ConfigError(f"{source}: {exc}") from None
+            values[key] = {str(k): _threshold_entry(k, v, source) for k, v in value.items()}
         elif key == "kernel_aliases":
             if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
                 raise ConfigError(f'{source}: kernel_aliases must be a table like {{"triton_red_fused_sum_*" = '
@@ -77,7 +116,11 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
         elif key == "metrics":
             if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
                 raise ConfigError(f"{source}: metrics must be a list of metric names")
-            values[key] = tuple(value)
+            names = [m.strip() for m in value]
+            if not names or not all(names):
+                raise ConfigError(f"{source}: metrics must name at least one metric, and no empty name (leave the "
+                                  "key out for the curated set)")
+            values[key] = tuple(names)
         else:
             expected = type(getattr(Settings(), key))
             if expected is float and isinstance(value, int) and not isinstance(value, bool):
@@ -85,7 +128,25 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
             if not isinstance(value, expected):
                 raise ConfigError(f"{source}: {key} must be a {expected.__name__}, got {value!r}")
             values[key] = value
+    _check_values(values, source)
     return Settings(**values)
+
+
+def _check_values(values: Mapping[str, Any], source: str) -> None:
+    """Refuse settings that parse but make no sense: they would disable a guard or gate nothing, silently."""
+    if "clock_control" in values:
+        check_clock_control(values["clock_control"], f"{source}: clock_control")
+    if "cache_control" in values and values["cache_control"] not in CACHE_CONTROLS:
+        raise ConfigError(f"{source}: cache_control must be 'all' (flush caches before each pass) or 'none', got "
+                          f"{values['cache_control']!r}")
+    if "timeout" in values:
+        check_timeout(values["timeout"], f"{source}: timeout")
+    if "significance" in values:
+        check_significance(values["significance"], f"{source}: significance")
+    for key in ("baselines", "report", "ncu"):
+        if key in values and not values[key].strip():
+            raise ConfigError(f"{source}: {key} must not be empty (leave the key out for the default "
+                              f"{getattr(Settings(), key)!r})")
 
 
 def load_settings(pyproject: Path | None = None) -> Settings:

@@ -1,9 +1,12 @@
-"""Writing files so that a reader never sees half of one. Stdlib only: reports and baselines use it."""
+"""Writing files so that a reader never sees half of one, and cleaning up after a killed writer.
+Stdlib only: reports, baselines and the plugin use it before pandas is loaded."""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -13,20 +16,134 @@ def _umask() -> int:
     return current
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+# Temporary files of a write in progress: ``.<name>.<random>.tmp`` beside the file they become. Hidden, and
+# no reader ever opens them (readers open ``<dir>/<gpu>/<name>.json`` by name); ``remove_leftovers`` deletes
+# the ones a killed writer left behind.
+_TEMP_PREFIX = "."
+_TEMP_SUFFIX = ".tmp"
+_LEFTOVER = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+STALE_SECONDS = 3600.0  # without flock (Windows): a temporary file this old is a leftover
+
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def _lock(fd: int, *, wait: bool) -> bool:
+    """flock ``fd`` exclusively; False when another process holds it (``wait=False``). True where there is no
+    flock: there the age of a file decides (``remove_leftovers``)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return True
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _same_file(path: str, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _locked_temp(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, flocked for as long as its descriptor stays open.
+
+    The lock tells a concurrent ``remove_leftovers`` that a live writer owns the file (a killed writer's
+    lock is released by the kernel). One created but not yet locked may be removed by such a cleaner; the
+    name then no longer leads to our file, and a new one is made.
+    """
+    while True:
+        fd, name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX, dir=path.parent)
+        _lock(fd, wait=True)
+        if _same_file(name, fd):
+            return fd, name
+        os.close(fd)
+
+
+def _fill(fd: int, name: str, content: str | bytes) -> None:
+    """Write ``content`` to the temporary file, flush it to disk and give it a normal file's mode; fd stays open."""
+    if isinstance(content, bytes):
+        with os.fdopen(os.dup(fd), "wb") as raw:
+            raw.write(content)
+            raw.flush()
+            os.fsync(raw.fileno())
+    else:
+        with os.fdopen(os.dup(fd), "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
+    os.chmod(name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
+
+
+def _discard(fd: int, name: str) -> None:
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder so the renames in it survive a power cut (POSIX; elsewhere nothing to do)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = _locked_temp(path)
+    try:
+        _fill(fd, tmp_name, text)
         os.replace(tmp_name, path)
     except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        _discard(fd, tmp_name)
         raise
+    os.close(fd)
+    _sync_folder(path.parent)
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Delete the temporary files killed writers left in ``folder`` (``.<name>.<random>.tmp``); returns them.
+
+    A file a live writer holds (flocked) is left alone, so concurrent writers are safe; where there is no
+    flock, only files older than ``STALE_SECONDS`` are removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _LEFTOVER.match(entry.name) or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if not _lock(fd, wait=False):
+                continue  # a writer is at work on it
+            if fcntl is None and time.time() - os.fstat(fd).st_mtime < STALE_SECONDS:
+                continue  # pragma: no cover - Windows: maybe a live writer's
+            if _same_file(entry.path, fd):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return removed

@@ -148,6 +148,10 @@ def gate(current: pd.DataFrame, *, baselines: Path, where: Where, options: Compa
             paths = save_baselines(documents, baselines, where.name)
             written.extend(paths)
             device_notes.append(f"{who}: baseline written to {', '.join(shown(p) for p in paths)}")
+        if strict and comparison.unmeasured and not update:
+            launch, cause = comparison.unmeasured[0]
+            more = f" (and {len(comparison.unmeasured) - 1} more)" if len(comparison.unmeasured) > 1 else ""
+            problems.append(f"{launch}: {cause}{more} ({strict_flag}: a gated value measured on one side only fails)")
         report = build_report(comparison, test=where.test, path=where.path, line=where.line, notes=device_notes)
         if update:
             report["verdict"] = Verdict.PASS.value  # the new baseline is this run; changes are shown, not failed

@@ -10,6 +10,7 @@ DRAM throughput % dropped.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass
 
@@ -69,6 +70,10 @@ def parse_threshold(spec: str) -> Threshold:
                 "base unit like '1000', both like '5%+1000', or 'off'"
             )
         number = float(match["num"])
+        if not math.isfinite(number):
+            # 1e999 reads as infinity: a limit nothing can exceed would gate nothing, silently.
+            raise ConfigError(f"bad threshold {spec!r}: {match['num']} is not a finite number; a limit that "
+                              "nothing exceeds gates nothing (use 'off' to show a metric without gating it)")
         if match["pct"]:
             if relative is not None:
                 raise ConfigError(f"bad threshold {spec!r}: two relative limits")

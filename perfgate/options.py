@@ -9,6 +9,7 @@ Import-light (stdlib and perfgate.metrics): the plugin imports it when pytest st
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from perfgate.errors import ConfigError
@@ -41,12 +42,13 @@ def threshold_arg(text: str) -> tuple[str, Threshold]:
 
 
 def positive_seconds(text: str) -> float:
+    """A timeout: positive and finite (``nan`` and ``inf`` would switch the kill off)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number of seconds, got {text!r}")
     return value
 
 
@@ -55,9 +57,19 @@ def probability(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value < 1:
+    if not 0 < value < 1:  # false for nan too
         raise argparse.ArgumentTypeError(f"expected a p-value between 0 and 1, got {text!r}")
     return value
+
+
+def clock_control_arg(text: str) -> str:
+    """ncu's --clock-control as perfgate allows it: ``base`` or ``none``."""
+    from perfgate.config import check_clock_control
+
+    try:
+        return check_clock_control(text, "clock control")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def resolve_metrics(requested: Sequence[str] | None, configured: Sequence[str] | None) -> tuple[str, ...] | None:

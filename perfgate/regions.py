@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfgate.table import REGION_SEPARATOR, make_table
+from perfgate.table import ATTR_UNUSABLE, REGION_SEPARATOR, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
 TOTAL = "total"
@@ -57,12 +57,15 @@ def add_region_totals(table: pd.DataFrame) -> pd.DataFrame:
         groups.append((TOTAL, "", kernels))
     next_launch = int(table["launch"].max()) + 1 if not table.empty else 0
     rows: list[dict[str, Any]] = []
+    unusable: list[dict[str, Any]] = []
     for offset, (name, region, launches) in enumerate(groups):
-        rows.extend(_total_rows(name, region, launches, next_launch + offset))
+        rows.extend(_total_rows(name, region, launches, next_launch + offset, unusable))
     if not rows:
         return table
     combined = make_table(pd.concat([table, pd.DataFrame(rows)], ignore_index=True))
     combined.attrs.update(dict(table.attrs))
+    if unusable:
+        combined.attrs[ATTR_UNUSABLE] = [*(table.attrs.get(ATTR_UNUSABLE) or []), *unusable]
     return combined
 
 
@@ -75,7 +78,9 @@ def with_region_totals(table: pd.DataFrame) -> pd.DataFrame:
     return table if (table["kind"] == KIND_REGION).any() else add_region_totals(table)
 
 
-def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int) -> list[dict[str, Any]]:
+def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int,
+                unusable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The total's rows; a total that cannot be made is NaN, and why is appended to ``unusable``."""
     count = int(launches["launch"].nunique())
     first = launches.iloc[0]
     base = {"kind": KIND_REGION, "kernel": name, "region": region, "ordinal": 0, "launch": launch,
@@ -86,8 +91,14 @@ def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int) -> 
         if not is_additive(str(metric)):
             continue
         per_launch = values.drop_duplicates("launch")
-        # A total over launches that lack the metric would silently shrink: call it "no data".
-        complete = len(per_launch) == count and not per_launch["value"].isna().any()
+        # A total over launches that lack the metric would silently shrink: call it "no data", and say why
+        # when a launch inside held a value that was no number (``perfgate.collect.screen``).
+        lacking = int(per_launch["value"].isna().sum())
+        complete = len(per_launch) == count and not lacking
         value = float(per_launch["value"].sum()) if complete else math.nan
+        if lacking:
+            unusable.append({"launch": launch, "metric": str(metric),
+                             "reason": f"{lacking} of the {count} launch{'es' if count != 1 else ''} in it "
+                                       f"{'have' if lacking != 1 else 'has'} no usable value"})
         rows.append({**base, "metric": str(metric), "unit": str(per_launch["unit"].iloc[0]), "value": value})
     return rows

@@ -37,11 +37,29 @@ import os
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, TypedDict, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    TypedDict,
+    cast,
+)
 
 from perfgate import __version__
 from perfgate.errors import InputError
-from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, VERDICT_RANK, Status, Verdict, worst_verdict
+from perfgate.vocabulary import (
+    STATUS_ORDER,
+    STATUS_RANK,
+    VERDICT_RANK,
+    Status,
+    Verdict,
+    worst_verdict,
+)
 
 if TYPE_CHECKING:  # keep this module free of pandas: publish and merge only need plain data
     from perfgate.compare import Comparison
@@ -231,7 +249,7 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
         "metrics": cast(MetricTable, metrics),
         "results": cast(ResultTable, table),
         "notes": [*comparison.notes, *notes],
-        "unmeasured": [],
+        "unmeasured": [{"test": test or "", "launch": launch, "cause": cause} for launch, cause in comparison.unmeasured],
     }
 
 
@@ -551,9 +569,10 @@ def validate_report(document: Any, source: str) -> Report:
 def _check_unmeasured(source: str, entries: Any) -> list[dict[str, str]]:
     if not isinstance(entries, list) or len(entries) > UNMEASURED_LIMIT or not all(
             isinstance(e, dict) and isinstance(e.get("test"), str) and isinstance(e.get("cause"), str)
-            for e in entries):
-        raise _refuse(source, '"unmeasured" must be a list of {"test", "cause"} strings')
-    return [{"test": e["test"], "cause": e["cause"]} for e in entries]
+            and isinstance(e.get("launch", ""), str) for e in entries):
+        raise _refuse(source, '"unmeasured" must be a list of {"test", "cause"[, "launch"]} strings')
+    return [{"test": e["test"], "cause": e["cause"], **({"launch": e["launch"]} if e.get("launch") else {})}
+            for e in entries]
 
 
 def _check_comparison(source: str, index: int, comparison: Any) -> ComparisonInfo:
@@ -586,6 +605,9 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise InputError(file, "not UTF-8 text; expected a JSON report") from exc
     except OSError as exc:
         raise InputError(file, f"cannot read ({exc.strerror})") from exc
+    from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds
+
+    too_deep = InputError(file, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", "not a report perfgate wrote")
     try:
         document = json.loads(text, parse_constant=_reject_constant)
     except _NonFinite as exc:
@@ -593,6 +615,11 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     except json.JSONDecodeError as exc:
         raise InputError(file, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                          "it may have been truncated; download or write it again") from None
+    except RecursionError:
+        raise too_deep from None
+    # An untrusted artifact: no later step (validation, rendering) may run out of recursion on it.
+    if json_depth_exceeds(document):
+        raise too_deep
     return validate_report(document, str(file))
 
 

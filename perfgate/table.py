@@ -66,6 +66,10 @@ ATTR_SOURCE = "source"  # str: the file the table was read from
 ATTR_SETTINGS = "settings"  # dict: how it was measured (clock_control, cache_control, ncu version...)
 ATTR_SAMPLES = "samples"  # dict[benchmark name, list[float]]: raw timings (seconds)
 ATTR_LOCATIONS = "locations"  # dict[kernel or benchmark name, {"test", "path", "line"}]
+# list[{"launch": int, "metric": str, "reason": str}]: values the input held but that are no measurement
+# ("n/a", "nan", "inf", "1e400", text, a negative byte count...). Their rows are kept with value NaN, so the
+# compare stage sees "no value" and can say why (``unusable_notes``); they never vanish from the table.
+ATTR_UNUSABLE = "unusable"
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
 
@@ -90,6 +94,7 @@ def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, *, source: str 
     frame.attrs.setdefault(ATTR_SETTINGS, {})
     frame.attrs.setdefault(ATTR_SAMPLES, {})
     frame.attrs.setdefault(ATTR_LOCATIONS, {})
+    frame.attrs.setdefault(ATTR_UNUSABLE, [])
     return frame
 
 
@@ -136,6 +141,10 @@ def restrict_metrics(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFram
         kept = pd.concat([kept, placeholder]).sort_values("launch", kind="stable")
     result = kept.reset_index(drop=True)
     result.attrs = dict(frame.attrs)
+    wanted = set(metrics)
+    unusable = frame.attrs.get(ATTR_UNUSABLE)
+    if unusable:
+        result.attrs[ATTR_UNUSABLE] = [record for record in unusable if record["metric"] in wanted]
     return result
 
 
@@ -154,3 +163,40 @@ def device_label(name: str, cc: str) -> str:
 
 def format_dim(x: Any, y: Any = 1, z: Any = 1) -> str:
     return f"({int(x)}, {int(y)}, {int(z)})"
+
+
+def unusable_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The unusable values (``ATTR_UNUSABLE``) of launches still in ``frame``, with the launch's kind, kernel,
+    region and ordinal added: one dict per value, in launch order."""
+    records = frame.attrs.get(ATTR_UNUSABLE) or []
+    if not records or frame.empty:
+        return []
+    launches = frame.drop_duplicates("launch").set_index("launch")[["kind", "kernel", "region", "ordinal"]]
+    present = set(launches.index.tolist())
+    found = []
+    for record in sorted(records, key=lambda r: (int(r["launch"]), str(r["metric"]))):
+        if record["launch"] in present:
+            launch = launches.loc[record["launch"]]
+            found.append({"kind": str(launch["kind"]), "kernel": str(launch["kernel"]), "region": str(launch["region"]),
+                          "ordinal": int(launch["ordinal"]), "metric": str(record["metric"]),
+                          "reason": str(record["reason"])})
+    return found
+
+
+def unusable_notes(frame: pd.DataFrame, metrics: Iterable[str] | None = None, limit: int = 5) -> list[str]:
+    """One line per unusable value of ``metrics`` (all when None) in ``frame``, at most ``limit`` and a count
+    of the rest: ``cur.csv: vector_add [layer1] #0: gpu__time_duration.sum has no usable value ('n/a': ncu
+    recorded no value)``. The compare stage adds these to its notes."""
+    wanted = None if metrics is None else set(metrics)
+    records = [r for r in unusable_records(frame) if wanted is None or r["metric"] in wanted]
+    source = str(frame.attrs.get(ATTR_SOURCE, "")) or "input"
+    lines = []
+    for record in records[:limit]:
+        total = record["kind"] == KIND_REGION
+        where = (f"region total {record['kernel']}" if total else
+                 record["kernel"] + (f" [{record['region']}]" if record["region"] else "") + f" #{record['ordinal']}")
+        lines.append(f"{source}: {where}: {record['metric']} has no usable value ({record['reason']})")
+    if len(records) > limit:
+        lines.append(f"{source}: {len(records) - limit} more value{'s' if len(records) - limit != 1 else ''} "
+                     "without a usable value")
+    return lines

@@ -11,7 +11,7 @@ would: writes a real ``.ncu-rep`` from the corpus to the ``--export`` path and n
 - ``PERFGATE_STUB_REPORT``: the ``.ncu-rep`` to export (a corpus file), or ``regions``: export an ncu raw-page
   CSV with one launch of ``stub_kernel`` per region the child entered, NVTX stacks as real ncu prints them
   (a group's test tag outermost), duration ``PERFGATE_STUB_NS`` ns (``name=ns,...`` per test function name)
-- ``PERFGATE_STUB_LOG``: a JSON-lines file receiving each invocation's argv and child environment
+- ``PERFGATE_STUB_LOG``: a JSON-lines file receiving each invocation's argv, child environment and process id
 
 Stdlib only; started through a small executable wrapper written by ``plugin_helpers``.
 """
@@ -64,7 +64,7 @@ def main() -> int:
     if record:
         env = {k: os.environ.get(k) for k in ("PERFGATE_CHILD", "PERFGATE_CHILD_RESULT", "CUDA_VISIBLE_DEVICES")}
         with open(record, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd()}) + "\n")
+            fh.write(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "pid": os.getpid()}) + "\n")
     log_path = options.get("--log-file", [""])[-1]
     log = open(log_path, "w", encoding="utf-8") if log_path else sys.stdout
 

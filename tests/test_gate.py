@@ -74,3 +74,19 @@ def test_compare_against_a_directory_without_that_baseline_is_exit_2() -> None:
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert ("perfgate: error: baselines: holds no baseline for nvidia-h100-80gb-hbm3-sm90/mlp.rerun.json "
             "(create it with 'perfgate baseline") in done.stderr
+
+
+def test_a_gated_value_on_one_side_only_is_not_measured_and_fails_strict(tmp_path: Path) -> None:
+    base = _table({"NVIDIA H100": 100_000.0})
+    inst = base.iloc[[0]].assign(metric="smsp__inst_executed.sum", unit="", value=5_000.0)
+    base = make_table([*base.to_dict("records"), *inst.to_dict("records")])
+    save_baselines(baseline_documents(base, OPTIONS.wanted_metrics()), tmp_path, "t")
+    current = _table({"NVIDIA H100": 100_000.0})  # the instructions were not measured this time
+    where = Where(name="t", test="t.py::t")
+    result = gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={})
+    assert not result.failed and result.report["verdict"] == "not measured"
+    [entry] = result.report["unmeasured"]
+    assert entry["test"] == "t.py::t" and entry["launch"] == "gemm #0"
+    assert entry["cause"].startswith("smsp__inst_executed.sum has no value in the current run")
+    strict = gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}, strict=True)
+    assert strict.failed and "smsp__inst_executed.sum has no value in the current run" in strict.problems[0]

@@ -160,10 +160,9 @@ def test_broken_or_oversized_compressed_input_is_one_line_exit_2(tmp_path: Path)
 
 
 def test_decompression_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import perfgate.collect
-
-    monkeypatch.setattr(perfgate.collect, "MAX_DECOMPRESSED_BYTES", 100_000)
-    with pytest.raises(InputError, match=r"softmax.ncu-rep.xz: decompresses to more than 100,000 bytes"):
+    monkeypatch.setenv("PERFGATE_MAX_INPUT_BYTES", "1000000")  # the .xz is 419,100 bytes
+    with pytest.raises(InputError, match=r"softmax.ncu-rep.xz: decompresses to more than perfgate's input limit of "
+                                         r"1,000,000 bytes"):
         read_table(H100 / "softmax.ncu-rep.xz")
 
 

@@ -106,7 +106,7 @@ def test_named_regions_become_one_include_each_and_no_kernel_filter_by_default(t
                        "--force-overwrite", "prog"]
 
 
-@pytest.mark.parametrize("clock, cache", [("reset", "all"), ("", "all"), ("base", "some")])
+@pytest.mark.parametrize("clock, cache", [("reset", "all"), ("", "all"), ("turbo", "all"), ("base", "some")])
 def test_settings_that_would_not_profile_are_refused(tmp_path: Path, clock: str, cache: str) -> None:
     with pytest.raises(ConfigError):
         build_ncu_command(ncu="ncu", program=["p"], export=tmp_path / "x", metrics=["m"], clock_control=clock,

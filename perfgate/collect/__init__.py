@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pandas as pd
 
+from perfgate.limits import (
+    ENV_FIFO_WAIT,
+    FIX_SIZE,
+    MAX_JSON_DEPTH,
+    fifo_wait_seconds,
+    json_depth_exceeds,
+    max_input_bytes,
+    size_text,
+)
 from perfgate.errors import InputError
 from perfgate.table import ATTR_SOURCE, restrict_metrics
 
@@ -29,50 +40,149 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def load_json(path: Path) -> Any:
+    """Parse a JSON input; one-line InputError for anything that is not plain, finite, shallow JSON.
+
+    Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
+    rendering, ``str()``) can run out of recursion on an untrusted document.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, "not UTF-8 text; expected JSON") from exc
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    too_deep = InputError(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+                          "not a file perfgate or pytest-benchmark writes; regenerate it")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        document = json.loads(text, parse_constant=_reject_constant)
     except _NonFiniteNumber as exc:
         raise InputError(path, f"{exc} is not valid JSON (numbers must be finite)",
                          "regenerate the file with perfgate") from None
     except json.JSONDecodeError as exc:
         raise InputError(path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                          "regenerate the file; it may have been truncated") from exc
+    except RecursionError:
+        raise too_deep from None
+    if json_depth_exceeds(document):
+        raise too_deep
+    return document
 
 
-def _check_path(path: Path) -> None:
-    if not path.exists():
-        raise InputError(path, "no such file", "check the path")
-    if path.is_dir():
+_PIPE = "pipe"
+_FILE = "file"
+
+
+def _check_path(path: Path) -> str:
+    """``"file"`` for a regular file within the size limit, ``"pipe"`` for a pipe; InputError for anything else."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(path, "no such file", "check the path") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})", "check the path and its permissions") from None
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
         raise InputError(path, "is a directory, not a report",
                          "pass one file: a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a baseline JSON")
     if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied", "make the file readable")
+    if stat.S_ISREG(mode):
+        limit = max_input_bytes()
+        if info.st_size > limit:
+            raise InputError(path, f"{info.st_size:,} bytes, more than perfgate's input limit of {size_text(limit)}",
+                             FIX_SIZE)
+        return _FILE
+    if stat.S_ISFIFO(mode):
+        return _PIPE
+    what = ("a character device (like /dev/zero or a terminal)" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+    raise InputError(path, f"is {what}, which cannot be read to an end",
+                     "pass a file, or a pipe from a command that ends (<(cmd) or cmd | perfgate ... /dev/stdin)")
+
+
+_SNIFF_BYTES = 8192
+
+
+def _anonymous_pipe(path: Path) -> bool:
+    """``<(cmd)`` and ``/dev/stdin`` of ``cmd |``: a pipe whose writer exists from the start (Linux names it
+    ``pipe:[inode]``), unlike a ``mkfifo`` FIFO, which may not have been opened for writing yet."""
+    return os.path.basename(os.path.realpath(path)).startswith("pipe:")
+
+
+def _first_bytes(fd: int, path: Path) -> bytes:
+    """Up to ``_SNIFF_BYTES`` from a pipe opened non-blocking; waits for a FIFO's writer at most ``fifo_wait_seconds``."""
+    import select
+
+    deadline = time.monotonic() + fifo_wait_seconds()
+    anonymous = _anonymous_pipe(path)
+    head = b""
+    writer_seen = anonymous
+    while len(head) < _SNIFF_BYTES:
+        try:
+            chunk = os.read(fd, _SNIFF_BYTES - len(head))
+        except BlockingIOError:  # a writer is there, with nothing written yet: wait for it like cat would
+            writer_seen = True
+            select.select([fd], [], [])
+            continue
+        if chunk:
+            head += chunk
+            writer_seen = True
+            continue
+        if writer_seen:  # end of the stream
+            break
+        # A FIFO nobody has opened for writing yet (or an empty one): wait, but not forever.
+        if time.monotonic() > deadline:
+            raise InputError(path, f"a named pipe (FIFO) that nothing wrote to within {fifo_wait_seconds():g} s",
+                             f"start the command that writes it first, or raise {ENV_FIFO_WAIT}=SECONDS")
+        time.sleep(0.05)
+    return head
 
 
 def _spool(source: Path) -> Path:
-    import atexit
-    import shutil
+    """Copy a pipe into a temporary file (readers need to seek); the caller removes it.
+
+    Refused early: a stream whose first bytes are no supported format (nothing more is read), and a
+    stream longer than ``max_input_bytes()`` (the partial copy is removed).
+    """
     import tempfile
 
+    limit = max_input_bytes()
     try:
-        with source.open("rb") as fh, tempfile.NamedTemporaryFile(prefix="perfgate-", suffix=source.suffix,
-                                                                  delete=False) as spooled:
-            shutil.copyfileobj(fh, spooled)
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
-    atexit.register(lambda: Path(spooled.name).unlink(missing_ok=True))
-    return Path(spooled.name)
+    spooled: Path | None = None
+    try:
+        head = _first_bytes(fd, source)
+        if head and not _supported_head(head):
+            raise _unrecognized(source)
+        os.set_blocking(fd, True)
+        handle, name = tempfile.mkstemp(prefix="perfgate-", suffix=source.suffix if source.suffix else "")
+        spooled = Path(name)
+        with os.fdopen(handle, "wb") as out:
+            out.write(head)
+            written = len(head)
+            while chunk := os.read(fd, 1 << 20):
+                written += len(chunk)
+                if written > limit:
+                    raise InputError(source, f"the stream goes on beyond perfgate's input limit of {size_text(limit)}",
+                                     FIX_SIZE)
+                out.write(chunk)
+    except OSError as exc:
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+        raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
+    except BaseException:
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(fd)
+    return spooled
 
 
 XZ_MAGIC = b"\xfd7zXZ\x00"
 GZIP_MAGIC = b"\x1f\x8b"
-MAX_DECOMPRESSED_BYTES = 4 << 30  # a compressed input may expand to at most 4 GiB (a zip bomb stops here)
 
 
 def _decompress(source: Path, head: bytes, folder: Path) -> Path:
@@ -83,33 +193,57 @@ def _decompress(source: Path, head: bytes, folder: Path) -> Path:
     inner_name = source.name[: -len(source.suffix)] if source.suffix in (".xz", ".gz") else source.name
     target = folder / (inner_name or "input")
     opener = lzma.open if head.startswith(XZ_MAGIC) else gzip.open
+    limit = max_input_bytes()
     written = 0
     try:
         with opener(source, "rb") as packed, target.open("wb") as out:
             while chunk := packed.read(1 << 20):
                 written += len(chunk)
-                if written > MAX_DECOMPRESSED_BYTES:
-                    raise InputError(source, f"decompresses to more than {MAX_DECOMPRESSED_BYTES:,} bytes",
-                                     "decompress it yourself and pass the file")
+                if written > limit:
+                    raise InputError(source, f"decompresses to more than perfgate's input limit of "
+                                             f"{size_text(limit)}", "decompress it yourself and pass the file")
                 out.write(chunk)
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise InputError(source, f"broken compressed file ({exc})", "copy or download it again") from None
     return target
 
 
+def _renamed(exc: InputError, inner: Path, outer: str | os.PathLike[str]) -> InputError:
+    """The same error naming what the user passed rather than perfgate's temporary copy of it."""
+    if exc.path != str(inner):
+        return exc
+    return InputError(outer, exc.problem, exc.fix)
+
+
 def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
     """Read any supported input into the normalized table.
 
-    ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so.
+    ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so. A pipe is
+    copied to a temporary file first, and a compressed input expanded into a temporary folder: both
+    are removed before this returns or raises.
     """
     file_path = Path(path)
-    _check_path(file_path)
-    if not file_path.is_file():
-        # A pipe or process substitution can be read only once, and readers need to seek.
-        file_path = _spool(file_path)
+    spooled: Path | None = None
+    try:
+        if _check_path(file_path) == _PIPE:
+            # A pipe or process substitution can be read only once, and readers need to seek.
+            spooled = file_path = _spool(file_path)
+        try:
+            frame = _read_file(file_path, metrics, str(path))
+        except InputError as exc:
+            raise _renamed(exc, file_path, path) from None
+        if spooled is not None:
+            frame.attrs[ATTR_SOURCE] = str(path)
+        return frame
+    finally:
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+
+
+def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> pd.DataFrame:
     try:
         with file_path.open("rb") as fh:
-            head = fh.read(8192)
+            head = fh.read(_SNIFF_BYTES)
     except OSError as exc:
         raise InputError(file_path, f"cannot read ({exc.strerror or exc})") from None
     if not head:
@@ -119,10 +253,30 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
-            frame = read_table(_decompress(file_path, head, Path(folder)), metrics)
-        frame.attrs[ATTR_SOURCE] = str(path)
+            inner = _decompress(file_path, head, Path(folder))
+            try:
+                frame = read_table(inner, metrics)
+            except InputError as exc:
+                raise _renamed(exc, inner, shown) from None
+        frame.attrs[ATTR_SOURCE] = shown
         return frame
     return _read_by_format(file_path, head, metrics)
+
+
+def _supported_head(head: bytes) -> bool:
+    """Whether a stream's first bytes can start an input perfgate reads (decided before reading the rest)."""
+    if head.startswith((b"NVR\x00", XZ_MAGIC, GZIP_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
+        return True
+    from perfgate.collect.ncu_csv import looks_like_ncu_csv
+
+    text = head.decode("utf-8", errors="replace")
+    return looks_like_ncu_csv(text) or "==PROF==" in text or "==ERROR==" in text
+
+
+def _unrecognized(path: Path) -> InputError:
+    return InputError(path, "unrecognized file format",
+                      "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
+                      "JSON or a perfgate baseline")
 
 
 def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> pd.DataFrame:
@@ -133,7 +287,10 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
         return read_ncu_rep(file_path, metrics)
     if head.lstrip()[:1] in (b"{", b"["):
         from perfgate.baseline import looks_like_baseline, table_from_baseline
-        from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
+        from perfgate.collect.benchmark_json import (
+            looks_like_benchmark_json,
+            table_from_benchmark_json,
+        )
 
         document = load_json(file_path)
         if looks_like_baseline(document):
@@ -147,8 +304,6 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
     text_head = head.decode("utf-8", errors="replace")
     # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
     if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:
-        raise InputError(file_path, "unrecognized file format",
-                         "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
-                         "JSON or a perfgate baseline")
+        raise _unrecognized(file_path)
     frame = read_ncu_csv(file_path, metrics)
     return frame if metrics is None else restrict_metrics(frame, metrics)

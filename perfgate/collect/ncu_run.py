@@ -24,14 +24,18 @@ how NVIDIA's own nsight-python drives ncu (``nsight/collection/ncu.py``: ``--nvt
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import (
@@ -69,8 +73,8 @@ def build_ncu_command(*, ncu: str, program: Sequence[str], export: Path, metrics
     """The full ncu command line that profiles ``program`` (pure: runs nothing)."""
     if not program:
         raise ConfigError("nothing to profile: empty program")
-    if not clock_control or clock_control == "reset":
-        raise ConfigError(f"clock control {clock_control!r} does not profile; use base (repeatable) or none")
+    if clock_control not in ("base", "none"):
+        raise ConfigError(f"clock control {clock_control!r} is not one that profiles; use base (repeatable) or none")
     if cache_control not in ("all", "none"):
         raise ConfigError(f"cache control must be all or none, got {cache_control!r}")
     metric_list = sorted(dict.fromkeys(metrics))
@@ -161,12 +165,50 @@ def _kill_group(process: subprocess.Popen[bytes], grace: float) -> None:
             continue
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while ncu ran: unwound like Ctrl-C, once ncu's process group is stopped."""
+
+
+_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _terminating_like_interrupt() -> Iterator[None]:
+    """While ncu runs, SIGTERM/SIGHUP raise ``Terminated`` (a KeyboardInterrupt) in the waiting thread.
+
+    ncu runs in a session of its own (so that a timeout can kill everything it started), hence a signal sent
+    to pytest's process group never reaches it: with the default action (die at once) SIGTERM, which is what
+    CI sends to cancel a job, left ncu and the profiled test running on the GPU. Raised as an exception, it
+    goes through ``run_ncu``'s cleanup as Ctrl-C does, and pytest ends the session as interrupted. A handler
+    someone else installed (or SIG_IGN) is left alone; off the main thread nothing can be installed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installed: dict[int, Any] = {}
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise Terminated(f"terminated by {signal.Signals(signum).name}")
+
+    for sig in _TERMINATING:
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            installed[sig] = signal.signal(sig, raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
 def run_ncu(command: Sequence[str], *, timeout: float, output_file: Path, log_file: Path | None = None,
             env: Mapping[str, str] | None = None, cwd: Path | None = None, grace: float = 5.0) -> NcuRun:
     """Run ``command``; never hangs: after ``timeout`` seconds the whole process group is killed.
 
-    Output goes to a file rather than a pipe so a chatty test cannot block on a full pipe.
+    Output goes to a file rather than a pipe so a chatty test cannot block on a full pipe. Ctrl-C, SIGTERM
+    and SIGHUP stop the whole process group too (``Terminated``), then propagate.
     """
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(f"the ncu timeout must be a positive, finite number of seconds, got {timeout!r}")
     started = time.monotonic()
     with output_file.open("wb") as out:
         try:
@@ -177,12 +219,13 @@ def run_ncu(command: Sequence[str], *, timeout: float, output_file: Path, log_fi
                           output=f"cannot start {command[0]}: {exc.strerror or exc}", log="")
         timed_out = False
         try:
-            returncode: int | None = process.wait(timeout=timeout)
+            with _terminating_like_interrupt():
+                returncode: int | None = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(process, grace)
             returncode = None
-        except BaseException:  # Ctrl-C: do not leave ncu and the GPU job running
+        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: do not leave ncu and the GPU job running
             _kill_group(process, grace)
             raise
     return NcuRun(tuple(command), returncode=returncode, timed_out=timed_out, seconds=time.monotonic() - started,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.assemble import display_order, launch_table, result_table
 from perfgate.compare.devices import check_devices
-from perfgate.compare.joining import SideValues, join_metrics, metric_codes
-from perfgate.compare.matching import match_launches
+from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
+from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
     comparison_notes,
     inconclusive_notes,
@@ -19,12 +20,27 @@ from perfgate.compare.notes import (
     rename_notes,
 )
 from perfgate.compare.options import CompareOptions
-from perfgate.compare.policies import judge_rows, launch_status, metric_rules, refuse_if_nothing_comparable
+from perfgate.compare.policies import (
+    JudgedRows,
+    judge_rows,
+    launch_status,
+    metric_rules,
+    refuse_if_nothing_comparable,
+)
 from perfgate.compare.repeats import judge_groups
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
-from perfgate.table import ATTR_LOCATIONS, ATTR_SAMPLES, ATTR_SETTINGS, ATTR_SOURCE, device_label, devices
-from perfgate.vocabulary import KIND_BENCHMARK, Status
+from perfgate.table import (
+    ATTR_LOCATIONS,
+    ATTR_SAMPLES,
+    ATTR_SETTINGS,
+    ATTR_SOURCE,
+    device_label,
+    devices,
+    unusable_notes,
+    unusable_records,
+)
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_REGION, Status
 
 
 def significance_notes(launch_frame: pd.DataFrame, base_samples: Mapping[str, Sequence[float]],
@@ -40,6 +56,32 @@ def significance_notes(launch_frame: pd.DataFrame, base_samples: Mapping[str, Se
             notes.append(f"{name}: no significance test (raw timings missing in the {' and the '.join(lacking)}; "
                          "save them with pytest-benchmark's --benchmark-save-data): judged on the threshold alone")
     return notes
+
+
+def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches,
+                     baseline: pd.DataFrame, current: pd.DataFrame) -> list[tuple[str, str]]:
+    """Gated values of matched launches that one side has and the other has not (ncu's ``n/a``, an unusable
+    cell, a metric one input lacks), each as (launch, cause) with the reason the reader gave. Such a launch was not
+    judged on that metric, so it must not read as passed."""
+    matched = launches.side[rows.launch_id] == BOTH_SIDES
+    one_sided = judged.gated & matched & (np.isnan(rows.baseline) != np.isnan(rows.current))
+    if not one_sided.any():
+        return []
+    reasons = {(r["kind"], r["kernel"], r["region"], r["ordinal"], r["metric"], side): r["reason"]
+               for side, table in (("baseline", baseline), ("current run", current)) for r in unusable_records(table)}
+    frame = launches.frame
+    lines = []
+    for index in np.flatnonzero(one_sided):
+        launch = frame.iloc[int(rows.launch_id[index])]
+        lacking = "baseline" if np.isnan(rows.baseline[index]) else "current run"
+        kernel = str(launch["baseline_kernel"] if lacking == "baseline" else launch["kernel"])
+        key = (str(launch["kind"]), kernel, str(launch["region"]), int(launch["ordinal"]), str(rows.metric[index]),
+               lacking)
+        why = reasons.get(key, "not in that input")
+        where = (f"region total {launch['kernel']}" if launch["kind"] == KIND_REGION else
+                 str(launch["kernel"]) + (f" [{launch['region']}]" if launch["region"] else "") + f" #{launch['ordinal']}")
+        lines.append((where, f"{rows.metric[index]} has no value in the {lacking} ({why}): not judged"))
+    return lines
 
 
 def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
@@ -78,6 +120,8 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
     notes += inconclusive_notes(results, groups, options.confidence)
     notes += significance_notes(launch_frame, baseline.attrs.get(ATTR_SAMPLES, {}),
                                 current.attrs.get(ATTR_SAMPLES, {}))
+    notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
+    unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     results = results.iloc[display_order(rows, judged, launch_order)].reset_index(drop=True)
     return Comparison(
         notes=tuple(notes),
@@ -90,4 +134,5 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         settings={"baseline": dict(baseline.attrs.get(ATTR_SETTINGS, {})),
                   "current": dict(current.attrs.get(ATTR_SETTINGS, {}))},
         locations={**baseline.attrs.get(ATTR_LOCATIONS, {}), **current.attrs.get(ATTR_LOCATIONS, {})},
+        unmeasured=tuple(unmeasured),
     )

@@ -14,7 +14,13 @@ from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.renames import RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, Threshold
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, Status, is_benchmark_metric
+from perfgate.vocabulary import (
+    KIND_BENCHMARK,
+    KIND_KERNEL,
+    KIND_REGION,
+    Status,
+    is_benchmark_metric,
+)
 
 _CONFIG_LABELS = (("launch__registers_per_thread", "registers"),
                   ("launch__shared_mem_per_block_static", "static shared mem"),

@@ -9,7 +9,6 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
 
-
 _UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 
 
@@ -40,6 +39,9 @@ class Comparison:
     settings: dict[str, Any]
     locations: dict[str, dict[str, Any]]
     notes: tuple[str, ...] = ()  # what the reader must know: metrics not compared, renames, inconclusive kernels...
+    # Gated values measured on one side only (ncu's n/a, an unusable cell, a metric one input lacks): each
+    # a launch the gate could not judge, so the comparison is "not measured" rather than a pass.
+    unmeasured: tuple[tuple[str, str], ...] = ()  # (launch label, cause)
 
     @property
     def regressed(self) -> bool:
@@ -54,6 +56,8 @@ class Comparison:
     def verdict(self) -> str:
         if self.regressed:
             return Verdict.FAIL.value
+        if self.unmeasured:
+            return Verdict.NOT_MEASURED.value
         return Verdict.INCONCLUSIVE.value if self.inconclusive else Verdict.PASS.value
 
     def kernel_statuses(self) -> pd.Series:

@@ -17,7 +17,13 @@ import pytest
 from perfgate.config import Settings
 from perfgate.errors import ConfigError
 from perfgate.options import metrics_arg, positive_seconds, probability, threshold_arg
-from perfgate.plugin.fixture import ENV_CHILD_RESULT, ChildRecorder, PerfgateFixture, child_group, in_profiling_child
+from perfgate.plugin.fixture import (
+    ENV_CHILD_RESULT,
+    ChildRecorder,
+    PerfgateFixture,
+    child_group,
+    in_profiling_child,
+)
 from perfgate.plugin.marker import MARKER_HELP, MARKER_NAME, parse_marker
 
 _DEFAULTS = Settings()

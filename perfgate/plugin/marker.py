@@ -6,6 +6,7 @@ typo (``kernel=`` for ``kernels=``) fails loudly instead of profiling everything
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -69,7 +70,10 @@ def parse_marker(args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> 
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     timeout = kwargs.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ConfigError(f"{where}: perfgate marker timeout= must be a positive number of seconds, got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        # nan and inf would switch the kill of a hung ncu off.
+        raise ConfigError(f"{where}: perfgate marker timeout= must be a positive number of seconds (finite: nan or "
+                          f"inf would never stop a hung ncu), got {timeout!r}")
     return PerfMarker(kernels=kernels.strip() if kernels else None, metrics=metrics, thresholds=thresholds,
                       regions=regions, timeout=float(timeout) if timeout is not None else None)

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pytest
 
-from perfgate.config import Settings, find_pyproject, load_settings
+from perfgate.config import (
+    Settings,
+    check_clock_control,
+    check_timeout,
+    find_pyproject,
+    load_settings,
+)
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold
 from perfgate.options import resolve_metrics, selection
@@ -95,10 +101,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
 
     thresholds = dict(settings.thresholds)
     thresholds.update(dict(opt("perfgate_threshold") or []))
-    clock = opt("perfgate_clock_control") or settings.clock_control
-    if clock == "reset":
-        raise ConfigError("--perfgate-clock-control reset only resets the clocks and profiles nothing; "
-                          "use base or none")
+    clock = check_clock_control(opt("perfgate_clock_control") or settings.clock_control, "--perfgate-clock-control")
     cache = opt("perfgate_cache_control") or settings.cache_control
     if cache not in ("all", "none"):
         raise ConfigError(f"cache_control must be 'all' or 'none', got {cache!r}")
@@ -122,7 +125,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         ncu=opt("perfgate_ncu") or settings.ncu,
         clock_control=clock,
         cache_control=cache,
-        timeout=float(opt("perfgate_timeout") or settings.timeout),
+        timeout=check_timeout(float(opt("perfgate_timeout") or settings.timeout), "--perfgate-timeout"),
         thresholds=thresholds,
         metrics=resolve_metrics(opt("perfgate_metrics"), settings.metrics),
         significance=opt("perfgate_significance") or settings.significance,

@@ -34,7 +34,15 @@ from perfgate.plugin.options import (
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.render.common import VERDICT_WORD, headline
-from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports, verdict_of
+from perfgate.text import inert
+from perfgate.report import (
+    Report,
+    empty_report,
+    iter_launches,
+    launch_row,
+    merge_reports,
+    verdict_of,
+)
 from perfgate.vocabulary import Verdict, worst_verdict
 
 if TYPE_CHECKING:
@@ -190,7 +198,8 @@ class PerfgateSession:
             return
         terminalreporter.write_sep("-", "perfgate")
         for line in self.summary_lines():
-            terminalreporter.write_line(line, red=line.startswith("perfgate: cannot"))
+            # Kernel and region names come from the code under test: nothing in them may act on the terminal.
+            terminalreporter.write_line(inert(line), red=line.startswith("perfgate: cannot"))
 
     # ------------------------------------------------------------ GPU tests
 

@@ -14,7 +14,14 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 from perfgate.report import Report, launch_row, result_rows
-from perfgate.units import BYTE, BYTE_SYMBOL, SILENT_UNITS, TIME_UNITS, scale_si, scale_time
+from perfgate.units import (
+    BYTE,
+    BYTE_SYMBOL,
+    SILENT_UNITS,
+    TIME_UNITS,
+    scale_si,
+    scale_time,
+)
 from perfgate.vocabulary import STATUS_ORDER, Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
@@ -177,10 +184,10 @@ def headline(report: Report | dict[str, Any]) -> str:
     if regressions:
         head = f"{_plural(regressions, 'regression')} in {total} compared"
     elif unmeasured:
-        causes = Counter(entry["cause"] for entry in unmeasured)
+        causes = Counter(_unmeasured_cause(entry) for entry in unmeasured)
         cause, _ = causes.most_common(1)[0]
         more = f" and {len(causes) - 1} other cause{'s' if len(causes) > 2 else ''}" if len(causes) > 1 else ""
-        return f"{_plural(len(unmeasured), 'perf test')} not measured: {cause[:200]}{more}"
+        return f"{_unmeasured_count(unmeasured)} not measured: {cause[:200]}{more}"
     elif not compared:
         return f"nothing compared ({total} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
             if total else "nothing compared"
@@ -189,8 +196,29 @@ def headline(report: Report | dict[str, Any]) -> str:
     else:
         head = f"no regression in {total} compared"
     if unmeasured:
-        head += f"; {_plural(len(unmeasured), 'perf test')} not measured"
+        head += f"; {_unmeasured_count(unmeasured)} not measured"
     return head
+
+
+def _unmeasured_count(unmeasured: list[dict[str, str]]) -> str:
+    """"2 perf tests", or "1 gated value" for values one side lacks (entries that name a launch)."""
+    values = sum(1 for entry in unmeasured if entry.get("launch"))
+    parts = [_plural(len(unmeasured) - values, "perf test")] if len(unmeasured) > values else []
+    return " and ".join(parts + ([_plural(values, "gated value")] if values else []))
+
+
+def unmeasured_notes(report: Report | dict[str, Any], limit: int = 20) -> list[str]:
+    """The gated values one side lacks (entries that name a launch), as note lines; the skipped perf tests
+    are already in the notes."""
+    entries = [e for e in report.get("unmeasured") or [] if e.get("launch")]
+    lines = [f"not measured: {e['test'] + ': ' if e.get('test') else ''}{_unmeasured_cause(e)}" for e in entries[:limit]]
+    if len(entries) > limit:
+        lines.append(f"not measured: {len(entries) - limit:,} more gated values (the JSON report lists them all)")
+    return lines
+
+
+def _unmeasured_cause(entry: dict[str, str]) -> str:
+    return f"{entry['launch']}: {entry['cause']}" if entry.get("launch") else entry["cause"]
 
 
 def summary_parts(report: Report | dict[str, Any]) -> list[str]:

@@ -22,6 +22,7 @@ from perfgate.render.common import (
     format_value,
     headline,
     summary_parts,
+    unmeasured_notes,
 )
 from perfgate.report import Report, launch_row
 from perfgate.vocabulary import Status
@@ -267,6 +268,6 @@ def render_html(report: Report) -> str:
         chart=chart_svg(chart_bars(report)),
         test_header="<th>Test</th>" if any(report["launches"]["test"]) else "",
         rows=table_rows(report),
-        notes="".join(f'<p class="meta">{_escape(note)}</p>\n' for note in report["notes"]),
+        notes="".join(f'<p class="meta">{_escape(note)}</p>\n' for note in [*unmeasured_notes(report), *report["notes"]]),
         generator=_escape(report["generator"]),
     )

@@ -31,6 +31,7 @@ from perfgate.render.common import (
     no_data_side,
     summary_parts,
     text_length,
+    unmeasured_notes,
 )
 from perfgate.report import Report, iter_launches
 from perfgate.vocabulary import Status
@@ -112,10 +113,11 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
         head += ["", f"Baseline {md_escape(c['baseline'])} vs current {md_escape(c['current'])}{on}."]
     notes: list[str] = []
     room = _Budget(NOTES_BUDGET)
-    for count, note in enumerate(report["notes"]):
+    all_notes = [*unmeasured_notes(report), *report["notes"]]
+    for count, note in enumerate(all_notes):
         line = f"> {md_escape(note, 400)}"
         if not room.take(line + "\n"):
-            notes += ["", f"> … and {len(report['notes']) - count:,} more notes (the JSON report has them all)"]
+            notes += ["", f"> … and {len(all_notes) - count:,} more notes (the JSON report has them all)"]
             break
         notes += ["", line]
     left = _Budget(budget - sum(text_length(s) + 1 for s in [*head, *notes]) - 600)  # 600: the left-out line

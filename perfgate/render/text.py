@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from perfgate.render.common import Shown, display_name, explanation, left_out, metric_line, no_data_side, verdict_line
+from perfgate.render.common import (
+    Shown,
+    display_name,
+    explanation,
+    left_out,
+    metric_line,
+    no_data_side,
+    unmeasured_notes,
+    verdict_line,
+)
 from perfgate.report import Report, iter_launches
+from perfgate.text import inert
 from perfgate.vocabulary import Status
 
 TEXT_LAUNCHES = 50  # a CI log shows the first 50 launches that need attention; the rest are counted
@@ -55,10 +65,12 @@ def render_text(report: Report, show_unchanged: bool = False, limit: int = TEXT_
         item = Shown(report, index)
         listed[str(item.launch["status"])] += 1
         lines.extend(_launch_lines(item))
+    lines.extend(unmeasured_notes(report))
     for note in report["notes"]:
         lines.append(f"note: {note}")
     more = left_out(report, listed, statuses)
     if more:
         lines.append(f"... not listed: {more} (the JSON and HTML reports list every launch)")
     lines.append(verdict_line(report))
-    return "\n".join(lines) + "\n"
+    # Names come from the code under test: no escape sequence or carriage return reaches a terminal.
+    return "\n".join(inert(line) for line in lines) + "\n"

@@ -22,15 +22,28 @@ import pandas as pd
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_rows
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
-from perfgate.collect.ncu_csv.launches import Attribute, MetricRows, attribute_cells, build_table, launch_attributes
+from perfgate.collect.ncu_csv.launches import (
+    Attribute,
+    MetricRows,
+    attribute_cells,
+    build_table,
+    launch_attributes,
+)
 from perfgate.collect.ncu_csv.parsing import is_metric_column
-from perfgate.collect.ncu_csv.values import numbers, unit_scale
+from perfgate.collect.ncu_csv.values import flag_unusable, numbers, unit_scale
 from perfgate.errors import InputError
+from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
 from perfgate.vocabulary import IDENTITY_METRICS
 
+TEXT_METRICS = frozenset({"device__attribute_display_name"})  # string-valued by nature
 
-def read_details(df: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The table from the parsed details page (categorical columns but the text ones)."""
+
+def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
+    """The table from the parsed details page (categorical columns but the text ones).
+
+    ``wanted``: the metrics asked for, when known; a cell of one of them that holds no number is kept
+    as NaN with its reason even when nothing else says the metric is numeric.
+    """
     for needed in ("ID", "Metric Name", "Metric Value"):
         if needed not in df.columns:
             raise InputError(source, f'the details CSV has no "{needed}" column', FIX_CSV)
@@ -45,10 +58,13 @@ def read_details(df: pd.DataFrame, source: str) -> pd.DataFrame:
     metric_names = [str(m) for m in metric.cat.categories]  # str: a label could parse as a number
     units, factors, unit_codes = _row_units(df)
     cells: ObjectArray = df["Metric Value"].to_numpy(dtype=object)
-    values, keep = numbers(cells, suspects=unit_codes == len(units) - 1, groups=metric_codes)
+    no_unit = unit_codes == len(units) - 1
+    values, keep = numbers(cells, suspects=no_unit, groups=metric_codes)
     if (factors != 1.0).any():
         values = values * factors[unit_codes]
     keep &= metric_codes >= 0  # rule rows have no metric name
+    keep, reasons = flag_unusable(cells, values, keep, _numeric_rows(metric_names, metric_codes, values, keep,
+                                                                     no_unit, wanted))
     extra = _details_attributes(metric_names, metric_codes, cells, row_launch, count)
 
     if not all(is_metric_column(m) for m in metric_names) and "Section Name" in df.columns:
@@ -60,8 +76,29 @@ def read_details(df: pd.DataFrame, source: str) -> pd.DataFrame:
         metric_codes, metric_names = qualify_duplicates(sections, row_launch, metric_codes, metric_names, keep)
 
     launches = launch_attributes(first_rows.reset_index(drop=True), extra)
-    rows = MetricRows(row_launch[keep], metric_codes[keep], metric_names, unit_codes[keep], units, values[keep])
+    rows = MetricRows(row_launch[keep], metric_codes[keep], metric_names, unit_codes[keep], units, values[keep],
+                      None if reasons is None else reasons[keep])
     return build_table(source, launches, rows)
+
+
+def _numeric_rows(names: list[str], codes: IntArray, values: FloatArray, keep: BoolArray, no_unit: BoolArray,
+                  wanted: frozenset[str] | None) -> BoolArray:
+    """Rows whose metric holds numbers: it has a unit (ncu gives string metrics none), another row of it is a
+    number, or it is a metric perfgate knows or was asked for (the device's name excepted: it is text)."""
+    valid = codes >= 0
+    safe = np.where(valid, codes, 0)
+    with np.errstate(invalid="ignore"):
+        counted = keep & valid & np.isfinite(values)
+    has_number = np.bincount(safe[counted], minlength=len(names)) > 0
+    known = np.array([_known_numeric(n, wanted) for n in names], dtype=bool)
+    numeric: BoolArray = valid & (~no_unit | (has_number | known)[safe])
+    return numeric
+
+
+def _known_numeric(name: str, wanted: frozenset[str] | None) -> bool:
+    if name in TEXT_METRICS:
+        return False
+    return name in CATALOG_BY_NAME or name in LAUNCH_CONFIG_METRICS or (wanted is not None and name in wanted)
 
 
 def _launch_starts(df: pd.DataFrame) -> BoolArray:

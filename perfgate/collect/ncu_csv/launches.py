@@ -19,10 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
 from perfgate.collect.ncu_csv.parsing import is_push_pop
-from perfgate.table import NO_DATA_METRIC, assign_ordinals, format_dim, make_table
+from perfgate.table import (
+    ATTR_UNUSABLE,
+    NO_DATA_METRIC,
+    assign_ordinals,
+    format_dim,
+    make_table,
+)
 from perfgate.vocabulary import KIND_KERNEL
 
 # Per launch, the cells of one identity metric as the parser gave them (text, or a number on the
@@ -45,7 +52,8 @@ class Launches:
 @dataclass(frozen=True)
 class MetricRows:
     """The table's rows as arrays, one entry per row: launch index, metric and unit (codes into the
-    name lists; two names may be equal) and value (in the base unit)."""
+    name lists; two names may be equal), value (in the base unit) and, for values that are no number
+    (NaN), the reason (``perfgate.collect.screen``; None elsewhere, or no array when there is none)."""
 
     launch: IntArray
     metric_codes: IntArray
@@ -53,6 +61,14 @@ class MetricRows:
     unit_codes: IntArray
     unit_names: Sequence[str]
     values: FloatArray
+    reasons: ObjectArray | None = None
+
+    def unusable(self) -> list[dict[str, object]]:
+        """``{"launch", "metric", "reason"}`` of each row with a reason (``perfgate.table.ATTR_UNUSABLE``)."""
+        if self.reasons is None:
+            return []
+        return [{"launch": int(self.launch[i]), "metric": str(self.metric_names[self.metric_codes[i]]),
+                 "reason": str(self.reasons[i])} for i in np.flatnonzero(~pd.isna(self.reasons))]
 
 
 def _dims(text: str) -> str:
@@ -160,8 +176,10 @@ def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
     metric_codes = np.concatenate([rows.metric_codes, np.full(missing.size, len(metric_names) - 1)])
     unit_codes = np.concatenate([rows.unit_codes, np.full(missing.size, len(unit_names) - 1)])
     values = np.concatenate([rows.values, np.full(missing.size, np.nan)])
+    reasons = None if rows.reasons is None else np.concatenate([rows.reasons, np.full(missing.size, None)])
     order = np.argsort(launch, kind="stable")
-    return MetricRows(launch[order], metric_codes[order], metric_names, unit_codes[order], unit_names, values[order])
+    return MetricRows(launch[order], metric_codes[order], metric_names, unit_codes[order], unit_names, values[order],
+                      None if reasons is None else reasons[order])
 
 
 def build_table(source: str, launches: Launches, rows: MetricRows) -> pd.DataFrame:
@@ -169,7 +187,10 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> pd.DataFra
     count = len(launches.demangled)
     rows = with_no_data_rows(rows, count)
     launch = rows.launch
-    bare = {d: kernel_function_name(d) if d else "" for d in set(launches.demangled)}
+    distinct = set(launches.demangled)
+    check_name_length(distinct, source)
+    check_name_length(set(launches.region), source, "NVTX region")
+    bare = {d: kernel_function_name(d) if d else "" for d in distinct}
     kernel = [bare[d] for d in launches.demangled]
     per_launch_frame = pd.DataFrame({
         "kind": KIND_KERNEL, "kernel": kernel, "region": launches.region, "launch": np.arange(count),
@@ -191,4 +212,6 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> pd.DataFra
         "unit": _unique_categorical(rows.unit_names, rows.unit_codes),
         "value": rows.values,
     })  # fmt: skip
-    return make_table(frame, source=source)
+    table = make_table(frame, source=source)
+    table.attrs[ATTR_UNUSABLE] = rows.unusable()
+    return table

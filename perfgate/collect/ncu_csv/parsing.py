@@ -48,9 +48,17 @@ def is_details(header: Sequence[str]) -> bool:
     return "Metric Name" in header and "Metric Value" in header
 
 
+DETAILS_COLUMNS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
+
+
 def check_header(header: Sequence[str], source: str) -> None:
     if "Kernel Name" not in header:
         raise InputError(source, 'the CSV header has no "Kernel Name" column', FIX_CSV)
+    if any(column in header for column in DETAILS_COLUMNS) and not is_details(header):
+        # A details page without its value or name column holds no measurement at all; read as a raw
+        # page it would turn into launches with "no data".
+        lacking = " and ".join(f'"{c}"' for c in ("Metric Name", "Metric Value") if c not in header)
+        raise InputError(source, f"the details CSV has no {lacking} column", FIX_REEXPORT)
     if len(set(header)) != len(header):
         duplicates = sorted({h for h in header if header.count(h) > 1})
         raise InputError(source, f"the CSV header repeats columns {duplicates}", FIX_REEXPORT)

@@ -15,12 +15,20 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray
+from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
+from perfgate.collect.ncu_csv.details import TEXT_METRICS
 from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_rows
-from perfgate.collect.ncu_csv.launches import Attribute, MetricRows, attribute_cells, build_table, launch_attributes
+from perfgate.collect.ncu_csv.launches import (
+    Attribute,
+    MetricRows,
+    attribute_cells,
+    build_table,
+    launch_attributes,
+)
 from perfgate.collect.ncu_csv.parsing import header_fields, is_metric_column
-from perfgate.collect.ncu_csv.values import column_numbers
+from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable
 from perfgate.errors import InputError
+from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
 from perfgate.units import to_base
 from perfgate.vocabulary import IDENTITY_METRICS
 
@@ -53,6 +61,7 @@ def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], sour
     extra: dict[str, Attribute] = {}
     value_blocks: list[FloatArray] = []
     keep_blocks: list[BoolArray] = []
+    reason_blocks: list[ObjectArray | None] = []
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
@@ -60,29 +69,51 @@ def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], sour
         values, keep = column_numbers(column)
         if name in IDENTITY_METRICS:
             extra[name] = attribute_cells(name, column.to_numpy(dtype=object))
+        reasons = None
+        if column.dtype.kind not in "fiub" and _numeric(name, unit_of.get(name, ""), values, keep, wanted):
+            # Text where a number belongs ("fast", "0x1F") is kept as NaN with its reason, like n/a.
+            cells = column.to_numpy(dtype=object)
+            keep, reasons = flag_unusable(cells, values, keep, np.ones(count, dtype=bool))
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
         base, factor = to_base(unit_of.get(name, ""))
         value_blocks.append(values * factor if factor != 1.0 else values)
         keep_blocks.append(keep)
+        reason_blocks.append(reasons)
         numeric_names.append(name)
         numeric_units.append(base)
 
-    launch, metric_codes, values = _launch_major(value_blocks, keep_blocks, count)
-    rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values)
+    launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
+    rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
     return build_table(source, launch_attributes(df, extra), rows)
 
 
+def _numeric(name: str, unit: str, values: FloatArray, keep: BoolArray, wanted: frozenset[str] | None) -> bool:
+    """Whether a metric column holds numbers: it has a unit, a cell of it is a number, or perfgate knows it
+    (or was asked for it); the device's name is text."""
+    if name in TEXT_METRICS:
+        return False
+    with np.errstate(invalid="ignore"):
+        if bool(unit) or bool((keep & np.isfinite(values)).any()):
+            return True
+    return name in CATALOG_BY_NAME or name in LAUNCH_CONFIG_METRICS or (wanted is not None and name in wanted)
+
+
 def _launch_major(value_blocks: list[FloatArray], keep_blocks: list[BoolArray],
-                  count: int) -> tuple[IntArray, IntArray, FloatArray]:
-    """(launch, metric code, value) of the cells kept: launch-major, metrics in column order."""
+                  reason_blocks: list[ObjectArray | None],
+                  count: int) -> tuple[IntArray, IntArray, FloatArray, ObjectArray | None]:
+    """(launch, metric code, value, reason or None) of the cells kept: launch-major, metrics in column order."""
     if not value_blocks:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0)
+        return empty, empty, np.zeros(0), None
     # (launches x metrics) flattened row by row.
     matrix = np.column_stack(value_blocks)
     present = np.column_stack(keep_blocks).reshape(-1)
     m = len(value_blocks)
     launch = np.repeat(np.arange(count), m)[present]
     metric_codes = np.tile(np.arange(m), count)[present]
-    return launch, metric_codes, matrix.reshape(-1)[present]
+    reasons: ObjectArray | None = None
+    if any(block is not None for block in reason_blocks):
+        reasons = np.column_stack([np.full(count, None, dtype=object) if block is None else block
+                                   for block in reason_blocks]).reshape(-1)[present]
+    return launch, metric_codes, matrix.reshape(-1)[present], reasons

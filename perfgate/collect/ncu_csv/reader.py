@@ -26,8 +26,15 @@ from perfgate.collect.ncu_csv.framing import (
     no_table_error,
     raise_tool_errors,
 )
-from perfgate.collect.ncu_csv.parsing import Unparsed, check_header, header_fields, is_details, read_csv
+from perfgate.collect.ncu_csv.parsing import (
+    Unparsed,
+    check_header,
+    header_fields,
+    is_details,
+    read_csv,
+)
 from perfgate.collect.ncu_csv.raw import raw_units, read_raw
+from perfgate.collect.screen import screen_values
 from perfgate.errors import InputError
 from perfgate.table import ATTR_SOURCE
 
@@ -47,7 +54,7 @@ def read_ncu_csv(path: str | os.PathLike[str], metrics: Collection[str] | None =
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})", "check the path and its permissions") from exc
     frame.attrs[ATTR_SOURCE] = source
-    return frame
+    return screen_values(frame)
 
 
 def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
@@ -64,6 +71,7 @@ def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) 
     if holds_nul(handle, found.offset):
         # pandas 2's tokenizer ends a field at NUL and would hide the junk; pandas 3 keeps it.
         raise InputError(source, "binary data inside the CSV table", FIX_REEXPORT)
+    _check_last_line(handle, found.offset, source)
     handle.seek(found.offset)
     try:
         return _parse(handle, found.offset, source, wanted)
@@ -74,13 +82,43 @@ def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) 
         return _parse_filtered(handle.read(), first_line, source, wanted)
 
 
+_TAIL = 1 << 20
+
+
+def _check_last_line(handle: IO[bytes], offset: int, source: str) -> None:
+    """Refuse a table whose last row was cut after a complete cell (a cut inside a quoted cell fails to parse).
+
+    ncu ends every line it writes; a last row with no line end and fewer cells than a row needs was cut
+    short (an upload or copy that stopped), and pandas would fill the missing cells in as empty: a launch
+    losing its metrics without a word. Rows of the details page need the cells up to "Metric Value".
+    """
+    handle.seek(offset)
+    header = header_fields(handle.readline())
+    end = handle.seek(0, io.SEEK_END)
+    handle.seek(max(offset, end - _TAIL))
+    tail = handle.read()
+    if not tail or tail.endswith(b"\n"):
+        return
+    cut = tail.rfind(b"\n")
+    if cut < 0 and end - _TAIL > offset:
+        return  # a last line longer than the tail read: the parse judges it
+    last = tail[cut + 1:]
+    if not last.startswith(b'"') or last.count(b'"') % 2:
+        return  # not a row of the table (ncu's or the application's text), or cut inside a cell: the parse says so
+    needed = header.index("Metric Value") + 1 if is_details(header) else len(header)
+    cells = len(header_fields(last))
+    if cells < needed:
+        raise InputError(source, f"the last row is cut short ({cells} of {needed} cells, and no line end): the file "
+                                 "is truncated", FIX_REEXPORT)
+
+
 def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
     """Parse the table whose header starts at ``offset``; the handle is there."""
     header = header_fields(handle.readline())
     check_header(header, source)
     if is_details(header):
         handle.seek(offset)
-        return read_details(read_csv(handle, details=True, header=header), source)
+        return read_details(read_csv(handle, details=True, header=header), source, wanted)
     units = raw_units(handle, header)
     return read_raw(read_csv(handle, details=False, header=header), header, units, source, wanted)
 

@@ -2,7 +2,8 @@
 
 Thousands separators (``"1,215,000,000.00"``) are removed; ``n/a`` becomes NaN (row kept: "no
 data"); an empty cell is an absent metric (no row); a string value (device name, cache
-configuration) is no number (no row; the device name feeds ``device`` elsewhere). Units are reduced
+configuration) is no number (no row; the device name feeds ``device`` elsewhere), unless it stands
+where a number belongs (``flag_unusable``: kept as NaN with the reason). Units are reduced
 to ``ncu_report``'s base units through ``perfgate.units`` (``"usecond"`` -> ``ns``, ``"Kbyte/block"``
 -> ``byte/block``), so CSV and ``.ncu-rep`` tables compare. Not handled: locales that swap the
 decimal and thousands marks.
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
+from perfgate.collect.screen import no_value_reason, not_a_number_reason
 from perfgate.units import to_base
 
 NA_STRINGS = frozenset({"n/a", "N/A", "nan", "NaN", "-nan"})
@@ -113,3 +115,25 @@ def unit_scale(units: Sequence[str]) -> tuple[list[str], FloatArray]:
         names.append(base)
         factors[i] = factor
     return names, factors
+
+
+def flag_unusable(cells: ObjectArray, values: FloatArray, keep: BoolArray,
+                  numeric: BoolArray) -> tuple[BoolArray, ObjectArray | None]:
+    """Keep the cells that stand where a number belongs but hold none, and say why (``perfgate.collect.screen``).
+
+    ``numbers`` keeps ``n/a`` as NaN and drops text; text in a metric that is ``numeric`` (per cell: it has a
+    unit, other cells of it are numbers, or it was asked for) is kept here as NaN too. Returns (keep, reasons):
+    reasons per cell, None where the cell is fine; None instead of the array when every cell is.
+    """
+    with np.errstate(invalid="ignore"):
+        no_value = keep & np.isnan(values)
+    text = ~keep & numeric & np.fromiter((isinstance(c, str) and c.strip() != "" for c in cells), bool, len(cells)) \
+        if (~keep & numeric).any() else np.zeros(len(cells), dtype=bool)
+    if not no_value.any() and not text.any():
+        return keep, None
+    reasons: ObjectArray = np.full(len(cells), None, dtype=object)
+    for index in np.flatnonzero(no_value):
+        reasons[index] = no_value_reason(cells[index])
+    for index in np.flatnonzero(text):
+        reasons[index] = not_a_number_reason(cells[index])
+    return keep | text, reasons

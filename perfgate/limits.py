@@ -1,0 +1,95 @@
+"""The limits perfgate puts on its inputs, stated once (README, "Input limits").
+
+Every input is untrusted: a report downloaded from a fork's artifact, a pipe, a file a test wrote.
+Each limit is far above what a real input reaches and low enough that a hostile or broken one
+ends in one line (exit 2) within seconds, instead of filling the disk or the memory:
+
+* ``MAX_INPUT_BYTES``: a file, what a pipe delivers, or what a compressed file expands to (4 GiB;
+  ``PERFGATE_MAX_INPUT_BYTES`` overrides it). perfgate's own 26-launch H100 MLP report is 30 MB.
+* ``MAX_NAME_CHARS``: a kernel, benchmark or NVTX region name (64 Ki characters). The longest
+  templated names seen in real reports are a few thousand characters; a 50 MB name took 45 s.
+* ``MAX_JSON_DEPTH``: nesting of a JSON input (64 levels; perfgate's own files use 5, pytest-benchmark's
+  about 6). Deeper documents would exhaust Python's recursion limit later, anywhere.
+* ``FIFO_WAIT_SECONDS``: how long a named pipe (``mkfifo``) may have no writer before perfgate gives up
+  (30 s; ``PERFGATE_FIFO_WAIT`` overrides it). An anonymous pipe (``<(cmd)``, ``cmd |``) always has its
+  writer, and is read until it ends, like ``cat`` would, up to ``MAX_INPUT_BYTES``.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+
+MAX_INPUT_BYTES = 4 << 30
+MAX_NAME_CHARS = 1 << 16
+MAX_JSON_DEPTH = 64
+FIFO_WAIT_SECONDS = 30.0
+
+ENV_MAX_INPUT_BYTES = "PERFGATE_MAX_INPUT_BYTES"
+ENV_FIFO_WAIT = "PERFGATE_FIFO_WAIT"
+
+
+def _from_env(name: str, default: float) -> float:
+    """A positive finite number from the environment, else ``default`` (a bad value is ignored, never fatal)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value > 0 else default
+
+
+def max_input_bytes() -> int:
+    """Bytes one input may hold (after decompression): ``PERFGATE_MAX_INPUT_BYTES``, else 4 GiB."""
+    return int(_from_env(ENV_MAX_INPUT_BYTES, MAX_INPUT_BYTES))
+
+
+def fifo_wait_seconds() -> float:
+    """Seconds a named pipe may stay without a writer: ``PERFGATE_FIFO_WAIT``, else 30."""
+    return _from_env(ENV_FIFO_WAIT, FIFO_WAIT_SECONDS)
+
+
+def size_text(count: float) -> str:
+    """``4 GiB``, ``100,000 bytes``: how a limit is named in an error line."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{int(count // size):,} {unit}"
+    return f"{int(count):,} bytes"
+
+
+FIX_SIZE = f"perfgate reads inputs up to this size; raise it with {ENV_MAX_INPUT_BYTES}=BYTES if the input is genuine"
+
+
+def check_name_length(names: Iterable[object], source: object, what: str = "kernel name") -> None:
+    """Raise InputError when one of ``names`` is a str longer than ``MAX_NAME_CHARS``."""
+    from perfgate.errors import InputError
+
+    for name in names:
+        if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+            raise InputError(source, f"a {what} of {len(name):,} characters (perfgate reads names up to "
+                                     f"{MAX_NAME_CHARS:,})",
+                             "this is not a name a compiler writes; regenerate the input, or export ncu's CSV with "
+                             "--print-kernel-base function")
+
+
+def json_depth_exceeds(document: object, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``document`` (parsed JSON) nests deeper than ``limit`` containers; iterative, never recursive."""
+    stack: list[tuple[object, int]] = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children: Iterable[object]
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

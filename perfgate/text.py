@@ -1,0 +1,59 @@
+"""Text for a terminal: names from the code under test made visible and inert.
+
+Kernel, benchmark, region and file names come from code perfgate does not control, and a terminal
+acts on some characters instead of showing them: ESC starts control sequences (clear the screen, move
+the cursor, OSC 8 hyperlinks, OSC 52 writes to the clipboard), CR returns to the line start and lets a
+name overwrite the ``REGRESSION`` label before it, a newline forges a line of its own (``PASS: ...``),
+BEL rings, backspace erases, and Unicode's bidirectional controls reorder what is shown. ``inert``
+writes every such character as a visible escape (``\\x1b``, ``\\r``, ``\\n``, ``\\u202e``), the way
+``repr`` would, so the text shows exactly what the name holds and does nothing else. Markdown and HTML
+escape names their own way (``perfgate.render``); this is for text output: the terminal report, error
+lines, and the lines the CLI and the plugin print.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls (tab included: it can push text over a label), DEL, C1 controls (0x9b is a one-byte CSI on
+# some terminals), the bidirectional formatting characters (Trojan Source), the line and paragraph
+# separators, and zero-width characters that hide text.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+ELLIPSIS = "…"
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def inert(text: object, max_chars: int | None = None) -> str:
+    """``text`` with every character a terminal would act on written as a visible escape.
+
+    Text without such characters comes back unchanged (backslashes too). ``max_chars``, when given, cuts
+    what is shown to about that many characters (before escaping), ending with ``…`` and the count left out.
+    """
+    value = str(text)
+    cut = ""
+    if max_chars is not None and len(value) > max_chars:
+        cut = f"{ELLIPSIS} ({len(value) - max_chars:,} more characters)"
+        value = value[:max_chars]
+    if not _UNSAFE.search(value):
+        return value + cut
+    # Backslashes are doubled only when something is escaped, so that "\x1b" typed in a name stays
+    # distinguishable from an escaped ESC; plain names with backslashes read as they are.
+    return re.sub(r"\\|" + _UNSAFE.pattern, _escape, value) + cut
+
+
+def inert_lines(text: str) -> str:
+    """A multi-line text whose own newlines are kept but whose every line is made ``inert``."""
+    return "\n".join(inert(line) for line in text.split("\n"))
