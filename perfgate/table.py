@@ -66,6 +66,7 @@ ATTR_SOURCE = "source"  # str: the file the table was read from
 ATTR_SETTINGS = "settings"  # dict: how it was measured (clock_control, cache_control, ncu version...)
 ATTR_SAMPLES = "samples"  # dict[benchmark name, list[float]]: raw timings (seconds)
 ATTR_LOCATIONS = "locations"  # dict[kernel or benchmark name, {"test", "path", "line"}]
+ATTR_FINDINGS = "findings"  # dict[launch, list[str]]: Nsight Compute rule findings; absent when not known
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
 

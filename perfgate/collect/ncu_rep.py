@@ -22,8 +22,9 @@ from typing import Protocol
 
 import pandas as pd
 
+from perfgate.collect.rules import action_findings
 from perfgate.errors import InputError
-from perfgate.table import REGION_SEPARATOR, assign_ordinals, format_dim, make_table, no_data_row
+from perfgate.table import ATTR_FINDINGS, REGION_SEPARATOR, assign_ordinals, format_dim, make_table, no_data_row
 from perfgate.vocabulary import DEVICE_METRICS, DIM_METRICS, KIND_KERNEL, NVTX_DOMAIN
 
 MAGIC = b"NVR\x00"
@@ -256,6 +257,7 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
             from exc
     wanted = None if metrics is None else set(metrics)
     rows: list[dict[str, object]] = []
+    findings: dict[int, list[str]] = {}
     launch = 0
     for range_index in range(context.num_ranges()):
         profiled_range = context.range_by_idx(range_index)
@@ -272,12 +274,17 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
                 rows.extend(_action_rows(action, launch, region, wanted))
             except Exception as exc:
                 raise _api_error(report_path, ncu_report, launch, exc) from exc
+            found = action_findings(action)
+            if found is not None:
+                findings[launch] = found
             launch += 1
     if launch == 0:
         raise InputError(report_path, "the report holds no profiled launch",
                          "check ncu's --kernel-name / --nvtx-include filters matched something")
     frame = assign_ordinals(make_table(rows, source=str(report_path)))
     frame.attrs["source"] = str(report_path)
+    if any(findings.values()):  # a report profiled with --metrics only has none: "not known", not "no finding"
+        frame.attrs[ATTR_FINDINGS] = findings
     return frame
 
 
