@@ -19,8 +19,13 @@ launch and metric facts once per metric, and ``pandas.DataFrame(report["results"
       "metrics":  {"metric": [], "label": [], "unit": [], "threshold": [], "direction": []},
       "results":  {"launch": [], "metric": [], "baseline": [], "current": [], "change": [], "delta": [],
                    "status": [], "gated": []},
-      "notes": []
+      "notes": [],
+      "groups":   {"group": [], "metric": [], "n_baseline": [], "n_current": [], "median_baseline": [],
+                   "median_current": [], "estimate": [], "ci_low": [], "ci_high": []}   # optional
     }
+
+Optional, added within version 2 (absent in older reports: read as null / empty): the launch columns
+``baseline_kernel``, ``group``, ``findings_appeared`` and ``findings_gone``, and the ``groups`` table.
 
 ``results.launch`` is a row of ``launches`` and ``results.metric`` a row of ``metrics``; results are
 grouped by launch, in launch order (``results.launch`` never decreases), and launches come worst
@@ -74,6 +79,13 @@ MAX_ROWS = 4_000_000
 
 LAUNCH_COLUMNS = ("kind", "kernel", "demangled", "region", "ordinal", "status", "device", "launch_change", "test",
                   "path", "line")
+# Optional launch columns (added within version 2; a report without them reads as all null): the kernel's
+# name in the baseline when a rename rule paired it, its repeated-launch group, and the Nsight Compute rule
+# findings that appeared or disappeared (null: not known, because a side carries no rule results).
+OPTIONAL_LAUNCH_COLUMNS = ("baseline_kernel", "group", "findings_appeared", "findings_gone")
+# The optional ``groups`` table: one row per (repeated-launch group, time-like metric) judged as one sample.
+GROUP_COLUMNS = ("group", "metric", "n_baseline", "n_current", "median_baseline", "median_current", "estimate",
+                 "ci_low", "ci_high")
 METRIC_COLUMNS = ("metric", "label", "unit", "threshold", "direction")
 RESULT_COLUMNS = ("launch", "metric", "baseline", "current", "change", "delta", "status", "gated")
 # The per-result fields of a v1 result row (the rest comes from its launch and its metric).
@@ -100,7 +112,8 @@ LaunchTable = TypedDict("LaunchTable", {
     "kind": List[Optional[str]], "kernel": List[str], "demangled": List[Optional[str]],
     "region": List[Optional[str]], "ordinal": List[int], "status": List[str], "device": List[Optional[str]],
     "launch_change": List[Optional[str]], "test": List[Optional[str]], "path": List[Optional[str]],
-    "line": List[Optional[int]]})
+    "line": List[Optional[int]], "baseline_kernel": List[Optional[str]], "group": List[Optional[int]],
+    "findings_appeared": List[Optional[List[str]]], "findings_gone": List[Optional[List[str]]]}, total=False)
 
 MetricTable = TypedDict("MetricTable", {
     "metric": List[str], "label": List[Optional[str]], "unit": List[Optional[str]],
@@ -111,12 +124,17 @@ ResultTable = TypedDict("ResultTable", {
     "change": List[Optional[float]], "delta": List[Optional[float]], "status": List[str],
     "gated": List[Optional[bool]]})
 
+GroupTable = TypedDict("GroupTable", {
+    "group": List[int], "metric": List[int], "n_baseline": List[int], "n_current": List[int],
+    "median_baseline": List[Optional[float]], "median_current": List[Optional[float]],
+    "estimate": List[Optional[float]], "ci_low": List[Optional[float]], "ci_high": List[Optional[float]]})
+
 Report = TypedDict("Report", {
     "format": str, "version": int, "generator": Optional[str], "verdict": str, "summary": Dict[str, int],
     "comparisons": List[ComparisonInfo], "launches": LaunchTable, "metrics": MetricTable, "results": ResultTable,
-    "notes": List[str], "unmeasured": List[Dict[str, str]]})
+    "notes": List[str], "unmeasured": List[Dict[str, str]], "groups": GroupTable})
 REPORT_FIELDS = ("format", "version", "generator", "verdict", "summary", "comparisons", "launches", "metrics",
-                 "results", "notes", "unmeasured")
+                 "results", "notes", "unmeasured", "groups")
 UNMEASURED_LIMIT = 10_000  # entries of "unmeasured" read from a report
 
 
@@ -128,10 +146,10 @@ def empty_report(notes: Iterable[str] = ()) -> Report:
     """A report of nothing: its verdict is "not measured", never "pass"."""
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "generator": f"perfgate {__version__}",
             "verdict": Verdict.NOT_MEASURED.value, "summary": summarize([]), "comparisons": [],
-            "launches": cast(LaunchTable, _empty_columns(LAUNCH_COLUMNS)),
+            "launches": cast(LaunchTable, _empty_columns((*LAUNCH_COLUMNS, *OPTIONAL_LAUNCH_COLUMNS))),
             "metrics": cast(MetricTable, _empty_columns(METRIC_COLUMNS)),
             "results": cast(ResultTable, _empty_columns(RESULT_COLUMNS)),
-            "notes": list(notes), "unmeasured": []}
+            "notes": list(notes), "unmeasured": [], "groups": cast(GroupTable, _empty_columns(GROUP_COLUMNS))}
 
 
 def summarize(statuses: Iterable[str]) -> dict[str, int]:
@@ -190,6 +208,7 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
                                       ("kind", "kernel", "demangled", "region", "ordinal", "status", "device",
                                        "launch_change")}
     launches["ordinal"] = [int(o) for o in launches["ordinal"]]
+    launches.update(_optional_launch_columns(frame, count))
     if comparison.locations:
         located = [comparison.locations.get(name) or {} for name in launches["kernel"]]
         launches["test"] = [where.get("test", test) for where in located]
@@ -250,13 +269,54 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
         "results": cast(ResultTable, table),
         "notes": [*comparison.notes, *notes],
         "unmeasured": [{"test": test or "", "launch": launch, "cause": cause} for launch, cause in comparison.unmeasured],
+        "groups": _group_table(comparison.results, metrics),
     }
+
+
+def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
+    """The optional launch columns of a Comparison's launch table (null where it has none)."""
+    columns: dict[str, list[Any]] = {}
+    if "baseline_kernel" in frame.columns:
+        columns["baseline_kernel"] = [old if old and old != new else None
+                                      for old, new in zip(frame["baseline_kernel"].tolist(), frame["kernel"].tolist())]
+    else:
+        columns["baseline_kernel"] = [None] * count
+    if "group" in frame.columns:
+        columns["group"] = [int(g) if g >= 0 else None for g in frame["group"].tolist()]
+    else:
+        columns["group"] = [None] * count
+    for name in ("findings_appeared", "findings_gone"):
+        columns[name] = [list(v) if isinstance(v, (list, tuple)) else None for v in frame[name].tolist()] \
+            if name in frame.columns else [None] * count
+    return columns
+
+
+def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
+    """One row per (repeated-launch group, metric) judged as one sample, its metric a row of ``metrics``."""
+    table = _empty_columns(GROUP_COLUMNS)
+    if "group" not in results.columns or not len(results):
+        return cast(GroupTable, table)
+    judged = results[results["group"] >= 0].drop_duplicates(["group", "metric"])
+    if not len(judged):
+        return cast(GroupTable, table)
+    code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
+    for row in judged.itertuples(index=False):
+        code = code_of.get(tuple(getattr(row, n) for n in METRIC_COLUMNS))
+        if code is None:  # its rows were left out of a report built for a human format
+            continue
+        for name, value in (("group", int(row.group)), ("metric", code), ("n_baseline", int(row.n_baseline)),
+                            ("n_current", int(row.n_current))):
+            table[name].append(value)
+        for name in ("median_baseline", "median_current", "estimate", "ci_low", "ci_high"):
+            number = float(getattr(row, name))
+            table[name].append(number if math.isfinite(number) else None)
+    return cast(GroupTable, table)
 
 
 # ---------------------------------------------------------------- writing
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-_TABLES = ("launches", "metrics", "results")
+_TABLES = ("launches", "metrics", "results", "groups")
 
 
 def dumps(report: Report) -> str:
@@ -286,13 +346,24 @@ def launch_count(report: Report) -> int:
 
 def launch_row(report: Report, index: int) -> dict[str, Any]:
     """One launch as a v1 launch row: ``{"kind", "kernel", ..., "line"}``."""
-    launches = report["launches"]
-    return {name: launches[name][index] for name in LAUNCH_COLUMNS}  # type: ignore[literal-required]
+    launches = cast("dict[str, list[Any]]", report["launches"])
+    row = {name: launches[name][index] for name in LAUNCH_COLUMNS}
+    for name in OPTIONAL_LAUNCH_COLUMNS:
+        column = launches.get(name)
+        row[name] = column[index] if column else None
+    return row
 
 
 def launch_rows(report: Report) -> list[dict[str, Any]]:
     columns = [report["launches"][name] for name in LAUNCH_COLUMNS]  # type: ignore[literal-required]
     return [dict(zip(LAUNCH_COLUMNS, values)) for values in zip(*columns)]
+
+
+def group_stats(report: Report) -> dict[tuple[int, int], dict[str, Any]]:
+    """The ``groups`` table keyed by (group, metric row): the statistics of each repeated-launch judgement."""
+    groups = report.get("groups") or cast(GroupTable, _empty_columns(GROUP_COLUMNS))
+    columns = [groups[name] for name in GROUP_COLUMNS]  # type: ignore[literal-required]
+    return {(row[0], row[1]): dict(zip(GROUP_COLUMNS, row)) for row in zip(*columns)}
 
 
 def result_span(report: Report, launch: int) -> tuple[int, int]:
@@ -345,10 +416,19 @@ def merge_reports(reports: Iterable[Report]) -> Report:
     results = cast("dict[str, list[Any]]", merged["results"])
     metrics = cast("dict[str, list[Any]]", merged["metrics"])
     metric_index: dict[tuple[Any, ...], int] = {}
+    groups = cast("dict[str, list[Any]]", merged["groups"])
     for report in reports:
         offset = len(launches["status"])
+        group_offset = max(groups["group"], default=-1) + 1  # group ids are per report: keep them apart
         for name in LAUNCH_COLUMNS:
             launches[name].extend(report["launches"][name])  # type: ignore[literal-required]
+        theirs_launches = cast("dict[str, list[Any]]", report["launches"])
+        count = len(report["launches"]["status"])
+        for name in OPTIONAL_LAUNCH_COLUMNS:
+            column = theirs_launches.get(name) or [None] * count
+            if name == "group":
+                column = [None if g is None else g + group_offset for g in column]
+            launches[name].extend(column)
         theirs = report["metrics"]
         remap = []
         for values in zip(*(theirs[name] for name in METRIC_COLUMNS)):  # type: ignore[literal-required]
@@ -361,6 +441,11 @@ def merge_reports(reports: Iterable[Report]) -> Report:
         results["metric"].extend(remap[code] for code in report["results"]["metric"])
         for name in _RESULT_VALUES:
             results[name].extend(report["results"][name])  # type: ignore[literal-required]
+        their_groups = cast("dict[str, list[Any]]", report.get("groups") or _empty_columns(GROUP_COLUMNS))
+        groups["group"].extend(g + group_offset for g in their_groups["group"])
+        groups["metric"].extend(remap[code] for code in their_groups["metric"])
+        for name in GROUP_COLUMNS[2:]:
+            groups[name].extend(their_groups[name])
         merged["comparisons"].extend(report["comparisons"])
         merged["notes"].extend(n for n in report["notes"] if n not in merged["notes"])
         merged["unmeasured"].extend(u for u in report.get("unmeasured", []) if u not in merged["unmeasured"])
@@ -468,6 +553,10 @@ def _check_column(source: str, table: str, name: str, values: list[Any], kind: s
     elif kind == "int?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not int), None)
         wanted = "an integer or null"
+    elif kind == "strs?":
+        bad = next((i for i, v in enumerate(values) if v is not None and not (
+            type(v) is list and len(v) <= MAX_FINDINGS and all(type(x) is str and len(x) <= 500 for x in v))), None)
+        wanted = f"a list of at most {MAX_FINDINGS} short strings, or null"
     elif kind == "bool?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not bool), None)
         wanted = "true, false or null"
@@ -494,13 +583,33 @@ _RESULT_TYPES = {"launch": "int", "metric": "int", "baseline": "number?", "curre
                  "delta": "number?", "status": "str", "gated": "bool?"}
 
 
-def _check_table(source: str, document: dict[str, Any], table: str, types: dict[str, str]) -> int:
+_OPTIONAL_LAUNCH_TYPES = {"baseline_kernel": "str?", "group": "int?", "findings_appeared": "strs?",
+                          "findings_gone": "strs?"}
+_GROUP_TYPES = {"group": "int", "metric": "int", "n_baseline": "int", "n_current": "int", "median_baseline": "number?",
+                "median_current": "number?", "estimate": "number?", "ci_low": "number?", "ci_high": "number?"}
+MAX_FINDINGS = 200  # rule findings of one launch, each at most 500 characters
+
+
+def _check_groups(source: str, document: dict[str, Any], metrics: int) -> None:
+    """The optional ``groups`` table (absent in older reports: empty)."""
+    if document.get("groups") is None:
+        document["groups"] = _empty_columns(GROUP_COLUMNS)
+    _check_table(source, document, "groups", _GROUP_TYPES)
+    codes = document["groups"]["metric"]
+    if codes and (min(codes) < 0 or max(codes) >= metrics):
+        raise _refuse(source, '"groups.metric" must name a row of "metrics"')
+
+
+def _check_table(source: str, document: dict[str, Any], table: str, types: dict[str, str],
+                 optional: dict[str, str] | None = None) -> int:
     columns = document.get(table)
     if not isinstance(columns, dict):
         raise _refuse(source, f'report "{table}" must be an object of columns')
     length = None
-    for name, kind in types.items():
+    for name, kind in (*types.items(), *(optional or {}).items()):
         values = columns.get(name)
+        if values is None and optional and name in optional:
+            values = columns[name] = [None] * (length or 0)  # an older report: not known
         if not isinstance(values, list):
             raise _refuse(source, f'report "{table}.{name}" must be a list')
         if length is None:
@@ -510,7 +619,7 @@ def _check_table(source: str, document: dict[str, Any], table: str, types: dict[
         if length > MAX_ROWS:
             raise _refuse(source, f'report "{table}" has more than {MAX_ROWS:,} rows; not a report perfgate wrote')
         _check_column(source, table, name, values, kind)
-    document[table] = {name: columns[name] for name in types}  # unknown columns are dropped
+    document[table] = {name: columns[name] for name in (*types, *(optional or {}))}  # unknown columns are dropped
     return length or 0
 
 
@@ -533,7 +642,7 @@ def validate_report(document: Any, source: str) -> Report:
         raise _refuse(source, f'report "verdict" must be one of {", ".join(repr(v.value) for v in Verdict)}')
     if version == 1:
         document = upgrade_v1(document, source)
-    launches = _check_table(source, document, "launches", _LAUNCH_TYPES)
+    launches = _check_table(source, document, "launches", _LAUNCH_TYPES, _OPTIONAL_LAUNCH_TYPES)
     metrics = _check_table(source, document, "metrics", _METRIC_TYPES)
     results = _check_table(source, document, "results", _RESULT_TYPES)
     statuses = document["launches"]["status"]
@@ -550,6 +659,7 @@ def validate_report(document: Any, source: str) -> Report:
     codes = document["results"]["metric"]
     if results and (min(codes) < 0 or max(codes) >= metrics):
         raise _refuse(source, '"results.metric" must name a row of "metrics"')
+    _check_groups(source, document, metrics)
     comparisons = document.get("comparisons", [])
     if not isinstance(comparisons, list):
         raise _refuse(source, 'report "comparisons" must be a list')

@@ -70,6 +70,7 @@ ATTR_LOCATIONS = "locations"  # dict[kernel or benchmark name, {"test", "path", 
 # ("n/a", "nan", "inf", "1e400", text, a negative byte count...). Their rows are kept with value NaN, so the
 # compare stage sees "no value" and can say why (``unusable_notes``); they never vanish from the table.
 ATTR_UNUSABLE = "unusable"
+ATTR_FINDINGS = "findings"  # dict[launch, list[str]]: Nsight Compute rule findings; absent when not known
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
 

@@ -88,3 +88,28 @@ class NcuOutcome(str, enum.Enum):
 PERMISSION_FIX = ("run as root or with CAP_SYS_ADMIN (CAP_PERFMON on driver R565 and newer); in a container add "
                   "--cap-add=SYS_ADMIN; or on the host put 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
                   "in /etc/modprobe.d/ and reboot")
+
+
+# The speed-of-light percentages a kernel's bound is read from (Nsight Compute's "GPU Speed Of Light
+# Throughput" section): compute (SM) and memory throughput, each as % of the device's sustained peak.
+SOL_COMPUTE_METRIC = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+SOL_MEMORY_METRIC = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+# The bound: the larger of the two names it when it reaches this share of peak, else the kernel is latency-bound
+# (neither unit is busy: too little parallelism, stalls). Nsight Compute's own "Bottleneck" rule calls 80% high
+# throughput and warns below 60%; 60% is where a unit is busy enough to be what limits the kernel.
+BOUND_MIN_PERCENT = 60.0
+
+
+class Bound(str, enum.Enum):
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    LATENCY = "latency"
+
+
+def bound_of(compute: float | None, memory: float | None) -> str | None:
+    """``memory``, ``compute`` or ``latency`` from the two speed-of-light percentages; None without both."""
+    if compute is None or memory is None:
+        return None
+    if max(compute, memory) < BOUND_MIN_PERCENT:
+        return Bound.LATENCY.value
+    return Bound.MEMORY.value if memory >= compute else Bound.COMPUTE.value

@@ -55,11 +55,14 @@ def test_md_escape_makes_names_inert() -> None:
 def test_markdown_regressions_first_rest_folded() -> None:
     md = render_markdown(report_of("esmm-a10g/b644635.ncu-rep", "esmm-a10g/a62323b_output.ncu-rep"))
     assert md.startswith("### ✅ perfgate: no regression in 4 compared")
-    assert "<details><summary>4 others (unchanged)</summary>" in md
+    assert "<details><summary>4 other kernels (unchanged)</summary>" in md
     md = render_markdown(report_of(V3, V4))
     head, _, _ = md.partition("<details>")
-    assert "❌ regression" in head and "duration 67.78 µs → 151.3 µs (+123.3%) (limit 5%+2000)" in head
+    assert "| ❌ | matrix\\_addition2D | 1 | duration<br>DRAM read | 67.78 µs<br>14.2 MB | 151.3 µs<br>16.2 MB | " \
+           "**+123.3%**<br>**+13.6%**<br><sub>limit 5%+2000, 2%+4096</sub> |" in head
     assert "launch config: grid (32, 63, 1) → (8, 63, 1); registers 16 → 18" in head
+    assert "bound: memory → latency (compute 17.3% → 6.2%, memory 90.9% → 50.0% of peak)" in head
+    assert "ncu findings appeared: Bottleneck: Latency Issue, Warp Stall: Lg Throttle Stalls" in head
 
 
 def test_markdown_tables_keep_their_columns() -> None:

@@ -37,14 +37,14 @@ from perfgate.report import (
 COMMENT_LIMIT = 65_536
 
 
-def synthetic(statuses: list[str], *, test: str | None = None, metrics: int = 2) -> dict[str, Any]:
+def synthetic(statuses: list[str], *, test: str | None = None, metrics: int = 2, kernels: int = 7) -> dict[str, Any]:
     """A version 2 report with one launch per status (worst first, as compare orders them)."""
     rank = ["regression", "no data", "missing", "new", "improvement", "unchanged"]
     statuses = sorted(statuses, key=rank.index)
     n = len(statuses)
-    launches = {"kind": ["kernel"] * n, "kernel": [f"kernel_{i % 7}" for i in range(n)],
-                "demangled": [f"void kernel_{i % 7}<float, 128>(const float *, float *, int)" for i in range(n)],
-                "region": [""] * n, "ordinal": [i // 7 for i in range(n)], "status": statuses,
+    launches = {"kind": ["kernel"] * n, "kernel": [f"kernel_{i % kernels}" for i in range(n)],
+                "demangled": [f"void kernel_{i % kernels}<float, 128>(const float *, float *, int)" for i in range(n)],
+                "region": [""] * n, "ordinal": [i // kernels for i in range(n)], "status": statuses,
                 "device": ["NVIDIA H100 80GB HBM3"] * n, "launch_change": [""] * n, "test": [test] * n,
                 "path": [None] * n, "line": [None] * n}
     names = ["gpu__time_duration.sum", "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
@@ -82,12 +82,12 @@ def test_the_written_report_is_version_2_with_column_tables() -> None:
     text = render_json(report)
     document = json.loads(text)
     assert document["format"] == "perfgate-report" and document["version"] == FORMAT_VERSION == 2
-    for table, columns in (("launches", 11), ("metrics", 5), ("results", 8)):
+    for table, columns in (("launches", 11 + 4), ("metrics", 5), ("results", 8), ("groups", 9)):
         assert len(document[table]) == columns
         assert len({len(values) for values in document[table].values()}) == 1
     assert document["results"]["launch"] == sorted(document["results"]["launch"])
     assert "NaN" not in text and "Infinity" not in text
-    assert text.count("\n") <= 45  # one line per field and column: no per-value indentation
+    assert text.count("\n") <= 64  # one line per field and column: no per-value indentation
 
 
 def test_result_rows_are_the_version_1_rows() -> None:
@@ -222,14 +222,15 @@ def test_merge_sorts_launches_worst_first_and_keeps_each_launchs_rows() -> None:
 # ---------------------------------------------------------------- bounded human formats
 
 def test_markdown_of_10000_regressions_fits_one_comment_and_says_what_it_left_out() -> None:
-    report = synthetic(["regression"] * 10_000 + ["improvement"] * 50 + ["unchanged"] * 2000)
+    report = synthetic(["regression"] * 10_000 + ["improvement"] * 50 + ["unchanged"] * 2000, kernels=20_000)
     markdown = render_markdown(report)
     assert text_length(markdown) <= 64_000 < COMMENT_LIMIT
     assert markdown.startswith("### ❌ perfgate: 10000 regressions in 12050 compared")
-    listed = markdown.count("| ❌ regression |")
+    listed = markdown.count("| ❌ |")  # one row per kernel: here each kernel was launched once
     assert 100 < listed < 10_000
+    assert "<details><summary>and 9990 more kernels that need attention</summary>" in markdown
     assert (f"Not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
-            "2,000 unchanged. The JSON and HTML reports list every launch.") in markdown
+            "2,000 unchanged launches. The JSON and HTML reports list every launch.") in markdown
     for line in markdown.splitlines():
         assert not line.startswith("|") or line.endswith("|")
     assert markdown.count("<details>") == markdown.count("</details>")
@@ -238,7 +239,7 @@ def test_markdown_of_10000_regressions_fits_one_comment_and_says_what_it_left_ou
 def test_markdown_lists_everything_when_it_fits() -> None:
     markdown = render_markdown(synthetic(["regression", "unchanged", "unchanged"]))
     assert "Not listed" not in markdown
-    assert "<details><summary>2 others (unchanged)</summary>" in markdown and markdown.count("| ✅ unchanged |") == 4
+    assert "<details><summary>2 other kernels (unchanged)</summary>" in markdown and markdown.count("| ✅ |") == 2
 
 
 def test_text_lists_at_most_50_launches_then_counts_the_rest() -> None:
@@ -247,13 +248,14 @@ def test_text_lists_at_most_50_launches_then_counts_the_rest() -> None:
     assert text.count("\nREGRESSION ") + text.startswith("REGRESSION ") == TEXT_LAUNCHES == 50
     assert "... not listed: 70 regressions, 3 no data (the JSON and HTML reports list every launch)" in text
     assert text.splitlines()[-1] == verdict_line(report) == (
-        "FAIL: 120 regressions in 153 compared (120 regression, 3 no data, 30 unchanged)")
+        "FAIL: 120 regressions in 153 compared (120 regressions, 3 no data, 30 unchanged)")
 
 
 def test_html_lists_every_launch() -> None:
     report = synthetic(["regression"] * 300 + ["unchanged"] * 300)
     page = render_html(report)
-    assert page.count('<tr class="regression">') == 300 and page.count('<tr class="unchanged">') == 300 * 2 + 300
+    every = page[page.index('id="results"'):]
+    assert every.count('<tr class="regression">') == 300 and every.count('<tr class="unchanged">') == 300 * 2 + 300
 
 
 @pytest.mark.parametrize("fmt", ["text", "md"])

@@ -29,8 +29,10 @@ from perfgate.collect.screen import (
     screen_values,
     shown,
 )
+from perfgate.collect.rules import action_findings
 from perfgate.errors import InputError
 from perfgate.table import (
+    ATTR_FINDINGS,
     REGION_SEPARATOR,
     assign_ordinals,
     format_dim,
@@ -306,6 +308,7 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
     wanted = None if metrics is None else set(metrics)
     rows: list[dict[str, object]] = []
     unusable: list[dict[str, object]] = []
+    findings: dict[int, list[str]] = {}
     launch = 0
     for range_index in range(context.num_ranges()):
         profiled_range = context.range_by_idx(range_index)
@@ -325,6 +328,9 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
                                  "copy or download it again, or re-run ncu") from None
             except Exception as exc:
                 raise _api_error(report_path, ncu_report, launch, exc) from exc
+            found = action_findings(action)
+            if found is not None:
+                findings[launch] = found
             launch += 1
     if launch == 0:
         raise InputError(report_path, "the report holds no profiled launch",
@@ -333,6 +339,8 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
     check_name_length({str(row["region"]) for row in rows}, report_path, "NVTX region")
     frame = assign_ordinals(make_table(rows, source=str(report_path)))
     frame.attrs["source"] = str(report_path)
+    if any(findings.values()):  # a report profiled with --metrics only has none: "not known", not "no finding"
+        frame.attrs[ATTR_FINDINGS] = findings
     return screen_values(frame, unusable)
 
 

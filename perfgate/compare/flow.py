@@ -10,6 +10,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.assemble import display_order, launch_table, result_table
 from perfgate.compare.devices import check_devices
+from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
@@ -116,6 +117,9 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
 
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
+    appeared, gone = finding_changes(launches, baseline, current)
+    launch_frame = launch_frame.assign(findings_appeared=pd.Series(appeared, dtype=object),
+                                       findings_gone=pd.Series(gone, dtype=object))
     results = result_table(rows, judged, launch_frame, thresholds, groups)
     notes += inconclusive_notes(results, groups, options.confidence)
     notes += significance_notes(launch_frame, baseline.attrs.get(ATTR_SAMPLES, {}),

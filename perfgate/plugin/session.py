@@ -449,9 +449,13 @@ class PerfgateSession:
         report = self.session_report()
         self._report = report
         here = self.config.invocation_params.dir
-        markdown = render_markdown(report)
+        from perfgate.publish.context import commits_from_environment
+
+        commits = commits_from_environment(os.environ)
+        markdown = render_markdown(report, commits=commits)
         json_file, md_file, html_file = report_files(self.options.report)
-        for path, text in ((json_file, render_json(report)), (md_file, markdown), (html_file, render_html(report))):
+        for path, text in ((json_file, render_json(report)), (md_file, markdown),
+                           (html_file, render_html(report, commits=commits))):
             try:
                 write_atomically(path, text)
             except OSError as exc:

@@ -124,7 +124,8 @@ class Publisher:
         if self._markdown is None:
             from perfgate.render import render_markdown
 
-            self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url))
+            self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url),
+                                             commits=(self.target.base, self.target.sha))
         return self._markdown
 
     def say(self, line: str) -> None:

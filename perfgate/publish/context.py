@@ -34,6 +34,7 @@ class Target:
     run_url: str | None  # a page holding the full report: the run that uploaded the artifact
     event_name: str | None
     pr_from_flag: bool  # --pr given: in a workflow_run, check it against the PR's head before commenting
+    base: str | None = None  # the PR's base commit, for the comment's headline (None when not known)
 
 
 def check_repo(value: str, source: str) -> str:
@@ -89,6 +90,32 @@ def _from_event(event: Mapping[str, Any] | None) -> tuple[int | None, str | None
     return None, None, None
 
 
+def _base_from_event(event: Mapping[str, Any] | None, head: str | None) -> str | None:
+    """The pull request's base commit: ``pull_request.base.sha``, or that of the ``workflow_run``'s PR."""
+    if not event:
+        return None
+    base = _get(event, "pull_request", "base", "sha")
+    if base is None:
+        prs = [p for p in _get(event, "workflow_run", "pull_requests") or [] if isinstance(p, dict)]
+        matching = [p for p in prs if _get(p, "head", "sha") == head] or prs
+        base = _get(matching[0], "base", "sha") if matching else None
+    return base.lower() if isinstance(base, str) and _SHA.match(base.lower()) else None
+
+
+def commits_from_environment(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(base, head) of the change a GitHub Actions job measures, from its event payload; (None, None) outside
+    Actions or when the payload cannot be read (a headline is no reason to fail)."""
+    try:
+        event = load_event(env.get("GITHUB_EVENT_PATH"))
+    except InputError:
+        event = None
+    _, head, _ = _from_event(event)
+    head = head if isinstance(head, str) and _SHA.match(head.lower()) else None
+    if head is None and env.get("GITHUB_SHA") and _SHA.match(env["GITHUB_SHA"].lower()):
+        head = env["GITHUB_SHA"]
+    return _base_from_event(event, head), head.lower() if head else None
+
+
 def resolve_target(env: Mapping[str, str], event: Mapping[str, Any] | None, *, repo: str | None = None,
                    pr: int | None = None, sha: str | None = None) -> Target:
     """Flags win over the event payload, which wins over ``GITHUB_SHA`` (a merge commit on PRs)."""
@@ -118,4 +145,5 @@ def resolve_target(env: Mapping[str, str], event: Mapping[str, Any] | None, *, r
         run_url=run_url,
         event_name=env.get("GITHUB_EVENT_NAME") or ("workflow_run" if event and "workflow_run" in event else None),
         pr_from_flag=pr is not None,
+        base=_base_from_event(event, head),
     )

@@ -14,6 +14,7 @@ network fetches.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Callable
 
 from perfgate.render.common import (
@@ -46,11 +47,11 @@ def render_json(report: Report) -> str:
     return dumps(report)
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, commits: Sequence[str | None] | None = None) -> str:
     """One self-contained HTML file with every launch."""
     from perfgate.render.html import render_html as html
 
-    return html(report)
+    return html(report, commits=commits)
 
 
 # The most launches each human format can list: a report built for it needs no metric rows past them.

@@ -1,7 +1,8 @@
 """One self-contained HTML file with every launch: the full detail a human format can hold.
 
 Written in plain Python, no template engine: the page is one string (``_PAGE``) with a handful of
-fields, the chart has at most 40 bars, and the table of results, one row per gated metric of every
+fields, the kernel table and sections (``perfgate.render.kernels_html``), and the table of results, one row per
+gated metric of every
 launch, is written straight from the report's columns, because at 10,000 launches a template loop
 (and loading jinja2, ~70 ms) costs more than the whole comparison. Every string from a report goes
 through :func:`_escape`, which escapes exactly what jinja2's autoescape escapes; the page's
@@ -10,21 +11,24 @@ Content-Security-Policy forbids scripts and network fetches.
 
 from __future__ import annotations
 
-import heapq
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from perfgate.render.common import (
     VERDICT_WORD,
+    commits_line,
+    compared_files,
+    html_escape,
+    report_devices,
     _formatter,
-    display_name,
     format_change,
     format_value,
     headline,
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.report import Report, launch_row
+from perfgate.render.kernels_html import kernel_sections, kernel_table
+from perfgate.report import Report
 from perfgate.vocabulary import Status
 
 _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
@@ -33,10 +37,7 @@ _NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
 _CLASS = {s.value: s.value.replace(" ", "-") for s in Status}
 
 
-def _escape(text: object) -> str:
-    """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
-            .replace("'", "&#39;"))
+_escape = html_escape
 
 
 class _Metrics:
@@ -123,9 +124,12 @@ def table_rows(report: Report) -> str:
         test = f'<td class="kernel">{escape(launches["test"][index] or "")}</td>' if has_tests else ""
         who = (f'{test}<td class="kernel" title="{title}">{escape(name)}</td>'
                f'<td>{escape(launches["region"][index] or "")}</td>')
+        launch_status = launches["status"][index]
         for i in range(start, stop):
             status = statuses[i]
-            if not gated[i] and status not in _SHOWN_UNGATED:
+            # An ungated metric is listed only for a launch that is new, missing or without data as a whole: one
+            # absent on a side of a compared launch says nothing (its section lists every collected metric).
+            if not gated[i] and (status not in _SHOWN_UNGATED or status != launch_status):
                 continue
             code = codes[i]
             number = formats[code]
@@ -142,31 +146,6 @@ def table_rows(report: Report) -> str:
             out.append(f'<tr class="why"><td></td><td colspan="{columns}" class="why">{why}</td></tr>\n')
         start = stop
     return "".join(out)
-
-
-def chart_bars(report: Report, limit: int = 40) -> list[dict[str, Any]]:
-    """Bars for the HTML chart: the largest changes of gated metrics, regressions first."""
-    results = report["results"]
-    statuses, gated, changes = results["status"], results["gated"], results["change"]
-    drawn = (Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.UNCHANGED.value)
-    candidates = (i for i in range(len(statuses))
-                  if gated[i] and changes[i] is not None and statuses[i] in drawn)
-    chosen = heapq.nsmallest(limit, candidates, key=lambda i: (statuses[i] != Status.REGRESSION.value,
-                                                               -abs(changes[i] or 0.0), i))
-    bars = []
-    for i in chosen:
-        row = {**launch_row(report, results["launch"][i])}
-        code = results["metric"][i]
-        row.update({name: report["metrics"][name][code] for name in
-                    ("metric", "label", "unit", "threshold", "direction")})
-        row.update({name: results[name][i] for name in
-                    ("baseline", "current", "change", "delta", "status", "gated")})
-        bars.append(row)
-    # At least ±20% full scale, so run-to-run noise of 1-2% does not look like a landslide.
-    largest = max([abs(r["change"]) for r in bars] + [0.20])
-    return [{"row": r, "label": f"{display_name(r)} · {r.get('label') or r.get('metric')}",
-             "fraction": min(abs(r["change"]) / largest, 1.0), "worse": r.get("status") == "regression",
-             "better": r.get("status") == "improvement"} for r in bars]
 
 
 _PAGE = """<!DOCTYPE html>
@@ -189,14 +168,21 @@ tr.no-data td, tr.missing td {{ background: #fff8c5; }}
 .why {{ color: #57606a; font-size: 12px; }}
 svg text {{ font: 12px system-ui, sans-serif; fill: #1f2328; }}
 .meta {{ color: #57606a; }}
+section.kernel-section {{ border: 1px solid #d0d7de; border-radius: 6px; padding: 0 1rem 1rem; margin: 1rem 0; }}
+section.kernel-section h3 {{ font-size: 1rem; }} h4 {{ font-size: .9rem; margin: .8rem 0 .2rem; }}
+ul.explain {{ margin: .3rem 0; padding-left: 1.2rem; }} ul.explain li {{ margin: .1rem 0; }}
+.bound {{ font-weight: 600; }}
+tr.inconclusive td {{ background: #fff8c5; }}
 </style>
 </head>
 <body>
 <h1 class="{verdict_class}" id="verdict">{verdict}: perfgate — {headline}</h1>
+<p class="meta" id="facts">{facts}</p>
 <p class="meta" id="summary">{summary}</p>
 {comparisons}
-{chart}
-<h2>Kernels and benchmarks</h2>
+{kernels}
+{sections}
+<h2 id="every-launch">Every launch</h2>
 <table id="results">
 <thead><tr><th>Status</th>{test_header}<th>Kernel</th><th>Region</th><th>Metric</th><th>Baseline</th><th>Current</th><th>Change</th><th>Limit</th></tr></thead>
 <tbody>
@@ -207,65 +193,34 @@ svg text {{ font: 12px system-ui, sans-serif; fill: #1f2328; }}
 </html>
 """
 
-_BAR_H, _LABEL_W, _HALF = 22, 420, 260
-
-
-def _truncate(text: str, length: int = 60, end: str = "…") -> str:
-    """jinja2's ``truncate(60, True, "…")``: kept whole within 5 characters of ``length``."""
-    return text if len(text) <= length + 5 else text[: length - len(end)] + end
-
-
-def chart_svg(bars: list[dict[str, Any]]) -> str:
-    """The SVG bar chart of :func:`chart_bars` (empty without bars)."""
-    if not bars:
-        return ""
-    count = len(bars)
-    middle = _LABEL_W + _HALF
-    lines = ["<h2>Changes of gated metrics</h2>",
-             f'<svg id="chart" role="img" aria-label="relative change of each gated metric" '
-             f'width="{_LABEL_W + 2 * _HALF + 90}" height="{count * _BAR_H + 30}" xmlns="http://www.w3.org/2000/svg">',
-             f'<line x1="{middle}" y1="0" x2="{middle}" y2="{count * _BAR_H + 10}" stroke="#8c959f"/>',
-             f'<text x="{_LABEL_W + 4}" y="{count * _BAR_H + 25}">better ←</text>',
-             f'<text x="{_LABEL_W + 2 * _HALF - 40}" y="{count * _BAR_H + 25}">→ worse</text>']
-    for number, bar in enumerate(bars):
-        row = bar["row"]
-        y = number * _BAR_H + 4
-        width = round(bar["fraction"] * _HALF, 1)
-        change = row["change"]
-        worse_side = (row.get("direction") == "lower" and change > 0) or (row.get("direction") == "higher"
-                                                                          and change < 0)
-        fill = "#cf222e" if bar["worse"] else ("#1a7f37" if bar["better"] else "#8c959f")
-        unit = row.get("unit")
-        lines += [f'<g class="bar {_escape(row.get("status"))}">',
-                  f"<title>{_escape(bar['label'])}: {_escape(format_value(row.get('baseline'), unit))} → "
-                  f"{_escape(format_value(row.get('current'), unit))} ({format_change(change)})</title>",
-                  f'<text x="{_LABEL_W - 6}" y="{y + 14}" text-anchor="end">{_escape(_truncate(bar["label"]))}</text>',
-                  f'<rect x="{middle if worse_side else middle - width}" y="{y}" width="{max(width, 1)}" '
-                  f'height="{_BAR_H - 6}" fill="{fill}"/>',
-                  f'<text x="{_LABEL_W + 2 * _HALF + 6}" y="{y + 14}">{format_change(change)}</text>',
-                  "</g>"]
-    lines.append("</svg>")
-    return "\n".join(lines) + "\n"
-
-
-def render_html(report: Report) -> str:
-    """One self-contained HTML file (inline CSS and SVG chart, no scripts, no fetches)."""
+def render_html(report: Report, commits: Sequence[str | None] | None = None) -> str:
+    """One self-contained HTML file (inline CSS and SVG charts, no scripts, no fetches)."""
     verdict = report["verdict"]
     summary = summary_parts(report)
     comparisons = []
-    for c in report["comparisons"]:
-        if c["test"]:
-            continue
-        on = f" on {_escape(', '.join(c['current_devices']))}" if c["current_devices"] else ""
-        comparisons.append(f'<p class="meta">Baseline <code>{_escape(c["baseline"])}</code> vs current '
-                           f'<code>{_escape(c["current"])}</code>{on}.</p>\n')
+    on = f" on {_escape(', '.join(report_devices(report)))}" if report_devices(report) else ""
+    pairs, more = compared_files(report)
+    for baseline, current in pairs:
+        comparisons.append(f'<p class="meta">Baseline <code>{_escape(baseline)}</code> vs current '
+                           f'<code>{_escape(current)}</code>{on}.</p>\n')
+    if more:
+        comparisons.append(f'<p class="meta">And {more} more comparison{"s" if more != 1 else ""}.</p>\n')
+    facts = []
+    devices = report_devices(report)
+    if devices:
+        facts.append(f"{'GPU' if len(devices) == 1 else 'GPUs'}: {_escape(', '.join(devices))}")
+    moved = commits_line(commits)
+    if moved:
+        facts.append(f"commits: {_escape(moved)}")
     return _PAGE.format(
+        facts=" · ".join(facts),
+        kernels=kernel_table(report),
+        sections=kernel_sections(report),
         headline=_escape(headline(report)),
         verdict_class={"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
         verdict=VERDICT_WORD.get(verdict, "FAIL"),
         summary=_escape(" · ".join(summary)) if summary else "nothing compared",
         comparisons="".join(comparisons),
-        chart=chart_svg(chart_bars(report)),
         test_header="<th>Test</th>" if any(report["launches"]["test"]) else "",
         rows=table_rows(report),
         notes="".join(f'<p class="meta">{_escape(note)}</p>\n' for note in [*unmeasured_notes(report), *report["notes"]]),

@@ -1,10 +1,14 @@
 """Markdown for a PR comment or a job summary, bounded to fit one comment.
 
-Layout: the headline and counts, then a table of what needs attention (regressions, no data,
-missing) with the "why", then the other launches (new, improvements, unchanged) folded in
-``<details>``, then the notes. Rows are added in that order while they fit ``budget`` (GitHub counts
-UTF-16 code units; a comment holds 65,536); what did not fit is counted in a last line that points
-to the JSON and HTML reports, which list every launch.
+A reviewer decides from the first screen, so the comment is one row per *kernel*, not per launch or
+metric: the launches of a kernel in one test, GPU and region are grouped (``×40``, with the medians and,
+for a repeated kernel judged as one sample, the 95% interval of its change). Layout: the headline (verdict,
+GPUs, base and head commits), the counts, then the first ``top`` kernels that need attention (regressions
+first, then inconclusive, no data, missing) with what moved, the change against its limit, and the "why"
+(bound before and after, launch configuration, Nsight Compute findings). Then "and M more", folded in
+``<details>`` with a pointer to the full report; then the other kernels (new, improved, unchanged) folded;
+then the notes. Rows are added while they fit ``budget`` (GitHub counts UTF-16 code units; a comment holds
+65,536); what did not fit is counted in a last line.
 
 Every name from the code under test goes through :func:`md_escape`. Plain Python rather than a
 template: the row-by-row budget needs to know each row's size as it is added.
@@ -13,32 +17,40 @@ template: the row-by-row budget needs to know each row's size as it is added.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from perfgate.render.common import (
     ATTENTION,
     STATUS_ICON,
     VERDICT_ICON,
-    Shown,
-    display_name,
-    explanation,
-    format_change,
+    KernelRow,
+    change_text,
+    commits_line,
+    compared_files,
     format_value,
     headline,
+    kernel_groups,
+    kernel_row,
+    launches_label,
     left_out,
     md_escape,
-    metric_line,
     no_data_side,
+    plural,
+    report_devices,
     summary_parts,
     text_length,
+    why_lines,
     unmeasured_notes,
 )
-from perfgate.report import Report, iter_launches
+from perfgate.report import Report, group_stats
 from perfgate.vocabulary import Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
 NOTES_BUDGET = 6_000
 MARKDOWN_LAUNCHES = MARKDOWN_BUDGET // 30  # no table row is shorter than 30 characters: never more launches
+COMMENT_TOP = 10  # kernels in the first table: what fits a reviewer's first screen
+_ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, *ATTENTION[1:])
 _OTHERS = (Status.NEW.value, Status.IMPROVEMENT.value, Status.UNCHANGED.value)
 
 
@@ -54,63 +66,83 @@ class _Budget:
         return True
 
 
-def _cells(launch: dict[str, Any], has_tests: bool, has_regions: bool) -> str:
-    cells = [md_escape(launch.get("test") or "")] if has_tests else []
-    cells.append(md_escape(display_name(launch)))
-    if has_regions:
-        cells.append(md_escape(launch.get("region") or ""))
-    return " | ".join(cells)
+def short_test(test: str | None) -> str:
+    """``test_softmax[fp16]`` for ``tests/gpu/test_softmax.py::test_softmax[fp16]``."""
+    return (test or "").rsplit("::", 1)[-1]
 
 
-def _attention_row(item: Shown, has_tests: bool, has_regions: bool) -> str:
-    launch, rows = item.launch, item.rows
-    status = str(launch["status"])
+def _kernel_cell(row: KernelRow) -> str:
+    under = [md_escape(short_test(row.test)) if row.test and row.test != row.kernel else "",
+             md_escape(row.region) if row.region else ""]
+    where = " · ".join(u for u in under if u)
+    return md_escape(row.name) + (f"<br><sub>{where}</sub>" if where else "")
+
+
+def _moved_cells(row: KernelRow) -> list[str]:
+    """Metric, before, after, Δ (limit): one line per metric that moved the kernel's status."""
+    status = row.status
     if status == Status.MISSING.value:
-        moved = "not in the current run"
-    elif status == Status.NO_DATA.value:
-        moved = f"no values in the {no_data_side(rows)}"
-    else:
-        moved = "<br>".join(f"{md_escape(metric_line(r))} (limit {md_escape(r.get('threshold'))})"
-                            for r in rows if r.get("gated") and r.get("status") == Status.REGRESSION.value)
-    reasons = explanation(rows)
-    why = ""
-    if launch.get("launch_change"):
-        why = f"launch config: {md_escape(launch['launch_change'])}" + ("<br>" if reasons else "")
-    why += "<br>".join(md_escape(r) for r in reasons[:3])
-    return f"| {STATUS_ICON[status]} {status} | {_cells(launch, has_tests, has_regions)} | {moved} | {why} |"
+        return ["not in the current run", "", "", ""]
+    if status == Status.NEW.value:
+        return ["new: no baseline", "", "", ""]
+    if status == Status.NO_DATA.value:
+        gated = [m for m in row.metrics if m.gated]
+        side = "baseline" if all(m.before is None for m in gated) else "current run" if all(
+            m.after is None for m in gated) else "either run"
+        return [f"no values in the {side}", "", "", ""]
+    moved = row.moved[:3]
+    median = any(m.launches > 1 for m in moved)
+    return ["<br>".join(md_escape(m.label) + (" (median)" if median and m.launches > 1 else "") for m in moved),
+            "<br>".join(md_escape(format_value(m.before, m.unit)) for m in moved),
+            "<br>".join(md_escape(format_value(m.after, m.unit)) for m in moved),
+            "<br>".join(f"**{md_escape(change_text(m))}**" if m.status == Status.REGRESSION.value
+                        else md_escape(change_text(m)) for m in moved)
+            + ("<br>" if moved else "") + "<sub>limit " + ", ".join(dict.fromkeys(md_escape(m.threshold)
+                                                                     for m in moved)) + "</sub>"]
 
 
-def _other_rows(item: Shown, has_tests: bool, has_regions: bool) -> list[str]:
-    cells = _cells(item.launch, has_tests, has_regions)
-    return [f"| {STATUS_ICON[str(r['status'])]} {r['status']} | {cells} | {md_escape(r.get('label') or r.get('metric'))} "
-            f"| {md_escape(format_value(r.get('baseline'), r.get('unit')))} "
-            f"| {md_escape(format_value(r.get('current'), r.get('unit')))} | {format_change(r.get('change'))} |"
-            for r in item.rows if r.get("gated")]
+def _row(row: KernelRow, gpu_column: bool, why: bool) -> str:
+    cells = [STATUS_ICON.get(row.status, ""), _kernel_cell(row)]
+    if gpu_column:
+        cells.append(md_escape(row.device or ""))
+    cells.append(launches_label(row) or "1")
+    cells += _moved_cells(row)
+    if why:
+        cells.append("<br>".join(md_escape(line, 300) for line in why_lines(row, others=1)[:4]))
+    return "| " + " | ".join(cells) + " |"
 
 
-def _table_head(columns: list[str], numeric: int, has_tests: bool, has_regions: bool) -> list[str]:
-    names = ["", *(["Test"] if has_tests else []), "Kernel", *(["Region"] if has_regions else []), *columns]
-    rules = ["---"] * (len(names) - numeric) + ["---:"] * numeric
-    return ["| | " + " | ".join(names[1:]) + " |", "|" + "|".join(rules) + "|"]
+def _head(gpu_column: bool, why: bool) -> list[str]:
+    names = ["", "Kernel", *(["GPU"] if gpu_column else []), "Launches", "Metric", "Before", "After", "Δ",
+             *(["Why"] if why else [])]
+    rules = ["---", "---", *(["---"] if gpu_column else []), "---:", "---", "---:", "---:", "---:",
+             *(["---"] if why else [])]
+    return ["| " + " | ".join(names) + " |", "|" + "|".join(rules) + "|"]
 
 
-def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: str | None = None) -> str:
-    """Markdown for a PR comment or job summary: regressions first, everything else folded.
-
-    ``full_report`` is the sentence that says where every launch is, when some are left out
-    (``publish`` links the workflow run's artifacts); by default it names the JSON and HTML reports.
-    """
-    launches = report["launches"]
-    has_tests = any(launches["test"])
-    has_regions = any(launches["region"])
+def headline_block(report: Report, commits: Sequence[str | None] | None = None) -> list[str]:
+    """The first lines: verdict and headline, the GPUs and commits, the counts, and what was compared."""
+    devices = report_devices(report)
+    facts = []
+    if devices:
+        facts.append(f"**{'GPU' if len(devices) == 1 else 'GPUs'}:** {md_escape(', '.join(devices), 400)}")
+    moved = commits_line(commits)
+    if moved:
+        facts.append(f"**commits:** {md_escape(moved)}")
     summary = summary_parts(report)
-    head = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {headline(report)}", "",
-            " · ".join(md_escape(s) for s in summary) if summary else "nothing compared"]
-    for c in report["comparisons"]:
-        if c["test"]:
-            continue
-        on = f" on {md_escape(', '.join(c['current_devices']))}" if c["current_devices"] else ""
-        head += ["", f"Baseline {md_escape(c['baseline'])} vs current {md_escape(c['current'])}{on}."]
+    lines = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {headline(report)}", ""]
+    if facts:
+        lines += [" · ".join(facts), ""]
+    lines.append(f"Launches: {md_escape(' · '.join(summary))}" if summary else "nothing compared")
+    pairs, more = compared_files(report)
+    for baseline, current in pairs:
+        lines += ["", f"Baseline {md_escape(baseline)} vs current {md_escape(current)}."]
+    if more:
+        lines += ["", f"And {plural(more, 'more comparison')}."]
+    return lines
+
+
+def _notes(report: Report) -> list[str]:
     notes: list[str] = []
     room = _Budget(NOTES_BUDGET)
     all_notes = [*unmeasured_notes(report), *report["notes"]]
@@ -120,48 +152,81 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
             notes += ["", f"> … and {len(all_notes) - count:,} more notes (the JSON report has them all)"]
             break
         notes += ["", line]
-    left = _Budget(budget - sum(text_length(s) + 1 for s in [*head, *notes]) - 600)  # 600: the left-out line
+    return notes
 
+
+def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
+                    commits: Sequence[str | None] | None = None, top: int = COMMENT_TOP) -> str:
+    """Markdown for a PR comment or job summary: one row per kernel, those that need attention first.
+
+    ``full_report`` is the sentence that says where every launch is (``publish`` links the workflow run's
+    artifacts, which hold the HTML report); by default it names the JSON and HTML reports. ``commits`` is
+    (base, head) when known.
+    """
+    where = full_report or "The JSON and HTML reports list every launch."
+    head = headline_block(report, commits)
+    notes = _notes(report)
+    left = _Budget(budget - sum(text_length(s) + 1 for s in [*head, *notes]) - 600)  # 600: the left-out line
+    devices = {d for d in report["launches"]["device"] if d}
+    gpu_column = len(devices) > 1
+    stats = group_stats(report)
     listed: Counter[str] = Counter()
     body: list[str] = []
-    cut = False  # once a launch that needs attention did not fit, nothing of lesser rank is listed
-    attention = [*iter_launches(report, ATTENTION)] if any(report["summary"][s] for s in ATTENTION) else []
+    attention = kernel_groups(report, _ATTENTION) if any(report["summary"][s] for s in _ATTENTION) else []
+    cut = False
     if attention:
-        table = _table_head(["What moved", "Why"], 0, has_tests, has_regions)
-        rows = []
-        if left.take("\n" + "\n".join(table)):
-            for index in attention:
-                if index >= MARKDOWN_LAUNCHES:
-                    break
-                item = Shown(report, index)
-                row = _attention_row(item, has_tests, has_regions)
-                if not left.take(row):
-                    break
-                rows.append(row)
-                listed[str(item.launch["status"])] += 1
-        if rows:
-            body += ["", *table, *rows]
-        cut = len(rows) < len(attention)
+        table = _head(gpu_column, True)
+        first, rest = attention[:top], attention[top:]
+        rows, count = _fill(report, first, left, listed, stats, lambda r: _row(r, gpu_column, True), table)
+        body += rows
+        cut = count < len(first)
+        if rest and not cut:
+            opening = (f"<details><summary>and {plural(len(rest), 'more kernel')} that "
+                       f"need{'s' if len(rest) == 1 else ''} attention</summary>")
+            more, count = _fill(report, rest, left, listed, stats, lambda r: _row(r, gpu_column, True), table,
+                                opening=opening)
+            body += more
+            cut = count < len(rest)
+            body += ["", f"And {plural(len(rest), 'more kernel')} that need{'s' if len(rest) == 1 else ''} "
+                         f"attention{' (above)' if count else ''}. {where}"]
     others = [s for s in _OTHERS if report["summary"][s]]
     if others and not cut:
-        total = sum(report["summary"][s] for s in others)
-        opening = f"<details><summary>{total} other{'s' if total != 1 else ''} ({', '.join(others)})</summary>"
-        table = _table_head(["Metric", "Baseline", "Current", "Change"], 3, has_tests, has_regions)
-        if left.take("\n".join(["", opening, "", *table, "", "</details>"])):
-            rows = []
-            for index in iter_launches(report, others):
-                if index >= MARKDOWN_LAUNCHES:
-                    break
-                item = Shown(report, index)
-                lines = _other_rows(item, has_tests, has_regions)
-                if not left.take("\n".join(lines)):
-                    break
-                rows += lines
-                listed[str(item.launch["status"])] += 1
-            body += ["", opening, "", *(table if rows else []), *rows, "", "</details>"]
+        seen = {k[0] for k in attention}
+        kernels = [k for k in kernel_groups(report, others) if k[0] not in seen]
+        if kernels:
+            opening = (f"<details><summary>{plural(len(kernels), 'other kernel')} "
+                       f"({', '.join(others)})</summary>")
+            body += _fill(report, kernels, left, listed, stats, lambda r: _row(r, gpu_column, False),
+                          _head(gpu_column, False), opening=opening)[0]
     tail = []
-    more = left_out(report, listed)
-    if more:
-        where = full_report or "The JSON and HTML reports list every launch."
-        tail = ["", f"> ⚠️ Not listed here, to fit a PR comment: {md_escape(more)}. {where}"]
+    missing = left_out(report, listed)
+    if missing:
+        tail = ["", f"> ⚠️ Not listed here, to fit a PR comment: {md_escape(missing)} launches. {where}"]
     return "\n".join([*head, *body, *notes, *tail]) + "\n"
+
+
+def _fill(report: Report, kernels: list[list[int]], left: _Budget, listed: Counter[str],
+          stats: dict[tuple[int, int], dict[str, Any]], write: Any, table: list[str],
+          opening: str | None = None) -> tuple[list[str], int]:
+    """The table (in ``<details>`` under ``opening``) with as many kernel rows as fit, and their count."""
+    frame = ["", opening, ""] if opening else [""]
+    closing = ["", "</details>"] if opening else []
+    if not left.take("\n".join([*frame, *table, *closing])):
+        return [], 0
+    rows: list[str] = []
+    statuses = report["launches"]["status"]
+    for indexes in kernels:
+        if indexes[0] >= MARKDOWN_LAUNCHES:
+            break
+        row = write(kernel_row(report, indexes, stats))
+        if not left.take(row):
+            break
+        rows.append(row)
+        listed.update(statuses[i] for i in indexes)
+    if not rows:
+        return [], 0
+    return [*frame, *table, *rows, *closing], len(rows)
+
+
+__all__ = ["COMMENT_TOP", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "headline_block", "no_data_side",
+           "render_markdown", "short_test"]

@@ -6,11 +6,15 @@ from collections import Counter
 
 from perfgate.render.common import (
     Shown,
+    bound_text,
     display_name,
     explanation,
+    findings_text,
+    kernel_row,
     left_out,
     metric_line,
     no_data_side,
+    source_label,
     unmeasured_notes,
     verdict_line,
 )
@@ -28,18 +32,21 @@ def _header(report: Report) -> list[str]:
         devices = ", ".join(cur_devices or base_devices)
         if base_devices and cur_devices and base_devices != cur_devices:
             devices = f"{', '.join(base_devices)} → {', '.join(cur_devices)}"
-        lines.append(f"perfgate: {comparison['baseline'] or ''} → {comparison['current'] or ''}"
+        lines.append(f"perfgate: {source_label(comparison['baseline'])} → {source_label(comparison['current'])}"
                      + (f" on {devices}" if devices else ""))
     return lines
 
 
-def _launch_lines(item: Shown) -> list[str]:
+def _launch_lines(item: Shown, report: Report) -> list[str]:
     launch, rows = item.launch, item.rows
     status = str(launch["status"])
     where = f" [{launch['region']}]" if launch.get("region") else ""
     # A benchmark's name is its test id: name it once.
     test = f"{launch['test']}: " if launch.get("test") and launch.get("test") != launch.get("kernel") else ""
-    lines = [f"{status.upper():<11} {test}{display_name(launch)}{where}"]
+    name = display_name(launch)
+    if launch.get("baseline_kernel") and launch["baseline_kernel"] != launch.get("kernel"):
+        name = f"{launch['baseline_kernel']} → {name}"
+    lines = [f"{status.upper():<11} {test}{name}{where}"]
     for row in rows:
         if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged"):
             lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {row.get('threshold')}]")
@@ -47,8 +54,12 @@ def _launch_lines(item: Shown) -> list[str]:
         lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
     if launch.get("launch_change"):
         lines.append(f"    launch config changed: {launch['launch_change']}")
-    if status in ("regression", "improvement"):
-        for why in explanation([r for r in rows if not r.get("gated")])[:4]:
+    if status in ("regression", "improvement", "inconclusive"):
+        kernel = kernel_row(report, [item.index])
+        bound = bound_text(kernel)
+        lines += [f"    why: {text}" for text in ([bound] if bound else []) + findings_text(kernel)]
+        skip = ("SM throughput %", "memory throughput %") if bound else ()
+        for why in [w for w in explanation([r for r in rows if not r.get("gated")]) if not w.startswith(skip)][:4]:
             lines.append(f"    why: {why}")
     return lines
 
@@ -64,7 +75,7 @@ def render_text(report: Report, show_unchanged: bool = False, limit: int = TEXT_
             break
         item = Shown(report, index)
         listed[str(item.launch["status"])] += 1
-        lines.extend(_launch_lines(item))
+        lines.extend(_launch_lines(item, report))
     lines.extend(unmeasured_notes(report))
     for note in report["notes"]:
         lines.append(f"note: {note}")

@@ -1,0 +1,33 @@
+"""Which Nsight Compute rule findings appeared or disappeared between a launch's baseline and current run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+from perfgate.compare.matching import MatchedLaunches
+from perfgate.table import ATTR_FINDINGS
+
+
+def finding_changes(launches: MatchedLaunches, baseline: pd.DataFrame,
+                    current: pd.DataFrame) -> tuple[list[list[str] | None], list[list[str] | None]]:
+    """(appeared, gone) per launch id: lists of finding labels, or None where a side's report carries no
+    rule results (not known), or the launch is on one side only."""
+    base: Mapping[int, list[str]] | None = baseline.attrs.get(ATTR_FINDINGS)
+    cur: Mapping[int, list[str]] | None = current.attrs.get(ATTR_FINDINGS)
+    count = launches.count
+    if not base or not cur:
+        return [None] * count, [None] * count
+    appeared: list[list[str] | None] = []
+    gone: list[list[str] | None] = []
+    frame = launches.frame
+    for before_at, after_at in zip(frame["launch_b"].tolist(), frame["launch_c"].tolist()):
+        if before_at != before_at or after_at != after_at:  # NaN: a launch on one side only
+            appeared.append(None)
+            gone.append(None)
+            continue
+        before, after = base.get(int(before_at), []), cur.get(int(after_at), [])
+        appeared.append([f for f in after if f not in before])
+        gone.append([f for f in before if f not in after])
+    return appeared, gone
