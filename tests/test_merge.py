@@ -116,6 +116,21 @@ def test_merge_of_passing_reports_passes_and_dedupes_notes(tmp_path: Path, capsy
     assert merged["summary"]["unchanged"] == 1 and merged["summary"]["improvement"] == 1
 
 
+def test_a_job_that_measured_nothing_makes_the_merge_not_measured(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # The H100 job compared its kernels; the A100 job found no ncu and skipped its perf tests.
+    measured = write_report(tmp_path, make_report([launch("a", status="unchanged")]), "h100.json")
+    skipped = make_report([])
+    skipped["unmeasured"] = [{"test": "tests/test_gemm.py::test_gemm", "cause": "ncu not found"}]
+    unmeasured = write_report(tmp_path, skipped, "a100.json")
+    out = tmp_path / "merged.json"
+    code, _, stderr = _merge(capsys, str(measured), str(unmeasured), "-o", str(out))
+    merged = json.loads(out.read_text())  # written all the same
+    assert code == 2 and merged["verdict"] == "not measured"
+    assert merged["unmeasured"] == skipped["unmeasured"]
+    assert stderr.count("\n") == 1 and "not measured: 1 perf test not measured: ncu not found" in stderr
+
+
 def test_merge_refuses_a_bad_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = write_report(tmp_path, make_report([launch("a")]))
     bad = tmp_path / "bad.json"
