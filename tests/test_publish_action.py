@@ -182,6 +182,23 @@ def test_the_actions_publish_step(github: FakeGitHub, tmp_path: Path) -> None:
     assert missing.returncode == 0 and "::warning::perfgate: no report" in missing.stdout
 
 
+def test_the_verdict_step_fails_an_unmeasured_suite_when_strict(github: FakeGitHub, tmp_path: Path) -> None:
+    """pytest exits 0 when its perf tests were skipped (no ncu on the runner): the strict action fails the job."""
+    script = step(load(ACTION), "Verdict")["run"]
+    unmeasured = make_report([])
+    unmeasured["unmeasured"] = [{"test": "tests/gpu/test_gemm.py::test_gemm", "cause": "ncu not found"}]
+    env = {"PATH": os.environ.get("PATH", ""), "EXIT_CODE": "0", "PERFGATE_PYTHON": sys.executable,
+           "REPORT": str(write_report(tmp_path, unmeasured)), "STRICT": "true"}
+    strict = bash(script, env, tmp_path)
+    assert strict.returncode == 1
+    assert "::error::perfgate: not measured: 1 perf test not measured: ncu not found" in strict.stdout
+    assert bash(script, {**env, "STRICT": "false"}, tmp_path).returncode == 0
+    measured = write_report(tmp_path, make_report([launch("k", status="unchanged")]), "measured.json")
+    assert bash(script, {**env, "REPORT": str(measured)}, tmp_path).returncode == 0
+    failed = bash(script, {**env, "EXIT_CODE": "1"}, tmp_path)  # pytest's own failure stands, strict or not
+    assert failed.returncode == 1 and "::error::pytest --perfgate exited 1" in failed.stdout
+
+
 def test_the_pytest_steps_arguments_are_not_shell_code(tmp_path: Path) -> None:
     script = step(load(ACTION), "pytest --perfgate")["run"]
     script = script.replace('"$PERFGATE_PYTHON" -m pytest', 'printf "<%s>" ')  # show the argv pytest would get
