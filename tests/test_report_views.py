@@ -21,7 +21,8 @@ from perfgate.compare import compare_tables
 from perfgate.errors import InputError
 from perfgate.publish.context import commits_from_environment, resolve_target
 from perfgate.render import render_html, render_json, render_markdown, render_text
-from perfgate.render.common import kernel_groups, kernel_row, plural, source_label
+from perfgate.render.common import plural, source_label
+from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels_html import axis, metric_group
 from perfgate.report import build_report, merge_reports, validate_report
 from perfgate.vocabulary import bound_of
