@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Mapping, NoReturn, Sequence
 
@@ -48,11 +49,10 @@ from perfgate.vocabulary import Verdict, worst_verdict
 if TYPE_CHECKING:
     # The machinery (pandas, numpy, ncu_report) is imported where a perf test or a benchmark
     # first needs it, not when --perfgate registers this session: collecting stays as cheap as without.
-    import pandas as pd
-
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome
     from perfgate.plugin.runner import ChildSpec, NcuSpec, Profiled
+    from perfgate.table import Measurement
 
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
 _PAYLOAD = pytest.StashKey[dict[str, Any]]()
@@ -299,8 +299,6 @@ class PerfgateSession:
 
     def _profile_and_gate(self, item: pytest.Function) -> None:
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
-        from perfgate.table import ATTR_SETTINGS, ATTR_SOURCE
-
         marker = self.marker_of(item)
         options = self._compare_options(marker)
         try:
@@ -313,12 +311,10 @@ class PerfgateSession:
             _skip(str(exc))
         except ProfileFailed as exc:
             self._fail(item, str(exc))
-        table = profiled.table
-        table.attrs[ATTR_SOURCE] = f"{item.nodeid} (ncu)"
-        table.attrs[ATTR_SETTINGS] = self._settings()
+        measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=self._settings())
         footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
-            self._gate(item, table, options, settings=self._settings(), footer=footer, notes=profiled.notes)
+            self._gate(item, measured, options, settings=self._settings(), footer=footer, notes=profiled.notes)
         except pytest.fail.Exception:
             profiled.keep()
             raise
@@ -356,16 +352,15 @@ class PerfgateSession:
         import pytest_benchmark
 
         from perfgate.collect.benchmark_json import table_from_benchmark_json
-        from perfgate.table import ATTR_SOURCE
 
         bench = stats.as_dict(include_data=True)
         document = {"machine_info": self._machine(), "benchmarks": [bench],
                     "version": getattr(pytest_benchmark, "__version__", "")}
-        table = table_from_benchmark_json(document, Path(item.nodeid))
-        table.attrs[ATTR_SOURCE] = f"{item.nodeid} (pytest-benchmark)"
+        measured = replace(table_from_benchmark_json(document, Path(item.nodeid)),
+                           source=f"{item.nodeid} (pytest-benchmark)")
         settings = {"timer": str(bench.get("options", {}).get("timer", "")),
                     "pytest_benchmark": document["version"]}
-        self._gate(item, table, self._compare_options(), settings=settings)
+        self._gate(item, measured, self._compare_options(), settings=settings)
 
     # ------------------------------------------------------------ compare / update
 
@@ -373,14 +368,12 @@ class PerfgateSession:
         path, lineno, _ = item.location
         return path, (lineno + 1 if lineno is not None else None)
 
-    def _gate(self, item: pytest.Item, current: pd.DataFrame, options: CompareOptions,
+    def _gate(self, item: pytest.Item, current: Measurement, options: CompareOptions,
               settings: dict[str, Any], footer: str = "", notes: Sequence[str] = ()) -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
         from perfgate.gate import Where, baseline_name, gate
-        from perfgate.table import ATTR_LOCATIONS
 
         path, line = self._location(item)
-        current.attrs[ATTR_LOCATIONS] = {}
         root = self.config.rootpath
         where = Where(name=baseline_name(item.nodeid), test=item.nodeid, path=path, line=line)
         try:
