@@ -125,7 +125,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
                 if strict:
                     problems.append(f"no baseline for {device_label(device, cc)} at {shown(file)} ({strict_flag}); "
                                     f"create it with {update_hint}")
-        comparison = _compared(baseline, sub, options, update, f"{who}: the previous baseline", device_notes)
+        comparison = _compared(baseline, sub, options, update, who, device_notes)
         if update:
             # The compared metrics and launch facts, not the identity attributes ncu was asked for.
             documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)
@@ -144,7 +144,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
                       missing=missing, found=len(statuses) - len(missing))
 
 
-def _compared(baseline: Measurement, current: Measurement, options: CompareOptions, update: bool, previous: str,
+def _compared(baseline: Measurement, current: Measurement, options: CompareOptions, update: bool, who: str,
               notes: list[str]) -> Comparison:
     """The comparison with the stored baseline; when updating, one the baseline cannot give is made against
     nothing (every kernel renamed, say: the new baseline replaces it), and ``notes`` says so."""
@@ -153,7 +153,7 @@ def _compared(baseline: Measurement, current: Measurement, options: CompareOptio
     except PerfgateError as exc:
         if not update:
             raise
-        notes.append(f"{previous} could not be compared ({exc}); replaced")
+        notes.append(f"{who}: the previous baseline could not be compared ({exc}); replaced")
         return compare_tables(Measurement(empty_table(), source=baseline.source), current, options)
 
 

@@ -68,7 +68,7 @@ def add_region_totals(measurement: Measurement) -> Measurement:
 
 
 def with_region_totals(measurement: Measurement) -> Measurement:
-    """``table`` with per-region totals, unless it has them already (a baseline the plugin wrote).
+    """The measurement with per-region totals, unless it has them already (a baseline the plugin wrote).
 
     ``perfgate compare`` and ``perfgate baseline`` apply it too, so a report compared by hand is judged
     like the plugin judges it: the same launches, the same totals.

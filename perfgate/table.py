@@ -64,7 +64,6 @@ LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
 REGION_SEPARATOR = " > "
 
 
-
 class Unusable(TypedDict):
     """A value the input held that is no measurement ("n/a", "nan", "inf", "1e400", text, a negative byte
     count...). Its row is kept with value NaN, so the compare stage sees "no value" and can say why

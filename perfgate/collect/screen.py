@@ -94,8 +94,8 @@ def screen_values(measurement: Measurement, recorded: Iterable[Unusable] = ()) -
     """Set the values that are no measurement to NaN, and record every unusable value with its reason.
 
     ``recorded``: what the reader already found (``{"launch", "metric", "reason"}``, for rows it kept as
-    NaN). Modifies the measurement's table in place; returns the measurement with ``unusable`` holding those
-plus the ones found here.
+    NaN). Modifies the measurement's table in place; returns the measurement with ``unusable`` holding
+    those plus the ones found here.
     Vectorized: only the rows found bad cost a Python step.
     """
     frame = measurement.table
