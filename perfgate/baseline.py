@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import pandas as pd
 
 from perfgate.limits import check_name_length
 from perfgate.collect.screen import shown, value_problem
@@ -44,7 +43,7 @@ from perfgate.files import (
     remove_leftovers,
     write_atomically,
 )
-from perfgate.table import ATTR_SAMPLES, ATTR_SETTINGS, make_table
+from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import KIND_BENCHMARK, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
@@ -78,8 +77,25 @@ def _fail(path: Path, problem: str) -> InputError:
                       "regenerate it with 'perfgate baseline REPORT' or fix it by hand")
 
 
-def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
-    """Validate a parsed baseline document and turn it into the normalized table."""
+def table_from_baseline(document: Any, path: Path) -> Measurement:
+    """Validate a parsed baseline document and turn it into the normalized table and its facts."""
+    device, entries, settings = _checked_document(document, path)
+    rows: list[dict[str, Any]] = []
+    samples: dict[str, list[float]] = {}
+    for index, entry in enumerate(entries):
+        rows.extend(_entry_rows(entry, index, device, path))
+        raw = entry.get("samples")
+        if raw is not None:
+            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                    and _finite(v) and v > 0 for v in raw):
+                raise _fail(path, f"entries[{index}].samples must be a list of raw timings (positive numbers of "
+                                  "seconds)")
+            samples[entry["name"]] = [float(v) for v in raw]
+    return Measurement(make_table(rows), source=str(path), settings=dict(settings), samples=samples)
+
+
+def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """The document's top level checked: its device, entries and settings."""
     if not looks_like_baseline(document):
         raise _fail(path, f'"format" must be "{FORMAT_NAME}"')
     version = document.get("version")
@@ -106,65 +122,64 @@ def table_from_baseline(document: Any, path: Path) -> pd.DataFrame:
     if not isinstance(document.get("source", ""), str):
         raise _fail(path, '"source" must be a string')
     check_name_length((device["name"],), path, "device name")
-    rows: list[dict[str, Any]] = []
-    samples: dict[str, list[float]] = {}
-    for index, entry in enumerate(entries):
-        where = f"entries[{index}]"
-        if not isinstance(entry, dict):
-            raise _fail(path, f"{where} must be an object")
-        unknown = sorted(set(entry) - _ENTRY_KEYS)
-        if unknown:
-            raise _fail(path, f"{where} has unknown key(s) {', '.join(unknown)}")
-        kind = entry.get("kind")
-        if kind not in KINDS:
-            raise _fail(path, f'{where}.kind must be one of {", ".join(KINDS)}')
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise _fail(path, f"{where}.name must be a non-empty string")
-        ordinal = entry.get("ordinal", 0)
-        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
-            raise _fail(path, f"{where}.ordinal must be a non-negative integer")
-        metrics = entry.get("metrics")
-        if not isinstance(metrics, dict):
-            raise _fail(path, f"{where}.metrics must be an object")
-        for key in ("demangled", "region", "grid", "block"):
-            if not isinstance(entry.get(key, ""), str):
-                raise _fail(path, f"{where}.{key} must be a string")
-        check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
-        base = {
-            "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
-            "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
-            "grid": entry.get("grid", ""), "block": entry.get("block", ""),
-        }
-        for metric, measured in metrics.items():
-            at = f"{where}.metrics[{shown(metric)}]"
-            if not isinstance(measured, dict) or "value" not in measured or set(measured) - {"value", "unit"}:
-                raise _fail(path, f'{at} must be an object with "value" and "unit"')
-            value, unit = measured["value"], measured.get("unit", "")
-            if not isinstance(unit, str):
-                raise _fail(path, f"{at}.unit must be a string")
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not _finite(value)):
-                raise _fail(path, f"{at}.value must be a finite number or null")
-            problem = None if value is None else value_problem(metric, unit, float(value))
-            if problem is not None:
-                raise _fail(path, f"{at}.value {problem}")
-            rows.append({**base, "metric": metric, "unit": unit, "value": math.nan if value is None else float(value)})
-        if not metrics:
-            rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
-        raw = entry.get("samples")
-        if raw is not None:
-            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                    and _finite(v) and v > 0 for v in raw):
-                raise _fail(path, f"{where}.samples must be a list of raw timings (positive numbers of seconds)")
-            samples[name] = [float(v) for v in raw]
-    table = make_table(rows, source=str(path))
-    table.attrs[ATTR_SETTINGS] = dict(settings)
-    table.attrs[ATTR_SAMPLES] = samples
-    return table
+    return device, entries, settings
 
 
-def read_baseline(path: str | os.PathLike[str]) -> pd.DataFrame:
+def _entry_rows(entry: Any, index: int, device: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """One entry checked, as table rows: one per metric (a NaN duration when it has none)."""
+    where = f"entries[{index}]"
+    if not isinstance(entry, dict):
+        raise _fail(path, f"{where} must be an object")
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise _fail(path, f"{where} has unknown key(s) {', '.join(unknown)}")
+    kind = entry.get("kind")
+    if kind not in KINDS:
+        raise _fail(path, f'{where}.kind must be one of {", ".join(KINDS)}')
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail(path, f"{where}.name must be a non-empty string")
+    ordinal = entry.get("ordinal", 0)
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+        raise _fail(path, f"{where}.ordinal must be a non-negative integer")
+    metrics = entry.get("metrics")
+    if not isinstance(metrics, dict):
+        raise _fail(path, f"{where}.metrics must be an object")
+    for key in ("demangled", "region", "grid", "block"):
+        if not isinstance(entry.get(key, ""), str):
+            raise _fail(path, f"{where}.{key} must be a string")
+    check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
+    base = {
+        "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
+        "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
+        "grid": entry.get("grid", ""), "block": entry.get("block", ""),
+    }
+    rows = [{**base, "metric": metric, "unit": unit, "value": value}
+            for metric, unit, value in (_metric_value(metric, measured, where, path)
+                                        for metric, measured in metrics.items())]
+    if not metrics:
+        rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
+    return rows
+
+
+def _metric_value(metric: str, measured: Any, where: str, path: Path) -> tuple[str, str, float]:
+    """One ``"metric": {"value", "unit"}`` of an entry checked: (metric, unit, value; NaN for null)."""
+    at = f"{where}.metrics[{shown(metric)}]"
+    if not isinstance(measured, dict) or "value" not in measured or set(measured) - {"value", "unit"}:
+        raise _fail(path, f'{at} must be an object with "value" and "unit"')
+    value, unit = measured["value"], measured.get("unit", "")
+    if not isinstance(unit, str):
+        raise _fail(path, f"{at}.unit must be a string")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not _finite(value)):
+        raise _fail(path, f"{at}.value must be a finite number or null")
+    problem = None if value is None else value_problem(metric, unit, float(value))
+    if problem is not None:
+        raise _fail(path, f"{at}.value {problem}")
+    return metric, unit, math.nan if value is None else float(value)
+
+
+def read_baseline(path: str | os.PathLike[str]) -> Measurement:
     """Read and validate one baseline file (as big and as deeply nested as any input may be, no more)."""
     from perfgate.collect import load_json
     from perfgate.limits import FIX_SIZE, max_input_bytes, size_text
@@ -194,12 +209,14 @@ def _json_number(value: float) -> float | int | None:
     return int(as_float) if as_float.is_integer() and abs(as_float) < 2**53 else as_float
 
 
-def baseline_documents(table: pd.DataFrame, metrics: Iterable[str] | None = None,
+def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None = None,
                        settings: dict[str, Any] | None = None, source: str = "") -> dict[tuple[str, str], dict[str, Any]]:
-    """Build one baseline document per device in ``table`` (keyed by (device name, cc))."""
+    """Build one baseline document per device in the measurement (keyed by (device name, cc)); ``settings``
+    replaces the measurement's own."""
+    table = measurement.table
     keep = None if metrics is None else set(metrics)
     frame = table if keep is None else table[table["metric"].isin(keep)]
-    all_samples: dict[str, list[float]] = table.attrs.get(ATTR_SAMPLES, {})
+    all_samples = measurement.samples
     documents: dict[tuple[str, str], dict[str, Any]] = {}
     launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block"]
     # Launches whose metrics were all filtered away still get an entry (with no metrics).
@@ -226,7 +243,7 @@ def baseline_documents(table: pd.DataFrame, metrics: Iterable[str] | None = None
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "device": {"name": str(device), "cc": str(cc)},
-            "settings": dict(sorted((settings if settings is not None else table.attrs.get(ATTR_SETTINGS, {})).items())),
+            "settings": dict(sorted((settings if settings is not None else measurement.settings).items())),
             "source": source,
             "entries": entries,
         }

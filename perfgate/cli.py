@@ -24,10 +24,9 @@ from perfgate.options import metrics_arg, probability, resolve_metrics, threshol
 from perfgate.text import inert
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from perfgate.compare import CompareOptions
     from perfgate.report import Report
+    from perfgate.table import Measurement
 
 
 def _add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -212,20 +211,20 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
-    table = with_region_totals(read_table(args.report, options.wanted_metrics()))
-    if (table["device"] == "").any():
+    measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
+    if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
                                       "baseline could not be kept per GPU",
                          "make the baseline from the .ncu-rep, or export CSV with --page raw and "
                          "device__attribute_display_name among --metrics")
     gated = gated_metrics(options)
-    _refuse_unusable(args.report, table, gated)
-    documents = baseline_documents(table, options.wanted_metrics(), source=args.report.name)
+    _refuse_unusable(args.report, measurement, gated)
+    documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
     name = args.name or report_stem(args.report)
     if not any(_gates(document, gated) for document in documents.values()):
         files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
-        raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(table["metric"]))
+        raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
     for path in save_baselines(documents, directory, name):
         sys.stdout.write(f"wrote {inert(path)}\n")
     return EXIT_OK
@@ -262,7 +261,7 @@ def _gates_nothing(files: str, report: Path, gated: Sequence[str], compared: Seq
                       "nothing); the report must hold them (ncu --metrics, or the .ncu-rep of a full run)")
 
 
-def _refuse_unusable(report: Path, table: "pd.DataFrame", gated: Sequence[str]) -> None:
+def _refuse_unusable(report: Path, measurement: "Measurement", gated: Sequence[str]) -> None:
     """Refuse a gated value that is broken (text, infinite, negative...): the baseline would keep null for it and
     never gate that launch again. A value ncu recorded as none (``n/a``, a launch with no data) is kept as
     null, as ncu said: real reports do that, and compare then shows the launch as having no value."""
@@ -270,7 +269,7 @@ def _refuse_unusable(report: Path, table: "pd.DataFrame", gated: Sequence[str]) 
     from perfgate.table import unusable_records
     from perfgate.vocabulary import KIND_REGION
 
-    bad = [r for r in unusable_records(table)
+    bad = [r for r in unusable_records(measurement)
            if r["metric"] in gated and r["kind"] != KIND_REGION and not is_no_value(r["reason"])]
     if not bad:
         return

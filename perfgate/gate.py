@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-
-import pandas as pd
 
 from perfgate.baseline import (
     baseline_documents,
@@ -23,17 +21,11 @@ from perfgate.baseline import (
     read_baseline,
     save_baselines,
 )
-from perfgate.compare import CompareOptions, compare_tables
+from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError
 from perfgate.render import render_text
 from perfgate.report import Report, build_report, merge_reports
-from perfgate.table import (
-    ATTR_SETTINGS,
-    ATTR_SOURCE,
-    device_label,
-    devices,
-    empty_table,
-)
+from perfgate.table import Measurement, device_label, devices, empty_table
 from perfgate.vocabulary import Verdict
 
 # What one gate run came to, worst first: the plugin's per-test status.
@@ -97,7 +89,7 @@ def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) 
            "not be comparable"
 
 
-def gate(current: pd.DataFrame, *, baselines: Path, where: Where, options: CompareOptions,
+def gate(current: Measurement, *, baselines: Path, where: Where, options: CompareOptions,
          settings: Mapping[str, Any], update: bool = False, strict: bool = False, notes: Sequence[str] = (),
          shown: Callable[[Path], str] = str, update_hint: str = "perfgate baseline",
          strict_flag: str = "--strict") -> GateResult:
@@ -112,20 +104,19 @@ def gate(current: pd.DataFrame, *, baselines: Path, where: Where, options: Compa
     written: list[Path] = []
     statuses: list[str] = []
     missing: list[Path] = []
-    for device, cc in devices(current):
-        sub = current[(current["device"] == device) & (current["cc"] == cc)].reset_index(drop=True)
-        sub.attrs.update(current.attrs)
+    table = current.table
+    for device, cc in devices(table):
+        sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)].reset_index(drop=True))
         file = baseline_path(baselines, device, cc, where.name)
         device_notes = list(notes)
         status = UPDATED if update else COMPARED
         if file.is_file():
-            baseline = read_baseline(file)
-            baseline.attrs[ATTR_SOURCE] = shown(file)
-            note = _settings_note(who, baseline.attrs.get(ATTR_SETTINGS, {}), settings)
+            baseline = replace(read_baseline(file), source=shown(file))
+            note = _settings_note(who, baseline.settings, settings)
             if note:
                 device_notes.append(note)
         else:
-            baseline = empty_table(source=shown(file))
+            baseline = Measurement(empty_table(), source=shown(file))
             missing.append(file)
             if not update:
                 status = NEW
@@ -134,35 +125,51 @@ def gate(current: pd.DataFrame, *, baselines: Path, where: Where, options: Compa
                 if strict:
                     problems.append(f"no baseline for {device_label(device, cc)} at {shown(file)} ({strict_flag}); "
                                     f"create it with {update_hint}")
-        try:
-            comparison = compare_tables(baseline, sub, options)
-        except PerfgateError as exc:
-            if not update:
-                raise
-            # Updating: the new baseline replaces one it cannot be compared with (every kernel renamed, say).
-            device_notes.append(f"{who}: the previous baseline could not be compared ({exc}); replaced")
-            comparison = compare_tables(empty_table(source=shown(file)), sub, options)
+        comparison = _compared(baseline, sub, options, update, who, device_notes)
         if update:
             # The compared metrics and launch facts, not the identity attributes ncu was asked for.
             documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)
             paths = save_baselines(documents, baselines, where.name)
             written.extend(paths)
             device_notes.append(f"{who}: baseline written to {', '.join(shown(p) for p in paths)}")
-        if strict and comparison.unmeasured and not update:
-            launch, cause = comparison.unmeasured[0]
-            more = f" (and {len(comparison.unmeasured) - 1} more)" if len(comparison.unmeasured) > 1 else ""
-            problems.append(f"{launch}: {cause}{more} ({strict_flag}: a gated value measured on one side only fails)")
+        elif strict and comparison.unmeasured:
+            problems.append(_unmeasured_problem(comparison.unmeasured, strict_flag))
         report = build_report(comparison, test=where.test, path=where.path, line=where.line, notes=device_notes)
-        if update:
-            report["verdict"] = Verdict.PASS.value  # the new baseline is this run; changes are shown, not failed
-        elif comparison.regressed:
-            regressions.append(render_text(report).rstrip())
-            status = REGRESSION
-        if problems and not update:
-            report["verdict"] = Verdict.FAIL.value
+        status = _judge(report, comparison.regressed, status, update, bool(problems), regressions)
         statuses.append(status)
         reports.append(report)
     merged = merge_reports(reports) if len(reports) != 1 else reports[0]
     worst = min(statuses, key=_RANK.__getitem__) if statuses else COMPARED
     return GateResult(report=merged, status=worst, regressions=regressions, problems=problems, written=written,
                       missing=missing, found=len(statuses) - len(missing))
+
+
+def _compared(baseline: Measurement, current: Measurement, options: CompareOptions, update: bool, who: str,
+              notes: list[str]) -> Comparison:
+    """The comparison with the stored baseline; when updating, one the baseline cannot give is made against
+    nothing (every kernel renamed, say: the new baseline replaces it), and ``notes`` says so."""
+    try:
+        return compare_tables(baseline, current, options)
+    except PerfgateError as exc:
+        if not update:
+            raise
+        notes.append(f"{who}: the previous baseline could not be compared ({exc}); replaced")
+        return compare_tables(Measurement(empty_table(), source=baseline.source), current, options)
+
+
+def _unmeasured_problem(unmeasured: Sequence[tuple[str, str]], strict_flag: str) -> str:
+    launch, cause = unmeasured[0]
+    more = f" (and {len(unmeasured) - 1} more)" if len(unmeasured) > 1 else ""
+    return f"{launch}: {cause}{more} ({strict_flag}: a gated value measured on one side only fails)"
+
+
+def _judge(report: Report, regressed: bool, status: str, update: bool, problems: bool, regressions: list[str]) -> str:
+    """Set the device's report verdict and return its status; a regression's text diff goes to ``regressions``."""
+    if update:
+        report["verdict"] = Verdict.PASS.value  # the new baseline is this run; changes are shown, not failed
+    elif regressed:
+        regressions.append(render_text(report).rstrip())
+        status = REGRESSION
+    if problems and not update:
+        report["verdict"] = Verdict.FAIL.value
+    return status

@@ -11,11 +11,12 @@ many kernels moved less than its own threshold.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
-from perfgate.table import ATTR_UNUSABLE, REGION_SEPARATOR, make_table
+from perfgate.table import REGION_SEPARATOR, Measurement, Unusable, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
 TOTAL = "total"
@@ -29,27 +30,27 @@ def is_additive(metric: str) -> bool:
     return metric.endswith(".sum") and not metric.startswith(("launch__", "device__"))
 
 
-def drop_unscoped_launches(table: pd.DataFrame) -> pd.DataFrame:
+def drop_unscoped_launches(measurement: Measurement) -> Measurement:
     """Drop kernel launches outside every region.
 
     ``--nvtx-include`` already keeps ncu from profiling them; this guards against a launch that
     slipped through. A report with no region information at all (ncu recorded no NVTX state) is
     kept whole: ncu's filter chose those launches.
     """
+    table = measurement.table
     kernels = table["kind"] == KIND_KERNEL
     scoped = table["region"] != ""
     if not (kernels & scoped).any():
-        return table
-    kept: pd.DataFrame = table[~kernels | scoped].reset_index(drop=True)
-    kept.attrs.update(table.attrs)
-    return kept
+        return measurement
+    return measurement.with_table(table[~kernels | scoped].reset_index(drop=True))
 
 
-def add_region_totals(table: pd.DataFrame) -> pd.DataFrame:
+def add_region_totals(measurement: Measurement) -> Measurement:
     """Append per-top-level-region totals (and an overall one when there are several regions)."""
+    table = measurement.table
     kernels = table[(table["kind"] == KIND_KERNEL) & (table["region"] != "")]
     if kernels.empty:
-        return table
+        return measurement
     top = kernels["region"].str.split(REGION_SEPARATOR, n=1, regex=False).str[0]
     order = list(dict.fromkeys(top))  # first-entered first
     groups: list[tuple[str, str, pd.DataFrame]] = [(name, name, kernels[top == name]) for name in order]
@@ -57,29 +58,27 @@ def add_region_totals(table: pd.DataFrame) -> pd.DataFrame:
         groups.append((TOTAL, "", kernels))
     next_launch = int(table["launch"].max()) + 1 if not table.empty else 0
     rows: list[dict[str, Any]] = []
-    unusable: list[dict[str, Any]] = []
+    unusable: list[Unusable] = []
     for offset, (name, region, launches) in enumerate(groups):
         rows.extend(_total_rows(name, region, launches, next_launch + offset, unusable))
     if not rows:
-        return table
+        return measurement
     combined = make_table(pd.concat([table, pd.DataFrame(rows)], ignore_index=True))
-    combined.attrs.update(dict(table.attrs))
-    if unusable:
-        combined.attrs[ATTR_UNUSABLE] = [*(table.attrs.get(ATTR_UNUSABLE) or []), *unusable]
-    return combined
+    return replace(measurement, table=combined, unusable=(*measurement.unusable, *unusable))
 
 
-def with_region_totals(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with per-region totals, unless it has them already (a baseline the plugin wrote).
+def with_region_totals(measurement: Measurement) -> Measurement:
+    """The measurement with per-region totals, unless it has them already (a baseline the plugin wrote).
 
     ``perfgate compare`` and ``perfgate baseline`` apply it too, so a report compared by hand is judged
     like the plugin judges it: the same launches, the same totals.
     """
-    return table if (table["kind"] == KIND_REGION).any() else add_region_totals(table)
+    has_totals = (measurement.table["kind"] == KIND_REGION).any()
+    return measurement if has_totals else add_region_totals(measurement)
 
 
 def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int,
-                unusable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                unusable: list[Unusable]) -> list[dict[str, Any]]:
     """The total's rows; a total that cannot be made is NaN, and why is appended to ``unusable``."""
     count = int(launches["launch"].nunique())
     first = launches.iloc[0]

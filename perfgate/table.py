@@ -24,15 +24,17 @@ value      float    the value; NaN when the launch carries no value for it ("no 
 A launch that ncu recorded without any measured metric still has rows (its launch attributes,
 or a single ``gpu__time_duration.sum`` row with NaN), so it shows up as "no data", never vanishes.
 
-Extra per-table facts that are not per-row (ncu settings, raw benchmark samples, test
-locations) live in ``DataFrame.attrs`` under the keys documented below.
+The facts about a table that are not per row (where it came from, ncu settings, raw benchmark samples,
+test locations, unusable values, rule findings) travel beside it in a :class:`Measurement`: typed and
+frozen, never in ``DataFrame.attrs`` (untyped, and deep-copied by pandas on many operations).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypedDict
 
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
@@ -61,21 +63,47 @@ LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
 
 REGION_SEPARATOR = " > "
 
-# DataFrame.attrs keys
-ATTR_SOURCE = "source"  # str: the file the table was read from
-ATTR_SETTINGS = "settings"  # dict: how it was measured (clock_control, cache_control, ncu version...)
-ATTR_SAMPLES = "samples"  # dict[benchmark name, list[float]]: raw timings (seconds)
-ATTR_LOCATIONS = "locations"  # dict[kernel or benchmark name, {"test", "path", "line"}]
-# list[{"launch": int, "metric": str, "reason": str}]: values the input held but that are no measurement
-# ("n/a", "nan", "inf", "1e400", text, a negative byte count...). Their rows are kept with value NaN, so the
-# compare stage sees "no value" and can say why (``unusable_notes``); they never vanish from the table.
-ATTR_UNUSABLE = "unusable"
-ATTR_FINDINGS = "findings"  # dict[launch, list[str]]: Nsight Compute rule findings; absent when not known
+
+class Unusable(TypedDict):
+    """A value the input held that is no measurement ("n/a", "nan", "inf", "1e400", text, a negative byte
+    count...). Its row is kept with value NaN, so the compare stage sees "no value" and can say why
+    (``unusable_notes``): it never vanishes from the table."""
+
+    launch: int
+    metric: str
+    reason: str
+
+
+class Location(TypedDict, total=False):
+    """Where the test that measured a kernel or benchmark lives."""
+
+    test: str
+    path: str
+    line: int
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: a DataFrame has no truth value to compare by
+class Measurement:
+    """A normalized table and the facts about it that are not per row: what every reader returns and every
+    later stage (regions, compare, gate, baseline) takes."""
+
+    table: pd.DataFrame
+    source: str = ""  # the file the table was read from, as shown to the user
+    settings: Mapping[str, Any] = field(default_factory=dict)  # how it was measured (clock_control, ncu version...)
+    samples: Mapping[str, Sequence[float]] = field(default_factory=dict)  # benchmark name -> raw timings (s)
+    locations: Mapping[str, Location] = field(default_factory=dict)  # kernel or benchmark name -> its test
+    unusable: tuple[Unusable, ...] = ()
+    findings: Mapping[int, tuple[str, ...]] | None = None  # launch -> Nsight Compute rule findings; None: not known
+
+    def with_table(self, table: pd.DataFrame) -> Measurement:
+        """The same facts beside another table (a subset, or the table with more rows)."""
+        return replace(self, table=table)
+
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
 
 
-def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, *, source: str = "") -> pd.DataFrame:
+def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     """Build a normalized table from row dicts (or a frame with these columns), fixing dtypes."""
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows), columns=list(COLUMNS))
     missing = [c for c in COLUMNS if c not in frame.columns]
@@ -90,13 +118,7 @@ def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, *, source: str 
     frame["ordinal"] = frame["ordinal"].astype("int64")
     frame["launch"] = frame["launch"].astype("int64")
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
-    frame = frame.reset_index(drop=True)
-    frame.attrs.setdefault(ATTR_SOURCE, source)
-    frame.attrs.setdefault(ATTR_SETTINGS, {})
-    frame.attrs.setdefault(ATTR_SAMPLES, {})
-    frame.attrs.setdefault(ATTR_LOCATIONS, {})
-    frame.attrs.setdefault(ATTR_UNUSABLE, [])
-    return frame
+    return frame.reset_index(drop=True)
 
 
 # The metric of the one row that keeps a launch with no value visible as "no data", per kind of launch.
@@ -116,8 +138,8 @@ def no_data_row(launch: Mapping[str, object]) -> dict[str, object]:
     return {**launch, "metric": metric, "unit": unit, "value": math.nan}
 
 
-def empty_table(source: str = "") -> pd.DataFrame:
-    return make_table([], source=source)
+def empty_table() -> pd.DataFrame:
+    return make_table([])
 
 
 def assign_ordinals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -130,23 +152,20 @@ def assign_ordinals(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def restrict_metrics(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
+def restrict_metrics(measurement: Measurement, metrics: Iterable[str]) -> Measurement:
     """Keep only ``metrics``; a launch left with none keeps one NaN row so it stays visible."""
+    frame = measurement.table
     keep = frame["metric"].isin(list(metrics)).to_numpy()
     if keep.all():
-        return frame
+        return measurement
     kept = frame[keep]
     lost = frame.loc[~frame["launch"].isin(kept["launch"]).to_numpy()].drop_duplicates("launch")
     if not lost.empty:
         placeholder = lost.assign(metric="gpu__time_duration.sum", unit="ns", value=float("nan"))
         kept = pd.concat([kept, placeholder]).sort_values("launch", kind="stable")
-    result = kept.reset_index(drop=True)
-    result.attrs = dict(frame.attrs)
     wanted = set(metrics)
-    unusable = frame.attrs.get(ATTR_UNUSABLE)
-    if unusable:
-        result.attrs[ATTR_UNUSABLE] = [record for record in unusable if record["metric"] in wanted]
-    return result
+    return replace(measurement, table=kept.reset_index(drop=True),
+                   unusable=tuple(record for record in measurement.unusable if record["metric"] in wanted))
 
 
 def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
@@ -166,10 +185,10 @@ def format_dim(x: Any, y: Any = 1, z: Any = 1) -> str:
     return f"({int(x)}, {int(y)}, {int(z)})"
 
 
-def unusable_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The unusable values (``ATTR_UNUSABLE``) of launches still in ``frame``, with the launch's kind, kernel,
+def unusable_records(measurement: Measurement) -> list[dict[str, Any]]:
+    """The unusable values of launches still in the measurement's table, with the launch's kind, kernel,
     region and ordinal added: one dict per value, in launch order."""
-    records = frame.attrs.get(ATTR_UNUSABLE) or []
+    frame, records = measurement.table, measurement.unusable
     if not records or frame.empty:
         return []
     launches = frame.drop_duplicates("launch").set_index("launch")[["kind", "kernel", "region", "ordinal"]]
@@ -184,13 +203,13 @@ def unusable_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return found
 
 
-def unusable_notes(frame: pd.DataFrame, metrics: Iterable[str] | None = None, limit: int = 5) -> list[str]:
-    """One line per unusable value of ``metrics`` (all when None) in ``frame``, at most ``limit`` and a count
+def unusable_notes(measurement: Measurement, metrics: Iterable[str] | None = None, limit: int = 5) -> list[str]:
+    """One line per unusable value of ``metrics`` (all when None) in ``measurement``, at most ``limit`` and a count
     of the rest: ``cur.csv: vector_add [layer1] #0: gpu__time_duration.sum has no usable value ('n/a': ncu
     recorded no value)``. The compare stage adds these to its notes."""
     wanted = None if metrics is None else set(metrics)
-    records = [r for r in unusable_records(frame) if wanted is None or r["metric"] in wanted]
-    source = str(frame.attrs.get(ATTR_SOURCE, "")) or "input"
+    records = [r for r in unusable_records(measurement) if wanted is None or r["metric"] in wanted]
+    source = measurement.source or "input"
     lines = []
     for record in records[:limit]:
         total = record["kind"] == KIND_REGION

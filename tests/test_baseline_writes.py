@@ -22,7 +22,7 @@ from conftest import REPO
 from perfgate.baseline import baseline_documents, remove_leftovers, save_baselines, write_atomically
 from perfgate.cli import main
 from perfgate.errors import InputError
-from perfgate.table import make_table
+from perfgate.table import Measurement, make_table
 
 H100 = REPO / "tests" / "data" / "h100"
 GPUS = ("NVIDIA A100", "NVIDIA H100")
@@ -32,7 +32,7 @@ def two_gpu_documents(duration: float) -> dict:
     rows = [{"kind": "kernel", "kernel": "k", "demangled": "k()", "region": "", "ordinal": 0, "launch": i,
              "device": gpu, "cc": "9.0", "grid": "", "block": "", "metric": "gpu__time_duration.sum", "unit": "ns",
              "value": duration} for i, gpu in enumerate(GPUS)]
-    return baseline_documents(make_table(rows), ["gpu__time_duration.sum"])
+    return baseline_documents(Measurement(make_table(rows)), ["gpu__time_duration.sum"])
 
 
 def files(directory: Path) -> dict[str, str]:

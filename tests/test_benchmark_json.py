@@ -45,20 +45,21 @@ def run_benchmarks(pytester: pytest.Pytester, out: Path, spin: int, save: bool =
 def test_reads_real_benchmark_json(pytester: pytest.Pytester) -> None:
     out = pytester.path / "bench.json"
     run_benchmarks(pytester, out, 2000)
-    table = read_table(out)
+    measurement = read_table(out)
+    table = measurement.table
     assert set(table["kind"]) == {"benchmark"}
     assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
     assert {"time.median", "time.min", "time.mean", "time.stddev", "rounds"} <= set(table["metric"])
     assert (table.loc[table["metric"] == "time.median", "unit"] == "s").all()
     assert table["device"].iloc[0].startswith("CPU: ")
-    samples = table.attrs["samples"]
+    samples = measurement.samples
     assert len(samples["test_bench.py::test_fast"]) >= 30
 
 
 def test_reads_saved_runs(pytester: pytest.Pytester) -> None:
     run_benchmarks(pytester, pytester.path / "bench.json", 2000, save=True)
     [saved] = list((pytester.path / ".benchmarks").glob("*/*.json"))
-    table = read_table(saved)
+    table = read_table(saved).table
     assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
 
 
@@ -112,7 +113,7 @@ def test_slower_benchmark_is_a_regression(pytester: pytest.Pytester, capsys: pyt
     (slower,) = [r for r in result_rows(report) if r["kernel"] == "test_bench.py::test_tunable"
                  and r["metric"] == "time.min"]
     assert slower["threshold"] == "20%" and 1.9 < slower["change"] < 2.1  # +200%: 3x the virtual time
-    assert len(read_table(cur).attrs["samples"]["test_bench.py::test_tunable"]) >= 30
+    assert len(read_table(cur).samples["test_bench.py::test_tunable"]) >= 30
 
 
 def test_baseline_from_benchmarks_keeps_samples(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,12 +153,13 @@ def test_benchmark_without_statistics_is_kept_as_no_data(tmp_path: Path) -> None
         {"group": None, "name": "test_fast", "fullname": "test_bench.py::test_fast", "stats": stats},
         {"group": None, "name": "test_tunable", "fullname": "test_bench.py::test_tunable", "stats": {"rounds": None}},
     ]}
-    table = table_from_benchmark_json(document, tmp_path / "bench.json")
+    measurement = table_from_benchmark_json(document, tmp_path / "bench.json")
+    table = measurement.table
     empty = table[table["kernel"] == "test_bench.py::test_tunable"]
     assert empty[["metric", "unit"]].values.tolist() == [["time.min", "s"]] and empty["value"].isna().all()
     assert len(table[table["kernel"] == "test_bench.py::test_fast"]) == 10
     assert set(table["device"]) == {"CPU: AMD EPYC 7B13"}
-    assert table.attrs["samples"] == {"test_bench.py::test_fast": [0.0012, 0.0013]}
+    assert measurement.samples == {"test_bench.py::test_fast": [0.0012, 0.0013]}
 
 
 def test_a_side_without_raw_timings_says_the_significance_test_did_not_run(

@@ -25,7 +25,7 @@ from perfgate.config import settings_from_table
 from perfgate.errors import ConfigError
 from perfgate.plugin.options import PluginOptions, compare_options_for
 from perfgate.report import launch_rows
-from perfgate.table import make_table
+from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,7 +40,7 @@ H100 = REPO / "tests" / "data" / "h100"
 ANCHOR = ("anchor_kernel", 1_000.0, "(1, 1, 1)", "step")
 
 
-def _table(launches: list[tuple[Any, ...]], source: str, region: str = "step") -> pd.DataFrame:
+def _table(launches: list[tuple[Any, ...]], source: str, region: str = "step") -> Measurement:
     """One launch per (kernel, duration in ns, grid[, region]), in order, in ``region`` unless it names its own."""
     rows: list[dict[str, Any]] = []
     ordinals: dict[str, int] = {}
@@ -51,7 +51,7 @@ def _table(launches: list[tuple[Any, ...]], source: str, region: str = "step") -
             rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": own_region[0] if own_region else region,
                          "ordinal": ordinal, "launch": number, "device": "NVIDIA H100", "cc": "9.0", "grid": grid,
                          "block": "(128, 1, 1)", "metric": metric, "unit": "", "value": value})
-    return make_table(rows, source=source)
+    return Measurement(make_table(rows), source=source)
 
 
 def _launch(comparison: Comparison, kernel: str) -> pd.Series:
@@ -182,7 +182,8 @@ def test_a_cublas_heuristic_change_on_the_real_h100_mlp_is_compared() -> None:
     # The rerun of the real MLP report, as if cuBLAS had picked a 256x128 tile for layer1's GEMM (another
     # kernel name, another grid) and that kernel had got 30% slower.
     base = read_table(H100 / "mlp.ncu-rep.xz")
-    cur = read_table(H100 / "mlp.rerun.ncu-rep.xz")
+    rerun = read_table(H100 / "mlp.rerun.ncu-rep.xz")
+    cur = rerun.table
     old = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_" \
           "execute_kernel__5x_cublas"
     new = old.replace("tilesize128x128x8", "tilesize256x128x8").replace("warpsize2x2x1", "warpsize4x2x1")
@@ -191,7 +192,7 @@ def test_a_cublas_heuristic_change_on_the_real_h100_mlp_is_compared() -> None:
     cur.loc[layer, "kernel"] = new
     cur.loc[layer, "grid"] = "(16, 16, 1)"
     cur.loc[layer & (cur["metric"] == TIME), "value"] *= 1.3
-    comparison = compare_tables(base, cur)
+    comparison = compare_tables(base, rerun)
     renamed = comparison.launches[(comparison.launches["kernel"] == new)]
     assert len(renamed) == 1
     assert renamed.iloc[0]["status"] == Status.REGRESSION.value

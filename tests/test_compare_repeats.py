@@ -21,7 +21,7 @@ import pytest
 from perfgate.collect import read_table
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.compare.statistics import interval_rank, shift_interval
-from perfgate.table import make_table
+from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import Status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,7 +34,7 @@ LAUNCHES, NOISE, TYPICAL = 40, 0.015, 85_000.0  # launches per run, run-to-run n
 
 
 def _table(durations: Any, source: str, *, kernel: str = "gemm_kernel", grid: str = "(64, 1, 1)",
-           instructions: Any = None, region: str = "loop", start: int = 0) -> pd.DataFrame:
+           instructions: Any = None, region: str = "loop", start: int = 0) -> Measurement:
     """One launch of ``kernel`` per duration, in ``region``; instructions 1,000,000 each unless given."""
     counts = instructions if instructions is not None else [1_000_000.0] * len(durations)
     rows: list[dict[str, Any]] = []
@@ -43,7 +43,7 @@ def _table(durations: Any, source: str, *, kernel: str = "gemm_kernel", grid: st
             rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": region,
                          "ordinal": ordinal, "launch": start + ordinal, "device": "NVIDIA H100", "cc": "9.0",
                          "grid": grid, "block": "(256, 1, 1)", "metric": metric, "unit": "", "value": float(value)})
-    return make_table(rows, source=source)
+    return Measurement(make_table(rows), source=source)
 
 
 def _noisy(rng: np.random.Generator, shift: float = 0.0, n: int = LAUNCHES) -> Any:
@@ -91,11 +91,12 @@ def test_an_eight_percent_shift_is_caught_and_reported_as_one_kernel() -> None:
     assert (rows["change"] < 0.05).any()
 
 
-def _halves(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _halves(measurement: Measurement) -> tuple[Measurement, Measurement]:
     """The launches of each kernel (same name, region and launch configuration) dealt alternately into
     two tables; the last launch of an odd count, and a kernel launched once, have no partner and are
     left out. Ordinals are renumbered so that a kernel launched with several configurations lines up."""
     keys = ["kind", "kernel", "region", "grid", "block"]
+    table = measurement.table
     launches = table.drop_duplicates("launch").sort_values("launch")
     by_kernel = launches.groupby(keys, sort=False)
     launches = launches.assign(_index=by_kernel.cumcount(), _size=by_kernel["launch"].transform("size"),
@@ -108,8 +109,7 @@ def _halves(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ordinal = dict(zip(chosen["launch"], chosen.groupby(["kind", "kernel", "region"]).cumcount(), strict=True))
         half = table[table["launch"].isin(ordinal).to_numpy()].reset_index(drop=True)
         half["ordinal"] = half["launch"].map(ordinal).astype("int64")
-        half.attrs = dict(table.attrs)
-        halves.append(half)
+        halves.append(measurement.with_table(half))
     return halves[0], halves[1]
 
 
@@ -125,8 +125,8 @@ def test_the_real_h100_mlp_report_split_in_two_halves_passes() -> None:
 
 def test_both_real_h100_mlp_runs_pooled_and_split_in_two_halves_pass_as_distributions() -> None:
     first, rerun = read_table(H100 / "mlp.ncu-rep.xz"), read_table(H100 / "mlp.rerun.ncu-rep.xz")
-    pooled = pd.concat([first, rerun.assign(launch=rerun["launch"] + 1000)], ignore_index=True)
-    base, cur = _halves(make_table(pooled, source="mlp x2"))
+    pooled = pd.concat([first.table, rerun.table.assign(launch=rerun.table["launch"] + 1000)], ignore_index=True)
+    base, cur = _halves(Measurement(make_table(pooled), source="mlp x2"))
     comparison = compare_tables(base, cur)
     assert comparison.verdict == "pass" and not comparison.inconclusive
     rows = _time_rows(comparison)
@@ -222,13 +222,13 @@ def test_a_single_launch_or_a_few_are_compared_as_before() -> None:
 
 def test_groups_are_per_kernel_region_and_launch_configuration() -> None:
     rng = np.random.default_rng(17)
-    base = pd.concat([_table(_noisy(rng), "base", grid="(64, 1, 1)"),
-                      _table(_noisy(rng), "base", kernel="other", start=100),
-                      _table(_noisy(rng), "base", region="epilogue", start=200)], ignore_index=True)
-    cur = pd.concat([_table(_noisy(rng, 0.08), "cur", grid="(64, 1, 1)"),
-                     _table(_noisy(rng), "cur", kernel="other", start=100),
-                     _table(_noisy(rng), "cur", region="epilogue", start=200)], ignore_index=True)
-    comparison = compare_tables(make_table(base, source="base"), make_table(cur, source="cur"))
+    base = pd.concat([_table(_noisy(rng), "base", grid="(64, 1, 1)").table,
+                      _table(_noisy(rng), "base", kernel="other", start=100).table,
+                      _table(_noisy(rng), "base", region="epilogue", start=200).table], ignore_index=True)
+    cur = pd.concat([_table(_noisy(rng, 0.08), "cur", grid="(64, 1, 1)").table,
+                     _table(_noisy(rng), "cur", kernel="other", start=100).table,
+                     _table(_noisy(rng), "cur", region="epilogue", start=200).table], ignore_index=True)
+    comparison = compare_tables(Measurement(make_table(base), source="base"), Measurement(make_table(cur), source="cur"))
     assert comparison.launches["group"].nunique() == 3
     assert comparison.counts() | {} == {**{s.value: 0 for s in Status if s is not Status.INFO},
                                         Status.REGRESSION.value: 1, Status.UNCHANGED.value: 2}

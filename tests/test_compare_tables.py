@@ -14,7 +14,7 @@ import pytest
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import DeviceMismatchError, InputError
 from perfgate.metrics import Threshold
-from perfgate.table import make_table
+from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import Status
 
 TIME, INST, READ = "gpu__time_duration.sum", "smsp__inst_executed.sum", "dram__bytes_read.sum"
@@ -36,10 +36,8 @@ class Launches:
         self.count += 1
         return self
 
-    def table(self, source: str, samples: dict[str, list[float]] | None = None) -> Any:
-        table = make_table(self.rows, source=source)
-        table.attrs["samples"] = samples or {}
-        return table
+    def table(self, source: str, samples: dict[str, list[float]] | None = None) -> Measurement:
+        return Measurement(make_table(self.rows), source=source, samples=samples or {})
 
 
 def _compare(base: Launches, cur: Launches, options: CompareOptions | None = None,
@@ -205,8 +203,8 @@ def test_matching_gives_every_launch_an_id_and_joining_pairs_values_by_it() -> N
     from perfgate.compare.joining import SideValues, join_metrics, metric_codes
     from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY, match_launches
 
-    base = Launches().add("a", {TIME: 1.0, INST: 10.0}).add("gone", {TIME: 2.0}).table("b")
-    cur = Launches().add("fresh", {TIME: 3.0}).add("a", {TIME: 4.0, "unasked__metric.sum": 5.0}).table("c")
+    base = Launches().add("a", {TIME: 1.0, INST: 10.0}).add("gone", {TIME: 2.0}).table("b").table
+    cur = Launches().add("fresh", {TIME: 3.0}).add("a", {TIME: 4.0, "unasked__metric.sum": 5.0}).table("c").table
     cur.loc[cur["metric"] == TIME, "unit"] = "ns"
     launches = match_launches(base, cur)
     side = dict(zip(launches.frame["kernel"], launches.side, strict=True))

@@ -5,24 +5,23 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from perfgate.baseline import baseline_documents, save_baselines
 from perfgate.gate import COMPARED, NEW, REGRESSION, UPDATED, Where, gate
 from perfgate.options import selection
-from perfgate.table import make_table
+from perfgate.table import Measurement, make_table
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = selection(metrics=None, thresholds={}, significance=0.01, allow_device_mismatch=False)
 
 
-def _table(durations: dict[str, float]) -> Any:
+def _table(durations: dict[str, float]) -> Measurement:
     """One kernel launch per GPU, with its duration in ns."""
     rows = [{"kind": "kernel", "kernel": "gemm", "demangled": "gemm", "region": "", "ordinal": 0, "launch": i,
              "device": device, "cc": "9.0", "grid": "(1, 1, 1)", "block": "(1, 1, 1)",
              "metric": "gpu__time_duration.sum", "unit": "ns", "value": value}
             for i, (device, value) in enumerate(durations.items())]
-    return make_table(rows)
+    return Measurement(make_table(rows))
 
 
 def test_a_regression_on_one_gpu_is_not_hidden_by_a_missing_baseline_on_another(tmp_path: Path) -> None:
@@ -77,9 +76,9 @@ def test_compare_against_a_directory_without_that_baseline_is_exit_2() -> None:
 
 
 def test_a_gated_value_on_one_side_only_is_not_measured_and_fails_strict(tmp_path: Path) -> None:
-    base = _table({"NVIDIA H100": 100_000.0})
-    inst = base.iloc[[0]].assign(metric="smsp__inst_executed.sum", unit="", value=5_000.0)
-    base = make_table([*base.to_dict("records"), *inst.to_dict("records")])
+    duration = _table({"NVIDIA H100": 100_000.0}).table
+    inst = duration.iloc[[0]].assign(metric="smsp__inst_executed.sum", unit="", value=5_000.0)
+    base = Measurement(make_table([*duration.to_dict("records"), *inst.to_dict("records")]))
     save_baselines(baseline_documents(base, OPTIONS.wanted_metrics()), tmp_path, "t")
     current = _table({"NVIDIA H100": 100_000.0})  # the instructions were not measured this time
     where = Where(name="t", test="t.py::t")

@@ -3,8 +3,8 @@ comparison is "not measured", exit 2, with the reason), and names from the code 
 terminal as escape sequences (text report and the plugin's summary).
 
 This branch's side of the same issues is done and tested elsewhere: readers keep every unusable value as
-NaN with its reason in ``table.attrs["unusable"]`` (``test_unusable_values.py``; ``perfgate.table.
-unusable_notes(table, metrics)`` phrases them), and ``perfgate.text.inert`` makes a name terminal-safe
+NaN with its reason in the measurement's ``unusable`` (``test_unusable_values.py``; ``perfgate.table.
+unusable_notes(measurement, metrics)`` phrases them), and ``perfgate.text.inert`` makes a name terminal-safe
 (``test_text.py``).
 """
 

@@ -111,7 +111,7 @@ def test_prefers_ncu_report_from_the_nsight_compute_install(tmp_path: Path) -> N
     code = textwrap.dedent(f"""
         import sys
         from perfgate.collect import read_table
-        table = read_table({str(corpus_file("mlp-t4/report.ncu-rep"))!r})
+        table = read_table({str(corpus_file("mlp-t4/report.ncu-rep"))!r}).table
         import ncu_report
         print(getattr(sys.modules.get("ncu_report"), "INSTALL_COPY", False), len(table) > 0)
     """)

@@ -20,7 +20,8 @@ ALL_REPORTS = sorted(p.relative_to(NCU_REP).as_posix() for p in NCU_REP.glob("*/
 
 @pytest.mark.parametrize("relative", ALL_REPORTS or ["mlp-t4/report.ncu-rep"])
 def test_every_corpus_report_reads(relative: str) -> None:
-    table = read_table(corpus_file(relative))
+    measurement = read_table(corpus_file(relative))
+    table = measurement.table
     assert tuple(table.columns) == COLUMNS
     assert not table.empty
     assert set(table["kind"]) == {"kernel"}
@@ -31,11 +32,11 @@ def test_every_corpus_report_reads(relative: str) -> None:
     launches = table.drop_duplicates("launch")
     assert (launches["kernel"] != "").all()
     assert launches["demangled"].str.contains(r"\(").all()
-    assert table.attrs["source"].endswith(relative.split("/")[-1])
+    assert measurement.source.endswith(relative.split("/")[-1])
 
 
 def test_t4_launch_facts() -> None:
-    table = read_ncu_rep(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))
+    table = read_ncu_rep(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep")).table
     row = table.set_index("metric")
     assert row.loc["gpu__time_duration.sum", "value"] == 151328.0
     assert row.loc["gpu__time_duration.sum", "unit"] == "ns"
@@ -51,14 +52,14 @@ def test_t4_launch_facts() -> None:
 
 
 def test_metric_filter_keeps_only_asked_metrics() -> None:
-    table = read_ncu_rep(corpus_file("mlp-t4/report.ncu-rep"), ["gpu__time_duration.sum", "no__such_metric"])
+    table = read_ncu_rep(corpus_file("mlp-t4/report.ncu-rep"), ["gpu__time_duration.sum", "no__such_metric"]).table
     assert list(table["metric"]) == ["gpu__time_duration.sum"]
 
 
 @pytest.mark.parametrize(("relative", "kernel"), [("esmm-a10g/5c6231e.ncu-rep", "one_d_vec"),
                                                   ("esmm-a10g/e22c00d.ncu-rep", "vectorized_blocktiling")])
 def test_launch_without_data_is_kept_as_nan(relative: str, kernel: str) -> None:
-    table = read_ncu_rep(corpus_file(relative))
+    table = read_ncu_rep(corpus_file(relative)).table
     launch = table[table["kernel"] == kernel]
     assert not launch.empty
     duration = launch[launch["metric"] == "gpu__time_duration.sum"]["value"]
@@ -68,7 +69,7 @@ def test_launch_without_data_is_kept_as_nan(relative: str, kernel: str) -> None:
 
 
 def test_several_kernels_in_report_order() -> None:
-    table = read_ncu_rep(corpus_file("esmm-a10g/b644635.ncu-rep"))
+    table = read_ncu_rep(corpus_file("esmm-a10g/b644635.ncu-rep")).table
     launches = table.drop_duplicates("launch").sort_values("launch")
     assert list(launches["kernel"]) == ["one_blocktiling", "two_blocktiling", "vectorized_blocktiling",
                                         "warptiling"]

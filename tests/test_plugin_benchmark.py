@@ -15,7 +15,7 @@ import pytest
 from plugin_helpers import preload_heavy_modules, read_json
 
 from perfgate.plugin.runner import GpuBusy, gpu_locks
-from perfgate.plugin.session import _launch_name
+from perfgate.plugin.session_report import launch_name
 from perfgate.render import render_text
 from perfgate.report import launch_rows, validate_report
 
@@ -121,9 +121,9 @@ def test_disabled_benchmarks_are_noted_not_gated(suite: pytest.Pytester) -> None
 def test_a_row_named_like_its_test_is_named_once() -> None:
     bench = {"test": "t.py::test_x", "kind": "benchmark", "kernel": "t.py::test_x", "region": None}
     kernel = {"test": "t.py::test_y", "kind": "kernel", "kernel": "softmax", "region": "layer1"}
-    assert _launch_name(bench) == "t.py::test_x"
-    assert _launch_name(kernel) == "t.py::test_y: softmax [layer1]"
-    assert _launch_name({"kernel": "softmax"}) == "softmax"
+    assert launch_name(bench) == "t.py::test_x"
+    assert launch_name(kernel) == "t.py::test_y: softmax [layer1]"
+    assert launch_name({"kernel": "softmax"}) == "softmax"
     bench, kernel = dict(bench, status="regression", region=""), dict(kernel, status="regression")
     report = validate_report({"format": "perfgate-report", "version": 1, "verdict": "fail", "launches": [bench, kernel],
                               "results": [dict(bench, metric="time.min")]}, "a version 1 report")

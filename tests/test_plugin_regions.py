@@ -17,13 +17,13 @@ from perfgate.regions import (
     drop_unscoped_launches,
     is_additive,
 )
-from perfgate.table import KIND_REGION, assign_ordinals, make_table
+from perfgate.table import KIND_REGION, Measurement, assign_ordinals, make_table
 
 VERSIONS = ("report_v2", "report_v3_loop_unroll", "report_v4_8_per_thread", "report_v5_4_per_thread")
 
 
 @pytest.fixture(scope="module")
-def launches() -> pd.DataFrame:
+def launches() -> Measurement:
     """Launch i of this table is the kernel of VERSIONS[i] (real values, one device)."""
     frames = []
     for index, name in enumerate(VERSIONS):
@@ -31,81 +31,82 @@ def launches() -> pd.DataFrame:
         if not path.is_file():
             pytest.skip(f"corpus file {path} not available (set PERFGATE_CORPUS to ../shared/corpus)")
         frame = read_table(path, CompareOptions().wanted_metrics())
-        frames.append(frame.assign(launch=index))
-    table = assign_ordinals(make_table(pd.concat(frames, ignore_index=True), source="four T4 launches"))
-    return table
+        frames.append(frame.table.assign(launch=index))
+    return Measurement(assign_ordinals(make_table(pd.concat(frames, ignore_index=True))), source="four T4 launches")
 
 
-def _in_regions(table: pd.DataFrame, regions: dict[int, str]) -> pd.DataFrame:
-    placed = table.copy()
+def _in_regions(measurement: Measurement, regions: dict[int, str]) -> Measurement:
+    placed = measurement.table.copy()
     placed["region"] = placed["launch"].map(regions).fillna("")
-    placed.attrs.update(table.attrs)
-    return placed
+    return measurement.with_table(placed)
 
 
-def _value(table: pd.DataFrame, kernel: str, region: str, metric: str) -> float:
+def _value(measurement: Measurement, kernel: str, region: str, metric: str) -> float:
+    table = measurement.table
     rows = table[(table["kind"] == KIND_REGION) & (table["kernel"] == kernel) & (table["region"] == region)
                  & (table["metric"] == metric)]
     assert len(rows) == 1, rows
     return float(rows["value"].iloc[0])
 
 
-def test_each_top_level_region_and_the_total_sum_their_launches(launches: pd.DataFrame) -> None:
+def test_each_top_level_region_and_the_total_sum_their_launches(launches: Measurement) -> None:
     layers = _in_regions(launches, {0: "layer1", 1: "layer1", 2: "layer2 > attention", 3: "layer2"})
     totals = add_region_totals(layers)
     duration = "gpu__time_duration.sum"
-    per_launch = launches[launches["metric"] == duration].set_index("launch")["value"]
+    per_launch = launches.table[launches.table["metric"] == duration].set_index("launch")["value"]
     assert _value(totals, "layer1", "layer1", duration) == pytest.approx(per_launch[0] + per_launch[1])
     assert _value(totals, "layer2", "layer2", duration) == pytest.approx(per_launch[2] + per_launch[3])
     assert _value(totals, TOTAL, "", duration) == pytest.approx(per_launch.sum())
-    region_rows = totals[totals["kind"] == KIND_REGION]
-    assert set(region_rows["metric"]) == {m for m in launches["metric"].unique() if is_additive(m)}
+    region_rows = totals.table[totals.table["kind"] == KIND_REGION]
+    assert set(region_rows["metric"]) == {m for m in launches.table["metric"].unique() if is_additive(m)}
     assert "dram__bytes_read.sum" in set(region_rows["metric"]) and "smsp__inst_executed.sum" in set(
         region_rows["metric"])
     assert not any(m.endswith("pct_of_peak_sustained_elapsed") for m in region_rows["metric"])
     assert region_rows[region_rows["kernel"] == "layer1"]["demangled"].iloc[0] == "sum over 2 kernel launches"
     # the kernels themselves are still there, under their full region stack
-    assert set(totals.loc[totals["kind"] == "kernel", "region"]) == {"layer1", "layer2 > attention", "layer2"}
+    assert set(totals.table.loc[totals.table["kind"] == "kernel", "region"]) == {"layer1", "layer2 > attention", "layer2"}
 
 
-def test_one_region_gets_its_total_but_no_overall_total(launches: pd.DataFrame) -> None:
+def test_one_region_gets_its_total_but_no_overall_total(launches: Measurement) -> None:
     totals = add_region_totals(_in_regions(launches, {0: "only", 1: "only", 2: "only", 3: "only"}))
-    assert set(totals.loc[totals["kind"] == KIND_REGION, "kernel"]) == {"only"}
+    assert set(totals.table.loc[totals.table["kind"] == KIND_REGION, "kernel"]) == {"only"}
 
 
-def test_launches_outside_regions_are_dropped_and_not_counted(launches: pd.DataFrame) -> None:
+def test_launches_outside_regions_are_dropped_and_not_counted(launches: Measurement) -> None:
     placed = _in_regions(launches, {0: "layer1", 1: "layer1"})
     kept = drop_unscoped_launches(placed)
-    assert sorted(kept["launch"].unique()) == [0, 1]
-    assert kept.attrs == placed.attrs
+    assert sorted(kept.table["launch"].unique()) == [0, 1]
+    assert (kept.source, kept.unusable) == (placed.source, placed.unusable)
     totals = add_region_totals(kept)
     duration = "gpu__time_duration.sum"
-    per_launch = launches[launches["metric"] == duration].set_index("launch")["value"]
+    per_launch = launches.table[launches.table["metric"] == duration].set_index("launch")["value"]
     assert _value(totals, "layer1", "layer1", duration) == pytest.approx(per_launch[0] + per_launch[1])
 
 
-def test_a_report_without_region_information_is_kept_whole(launches: pd.DataFrame) -> None:
+def test_a_report_without_region_information_is_kept_whole(launches: Measurement) -> None:
     assert drop_unscoped_launches(launches) is launches
     assert add_region_totals(launches) is launches
 
 
-def test_a_launch_without_data_makes_its_region_total_no_data(launches: pd.DataFrame) -> None:
+def test_a_launch_without_data_makes_its_region_total_no_data(launches: Measurement) -> None:
     placed = _in_regions(launches, {0: "a", 1: "a", 2: "b", 3: "b"})
-    placed.loc[(placed["launch"] == 1) & (placed["metric"] == "gpu__time_duration.sum"), "value"] = math.nan
+    table = placed.table
+    table.loc[(table["launch"] == 1) & (table["metric"] == "gpu__time_duration.sum"), "value"] = math.nan
     totals = add_region_totals(placed)
     assert math.isnan(_value(totals, "a", "a", "gpu__time_duration.sum"))
     assert not math.isnan(_value(totals, "b", "b", "gpu__time_duration.sum"))
 
 
-def test_region_totals_round_trip_through_a_baseline_and_gate(launches: pd.DataFrame) -> None:
+def test_region_totals_round_trip_through_a_baseline_and_gate(launches: Measurement) -> None:
     regions = {0: "layer1", 1: "layer1", 2: "layer2", 3: "layer2"}
     before = add_region_totals(_in_regions(launches, regions))
     (document,) = baseline_documents(before, settings={"clock_control": "base"}).values()
     baseline = table_from_baseline(document, "b.json")  # type: ignore[arg-type]
     # layer2's second kernel gets 30% slower: a kernel, its layer and the total regress; layer1 does not
     slower = _in_regions(launches, regions)
-    mask = (slower["launch"] == 3) & (slower["metric"] == "gpu__time_duration.sum")
-    slower.loc[mask, "value"] = slower.loc[mask, "value"] * 1.3
+    table = slower.table
+    mask = (table["launch"] == 3) & (table["metric"] == "gpu__time_duration.sum")
+    table.loc[mask, "value"] = table.loc[mask, "value"] * 1.3
     comparison = compare_tables(baseline, add_region_totals(slower))
     status = {(row.kind, row.kernel, row.region): row.status for row in comparison.launches.itertuples()}
     assert status[("region", "layer2", "layer2")] == "regression"

@@ -20,7 +20,7 @@ from perfgate.render import (
     render_text,
     verdict_line,
 )
-from perfgate.render.common import text_length
+from perfgate.render.formatting import text_length
 from perfgate.report import (
     FORMAT_VERSION,
     MAX_REPORT_BYTES,

@@ -21,9 +21,11 @@ from perfgate.compare import compare_tables
 from perfgate.errors import InputError
 from perfgate.publish.context import commits_from_environment, resolve_target
 from perfgate.render import render_html, render_json, render_markdown, render_text
-from perfgate.render.common import kernel_groups, kernel_row, plural, source_label
+from perfgate.render.common import plural, source_label
+from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels_html import axis, metric_group
 from perfgate.report import build_report, merge_reports, validate_report
+from perfgate.table import Measurement
 from perfgate.vocabulary import bound_of
 
 V3 = "mlp-t4/report_v3_loop_unroll.ncu-rep"
@@ -39,10 +41,11 @@ def report_of(base: str, cur: str) -> dict:
 def repeated(launches: int, slowdown: float) -> dict:
     """A real H100 softmax launch repeated ``launches`` times in the baseline, and again in the current run
     with its duration scaled by ``slowdown`` (a deterministic ±0.5% spread on both sides)."""
-    table = read_table(H100_SOFTMAX)
+    measurement = read_table(H100_SOFTMAX)
+    table = measurement.table
     first = table[table["launch"] == table["launch"].min()]
 
-    def side(scale: float, phase: int) -> pd.DataFrame:
+    def side(scale: float, phase: int) -> Measurement:
         copies = []
         for n in range(launches):
             copy = first.copy()
@@ -51,9 +54,7 @@ def repeated(launches: int, slowdown: float) -> dict:
             timed = copy["metric"] == "gpu__time_duration.sum"
             copy.loc[timed, "value"] = copy.loc[timed, "value"] * scale * jitter
             copies.append(copy)
-        frame = pd.concat(copies, ignore_index=True)
-        frame.attrs.update(table.attrs)
-        return frame
+        return measurement.with_table(pd.concat(copies, ignore_index=True))
 
     return build_report(compare_tables(side(1.0, 0), side(slowdown, 3)))
 
@@ -120,7 +121,7 @@ def test_the_why_bound_launch_change_and_findings_in_every_format() -> None:
 def test_findings_are_not_known_without_rule_results() -> None:
     """perfgate's own H100 captures were profiled with --metrics only: ncu ran no rule, so "not known"."""
     table = read_table(H100_SOFTMAX)
-    assert "findings" not in table.attrs
+    assert table.findings is None
     report = build_report(compare_tables(table, read_table(REPO / "tests/data/h100/softmax.rerun.ncu-rep.xz")))
     assert set(report["launches"]["findings_appeared"]) == {None}
 

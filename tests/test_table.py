@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import math
 
-from perfgate.table import NO_DATA_METRIC, assign_ordinals, devices, make_table, no_data_row, restrict_metrics
+from perfgate.table import (
+    NO_DATA_METRIC,
+    Measurement,
+    assign_ordinals,
+    devices,
+    make_table,
+    no_data_row,
+    restrict_metrics,
+)
 
 
 def _row(launch: int, kernel: str, metric: str, value: float, device: str = "Tesla T4") -> dict:
@@ -18,13 +26,13 @@ def test_ordinals_count_launches_of_the_same_kernel() -> None:
 
 
 def test_restrict_metrics_keeps_launches_visible() -> None:
-    table = make_table([_row(0, "a", "keep", 1.0), _row(0, "a", "drop", 2.0), _row(1, "b", "drop", 3.0)],
-                       source="x.csv")
-    kept = restrict_metrics(table, ["keep"])
+    table = make_table([_row(0, "a", "keep", 1.0), _row(0, "a", "drop", 2.0), _row(1, "b", "drop", 3.0)])
+    restricted = restrict_metrics(Measurement(table, source="x.csv"), ["keep"])
+    kept = restricted.table
     assert list(kept["kernel"]) == ["a", "b"]
     assert list(kept["metric"]) == ["keep", "gpu__time_duration.sum"]
     assert math.isnan(kept["value"].iloc[1])
-    assert kept.attrs["source"] == "x.csv"
+    assert restricted.source == "x.csv"
 
 
 def test_no_data_row_per_kind() -> None:
@@ -50,7 +58,7 @@ def test_metric_hint_keeps_identity_of_raw_csv_launches() -> None:
     from perfgate.collect import read_table
 
     raw = REPO / "tests" / "data" / "ncu-csv" / "raw.csv"
-    full, hinted = read_table(raw), read_table(raw, ["gpu__time_duration.sum"])
+    full, hinted = read_table(raw).table, read_table(raw, ["gpu__time_duration.sum"]).table
     assert set(hinted["metric"]) == {"gpu__time_duration.sum"}
     columns = ["kernel", "device", "cc", "grid", "block", "ordinal"]
     expected = full.drop_duplicates("launch")[columns].reset_index(drop=True)

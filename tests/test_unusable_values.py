@@ -2,7 +2,7 @@
 
 ncu prints ``n/a`` for a metric it could not collect; broken or hostile files hold ``nan``, ``inf``, ``1e400``,
 text, hex or a negative duration. Every reader keeps such a cell as a row with value NaN ("no value") and
-records why in ``attrs["unusable"]`` (``perfgate.table.ATTR_UNUSABLE``), for the compare stage to show. The
+records why in the measurement's ``unusable`` (``perfgate.table.Measurement``), for the compare stage to show. The
 compare-side verdict on them (a gated metric with a value on one side only must not pass) is in
 ``test_issue14_other_branches.py``. Inputs are perfgate's own H100 captures with one cell changed.
 """
@@ -13,17 +13,17 @@ import csv
 import io
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 from conftest import REPO
 
 from perfgate.cli import main
 from perfgate.collect import read_table
 from perfgate.collect.screen import is_no_value, screen_values, value_problem
-from perfgate.table import ATTR_UNUSABLE, make_table, restrict_metrics, unusable_notes, unusable_records
+from perfgate.table import Measurement, make_table, restrict_metrics, unusable_notes, unusable_records
 
 H100 = REPO / "tests" / "data" / "h100"
 DETAILS = H100 / "vector_add.rerun.details-base.csv"
@@ -71,10 +71,11 @@ def _raw_with(tmp_path: Path, cell: str, metric: str = DURATION) -> Path:
     return path
 
 
-def _the(table: pd.DataFrame, metric: str = DURATION) -> tuple[float, str]:
-    """The one value of ``metric`` in ``table`` and its unusable reason ("" when none)."""
+def _the(measurement: Measurement, metric: str = DURATION) -> tuple[float, str]:
+    """The one value of ``metric`` in the measurement's table and its unusable reason ("" when none)."""
+    table = measurement.table
     [value] = table.loc[table["metric"] == metric, "value"].tolist()
-    reasons = [r["reason"] for r in unusable_records(table) if r["metric"] == metric and r["kind"] != "region"]
+    reasons = [r["reason"] for r in unusable_records(measurement) if r["metric"] == metric and r["kind"] != "region"]
     return value, (reasons[0] if reasons else "")
 
 
@@ -94,8 +95,8 @@ def test_csv_cell_that_is_no_measurement_is_kept_as_no_value_with_its_reason(tmp
 def test_a_good_value_has_no_reason_and_the_others_are_untouched(tmp_path: Path) -> None:
     table = read_table(_details_with(tmp_path, "n/a"))
     assert [r["metric"] for r in unusable_records(table)] == [DURATION]
-    good = read_table(DETAILS)
-    merged = table.merge(good, on=["launch", "metric"], suffixes=("", "_good"))
+    good = read_table(DETAILS).table
+    merged = table.table.merge(good, on=["launch", "metric"], suffixes=("", "_good"))
     others = merged[merged["metric"] != DURATION]
     assert (others["value"].fillna(-1) == others["value_good"].fillna(-1)).all()
 
@@ -103,7 +104,7 @@ def test_a_good_value_has_no_reason_and_the_others_are_untouched(tmp_path: Path)
 def test_text_in_a_string_metric_is_still_no_row(tmp_path: Path) -> None:
     """ncu's string-valued metrics (the device's name, a cache configuration) are no numbers, not broken ones."""
     table = read_table(DETAILS)
-    assert "device__attribute_display_name" not in set(table["metric"])
+    assert "device__attribute_display_name" not in set(table.table["metric"])
     assert not unusable_records(table)
 
 
@@ -112,7 +113,7 @@ def test_text_in_a_metric_without_unit_is_unusable_only_when_it_is_known_or_aske
     table = read_table(path)  # a catalog metric: kept as no value
     assert _the(table, "launch__registers_per_thread")[1] == "'lots' is not a number"
     path = _details_with(tmp_path, "lots", metric="launch__grid_dim_y", unit="")
-    assert "launch__grid_dim_y" not in set(read_table(path)["metric"])  # an unknown text metric: no row
+    assert "launch__grid_dim_y" not in set(read_table(path).table["metric"])  # an unknown text metric: no row
     asked = read_table(path, ["launch__grid_dim_y", DURATION])  # asked for by name: it is meant as a number
     assert _the(asked, "launch__grid_dim_y")[1] == "'lots' is not a number"
 
@@ -166,7 +167,7 @@ def test_a_zero_spread_is_a_measurement(tmp_path: Path) -> None:
 
 def test_a_null_statistic_is_not_measured(tmp_path: Path) -> None:
     table = read_table(_bench(tmp_path, median=None))
-    assert "time.median" not in set(table["metric"]) and not unusable_records(table)
+    assert "time.median" not in set(table.table["metric"]) and not unusable_records(table)
 
 
 @pytest.mark.parametrize("data", [[True, 0.001, 0.001], [0.001, -0.001, 0.001], [0.001, 0, 0.001], ["0.001"], "x",
@@ -204,10 +205,10 @@ def test_ncu_report_values(raw: object, kind: int, expected: float | None, words
     assert (reason is None) == (words is None) and (words is None or words in str(reason))
 
 
-def _table(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
-    return make_table([{"kind": "kernel", "kernel": f"k{i}", "demangled": "", "region": "", "ordinal": 0,
+def _table(rows: list[tuple[str, str, float]]) -> Measurement:
+    return Measurement(make_table([{"kind": "kernel", "kernel": f"k{i}", "demangled": "", "region": "", "ordinal": 0,
                         "launch": i, "device": "GPU", "cc": "9.0", "grid": "", "block": "", "metric": metric,
-                        "unit": unit, "value": value} for i, (metric, unit, value) in enumerate(rows)])
+                        "unit": unit, "value": value} for i, (metric, unit, value) in enumerate(rows)]))
 
 
 def test_screen_values_judges_by_unit_and_metric() -> None:
@@ -215,24 +216,24 @@ def test_screen_values_judges_by_unit_and_metric() -> None:
             ("dram__bytes_read.sum", "byte", -5.0), ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", -0.1),
             ("some__signed_thing", "", -3.0), ("lts__t_sectors.sum", "sector", math.inf),
             ("time.stddev", "s", 0.0), ("time.min", "s", 0.0)]
-    table = screen_values(_table(rows))
-    kept = table["value"].tolist()
+    screened = screen_values(_table(rows))
+    kept = screened.table["value"].tolist()
     assert math.isnan(kept[0]) and math.isnan(kept[1])  # a duration of 0 or less
     assert kept[2] == 0.0 and math.isnan(kept[3])  # no bytes is fine, negative bytes are not
     assert math.isnan(kept[4]) and kept[5] == -3.0  # a percentage has a unit; a unitless metric may be signed
     assert math.isnan(kept[6]) and kept[7] == 0.0 and math.isnan(kept[8])
-    assert [r["launch"] for r in table.attrs[ATTR_UNUSABLE]] == [0, 1, 3, 4, 6, 8]
+    assert [r["launch"] for r in screened.unusable] == [0, 1, 3, 4, 6, 8]
     assert value_problem(DURATION, "ns", 5.0) is None
 
 
 def test_records_follow_restrict_metrics_and_notes_say_where() -> None:
-    table = screen_values(_table([(DURATION, "ns", -1.0), ("dram__bytes_read.sum", "byte", -5.0)]))
-    table.attrs["source"] = "cur.csv"
+    table = replace(screen_values(_table([(DURATION, "ns", -1.0), ("dram__bytes_read.sum", "byte", -5.0)])),
+                    source="cur.csv")
     assert unusable_notes(table) == [
         "cur.csv: k0 #0: gpu__time_duration.sum has no usable value (-1 ns is not a time anything ran for)",
         "cur.csv: k1 #0: dram__bytes_read.sum has no usable value (-5 byte is negative)"]
     kept = restrict_metrics(table, [DURATION])
-    assert [r["metric"] for r in kept.attrs[ATTR_UNUSABLE]] == [DURATION]
+    assert [r["metric"] for r in kept.unusable] == [DURATION]
     assert unusable_notes(table, [DURATION], limit=0) == ["cur.csv: 1 more value without a usable value"]
     assert is_no_value("'n/a': no value was recorded") and not is_no_value("'x' is not a number")
 
@@ -240,10 +241,11 @@ def test_records_follow_restrict_metrics_and_notes_say_where() -> None:
 def test_a_region_total_over_a_launch_without_value_is_no_value_with_a_reason(tmp_path: Path) -> None:
     from perfgate.regions import with_region_totals
 
-    table = with_region_totals(read_table(_raw_with(tmp_path, "n/a")))
+    measurement = with_region_totals(read_table(_raw_with(tmp_path, "n/a")))
+    table = measurement.table
     totals = table[(table["kind"] == "region") & (table["metric"] == DURATION)]
     assert totals["value"].isna().all()
-    reasons = {r["kernel"]: r["reason"] for r in unusable_records(table) if r["kind"] == "region"}
+    reasons = {r["kernel"]: r["reason"] for r in unusable_records(measurement) if r["kind"] == "region"}
     assert reasons == {"vector_add": "1 of the 1 launch in it has no usable value"}
 
 

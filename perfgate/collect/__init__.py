@@ -13,10 +13,9 @@ import os
 import stat
 import time
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
-
-import pandas as pd
 
 from perfgate.limits import (
     ENV_FIFO_WAIT,
@@ -28,7 +27,7 @@ from perfgate.limits import (
     size_text,
 )
 from perfgate.errors import InputError
-from perfgate.table import ATTR_SOURCE, restrict_metrics
+from perfgate.table import Measurement, restrict_metrics
 
 
 class _NonFiniteNumber(ValueError):
@@ -215,8 +214,8 @@ def _renamed(exc: InputError, inner: Path, outer: str | os.PathLike[str]) -> Inp
     return InputError(outer, exc.problem, exc.fix)
 
 
-def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
-    """Read any supported input into the normalized table.
+def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> Measurement:
+    """Read any supported input into the normalized table and the facts beside it.
 
     ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so. A pipe is
     copied to a temporary file first, and a compressed input expanded into a temporary folder: both
@@ -229,18 +228,16 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             # A pipe or process substitution can be read only once, and readers need to seek.
             spooled = file_path = _spool(file_path)
         try:
-            frame = _read_file(file_path, metrics, str(path))
+            measurement = _read_file(file_path, metrics, str(path))
         except InputError as exc:
             raise _renamed(exc, file_path, path) from None
-        if spooled is not None:
-            frame.attrs[ATTR_SOURCE] = str(path)
-        return frame
+        return replace(measurement, source=str(path)) if spooled is not None else measurement
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
 
 
-def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> pd.DataFrame:
+def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> Measurement:
     try:
         with file_path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
@@ -255,11 +252,10 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
             try:
-                frame = read_table(inner, metrics)
+                measurement = read_table(inner, metrics)
             except InputError as exc:
                 raise _renamed(exc, inner, shown) from None
-        frame.attrs[ATTR_SOURCE] = shown
-        return frame
+        return replace(measurement, source=shown)
     return _read_by_format(file_path, head, metrics)
 
 
@@ -279,7 +275,7 @@ def _unrecognized(path: Path) -> InputError:
                       "JSON or a perfgate baseline")
 
 
-def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> pd.DataFrame:
+def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> Measurement:
     """Hand an uncompressed file to its reader, sniffed from its first bytes ``head``."""
     if head.startswith(b"NVR\x00") or file_path.suffix == ".ncu-rep":
         from perfgate.collect.ncu_rep import read_ncu_rep
@@ -305,5 +301,5 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
     # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
     if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:
         raise _unrecognized(file_path)
-    frame = read_ncu_csv(file_path, metrics)
-    return frame if metrics is None else restrict_metrics(frame, metrics)
+    measurement = read_ncu_csv(file_path, metrics)
+    return measurement if metrics is None else restrict_metrics(measurement, metrics)

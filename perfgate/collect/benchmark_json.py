@@ -2,7 +2,7 @@
 
 Each benchmark becomes one "launch" of kind ``benchmark`` with metrics ``time.<stat>`` in
 seconds (plus ``rounds`` and ``ops``); raw timings (``--benchmark-save-data``) go to
-``attrs["samples"]`` for the significance test.
+the measurement's ``samples`` for the significance test.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 
 from perfgate.limits import check_name_length
 from perfgate.collect.screen import not_a_number_reason, screen_values
 from perfgate.errors import InputError
-from perfgate.table import ATTR_SAMPLES, make_table, no_data_row
+from perfgate.table import Measurement, Unusable, make_table, no_data_row
 from perfgate.units import SECOND
 from perfgate.vocabulary import KIND_BENCHMARK
 
@@ -63,7 +62,7 @@ def _samples(data: object, path: Path, index: int) -> list[float] | None:
     return [float(v) for v in data] or None
 
 
-def table_from_benchmark_json(document: Any, path: Path) -> pd.DataFrame:
+def table_from_benchmark_json(document: Any, path: Path) -> Measurement:
     """The table of a pytest-benchmark document: one launch per benchmark, a row per statistic.
 
     A statistic that is there but no number (text, a boolean) is kept as NaN with the reason, and
@@ -75,7 +74,7 @@ def table_from_benchmark_json(document: Any, path: Path) -> pd.DataFrame:
                          "pass the file written by --benchmark-json or saved under .benchmarks/")
     device = machine_name(document)
     rows: list[dict[str, object]] = []
-    unusable: list[dict[str, object]] = []
+    unusable: list[Unusable] = []
     samples: dict[str, list[float]] = {}
     for index, bench in enumerate(document["benchmarks"]):
         if not isinstance(bench, dict) or not isinstance(bench.get("stats"), dict):
@@ -106,6 +105,4 @@ def table_from_benchmark_json(document: Any, path: Path) -> pd.DataFrame:
         data = _samples(stats.get("data"), path, index)
         if data is not None:
             samples[name] = data
-    table = make_table(rows, source=str(path))
-    table.attrs[ATTR_SAMPLES] = samples
-    return screen_values(table, unusable)
+    return screen_values(Measurement(make_table(rows), source=str(path), samples=samples), unusable)

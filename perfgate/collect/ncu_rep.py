@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO, Protocol
 
-import pandas as pd
 
 from perfgate.limits import check_name_length
 from perfgate.collect.screen import (
@@ -32,8 +31,9 @@ from perfgate.collect.screen import (
 from perfgate.collect.rules import action_findings
 from perfgate.errors import InputError
 from perfgate.table import (
-    ATTR_FINDINGS,
     REGION_SEPARATOR,
+    Measurement,
+    Unusable,
     assign_ordinals,
     format_dim,
     make_table,
@@ -289,8 +289,8 @@ def _api_error(path: Path, module: ModuleType, launch: int, exc: Exception) -> I
 
 
 def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None = None,
-                 region_names: Sequence[str] = ()) -> pd.DataFrame:
-    """Read every profiled launch of a report into the normalized table.
+                 region_names: Sequence[str] = ()) -> Measurement:
+    """Read every profiled launch of a report into the normalized table, with its unusable values and rule findings.
 
     ``metrics`` limits which metrics are kept (launch facts and device are always read); None keeps
     every numeric metric. ``region_names`` are perfgate regions the profiled program entered (the
@@ -307,7 +307,7 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
             from exc
     wanted = None if metrics is None else set(metrics)
     rows: list[dict[str, object]] = []
-    unusable: list[dict[str, object]] = []
+    unusable: list[Unusable] = []
     findings: dict[int, list[str]] = {}
     launch = 0
     for range_index in range(context.num_ranges()):
@@ -337,11 +337,10 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
                          "check ncu's --kernel-name / --nvtx-include filters matched something")
     check_name_length({str(row[column]) for row in rows for column in ("kernel", "demangled")}, report_path)
     check_name_length({str(row["region"]) for row in rows}, report_path, "NVTX region")
-    frame = assign_ordinals(make_table(rows, source=str(report_path)))
-    frame.attrs["source"] = str(report_path)
-    if any(findings.values()):  # a report profiled with --metrics only has none: "not known", not "no finding"
-        frame.attrs[ATTR_FINDINGS] = findings
-    return screen_values(frame, unusable)
+    frame = assign_ordinals(make_table(rows))
+    # A report profiled with --metrics only has no findings: "not known", not "no finding".
+    known = {at: tuple(found) for at, found in findings.items()} if any(findings.values()) else None
+    return screen_values(Measurement(frame, source=str(report_path), findings=known), unusable)
 
 
 class _Damaged(Exception):
@@ -349,7 +348,7 @@ class _Damaged(Exception):
 
 
 def _action_rows(action: _Action, launch: int, region: str, wanted: set[str] | None,
-                 unusable: list[dict[str, object]]) -> list[dict[str, object]]:
+                 unusable: list[Unusable]) -> list[dict[str, object]]:
     """The launch's rows; a value that is no number is NaN, and why is appended to ``unusable``."""
     def metric_value(name: str) -> object:
         metric = action.metric_by_name(name)

@@ -4,7 +4,7 @@ ncu prints ``n/a`` for a metric it could not collect; a hand-edited or broken fi
 ``inf``, ``1e400`` (beyond float range: read as infinity), text, hex, or a negative byte count. Compared
 as numbers they would pass silently: an infinite current duration has no finite change, a negative one
 reads as a 250% improvement, and a dropped row reads as "not measured". So every reader keeps such a
-cell as a row with value NaN and records why in the table's ``ATTR_UNUSABLE`` (``perfgate.table``),
+cell as a row with value NaN and records why in the measurement's ``unusable`` (``perfgate.table``),
 which the compare stage turns into notes.
 
 Readers record what only they can see (the cell's text: ``n/a``, ``fast``, ``0x1F``); ``screen_values``
@@ -19,14 +19,14 @@ then judges the numbers every reader produced alike:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from perfgate.metrics import CATALOG_BY_NAME
-from perfgate.table import ATTR_UNUSABLE
+from perfgate.table import Measurement, Unusable
 
 # Times a launch or a round took: a value of 0 is a broken measurement, not a fast one.
 _POSITIVE_PREFIXES = ("gpu__time_duration.",)
@@ -90,14 +90,16 @@ def value_problem(metric: str, unit: str, value: float) -> str | None:
     return None
 
 
-def screen_values(frame: pd.DataFrame, recorded: Iterable[Mapping[str, Any]] = ()) -> pd.DataFrame:
+def screen_values(measurement: Measurement, recorded: Iterable[Unusable] = ()) -> Measurement:
     """Set the values that are no measurement to NaN, and record every unusable value with its reason.
 
     ``recorded``: what the reader already found (``{"launch", "metric", "reason"}``, for rows it kept as
-    NaN). Returns ``frame`` itself (modified) with ``ATTR_UNUSABLE`` holding those plus the ones found here.
+    NaN). Modifies the measurement's table in place; returns the measurement with ``unusable`` holding
+    those plus the ones found here.
     Vectorized: only the rows found bad cost a Python step.
     """
-    records = list(frame.attrs.get(ATTR_UNUSABLE) or []) + [dict(r) for r in recorded]
+    frame = measurement.table
+    records: list[Unusable] = [*measurement.unusable, *recorded]
     values = frame["value"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = np.isinf(values)
@@ -119,5 +121,4 @@ def screen_values(frame: pd.DataFrame, recorded: Iterable[Mapping[str, Any]] = (
             problem = value_problem(str(metric), str(unit), float(values[row]))
             records.append({"launch": int(launch), "metric": str(metric), "reason": problem or "unusable"})
         frame.loc[frame.index[rows], "value"] = np.nan
-    frame.attrs[ATTR_UNUSABLE] = records
-    return frame
+    return replace(measurement, unusable=tuple(records))

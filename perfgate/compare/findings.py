@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+from collections.abc import Mapping, Sequence
 
 from perfgate.compare.matching import MatchedLaunches
-from perfgate.table import ATTR_FINDINGS
+from perfgate.table import Measurement
 
 
-def finding_changes(launches: MatchedLaunches, baseline: pd.DataFrame,
-                    current: pd.DataFrame) -> tuple[list[list[str] | None], list[list[str] | None]]:
+def finding_changes(launches: MatchedLaunches, baseline: Measurement,
+                    current: Measurement) -> tuple[list[list[str] | None], list[list[str] | None]]:
     """(appeared, gone) per launch id: lists of finding labels, or None where a side's report carries no
     rule results (not known), or the launch is on one side only."""
-    base: Mapping[int, list[str]] | None = baseline.attrs.get(ATTR_FINDINGS)
-    cur: Mapping[int, list[str]] | None = current.attrs.get(ATTR_FINDINGS)
+    base: Mapping[int, Sequence[str]] | None = baseline.findings
+    cur: Mapping[int, Sequence[str]] | None = current.findings
     count = launches.count
     if not base or not cur:
         return [None] * count, [None] * count
@@ -27,7 +25,7 @@ def finding_changes(launches: MatchedLaunches, baseline: pd.DataFrame,
             appeared.append(None)
             gone.append(None)
             continue
-        before, after = base.get(int(before_at), []), cur.get(int(after_at), [])
+        before, after = base.get(int(before_at), ()), cur.get(int(after_at), ())
         appeared.append([f for f in after if f not in before])
         gone.append([f for f in before if f not in after])
     return appeared, gone

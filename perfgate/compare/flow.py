@@ -32,10 +32,7 @@ from perfgate.compare.repeats import judge_groups
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
-    ATTR_LOCATIONS,
-    ATTR_SAMPLES,
-    ATTR_SETTINGS,
-    ATTR_SOURCE,
+    Measurement,
     device_label,
     devices,
     unusable_notes,
@@ -60,7 +57,7 @@ def significance_notes(launch_frame: pd.DataFrame, base_samples: Mapping[str, Se
 
 
 def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches,
-                     baseline: pd.DataFrame, current: pd.DataFrame) -> list[tuple[str, str]]:
+                     baseline: Measurement, current: Measurement) -> list[tuple[str, str]]:
     """Gated values of matched launches that one side has and the other has not (ncu's ``n/a``, an unusable
     cell, a metric one input lacks), each as (launch, cause) with the reason the reader gave. Such a launch was not
     judged on that metric, so it must not read as passed."""
@@ -85,30 +82,27 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
     return lines
 
 
-def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: CompareOptions | None = None) -> Comparison:
-    """Compare two normalized tables. Raises DeviceMismatchError unless the devices agree, and
+def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
+    """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
     options = options or CompareOptions()
-    base_devices, cur_devices = devices(baseline), devices(current)
-    check_devices(base_devices, cur_devices, str(baseline.attrs.get(ATTR_SOURCE, "baseline")),
-                  str(current.attrs.get(ATTR_SOURCE, "current")), options.allow_device_mismatch)
+    base_devices, cur_devices = devices(baseline.table), devices(current.table)
+    check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
     thresholds = options.effective_thresholds()
     compared = options.compared_metrics()
 
-    launches = match_launches(baseline, current, options.kernel_aliases)
+    launches = match_launches(baseline.table, current.table, options.kernel_aliases)
     codes = metric_codes([*compared, *LAUNCH_CONFIG_METRICS])
-    base_side = SideValues(baseline, launches.base_ids, codes)
-    cur_side = SideValues(current, launches.cur_ids, codes)
+    base_side = SideValues(baseline.table, launches.base_ids, codes)
+    cur_side = SideValues(current.table, launches.cur_ids, codes)
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
 
     rules = metric_rules(rows.names, thresholds)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, rules.relative, rules.absolute,
                           options.confidence)
-    judged = judge_rows(rows, rules, launches, baseline.attrs.get(ATTR_SAMPLES, {}),
-                        current.attrs.get(ATTR_SAMPLES, {}), options.significance, groups)
+    judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
-    base_name = str(baseline.attrs.get(ATTR_SOURCE, "baseline")) or "baseline"
-    cur_name = str(current.attrs.get(ATTR_SOURCE, "current")) or "current"
+    base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
     unnamed_device = any(not name for name, _ in (*base_devices, *cur_devices)) and not options.allow_device_mismatch
     notes = comparison_notes(base_name, cur_name, unnamed_device, compared, thresholds, codes, base_side, cur_side,
@@ -122,8 +116,7 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
                                        findings_gone=pd.Series(gone, dtype=object))
     results = result_table(rows, judged, launch_frame, thresholds, groups)
     notes += inconclusive_notes(results, groups, options.confidence)
-    notes += significance_notes(launch_frame, baseline.attrs.get(ATTR_SAMPLES, {}),
-                                current.attrs.get(ATTR_SAMPLES, {}))
+    notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     results = results.iloc[display_order(rows, judged, launch_order)].reset_index(drop=True)
@@ -131,12 +124,11 @@ def compare_tables(baseline: pd.DataFrame, current: pd.DataFrame, options: Compa
         notes=tuple(notes),
         results=results,
         launches=launch_frame.iloc[launch_order].reset_index(drop=True),
-        baseline_source=str(baseline.attrs.get(ATTR_SOURCE, "")),
-        current_source=str(current.attrs.get(ATTR_SOURCE, "")),
+        baseline_source=baseline.source,
+        current_source=current.source,
         baseline_devices=tuple(device_label(*d) for d in base_devices),
         current_devices=tuple(device_label(*d) for d in cur_devices),
-        settings={"baseline": dict(baseline.attrs.get(ATTR_SETTINGS, {})),
-                  "current": dict(current.attrs.get(ATTR_SETTINGS, {}))},
-        locations={**baseline.attrs.get(ATTR_LOCATIONS, {}), **current.attrs.get(ATTR_LOCATIONS, {})},
+        settings={"baseline": dict(baseline.settings), "current": dict(current.settings)},
+        locations={**baseline.locations, **current.locations},
         unmeasured=tuple(unmeasured),
     )

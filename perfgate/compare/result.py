@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.table import Location
 from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
 
 _UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
@@ -37,7 +38,7 @@ class Comparison:
     baseline_devices: tuple[str, ...]
     current_devices: tuple[str, ...]
     settings: dict[str, Any]
-    locations: dict[str, dict[str, Any]]
+    locations: dict[str, Location]
     notes: tuple[str, ...] = ()  # what the reader must know: metrics not compared, renames, inconclusive kernels...
     # Gated values measured on one side only (ncu's n/a, an unusable cell, a metric one input lacks): each
     # a launch the gate could not judge, so the comparison is "not measured" rather than a pass.

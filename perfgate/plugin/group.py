@@ -12,8 +12,6 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence, Union
 
-import pandas as pd
-
 from perfgate.plugin.fixture import group_tags
 from perfgate.plugin.marker import PerfMarker
 from perfgate.plugin.runner import (
@@ -33,23 +31,22 @@ from perfgate.plugin.runner import (
     no_kernels_message,
 )
 from perfgate.regions import add_region_totals, drop_unscoped_launches
-from perfgate.table import REGION_SEPARATOR
+from perfgate.table import REGION_SEPARATOR, Measurement
 from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
 
 
-def split_by_test(table: pd.DataFrame, tags: Mapping[str, str]) -> dict[str, pd.DataFrame]:
+def split_by_test(measurement: Measurement, tags: Mapping[str, str]) -> dict[str, Measurement]:
     """One child profiled several tests: each launch's outermost range is its test's tag (``t3 > layer0``).
 
     Returns each tagged test's launches with the tag taken off their regions (untagged launches are in
     no test's table)."""
+    table = measurement.table
     head = table["region"].str.split(REGION_SEPARATOR, n=1, regex=False)
     first, rest = head.str[0], head.str[1].fillna("")
-    split: dict[str, pd.DataFrame] = {}
+    split: dict[str, Measurement] = {}
     for nodeid, tag in tags.items():
         mine = (first == tag).to_numpy()
-        part = table[mine].assign(region=rest[mine]).reset_index(drop=True)
-        part.attrs.update(table.attrs)
-        split[nodeid] = part
+        split[nodeid] = measurement.with_table(table[mine].assign(region=rest[mine]).reset_index(drop=True))
     return split
 
 
@@ -86,13 +83,13 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
             shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes
     try:
-        table = _read_report(launched.export, ncu.metrics, [r for n in nodeids for r in launched.regions(n)])
+        measurement = _read_report(launched.export, ncu.metrics, [r for n in nodeids for r in launched.regions(n)])
     except Exception:  # read each test's run on its own: the single path explains a bad report properly
         shutil.rmtree(run_dir, ignore_errors=True)
         return {n: None for n in nodeids}
     tags = group_tags(nodeids)
-    parts = split_by_test(table, tags)
-    if not any(len(part) for part in parts.values()):  # no launch carries a test's tag: do not guess
+    parts = split_by_test(measurement, tags)
+    if not any(len(part.table) for part in parts.values()):  # no launch carries a test's tag: do not guess
         shutil.rmtree(run_dir, ignore_errors=True)
         return {n: None for n in nodeids}
     shared = _SharedRun(run_dir, len(nodeids))
@@ -102,14 +99,14 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     return outcomes
 
 
-def _group_member(launched: _Launched, nodeid: str, part: pd.DataFrame, marker: PerfMarker, artifacts: Path,
+def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: PerfMarker, artifacts: Path,
                   shared: _SharedRun) -> GroupOutcome:
     outcome = _test_outcome(launched, nodeid, marker)
     if outcome is None:
         kept = drop_unscoped_launches(part)
-        if (kept["kind"] == KIND_KERNEL).any():
-            unplaced = int(part["launch"].nunique()) - int(kept["launch"].nunique())
-            return Profiled(table=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
+        if (kept.table["kind"] == KIND_KERNEL).any():
+            unplaced = int(part.table["launch"].nunique()) - int(kept.table["launch"].nunique())
+            return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     if isinstance(outcome, ProfileFailed):

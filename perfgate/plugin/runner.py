@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import pandas as pd
-
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_run import (
     NcuDiagnosis,
@@ -37,6 +35,7 @@ from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_GROUP, ENV_CHILD_RESULT
 from perfgate.plugin.marker import PerfMarker
 from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.table import Measurement
 from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
 
 LOCK_WAIT = 600.0  # seconds a perf test waits at least for its GPU's lock
@@ -128,7 +127,7 @@ class _SharedRun:
 
 @dataclass(frozen=True)
 class Profiled:
-    table: pd.DataFrame  # the launches in regions, with per-region totals
+    measurement: Measurement  # the launches in regions, with per-region totals
     notes: list[str]
     run_dir: Path  # ncu's report, log, command and the test's output, until kept or discarded
     artifacts: Path  # where they are kept
@@ -152,7 +151,7 @@ class Profiled:
             self.shared.release()
 
 
-def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -> pd.DataFrame:
+def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -> Measurement:
     with export.open("rb") as fh:
         is_ncu_rep = fh.read(4) == b"NVR\x00"
     if is_ncu_rep:
@@ -164,15 +163,15 @@ def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -
     return restrict_metrics(read_ncu_csv(export, metrics), metrics)
 
 
-def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] = ()) -> tuple[pd.DataFrame, int]:
+def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] = ()) -> tuple[Measurement, int]:
     """(the launches of ncu's report of one perf test with per-region totals, launches left unplaced).
 
     ``regions`` are the region names the test entered (its child process records them)."""
-    table = _read_report(export, metrics, regions)
-    launches_read = int(table["launch"].nunique())
-    table = drop_unscoped_launches(table)
-    unplaced = launches_read - int(table["launch"].nunique())
-    return add_region_totals(table), unplaced
+    measurement = _read_report(export, metrics, regions)
+    launches_read = int(measurement.table["launch"].nunique())
+    measurement = drop_unscoped_launches(measurement)
+    unplaced = launches_read - int(measurement.table["launch"].nunique())
+    return add_region_totals(measurement), unplaced
 
 
 def _child_result(path: Path) -> dict[str, Any] | None:
@@ -359,13 +358,13 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
     if diagnosis.outcome == NcuOutcome.NO_KERNELS or not launched.export.is_file():
         raise fail(no_kernels_message(marker, regions, diagnosis.outcome == NcuOutcome.NO_KERNELS))
     try:
-        table, unplaced = profiled_table(launched.export, ncu.metrics, regions)
+        measurement, unplaced = profiled_table(launched.export, ncu.metrics, regions)
     except PerfgateError as exc:
         raise fail(f"cannot read ncu's report: {exc}") from None
     except Exception as exc:  # a bug or an unforeseen ncu_report: keep the report, fail with one line
         raise fail(f"cannot read ncu's report ({type(exc).__name__}: {exc})") from None
-    if not (table["kind"] == KIND_KERNEL).any():
+    if not (measurement.table["kind"] == KIND_KERNEL).any():
         raise fail(no_kernels_message(marker, regions, True))
-    return Profiled(table=table, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir, artifacts=artifacts)
+    return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir, artifacts=artifacts)
 
 

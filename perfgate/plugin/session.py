@@ -12,15 +12,17 @@ Per GPU perf test (``@pytest.mark.perfgate`` or the ``perfgate`` fixture):
 
 Per pytest-benchmark test: after it passes, its stats are gated the same way against
 ``<baselines>/<cpu-slug>/...``. Every per-test report rides on the TestReport (so it crosses
-pytest-xdist's process boundary as plain data) and the controller writes one session report.
+pytest-xdist's process boundary as plain data) and the controller writes one session report
+(``perfgate.plugin.session_report``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Mapping, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
 import pytest
 
@@ -29,50 +31,24 @@ from perfgate.plugin.marker import MARKER_NAME, PerfMarker, parse_marker
 from perfgate.plugin.options import (
     PluginOptions,
     compare_options_for,
-    report_files,
     resolve_options,
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
-from perfgate.render.common import VERDICT_WORD, headline
+from perfgate.plugin.session_report import SessionReport, shown_path
+from perfgate.report import Report
 from perfgate.text import inert
-from perfgate.report import (
-    Report,
-    empty_report,
-    iter_launches,
-    launch_row,
-    merge_reports,
-    verdict_of,
-)
-from perfgate.vocabulary import Verdict, worst_verdict
 
 if TYPE_CHECKING:
     # The machinery (pandas, numpy, ncu_report) is imported where a perf test or a benchmark
     # first needs it, not when --perfgate registers this session: collecting stays as cheap as without.
-    import pandas as pd
-
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome
     from perfgate.plugin.runner import ChildSpec, NcuSpec, Profiled
+    from perfgate.table import Measurement
 
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
 _PAYLOAD = pytest.StashKey[dict[str, Any]]()
-SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
 _MARKER = pytest.StashKey[PerfMarker]()
-
-
-def _shown(path: Path, base: Path) -> str:
-    try:
-        return os.path.relpath(path, base)
-    except ValueError:
-        return str(path)
-
-
-def _launch_name(launch: Mapping[str, Any]) -> str:
-    """``TEST: KERNEL [REGION]``; a benchmark, whose name is its test id, is named once."""
-    test, kernel = launch.get("test") or "", str(launch.get("kernel") or "")
-    where = f" [{launch['region']}]" if launch.get("region") else ""
-    return f"{test}: {kernel}{where}" if test and test != kernel else f"{test or kernel}{where}"
-
 
 
 def _worker_index(config: pytest.Config) -> int | None:
@@ -94,14 +70,11 @@ class PerfgateSession:
     def __init__(self, config: pytest.Config, options: PluginOptions) -> None:
         self.config = config
         self.options = options
-        self.payloads: list[dict[str, Any]] = []
+        self.results = SessionReport(options, config.invocation_params.dir)
         self._facts: PreflightFacts | None = None
         self._problem: str | None = None
         self._ncu_version: str | None = None
         self._machine_info: dict[str, Any] | None = None
-        self._report: Report | None = None
-        self._write_error = ""
-        self.report_files: list[Path] = []
         self._profiled: set[str] = set()  # perf tests already profiled (alone or in a group)
         self._group_outcomes: dict[str, GroupOutcome] = {}  # a group run's results for its tests still to come
 
@@ -186,18 +159,18 @@ class PerfgateSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = getattr(report, REPORT_ATTR, None)
         if isinstance(payload, dict):
-            self.payloads.append(payload)
+            self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
-        self._write_session_report()
+        self.results.write()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return
         terminalreporter.write_sep("-", "perfgate")
-        for line in self.summary_lines():
+        for line in self.results.summary_lines():
             # Kernel and region names come from the code under test: nothing in them may act on the terminal.
             terminalreporter.write_line(inert(line), red=line.startswith("perfgate: cannot"))
 
@@ -299,8 +272,6 @@ class PerfgateSession:
 
     def _profile_and_gate(self, item: pytest.Function) -> None:
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
-        from perfgate.table import ATTR_SETTINGS, ATTR_SOURCE
-
         marker = self.marker_of(item)
         options = self._compare_options(marker)
         try:
@@ -313,12 +284,10 @@ class PerfgateSession:
             _skip(str(exc))
         except ProfileFailed as exc:
             self._fail(item, str(exc))
-        table = profiled.table
-        table.attrs[ATTR_SOURCE] = f"{item.nodeid} (ncu)"
-        table.attrs[ATTR_SETTINGS] = self._settings()
+        measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=self._settings())
         footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
-            self._gate(item, table, options, settings=self._settings(), footer=footer, notes=profiled.notes)
+            self._gate(item, measured, options, settings=self._settings(), footer=footer, notes=profiled.notes)
         except pytest.fail.Exception:
             profiled.keep()
             raise
@@ -356,16 +325,15 @@ class PerfgateSession:
         import pytest_benchmark
 
         from perfgate.collect.benchmark_json import table_from_benchmark_json
-        from perfgate.table import ATTR_SOURCE
 
         bench = stats.as_dict(include_data=True)
         document = {"machine_info": self._machine(), "benchmarks": [bench],
                     "version": getattr(pytest_benchmark, "__version__", "")}
-        table = table_from_benchmark_json(document, Path(item.nodeid))
-        table.attrs[ATTR_SOURCE] = f"{item.nodeid} (pytest-benchmark)"
+        measured = replace(table_from_benchmark_json(document, Path(item.nodeid)),
+                           source=f"{item.nodeid} (pytest-benchmark)")
         settings = {"timer": str(bench.get("options", {}).get("timer", "")),
                     "pytest_benchmark": document["version"]}
-        self._gate(item, table, self._compare_options(), settings=settings)
+        self._gate(item, measured, self._compare_options(), settings=settings)
 
     # ------------------------------------------------------------ compare / update
 
@@ -373,33 +341,30 @@ class PerfgateSession:
         path, lineno, _ = item.location
         return path, (lineno + 1 if lineno is not None else None)
 
-    def _gate(self, item: pytest.Item, current: pd.DataFrame, options: CompareOptions,
+    def _gate(self, item: pytest.Item, current: Measurement, options: CompareOptions,
               settings: dict[str, Any], footer: str = "", notes: Sequence[str] = ()) -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
         from perfgate.gate import Where, baseline_name, gate
-        from perfgate.table import ATTR_LOCATIONS
 
         path, line = self._location(item)
-        current.attrs[ATTR_LOCATIONS] = {}
         root = self.config.rootpath
         where = Where(name=baseline_name(item.nodeid), test=item.nodeid, path=path, line=line)
         try:
             result = gate(current, baselines=self.options.baselines, where=where, options=options, settings=settings,
                           update=self.options.update, strict=self.options.strict, notes=notes,
-                          shown=lambda p: _shown(p, root), update_hint="pytest --perfgate --perfgate-update",
+                          shown=lambda p: shown_path(p, root), update_hint="pytest --perfgate --perfgate-update",
                           strict_flag="--perfgate-strict")
         except PerfgateError as exc:
             self._fail(item, str(exc))
         self._stash_payload(item, report=result.report, status=result.status,
-                            written=[_shown(p, root) for p in result.written])
+                            written=[shown_path(p, root) for p in result.written])
         if result.regressions:
             hint = f"\nIf this change is intended, update the baseline: pytest --perfgate --perfgate-update '{item.nodeid}'"
             pytest.fail("perfgate: performance regression\n" + "\n".join([*result.regressions, *result.problems])
                         + hint + footer, pytrace=False)
         if result.problems:
             pytest.fail("perfgate: " + "\n".join(result.problems), pytrace=False)
-
-    # ------------------------------------------------------------ payloads and the session report
+    # ------------------------------------------------------------ payloads
 
     def _stash_payload(self, item: pytest.Item, *, report: Report | None = None, notes: Sequence[str] = (),
                        status: str = "", written: Sequence[str] = (), cause: str = "") -> None:
@@ -412,110 +377,3 @@ class PerfgateSession:
         self._stash_payload(item, notes=[f"{item.nodeid}: failed: {message.splitlines()[0]}"], status="failed")
         # from None: called while handling the PerfgateError whose words are already in the message
         raise pytest.fail.Exception(f"perfgate: {message}", pytrace=False) from None
-
-    def session_report(self) -> Report:
-        reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
-        merged = merge_reports(reports) if reports else empty_report()
-        notes = list(merged["notes"])
-        for payload in self.payloads:
-            for note in payload.get("notes", []):
-                if note not in notes:
-                    notes.append(note)
-            if payload.get("status") == "failed":
-                merged["verdict"] = Verdict.FAIL.value  # a perf test that could not be measured is not a pass
-            elif payload.get("cause"):
-                merged["unmeasured"].append({"test": str(payload["test"]), "cause": str(payload["cause"])})
-        if not self.payloads:
-            notes.append("no perf test or gated benchmark ran in this session")
-        if self.options.update and self._written():
-            notes.append(f"--perfgate-update: {self._written_line()}")
-        merged["notes"] = notes
-        if not self.options.update:
-            merged["verdict"] = verdict_of(merged)
-        else:  # an update accepts the changes it counts: its regressions do not fail it
-            stated = [r["verdict"] for r in reports] or [Verdict.NOT_MEASURED.value]
-            failed = any(p.get("status") == "failed" for p in self.payloads)
-            merged["verdict"] = worst_verdict(*stated, Verdict.FAIL.value if failed else Verdict.PASS.value,
-                                              Verdict.NOT_MEASURED.value if merged["unmeasured"] else Verdict.PASS.value)
-        return merged
-
-    def _write_session_report(self) -> None:
-        """Write the JSON, .md and .html reports (each atomically: no partial file, no temp file left);
-        a file that cannot be written becomes one line in the terminal summary, not a traceback."""
-        from perfgate.files import write_atomically
-        from perfgate.publish.summary import append_step_summary
-        from perfgate.render import render_html, render_json, render_markdown
-
-        report = self.session_report()
-        self._report = report
-        here = self.config.invocation_params.dir
-        from perfgate.publish.context import commits_from_environment
-
-        commits = commits_from_environment(os.environ)
-        markdown = render_markdown(report, commits=commits)
-        json_file, md_file, html_file = report_files(self.options.report)
-        for path, text in ((json_file, render_json(report)), (md_file, markdown),
-                           (html_file, render_html(report, commits=commits))):
-            try:
-                write_atomically(path, text)
-            except OSError as exc:
-                self._write_error = f"perfgate: cannot write the session report {_shown(path, here)}: " + (
-                    exc.strerror or str(exc))
-                return
-            self.report_files.append(path)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            try:
-                append_step_summary(Path(summary), markdown)
-            except OSError as exc:
-                self._write_error = (f"perfgate: cannot append the report to $GITHUB_STEP_SUMMARY ({summary}): "
-                                     + (exc.strerror or str(exc)))
-
-    def _written(self) -> list[str]:
-        return [w for p in self.payloads for w in p.get("written", [])]
-
-    def _written_line(self) -> str:
-        written = self._written()
-        return (f"baselines written: {len(written)} file{'s' if len(written) != 1 else ''} under "
-                f"{_shown(self.options.baselines, self.config.invocation_params.dir)}")
-
-    def summary_lines(self) -> list[str]:
-        report = self._report or self.session_report()
-        counts = report["summary"]
-        verdict = report["verdict"]
-        failed = verdict == Verdict.FAIL.value
-        if self.options.update:
-            # The counts compare this run with the baselines it replaced; what matters is what was written.
-            updated = sum(1 for p in self.payloads if p.get("status") == "updated")
-            words = {"new": "had no baseline", "regression": "regression (accepted)"}
-            parts = [f"{n} {words.get(s, s)}" for s, n in counts.items() if n]
-            head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
-            if parts:
-                head += f"; against the previous baselines: {', '.join(parts)}"
-            lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
-        else:
-            parts = [f"{n} {s}" for s, n in counts.items() if n]
-            lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
-            if report["unmeasured"] or not parts:
-                lines.append(f"  {headline(report)}")
-        if not self.options.update:
-            regressions = list(iter_launches(report, ("regression",)))
-            for index in regressions[:SUMMARY_REGRESSIONS]:
-                lines.append(f"  REGRESSION {_launch_name(launch_row(report, index))}")
-            if len(regressions) > SUMMARY_REGRESSIONS:
-                lines.append(f"  ... and {len(regressions) - SUMMARY_REGRESSIONS:,} more regressions (see the report)")
-        new = [p["test"] for p in self.payloads if p.get("status") == "new"]
-        if new:
-            lines.append(f"  {len(new)} test{'s have' if len(new) != 1 else ' has'} no baseline yet (reported as new; "
-                         "create with --perfgate-update)")
-        if self._written():
-            lines.append(f"  {self._written_line()}")
-        for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note:
-                lines.append(f"  {note}")
-        if self.report_files:
-            here = self.config.invocation_params.dir
-            lines.append("report: " + ", ".join(_shown(p, here) for p in self.report_files))
-        if self._write_error:
-            lines.append(self._write_error)
-        return lines

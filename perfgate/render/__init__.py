@@ -18,21 +18,18 @@ from collections.abc import Sequence
 from typing import Callable
 
 from perfgate.render.common import (
-    MAX_NAME,
     STATUS_ICON,
     VERDICT_ICON,
     VERDICT_WORD,
     display_name,
     explanation,
-    format_change,
-    format_value,
     headline,
-    md_escape,
     metric_line,
     no_data_side,
     summary_parts,
     verdict_line,
 )
+from perfgate.render.formatting import MAX_NAME, format_change, format_value, md_escape
 from perfgate.render.markdown import MARKDOWN_BUDGET, MARKDOWN_LAUNCHES, render_markdown
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dumps

@@ -18,15 +18,12 @@ from perfgate.render.common import (
     VERDICT_WORD,
     commits_line,
     compared_files,
-    html_escape,
-    report_devices,
-    _formatter,
-    format_change,
-    format_value,
     headline,
+    report_devices,
     summary_parts,
     unmeasured_notes,
 )
+from perfgate.render.formatting import _formatter, format_change, format_value, html_escape
 from perfgate.render.kernels_html import kernel_sections, kernel_table
 from perfgate.report import Report
 from perfgate.vocabulary import Status

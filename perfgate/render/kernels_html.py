@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
-from perfgate.render.common import (
-    STATUS_ICON,
+from perfgate.render.common import STATUS_ICON
+from perfgate.render.formatting import format_value, html_escape
+from perfgate.render.kernels import (
     KernelRow,
     MetricSummary,
     change_text,
-    format_value,
-    html_escape,
     kernel_groups,
     kernel_row,
     launches_label,

@@ -24,25 +24,18 @@ from perfgate.render.common import (
     ATTENTION,
     STATUS_ICON,
     VERDICT_ICON,
-    KernelRow,
-    change_text,
     commits_line,
     compared_files,
-    format_value,
     headline,
-    kernel_groups,
-    kernel_row,
-    launches_label,
     left_out,
-    md_escape,
     no_data_side,
     plural,
     report_devices,
     summary_parts,
-    text_length,
-    why_lines,
     unmeasured_notes,
 )
+from perfgate.render.formatting import format_value, md_escape, text_length
+from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
 from perfgate.report import Report, group_stats
 from perfgate.vocabulary import Status
 

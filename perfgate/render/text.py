@@ -6,11 +6,8 @@ from collections import Counter
 
 from perfgate.render.common import (
     Shown,
-    bound_text,
     display_name,
     explanation,
-    findings_text,
-    kernel_row,
     left_out,
     metric_line,
     no_data_side,
@@ -18,6 +15,7 @@ from perfgate.render.common import (
     unmeasured_notes,
     verdict_line,
 )
+from perfgate.render.kernels import bound_text, findings_text, kernel_row
 from perfgate.report import Report, iter_launches
 from perfgate.text import inert
 from perfgate.vocabulary import Status

@@ -61,23 +61,23 @@ def big_report(big_csvs: tuple[Path, Path]) -> dict:
 def test_bench_read_ncu_rep(benchmark) -> None:  # type: ignore[no-untyped-def]
     path = corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep")
     wanted = CompareOptions().wanted_metrics()
-    table = benchmark(read_table, path, wanted)
-    assert not table.empty
+    measurement = benchmark(read_table, path, wanted)
+    assert not measurement.table.empty
 
 
 def test_bench_read_ncu_rep_all_metrics(benchmark) -> None:  # type: ignore[no-untyped-def]
-    table = benchmark(read_table, corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))
-    assert len(table) > 1000
+    measurement = benchmark(read_table, corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))
+    assert len(measurement.table) > 1000
 
 
 def test_bench_read_details_csv(benchmark, big_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]
-    table = benchmark(read_table, big_csvs[0])
-    assert table["launch"].nunique() == LAUNCHES
+    measurement = benchmark(read_table, big_csvs[0])
+    assert measurement.table["launch"].nunique() == LAUNCHES
 
 
 def test_bench_read_raw_csv(benchmark, rerun_raw_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]
-    table = benchmark(read_table, rerun_raw_csvs[0])
-    assert table["launch"].nunique() == LAUNCHES
+    measurement = benchmark(read_table, rerun_raw_csvs[0])
+    assert measurement.table["launch"].nunique() == LAUNCHES
 
 
 def test_bench_compare_10k_rerun(benchmark, rerun_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]

@@ -33,12 +33,13 @@ from perfgate.collect.ncu_csv.parsing import is_metric_column
 from perfgate.collect.ncu_csv.values import flag_unusable, numbers, unit_scale
 from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
+from perfgate.table import Measurement
 from perfgate.vocabulary import IDENTITY_METRICS
 
 TEXT_METRICS = frozenset({"device__attribute_display_name"})  # string-valued by nature
 
 
-def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
+def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the parsed details page (categorical columns but the text ones).
 
     ``wanted``: the metrics asked for, when known; a cell of one of them that holds no number is kept

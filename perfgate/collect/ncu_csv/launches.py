@@ -24,8 +24,9 @@ from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
 from perfgate.collect.ncu_csv.parsing import is_push_pop
 from perfgate.table import (
-    ATTR_UNUSABLE,
     NO_DATA_METRIC,
+    Measurement,
+    Unusable,
     assign_ordinals,
     format_dim,
     make_table,
@@ -63,8 +64,8 @@ class MetricRows:
     values: FloatArray
     reasons: ObjectArray | None = None
 
-    def unusable(self) -> list[dict[str, object]]:
-        """``{"launch", "metric", "reason"}`` of each row with a reason (``perfgate.table.ATTR_UNUSABLE``)."""
+    def unusable(self) -> list[Unusable]:
+        """``{"launch", "metric", "reason"}`` of each row with a reason (``perfgate.table.Unusable``)."""
         if self.reasons is None:
             return []
         return [{"launch": int(self.launch[i]), "metric": str(self.metric_names[self.metric_codes[i]]),
@@ -182,7 +183,7 @@ def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
                       None if reasons is None else reasons[order])
 
 
-def build_table(source: str, launches: Launches, rows: MetricRows) -> pd.DataFrame:
+def build_table(source: str, launches: Launches, rows: MetricRows) -> Measurement:
     """Assemble the table from per-row arrays plus per-launch attributes (a launch without rows: "no data")."""
     count = len(launches.demangled)
     rows = with_no_data_rows(rows, count)
@@ -212,6 +213,4 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> pd.DataFra
         "unit": _unique_categorical(rows.unit_names, rows.unit_codes),
         "value": rows.values,
     })  # fmt: skip
-    table = make_table(frame, source=source)
-    table.attrs[ATTR_UNUSABLE] = rows.unusable()
-    return table
+    return Measurement(make_table(frame), source=source, unusable=tuple(rows.unusable()))

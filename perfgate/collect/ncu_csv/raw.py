@@ -29,6 +29,7 @@ from perfgate.collect.ncu_csv.parsing import header_fields, is_metric_column
 from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable
 from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
+from perfgate.table import Measurement
 from perfgate.units import to_base
 from perfgate.vocabulary import IDENTITY_METRICS
 
@@ -48,7 +49,7 @@ def raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
 
 
 def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
-             wanted: frozenset[str] | None = None) -> pd.DataFrame:
+             wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the parsed raw page; ``wanted`` (when given) skips other metric columns."""
     if "ID" not in df.columns:
         raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)

@@ -15,7 +15,6 @@ import re
 from collections.abc import Collection
 from typing import IO
 
-import pandas as pd
 
 from perfgate.collect.ncu_csv.details import read_details
 from perfgate.collect.ncu_csv.framing import (
@@ -36,10 +35,10 @@ from perfgate.collect.ncu_csv.parsing import (
 from perfgate.collect.ncu_csv.raw import raw_units, read_raw
 from perfgate.collect.screen import screen_values
 from perfgate.errors import InputError
-from perfgate.table import ATTR_SOURCE
+from perfgate.table import Measurement
 
 
-def read_ncu_csv(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> pd.DataFrame:
+def read_ncu_csv(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> Measurement:
     """Read ncu CSV output (details or raw page, detected from the header) into the table.
 
     Raises :class:`NcuError` when the file holds an ``==ERROR==`` line, and :class:`InputError`
@@ -50,14 +49,13 @@ def read_ncu_csv(path: str | os.PathLike[str], metrics: Collection[str] | None =
     source = str(path)
     try:
         with open(path, "rb") as handle:
-            frame = _read(handle, source, None if metrics is None else frozenset(metrics))
+            measurement = _read(handle, source, None if metrics is None else frozenset(metrics))
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})", "check the path and its permissions") from exc
-    frame.attrs[ATTR_SOURCE] = source
-    return screen_values(frame)
+    return screen_values(measurement)
 
 
-def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
+def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) -> Measurement:
     first = handle.read(4)
     handle.seek(0)
     if first[:2] in (b"\xff\xfe", b"\xfe\xff"):
@@ -112,7 +110,7 @@ def _check_last_line(handle: IO[bytes], offset: int, source: str) -> None:
                                  "is truncated", FIX_REEXPORT)
 
 
-def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
+def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] | None = None) -> Measurement:
     """Parse the table whose header starts at ``offset``; the handle is there."""
     header = header_fields(handle.readline())
     check_header(header, source)
@@ -123,7 +121,7 @@ def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] |
     return read_raw(read_csv(handle, details=False, header=header), header, units, source, wanted)
 
 
-def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> pd.DataFrame:
+def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> Measurement:
     """Slow path: keep the header and quoted lines only (ncu quotes every field it writes).
 
     ``first_line`` is the file's line number of the header, to point errors at the right line.

@@ -1,0 +1,153 @@
+"""The session's one report: built from the payloads every perf test or benchmark left on its TestReport,
+written (JSON, Markdown, HTML, the GitHub step summary) and summarized in the terminal.
+
+Stdlib and perfgate's pandas-free report and renderers only: ``--perfgate`` registers it before any
+perf test runs, and collecting must stay as cheap as without the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from perfgate.plugin.options import PluginOptions, report_files
+from perfgate.render.common import VERDICT_WORD, headline
+from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports, verdict_of
+from perfgate.vocabulary import Verdict, worst_verdict
+
+SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
+
+
+def shown_path(path: Path, base: Path) -> str:
+    """``path`` as the user reads it: relative to ``base`` (pytest's invocation folder) where it can be."""
+    try:
+        return os.path.relpath(path, base)
+    except ValueError:
+        return str(path)
+
+
+def launch_name(launch: Mapping[str, Any]) -> str:
+    """``TEST: KERNEL [REGION]``; a benchmark, whose name is its test id, is named once."""
+    test, kernel = launch.get("test") or "", str(launch.get("kernel") or "")
+    where = f" [{launch['region']}]" if launch.get("region") else ""
+    return f"{test}: {kernel}{where}" if test and test != kernel else f"{test or kernel}{where}"
+
+
+class SessionReport:
+    """What the session measured: each test's payload (``{"test", "status", "report", "notes", "written",
+    "cause"}``) as the controller received it, and the report files written from them."""
+
+    def __init__(self, options: PluginOptions, here: Path) -> None:
+        self.options = options
+        self.here = here  # pytest's invocation folder: paths are shown relative to it
+        self.payloads: list[dict[str, Any]] = []
+        self.files: list[Path] = []
+        self._report: Report | None = None
+        self._write_error = ""
+
+    def build(self) -> Report:
+        """The merged report; a perf test that failed to be measured fails it, one not measured is listed."""
+        reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
+        merged = merge_reports(reports) if reports else empty_report()
+        notes = list(merged["notes"])
+        for payload in self.payloads:
+            for note in payload.get("notes", []):
+                if note not in notes:
+                    notes.append(note)
+            if payload.get("status") == "failed":
+                merged["verdict"] = Verdict.FAIL.value  # a perf test that could not be measured is not a pass
+            elif payload.get("cause"):
+                merged["unmeasured"].append({"test": str(payload["test"]), "cause": str(payload["cause"])})
+        if not self.payloads:
+            notes.append("no perf test or gated benchmark ran in this session")
+        if self.options.update and self._written():
+            notes.append(f"--perfgate-update: {self._written_line()}")
+        merged["notes"] = notes
+        if not self.options.update:
+            merged["verdict"] = verdict_of(merged)
+        else:  # an update accepts the changes it counts: its regressions do not fail it
+            stated = [r["verdict"] for r in reports] or [Verdict.NOT_MEASURED.value]
+            failed = any(p.get("status") == "failed" for p in self.payloads)
+            merged["verdict"] = worst_verdict(*stated, Verdict.FAIL.value if failed else Verdict.PASS.value,
+                                              Verdict.NOT_MEASURED.value if merged["unmeasured"] else Verdict.PASS.value)
+        return merged
+
+    def write(self) -> None:
+        """Write the JSON, .md and .html reports (each atomically: no partial file, no temp file left);
+        a file that cannot be written becomes one line in the terminal summary, not a traceback."""
+        from perfgate.files import write_atomically
+        from perfgate.publish.context import commits_from_environment
+        from perfgate.publish.summary import append_step_summary
+        from perfgate.render import render_html, render_json, render_markdown
+
+        report = self.build()
+        self._report = report
+        commits = commits_from_environment(os.environ)
+        markdown = render_markdown(report, commits=commits)
+        json_file, md_file, html_file = report_files(self.options.report)
+        for path, text in ((json_file, render_json(report)), (md_file, markdown),
+                           (html_file, render_html(report, commits=commits))):
+            try:
+                write_atomically(path, text)
+            except OSError as exc:
+                self._write_error = f"perfgate: cannot write the session report {shown_path(path, self.here)}: " + (
+                    exc.strerror or str(exc))
+                return
+            self.files.append(path)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            try:
+                append_step_summary(Path(summary), markdown)
+            except OSError as exc:
+                self._write_error = (f"perfgate: cannot append the report to $GITHUB_STEP_SUMMARY ({summary}): "
+                                     + (exc.strerror or str(exc)))
+
+    def _written(self) -> list[str]:
+        return [w for p in self.payloads for w in p.get("written", [])]
+
+    def _written_line(self) -> str:
+        written = self._written()
+        return (f"baselines written: {len(written)} file{'s' if len(written) != 1 else ''} under "
+                f"{shown_path(self.options.baselines, self.here)}")
+
+    def summary_lines(self) -> list[str]:
+        """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
+        report = self._report or self.build()
+        counts = report["summary"]
+        verdict = report["verdict"]
+        failed = verdict == Verdict.FAIL.value
+        if self.options.update:
+            # The counts compare this run with the baselines it replaced; what matters is what was written.
+            updated = sum(1 for p in self.payloads if p.get("status") == "updated")
+            words = {"new": "had no baseline", "regression": "regression (accepted)"}
+            parts = [f"{n} {words.get(s, s)}" for s, n in counts.items() if n]
+            head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
+            if parts:
+                head += f"; against the previous baselines: {', '.join(parts)}"
+            lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
+        else:
+            parts = [f"{n} {s}" for s, n in counts.items() if n]
+            lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
+            if report["unmeasured"] or not parts:
+                lines.append(f"  {headline(report)}")
+        if not self.options.update:
+            regressions = list(iter_launches(report, ("regression",)))
+            for index in regressions[:SUMMARY_REGRESSIONS]:
+                lines.append(f"  REGRESSION {launch_name(launch_row(report, index))}")
+            if len(regressions) > SUMMARY_REGRESSIONS:
+                lines.append(f"  ... and {len(regressions) - SUMMARY_REGRESSIONS:,} more regressions (see the report)")
+        new = [p["test"] for p in self.payloads if p.get("status") == "new"]
+        if new:
+            lines.append(f"  {len(new)} test{'s have' if len(new) != 1 else ' has'} no baseline yet (reported as new; "
+                         "create with --perfgate-update)")
+        if self._written():
+            lines.append(f"  {self._written_line()}")
+        for note in report["notes"]:
+            if ": skipped" in note or ": failed" in note or "not gated" in note:
+                lines.append(f"  {note}")
+        if self.files:
+            lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))
+        if self._write_error:
+            lines.append(self._write_error)
+        return lines

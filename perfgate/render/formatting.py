@@ -1,0 +1,95 @@
+"""Number formatting and escaping every renderer shares. Stdlib only."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Callable
+
+from perfgate.units import BYTE, BYTE_SYMBOL, SILENT_UNITS, TIME_UNITS, scale_si, scale_time
+
+MAX_NAME = 160  # longer (templated) kernel names are cut in tables; the JSON keeps them whole
+
+
+# ---------------------------------------------------------------- number formatting
+
+def _si(value: float, unit: str) -> str:
+    scaled, prefix = scale_si(value)
+    if prefix:
+        return f"{scaled:.3g} {prefix}{unit}".rstrip()
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def _percent(value: float) -> str:
+    return f"{value:.1f}%"
+
+
+@lru_cache(maxsize=256)
+def _formatter(unit: str) -> Callable[[float], str]:
+    """One function per unit, so a table of thousands of values does not re-decide the unit each time.
+    The unit knowledge (scales, symbols) is ``perfgate.units``'."""
+    if unit in TIME_UNITS:
+        def time(value: float) -> str:
+            scaled, symbol = scale_time(value, unit)
+            return f"{scaled:.4g} {symbol}"
+
+        return time
+    if unit == BYTE:
+        return lambda value: _si(value, BYTE_SYMBOL)
+    if unit == "%":
+        return _percent
+    bare = unit in SILENT_UNITS
+    si_unit = "" if bare else unit
+
+    def count(value: float) -> str:
+        if float(value).is_integer() and abs(value) < 1e9:
+            return f"{int(value)}" if bare else f"{int(value):,} {unit}".rstrip()
+        return _si(value, si_unit)
+
+    return count
+
+
+def format_value(value: float | None, unit: str | None) -> str:
+    """Human-readable value in the metric's unit: 151328 ns -> '151.3 µs'."""
+    if value is None or value != value:  # None or NaN
+        return "—"
+    return _formatter(unit or "")(value)
+
+
+def format_change(change: float | None) -> str:
+    if change is None or (isinstance(change, float) and math.isnan(change)):
+        return "—"
+    if abs(change) < 0.0005:
+        return "±0.0%" if change else "0%"
+    return f"{change * 100:+.1f}%"
+
+
+# ---------------------------------------------------------------- escaping
+
+_MD_REPLACEMENTS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "@": "@&#8203;",
+                    **{ch: "\\" + ch for ch in "\\*_[]~"}}
+_MD_TABLE = str.maketrans(_MD_REPLACEMENTS)
+
+
+def md_escape(text: Any, limit: int = MAX_NAME) -> str:
+    """Escape untrusted text for a GitHub Markdown table cell or summary line.
+
+    HTML-significant characters become entities (no raw tags), a pipe cannot end the cell,
+    backticks cannot open code spans, emphasis and link brackets are backslash-escaped, and '@'
+    is followed by a zero-width space so a name like '@octocat' never notifies anyone.
+    """
+    raw = " ".join(str(text).split())  # newlines would end a table row
+    if len(raw) > limit:
+        raw = raw[: limit - 1] + "…"
+    return raw.translate(_MD_TABLE)
+
+
+def html_escape(text: object) -> str:
+    """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            .replace("'", "&#39;"))
+
+
+def text_length(text: str) -> int:
+    """Length in UTF-16 code units, as GitHub counts a comment's characters."""
+    return len(text.encode("utf-16-le")) // 2

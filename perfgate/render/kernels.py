@@ -1,0 +1,242 @@
+"""Kernel rows: a report's launches grouped per kernel (the repeated launches of a loop), with the medians,
+the repeated-launch judgement and the "why" every format shows. Stdlib only."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from perfgate.render.common import NOT_AN_EXPLANATION
+from perfgate.render.formatting import format_change, format_value
+from perfgate.report import Report, group_stats, result_span
+from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
+
+
+@dataclass
+class MetricSummary:
+    """One metric of a kernel row: one launch's values, or the medians over its launches."""
+
+    metric: str
+    label: str
+    unit: str
+    threshold: str
+    direction: str
+    gated: bool
+    status: str
+    before: float | None
+    after: float | None
+    change: float | None
+    launches: int = 1  # launches whose values are summarized (medians when > 1)
+    interval: tuple[float, float] | None = None  # the repeated-launch judgement's 95% interval of the change
+    judged_as_group: bool = False
+
+
+@dataclass
+class KernelRow:
+    """A kernel of a report: its launches of one test, GPU, region (the repeated launches of a loop), with the
+    statistics a reader judges it by."""
+
+    launches: list[int]
+    status: str
+    kind: str
+    kernel: str
+    baseline_kernel: str | None
+    region: str
+    test: str | None
+    device: str | None
+    launch_change: str | None
+    findings_appeared: list[str] | None
+    findings_gone: list[str] | None
+    metrics: list[MetricSummary] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def name(self) -> str:
+        """``old → new`` for a kernel paired by a rename rule."""
+        if self.baseline_kernel and self.baseline_kernel != self.kernel:
+            return f"{self.baseline_kernel} → {self.kernel}"
+        return self.kernel
+
+    def metric(self, name: str) -> MetricSummary | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    @property
+    def bound(self) -> tuple[str | None, str | None]:
+        """(before, after): memory, compute or latency, from the speed-of-light percentages."""
+        compute, memory = self.metric(SOL_COMPUTE_METRIC), self.metric(SOL_MEMORY_METRIC)
+        if compute is None or memory is None:
+            return None, None
+        return bound_of(compute.before, memory.before), bound_of(compute.after, memory.after)
+
+    @property
+    def moved(self) -> list[MetricSummary]:
+        """The gated metrics a reader looks at first: those with the row's status, else every gated one."""
+        gated = [m for m in self.metrics if m.gated]
+        same = [m for m in gated if m.status == self.status]
+        return same or [m for m in gated if m.status in (Status.REGRESSION.value, Status.INCONCLUSIVE.value)] or gated
+
+
+_UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
+
+
+def _row_status(statuses: Counter[str]) -> str:
+    """A kernel's status: its worst compared launch (a launch more or less, or one without values, does not make
+    a compared kernel new, missing or no data), else its worst."""
+    compared = [s for s in statuses if s not in _UNCOMPARED]
+    return min(compared or statuses, key=lambda s: STATUS_RANK.get(s, 99))
+
+
+def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list[list[int]]:
+    """Launch indexes grouped by kernel (test, GPU, kind, kernel, its baseline name, region), in report order
+    (worst first); ``statuses`` keeps the kernels with a launch in one of them."""
+    launches = report["launches"]
+    optional: Any = launches
+    renamed = optional.get("baseline_kernel") or [None] * len(launches["status"])
+    keys = zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
+               launches["region"])
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, key in enumerate(keys):
+        members = groups.get(key)
+        if members is None:
+            groups[key] = [index]
+        else:
+            members.append(index)
+    found = list(groups.values())
+    if statuses is not None:
+        wanted = set(statuses)
+        column = launches["status"]
+        found = [g for g in found if any(column[i] in wanted for i in g)]
+    return found
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None) \
+        -> KernelRow:
+    """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized."""
+    launches = report["launches"]
+    optional: Any = launches
+    first = indexes[0]
+    statuses: Counter[str] = Counter(launches["status"][i] for i in indexes)
+
+    def column(name: str) -> Any:
+        values = optional.get(name)
+        return values[first] if values else None
+
+    def union(name: str) -> list[str] | None:
+        values = optional.get(name)
+        if not values or all(values[i] is None for i in indexes):
+            return None
+        return list(dict.fromkeys(f for i in indexes for f in (values[i] or [])))
+
+    row = KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
+                    kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
+                    region=launches["region"][first] or "", test=launches["test"][first],
+                    device=launches["device"][first],
+                    launch_change=next((launches["launch_change"][i] for i in indexes if launches["launch_change"][i]),
+                                       None),
+                    findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
+                    statuses=statuses)
+    row.metrics = _summaries(report, indexes, group_stats(report) if stats is None else stats)
+    return row
+
+
+def _summaries(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]]) \
+        -> list[MetricSummary]:
+    results, metrics = report["results"], report["metrics"]
+    groups: Any = report["launches"]
+    group_column = groups.get("group") or []
+    by_code: dict[int, list[int]] = {}
+    for index in indexes:
+        start, stop = result_span(report, index)
+        for i in range(start, stop):
+            by_code.setdefault(results["metric"][i], []).append(i)
+    group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
+    out = []
+    for code, rows in by_code.items():
+        statuses = [results["status"][i] for i in rows]
+        status = min(statuses, key=lambda s: STATUS_RANK.get(s, 99) + (len(STATUS_RANK) if s in _UNCOMPARED else 0))
+        before = [v for v in (results["baseline"][i] for i in rows) if v is not None]
+        after = [v for v in (results["current"][i] for i in rows) if v is not None]
+        summary = MetricSummary(
+            metric=str(metrics["metric"][code] or ""), label=str(metrics["label"][code] or metrics["metric"][code]),
+            unit=str(metrics["unit"][code] or ""), threshold=str(metrics["threshold"][code] or ""),
+            direction=str(metrics["direction"][code] or ""), gated=any(results["gated"][i] for i in rows),
+            status=status, before=None, after=None, change=None, launches=len(rows))
+        judged = stats.get((group, code)) if group is not None else None
+        if len(rows) == 1:
+            i = rows[0]
+            summary.before, summary.after, summary.change = results["baseline"][i], results["current"][i], \
+                results["change"][i]
+        else:
+            summary.before, summary.after = _median(before), _median(after)
+            if summary.before and summary.after is not None:
+                summary.change = summary.after / summary.before - 1
+        if judged is not None:
+            summary.before = judged["median_baseline"] if judged["median_baseline"] is not None else summary.before
+            summary.after = judged["median_current"] if judged["median_current"] is not None else summary.after
+            summary.launches = max(int(judged["n_baseline"]), int(judged["n_current"]))
+            summary.judged_as_group = True
+            if judged["estimate"] is not None:
+                summary.change = judged["estimate"]
+            if judged["ci_low"] is not None and judged["ci_high"] is not None:
+                summary.interval = (judged["ci_low"], judged["ci_high"])
+        out.append(summary)
+    return out
+
+
+def launches_label(row: KernelRow) -> str:
+    """``×40`` for a kernel launched 40 times; "" for one launch."""
+    return f"×{len(row.launches)}" if len(row.launches) > 1 else ""
+
+
+def change_text(summary: MetricSummary) -> str:
+    """``+8.1% [+7.4%, +8.8%]`` for a group judged as one, ``+123.3%`` otherwise."""
+    text = format_change(summary.change)
+    if summary.interval:
+        low, high = summary.interval
+        text += f" [{format_change(low)}, {format_change(high)}]"
+    return text
+
+
+def bound_text(row: KernelRow) -> str:
+    """``bound: memory → latency (compute 17.3% → 6.2%, memory 90.9% → 50.0% of peak)``; "" without both
+    speed-of-light percentages."""
+    before, after = row.bound
+    if before is None and after is None:
+        return ""
+    compute, memory = row.metric(SOL_COMPUTE_METRIC), row.metric(SOL_MEMORY_METRIC)
+    assert compute is not None and memory is not None
+    moved = f"{before or '—'} → {after or '—'}" if before != after else f"{after} (unchanged)"
+    return (f"bound: {moved} (compute {format_value(compute.before, '%')} → {format_value(compute.after, '%')}, "
+            f"memory {format_value(memory.before, '%')} → {format_value(memory.after, '%')} of peak)")
+
+
+def findings_text(row: KernelRow, limit: int = 4) -> list[str]:
+    """``ncu findings appeared: Bottleneck: Latency Issue, ...`` and ``... gone: ...``."""
+    lines = []
+    for word, found in (("appeared", row.findings_appeared), ("gone", row.findings_gone)):
+        if found:
+            more = f" and {len(found) - limit} more" if len(found) > limit else ""
+            lines.append(f"ncu findings {word}: {', '.join(found[:limit])}{more}")
+    return lines
+
+
+def why_lines(row: KernelRow, others: int = 3) -> list[str]:
+    """The "why" of a kernel's change, in every format: its bound before and after, the launch configuration
+    change, the rule findings that appeared or went, then the explanatory metrics that moved most."""
+    lines = [text for text in (bound_text(row),) if text]
+    if row.launch_change:
+        lines.append(f"launch config: {row.launch_change}")
+    lines += findings_text(row)
+    sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if lines and lines[0].startswith("bound:") else ()
+    moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
+             and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
+    moved.sort(key=lambda m: -abs(m.change or 0.0))
+    lines += [f"{m.label} {format_value(m.before, m.unit)} → {format_value(m.after, m.unit)} "
+              f"({format_change(m.change)})" for m in moved[:others]]
+    return lines

@@ -1,0 +1,79 @@
+"""The JSON report: the one contract between compare, the renderers, ``merge`` and ``publish``.
+
+This package defines the report's shape (``contract``: the TypedDicts, column names, limits), builds it
+from a Comparison and writes it (``build``), reads and validates an untrusted one (``validate``: an
+artifact a fork's code wrote), upgrades version 1 reports (``upgrade``), merges reports (``merge``), and
+gives row views for the few launches a human format shows (``views``). It imports only the standard
+library: ``publish`` and ``merge`` never pay for pandas.
+
+Version 2 is what perfgate writes; version 1 (row lists) is still read and upgraded on load. Tables are
+column-oriented, each a JSON object of equally long arrays, so launch facts are stored once per
+launch and metric facts once per metric, and ``pandas.DataFrame(report["results"])`` loads a table::
+
+    {
+      "format": "perfgate-report", "version": 2, "generator": "perfgate 0.1.0",
+      "verdict": "pass" | "fail",
+      "summary": {"regression": 0, "no data": 0, "missing": 0, "new": 0, "improvement": 0, "unchanged": 1},
+      "comparisons": [{"baseline", "current", "baseline_devices", "current_devices", "settings", "test"}],
+      "launches": {"kind": [], "kernel": [], "demangled": [], "region": [], "ordinal": [], "status": [],
+                   "device": [], "launch_change": [], "test": [], "path": [], "line": []},
+      "metrics":  {"metric": [], "label": [], "unit": [], "threshold": [], "direction": []},
+      "results":  {"launch": [], "metric": [], "baseline": [], "current": [], "change": [], "delta": [],
+                   "status": [], "gated": []},
+      "notes": [],
+      "groups":   {"group": [], "metric": [], "n_baseline": [], "n_current": [], "median_baseline": [],
+                   "median_current": [], "estimate": [], "ci_low": [], "ci_high": []}   # optional
+    }
+
+Optional, added within version 2 (absent in older reports: read as null / empty): the launch columns
+``baseline_kernel``, ``group``, ``findings_appeared`` and ``findings_gone``, and the ``groups`` table.
+
+``results.launch`` is a row of ``launches`` and ``results.metric`` a row of ``metrics``; results are
+grouped by launch, in launch order (``results.launch`` never decreases), and launches come worst
+first. A v1 result row is ``{**launches[r.launch], **metrics[r.metric], **the result's own fields}``
+(:func:`result_rows` gives exactly that). ``change`` is relative (0.05 = +5%), null when it cannot
+be computed (no data, or a zero baseline). ``summary`` counts launches by status.
+"""
+
+from perfgate.report.build import build_report, dumps
+from perfgate.report.contract import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    GROUP_COLUMNS,
+    LAUNCH_COLUMNS,
+    MAX_REPORT_BYTES,
+    MAX_ROWS,
+    METRIC_COLUMNS,
+    OPTIONAL_LAUNCH_COLUMNS,
+    READ_VERSIONS,
+    RESULT_COLUMNS,
+    ComparisonInfo,
+    GroupTable,
+    LaunchTable,
+    MetricTable,
+    Report,
+    ResultTable,
+    empty_report,
+    summarize,
+    verdict_of,
+)
+from perfgate.report.merge import merge_reports
+from perfgate.report.upgrade import upgrade_v1
+from perfgate.report.validate import MAX_FINDINGS, load_report, validate_report
+from perfgate.report.views import (
+    group_stats,
+    iter_launches,
+    launch_count,
+    launch_row,
+    launch_rows,
+    result_rows,
+    result_span,
+)
+
+__all__ = [
+    "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
+    "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
+    "GroupTable", "LaunchTable", "MetricTable", "Report", "ResultTable", "build_report", "dumps", "empty_report",
+    "group_stats", "iter_launches", "launch_count", "launch_row", "launch_rows", "load_report", "merge_reports",
+    "result_rows", "result_span", "summarize", "upgrade_v1", "validate_report", "verdict_of",
+]

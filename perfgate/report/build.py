@@ -1,0 +1,209 @@
+"""Build the report from a Comparison, and write it as JSON text.
+
+pandas and numpy are imported inside the builder only: reading and rendering a report never need them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Iterable, cast
+
+from perfgate import __version__
+from perfgate.report.contract import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    GROUP_COLUMNS,
+    METRIC_COLUMNS,
+    GroupTable,
+    LaunchTable,
+    MetricTable,
+    Report,
+    ResultTable,
+    empty_columns,
+    summarize,
+)
+from perfgate.vocabulary import Status
+
+if TYPE_CHECKING:  # keep this package free of pandas: publish and merge only need plain data
+    from perfgate.compare import Comparison
+
+
+def _finite_list(column: Any) -> list[float | None]:
+    """A float column as Python floats, NaN and ±inf as None (JSON has neither)."""
+    import numpy as np
+
+    values = column.to_numpy(dtype=float)
+    finite = np.isfinite(values)
+    if finite.all():
+        return cast("list[float | None]", values.tolist())
+    boxed = values.astype(object)
+    boxed[~finite] = None
+    return cast("list[float | None]", boxed.tolist())
+
+
+def build_report(comparison: Comparison, *, test: str | None = None, path: str | None = None,
+                 line: int | None = None, notes: Iterable[str] = (), unchanged_results: bool = True,
+                 results_of_first: int | None = None) -> Report:
+    """Turn a Comparison into the report; ``test``/``path``/``line`` attribute every launch to a test.
+
+    For a human format only, never for a report that is written as JSON: ``unchanged_results=False``
+    leaves out the metric rows of unchanged launches, and ``results_of_first=N`` those of every launch
+    after the first N (launches come worst first); the launches and the summary stay whole. The
+    terminal view never shows the rows left out, and on 10,000 launches they are most of the work.
+    """
+    launches = _launch_columns(comparison, test, path, line)
+    results, launch_of = _kept_results(comparison, unchanged_results, results_of_first)
+    metrics, metric_codes = _metric_rows(results)
+    table = {
+        "launch": launch_of.tolist(),
+        "metric": metric_codes.tolist(),
+        "baseline": _finite_list(results["baseline"]),
+        "current": _finite_list(results["current"]),
+        "change": _finite_list(results["change"]),
+        "delta": _finite_list(results["delta"]),
+        "status": results["status"].tolist(),
+        "gated": results["gated"].astype(bool).tolist(),
+    }
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "generator": f"perfgate {__version__}",
+        "verdict": comparison.verdict,
+        "summary": summarize(launches["status"]),
+        "comparisons": [{
+            "baseline": comparison.baseline_source, "current": comparison.current_source,
+            "baseline_devices": list(comparison.baseline_devices),
+            "current_devices": list(comparison.current_devices),
+            "settings": comparison.settings, "test": test,
+        }],
+        "launches": cast(LaunchTable, launches),
+        "metrics": cast(MetricTable, metrics),
+        "results": cast(ResultTable, table),
+        "notes": [*comparison.notes, *notes],
+        "unmeasured": [{"test": test or "", "launch": launch, "cause": cause} for launch, cause in comparison.unmeasured],
+        "groups": _group_table(comparison.results, metrics),
+    }
+
+
+def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
+                    line: int | None) -> dict[str, list[Any]]:
+    """The launch table: the Comparison's launches, each attributed to its test (its location when known)."""
+    frame = comparison.launches
+    count = len(frame)
+    launches: dict[str, list[Any]] = {name: frame[name].tolist() for name in
+                                      ("kind", "kernel", "demangled", "region", "ordinal", "status", "device",
+                                       "launch_change")}
+    launches["ordinal"] = [int(o) for o in launches["ordinal"]]
+    launches.update(_optional_launch_columns(frame, count))
+    if comparison.locations:
+        located = [comparison.locations.get(name) or {} for name in launches["kernel"]]
+        launches["test"] = [where.get("test", test) for where in located]
+        launches["path"] = [where.get("path", path) for where in located]
+        launches["line"] = [where.get("line", line) for where in located]
+    else:
+        launches["test"], launches["path"], launches["line"] = [test] * count, [path] * count, [line] * count
+    return launches
+
+
+def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None) -> tuple[Any, Any]:
+    """The result rows the report keeps, grouped by launch in launch order, and each one's launch row."""
+    import numpy as np
+    import pandas as pd
+
+    frame, results = comparison.launches, comparison.results
+    if not len(results):
+        return results, np.zeros(0, dtype=np.int64)
+    key = ["kind", "kernel", "region", "ordinal"]
+    launch_of = pd.MultiIndex.from_frame(frame[key]).get_indexer(pd.MultiIndex.from_frame(results[key]))
+    if (launch_of < 0).any():
+        raise ValueError("a result row names no launch of its comparison")
+    keep = np.ones(len(results), dtype=bool)
+    if not unchanged_results:
+        keep &= frame["status"].to_numpy(dtype=object)[launch_of] != Status.UNCHANGED.value
+    if results_of_first is not None:
+        keep &= launch_of < results_of_first
+    order = np.flatnonzero(keep)
+    order = order[np.argsort(launch_of[order], kind="stable")]
+    return results.iloc[order], launch_of[order]
+
+
+def _metric_rows(results: Any) -> tuple[dict[str, list[Any]], Any]:
+    """Metric facts once: each distinct (metric, label, unit, threshold, direction) is one metrics row;
+    returns that table and each result's row of it."""
+    import numpy as np
+    import pandas as pd
+
+    metric_codes = np.zeros(len(results), dtype=np.int64)
+    for name in METRIC_COLUMNS:
+        column_codes, uniques = pd.factorize(results[name].fillna("").astype(str))
+        metric_codes, _ = pd.factorize(metric_codes * (len(uniques) + 1) + column_codes)  # stays < len(results)
+    _, first_rows = np.unique(metric_codes, return_index=True)  # codes count up from 0 in order of appearance
+    metric_rows = results.iloc[first_rows]
+    return {name: metric_rows[name].tolist() for name in METRIC_COLUMNS}, metric_codes
+
+
+def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
+    """The optional launch columns of a Comparison's launch table (null where it has none)."""
+    columns: dict[str, list[Any]] = {}
+    if "baseline_kernel" in frame.columns:
+        columns["baseline_kernel"] = [old if old and old != new else None
+                                      for old, new in zip(frame["baseline_kernel"].tolist(), frame["kernel"].tolist())]
+    else:
+        columns["baseline_kernel"] = [None] * count
+    if "group" in frame.columns:
+        columns["group"] = [int(g) if g >= 0 else None for g in frame["group"].tolist()]
+    else:
+        columns["group"] = [None] * count
+    for name in ("findings_appeared", "findings_gone"):
+        columns[name] = [list(v) if isinstance(v, (list, tuple)) else None for v in frame[name].tolist()] \
+            if name in frame.columns else [None] * count
+    return columns
+
+
+def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
+    """One row per (repeated-launch group, metric) judged as one sample, its metric a row of ``metrics``."""
+    table = empty_columns(GROUP_COLUMNS)
+    if "group" not in results.columns or not len(results):
+        return cast(GroupTable, table)
+    judged = results[results["group"] >= 0].drop_duplicates(["group", "metric"])
+    if not len(judged):
+        return cast(GroupTable, table)
+    code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
+    for row in judged.itertuples(index=False):
+        code = code_of.get(tuple(getattr(row, n) for n in METRIC_COLUMNS))
+        if code is None:  # its rows were left out of a report built for a human format
+            continue
+        for name, value in (("group", int(row.group)), ("metric", code), ("n_baseline", int(row.n_baseline)),
+                            ("n_current", int(row.n_current))):
+            table[name].append(value)
+        for name in ("median_baseline", "median_current", "estimate", "ci_low", "ci_high"):
+            number = float(getattr(row, name))
+            table[name].append(number if math.isfinite(number) else None)
+    return cast(GroupTable, table)
+
+
+# ---------------------------------------------------------------- writing
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_TABLES = ("launches", "metrics", "results", "groups")
+
+
+def dumps(report: Report) -> str:
+    """The report as JSON text: one top-level field, table column or comparison per line.
+
+    Every value goes through the json module's C encoder (no ``indent``, which would select the
+    pure-Python one); the line breaks are added around its output, so a diff or a pager stays usable.
+    """
+    fields: list[str] = []
+    for key, value in report.items():
+        name = _ENCODE(key)
+        if key in _TABLES and isinstance(value, dict):
+            columns = ",\n".join(f"  {_ENCODE(column)}: {_ENCODE(values)}" for column, values in value.items())
+            fields.append(f"{name}: {{\n{columns}\n}}")
+        elif key in ("comparisons", "notes") and isinstance(value, list) and value:
+            fields.append(f"{name}: [\n" + ",\n".join(f"  {_ENCODE(item)}" for item in value) + "\n]")
+        else:
+            fields.append(f"{name}: {_ENCODE(value)}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
+

@@ -1,0 +1,231 @@
+"""Read and validate a report that may be an untrusted artifact (a fork's code wrote it)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from perfgate.errors import InputError
+from perfgate.report.contract import (
+    FORMAT_NAME,
+    GROUP_COLUMNS,
+    MAX_REPORT_BYTES,
+    MAX_ROWS,
+    READ_VERSIONS,
+    REPORT_FIELDS,
+    UNMEASURED_LIMIT,
+    ComparisonInfo,
+    Report,
+    empty_columns,
+    refuse,
+    summarize,
+    verdict_of,
+)
+from perfgate.report.upgrade import upgrade_v1
+from perfgate.vocabulary import STATUS_RANK, VERDICT_RANK, Status, Verdict
+
+
+def _check_column(source: str, table: str, name: str, values: list[Any], kind: str) -> None:
+    """Check (and for numbers, clean) one column in place; ``kind`` names the allowed types."""
+    where = f'"{table}.{name}"'
+    if kind == "str":
+        bad = next((i for i, v in enumerate(values) if type(v) is not str), None)
+        wanted = "a string"
+    elif kind == "str?":
+        bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not str), None)
+        wanted = "a string or null"
+    elif kind == "int":
+        bad = next((i for i, v in enumerate(values) if type(v) is not int), None)
+        wanted = "an integer"
+    elif kind == "int?":
+        bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not int), None)
+        wanted = "an integer or null"
+    elif kind == "strs?":
+        bad = next((i for i, v in enumerate(values) if v is not None and not (
+            type(v) is list and len(v) <= MAX_FINDINGS and all(type(x) is str and len(x) <= 500 for x in v))), None)
+        wanted = f"a list of at most {MAX_FINDINGS} short strings, or null"
+    elif kind == "bool?":
+        bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not bool), None)
+        wanted = "true, false or null"
+    else:  # "number?": finite numbers; a non-finite one (1e999 parses as inf) becomes null
+        bad = None
+        for i, v in enumerate(values):
+            kind_of = type(v)
+            if kind_of is float:
+                if not math.isfinite(v):
+                    values[i] = None
+            elif kind_of is not int and v is not None:
+                bad = i
+                break
+        wanted = "a number or null"
+    if bad is not None:
+        raise refuse(source, f"{where} row {bad}: must be {wanted}")
+
+
+_LAUNCH_TYPES = {"kind": "str?", "kernel": "str", "demangled": "str?", "region": "str?", "ordinal": "int",
+                 "status": "str", "device": "str?", "launch_change": "str?", "test": "str?", "path": "str?",
+                 "line": "int?"}
+_METRIC_TYPES = {"metric": "str?", "label": "str?", "unit": "str?", "threshold": "str?", "direction": "str?"}
+_RESULT_TYPES = {"launch": "int", "metric": "int", "baseline": "number?", "current": "number?", "change": "number?",
+                 "delta": "number?", "status": "str", "gated": "bool?"}
+
+
+_OPTIONAL_LAUNCH_TYPES = {"baseline_kernel": "str?", "group": "int?", "findings_appeared": "strs?",
+                          "findings_gone": "strs?"}
+_GROUP_TYPES = {"group": "int", "metric": "int", "n_baseline": "int", "n_current": "int", "median_baseline": "number?",
+                "median_current": "number?", "estimate": "number?", "ci_low": "number?", "ci_high": "number?"}
+MAX_FINDINGS = 200  # rule findings of one launch, each at most 500 characters
+
+
+def _check_groups(source: str, document: dict[str, Any], metrics: int) -> None:
+    """The optional ``groups`` table (absent in older reports: empty)."""
+    if document.get("groups") is None:
+        document["groups"] = empty_columns(GROUP_COLUMNS)
+    _check_table(source, document, "groups", _GROUP_TYPES)
+    codes = document["groups"]["metric"]
+    if codes and (min(codes) < 0 or max(codes) >= metrics):
+        raise refuse(source, '"groups.metric" must name a row of "metrics"')
+
+
+def _check_table(source: str, document: dict[str, Any], table: str, types: dict[str, str],
+                 optional: dict[str, str] | None = None) -> int:
+    columns = document.get(table)
+    if not isinstance(columns, dict):
+        raise refuse(source, f'report "{table}" must be an object of columns')
+    length = None
+    for name, kind in (*types.items(), *(optional or {}).items()):
+        values = columns.get(name)
+        if values is None and optional and name in optional:
+            values = columns[name] = [None] * (length or 0)  # an older report: not known
+        if not isinstance(values, list):
+            raise refuse(source, f'report "{table}.{name}" must be a list')
+        if length is None:
+            length = len(values)
+        elif len(values) != length:
+            raise refuse(source, f'report "{table}" columns differ in length')
+        if length > MAX_ROWS:
+            raise refuse(source, f'report "{table}" has more than {MAX_ROWS:,} rows; not a report perfgate wrote')
+        _check_column(source, table, name, values, kind)
+    document[table] = {name: columns[name] for name in (*types, *(optional or {}))}  # unknown columns are dropped
+    return length or 0
+
+
+def validate_report(document: Any, source: str) -> Report:
+    """Check a report read from disk (possibly an untrusted artifact) and return it as version 2.
+
+    Every field a renderer or ``publish`` uses gets its type checked; statuses must be known ones;
+    results must point at existing launches and metrics, grouped by launch; the summary is recounted
+    and the verdict follows from it (a report cannot claim "pass" over a regression).
+    """
+    source = str(source)
+    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+        raise refuse(source, f'not a perfgate report (no "format": "{FORMAT_NAME}")',
+                      "pass the JSON written by 'perfgate compare --format json' or 'pytest --perfgate'")
+    version = document.get("version")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        raise refuse(source, f"report version {version!r} is not supported",
+                      f"this perfgate reads versions {', '.join(map(str, READ_VERSIONS))}")
+    if document.get("verdict") not in VERDICT_RANK:
+        raise refuse(source, f'report "verdict" must be one of {", ".join(repr(v.value) for v in Verdict)}')
+    if version == 1:
+        document = upgrade_v1(document, source)
+    launches = _check_table(source, document, "launches", _LAUNCH_TYPES, _OPTIONAL_LAUNCH_TYPES)
+    metrics = _check_table(source, document, "metrics", _METRIC_TYPES)
+    results = _check_table(source, document, "results", _RESULT_TYPES)
+    statuses = document["launches"]["status"]
+    unknown = next((s for s in (*statuses, *document["results"]["status"]) if s not in STATUS_RANK), None)
+    if unknown is not None:
+        raise refuse(source, f"report has unknown status {unknown!r}")
+    if Status.INFO.value in statuses:
+        raise refuse(source, 'a launch\'s status cannot be "info"')
+    pointers = document["results"]["launch"]
+    if results and (min(pointers) < 0 or max(pointers) >= launches):
+        raise refuse(source, '"results.launch" must name a row of "launches"')
+    if any(a > b for a, b in zip(pointers, pointers[1:])):
+        raise refuse(source, '"results" must be grouped by launch, in launch order')
+    codes = document["results"]["metric"]
+    if results and (min(codes) < 0 or max(codes) >= metrics):
+        raise refuse(source, '"results.metric" must name a row of "metrics"')
+    _check_groups(source, document, metrics)
+    comparisons = document.get("comparisons", [])
+    if not isinstance(comparisons, list):
+        raise refuse(source, 'report "comparisons" must be a list')
+    document["comparisons"] = [_check_comparison(source, i, c) for i, c in enumerate(comparisons)]
+    notes = document.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise refuse(source, '"notes" must be a list of strings')
+    document["notes"] = notes
+    if not isinstance(document.get("generator"), str):
+        document["generator"] = None
+    document["unmeasured"] = _check_unmeasured(source, document.get("unmeasured", []))
+    document["summary"] = summarize(statuses)
+    document["verdict"] = verdict_of(cast(Report, document))
+    return cast(Report, {key: document[key] for key in REPORT_FIELDS})
+
+
+def _check_unmeasured(source: str, entries: Any) -> list[dict[str, str]]:
+    if not isinstance(entries, list) or len(entries) > UNMEASURED_LIMIT or not all(
+            isinstance(e, dict) and isinstance(e.get("test"), str) and isinstance(e.get("cause"), str)
+            and isinstance(e.get("launch", ""), str) for e in entries):
+        raise refuse(source, '"unmeasured" must be a list of {"test", "cause"[, "launch"]} strings')
+    return [{"test": e["test"], "cause": e["cause"], **({"launch": e["launch"]} if e.get("launch") else {})}
+            for e in entries]
+
+
+def _check_comparison(source: str, index: int, comparison: Any) -> ComparisonInfo:
+    if not isinstance(comparison, dict):
+        raise refuse(source, f"comparison {index} must be an object")
+    for field in ("baseline", "current", "test"):
+        if comparison.get(field) is not None and not isinstance(comparison[field], str):
+            raise refuse(source, f'comparison {index}: "{field}" must be a string or null')
+    for field in ("baseline_devices", "current_devices"):
+        devices = comparison.get(field) or []
+        if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+            raise refuse(source, f'comparison {index}: "{field}" must be a list of strings')
+    settings = comparison.get("settings")
+    return {"baseline": comparison.get("baseline"), "current": comparison.get("current"),
+            "baseline_devices": list(comparison.get("baseline_devices") or []),
+            "current_devices": list(comparison.get("current_devices") or []),
+            "settings": settings if isinstance(settings, dict) else {}, "test": comparison.get("test")}
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read and validate a report file that may come from an untrusted artifact (v1 or v2)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(file, "no such file" if not file.exists() else "not a file", "check the path")
+    if file.stat().st_size > MAX_REPORT_BYTES:
+        raise InputError(file, f"larger than {MAX_REPORT_BYTES // 2**20} MiB; not a report perfgate wrote")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(file, "not UTF-8 text; expected a JSON report") from exc
+    except OSError as exc:
+        raise InputError(file, f"cannot read ({exc.strerror})") from exc
+    from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds
+
+    too_deep = InputError(file, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", "not a report perfgate wrote")
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except _NonFinite as exc:
+        raise InputError(file, f"{exc} is not valid JSON (numbers must be finite)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                         "it may have been truncated; download or write it again") from None
+    except RecursionError:
+        raise too_deep from None
+    # An untrusted artifact: no later step (validation, rendering) may run out of recursion on it.
+    if json_depth_exceeds(document):
+        raise too_deep
+    return validate_report(document, str(file))
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
