@@ -59,7 +59,7 @@ def test_markdown_regressions_first_rest_folded() -> None:
     md = render_markdown(report_of(V3, V4))
     head, _, _ = md.partition("<details>")
     assert "| ❌ | matrix\\_addition2D | 1 | duration<br>DRAM read | 67.78 µs<br>14.2 MB | 151.3 µs<br>16.2 MB | " \
-           "**+123.3%**<br>**+13.6%**<br><sub>limit 5%+2000, 2%+4096</sub> |" in head
+           "**+123.3%**<br>**+13.6%**<br><sub>limit 5% + 2 µs, 2% + 4.1 KB</sub> |" in head
     assert "launch config: grid (32, 63, 1) → (8, 63, 1); registers 16 → 18" in head
     assert "bound: memory → latency (compute 17.3% → 6.2%, memory 90.9% → 50.0% of peak)" in head
     assert "ncu findings appeared: Bottleneck: Latency Issue, Warp Stall: Lg Throttle Stalls" in head
@@ -110,3 +110,13 @@ def test_html_report_renders_hostile_names_as_text(tmp_path: Path) -> None:
     assert "<img" not in dom and "<script>document" not in dom
     assert "pwned" not in re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
     assert html.escape('<img src=x onerror="document.title=', quote=False) in dom
+
+
+@pytest.mark.parametrize(("spec", "unit", "shown"), [
+    ("5%+2000", "ns", "5% + 2 µs"), ("10%+262144", "byte", "10% + 262 KB"), ("1%", "", "1%"),
+    ("off", "ns", "off"), ("500", "ns", "500 ns"), ("not a spec", "ns", "not a spec"), (None, "ns", ""),
+])
+def test_limits_read_in_the_metrics_unit(spec: str | None, unit: str, shown: str) -> None:
+    from perfgate.render.formatting import limit_text
+
+    assert limit_text(spec, unit) == shown

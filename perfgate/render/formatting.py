@@ -56,6 +56,26 @@ def format_value(value: float | None, unit: str | None) -> str:
     return _formatter(unit or "")(value)
 
 
+def limit_text(spec: str | None, unit: str | None) -> str:
+    """A threshold as a reader takes it in: ``5%+2000`` of a time in ns reads ``5% + 2 µs``, the absolute part
+    in the metric's own unit. The report keeps the spec as written (``--threshold`` takes it)."""
+    from perfgate.errors import PerfgateError
+    from perfgate.metrics import parse_threshold  # stdlib only
+
+    if not spec:
+        return ""
+    try:
+        threshold = parse_threshold(spec)
+    except PerfgateError:  # ConfigError: a spec from an old or hand-made report, shown as it is
+        return spec
+    if not threshold.gating:
+        return "off"
+    parts = [f"{threshold.relative * 100:g}%"] if threshold.relative is not None else []
+    if threshold.absolute is not None:
+        parts.append(format_value(threshold.absolute, unit))
+    return " + ".join(parts) or spec
+
+
 def format_change(change: float | None) -> str:
     if change is None or (isinstance(change, float) and math.isnan(change)):
         return "—"

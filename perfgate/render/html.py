@@ -23,7 +23,7 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import _formatter, format_change, format_value, html_escape
+from perfgate.render.formatting import _formatter, format_change, format_value, html_escape, limit_text
 from perfgate.render.kernels_html import kernel_sections, kernel_table
 from perfgate.report import Report
 from perfgate.vocabulary import Status
@@ -44,8 +44,8 @@ class _Metrics:
         metrics = report["metrics"]
         self.names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
         self.labels = [_escape(name) for name in self.names]
-        self.limits = [_escape(t) if t is not None else "" for t in metrics["threshold"]]
         self.units = [u or "" for u in metrics["unit"]]
+        self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
         self.unit_safe = [_escape(u) == u for u in self.units]
         self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
 

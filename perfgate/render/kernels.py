@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import format_change, format_value
+from perfgate.render.formatting import format_change, format_value, limit_text
 from perfgate.report import Report, group_stats, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
@@ -21,7 +21,7 @@ class MetricSummary:
     metric: str
     label: str
     unit: str
-    threshold: str
+    threshold: str  # the spec, as the report holds it
     direction: str
     gated: bool
     status: str
@@ -31,6 +31,11 @@ class MetricSummary:
     launches: int = 1  # launches whose values are summarized (medians when > 1)
     interval: tuple[float, float] | None = None  # the repeated-launch judgement's 95% interval of the change
     judged_as_group: bool = False
+
+    @property
+    def limit(self) -> str:
+        """The threshold for display, its absolute part in the metric's unit (``5% + 2 µs``)."""
+        return limit_text(self.threshold, self.unit)
 
 
 @dataclass

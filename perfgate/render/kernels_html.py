@@ -75,7 +75,7 @@ def kernel_table(report: Report) -> str:
                  "<br>".join(html_escape(format_value(m.before, m.unit)) for m in moved),
                  "<br>".join(html_escape(format_value(m.after, m.unit)) for m in moved),
                  "<br>".join(html_escape(change_text(m)) for m in moved),
-                 "<br>".join(html_escape(m.threshold) for m in moved),
+                 "<br>".join(html_escape(m.limit) for m in moved),
                  html_escape(why[0]) if why else ""]
         classes = ["", "", "", "num", "", "num", "num", "num", "", "why"]
         out.append(f'<tr class="{row.status.replace(" ", "-")}">'
@@ -145,7 +145,7 @@ def _metric_tables(row: KernelRow) -> str:
             out.append(f'<tr class="{m.status.replace(" ", "-")}">{head}<td>{label}</td>'
                        f'<td class="num">{html_escape(format_value(m.before, m.unit))}</td>'
                        f'<td class="num">{html_escape(format_value(m.after, m.unit))}</td>'
-                       f'<td class="num">{html_escape(change_text(m))}</td><td>{html_escape(m.threshold)}</td>'
+                       f'<td class="num">{html_escape(change_text(m))}</td><td>{html_escape(m.limit)}</td>'
                        f'<td>{html_escape(m.status)}</td></tr>')
     out.append("</tbody></table>")
     return "\n".join(out)
@@ -201,7 +201,7 @@ def band_chart(summary: MetricSummary) -> str:
     lines = [f'<svg class="band" role="img" width="{_WIDTH}" height="58" xmlns="http://www.w3.org/2000/svg" '
              f'aria-label="{html_escape(summary.label)}: baseline, allowed band and current value">',
              f'<text x="0" y="20">{html_escape(summary.label)}</text>',
-             f'<text x="0" y="38" class="meta">limit {html_escape(summary.threshold)}</text>',
+             f'<text x="0" y="38" class="meta">limit {html_escape(summary.limit)}</text>',
              f'<rect x="{_LEFT}" y="8" width="{_TRACK}" height="22" fill="#f6f8fa" stroke="#d0d7de"/>']
     if bound is not None:
         start, stop = sorted((x(before), x(bound)))

@@ -90,7 +90,7 @@ def _moved_cells(row: KernelRow) -> list[str]:
             "<br>".join(md_escape(format_value(m.after, m.unit)) for m in moved),
             "<br>".join(f"**{md_escape(change_text(m))}**" if m.status == Status.REGRESSION.value
                         else md_escape(change_text(m)) for m in moved)
-            + ("<br>" if moved else "") + "<sub>limit " + ", ".join(dict.fromkeys(md_escape(m.threshold)
+            + ("<br>" if moved else "") + "<sub>limit " + ", ".join(dict.fromkeys(md_escape(m.limit)
                                                                      for m in moved)) + "</sub>"]
 
 

@@ -15,6 +15,7 @@ from perfgate.render.common import (
     unmeasured_notes,
     verdict_line,
 )
+from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
 from perfgate.report import Report, iter_launches
 from perfgate.text import inert
@@ -47,7 +48,7 @@ def _launch_lines(item: Shown, report: Report) -> list[str]:
     lines = [f"{status.upper():<11} {test}{name}{where}"]
     for row in rows:
         if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged"):
-            lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {row.get('threshold')}]")
+            lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {limit_text(row.get('threshold'), row.get('unit'))}]")
     if status == Status.NO_DATA.value:
         lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
     if launch.get("launch_change"):
