@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
+from typing import Any
 
 MAX_INPUT_BYTES = 4 << 30
 MAX_NAME_CHARS = 1 << 16
@@ -93,3 +94,36 @@ def json_depth_exceeds(document: object, limit: int = MAX_JSON_DEPTH) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return False
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def parse_json(text: str, source: object, fix: str) -> Any:
+    """Plain, finite, shallow JSON, or one-line InputError naming ``source`` (``fix`` says how to get a good one).
+
+    Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
+    rendering, ``str()``) can run out of recursion on an untrusted document.
+    """
+    import json
+
+    from perfgate.errors import InputError
+
+    too_deep = InputError(source, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", fix)
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except _NonFinite as exc:
+        raise InputError(source, f"{exc} is not valid JSON (numbers must be finite)", fix) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                         f"it may have been truncated; {fix}") from None
+    except RecursionError:
+        raise too_deep from None
+    if json_depth_exceeds(document):
+        raise too_deep
+    return document

@@ -8,34 +8,25 @@ The format is sniffed from the content, not trusted from the extension.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from perfgate.limits import (
     ENV_FIFO_WAIT,
     FIX_SIZE,
-    MAX_JSON_DEPTH,
     fifo_wait_seconds,
-    json_depth_exceeds,
+    parse_json,
     max_input_bytes,
     size_text,
 )
 from perfgate.errors import InputError
 from perfgate.table import Measurement, restrict_metrics
 
-
-class _NonFiniteNumber(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise _NonFiniteNumber(name)
 
 
 def load_json(path: Path) -> Any:
@@ -50,21 +41,7 @@ def load_json(path: Path) -> Any:
         raise InputError(path, "not UTF-8 text; expected JSON") from exc
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror})") from exc
-    too_deep = InputError(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
-                          "not a file perfgate or pytest-benchmark writes; regenerate it")
-    try:
-        document = json.loads(text, parse_constant=_reject_constant)
-    except _NonFiniteNumber as exc:
-        raise InputError(path, f"{exc} is not valid JSON (numbers must be finite)",
-                         "regenerate the file with perfgate") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                         "regenerate the file; it may have been truncated") from exc
-    except RecursionError:
-        raise too_deep from None
-    if json_depth_exceeds(document):
-        raise too_deep
-    return document
+    return parse_json(text, path, "regenerate the file (perfgate or pytest-benchmark)")
 
 
 _PIPE = "pipe"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -205,27 +204,8 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise InputError(file, "not UTF-8 text; expected a JSON report") from exc
     except OSError as exc:
         raise InputError(file, f"cannot read ({exc.strerror})") from exc
-    from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds
+    from perfgate.limits import parse_json
 
-    too_deep = InputError(file, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", "not a report perfgate wrote")
-    try:
-        document = json.loads(text, parse_constant=_reject_constant)
-    except _NonFinite as exc:
-        raise InputError(file, f"{exc} is not valid JSON (numbers must be finite)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(file, f"broken JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                         "it may have been truncated; download or write it again") from None
-    except RecursionError:
-        raise too_deep from None
-    # An untrusted artifact: no later step (validation, rendering) may run out of recursion on it.
-    if json_depth_exceeds(document):
-        raise too_deep
+    # An untrusted artifact: refused here if it is not plain, finite, shallow JSON.
+    document = parse_json(text, file, "download or write the report again")
     return validate_report(document, str(file))
-
-
-class _NonFinite(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NonFinite(name)
