@@ -72,12 +72,14 @@ def launch_change_notes(facts: pd.DataFrame) -> Objects:
         mask = (before.notna() & after.notna() & (before != after)).to_numpy()
         parts.append(_part_codes(mask, before.to_numpy(dtype=float), after.to_numpy(dtype=float), label, "g"))
     notes = np.full(len(facts), "", dtype=object)
-    matrix = np.column_stack([codes for codes, _ in parts])
-    changed = np.flatnonzero((matrix >= 0).any(axis=1))
+    changed = np.flatnonzero(np.logical_or.reduce([codes >= 0 for codes, _ in parts]))
     if changed.size:
-        combos, inverse = np.unique(matrix[changed], axis=0, return_inverse=True)
-        texts = ["; ".join(parts[p][1][c] for p, c in enumerate(combo) if c >= 0) for combo in combos.tolist()]
-        notes[changed] = np.asarray(texts, dtype=object)[inverse.reshape(-1)]
+        combo = np.zeros(changed.size, dtype=np.int64)  # a code per distinct combination of the parts' codes
+        for codes, texts in parts:
+            combo = pd.factorize(combo * (len(texts) + 1) + codes[changed] + 1)[0].astype(np.int64)
+        _, first, inverse = np.unique(combo, return_index=True, return_inverse=True)
+        notes_of = ["; ".join(texts[codes[i]] for codes, texts in parts if codes[i] >= 0) for i in changed[first]]
+        notes[changed] = np.asarray(notes_of, dtype=object)[inverse.reshape(-1)]
     return notes
 
 
