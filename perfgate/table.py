@@ -195,7 +195,7 @@ def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """The distinct (device name, compute capability) pairs in a table, sorted."""
     if frame.empty:
         return []
-    pairs = frame.drop_duplicates("launch")[["device", "cc"]].drop_duplicates()
+    pairs = frame[["launch", "device", "cc"]].drop_duplicates("launch")[["device", "cc"]].drop_duplicates()
     return sorted((str(d), str(c)) for d, c in pairs.itertuples(index=False))
 
 
