@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfgate.table import REGION_SEPARATOR, Measurement, Unusable, make_table
+from perfgate.table import REGION_SEPARATOR, Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
 TOTAL = "total"
@@ -63,7 +63,8 @@ def add_region_totals(measurement: Measurement) -> Measurement:
         rows.extend(_total_rows(name, region, launches, next_launch + offset, unusable))
     if not rows:
         return measurement
-    combined = make_table(pd.concat([table, pd.DataFrame(rows)], ignore_index=True))
+    # The table is normalized already: only the few total rows need normalizing, not its rows again.
+    combined = pd.concat([normalized(table), make_table(rows)], ignore_index=True)
     return replace(measurement, table=combined, unusable=(*measurement.unusable, *unusable))
 
 

@@ -8,6 +8,7 @@ their launch's order, gated metrics before information, catalog metrics in catal
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
@@ -40,6 +41,14 @@ def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Ob
     return table, order
 
 
+def _per_row(column: pd.Series, rows: Ints) -> Any:
+    """A launch column's value for each result row; a string column stays one (pandas would otherwise check
+    every string of the object array again to infer the same dtype)."""
+    if isinstance(column.dtype, pd.StringDtype):
+        return column.array.take(rows)
+    return column.to_numpy()[rows]
+
+
 def result_table(rows: JoinedRows, judged: JudgedRows, launches: pd.DataFrame,
                  thresholds: Mapping[str, Threshold], groups: GroupVerdicts) -> pd.DataFrame:
     """One row per joined (launch, metric), in join order. ``launches`` is the launch table, in launch-id order."""
@@ -55,10 +64,10 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: pd.DataFrame,
         return column
 
     return pd.DataFrame({
-        "kind": launches["kind"].to_numpy()[lid],
-        "kernel": launches["kernel"].to_numpy()[lid],
-        "demangled": launches["demangled"].to_numpy()[lid],
-        "region": launches["region"].to_numpy()[lid],
+        "kind": _per_row(launches["kind"], lid),
+        "kernel": _per_row(launches["kernel"], lid),
+        "demangled": _per_row(launches["demangled"], lid),
+        "region": _per_row(launches["region"], lid),
         "ordinal": launches["ordinal"].to_numpy(dtype=np.int64)[lid],
         "metric": rows.metric,
         "label": per_metric(label_of),
@@ -71,7 +80,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: pd.DataFrame,
         "gated": judged.gated,
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
-        "device": launches["device"].to_numpy()[lid],
+        "device": _per_row(launches["device"], lid),
         "group": groups.group,
         "n_baseline": groups.n_baseline,
         "n_current": groups.n_current,

@@ -26,7 +26,7 @@ class SideValues:
     """One table's columns as numpy arrays, with metric names coded against the shared codes."""
 
     def __init__(self, table: pd.DataFrame, ids: Ints, codes: Mapping[str, int]) -> None:
-        found, names = pd.factorize(table["metric"])
+        found, names = pd.factorize(table["metric"].to_numpy(dtype=object))  # the plain array: faster
         to_code = np.array([codes.get(str(n), -1) for n in names] + [-1], dtype=np.int64)
         self.metric: Ints = to_code[found]  # -1: not a metric we compare (factorize's -1 maps there too)
         self.ids = ids
@@ -101,19 +101,28 @@ def _with_fillers(codes: Mapping[str, int], bare_kinds: Objects) -> tuple[dict[s
     return extended, filler
 
 
+def _sorted_union(*keys: Ints) -> Ints:
+    """``np.union1d`` of integer arrays by one sort (numpy 2's ``np.unique`` hashes first, slower on integers)."""
+    joined = np.concatenate([np.asarray(k, dtype=np.int64) for k in keys])
+    joined.sort(kind="stable")  # sorted runs (each side's keys): merged in linear time
+    union: Ints = joined[np.concatenate(([True], joined[1:] != joined[:-1]))] if joined.size else joined
+    return union
+
+
 def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], compared: Sequence[str],
                  kinds: Objects) -> JoinedRows:
     """Join the ``compared`` metrics of both sides; ``kinds`` gives each launch id's kind."""
     wanted = np.array([codes[m] for m in compared], dtype=np.int64)
     base_rows, cur_rows = base.selected(wanted), cur.selected(wanted)
-    bare = np.setdiff1d(np.arange(len(kinds)), np.union1d(base.ids[base_rows], cur.ids[cur_rows]))
+    has_rows = np.zeros(len(kinds), dtype=bool)
+    has_rows[base.ids[base_rows]] = True
+    has_rows[cur.ids[cur_rows]] = True
+    bare = np.flatnonzero(~has_rows)
     extended, filler = _with_fillers(codes, kinds[bare])
     width = len(extended)
     base_keys, base_taken = base.keys(base_rows, width)
     cur_keys, cur_taken = cur.keys(cur_rows, width)
-    all_keys = np.union1d(base_keys, cur_keys)
-    if bare.size:
-        all_keys = np.union1d(all_keys, bare * width + filler)
+    all_keys = _sorted_union(base_keys, cur_keys, bare * width + filler)
     base_value, cur_value = np.full(len(all_keys), np.nan), np.full(len(all_keys), np.nan)
     unit = np.full(len(all_keys), "", dtype=object)
     base_at, cur_at = np.searchsorted(all_keys, base_keys), np.searchsorted(all_keys, cur_keys)

@@ -61,7 +61,7 @@ class MatchedLaunches:
 
 def _launches(table: pd.DataFrame) -> pd.DataFrame:
     """One row per launch; of launches with the same key, the first in the table."""
-    return table.drop_duplicates("launch")[list(_LAUNCH_COLUMNS)].drop_duplicates(list(LAUNCH_KEY))
+    return table[list(_LAUNCH_COLUMNS)].drop_duplicates("launch").drop_duplicates(list(LAUNCH_KEY))
 
 
 def _launch_ids(table: pd.DataFrame, launch_numbers: pd.Series) -> Ints:

@@ -4,11 +4,13 @@ renamed kernels paired (or not), and the repeated kernels whose change is inconc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-from perfgate.compare.arrays import Bools, Objects
+from perfgate.compare.arrays import Bools, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.renames import RULE_WORDS, Renames
@@ -37,24 +39,47 @@ def launch_facts(launches: MatchedLaunches, base: SideValues, cur: SideValues,
     return facts
 
 
+def _part_codes(mask: Bools, before: npt.NDArray[Any], after: npt.NDArray[Any], label: str,
+                spec: str = "") -> tuple[Ints, list[str]]:
+    """Per launch, the index of its text (``label before → after``, values formatted with ``spec``) in the list
+    returned, -1 where ``mask`` is False: each distinct pair is formatted once (floats told apart by their bits,
+    so -0.0 stays apart from 0.0)."""
+    codes = np.full(len(mask), -1, dtype=np.int64)
+    where = np.flatnonzero(mask)
+    if not where.size:
+        return codes, []
+    keys = [before[where], after[where]]
+    if keys[0].dtype.kind == "f":
+        keys = [k.astype(np.float64).view(np.int64) for k in keys]
+    b_codes, b_uniques = pd.factorize(keys[0])
+    a_codes, a_uniques = pd.factorize(keys[1])
+    _, first, inverse = np.unique(b_codes.astype(np.int64) * len(a_uniques) + a_codes, return_index=True,
+                                  return_inverse=True)
+    codes[where] = inverse.reshape(-1)
+    return codes, [f"{label} {format(before[where[i]], spec)} → {format(after[where[i]], spec)}" for i in first]
+
+
 def launch_change_notes(facts: pd.DataFrame) -> Objects:
-    """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''."""
-    notes = np.full(len(facts), "", dtype=object)
-    changed_parts: list[tuple[Bools, dict[int, str]]] = []
+    """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''. Launches with the same
+    changes share one note, built once."""
+    parts: list[tuple[Ints, list[str]]] = []
     for what in ("grid", "block"):
         before, after = facts[f"{what}_b"].fillna(""), facts[f"{what}_c"].fillna("")
         mask: Bools = ((before != "") & (after != "") & (before != after)).to_numpy()
-        b_values, a_values = before.to_numpy(dtype=object), after.to_numpy(dtype=object)
-        changed_parts.append((mask, {int(i): f"{what} {b_values[i]} → {a_values[i]}" for i in np.flatnonzero(mask)}))
+        parts.append(_part_codes(mask, before.to_numpy(dtype=object), after.to_numpy(dtype=object), what))
     for metric, label in _CONFIG_LABELS:
         before, after = facts[f"{metric}_b"], facts[f"{metric}_c"]
         mask = (before.notna() & after.notna() & (before != after)).to_numpy()
-        b_numbers, a_numbers = before.to_numpy(dtype=float), after.to_numpy(dtype=float)
-        changed_parts.append((mask, {int(i): f"{label} {b_numbers[i]:g} → {a_numbers[i]:g}"
-                                     for i in np.flatnonzero(mask)}))
-    # Only the few launches whose configuration changed pay for string building.
-    for index in np.flatnonzero(np.logical_or.reduce([mask for mask, _ in changed_parts])):
-        notes[index] = "; ".join(texts[int(index)] for mask, texts in changed_parts if mask[index])
+        parts.append(_part_codes(mask, before.to_numpy(dtype=float), after.to_numpy(dtype=float), label, "g"))
+    notes = np.full(len(facts), "", dtype=object)
+    changed = np.flatnonzero(np.logical_or.reduce([codes >= 0 for codes, _ in parts]))
+    if changed.size:
+        combo = np.zeros(changed.size, dtype=np.int64)  # a code per distinct combination of the parts' codes
+        for codes, texts in parts:
+            combo = pd.factorize(combo * (len(texts) + 1) + codes[changed] + 1)[0].astype(np.int64)
+        _, first, inverse = np.unique(combo, return_index=True, return_inverse=True)
+        notes_of = ["; ".join(texts[codes[i]] for codes, texts in parts if codes[i] >= 0) for i in changed[first]]
+        notes[changed] = np.asarray(notes_of, dtype=object)[inverse.reshape(-1)]
     return notes
 
 

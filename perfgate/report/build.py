@@ -136,11 +136,29 @@ def _metric_rows(results: Any) -> tuple[dict[str, list[Any]], Any]:
 
     metric_codes = np.zeros(len(results), dtype=np.int64)
     for name in METRIC_COLUMNS:
-        column_codes, uniques = pd.factorize(results[name].fillna("").astype(str))
-        metric_codes, _ = pd.factorize(metric_codes * (len(uniques) + 1) + column_codes)  # stays < len(results)
+        column_codes, count = _text_codes(results[name])
+        metric_codes, _ = pd.factorize(metric_codes * (count + 1) + column_codes)  # stays < len(results)
     _, first_rows = np.unique(metric_codes, return_index=True)  # codes count up from 0 in order of appearance
     metric_rows = results.iloc[first_rows]
     return {name: metric_rows[name].tolist() for name in METRIC_COLUMNS}, metric_codes
+
+
+def _text_codes(column: Any) -> tuple[Any, int]:
+    """Codes of a column's values as text, missing as "" (``fillna("").astype(str)``), and how many there are.
+    A string column is coded as it is: the same classes without converting every value first."""
+    import numpy as np
+    import pandas as pd
+
+    if not isinstance(column.dtype, pd.StringDtype):
+        codes, uniques = pd.factorize(column.fillna("").astype(str))
+        return codes, len(uniques)
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
+    missing = codes < 0
+    if missing.any():
+        empty = np.flatnonzero(uniques == "")
+        codes[missing] = empty[0] if empty.size else len(uniques)
+        return codes, len(uniques) + (0 if empty.size else 1)
+    return codes, len(uniques)
 
 
 def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:

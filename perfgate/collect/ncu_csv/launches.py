@@ -27,7 +27,6 @@ from perfgate.table import (
     NO_DATA_METRIC,
     Measurement,
     Unusable,
-    assign_ordinals,
     format_dim,
     make_table,
 )
@@ -152,6 +151,22 @@ def _dims_with_fallback(dims: list[str], extra: dict[str, Attribute], what: str)
             for d, *xyz in zip(dims, x, y, z, strict=True)]
 
 
+def _ordinals(kernel: Sequence[str], region: Sequence[str]) -> IntArray:
+    """Per launch (in report order), its 0-based index among the launches of the same (kernel, region): what
+    ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping a frame of strings."""
+    kernel_codes, _ = pd.factorize(np.asarray(kernel, dtype=object))
+    region_codes, _ = pd.factorize(np.asarray(region, dtype=object))
+    key = kernel_codes.astype(np.int64) * (int(region_codes.max(initial=0)) + 1) + region_codes
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]] if len(ordered) else np.zeros(0, dtype=bool)
+    position = np.arange(len(ordered), dtype=np.int64)
+    first = np.maximum.accumulate(np.where(starts, position, 0)) if len(ordered) else position
+    ordinals = np.empty(len(ordered), dtype=np.int64)
+    ordinals[order] = position - first
+    return ordinals
+
+
 def _categorical(per_launch: Sequence[str], launch: IntArray) -> pd.Categorical:
     """Broadcast a per-launch string list to rows without materializing one string per row."""
     codes, uniques = pd.factorize(np.asarray(per_launch, dtype=object), sort=False)
@@ -193,10 +208,7 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> Measuremen
     check_name_length(set(launches.region), source, "NVTX region")
     bare = {d: kernel_function_name(d) if d else "" for d in distinct}
     kernel = [bare[d] for d in launches.demangled]
-    per_launch_frame = pd.DataFrame({
-        "kind": KIND_KERNEL, "kernel": kernel, "region": launches.region, "launch": np.arange(count),
-    })  # fmt: skip
-    ordinals = assign_ordinals(per_launch_frame)["ordinal"].to_numpy(dtype=np.int64)
+    ordinals = _ordinals(kernel, launches.region)
     frame = pd.DataFrame({
         "kind": pd.Categorical.from_codes(np.zeros(len(launch), dtype=np.int8),
                                           categories=pd.Index([KIND_KERNEL], dtype=object)),
