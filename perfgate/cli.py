@@ -24,7 +24,6 @@ from perfgate.options import metrics_arg, probability, resolve_metrics, threshol
 from perfgate.text import inert
 
 if TYPE_CHECKING:
-    from perfgate.compare import CompareOptions
     from perfgate.report import Report
     from perfgate.table import Measurement
 
@@ -217,7 +216,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
                                       "baseline could not be kept per GPU",
                          "make the baseline from the .ncu-rep, or export CSV with --page raw and "
                          "device__attribute_display_name among --metrics")
-    gated = gated_metrics(options)
+    gated = options.gated_metrics()
     _refuse_unusable(args.report, measurement, gated)
     documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
@@ -228,15 +227,6 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     for path in save_baselines(documents, directory, name):
         sys.stdout.write(f"wrote {inert(path)}\n")
     return EXIT_OK
-
-
-def gated_metrics(options: "CompareOptions") -> list[str]:
-    """The compared metrics a change can fail: a gating threshold and a direction (as compare judges them)."""
-    from perfgate.metrics import Direction, direction_of
-
-    thresholds = options.effective_thresholds()
-    return [m for m in options.compared_metrics()
-            if (t := thresholds.get(m)) is not None and t.gating and direction_of(m) is not Direction.NEUTRAL]
 
 
 def _gates(document: dict[str, object], gated: Sequence[str]) -> bool:

@@ -186,6 +186,12 @@ _LOWER_HINTS = ("time", "duration", "bytes", "inst_executed", "registers", "sect
 _HIGHER_HINTS = ("pct_of_peak", "throughput", "hit_rate", "warps_active", "occupancy", "per_second", "efficiency")
 
 
+def can_fail(metric: str, threshold: Threshold | None) -> bool:
+    """Whether a change of ``metric`` can fail the gate: it has a gating threshold and a direction that is
+    worse one way (a neutral metric is information only)."""
+    return threshold is not None and threshold.gating and direction_of(metric) is not Direction.NEUTRAL
+
+
 def direction_of(metric: str) -> Direction:
     """Direction of any metric: the catalog's, else a guess from ncu's naming conventions."""
     info = CATALOG_BY_NAME.get(metric)

@@ -10,6 +10,7 @@ from perfgate.metrics import (
     DEFAULT_KERNEL_METRICS,
     LAUNCH_CONFIG_METRICS,
     Threshold,
+    can_fail,
     default_thresholds,
 )
 
@@ -38,6 +39,11 @@ class CompareOptions:
         merged = default_thresholds()
         merged.update(self.thresholds)
         return merged
+
+    def gated_metrics(self) -> list[str]:
+        """The compared metrics a change can fail (as the comparison judges them)."""
+        thresholds = self.effective_thresholds()
+        return [m for m in self.compared_metrics() if can_fail(m, thresholds.get(m))]
 
     def compared_metrics(self) -> tuple[str, ...]:
         """Metrics to show: the chosen set plus every metric that has an explicit threshold."""

@@ -22,7 +22,7 @@ from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
-from perfgate.metrics import Direction, Threshold, direction_of
+from perfgate.metrics import Direction, Threshold, can_fail, direction_of
 from perfgate.vocabulary import KIND_BENCHMARK, STATUS_ORDER, STATUS_RANK, Status
 
 _WORSE_SIGN = {Direction.LOWER_IS_BETTER: 1.0, Direction.HIGHER_IS_BETTER: -1.0}
@@ -50,10 +50,10 @@ def metric_rules(names: Sequence[str], thresholds: Mapping[str, Threshold]) -> M
     a neutral direction, never gates: it is information."""
     found = [thresholds.get(name) for name in names]
     sign = np.array([_WORSE_SIGN.get(direction_of(name), 0.0) for name in names], dtype=float)
-    gating = np.array([t is not None and t.gating for t in found], dtype=bool)
+    gating = np.array([can_fail(name, t) for name, t in zip(names, found, strict=True)], dtype=bool)
     relative = [t.relative if t is not None and t.relative is not None else -1.0 for t in found]
     absolute = [t.absolute if t is not None and t.absolute is not None else -1.0 for t in found]
-    return MetricRules(worse_sign=sign, gated=gating & (sign != 0), relative=np.array(relative, dtype=float),
+    return MetricRules(worse_sign=sign, gated=gating, relative=np.array(relative, dtype=float),
                        absolute=np.array(absolute, dtype=float))
 
 
