@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 MAX_INPUT_BYTES = 4 << 30
@@ -127,3 +128,16 @@ def parse_json(text: str, source: object, fix: str) -> Any:
     if json_depth_exceeds(document):
         raise too_deep
     return document
+
+
+def read_json_file(path: Path, what: str, fix: str) -> Any:
+    """``parse_json`` of a UTF-8 file; one-line InputError when it cannot be read (``what`` it should hold)."""
+    from perfgate.errors import InputError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text; expected {what}") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    return parse_json(text, path, fix)

@@ -13,6 +13,15 @@ CORPUS = Path(os.environ.get("PERFGATE_CORPUS", REPO.parent / "shared" / "corpus
 NCU_REP = CORPUS / "ncu-rep"
 
 
+def run_cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    """``perfgate ARGS...`` in this process: (exit status, stdout, stderr)."""
+    from perfgate.cli import main
+
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def corpus_file(relative: str) -> Path:
     path = NCU_REP / relative
     if not path.is_file():

@@ -65,9 +65,8 @@ def test_a_failure_before_the_renames_changes_nothing(tmp_path: Path, monkeypatc
     assert files(tmp_path) == before  # the first GPU's file too, and no temporary file left
 
 
-def test_a_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    save_baselines(two_gpu_documents(100.0), tmp_path, "t")
-    before = files(tmp_path)
+def _fail_the_second_rename(monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.replace refuses its second call (the second GPU's file), as a read-only file or folder would."""
     real_replace = os.replace
     calls: list[str] = []
 
@@ -78,24 +77,21 @@ def test_a_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path, mon
         real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", second_rename_fails)
+
+
+def test_a_failed_rename_puts_back_the_files_already_renamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_baselines(two_gpu_documents(100.0), tmp_path, "t")
+    before = files(tmp_path)
+    _fail_the_second_rename(monkeypatch)
     with pytest.raises(InputError, match="Permission denied"):
         save_baselines(two_gpu_documents(200.0), tmp_path, "t")
-    monkeypatch.setattr(os, "replace", real_replace)
+    monkeypatch.undo()  # os.replace as it was, for the checks
     assert files(tmp_path) == before and durations(tmp_path) == [100, 100]
 
 
 def test_a_new_gpu_file_is_removed_again_when_a_later_rename_fails(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    real_replace = os.replace
-    calls: list[str] = []
-
-    def second_rename_fails(src: str, dst: str) -> None:
-        calls.append(str(dst))
-        if len(calls) == 2:
-            raise OSError(13, "Permission denied", str(dst))
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", second_rename_fails)
+    _fail_the_second_rename(monkeypatch)
     with pytest.raises(InputError):
         save_baselines(two_gpu_documents(200.0), tmp_path, "t")
     assert files(tmp_path) == {}

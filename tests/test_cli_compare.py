@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, corpus_file
+from conftest import REPO, corpus_file, run_cli
 
 from perfgate.cli import main
 from perfgate.report import launch_rows, result_rows
@@ -26,14 +26,8 @@ ESMM_A = "esmm-a10g/a62323b_output.ncu-rep"
 RTX = "kernelAC-2080ti/profile.ncu-rep"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 def compare_json(capsys: pytest.CaptureFixture[str], base: str, cur: str, *extra: str) -> tuple[int, dict]:
-    status, out, err = run(capsys, "compare", corpus_file(base), corpus_file(cur), "--format", "json", *extra)
+    status, out, err = run_cli(capsys, "compare", corpus_file(base), corpus_file(cur), "--format", "json", *extra)
     assert err == ""
     return status, json.loads(out)
 
@@ -96,7 +90,7 @@ def test_same_code_measured_twice_is_not_a_regression(capsys: pytest.CaptureFixt
 
 
 def test_different_gpus_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(capsys, "compare", corpus_file(V3), corpus_file(RTX))
+    status, out, err = run_cli(capsys, "compare", corpus_file(V3), corpus_file(RTX))
     assert status == 2 and out == ""
     assert err.count("\n") == 1
     assert "Tesla T4" in err and "RTX 2080 Ti" in err and "--allow-device-mismatch" in err
@@ -105,7 +99,7 @@ def test_different_gpus_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
 def test_device_mismatch_can_be_overridden(capsys: pytest.CaptureFixture[str]) -> None:
     # The device check is overridden, so the comparison runs; but the kernels differ entirely (all missing,
     # all new), which compares nothing: that is exit 2 with the cause, never a pass.
-    status, out, err = run(capsys, "compare", corpus_file(V3), corpus_file(RTX), "--allow-device-mismatch")
+    status, out, err = run_cli(capsys, "compare", corpus_file(V3), corpus_file(RTX), "--allow-device-mismatch")
     assert status == 2 and out == ""
     assert "Tesla T4" not in err and err.count("\n") == 1
 
@@ -123,7 +117,7 @@ def test_renamed_kernel_is_paired_and_compared(capsys: pytest.CaptureFixture[str
 def test_renamed_kernel_with_another_launch_configuration_is_not_guessed(
         capsys: pytest.CaptureFixture[str]) -> None:
     # grid (977, 1, 1) -> (3907, 1, 1): not paired, so nothing is compared, which is refused, never a pass
-    status, out, err = run(capsys, "compare", corpus_file(V7_4), corpus_file(V8))
+    status, out, err = run_cli(capsys, "compare", corpus_file(V7_4), corpus_file(V8))
     assert status == 2 and out == ""
     assert "no launch matches" in err and "1 missing, 1 new" in err and "kernel_aliases" in err
 
@@ -177,13 +171,13 @@ def test_pyproject_thresholds(capsys: pytest.CaptureFixture[str], tmp_path: Path
 def test_pyproject_unknown_key_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = tmp_path / "pyproject.toml"
     config.write_text('[tool.perfgate]\ntreshold = 3\n')
-    status, out, err = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--config", config)
+    status, out, err = run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "--config", config)
     assert status == 2 and "treshold" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("fmt", ["text", "md", "html"])
 def test_every_format_names_the_regression(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
-    status, out, _ = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--format", fmt)
+    status, out, _ = run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "--format", fmt)
     assert status == 1
     assert "matrix_addition2D" in out.replace("\\_", "_")
     assert "+123.3%" in out
@@ -192,7 +186,7 @@ def test_every_format_names_the_regression(capsys: pytest.CaptureFixture[str], f
 def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "out" / "report.md"
     target.parent.mkdir()
-    status, out, _ = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--format", "md", "-o", target)
+    status, out, _ = run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "--format", "md", "-o", target)
     assert status == 1
     assert target.read_text().startswith("### ❌ perfgate: 1 regression")
     assert out.startswith("FAIL: 1 regression") and str(target) in out
@@ -241,7 +235,7 @@ def test_unusable_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]
     bad = _bad_inputs(tmp_path)[name]
     good = corpus_file(V3)
     pair = (bad, good) if side == "baseline" else (good, bad)
-    status, out, err = run(capsys, "compare", *pair)
+    status, out, err = run_cli(capsys, "compare", *pair)
     assert status == 2
     assert out == ""
     assert err.startswith("perfgate: error: ") and err.count("\n") == 1, err
@@ -250,7 +244,7 @@ def test_unusable_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]
 
 
 def test_permission_error_names_the_fix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, _, err = run(capsys, "compare", _bad_inputs(tmp_path)["error.csv"], corpus_file(V3))
+    status, _, err = run_cli(capsys, "compare", _bad_inputs(tmp_path)["error.csv"], corpus_file(V3))
     assert status == 2
     assert "ERR_NVGPUCTRPERM" in err and ("CAP_SYS_ADMIN" in err or "NVreg_RestrictProfilingToAdminUsers" in err)
 
@@ -282,7 +276,7 @@ def test_console_script_and_module_entry() -> None:
 # ------------------------------------------------------------------------- what was not compared
 
 def test_metrics_that_exist_nowhere_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--metrics", "foo__bar.sum")
+    status, out, err = run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "--metrics", "foo__bar.sum")
     assert status == 2 and out == ""
     assert "nothing to compare" in err and "foo__bar.sum" in err and err.count("\n") == 1
 
@@ -291,13 +285,13 @@ def test_gated_metrics_missing_from_the_inputs_are_noted(capsys: pytest.CaptureF
     status, report = compare_json(capsys, ESMM_B, ESMM_A)
     assert status == 0
     assert "gated metric dram__bytes_read.sum is in neither input: not compared" in report["notes"]
-    status, out, _ = run(capsys, "compare", corpus_file(V3), corpus_file(V4), "--threshold", "dram_bytes_read=1%")
+    status, out, _ = run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "--threshold", "dram_bytes_read=1%")
     assert "gated metric dram_bytes_read is in neither input: not compared (check its spelling)" in out
 
 
 def test_format_follows_the_output_suffix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for name, start in (("r.json", "{"), ("r.md", "### "), ("r.html", "<!DOCTYPE html>"), ("r.txt", "perfgate: ")):
-        run(capsys, "compare", corpus_file(V3), corpus_file(V4), "-o", tmp_path / name)
+        run_cli(capsys, "compare", corpus_file(V3), corpus_file(V4), "-o", tmp_path / name)
         assert (tmp_path / name).read_text().startswith(start), name
 
 
@@ -309,7 +303,7 @@ def test_non_finite_or_huge_baseline_values_are_refused(capsys: pytest.CaptureFi
     text = path.read_text().replace('"value": 67776', f'"value": {value}')
     path.write_text(text)
     capsys.readouterr()
-    status, _, err = run(capsys, "compare", path, corpus_file(V4))
+    status, _, err = run_cli(capsys, "compare", path, corpus_file(V4))
     assert status == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -326,7 +320,7 @@ def test_a_pipe_is_read_like_a_file(capsys: pytest.CaptureFixture[str], tmp_path
 
     writer = threading.Thread(target=feed)
     writer.start()
-    status, out, err = run(capsys, "compare", corpus_file(V3), fifo)
+    status, out, err = run_cli(capsys, "compare", corpus_file(V3), fifo)
     writer.join(timeout=10)
     assert status == 1, err
     assert "REGRESSION  matrix_addition2D" in out
@@ -346,10 +340,10 @@ def test_merge_recomputes_the_verdict_and_refuses_bad_fields(capsys: pytest.Capt
     report["verdict"] = "pass"  # a report that lies about its verdict
     lying = tmp_path / "lying.json"
     lying.write_text(json.dumps(report))
-    status, out, _ = run(capsys, "merge", lying)
+    status, out, _ = run_cli(capsys, "merge", lying)
     assert status == 1 and json.loads(out)["verdict"] == "fail"
     report["results"]["change"][0] = "a lot"
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(report))
-    status, out, err = run(capsys, "merge", broken)
+    status, out, err = run_cli(capsys, "merge", broken)
     assert status == 2 and out == "" and err.count("\n") == 1 and str(broken) in err

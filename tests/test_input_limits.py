@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from perfgate.cli import main
 from perfgate.collect import load_json, read_table
@@ -27,12 +27,6 @@ from perfgate.errors import InputError
 H100 = REPO / "tests" / "data" / "h100"
 REP = H100 / "vector_add.ncu-rep"
 DETAILS = H100 / "vector_add.rerun.details-base.csv"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def one_line(err: str) -> bool:
@@ -66,7 +60,7 @@ def test_json_nested_10000_deep_is_one_line(capsys: pytest.CaptureFixture[str], 
     args = {"compare-baseline": ["compare", path, REP], "compare-current": ["compare", REP, path],
             "baseline": ["baseline", path, "-d", tmp_path / "b"], "merge": ["merge", path],
             "publish": ["publish", path, "--no-comment", "--no-check", "--no-summary"]}[command]
-    status, out, err = run(capsys, *args)
+    status, out, err = run_cli(capsys, *args)
     assert status == 2 and one_line(err), err
     assert f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep" in err
     assert not (tmp_path / "b").exists()
@@ -100,7 +94,7 @@ def test_benchmark_json_with_odd_machine_info_names_no_cpu(capsys: pytest.Captur
                                                            machine_info: object) -> None:
     path = tmp_path / "bench.json"
     path.write_text(json.dumps({**BENCH, "machine_info": machine_info}))
-    status, out, err = run(capsys, "compare", path, path)
+    status, out, err = run_cli(capsys, "compare", path, path)
     assert status == 0 and err == "", err
     assert set(read_table(path).table["device"]) == {"CPU: unknown"}
 
@@ -124,7 +118,7 @@ def test_an_unforeseen_exception_is_still_one_line_exit_2(capsys: pytest.Capture
         raise AttributeError("'list' object has no attribute 'get'\n\x1b[2Jforged")
 
     monkeypatch.setattr(perfgate.collect, "read_table", boom)
-    status, out, err = run(capsys, "compare", REP, REP)
+    status, out, err = run_cli(capsys, "compare", REP, REP)
     assert status == 2 and one_line(err) and "AttributeError" in err and "\x1b" not in err
     monkeypatch.setenv("PERFGATE_DEBUG", "1")
     with pytest.raises(AttributeError):
@@ -139,7 +133,7 @@ def test_character_devices_are_refused_at_once(capsys: pytest.CaptureFixture[str
     if not os.path.exists(device):
         pytest.skip(f"no {device}")
     started = time.monotonic()
-    status, _, err = run(capsys, "compare", REP, device)
+    status, _, err = run_cli(capsys, "compare", REP, device)
     assert status == 2 and one_line(err) and "character device" in err
     assert time.monotonic() - started < 10
     assert not list(spool_dir.iterdir())
@@ -177,7 +171,7 @@ def test_a_fifo_without_a_writer_is_refused_after_the_wait(capsys: pytest.Captur
     os.mkfifo(fifo)
     monkeypatch.setenv("PERFGATE_FIFO_WAIT", "0.5")
     started = time.monotonic()
-    status, _, err = run(capsys, "compare", REP, fifo)
+    status, _, err = run_cli(capsys, "compare", REP, fifo)
     assert status == 2 and one_line(err), err
     assert "a named pipe (FIFO) that nothing wrote to within 0.5 s" in err and "PERFGATE_FIFO_WAIT" in err
     assert time.monotonic() - started < 10
@@ -198,7 +192,7 @@ def test_a_fifo_whose_writer_comes_late_is_read(capsys: pytest.CaptureFixture[st
 
     writer = threading.Thread(target=feed)
     writer.start()
-    status, out, err = run(capsys, "compare", REP, fifo)
+    status, out, err = run_cli(capsys, "compare", REP, fifo)
     writer.join(timeout=20)
     assert status == 0, err
     assert "PASS" in out
@@ -221,7 +215,7 @@ def test_pipe_errors_name_the_pipe_and_the_spool_is_removed(capsys: pytest.Captu
     data = REP.read_bytes()[:20_000]
     writer = threading.Thread(target=lambda: fifo.write_bytes(data))
     writer.start()
-    status, _, err = run(capsys, "compare", REP, fifo)
+    status, _, err = run_cli(capsys, "compare", REP, fifo)
     writer.join(timeout=10)
     assert status == 2 and one_line(err) and f"{fifo}: truncated Nsight Compute report" in err
     assert not list(spool_dir.iterdir())  # removed at once, not at exit (try/finally, not atexit)
@@ -230,7 +224,7 @@ def test_pipe_errors_name_the_pipe_and_the_spool_is_removed(capsys: pytest.Captu
 def test_a_regular_file_over_the_limit_is_refused_before_reading(capsys: pytest.CaptureFixture[str],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERFGATE_MAX_INPUT_BYTES", "10000")
-    status, _, err = run(capsys, "compare", REP, DETAILS)
+    status, _, err = run_cli(capsys, "compare", REP, DETAILS)
     assert status == 2 and one_line(err)
     assert f"{REP}: 41,809 bytes, more than perfgate's input limit of 10,000 bytes" in err
 
@@ -258,7 +252,7 @@ def test_framing_refuses_a_header_followed_by_junk_at_once(capsys: pytest.Captur
     path = tmp_path / "zeros.ncu-rep"
     path.write_bytes(_header_then(tail))
     started = time.monotonic()
-    status, _, err = run(capsys, "compare", REP, path)
+    status, _, err = run_cli(capsys, "compare", REP, path)
     assert status == 2 and one_line(err) and "damaged Nsight Compute report" in err
     assert time.monotonic() - started < 5
 
@@ -286,7 +280,7 @@ def _long_named(tmp_path: Path, length: int) -> Path:
 def test_a_50_mb_kernel_name_is_refused_in_seconds(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = _long_named(tmp_path, 50_000_000)
     started = time.monotonic()
-    status, _, err = run(capsys, "compare", DETAILS, path)
+    status, _, err = run_cli(capsys, "compare", DETAILS, path)
     assert status == 2 and one_line(err)
     assert f"a kernel name of 50,000,010 characters (perfgate reads names up to {MAX_NAME_CHARS:,})" in err
     assert time.monotonic() - started < 30  # was 45 s in kernel_function_name alone; now the CSV parse
@@ -303,7 +297,7 @@ def test_a_long_benchmark_name_is_refused(capsys: pytest.CaptureFixture[str], tm
     bench["benchmarks"][0]["fullname"] = "t.py::" + "x" * (MAX_NAME_CHARS + 1)
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(bench))
-    status, _, err = run(capsys, "compare", path, path)
+    status, _, err = run_cli(capsys, "compare", path, path)
     assert status == 2 and one_line(err) and "a benchmark name of" in err
 
 
@@ -315,7 +309,7 @@ def test_a_compressed_input_is_bounded_and_its_folder_removed(capsys: pytest.Cap
     bomb = tmp_path / "bomb.csv.gz"
     bomb.write_bytes(gzip.compress(b'"ID","Kernel Name"\n' + bytes(20_000_000)))
     monkeypatch.setenv("PERFGATE_MAX_INPUT_BYTES", "2000000")
-    status, _, err = run(capsys, "compare", REP, bomb)
+    status, _, err = run_cli(capsys, "compare", REP, bomb)
     assert status == 2 and one_line(err) and "decompresses to more than perfgate's input limit" in err
     assert not list(spool_dir.iterdir())
 
@@ -326,5 +320,5 @@ def test_errors_inside_a_compressed_input_name_the_file_given(capsys: pytest.Cap
 
     packed = tmp_path / "cut.ncu-rep.xz"
     packed.write_bytes(lzma.compress(REP.read_bytes()[:30_000]))
-    status, _, err = run(capsys, "compare", REP, packed)
+    status, _, err = run_cli(capsys, "compare", REP, packed)
     assert status == 2 and one_line(err) and err.startswith(f"perfgate: error: {packed}: truncated")

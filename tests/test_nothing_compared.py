@@ -7,36 +7,31 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.cli import main
+from conftest import run_cli
+
 from perfgate.publish.body import conclusion
 from perfgate.report import empty_report, verdict_of
 
 H100 = Path(__file__).resolve().parent / "data" / "h100"
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 def test_only_launch_facts_compared_with_itself_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     # Registers per thread is a launch fact: it never gates, so this comparison could not fail.
     report = H100 / "nested-regions.ncu-rep"
-    status, out, err = _run(capsys, "compare", report, report, "--metrics", "launch__registers_per_thread")
+    status, out, err = run_cli(capsys, "compare", report, report, "--metrics", "launch__registers_per_thread")
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "nothing to compare" in err and "gates" in err
 
 
 def test_no_launch_in_common_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     # Two real H100 profiles of different programs: every kernel missing on one side and new on the other.
-    status, out, err = _run(capsys, "compare", H100 / "vector_add.ncu-rep", H100 / "softmax.ncu-rep.xz")
+    status, out, err = run_cli(capsys, "compare", H100 / "vector_add.ncu-rep", H100 / "softmax.ncu-rep.xz")
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "no launch matches" in err and "kernel_aliases" in err
 
 
 def test_the_same_program_against_itself_still_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = _run(capsys, "compare", H100 / "vector_add.ncu-rep", H100 / "vector_add.rerun.ncu-rep")
+    status, out, _ = run_cli(capsys, "compare", H100 / "vector_add.ncu-rep", H100 / "vector_add.rerun.ncu-rep")
     assert status == 0 and "PASS" in out
 
 

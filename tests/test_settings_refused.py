@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from perfgate.cli import main
 from perfgate.collect.ncu_run import run_ncu
@@ -21,12 +21,6 @@ from perfgate.plugin.marker import parse_marker
 H100 = REPO / "tests" / "data" / "h100"
 REP = H100 / "vector_add.ncu-rep"
 RERUN = H100 / "vector_add.rerun.ncu-rep"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.mark.parametrize("spec", ["1e999", "1e999%", "5%+1e999", "1e400%+1000"])
@@ -86,7 +80,7 @@ def test_absurd_pyproject_settings_are_one_line(capsys: pytest.CaptureFixture[st
     with pytest.raises(ConfigError) as info:
         load_settings(pyproject)
     assert words in str(info.value) and "\n" not in str(info.value)
-    status, _, err = run(capsys, "compare", REP, RERUN, "--config", pyproject)
+    status, _, err = run_cli(capsys, "compare", REP, RERUN, "--config", pyproject)
     assert status == 2 and err.count("\n") == 1 and words in err
 
 
@@ -158,7 +152,7 @@ def test_baseline_with_a_misspelled_metric_gates_nothing_and_is_not_written(caps
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.perfgate]\nmetrics = ["gpu__time_duraton.sum"]\n'
                          '[tool.perfgate.thresholds]\n"gpu__time_duraton.sum" = "5%"\n')
-    status, out, err = run(capsys, "baseline", REP, "-d", tmp_path / "b", "--name", "v", "--config", pyproject)
+    status, out, err = run_cli(capsys, "baseline", REP, "-d", tmp_path / "b", "--name", "v", "--config", pyproject)
     assert status == 2 and err.count("\n") == 1, err
     assert f"{tmp_path / 'b' / 'nvidia-h100-80gb-hbm3-sm90' / 'v.json'}: would gate nothing: {REP} has no value " \
            f"for any gated metric (gpu__time_duraton.sum) (gpu__time_duraton.sum not in {REP}: check the spelling)" \
@@ -171,7 +165,7 @@ def test_baseline_with_a_misspelled_metric_gates_nothing_and_is_not_written(caps
 def test_baseline_of_only_ungated_metrics_gates_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                         metrics: str) -> None:
     """``--metrics NAME`` replaces the gated defaults; a metric without a threshold is shown, never gated."""
-    status, _, err = run(capsys, "baseline", REP, "-d", tmp_path / "b", "--metrics", metrics)
+    status, _, err = run_cli(capsys, "baseline", REP, "-d", tmp_path / "b", "--metrics", metrics)
     assert status == 2 and err.count("\n") == 1
     assert f"would gate nothing: none of the compared metrics ({metrics}) has a gating threshold" in err
     assert ("check the spelling" in err) == (metrics == "gpu__time_duraton.sum")
@@ -181,11 +175,11 @@ def test_baseline_of_only_ungated_metrics_gates_nothing(capsys: pytest.CaptureFi
 def test_baseline_with_empty_metrics_in_pyproject_is_refused(capsys: pytest.CaptureFixture[str],
                                                              tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.perfgate]\nmetrics = []\n")
-    status, _, err = run(capsys, "baseline", REP, "-d", tmp_path / "b", "--config", tmp_path / "pyproject.toml")
+    status, _, err = run_cli(capsys, "baseline", REP, "-d", tmp_path / "b", "--config", tmp_path / "pyproject.toml")
     assert status == 2 and "metrics must name at least one metric" in err and not (tmp_path / "b").exists()
 
 
 def test_a_gated_metric_added_to_the_defaults_still_makes_a_baseline(capsys: pytest.CaptureFixture[str],
                                                                      tmp_path: Path) -> None:
-    status, out, err = run(capsys, "baseline", REP, "-d", tmp_path / "b", "--metrics", "+lts__t_sectors.sum")
+    status, out, err = run_cli(capsys, "baseline", REP, "-d", tmp_path / "b", "--metrics", "+lts__t_sectors.sum")
     assert status == 0 and out.startswith("wrote "), err

@@ -20,7 +20,7 @@ from perfgate.limits import (
     ENV_FIFO_WAIT,
     FIX_SIZE,
     fifo_wait_seconds,
-    parse_json,
+    read_json_file,
     max_input_bytes,
     size_text,
 )
@@ -35,13 +35,7 @@ def load_json(path: Path) -> Any:
     Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
     rendering, ``str()``) can run out of recursion on an untrusted document.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "not UTF-8 text; expected JSON") from exc
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from exc
-    return parse_json(text, path, "regenerate the file (perfgate or pytest-benchmark)")
+    return read_json_file(path, "JSON", "regenerate the file (perfgate or pytest-benchmark)")
 
 
 _PIPE = "pipe"

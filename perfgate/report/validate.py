@@ -198,14 +198,8 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise InputError(file, "no such file" if not file.exists() else "not a file", "check the path")
     if file.stat().st_size > MAX_REPORT_BYTES:
         raise InputError(file, f"larger than {MAX_REPORT_BYTES // 2**20} MiB; not a report perfgate wrote")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(file, "not UTF-8 text; expected a JSON report") from exc
-    except OSError as exc:
-        raise InputError(file, f"cannot read ({exc.strerror})") from exc
-    from perfgate.limits import parse_json
+    from perfgate.limits import read_json_file
 
     # An untrusted artifact: refused here if it is not plain, finite, shallow JSON.
-    document = parse_json(text, file, "download or write the report again")
+    document = read_json_file(file, "a JSON report", "download or write the report again")
     return validate_report(document, str(file))
