@@ -41,3 +41,11 @@ def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest-benchmark disables itself when PYTEST_XDIST_WORKER is set; the suite runs under
     xdist, but the pytest sessions our tests start (pytester) are not workers of it."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
+@pytest.fixture(scope="session")
+def scale_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the benchmarks' ``csv_pair`` writes generated CSV files: one folder per session, shared by them."""
+    folder = tmp_path_factory.getbasetemp() / "scale"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -27,14 +27,6 @@ from scale import csv_pair  # noqa: E402
 LAUNCHES = 10_000
 
 
-@pytest.fixture(scope="session")
-def scale_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where ``csv_pair`` writes the generated CSV files: one folder per session, shared by the benchmark files."""
-    folder = tmp_path_factory.getbasetemp() / "scale"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def big_csvs(scale_data: Path) -> tuple[Path, Path]:
     """Worst case for compare and render: every launch of 10,000 changed."""

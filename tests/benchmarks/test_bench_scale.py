@@ -27,14 +27,6 @@ GENEROUS = {"details": (1.8, 1.0), "raw": (3.5, 3.5)}
 GOAL = 1.3
 
 
-@pytest.fixture(scope="session")
-def scale_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where ``csv_pair`` writes the generated CSV files: one folder per session, shared by the benchmark files."""
-    folder = tmp_path_factory.getbasetemp() / "scale"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 @pytest.mark.parametrize(("page", "fmt"), [("details", "html"), ("raw", "json")])
 def test_csv_compare_stays_near_the_floor(page: str, fmt: str, scale_data: Path, tmp_path: Path) -> None:
     base, cur = csv_pair(scale_data, page, 10_000, changed=True)
