@@ -62,16 +62,6 @@ def probability(text: str) -> float:
     return value
 
 
-def clock_control_arg(text: str) -> str:
-    """ncu's --clock-control as perfgate allows it: ``base`` or ``none``."""
-    from perfgate.config import check_clock_control
-
-    try:
-        return check_clock_control(text, "clock control")
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def resolve_metrics(requested: Sequence[str] | None, configured: Sequence[str] | None) -> tuple[str, ...] | None:
     """``a,b`` replaces the configured (or default) set; ``+a,+b`` adds to it; None keeps it."""
     if not requested:

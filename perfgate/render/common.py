@@ -15,12 +15,11 @@ from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import format_change, format_value
 from perfgate.report import Report, launch_row, result_rows
-from perfgate.vocabulary import STATUS_ORDER, Status
+from perfgate.vocabulary import Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
                "missing": "➖", "no data": "⚠️", "info": "ℹ️"}
 ATTENTION = (Status.REGRESSION.value, Status.NO_DATA.value, Status.MISSING.value)
-_STATUS_WORDS = {s.value: s.value for s in STATUS_ORDER}
 
 
 # ---------------------------------------------------------------- views of launches and their rows
