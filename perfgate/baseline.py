@@ -11,10 +11,14 @@ Format v1 (schema: ``perfgate/schemas/baseline-v1.schema.json``)::
       "entries": [
         {"kind": "kernel", "name": "matrix_addition2D", "demangled": "...", "region": "", "ordinal": 0,
          "grid": "(2016, 1, 1)", "block": "(256, 1, 1)",
-         "metrics": {"dram__bytes_read.sum": {"unit": "byte", "value": 14243008.0}, ...}},
+         "metrics": {"dram__bytes_read.sum": {"unit": "byte", "value": 14243008.0}, ...},
+         "findings": ["Uncoalesced Global Accesses"]},
         {"kind": "benchmark", "name": "tests/test_x.py::test_parse", ..., "samples": [0.0012, ...]}
       ]
     }
+
+``findings`` (Nsight Compute's rule findings) is on every kernel entry when the run collected ncu
+sections, and on none when it did not ("not known", never "none found").
 
 One file holds one device; files live in ``DIR/<device-slug>/`` so an H100 result is never
 compared with an A100 baseline. Entries are sorted and keys ordered so that a baseline update
@@ -33,7 +37,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from perfgate.limits import check_name_length
+from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length
 from perfgate.collect.screen import shown, value_problem
 from perfgate.errors import InputError
 from perfgate.files import (
@@ -44,12 +48,12 @@ from perfgate.files import (
     write_atomically,
 )
 from perfgate.table import Measurement, make_table
-from perfgate.vocabulary import KIND_BENCHMARK, KINDS
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
 FORMAT_VERSION = 1
 _TOP_KEYS = {"format", "version", "device", "settings", "source", "entries"}
-_ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples"}
+_ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples", "findings"}
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
 
 
@@ -82,8 +86,11 @@ def table_from_baseline(document: Any, path: Path) -> Measurement:
     device, entries, settings = _checked_document(document, path)
     rows: list[dict[str, Any]] = []
     samples: dict[str, list[float]] = {}
+    findings: dict[int, tuple[str, ...]] = {}
     for index, entry in enumerate(entries):
         rows.extend(_entry_rows(entry, index, device, path))
+        if "findings" in entry:
+            findings[index] = _entry_findings(entry["findings"], index, path)
         raw = entry.get("samples")
         if raw is not None:
             if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -91,7 +98,17 @@ def table_from_baseline(document: Any, path: Path) -> Measurement:
                 raise _fail(path, f"entries[{index}].samples must be a list of raw timings (positive numbers of "
                                   "seconds)")
             samples[entry["name"]] = [float(v) for v in raw]
-    return Measurement(make_table(rows), source=str(path), settings=dict(settings), samples=samples)
+    # Written for every kernel entry when the run collected ncu sections, else for none: "not known".
+    return Measurement(make_table(rows), source=str(path), settings=dict(settings), samples=samples,
+                       findings=findings or None)
+
+
+def _entry_findings(value: Any, index: int, path: Path) -> tuple[str, ...]:
+    if not isinstance(value, list) or len(value) > MAX_FINDINGS or not all(
+            isinstance(v, str) and 0 < len(v) <= MAX_FINDING_CHARS for v in value):
+        raise _fail(path, f"entries[{index}].findings must be a list of at most {MAX_FINDINGS} ncu rule findings "
+                          f"(non-empty strings of at most {MAX_FINDING_CHARS} characters)")
+    return tuple(value)
 
 
 def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
@@ -218,7 +235,8 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
     frame = table if keep is None else table[table["metric"].isin(keep)]
     all_samples = measurement.samples
     documents: dict[tuple[str, str], dict[str, Any]] = {}
-    launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block"]
+    launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch"]
+    findings = measurement.findings  # None: the run collected no ncu sections, so no rule ran
     # Launches whose metrics were all filtered away still get an entry (with no metrics).
     launches = table.drop_duplicates(["device", "cc", "kind", "kernel", "region", "ordinal"])
     for (device, cc), device_launches in launches.groupby(["device", "cc"], sort=True):
@@ -236,6 +254,8 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
                 "region": launch.region, "ordinal": int(launch.ordinal), "grid": launch.grid, "block": launch.block,
                 "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
             }
+            if findings is not None and launch.kind == KIND_KERNEL:
+                entry["findings"] = list(findings.get(int(launch.launch), ()))
             if launch.kind == KIND_BENCHMARK and launch.kernel in all_samples:
                 entry["samples"] = _compress_samples(all_samples[launch.kernel])
             entries.append(entry)

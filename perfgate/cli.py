@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("current", type=Path, metavar="CURRENT")
     compare.add_argument("--format", choices=("text", "md", "html", "json"), default=None,
                          help="output format (default: from -o's extension .md/.html/.json, else text)")
-    compare.add_argument("-o", "--output", type=Path, metavar="FILE",
-                         help="write the report to FILE instead of stdout (default: stdout)")
+    compare.add_argument("-o", "--output", type=_output_path, metavar="FILE",
+                         help="write the report to FILE instead of stdout; '-' is stdout (default: stdout)")
     compare.add_argument("--threshold", type=threshold_arg, action="append", default=[], metavar="METRIC=SPEC",
                          help="gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
                               "'off' not gated; repeatable (default: the catalog's, see README)")
@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     merge = sub.add_parser("merge", help="combine JSON reports (a job matrix) into one",
                            description="Merge perfgate JSON reports into one; it fails if any input failed.")
     merge.add_argument("reports", type=Path, nargs="+", metavar="REPORT")
-    merge.add_argument("-o", "--output", type=Path, metavar="FILE", help="merged JSON (default: stdout)")
+    merge.add_argument("-o", "--output", type=_output_path, metavar="FILE",
+                       help="merged JSON; '-' is stdout (default: stdout)")
     merge.set_defaults(func=cmd_merge)
 
     for register in _extra_commands():
@@ -127,6 +128,11 @@ def report_stem(path: Path) -> str:
         if name.lower().endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def _output_path(text: str) -> Path | None:
+    """``-o FILE``; ``-o -`` is stdout, as for most tools (not a file named "-")."""
+    return None if text == "-" else Path(text)
 
 
 def _write_output(text: str, output: Path | None) -> None:

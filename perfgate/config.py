@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,9 @@ class Settings:
     keep_artifacts: bool = False  # keep ncu's report, log and command of every perf test, not only failed ones
     isolate: bool = False  # one profiled child per perf test instead of one per group sharing ncu's options
     kernel_aliases: Mapping[str, str] = field(default_factory=dict)  # glob pattern -> name, to pair renamed kernels
+    # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
+    # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
+    sections: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -67,6 +71,20 @@ def check_clock_control(value: str, where: str) -> str:
         raise ConfigError(f"{where} must be 'base' (locked base clocks: repeatable numbers) or 'none' (clocks left "
                           f"free), got {value!r}{extra}")
     return value
+
+
+SECTION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}")
+
+
+def check_sections(names: Any, where: str) -> tuple[str, ...]:
+    """ncu section identifiers (``ncu --list-sections``: SpeedOfLight, MemoryWorkloadAnalysis_Tables ...)."""
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where} must be a list of ncu section identifiers, e.g. [\"SpeedOfLight\"]")
+    bad = [n for n in names if not SECTION_ID.fullmatch(n)]
+    if bad:
+        raise ConfigError(f"{where}: {bad[0]!r} is not an ncu section identifier (letters, digits and '_', as "
+                          "`ncu --list-sections` prints them, e.g. SpeedOfLight)")
+    return tuple(dict.fromkeys(names))
 
 
 def check_timeout(value: float, where: str) -> float:
@@ -113,6 +131,8 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
                 raise ConfigError(f'{source}: kernel_aliases must be a table like {{"triton_red_fused_sum_*" = '
                                   '"triton_red_fused_sum"}} (a glob pattern = the name it pairs kernels under)')
             values[key] = {str(k): v for k, v in value.items()}
+        elif key == "sections":
+            values[key] = check_sections(value, f"{source}: sections")
         elif key == "metrics":
             if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
                 raise ConfigError(f"{source}: metrics must be a list of metric names")

@@ -28,6 +28,7 @@ from typing import Any
 MAX_INPUT_BYTES = 4 << 30
 MAX_NAME_CHARS = 1 << 16
 MAX_JSON_DEPTH = 64
+MAX_FINDINGS, MAX_FINDING_CHARS = 200, 500  # ncu rule findings of one launch, in reports and baselines
 FIFO_WAIT_SECONDS = 30.0
 
 ENV_MAX_INPUT_BYTES = "PERFGATE_MAX_INPUT_BYTES"

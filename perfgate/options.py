@@ -12,6 +12,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from perfgate.config import check_sections
 from perfgate.errors import ConfigError
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
@@ -31,6 +32,17 @@ def metrics_arg(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("expected comma-separated metric names")
     return names
+
+
+def sections_arg(text: str) -> tuple[str, ...]:
+    """``SpeedOfLight,SourceCounters``; ``none`` for none."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["none"]:
+        return ()
+    try:
+        return check_sections(names, "--perfgate-sections")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def threshold_arg(text: str) -> tuple[str, Threshold]:

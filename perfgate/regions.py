@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from perfgate.table import REGION_SEPARATOR, Measurement, Unusable, make_table, normalized
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
+from perfgate.table import Measurement, Unusable, make_table, normalized
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
 TOTAL = "total"
 

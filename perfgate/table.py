@@ -62,7 +62,6 @@ COLUMNS: tuple[str, ...] = (
 LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
 
 
-REGION_SEPARATOR = " > "
 
 
 class Unusable(TypedDict):

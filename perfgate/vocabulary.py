@@ -52,6 +52,7 @@ def worst_verdict(*verdicts: str) -> str:
 KIND_KERNEL = "kernel"  # an ncu launch
 KIND_BENCHMARK = "benchmark"  # a pytest-benchmark benchmark
 KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
+REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)
 
 

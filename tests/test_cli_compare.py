@@ -347,3 +347,12 @@ def test_merge_recomputes_the_verdict_and_refuses_bad_fields(capsys: pytest.Capt
     broken.write_text(json.dumps(report))
     status, out, err = run_cli(capsys, "merge", broken)
     assert status == 2 and out == "" and err.count("\n") == 1 and str(broken) in err
+
+
+def test_output_dash_is_stdout_not_a_file_named_dash(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    rep = REPO / "tests" / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"
+    status, out, _ = run_cli(capsys, "compare", rep, rep, "--format", "json", "-o", "-")
+    assert status == 0 and json.loads(out)["verdict"] == "pass"
+    assert list(tmp_path.iterdir()) == []

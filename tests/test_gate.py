@@ -62,7 +62,7 @@ def _compare(*args: str) -> subprocess.CompletedProcess[str]:
 def test_compare_gates_against_a_baselines_directory_like_the_plugin() -> None:
     """The committed H100 baselines (written by the plugin) against the rerun report: region totals
     included, so all 26 kernels and 6 totals compare, none missing."""
-    done = _compare("baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz",
+    done = _compare("baselines", "tests/data/h100/default-metrics/mlp.rerun.ncu-rep.xz",
                     "--name", "examples.test_torch_mlp_layers__test_mlp_layer_by_layer")
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("PASS: no regression in 32 compared (32 unchanged)")
@@ -89,3 +89,32 @@ def test_a_gated_value_on_one_side_only_is_not_measured_and_fails_strict(tmp_pat
     assert entry["cause"].startswith("smsp__inst_executed.sum has no value in the current run")
     strict = gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}, strict=True)
     assert strict.failed and "smsp__inst_executed.sum has no value in the current run" in strict.problems[0]
+
+
+def _with_write(measurement: Measurement, written: float) -> Measurement:
+    table = measurement.table
+    write = table.assign(metric="dram__bytes_write.sum", unit="byte", value=written)
+    return measurement.with_table(make_table(list(table.to_dict("records")) + list(write.to_dict("records"))))
+
+
+def test_dram_write_is_not_judged_across_a_change_of_replay_passes(tmp_path: Path) -> None:
+    """Recorded with 1 replay pass, run with 13 (a metric or section that needs more): DRAM writes read
+    higher for the replay's sake alone, so they are shown but not judged; the duration still is."""
+    where = Where(name="t", test="t.py::t")
+    base = _with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0)
+    gate(base, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 1}, update=True)
+    more_writes = _with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0)  # +14%, as measured
+    same = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 1})
+    assert same.status == REGRESSION  # the same replay: a real change of DRAM writes fails
+    other = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 13})
+    assert other.status == COMPARED and not other.failed and other.report["verdict"] == "not measured"
+    assert other.report["unmeasured"] == [{"test": "t.py::t", "launch": "every launch", "cause": (
+        "dram__bytes_write.sum not judged: ncu replayed the kernels differently than for the baseline "
+        "(replay_passes 1 → 13), and this count depends on the replay; record the baseline again with these "
+        "settings")}]
+    strict = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 13},
+                  strict=True)
+    assert strict.failed and "a gated value not judged fails" in strict.problems[0]
+    slower = gate(_with_write(_table({"NVIDIA H100": 150_000.0}), 19_200_000.0), baselines=tmp_path, where=where,
+                  options=OPTIONS, settings={"replay_passes": 13})
+    assert slower.status == REGRESSION  # the duration is judged as ever

@@ -40,7 +40,8 @@ def _expanded(name: str, tmp_path: Path) -> Path:
     path = H100 / name
     if path.suffix != ".xz":
         return path
-    target = tmp_path / path.stem
+    target = tmp_path / path.parent.name / path.stem
+    target.parent.mkdir(exist_ok=True)
     target.write_bytes(lzma.decompress(path.read_bytes()))
     return target
 
@@ -72,17 +73,18 @@ def test_nested_regions_and_launches_outside_every_region(tmp_path: Path) -> Non
 
 
 def test_reports_of_unchanged_code_pass_against_the_committed_baselines(tmp_path: Path) -> None:
-    """The baselines come from the first run; the rerun is a second ``pytest --perfgate`` of the same
-    code: no false alarm with the default thresholds (the MLP's 26 kernels and 6 region totals too)."""
+    """The baselines come from the first run with the default metric set; the rerun is a second ``pytest
+    --perfgate`` of the same code: no false alarm with the default thresholds (the MLP's 26 kernels and 6
+    region totals too)."""
     options = PluginOptions(update=False, strict=False, baselines=BASELINES, report=tmp_path / "r.json", ncu="ncu",
                             clock_control="base", cache_control="all", timeout=600.0)
-    cases = {"vector_add.rerun.ncu-rep": ("examples.test_cupy_raw_kernel__test_vector_add",
+    cases = {"default-metrics/vector_add.rerun.ncu-rep": ("examples.test_cupy_raw_kernel__test_vector_add",
                                           {"kernels": "vector_add", "metrics": ["lts__t_sectors.sum"],
                                            "thresholds": {"lts__t_sectors.sum": "2%"}}),
-             "softmax.rerun.ncu-rep.xz": ("examples.test_torch_softmax__test_softmax",
+             "default-metrics/softmax.rerun.ncu-rep.xz": ("examples.test_torch_softmax__test_softmax",
                                           {"kernels": "regex:[Ss]oft[Mm]ax",
                                            "metrics": ["gpu__time_duration.sum", "dram__bytes_read.sum"]}),
-             "mlp.rerun.ncu-rep.xz": ("examples.test_torch_mlp_layers__test_mlp_layer_by_layer",
+             "default-metrics/mlp.rerun.ncu-rep.xz": ("examples.test_torch_mlp_layers__test_mlp_layer_by_layer",
                                       {"thresholds": {"gpu__time_duration.sum": "8%+2000"}})}
     for report, (name, marker) in cases.items():
         compare = compare_options_for(options, parse_marker((), marker, name))

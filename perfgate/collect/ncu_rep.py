@@ -31,7 +31,6 @@ from perfgate.collect.screen import (
 from perfgate.collect.rules import action_findings
 from perfgate.errors import InputError
 from perfgate.table import (
-    REGION_SEPARATOR,
     Measurement,
     Unusable,
     assign_ordinals,
@@ -39,7 +38,7 @@ from perfgate.table import (
     make_table,
     no_data_row,
 )
-from perfgate.vocabulary import DEVICE_METRICS, DIM_METRICS, KIND_KERNEL, NVTX_DOMAIN
+from perfgate.vocabulary import DEVICE_METRICS, DIM_METRICS, KIND_KERNEL, NVTX_DOMAIN, REGION_SEPARATOR
 
 MAGIC = b"NVR\x00"
 

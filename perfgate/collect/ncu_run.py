@@ -69,7 +69,8 @@ def nvtx_includes(regions: Sequence[str] = (), domain: str = NVTX_DOMAIN) -> lis
 
 def build_ncu_command(*, ncu: str, program: Sequence[str], export: Path, metrics: Iterable[str],
                       clock_control: str, cache_control: str, log_file: Path | None = None,
-                      kernels: str | None = None, regions: Sequence[str] = ()) -> list[str]:
+                      kernels: str | None = None, regions: Sequence[str] = (),
+                      sections: Sequence[str] = ()) -> list[str]:
     """The full ncu command line that profiles ``program`` (pure: runs nothing)."""
     if not program:
         raise ConfigError("nothing to profile: empty program")
@@ -91,6 +92,8 @@ def build_ncu_command(*, ncu: str, program: Sequence[str], export: Path, metrics
     ]
     for expression in nvtx_includes(regions):
         command += ["--nvtx-include", expression]
+    for section in sections:  # their rules run too: findings for the report's "why"
+        command += ["--section", section]
     command += ["--metrics", ",".join(metric_list)]
     if kernels:
         command += ["--kernel-name-base", "function", "--kernel-name", kernels]

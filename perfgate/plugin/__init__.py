@@ -16,7 +16,7 @@ import pytest
 
 from perfgate.config import Settings
 from perfgate.errors import ConfigError
-from perfgate.options import metrics_arg, positive_seconds, probability, threshold_arg
+from perfgate.options import metrics_arg, positive_seconds, probability, sections_arg, threshold_arg
 from perfgate.plugin.fixture import (
     ENV_CHILD_RESULT,
     ChildRecorder,
@@ -85,6 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perfgate-metrics", metavar="NAMES", default=None, type=metrics_arg,
                     help="comma-separated metrics to compare, replacing the configured set; prefix each with '+' to "
                          "add to it (default: [tool.perfgate] metrics, else the curated set)")
+    group.addoption("--perfgate-sections", metavar="IDS", default=None, type=sections_arg,
+                    help="comma-separated ncu sections to collect besides the metrics (ncu --section; "
+                         "`ncu --list-sections` names them), so that ncu's rule findings such as 'Uncoalesced "
+                         "Global Accesses' explain a regression; costs replay passes; 'none' for none (default: "
+                         "[tool.perfgate] sections, else none)")
     group.addoption("--perfgate-significance", metavar="P", default=None, type=probability,
                     help="p-value a benchmark slowdown must beat when raw timings exist on both sides (default: "
                          f"[tool.perfgate] significance, else {_DEFAULTS.significance:g})")

@@ -31,8 +31,8 @@ from perfgate.plugin.runner import (
     no_kernels_message,
 )
 from perfgate.regions import add_region_totals, drop_unscoped_launches
-from perfgate.table import REGION_SEPARATOR, Measurement
-from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
+from perfgate.table import Measurement
+from perfgate.vocabulary import KIND_KERNEL, REGION_SEPARATOR, NcuOutcome
 
 
 def split_by_test(measurement: Measurement, tags: Mapping[str, str]) -> dict[str, Measurement]:
@@ -107,7 +107,8 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
         if (kept.table["kind"] == KIND_KERNEL).any():
             unplaced = int(part.table["launch"].nunique()) - int(kept.table["launch"].nunique())
             return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
-                            run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
+                            run_dir=launched.run_dir, artifacts=artifacts, shared=shared,
+                            replay_passes=launched.replay_passes)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     if isinstance(outcome, ProfileFailed):
         said = _keep(launched.run_dir, artifacts, copy=True)

@@ -48,6 +48,7 @@ class PluginOptions:
     keep_artifacts: bool = False
     isolate: bool = False
     kernel_aliases: Mapping[str, str] = field(default_factory=dict)
+    sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -133,6 +134,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         keep_artifacts=bool(opt("perfgate_keep_artifacts")) or settings.keep_artifacts,
         isolate=bool(opt("perfgate_isolate")) or settings.isolate,
         kernel_aliases=settings.kernel_aliases,
+        sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
     )
 
 

@@ -110,6 +110,7 @@ class NcuSpec:
     timeout: float
     gpu: str | None  # CUDA_VISIBLE_DEVICES for the child, None to leave it
     lock_ids: tuple[str, ...]
+    sections: tuple[str, ...] = ()  # ncu --section IDs collected besides the metrics
 
 
 class _SharedRun:
@@ -132,6 +133,7 @@ class Profiled:
     run_dir: Path  # ncu's report, log, command and the test's output, until kept or discarded
     artifacts: Path  # where they are kept
     shared: _SharedRun | None = None  # set when the run profiled several tests
+    replay_passes: int | None = None  # the most any launch needed (ncu's log); None when the log does not say
 
     @property
     def report_file(self) -> Path:
@@ -252,13 +254,22 @@ class _Launched:
             "regions", [])
         return [r for r in found if isinstance(r, str)]
 
+    @property
+    def replay_passes(self) -> int | None:
+        return max(replay_passes(self.run.log), default=None)
+
 
 _PASSES = re.compile(r"==PROF== Profiling .* - (\d+) pass(?:es)?\b")
 
 
+def replay_passes(log: str) -> list[int]:
+    """The replay passes ncu needed for each launch, from its ``==PROF== Profiling "k": ... - 13 passes`` lines."""
+    return [int(m.group(1)) for m in _PASSES.finditer(log)]
+
+
 def run_summary(nodeids: Sequence[str], run: NcuRun) -> str:
     """One progress line after an ncu run: how long, how many launches, how many replay passes each."""
-    passes = [int(m.group(1)) for m in _PASSES.finditer(run.log)]
+    passes = replay_passes(run.log)
     what = f"{len(nodeids)} perf tests" if len(nodeids) > 1 else nodeids[0]
     profiled = (f"{len(passes)} launch{'es' if len(passes) != 1 else ''} profiled, "
                 f"{max(passes)} replay pass{'es' if max(passes) != 1 else ''} each at most") if passes else \
@@ -281,7 +292,7 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
     command = build_ncu_command(
         ncu=ncu.ncu, program=program, export=export, log_file=log, metrics=ncu.metrics,
         clock_control=ncu.clock_control, cache_control=ncu.cache_control, kernels=marker.kernels,
-        regions=marker.regions)
+        regions=marker.regions, sections=ncu.sections)
     env, child_env = _child_env(result, ncu.gpu, nodeids, environ)
     # The exact command, so a perf test can be re-run by hand (kept with the artifacts).
     (run_dir / "ncu-command.txt").write_text(
@@ -365,6 +376,7 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
         raise fail(f"cannot read ncu's report ({type(exc).__name__}: {exc})") from None
     if not (measurement.table["kind"] == KIND_KERNEL).any():
         raise fail(no_kernels_message(marker, regions, True))
-    return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir, artifacts=artifacts)
+    return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir,
+                    artifacts=artifacts, replay_passes=launched.replay_passes)
 
 

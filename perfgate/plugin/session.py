@@ -190,7 +190,7 @@ class PerfgateSession:
 
     def _settings(self) -> dict[str, Any]:
         return {"clock_control": self.options.clock_control, "cache_control": self.options.cache_control,
-                "ncu_version": self._ncu_version or "unknown"}
+                "sections": ",".join(self.options.sections), "ncu_version": self._ncu_version or "unknown"}
 
     def _child_spec(self, nodeid: str) -> ChildSpec:
         from perfgate.plugin.runner import ChildSpec
@@ -210,7 +210,8 @@ class PerfgateSession:
         metrics = tuple(profiling_metrics(self._compare_options(marker).wanted_metrics()))
         return NcuSpec(ncu=self._facts.ncu_path, clock_control=self.options.clock_control,
                        cache_control=self.options.cache_control, metrics=metrics,
-                       timeout=timeout or marker.timeout or self.options.timeout, gpu=gpu, lock_ids=lock_ids)
+                       timeout=timeout or marker.timeout or self.options.timeout, gpu=gpu, lock_ids=lock_ids,
+                       sections=self.options.sections)
 
     def _artifacts(self, nodeid: str) -> Path:
         from perfgate.gate import baseline_name
@@ -284,10 +285,13 @@ class PerfgateSession:
             _skip(str(exc))
         except ProfileFailed as exc:
             self._fail(item, str(exc))
-        measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=self._settings())
+        settings = self._settings()
+        if profiled.replay_passes is not None:  # DRAM writes depend on the replay: recorded, and checked
+            settings["replay_passes"] = profiled.replay_passes
+        measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=settings)
         footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
-            self._gate(item, measured, options, settings=self._settings(), footer=footer, notes=profiled.notes)
+            self._gate(item, measured, options, settings=settings, footer=footer, notes=profiled.notes)
         except pytest.fail.Exception:
             profiled.keep()
             raise

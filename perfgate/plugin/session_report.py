@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.render.common import VERDICT_WORD, headline
+from perfgate.render.common import VERDICT_WORD, headline, listed_counts, plural
 from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports, verdict_of
 from perfgate.vocabulary import Verdict, worst_verdict
 
@@ -114,7 +114,7 @@ class SessionReport:
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
         report = self._report or self.build()
-        counts = report["summary"]
+        counts = listed_counts(report)
         verdict = report["verdict"]
         failed = verdict == Verdict.FAIL.value
         if self.options.update:
@@ -127,7 +127,7 @@ class SessionReport:
                 head += f"; against the previous baselines: {', '.join(parts)}"
             lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
         else:
-            parts = [f"{n} {s}" for s, n in counts.items() if n]
+            parts = [plural(n, s) for s, n in counts.items() if n]
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
             if report["unmeasured"] or not parts:
                 lines.append(f"  {headline(report)}")

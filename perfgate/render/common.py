@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import format_change, format_value
-from perfgate.report import Report, launch_row, result_rows
+from perfgate.report import Report, launch_row, listed_summary, result_rows
 from perfgate.vocabulary import Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
@@ -95,9 +95,16 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 
+def listed_counts(report: Report | dict[str, Any]) -> dict[str, int]:
+    """Launches by status as the human formats count them (``listed_summary``)."""
+    if "launches" in report:
+        return listed_summary(report)  # type: ignore[arg-type]
+    return dict(report.get("summary", {}))
+
+
 def headline(report: Report | dict[str, Any]) -> str:
     """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest."""
-    counts = report.get("summary", {})
+    counts = listed_counts(report)
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
     unmeasured = report.get("unmeasured") or []
@@ -144,7 +151,7 @@ def _unmeasured_cause(entry: dict[str, str]) -> str:
 
 def summary_parts(report: Report | dict[str, Any]) -> list[str]:
     """``60 regressions``, ``2 improvements``, ``3 unchanged``: launches counted by status."""
-    return [plural(n, status) for status, n in report.get("summary", {}).items() if n]
+    return [plural(n, status) for status, n in listed_counts(report).items() if n]
 
 
 def verdict_line(report: Report | dict[str, Any]) -> str:
@@ -157,7 +164,7 @@ def left_out(report: Report, listed: Counter[str], statuses: Iterable[str] | Non
     """``9,850 regressions, 120 improvements``: the launches of ``statuses`` a format did not list."""
     wanted = set(statuses) if statuses is not None else None
     parts = []
-    for status, total in report["summary"].items():
+    for status, total in listed_counts(report).items():
         missing = total - listed.get(status, 0)
         if missing > 0 and (wanted is None or status in wanted):
             word = _PLURAL.get(status, status) if missing != 1 else status

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import Report, group_stats, result_span
+from perfgate.report import Report, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -95,7 +95,8 @@ def _row_status(statuses: Counter[str]) -> str:
 
 def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list[list[int]]:
     """Launch indexes grouped by kernel (test, GPU, kind, kernel, its baseline name, region), in report order
-    (worst first); ``statuses`` keeps the kernels with a launch in one of them."""
+    (worst first), without the region totals that only repeat their one kernel; ``statuses`` keeps the kernels
+    with a launch in one of them."""
     launches = report["launches"]
     optional: Any = launches
     renamed = optional.get("baseline_kernel") or [None] * len(launches["status"])
@@ -108,7 +109,8 @@ def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list
             groups[key] = [index]
         else:
             members.append(index)
-    found = list(groups.values())
+    repeated = repeated_totals(report)
+    found = [g for g in groups.values() if not all(i in repeated for i in g)] if repeated else list(groups.values())
     if statuses is not None:
         wanted = set(statuses)
         column = launches["status"]

@@ -28,6 +28,7 @@ from perfgate.render.common import (
     compared_files,
     headline,
     left_out,
+    listed_counts,
     no_data_side,
     plural,
     report_devices,
@@ -163,9 +164,10 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
     devices = {d for d in report["launches"]["device"] if d}
     gpu_column = len(devices) > 1
     stats = group_stats(report)
+    counts = listed_counts(report)
     listed: Counter[str] = Counter()
     body: list[str] = []
-    attention = kernel_groups(report, _ATTENTION) if any(report["summary"][s] for s in _ATTENTION) else []
+    attention = kernel_groups(report, _ATTENTION) if any(counts[s] for s in _ATTENTION) else []
     cut = False
     if attention:
         table = _head(gpu_column, True)
@@ -182,7 +184,7 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
             cut = count < len(rest)
             body += ["", f"And {plural(len(rest), 'more kernel')} that need{'s' if len(rest) == 1 else ''} "
                          f"attention{' (above)' if count else ''}. {where}"]
-    others = [s for s in _OTHERS if report["summary"][s]]
+    others = [s for s in _OTHERS if counts[s]]
     if others and not cut:
         seen = {k[0] for k in attention}
         kernels = [k for k in kernel_groups(report, others) if k[0] not in seen]

@@ -59,13 +59,16 @@ from perfgate.report.contract import (
 )
 from perfgate.report.merge import merge_reports
 from perfgate.report.upgrade import upgrade_v1
-from perfgate.report.validate import MAX_FINDINGS, load_report, validate_report
+from perfgate.limits import MAX_FINDINGS
+from perfgate.report.validate import load_report, validate_report
 from perfgate.report.views import (
     group_stats,
     iter_launches,
     launch_count,
     launch_row,
     launch_rows,
+    listed_summary,
+    repeated_totals,
     result_rows,
     result_span,
 )
@@ -74,6 +77,6 @@ __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
     "GroupTable", "LaunchTable", "MetricTable", "Report", "ResultTable", "build_report", "dumps", "empty_report",
-    "group_stats", "iter_launches", "launch_count", "launch_row", "launch_rows", "load_report", "merge_reports",
-    "result_rows", "result_span", "summarize", "upgrade_v1", "validate_report", "verdict_of",
+    "group_stats", "iter_launches", "launch_count", "launch_row", "launch_rows", "listed_summary", "load_report",
+    "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1", "validate_report", "verdict_of",
 ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from perfgate.errors import InputError
+from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS
 from perfgate.report.contract import (
     FORMAT_NAME,
     GROUP_COLUMNS,
@@ -44,7 +45,7 @@ def _check_column(source: str, table: str, name: str, values: list[Any], kind: s
         wanted = "an integer or null"
     elif kind == "strs?":
         bad = next((i for i, v in enumerate(values) if v is not None and not (
-            type(v) is list and len(v) <= MAX_FINDINGS and all(type(x) is str and len(x) <= 500 for x in v))), None)
+            type(v) is list and len(v) <= MAX_FINDINGS and all(type(x) is str and len(x) <= MAX_FINDING_CHARS for x in v))), None)
         wanted = f"a list of at most {MAX_FINDINGS} short strings, or null"
     elif kind == "bool?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not bool), None)
@@ -76,7 +77,6 @@ _OPTIONAL_LAUNCH_TYPES = {"baseline_kernel": "str?", "group": "int?", "findings_
                           "findings_gone": "strs?"}
 _GROUP_TYPES = {"group": "int", "metric": "int", "n_baseline": "int", "n_current": "int", "median_baseline": "number?",
                 "median_current": "number?", "estimate": "number?", "ci_low": "number?", "ci_high": "number?"}
-MAX_FINDINGS = 200  # rule findings of one launch, each at most 500 characters
 
 
 def _check_groups(source: str, document: dict[str, Any], metrics: int) -> None:

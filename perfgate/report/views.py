@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from typing import Any, Iterable, Iterator, cast
 
 from perfgate.report.contract import (
@@ -16,6 +17,7 @@ from perfgate.report.contract import (
     Report,
     empty_columns,
 )
+from perfgate.vocabulary import REGION_SEPARATOR
 
 
 def launch_count(report: Report) -> int:
@@ -67,11 +69,53 @@ def result_rows(report: Report, launch: int | None = None) -> list[dict[str, Any
     return rows
 
 
+def repeated_totals(report: Report) -> frozenset[int]:
+    """Region totals that only repeat their region's one kernel launch: same test, GPU and status.
+
+    A region holding one kernel launch (``perfgate.region("vector_add")`` around one launch) gets a total
+    like any other, and it stays compared (a later change that splits the kernel in two still has a total
+    to gate), but listing it beside its kernel would show one change twice. Kernels new or missing in the
+    region count too: a renamed kernel (one missing, one new) leaves its total listed, the one comparison
+    left."""
+    launches = report["launches"]
+    kinds = launches["kind"]
+    if "region" not in kinds:
+        return frozenset()
+    tests, devices, regions, statuses = launches["test"], launches["device"], launches["region"], launches["status"]
+    kernels: Counter[tuple[Any, ...]] = Counter()
+    kernel_status: dict[tuple[Any, ...], str] = {}
+    for i, kind in enumerate(kinds):
+        region = regions[i]
+        if kind == "kernel" and region:
+            top: tuple[Any, ...] = (tests[i], devices[i], region.split(REGION_SEPARATOR, 1)[0])
+            kernels[top] += 1
+            kernel_status[top] = statuses[i]
+    repeated: set[int] = set()
+    for i, kind in enumerate(kinds):
+        if kind != "region" or not regions[i]:
+            continue  # the overall total (region "") sums several regions
+        key = (tests[i], devices[i], regions[i])
+        if kernels[key] == 1 and kernel_status[key] == statuses[i]:
+            repeated.add(i)
+    return frozenset(repeated)
+
+
+def listed_summary(report: Report) -> dict[str, int]:
+    """The report's launch counts by status without the region totals that repeat their one kernel: what the
+    human formats list and count (the JSON ``summary`` counts every compared launch)."""
+    summary = dict(report["summary"])
+    statuses = report["launches"]["status"]
+    for index in repeated_totals(report):
+        summary[statuses[index]] -= 1
+    return summary
+
+
 def iter_launches(report: Report, statuses: Iterable[str] | None = None) -> Iterator[int]:
-    """Indexes of launches, in report order (worst first), optionally only those with ``statuses``."""
+    """Indexes of the launches to list, in report order (worst first), optionally only those with ``statuses``;
+    without the region totals that only repeat their one kernel (``repeated_totals``)."""
     column = report["launches"]["status"]
-    if statuses is None:
-        return iter(range(len(column)))
-    wanted = set(statuses)
-    return (i for i, status in enumerate(column) if status in wanted)
+    repeated = repeated_totals(report)
+    wanted = set(statuses) if statuses is not None else None
+    return (i for i, status in enumerate(column)
+            if (wanted is None or status in wanted) and i not in repeated)
 

@@ -21,9 +21,10 @@ from perfgate.plugin.options import PluginOptions, compare_options_for
 from perfgate.plugin.runner import profiled_table
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "tests" / "data" / "h100"
+DATA = REPO / "tests" / "data" / "h100" / "default-metrics"  # the first run with the default metric set
 # The ncu settings of the capture (tests/gpu/capture.sh on an H100, ncu 2025.3.1).
-SETTINGS = {"clock_control": "base", "cache_control": "all", "ncu_version": "2025.3.1.0"}
+SETTINGS = {"clock_control": "base", "cache_control": "all", "sections": "", "ncu_version": "2025.3.1.0",
+            "replay_passes": 1}  # ncu.log: "1 pass" for every launch
 # node id -> (report, the test's marker keywords as written in examples/)
 EXAMPLES = {
     "examples/test_cupy_raw_kernel.py::test_vector_add": (

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Capture perfgate's own real-GPU fixtures and measurements on a machine with an NVIDIA GPU and ncu.
 # Run from the repository root: OUT=/some/dir bash tests/gpu/capture.sh [steps...]
-# Steps (default: all, in this order): setup probe update gate1 regression grouped byhand csv nvtx metricpasses nested gates
-#   passes gputests
+# Steps (default: all, in this order): setup probe update gate1 regression grouped byhand rules csv nvtx metricpasses nested
+#   sections gates passes gputests
 # What comes back: $OUT/capture-text.tar.gz (logs, session reports, CSV pages, baselines, timings),
 # $OUT/capture-reps.tar.gz (the .ncu-rep files of the update, gate1 and regression sessions) and $OUT/log.txt.
 # On the device tool: run(command="CAPTURE_BUDGET=540 bash tests/gpu/capture.sh", carry=[".device"]) with
@@ -15,7 +15,7 @@ W=$WORK/w   # outside $OUT: only the archives and the log come back
 mkdir -p "$W" "$OUT"
 BUDGET=${CAPTURE_BUDGET:-540}   # seconds; optional steps are skipped when too little is left
 PY=${PYTHON:-python3}
-STEPS=${*:-setup probe update gate1 regression grouped byhand csv nvtx metricpasses nested gates passes gputests}
+STEPS=${*:-setup probe update gate1 regression grouped byhand rules csv nvtx metricpasses nested sections gates passes gputests}
 CLOCK=${CLOCK:-}
 exec > >(tee -a "$OUT/log.txt") 2>&1
 
@@ -101,7 +101,7 @@ session() {  # session NAME pytest-args...
 
 if want update; then
   rm -rf baselines
-  session update examples --perfgate-update
+  session update examples --ignore=examples/cpu --perfgate-update
   cp -r baselines "$W/baselines"
   tail -n 40 "$W/update/pytest.txt"
 fi
@@ -109,7 +109,7 @@ fi
 gates() {  # gates FIRST LAST: the unchanged examples gated against the baselines
   for ((i = $1; i <= $2; i++)); do
     if (( $(left) < 75 )); then say "skip gate run $i: budget"; continue; fi
-    session "gate$i" examples --perfgate
+    session "gate$i" examples --ignore=examples/cpu --perfgate
   done
 }
 
@@ -142,6 +142,17 @@ if want byhand && (( $(left) > 60 )); then
     node=$(grep -o 'pytest [^ ]*::[^ ]*' "$art/ncu-command.txt" | head -1 | cut -d' ' -f2)
     timed "plain-$name" env PERFGATE_CHILD=1 timeout 300 $PY -m pytest "$node" -q -p no:cacheprovider >"$W/byhand/$name/plain.txt" 2>&1
   done
+fi
+
+if want rules && (( $(left) > 60 )); then  # ncu's rules run only for the sections collected
+  say "rules: the CuPy test with ncu's detailed set added, unchanged and regressed"
+  cupy=$(ls -d "$ART"/*cupy*/ | head -1)
+  if [[ -n "$cupy" ]]; then
+    byhand "$cupy" vector_add-rules 's/ --metrics / --set detailed --metrics /'
+    PERFGATE_EXAMPLE_REGRESSION=1 byhand "$cupy" vector_add-rules-regression 's/ --metrics / --set detailed --metrics /'
+    cp "$W/byhand/vector_add-rules/profile.ncu-rep" "$W/vector_add.rules.ncu-rep"
+    cp "$W/byhand/vector_add-rules-regression/profile.ncu-rep" "$W/vector_add.rules.regression.ncu-rep"
+  fi
 fi
 
 if want csv; then
@@ -211,11 +222,37 @@ PY
   ncu --config-file off --clock-control base --nvtx --nvtx-push-pop-scope process --nvtx-include 'regex:perfgate@.+/' \
     --metrics gpu__time_duration.sum,device__attribute_display_name --export "$W/nested.ncu-rep" --force-overwrite \
     $PY "$W/nested.py" >"$W/nested.log" 2>&1
-  $PY -c "from perfgate.collect.ncu_rep import read_ncu_rep as r; t = r('$W/nested.ncu-rep'); print(t[['kernel', 'region']].drop_duplicates().to_string())" 2>&1 | tee "$W/nested.txt"
+  $PY -c "from perfgate.collect.ncu_rep import read_ncu_rep as r; t = r('$W/nested.ncu-rep').table; print(t[['kernel', 'region']].drop_duplicates().to_string())" 2>&1 | tee "$W/nested.txt"
   cheap=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(m for m in p(C().wanted_metrics()) if 'throughput' not in m))")
   prog="import cupy; a = cupy.ones(1 << 22, dtype=cupy.float32); b = a + a; cupy.cuda.Device().synchronize()"
   ncu --clock-control base --launch-count 1 --metrics "$cheap" $PY -c "$prog" >"$W/pass.log" 2>&1
   echo -e "$(grep -o '[0-9]* pass[es]*' "$W/pass.log" | head -1)\t$cheap" | tee -a "$W/passes-per-metric.tsv"
+fi
+
+if want sections && (( $(left) > 120 )); then  # which ncu section's rules name the regression, at what cost
+  say "sections: each of ncu's sections alone on the regressed vector add (passes, findings)"
+  mkdir -p "$W/sections"
+  ncu --list-sections >"$W/sections/list.txt" 2>&1
+  metrics=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
+  cat >"$W/sections/va.py" <<'PY'
+import os
+import cupy
+from examples.test_cupy_raw_kernel import VECTOR_ADD
+kernel = cupy.RawKernel(VECTOR_ADD, "vector_add")
+n, stride = 1 << 24, int(os.environ.get("STRIDE", "32"))
+a, b = cupy.random.rand(n, dtype=cupy.float32), cupy.random.rand(n, dtype=cupy.float32)
+out = cupy.empty_like(a)
+kernel(((n + 255) // 256,), (256,), (a, b, out, cupy.int32(n), cupy.int32(stride)))
+cupy.cuda.Device().synchronize()
+PY
+  for id in $(awk '$NF ~ /\.section$/ {print $1}' "$W/sections/list.txt") NoSuchSection; do
+    if (( $(left) < 60 )); then say "skip section $id: budget"; continue; fi
+    PYTHONPATH=$PWD timeout 120 ncu --config-file off --clock-control "$CLOCK" --cache-control all -k vector_add -c 1 \
+      --section "$id" --metrics "$metrics" --export "$W/sections/$id.ncu-rep" --force-overwrite \
+      $PY "$W/sections/va.py" >"$W/sections/$id.log" 2>&1
+    echo -e "$id\t$?\t$(grep -o '[0-9]* pass[es]*' "$W/sections/$id.log" | head -1)" | tee -a "$W/sections/passes.tsv"
+  done
+  (cd "$W" && tar -czf "$OUT/sections.tar.gz" sections)
 fi
 
 if want gates; then gates 2 "${GATE_RUNS:-5}"; fi

@@ -39,7 +39,7 @@ def perfgate_pytest(tmp: Path, *args: str, env: dict[str, str] | None = None,
                     name: str = "run") -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     report = tmp / f"{name}.json"
     clock = os.environ.get("PERFGATE_TEST_CLOCK_CONTROL")
-    command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-rA",
+    command = [sys.executable, "-m", "pytest", *args, "--ignore=examples/cpu", "-p", "no:cacheprovider", "-rA",
                f"--perfgate-baselines={tmp / 'baselines'}", f"--perfgate-report={report}"]
     if clock:
         command.append(f"--perfgate-clock-control={clock}")
@@ -83,6 +83,19 @@ def test_deliberate_regression_fails_and_names_kernel_and_metrics(baselines: Pat
 def _kernels_by_region(report: dict[str, Any], test: str) -> Counter[str]:
     return Counter(launch["region"] for launch in launch_rows(report)
                    if launch["kind"] == "kernel" and launch["test"] == test)
+
+
+def test_sections_let_ncus_rules_name_the_cause_of_the_regression(tmp_path: Path) -> None:
+    """``--perfgate-sections``: the uncoalesced variant fails, and the failure says which ncu finding appeared."""
+    pytest.importorskip("cupy")
+    sections = "--perfgate-sections=SpeedOfLight,SourceCounters"
+    done, _ = perfgate_pytest(tmp_path, CUPY_TEST, "--perfgate-update", sections, name="sections-update")
+    assert done.returncode == 0, done.stdout + done.stderr
+    done, report = perfgate_pytest(tmp_path, CUPY_TEST, "--perfgate", sections, name="sections",
+                                   env={"PERFGATE_EXAMPLE_REGRESSION": "1"})
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "ncu findings appeared: " in out and "Uncoalesced Global Accesses" in out, out
 
 
 def test_nvtx_keeps_exactly_the_kernels_launched_in_regions(baselines: Path) -> None:
@@ -133,7 +146,7 @@ def test_tests_sharing_ncu_options_share_one_child_on_real_ncu(tmp_path: Path) -
     clock = os.environ.get("PERFGATE_TEST_CLOCK_CONTROL")
     reports = {}
     for mode in ("grouped", "isolated"):
-        command = [sys.executable, "-m", "pytest", "test_grouped.py", "-p", "no:cacheprovider", "--perfgate-update",
+        command = [sys.executable, "-m", "pytest", "test_grouped.py", "-p", "no:cacheprovider", "-rA", "--perfgate-update",
                    f"--perfgate-report={tmp_path / mode}.json", f"--perfgate-baselines={tmp_path / mode}"]
         command += [f"--perfgate-clock-control={clock}"] if clock else []
         command += ["--perfgate-isolate"] if mode == "isolated" else []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from perfgate.table import REGION_SEPARATOR
+from perfgate.vocabulary import REGION_SEPARATOR
 from perfgate.vocabulary import NVTX_DOMAIN
 
 
