@@ -114,10 +114,13 @@ def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_fi
     frame, results = comparison.launches, comparison.results
     if not len(results):
         return results, np.zeros(0, dtype=np.int64)
-    key = ["kind", "kernel", "region", "ordinal"]
-    launch_of = pd.MultiIndex.from_frame(frame[key]).get_indexer(pd.MultiIndex.from_frame(results[key]))
-    if (launch_of < 0).any():
-        raise ValueError("a result row names no launch of its comparison")
+    if comparison.result_launch is not None:
+        launch_of = np.asarray(comparison.result_launch, dtype=np.int64)
+    else:
+        key = ["kind", "kernel", "region", "ordinal"]
+        launch_of = pd.MultiIndex.from_frame(frame[key]).get_indexer(pd.MultiIndex.from_frame(results[key]))
+        if (launch_of < 0).any():
+            raise ValueError("a result row names no launch of its comparison")
     keep = np.ones(len(results), dtype=bool)
     if not unchanged_results:
         keep &= frame["status"].to_numpy(dtype=object)[launch_of] != Status.UNCHANGED.value
