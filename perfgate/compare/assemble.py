@@ -106,7 +106,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: pd.DataFrame,
         "estimate": groups.estimate[take],
         "ci_low": groups.low[take],
         "ci_high": groups.high[take],
-    })
+    }, copy=False)  # every column is a new array already: the frame may keep them as they are
 
 
 def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> Ints:
