@@ -135,8 +135,10 @@ def _output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
-def _write_output(text: str, output: Path | None) -> None:
+def _write_output(text: str | bytes, output: Path | None) -> None:
+    """Write a report to ``output``, or to stdout (``text``, a str, there)."""
     if output is None:
+        assert isinstance(text, str)
         sys.stdout.write(text)
         return
     from perfgate.files import write_atomically
@@ -187,11 +189,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         baseline = with_region_totals(read_table(args.baseline, wanted))
         from perfgate.compare import compare_tables
 
+        comparison = compare_tables(baseline, current, options)
+        del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
-        report = build_report(compare_tables(baseline, current, options), unchanged_results=fmt != "text",
-                              results_of_first=LAUNCHES_SHOWN.get(fmt))
+        report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt))
+        del comparison
         failed = report["verdict"] == "fail"
-    _write_output(render(report, fmt), args.output)
+    if fmt == "json" and args.output is not None:
+        from perfgate.report import dumps_utf8
+
+        _write_output(dumps_utf8(report), args.output)  # what render_json writes, a column at a time
+    else:
+        _write_output(render(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)

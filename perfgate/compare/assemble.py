@@ -49,47 +49,64 @@ def _per_row(column: pd.Series, rows: Ints) -> Any:
     return column.to_numpy()[rows]
 
 
+def _strings(values: Objects, rows: Ints) -> Any:
+    """``values[rows]`` as a string column, when ``values`` are the few distinct strings of a column (one per
+    metric code, status...): each is checked once, not once per row as pandas would infer them."""
+    return pd.array(np.asarray(values, dtype=object), dtype="str").take(rows)
+
+
+def _coded(values: Objects) -> tuple[Objects, Ints]:
+    """The distinct values of an object column of strings and each row's index into them."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return np.asarray(uniques, dtype=object), codes
+
+
 def result_table(rows: JoinedRows, judged: JudgedRows, launches: pd.DataFrame,
-                 thresholds: Mapping[str, Threshold], groups: GroupVerdicts) -> pd.DataFrame:
-    """One row per joined (launch, metric), in join order. ``launches`` is the launch table, in launch-id order."""
-    lid = rows.launch_id
+                 thresholds: Mapping[str, Threshold], groups: GroupVerdicts, order: Ints | None = None) -> pd.DataFrame:
+    """One row per joined (launch, metric), in join order, or the joined rows ``order`` gives (the display
+    order: taking them here copies each column once, where reordering the finished table would copy it again).
+    ``launches`` is the launch table, in launch-id order."""
+    take = np.arange(len(rows), dtype=np.int64) if order is None else order
+    lid = rows.launch_id[take]
+    code = rows.metric_code[take]
     no_value = np.isnan(rows.baseline) | np.isnan(rows.current)
+    names = rows.names
 
-    metric = pd.Series(rows.metric, dtype=object)
-    present = pd.unique(rows.metric)
+    def per_metric(describe: Callable[[str], str]) -> Any:
+        # Described once per metric code; with no rows this gives the float64 columns it always gave.
+        if not len(take):
+            return np.zeros(0)
+        return _strings(np.array([describe(m) for m in names], dtype=object), code)
 
-    def per_metric(describe: Callable[[str], str]) -> Objects:
-        # Series.map over the metrics present: with no rows this gives the float64 columns it always gave.
-        column: Objects = metric.map({m: describe(m) for m in present}).to_numpy()
-        return column
-
+    status_values, status_codes = _coded(judged.status)
+    unit_values, unit_codes = _coded(rows.unit)
     return pd.DataFrame({
         "kind": _per_row(launches["kind"], lid),
         "kernel": _per_row(launches["kernel"], lid),
         "demangled": _per_row(launches["demangled"], lid),
         "region": _per_row(launches["region"], lid),
         "ordinal": launches["ordinal"].to_numpy(dtype=np.int64)[lid],
-        "metric": rows.metric,
+        "metric": per_metric(str) if len(take) else rows.metric,
         "label": per_metric(label_of),
-        "unit": rows.unit,
-        "baseline": rows.baseline,
-        "current": rows.current,
-        "change": np.where(no_value, np.nan, judged.change),
-        "delta": np.where(no_value, np.nan, judged.delta),
-        "status": judged.status,
-        "gated": judged.gated,
+        "unit": _strings(unit_values, unit_codes[take]) if len(take) else rows.unit,
+        "baseline": rows.baseline[take],
+        "current": rows.current[take],
+        "change": np.where(no_value, np.nan, judged.change)[take],
+        "delta": np.where(no_value, np.nan, judged.delta)[take],
+        "status": _strings(status_values, status_codes[take]) if len(take) else judged.status,
+        "gated": judged.gated[take],
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
         "device": _per_row(launches["device"], lid),
-        "group": groups.group,
-        "n_baseline": groups.n_baseline,
-        "n_current": groups.n_current,
-        "median_baseline": groups.median_baseline,
-        "median_current": groups.median_current,
-        "estimate": groups.estimate,
-        "ci_low": groups.low,
-        "ci_high": groups.high,
-    })
+        "group": groups.group[take],
+        "n_baseline": groups.n_baseline[take],
+        "n_current": groups.n_current[take],
+        "median_baseline": groups.median_baseline[take],
+        "median_current": groups.median_current[take],
+        "estimate": groups.estimate[take],
+        "ci_low": groups.low[take],
+        "ci_high": groups.high[take],
+    }, copy=False)  # every column is a new array already: the frame may keep them as they are
 
 
 def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> Ints:

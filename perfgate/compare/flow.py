@@ -114,16 +114,19 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     appeared, gone = finding_changes(launches, baseline, current)
     launch_frame = launch_frame.assign(findings_appeared=pd.Series(appeared, dtype=object),
                                        findings_gone=pd.Series(gone, dtype=object))
-    results = result_table(rows, judged, launch_frame, thresholds, groups)
-    notes += inconclusive_notes(results, groups, options.confidence)
+    order = display_order(rows, judged, launch_order)
+    results = result_table(rows, judged, launch_frame, thresholds, groups, order)
+    notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
-    results = results.iloc[display_order(rows, judged, launch_order)].reset_index(drop=True)
+    position = np.empty(len(launch_order), dtype=np.int64)  # each launch id's row in the launches table
+    position[launch_order] = np.arange(len(launch_order))
     return Comparison(
         notes=tuple(notes),
         results=results,
         launches=launch_frame.iloc[launch_order].reset_index(drop=True),
+        result_launch=position[rows.launch_id[order]],
         baseline_source=baseline.source,
         current_source=current.source,
         baseline_devices=tuple(device_label(*d) for d in base_devices),

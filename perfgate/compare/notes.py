@@ -140,11 +140,16 @@ def rename_notes(renames: Renames) -> list[str]:
     return [*_capped(paired, "renamed kernels paired"), *_capped(unclear, "ambiguous renames")]
 
 
-def inconclusive_notes(results: pd.DataFrame, groups: GroupVerdicts, confidence: float) -> list[str]:
-    """One line per repeatedly launched kernel whose change could be neither confirmed nor ruled out."""
+def inconclusive_notes(results: pd.DataFrame, groups: GroupVerdicts, confidence: float,
+                       order: Ints | None = None) -> list[str]:
+    """One line per repeatedly launched kernel whose change could be neither confirmed nor ruled out, in join
+    order (``order``: the joined row of each row of ``results``, when they are in another order)."""
     if not groups.inconclusive:
         return []
-    rows = results[(results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0)]
+    picked = np.flatnonzero(((results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0)).to_numpy())
+    if order is not None:
+        picked = picked[np.argsort(order[picked], kind="stable")]
+    rows = results.iloc[picked]
     lines = []
     for _, row in rows.drop_duplicates(["group", "metric"]).iterrows():
         lines.append(

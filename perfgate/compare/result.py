@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.compare.arrays import Ints
 from perfgate.table import Location
 from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
 
@@ -43,6 +44,9 @@ class Comparison:
     # Gated values measured on one side only (ncu's n/a, an unusable cell, a metric one input lacks): each
     # a launch the gate could not judge, so the comparison is "not measured" rather than a pass.
     unmeasured: tuple[tuple[str, str], ...] = ()  # (launch label, cause)
+    # Per row of ``results``, its row in ``launches`` (what their key columns say, without matching them
+    # again); None where not known.
+    result_launch: Ints | None = None
 
     @property
     def regressed(self) -> bool:

@@ -16,6 +16,11 @@ Floors:
 Reproduce the README's table (about 10 minutes on 2 cores; the 50k files take 1.3 GB in the folder)::
 
     .venv/bin/python tests/benchmarks/scale.py --launches 10000 50000 --repeat 5 --data /tmp/perfgate-scale
+
+``--before CHECKOUT`` also runs the perfgate of another checkout (``PYTHONPATH=CHECKOUT``, e.g. a
+``git worktree`` of the previous commit) in the same rounds, floor, before and after alternating, so that
+a before → after figure is measured under the same load. Without it the measured perfgate is the one
+the interpreter imports: set ``PYTHONPATH`` to a checkout to measure that one.
 """
 
 from __future__ import annotations
@@ -128,6 +133,21 @@ def interleaved(floor: Sequence[str], ours: Sequence[str], repeat: int,
     return pair
 
 
+def interleaved_with_before(floor: Sequence[str], ours: Sequence[str], repeat: int,
+                            measure_one: Callable[[Sequence[str]], Run],
+                            before: Callable[[], Run] | None) -> tuple[Pair, Pair]:
+    """``interleaved``, and when ``before`` is given (another perfgate) it runs in each round too, between the
+    floor and ours: (ours against the floor, before against the same floor runs)."""
+    pair, other = Pair(), Pair()
+    for _ in range(repeat):
+        pair.floor.append(measure_one(floor))
+        if before is not None:
+            other.floor.append(pair.floor[-1])
+            other.ours.append(before())
+        pair.ours.append(measure_one(ours))
+    return pair, other
+
+
 # ---------------------------------------------------------------- inputs
 
 def csv_pair(folder: Path, page: str, launches: int, changed: bool = True) -> tuple[Path, Path]:
@@ -176,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--data", type=Path, default=Path("/tmp/perfgate-scale"))
     parser.add_argument("--python", default=sys.executable, help="the interpreter that has perfgate installed")
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT",
+                        help="also measure the perfgate of this checkout (PYTHONPATH) in the same rounds")
     parser.add_argument("--ncu-rep", nargs="*", type=Path, default=[],
                         help="also compare each of these .ncu-rep files with itself against the ncu_report floor")
     args = parser.parse_args(argv)
@@ -183,6 +205,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def run(command: Sequence[str]) -> Run:  # outside the checkout: -m must find the installed perfgate
         return measure(command, cwd=args.data)
+
+    def before_of(command: Sequence[str]) -> Callable[[], Run] | None:
+        if args.before is None:
+            return None
+        env = environment(PYTHONPATH=str(args.before.resolve()))
+        return lambda: measure(command, cwd=args.data, env=env)
+
+    def row(name: str, fmt: str, pair: Pair, size: str) -> None:
+        print(f"| {name} | {fmt} | {pair.median('floor', 'cpu'):.2f} s / {pair.median('floor', 'peak'):.0f} MiB | "
+              f"{pair.median('ours', 'cpu'):.2f} s / {pair.median('ours', 'peak'):.0f} MiB | {pair.cpu_ratio:.2f}× | "
+              f"{pair.peak_ratio:.2f}× | {size} |", flush=True)
 
     print("| input | format | floor CPU / peak | perfgate CPU / peak | CPU ratio | peak ratio | JSON size |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -192,18 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for fmt in args.formats:
                 out = args.data / f"out.{fmt}"
                 floor, ours = csv_commands(base, cur, fmt, out, args.python)
-                pair = interleaved(floor, ours, args.repeat, run)
+                pair, before = interleaved_with_before(floor, ours, args.repeat, run, before_of(ours))
                 size = f"{out.stat().st_size / 1e6:.1f} MB" if fmt == "json" else ""
-                print(f"| {page} {launches:,} | {fmt} | {pair.median('floor', 'cpu'):.2f} s / "
-                      f"{pair.median('floor', 'peak'):.0f} MiB | {pair.median('ours', 'cpu'):.2f} s / "
-                      f"{pair.median('ours', 'peak'):.0f} MiB | {pair.cpu_ratio:.2f}× | {pair.peak_ratio:.2f}× | {size} |",
-                      flush=True)
+                if args.before is not None:
+                    row(f"{page} {launches:,}, before", fmt, before, "")
+                row(f"{page} {launches:,}", fmt, pair, size)
     for report in args.ncu_rep:
         floor, ours = ncu_rep_commands(report, report, args.data, args.python)
-        pair = interleaved(floor, ours, args.repeat, run)
-        print(f"| {report.name} with itself | text | {pair.median('floor', 'cpu'):.2f} s / "
-              f"{pair.median('floor', 'peak'):.0f} MiB | {pair.median('ours', 'cpu'):.2f} s / "
-              f"{pair.median('ours', 'peak'):.0f} MiB | {pair.cpu_ratio:.2f}× | {pair.peak_ratio:.2f}× | |", flush=True)
+        pair, before = interleaved_with_before(floor, ours, args.repeat, run, before_of(ours))
+        if args.before is not None:
+            row(f"{report.name} with itself, before", "text", before, "")
+        row(f"{report.name} with itself", "text", pair, "")
     return 0
 
 

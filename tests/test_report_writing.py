@@ -1,0 +1,70 @@
+"""The fast paths of compare -> report -> JSON give what the general ones give (issue 10)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfgate.collect import read_table
+from perfgate.compare import Comparison, compare_tables
+from perfgate.regions import with_region_totals
+from perfgate.report import build_report, dumps, dumps_utf8
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from csvgen import write_raw_csv  # noqa: E402
+from test_compare_repeats import _noisy, _table  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
+    folder = tmp_path_factory.mktemp("csv")
+    base, cur = folder / "base.csv", folder / "cur.csv"
+    write_raw_csv(base, 400, 12, seed=1, run=1)
+    write_raw_csv(cur, 400, 12, seed=2, scale=1.01)
+    return compare_tables(*(with_region_totals(read_table(p)) for p in (base, cur)))
+
+
+@pytest.mark.parametrize(("unchanged", "first"), [(True, None), (False, None), (True, 7), (False, 50)])
+def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: Comparison, unchanged: bool,
+                                                                   first: int | None) -> None:
+    assert comparison.result_launch is not None
+    by_key = dataclasses.replace(comparison, result_launch=None)
+    assert build_report(comparison, unchanged_results=unchanged, results_of_first=first) == \
+        build_report(by_key, unchanged_results=unchanged, results_of_first=first)
+
+
+def test_results_follow_their_launches_in_display_order(comparison: Comparison) -> None:
+    assert comparison.result_launch is not None
+    at = comparison.result_launch
+    assert (np.diff(at) >= 0).all()
+    for column in ("kind", "kernel", "region", "ordinal"):
+        assert comparison.results[column].tolist() == comparison.launches[column].to_numpy()[at].tolist()
+
+
+def test_the_json_written_a_column_at_a_time_is_dumps_in_utf8(comparison: Comparison) -> None:
+    report = build_report(comparison)
+    assert any("→" in note for note in report["launches"]["launch_change"])  # a 2-byte-per-character string
+    text = dumps(report)
+    assert dumps_utf8(report) == text.encode("utf-8")
+    assert json.loads(text) == json.loads(json.dumps(report))
+    empty = build_report(dataclasses.replace(comparison, results=comparison.results.iloc[:0],
+                                             result_launch=np.zeros(0, dtype=np.int64)))
+    assert dumps_utf8(empty) == dumps(empty).encode("utf-8")
+
+
+def test_inconclusive_kernels_are_noted_once_each_in_join_order() -> None:
+    rng = np.random.default_rng(11)
+    sides = []
+    for shift, source in ((0.0, "base"), (0.05, "cur")):
+        first = _table(_noisy(rng, shift), source, kernel="zeta_kernel")
+        second = _table(_noisy(rng, shift), source, kernel="alpha_kernel", start=40)
+        sides.append(first.with_table(pd.concat([first.table, second.table], ignore_index=True)))
+    comparison = compare_tables(*sides)
+    notes = [n for n in comparison.notes if "inconclusive" in n]
+    assert [n.split()[0] for n in notes] == ["alpha_kernel", "zeta_kernel"]
