@@ -3,8 +3,11 @@
 
 GPU examples (``examples/test_*.py``, marked ``gpu``) skip where their library or a CUDA GPU is missing:
 
-    pytest examples --perfgate --perfgate-update     # first run on a GPU: write baselines
-    pytest examples --perfgate                       # later runs: gate against them
+    pytest examples --ignore=examples/cpu --perfgate --perfgate-update     # first run on a GPU: write baselines
+    pytest examples --ignore=examples/cpu --perfgate                       # later runs: gate against them
+
+(``--ignore=examples/cpu``: this repository's own test configuration turns pytest-benchmark off, which
+leaves the CPU examples "not measured"; run them as the README's Quickstart does, with --benchmark-enable.)
 
 CPU examples (``examples/cpu``) run anywhere: pytest-benchmark host timings, gated the same way.
 """
