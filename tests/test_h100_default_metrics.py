@@ -94,6 +94,11 @@ def test_rule_findings_from_ncu_sections_explain_the_regression(tmp_path: Path) 
     text = _perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"),
                      str(DATA / "vector_add.rules.regressed.ncu-rep")).stdout
     assert "why: ncu findings appeared: " in text and "Uncoalesced Global Accesses" in text
+    html = _perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"), str(DATA / "vector_add.rules.regressed.ncu-rep"),
+                     "--format", "html").stdout
+    kernel_table = html[html.index('<table id="kernel-table"'):]
+    kernel_table = kernel_table[:kernel_table.index("</table>")]
+    assert "bound: memory" in kernel_table and "Uncoalesced Global Accesses" in kernel_table  # the first table's Why
 
 
 def test_a_baseline_keeps_the_findings_so_the_plugin_can_say_what_appeared(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def kernel_table(report: Report) -> str:
     for indexes in kernels[:KERNEL_ROWS]:
         row = kernel_row(report, indexes, stats)
         moved = row.moved[:3]
-        why = why_lines(row, others=0)[:1]
+        why = why_lines(row, others=0)[:3]  # the bound, a launch-config change, ncu's findings
         cells = [f"{STATUS_ICON.get(row.status, '')} {html_escape(row.status)}",
                  f'<span class="kernel">{html_escape(row.name)}</span>', html_escape(_where(row)),
                  launches_label(row) or "1",
@@ -76,7 +76,7 @@ def kernel_table(report: Report) -> str:
                  "<br>".join(html_escape(format_value(m.after, m.unit)) for m in moved),
                  "<br>".join(html_escape(change_text(m)) for m in moved),
                  "<br>".join(html_escape(m.limit) for m in moved),
-                 html_escape(why[0]) if why else ""]
+                 "<br>".join(html_escape(line) for line in why)]
         classes = ["", "", "", "num", "", "num", "num", "num", "", "why"]
         out.append(f'<tr class="{row.status.replace(" ", "-")}">'
                    + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>" for c, v in zip(classes, cells))
