@@ -41,7 +41,7 @@ fi
 if ! $PY -c "from perfgate.collect.ncu_rep import find_ncu_report_module as f; f()" 2>/dev/null; then
   found=$(find / -xdev -name ncu_report.py -path '*extras/python*' 2>/dev/null | head -1)
   say "perfgate did not find ncu_report; found: ${found:-nothing}"
-  [[ -n "$found" ]] && export PERFGATE_NCU_PYTHON=$(dirname "$found")
+  if [[ -n "$found" ]]; then PERFGATE_NCU_PYTHON=$(dirname "$found"); export PERFGATE_NCU_PYTHON; fi
 fi
 
 if want probe; then
@@ -59,10 +59,10 @@ print('torch', torch.__version__, 'cupy', cupy.__version__, 'pandas', pandas.__v
   cat "$W/probe.txt"
   # Does ncu lock the clocks here? (perfgate's default is base)
   ncu --clock-control base --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \
-    $PY -c "import cupy; x = cupy.arange(1 << 20); x.sum(); cupy.cuda.Device().synchronize()" >"$W/clock-base.log" 2>&1
+    "$PY" -c "import cupy; x = cupy.arange(1 << 20); x.sum(); cupy.cuda.Device().synchronize()" >"$W/clock-base.log" 2>&1
   echo "rc=$?" >>"$W/clock-base.log"
   ncu --clock-control none --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \
-    $PY -c "import cupy; x = cupy.arange(1 << 20); x.sum(); cupy.cuda.Device().synchronize()" >"$W/clock-none.log" 2>&1
+    "$PY" -c "import cupy; x = cupy.arange(1 << 20); x.sum(); cupy.cuda.Device().synchronize()" >"$W/clock-none.log" 2>&1
   echo "rc=$?" >>"$W/clock-none.log"
   tail -n 25 "$W/clock-base.log"; tail -n 8 "$W/clock-none.log"
   if [[ -z "$CLOCK" ]]; then
@@ -90,8 +90,8 @@ du -ah "$W" | sort -h | tail -n 15
 session() {  # session NAME pytest-args...
   local name=$1; shift
   mkdir -p "$W/$name"
-  timed "session-$name" timeout 500 $PY -m pytest "$@" -p no:cacheprovider -rA --durations=0 \
-    --perfgate-clock-control=$CLOCK --perfgate-keep-artifacts --perfgate-timeout=240 \
+  timed "session-$name" timeout 500 "$PY" -m pytest "$@" -p no:cacheprovider -rA --durations=0 \
+    --perfgate-clock-control="$CLOCK" --perfgate-keep-artifacts --perfgate-timeout=240 \
     --perfgate-report="$W/$name/perfgate-report.json" --junitxml="$W/$name/junit.xml" >"$W/$name/pytest.txt" 2>&1
   local rc=$?
   pack >/dev/null 2>&1
@@ -140,13 +140,13 @@ if want byhand && (( $(left) > 60 )); then
     name=$(basename "$art")
     byhand "$art" "$name"
     node=$(grep -o 'pytest [^ ]*::[^ ]*' "$art/ncu-command.txt" | head -1 | cut -d' ' -f2)
-    timed "plain-$name" env PERFGATE_CHILD=1 timeout 300 $PY -m pytest "$node" -q -p no:cacheprovider >"$W/byhand/$name/plain.txt" 2>&1
+    timed "plain-$name" env PERFGATE_CHILD=1 timeout 300 "$PY" -m pytest "$node" -q -p no:cacheprovider >"$W/byhand/$name/plain.txt" 2>&1
   done
 fi
 
 if want rules && (( $(left) > 60 )); then  # ncu's rules run only for the sections collected
   say "rules: the CuPy test with ncu's detailed set added, unchanged and regressed"
-  cupy=$(ls -d "$ART"/*cupy*/ | head -1)
+  cupy=$(find "$ART" -mindepth 1 -maxdepth 1 -type d -name '*cupy*' | head -1)
   if [[ -n "$cupy" ]]; then
     byhand "$cupy" vector_add-rules 's/ --metrics / --set detailed --metrics /'
     PERFGATE_EXAMPLE_REGRESSION=1 byhand "$cupy" vector_add-rules-regression 's/ --metrics / --set detailed --metrics /'
@@ -170,7 +170,7 @@ if want csv; then
   done
   ls -la "$W/csv"
   # ncu's stdout with no --log-file: ==PROF== lines, the test's output and the CSV raw page, mixed.
-  cupy=$(ls -d "$ART"/*cupy*/ | head -1)
+  cupy=$(find "$ART" -mindepth 1 -maxdepth 1 -type d -name '*cupy*' | head -1)
   if [[ -n "$cupy" ]]; then
     byhand "$cupy" cupy-stdout-raw 's/ --log-file [^ ]*//; s/ --export [^ ]* --force-overwrite/ --csv --page raw/'
   fi
@@ -178,10 +178,10 @@ fi
 
 if want nvtx && (( $(left) > 60 )); then
   say "nvtx: the MLP test with no NVTX filter, and torch.profiler's count"
-  mlp=$(ls -d "$ART"/*mlp*/ | head -1)
+  mlp=$(find "$ART" -mindepth 1 -maxdepth 1 -type d -name '*mlp*' | head -1)
   [[ -n "$mlp" ]] && byhand "$mlp" mlp-unfiltered 's/ --nvtx-include [^ ]*//g'
   [[ -n "$mlp" ]] && byhand "$mlp" mlp-thread-scope 's/ --nvtx-push-pop-scope process/ --nvtx-push-pop-scope thread/'
-  timeout 300 $PY tests/gpu/mlp_kernel_counts.py >"$W/mlp-kernel-counts.json" 2>"$W/mlp-kernel-counts.err"
+  timeout 300 "$PY" tests/gpu/mlp_kernel_counts.py >"$W/mlp-kernel-counts.json" 2>"$W/mlp-kernel-counts.err"
   $PY -c "import json; d = json.load(open('$W/mlp-kernel-counts.json')); print({k: len(v) for k, v in d.items()})"
 fi
 
@@ -190,14 +190,14 @@ if want metricpasses && (( $(left) > 100 )); then
   prog="import cupy; a = cupy.ones(1 << 22, dtype=cupy.float32); b = a + a; cupy.cuda.Device().synchronize()"
   metrics=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
   for m in launch__grid_size $(echo "$metrics" | tr ',' ' ') lts__t_sectors.sum "$metrics"; do
-    ncu --clock-control base --cache-control all --launch-count 1 --metrics "$m" $PY -c "$prog" >"$W/pass.log" 2>&1
+    ncu --clock-control base --cache-control all --launch-count 1 --metrics "$m" "$PY" -c "$prog" >"$W/pass.log" 2>&1
     echo -e "$(grep -o '[0-9]* pass[es]*' "$W/pass.log" | head -1)\t$m" | tee -a "$W/passes-per-metric.tsv"
   done
 fi
 
 if want grouped && (( $(left) > 60 )); then  # several perf tests in one profiled child, split per test
   say "grouped: tests/gpu test_tests_sharing_ncu_options_share_one_child_on_real_ncu, keeping the reports"
-  PERFGATE_TEST_CLOCK_CONTROL=$CLOCK timed grouped timeout 300 $PY -m pytest -p no:cacheprovider -rA \
+  PERFGATE_TEST_CLOCK_CONTROL=$CLOCK timed grouped timeout 300 "$PY" -m pytest -p no:cacheprovider -rA \
     "tests/gpu/test_real_gpu.py::test_tests_sharing_ncu_options_share_one_child_on_real_ncu" >"$W/grouped.txt" 2>&1
   tail -n 15 "$W/grouped.txt"
 fi
@@ -221,11 +221,11 @@ cupy.cuda.Device().synchronize()
 PY
   ncu --config-file off --clock-control base --nvtx --nvtx-push-pop-scope process --nvtx-include 'regex:perfgate@.+/' \
     --metrics gpu__time_duration.sum,device__attribute_display_name --export "$W/nested.ncu-rep" --force-overwrite \
-    $PY "$W/nested.py" >"$W/nested.log" 2>&1
+    "$PY" "$W/nested.py" >"$W/nested.log" 2>&1
   $PY -c "from perfgate.collect.ncu_rep import read_ncu_rep as r; t = r('$W/nested.ncu-rep').table; print(t[['kernel', 'region']].drop_duplicates().to_string())" 2>&1 | tee "$W/nested.txt"
   cheap=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(m for m in p(C().wanted_metrics()) if 'throughput' not in m))")
   prog="import cupy; a = cupy.ones(1 << 22, dtype=cupy.float32); b = a + a; cupy.cuda.Device().synchronize()"
-  ncu --clock-control base --launch-count 1 --metrics "$cheap" $PY -c "$prog" >"$W/pass.log" 2>&1
+  ncu --clock-control base --launch-count 1 --metrics "$cheap" "$PY" -c "$prog" >"$W/pass.log" 2>&1
   echo -e "$(grep -o '[0-9]* pass[es]*' "$W/pass.log" | head -1)\t$cheap" | tee -a "$W/passes-per-metric.tsv"
 fi
 
@@ -249,7 +249,7 @@ PY
     if (( $(left) < 60 )); then say "skip section $id: budget"; continue; fi
     PYTHONPATH=$PWD timeout 120 ncu --config-file off --clock-control "$CLOCK" --cache-control all -k vector_add -c 1 \
       --section "$id" --metrics "$metrics" --export "$W/sections/$id.ncu-rep" --force-overwrite \
-      $PY "$W/sections/va.py" >"$W/sections/$id.log" 2>&1
+      "$PY" "$W/sections/va.py" >"$W/sections/$id.log" 2>&1
     echo -e "$id\t$?\t$(grep -o '[0-9]* pass[es]*' "$W/sections/$id.log" | head -1)" | tee -a "$W/sections/passes.tsv"
   done
   (cd "$W" && tar -czf "$OUT/sections.tar.gz" sections)
@@ -268,7 +268,7 @@ fi
 
 if want gputests && (( $(left) > 150 )); then
   say "tests/gpu"
-  PERFGATE_TEST_CLOCK_CONTROL=$CLOCK timed gputests timeout $(( $(left) - 30 )) $PY -m pytest tests/gpu -p no:cacheprovider -rA -x \
+  PERFGATE_TEST_CLOCK_CONTROL=$CLOCK timed gputests timeout $(( $(left) - 30 )) "$PY" -m pytest tests/gpu -p no:cacheprovider -rA -x \
     >"$W/gputests.txt" 2>&1
   tail -n 30 "$W/gputests.txt"
 fi
