@@ -53,7 +53,7 @@ class Threshold:
 OFF = Threshold(gating=False)
 
 # Counts that depend on how ncu replays a kernel, not only on the kernel. Measured on an H100 (ncu 2025.3.1,
-# tests/data/h100): the same MLP read 8-31% more DRAM writes (small reductions 12 KB -> 1.4 MB) with 10-13
+# tests/data/h100): most kernels of the same MLP read 8-31% more DRAM writes (small reductions 12 KB -> 1.4 MB) with 10-13
 # replay passes per kernel than with 1, while duration, DRAM reads, instructions and L2 sectors agreed.
 REPLAY_SENSITIVE_METRICS = frozenset({"dram__bytes_write.sum"})
 
