@@ -23,7 +23,6 @@ from perfgate.baseline import (
 )
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError
-from perfgate.metrics import OFF, REPLAY_SENSITIVE_METRICS
 from perfgate.render import render_text
 from perfgate.report import Report, build_report, merge_reports
 from perfgate.table import Measurement, device_label, devices, empty_table
@@ -90,28 +89,6 @@ def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) 
            "not be comparable"
 
 
-# How ncu replayed the kernels: sections add passes, and so can metrics (recorded by the plugin).
-REPLAY_SETTINGS = ("sections", "replay_passes")
-
-
-def _replay_change(before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
-    changed = [f"{k} {before[k]!r} → {now[k]!r}" for k in REPLAY_SETTINGS
-               if k in before and k in now and before[k] != now[k]]
-    return "; ".join(changed) or None
-
-
-def _not_judged_across_replays(options: CompareOptions, change: str) -> tuple[CompareOptions, list[tuple[str, str]]]:
-    """Options that show but do not gate the replay-sensitive metrics, and what the report says of them."""
-    sensitive = [m for m in options.gated_metrics() if m in REPLAY_SENSITIVE_METRICS]
-    if not sensitive:
-        return options, []
-    thresholds = {**options.thresholds, **{m: OFF for m in sensitive}}
-    return replace(options, thresholds=thresholds), [
-        ("every launch", f"{m} not judged: ncu replayed the kernels differently than for the baseline ({change}), "
-                         "and this count depends on the replay; record the baseline again with these settings")
-        for m in sensitive]
-
-
 def gate(current: Measurement, *, baselines: Path, where: Where, options: CompareOptions,
          settings: Mapping[str, Any], update: bool = False, strict: bool = False, notes: Sequence[str] = (),
          shown: Callable[[Path], str] = str, update_hint: str = "perfgate baseline",
@@ -133,16 +110,11 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         file = baseline_path(baselines, device, cc, where.name)
         device_notes = list(notes)
         status = UPDATED if update else COMPARED
-        device_options: CompareOptions = options
-        not_judged: list[tuple[str, str]] = []
         if file.is_file():
             baseline = replace(read_baseline(file), source=shown(file))
             note = _settings_note(who, baseline.settings, settings)
             if note:
                 device_notes.append(note)
-            replay = _replay_change(baseline.settings, settings)
-            if replay and not update:
-                device_options, not_judged = _not_judged_across_replays(options, replay)
         else:
             baseline = Measurement(empty_table(), source=shown(file))
             missing.append(file)
@@ -153,9 +125,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
                 if strict:
                     problems.append(f"no baseline for {device_label(device, cc)} at {shown(file)} ({strict_flag}); "
                                     f"create it with {update_hint}")
-        comparison = _compared(baseline, sub, device_options, update, who, device_notes)
-        if not_judged:
-            comparison = replace(comparison, unmeasured=(*comparison.unmeasured, *not_judged))
+        comparison = _compared(baseline, sub, options, update, who, device_notes)
         if update:
             # The compared metrics and launch facts, not the identity attributes ncu was asked for.
             documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)

@@ -52,9 +52,7 @@ class Threshold:
 
 OFF = Threshold(gating=False)
 
-# Counts that depend on how ncu replays a kernel, not only on the kernel. Measured on an H100 (ncu 2025.3.1,
-# tests/data/h100): most kernels of the same MLP read 8-31% more DRAM writes (small reductions 12 KB -> 1.4 MB) with 10-13
-# replay passes per kernel than with 1, while duration, DRAM reads, instructions and L2 sectors agreed.
+# Counts that depend on how ncu replays a kernel, not only on the kernel (measured: perfgate.compare.replay).
 REPLAY_SENSITIVE_METRICS = frozenset({"dram__bytes_write.sum"})
 
 _SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")

@@ -53,6 +53,7 @@ KIND_KERNEL = "kernel"  # an ncu launch
 KIND_BENCHMARK = "benchmark"  # a pytest-benchmark benchmark
 KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
 REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
+REPLAY_PASSES = "replay_passes"  # a measurement's setting: the most replay passes any of its launches took
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from perfgate.baseline import baseline_documents, save_baselines
 from perfgate.gate import COMPARED, NEW, REGRESSION, UPDATED, Where, gate
 from perfgate.options import selection
+from perfgate.report import result_rows
 from perfgate.table import Measurement, make_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,24 +99,42 @@ def _with_write(measurement: Measurement, written: float) -> Measurement:
     return measurement.with_table(make_table(list(table.to_dict("records")) + list(write.to_dict("records"))))
 
 
-def test_dram_write_is_not_judged_across_a_change_of_replay_passes(tmp_path: Path) -> None:
-    """Recorded with 1 replay pass, run with 13 (a metric or section that needs more): DRAM writes read
-    higher for the replay's sake alone, so they are shown but not judged; the duration still is."""
+def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -> None:
+    """Recorded in 1 replay pass, run in 13 (sections, or a metric that needs more): DRAM writes read higher for
+    the replay's sake alone (perfgate.compare.replay), so they are shown but not judged; the duration still is.
+    Several passes on both sides (10 and 13 agreed within 4% on the H100) are judged as ever."""
+    from dataclasses import replace
+
     where = Where(name="t", test="t.py::t")
     base = _with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0)
     gate(base, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 1}, update=True)
     more_writes = _with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0)  # +14%, as measured
-    same = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 1})
-    assert same.status == REGRESSION  # the same replay: a real change of DRAM writes fails
-    other = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 13})
+
+    def run(passes: int, current: Measurement = more_writes, strict: bool = False) -> Any:
+        return gate(replace(current, settings={"replay_passes": passes}), baselines=tmp_path, where=where,
+                    options=OPTIONS, settings={}, strict=strict)
+
+    assert run(1).status == REGRESSION  # the same replay: a real change of DRAM writes fails
+    other = run(13)
     assert other.status == COMPARED and not other.failed and other.report["verdict"] == "not measured"
     assert other.report["unmeasured"] == [{"test": "t.py::t", "launch": "every launch", "cause": (
         "dram__bytes_write.sum not judged: ncu replayed the kernels differently than for the baseline "
-        "(replay_passes 1 → 13), and this count depends on the replay; record the baseline again with these "
+        "(1 replay pass → 13), and this count depends on the replay; record the baseline again with these "
         "settings")}]
-    strict = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 13},
-                  strict=True)
+    assert [r["gated"] for r in result_rows(other.report) if r["metric"] == "dram__bytes_write.sum"] == [False]
+    strict = run(13, strict=True)
     assert strict.failed and "a gated value not judged fails" in strict.problems[0]
-    slower = gate(_with_write(_table({"NVIDIA H100": 150_000.0}), 19_200_000.0), baselines=tmp_path, where=where,
-                  options=OPTIONS, settings={"replay_passes": 13})
-    assert slower.status == REGRESSION  # the duration is judged as ever
+    slower = _with_write(_table({"NVIDIA H100": 150_000.0}), 19_200_000.0)
+    assert run(13, slower).status == REGRESSION  # the duration is judged as ever
+    unknown = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={})
+    assert unknown.status == REGRESSION  # a side that does not say (a CSV export): judged
+
+
+def test_several_passes_on_both_sides_are_judged_alike(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    where = Where(name="t", test="t.py::t")
+    base = replace(_with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0), settings={"replay_passes": 10})
+    gate(base, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 10}, update=True)
+    current = replace(_with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0), settings={"replay_passes": 13})
+    assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == REGRESSION

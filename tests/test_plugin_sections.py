@@ -73,19 +73,21 @@ def test_sections_are_collected_stored_with_the_baseline_and_explain_the_regress
 
 
 def test_dram_write_is_not_judged_against_a_baseline_replayed_otherwise(run, pytester: pytest.Pytester) -> None:  # type: ignore[no-untyped-def]
-    """Sections add replay passes, and DRAM writes depend on the replay (measured on the H100: +8-31% with
-    10-13 passes than with 1, everything else unchanged). Against a baseline recorded without them, DRAM write
-    is shown but not judged: the run is "not measured" (not a pass, not a false alarm), and fails when strict."""
-    result, calls = run("vector_add.rules.ncu-rep", "--perfgate-update")
+    """Sections turn ncu's one replay pass into several, and DRAM writes depend on that (measured on the H100:
+    8-31% more with 10-13 passes than with 1, everything else unchanged). Against a baseline recorded in one
+    pass, DRAM write is shown but not judged: "not measured" (not a pass, not a false alarm), failed when
+    strict, until the baseline is recorded again with the sections."""
+    result, calls = run("vector_add.ncu-rep", "--perfgate-update")
     result.assert_outcomes(passed=1)
     assert "--section" not in calls[-1]
+    assert read_json(pytester.path / BASELINE)["settings"]["replay_passes"] == 1
     result, _ = run("vector_add.rules.regressed.ncu-rep", "--perfgate-sections=SpeedOfLight")
     result.assert_outcomes(failed=1)  # the duration regression is still caught
     report = read_json(pytester.path / "perfgate-report.json")
     [entry] = report["unmeasured"]
     assert entry["launch"] == "every launch" and entry["cause"].startswith(
-        "dram__bytes_write.sum not judged: ncu replayed the kernels differently than for the baseline (sections '' "
-        "→ 'SpeedOfLight')")
+        "dram__bytes_write.sum not judged: ncu replayed the kernels differently than for the baseline (1 replay "
+        "pass → 20)")
     write = [r for r in result_rows(report) if r["metric"] == "dram__bytes_write.sum"]
     assert write and not any(r["gated"] for r in write)
 
@@ -96,7 +98,7 @@ def test_dram_write_is_not_judged_against_a_baseline_replayed_otherwise(run, pyt
     result, _ = run("vector_add.rules.ncu-rep", "--perfgate-sections=SpeedOfLight", "--perfgate-strict")
     result.assert_outcomes(failed=1)
     assert "(--perfgate-strict: a gated value not judged fails)" in result.stdout.str()
-    result, _ = run("vector_add.rules.ncu-rep", "--perfgate-sections=SpeedOfLight", "--perfgate-update")
+    run("vector_add.rules.ncu-rep", "--perfgate-sections=SpeedOfLight", "--perfgate-update")
     result, _ = run("vector_add.rules.ncu-rep", "--perfgate-sections=SpeedOfLight", "--perfgate-strict")
     result.assert_outcomes(passed=1)  # recorded again with the sections: judged again
 

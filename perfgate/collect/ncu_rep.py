@@ -18,7 +18,7 @@ import sys
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 
 from perfgate.limits import check_name_length
@@ -38,7 +38,14 @@ from perfgate.table import (
     make_table,
     no_data_row,
 )
-from perfgate.vocabulary import DEVICE_METRICS, DIM_METRICS, KIND_KERNEL, NVTX_DOMAIN, REGION_SEPARATOR
+from perfgate.vocabulary import (
+    DEVICE_METRICS,
+    DIM_METRICS,
+    KIND_KERNEL,
+    NVTX_DOMAIN,
+    REGION_SEPARATOR,
+    REPLAY_PASSES,
+)
 
 MAGIC = b"NVR\x00"
 
@@ -308,6 +315,7 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
     rows: list[dict[str, object]] = []
     unusable: list[Unusable] = []
     findings: dict[int, list[str]] = {}
+    passes: list[int] = []
     launch = 0
     for range_index in range(context.num_ranges()):
         profiled_range = context.range_by_idx(range_index)
@@ -330,6 +338,9 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
             found = action_findings(action)
             if found is not None:
                 findings[launch] = found
+            took = _replay_passes(action)
+            if took is not None:
+                passes.append(took)
             launch += 1
     if launch == 0:
         raise InputError(report_path, "the report holds no profiled launch",
@@ -339,7 +350,20 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
     frame = assign_ordinals(make_table(rows))
     # A report profiled with --metrics only has no findings: "not known", not "no finding".
     known = {at: tuple(found) for at, found in findings.items()} if any(findings.values()) else None
-    return screen_values(Measurement(frame, source=str(report_path), findings=known), unusable)
+    # How ncu replayed the kernels: DRAM writes are judged only against a run replayed alike (compare/replay).
+    settings = {REPLAY_PASSES: max(passes)} if passes else {}
+    return screen_values(Measurement(frame, source=str(report_path), findings=known, settings=settings), unusable)
+
+
+def _replay_passes(action: Any) -> int | None:
+    """The replay passes ncu took for this launch (``profiler__replayer_passes``, in every report seen, ncu
+    2019-2025); None when the report does not say."""
+    try:
+        metric = action.metric_by_name("profiler__replayer_passes")
+        value = None if metric is None else metric.as_uint64()
+    except Exception:  # an older ncu_report, or another type: the number is only a guard
+        return None
+    return int(value) if isinstance(value, int) and value > 0 else None
 
 
 class _Damaged(Exception):

@@ -10,6 +10,7 @@ import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.assemble import display_order, launch_table, result_table
 from perfgate.compare.devices import check_devices
+from perfgate.compare.replay import not_judged_across_replays, replay_change
 from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
@@ -86,6 +87,10 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
     options = options or CompareOptions()
+    replay = replay_change(baseline.settings, current.settings)
+    not_judged: list[tuple[str, str]] = []
+    if replay:
+        options, not_judged = not_judged_across_replays(options, replay)
     base_devices, cur_devices = devices(baseline.table), devices(current.table)
     check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
     thresholds = options.effective_thresholds()
@@ -133,5 +138,5 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
         current_devices=tuple(device_label(*d) for d in cur_devices),
         settings={"baseline": dict(baseline.settings), "current": dict(current.settings)},
         locations={**baseline.locations, **current.locations},
-        unmeasured=tuple(unmeasured),
+        unmeasured=(*unmeasured, *not_judged),
     )

@@ -107,8 +107,7 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
         if (kept.table["kind"] == KIND_KERNEL).any():
             unplaced = int(part.table["launch"].nunique()) - int(kept.table["launch"].nunique())
             return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
-                            run_dir=launched.run_dir, artifacts=artifacts, shared=shared,
-                            replay_passes=launched.replay_passes)
+                            run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     if isinstance(outcome, ProfileFailed):
         said = _keep(launched.run_dir, artifacts, copy=True)

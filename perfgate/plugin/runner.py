@@ -133,7 +133,6 @@ class Profiled:
     run_dir: Path  # ncu's report, log, command and the test's output, until kept or discarded
     artifacts: Path  # where they are kept
     shared: _SharedRun | None = None  # set when the run profiled several tests
-    replay_passes: int | None = None  # the most any launch needed (ncu's log); None when the log does not say
 
     @property
     def report_file(self) -> Path:
@@ -254,10 +253,6 @@ class _Launched:
             "regions", [])
         return [r for r in found if isinstance(r, str)]
 
-    @property
-    def replay_passes(self) -> int | None:
-        return max(replay_passes(self.run.log), default=None)
-
 
 _PASSES = re.compile(r"==PROF== Profiling .* - (\d+) pass(?:es)?\b")
 
@@ -377,6 +372,6 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
     if not (measurement.table["kind"] == KIND_KERNEL).any():
         raise fail(no_kernels_message(marker, regions, True))
     return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir,
-                    artifacts=artifacts, replay_passes=launched.replay_passes)
+                    artifacts=artifacts)
 
 

@@ -285,9 +285,8 @@ class PerfgateSession:
             _skip(str(exc))
         except ProfileFailed as exc:
             self._fail(item, str(exc))
-        settings = self._settings()
-        if profiled.replay_passes is not None:  # DRAM writes depend on the replay: recorded, and checked
-            settings["replay_passes"] = profiled.replay_passes
+        # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the session's.
+        settings = {**self._settings(), **profiled.measurement.settings}
         measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=settings)
         footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
