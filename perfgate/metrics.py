@@ -52,9 +52,6 @@ class Threshold:
 
 OFF = Threshold(gating=False)
 
-# Counts that depend on how ncu replays a kernel, not only on the kernel (measured: perfgate.compare.replay).
-REPLAY_SENSITIVE_METRICS = frozenset({"dram__bytes_write.sum"})
-
 _SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 
 

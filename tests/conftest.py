@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str
     status = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return status, out, err
+
+
+def run_perfgate(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``perfgate ARGS...`` as its own process (``python -m perfgate``), in ``cwd``: its exit status and output."""
+    return subprocess.run([sys.executable, "-m", "perfgate", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300, check=False)
 
 
 def corpus_file(relative: str) -> Path:

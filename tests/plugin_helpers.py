@@ -34,6 +34,19 @@ def preload_heavy_modules() -> None:
     find_ncu_report_module()
 
 
+def use_stub_ncu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                 also_clear: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """The stub ncu for a pytester run, and the file its invocations are logged to: the environment cleared of
+    what would steer it or the run (GitHub summary, GPU pinning, PYTEST_ADDOPTS), a GPU assumed."""
+    ncu = install_stub_ncu(pytester.path.parent / f"{pytester.path.name}-bin")
+    calls = pytester.path.parent / f"{pytester.path.name}-stub.jsonl"
+    for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PYTEST_ADDOPTS", *also_clear):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
+    monkeypatch.setenv("PERFGATE_STUB_LOG", str(calls))
+    return ncu, calls
+
+
 def corpus_report(name: str) -> Path:
     """A real .ncu-rep from ../shared/corpus; skips the test where the corpus is absent."""
     path = MLP_T4 / f"{name}.ncu-rep"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_perfgate
 from typing import Any
 
 from perfgate.baseline import baseline_documents, save_baselines
@@ -56,22 +56,17 @@ def test_statuses_new_updated_compared(tmp_path: Path) -> None:
     assert any("clock_control 'base' → 'none'" in note for note in again.report["notes"])
 
 
-def _compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfgate", "compare", *args], capture_output=True, text=True,
-                          cwd=REPO)
-
-
 def test_compare_gates_against_a_baselines_directory_like_the_plugin() -> None:
     """The committed H100 baselines (written by the plugin) against the rerun report: region totals
     included, so all 26 kernels and 6 totals compare, none missing."""
-    done = _compare("baselines", "tests/data/h100/default-metrics/mlp.rerun.ncu-rep.xz",
+    done = run_perfgate("compare", "baselines", "tests/data/h100/default-metrics/mlp.rerun.ncu-rep.xz",
                     "--name", "examples.test_torch_mlp_layers__test_mlp_layer_by_layer")
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("PASS: no regression in 32 compared (32 unchanged)")
 
 
 def test_compare_against_a_directory_without_that_baseline_is_exit_2() -> None:
-    done = _compare("baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz")
+    done = run_perfgate("compare", "baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert ("perfgate: error: baselines: holds no baseline for nvidia-h100-80gb-hbm3-sm90/mlp.rerun.json "
             "(create it with 'perfgate baseline") in done.stderr

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import lzma
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import run_perfgate
 
 from perfgate.baseline import read_baseline
 from perfgate.errors import InputError
@@ -28,11 +28,6 @@ VECTOR_ADD = "examples.test_cupy_raw_kernel__test_vector_add"
 UNCOALESCED = "Uncoalesced Global Accesses"  # the rule's name and its message's title are the same
 
 
-def _perfgate(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, check=False)
-
-
 def _json(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
@@ -42,7 +37,7 @@ def test_the_deliberate_regression_fails_against_the_committed_baseline_naming_k
         tmp_path: Path) -> None:
     """The CuPy example with uncoalesced indexing (PERFGATE_EXAMPLE_REGRESSION=1), profiled by the plugin on
     the H100: duration ×4.7, L2 sectors ×3.6, same instructions and DRAM bytes within their limits."""
-    done = _perfgate("compare", "baselines", str(DATA / "vector_add.regressed.ncu-rep"), "--name", VECTOR_ADD,
+    done = run_perfgate("compare", "baselines", str(DATA / "vector_add.regressed.ncu-rep"), "--name", VECTOR_ADD,
                      "--metrics", "+lts__t_sectors.sum", "--threshold", "lts__t_sectors.sum=2%",  # as the test's marker
                      "--format", "json", "-o", str(tmp_path / "r.json"))
     assert done.returncode == 1, done.stderr
@@ -59,23 +54,23 @@ def test_the_deliberate_regression_fails_against_the_committed_baseline_naming_k
 def test_one_kernel_in_its_region_is_listed_once_though_its_total_is_compared_too(tmp_path: Path) -> None:
     """The region ``vector_add`` holds one launch: its total repeats the kernel. Both are compared (a later
     split of the kernel still has a total to gate); the human formats list and count the change once."""
-    done = _perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep"),
+    done = run_perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep"),
                      "--format", "json", "-o", str(tmp_path / "r.json"))
     assert done.returncode == 1
     report = _json(tmp_path / "r.json")
     assert report["summary"]["regression"] == 2 and Counter(r["kind"] for r in launch_rows(report)) == {
         "kernel": 1, "region": 1}
     assert repeated_totals(report) == {1} and listed_summary(report)["regression"] == 1
-    text = _perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep")).stdout
+    text = run_perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep")).stdout
     assert text.count("REGRESSION") == 1 and text.rstrip().endswith("FAIL: 1 regression in 1 compared (1 regression)")
-    markdown = _perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep"),
+    markdown = run_perfgate("compare", str(DATA / "vector_add.ncu-rep"), str(DATA / "vector_add.regressed.ncu-rep"),
                          "--format", "md").stdout
     assert markdown.startswith("### ❌ perfgate: 1 regression in 1 compared") and markdown.count("| ❌ |") == 1
 
 
 def test_a_region_of_several_kernels_keeps_its_total_listed(tmp_path: Path) -> None:
     """The MLP's layers hold 2 launches each and backward 18: every total is its own row."""
-    done = _perfgate("compare", str(DATA / "mlp.ncu-rep.xz"), str(DATA / "mlp.rerun.ncu-rep.xz"),
+    done = run_perfgate("compare", str(DATA / "mlp.ncu-rep.xz"), str(DATA / "mlp.rerun.ncu-rep.xz"),
                      "--format", "json", "-o", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stderr
     report = _json(tmp_path / "r.json")
@@ -86,15 +81,15 @@ def test_a_region_of_several_kernels_keeps_its_total_listed(tmp_path: Path) -> N
 def test_rule_findings_from_ncu_sections_explain_the_regression(tmp_path: Path) -> None:
     """The same pair profiled with ``--set detailed`` added: ncu's rules ran, and the one that names the
     cause appeared: uncoalesced global accesses."""
-    done = _perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"), str(DATA / "vector_add.rules.regressed.ncu-rep"),
+    done = run_perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"), str(DATA / "vector_add.rules.regressed.ncu-rep"),
                      "--format", "json", "-o", str(tmp_path / "r.json"))
     assert done.returncode == 1
     [kernel] = [launch for launch in _json(tmp_path / "r.json")["launches"]["findings_appeared"] if launch]
     assert UNCOALESCED in kernel
-    text = _perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"),
+    text = run_perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"),
                      str(DATA / "vector_add.rules.regressed.ncu-rep")).stdout
     assert "why: ncu findings appeared: " in text and "Uncoalesced Global Accesses" in text
-    html = _perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"), str(DATA / "vector_add.rules.regressed.ncu-rep"),
+    html = run_perfgate("compare", str(DATA / "vector_add.rules.ncu-rep"), str(DATA / "vector_add.rules.regressed.ncu-rep"),
                      "--format", "html").stdout
     kernel_table = html[html.index('<table id="kernel-table"'):]
     kernel_table = kernel_table[:kernel_table.index("</table>")]
@@ -104,7 +99,7 @@ def test_rule_findings_from_ncu_sections_explain_the_regression(tmp_path: Path) 
 def test_a_baseline_keeps_the_findings_so_the_plugin_can_say_what_appeared(tmp_path: Path) -> None:
     """``perfgate baseline`` (and ``--perfgate-update``) store each kernel's findings when the run collected
     sections; comparing that baseline with the regressed run names the new finding."""
-    assert _perfgate("baseline", str(DATA / "vector_add.rules.ncu-rep"), "-d", str(tmp_path), "--name", "v").returncode == 0
+    assert run_perfgate("baseline", str(DATA / "vector_add.rules.ncu-rep"), "-d", str(tmp_path), "--name", "v").returncode == 0
     [path] = tmp_path.rglob("v.json")
     assert _json(path)["settings"] == {"replay_passes": 20}  # the report's profiler__replayer_passes
     entries = _json(path)["entries"]
@@ -113,7 +108,7 @@ def test_a_baseline_keeps_the_findings_so_the_plugin_can_say_what_appeared(tmp_p
     assert not any("findings" in e for e in entries if e["kind"] != "kernel")
     assert UNCOALESCED not in kernels[0]["findings"]
     assert read_baseline(path).findings == {0: tuple(kernels[0]["findings"])}
-    done = _perfgate("compare", str(tmp_path), str(DATA / "vector_add.rules.regressed.ncu-rep"), "--name", "v")
+    done = run_perfgate("compare", str(tmp_path), str(DATA / "vector_add.rules.regressed.ncu-rep"), "--name", "v")
     assert done.returncode == 1 and "ncu findings appeared: " in done.stdout
     assert "Uncoalesced Global Accesses" in done.stdout
 
@@ -121,11 +116,11 @@ def test_a_baseline_keeps_the_findings_so_the_plugin_can_say_what_appeared(tmp_p
 def test_without_sections_no_finding_is_stored_and_none_is_claimed(tmp_path: Path) -> None:
     """A metrics-only run carries no rule results: the baseline has no ``findings`` key (not known), and a
     comparison with a run that has them says nothing about findings rather than "all appeared"."""
-    assert _perfgate("baseline", str(DATA / "vector_add.ncu-rep"), "-d", str(tmp_path), "--name", "v").returncode == 0
+    assert run_perfgate("baseline", str(DATA / "vector_add.ncu-rep"), "-d", str(tmp_path), "--name", "v").returncode == 0
     [path] = tmp_path.rglob("v.json")
     assert not any("findings" in entry for entry in _json(path)["entries"])
     assert read_baseline(path).findings is None
-    done = _perfgate("compare", str(tmp_path), str(DATA / "vector_add.rules.regressed.ncu-rep"), "--name", "v")
+    done = run_perfgate("compare", str(tmp_path), str(DATA / "vector_add.rules.regressed.ncu-rep"), "--name", "v")
     assert done.returncode == 1 and "findings" not in done.stdout
 
 
@@ -142,7 +137,7 @@ def test_a_bad_findings_value_in_a_baseline_is_one_clear_error(tmp_path: Path, f
 def test_the_committed_baselines_gate_the_runs_they_were_recorded_beside() -> None:
     for name, rerun in ((VECTOR_ADD, "vector_add.rerun.ncu-rep"),
                         ("examples.test_torch_mlp_layers__test_mlp_layer_by_layer", "mlp.rerun.ncu-rep.xz")):
-        done = _perfgate("compare", "baselines", str(DATA / rerun), "--name", name)
+        done = run_perfgate("compare", "baselines", str(DATA / rerun), "--name", name)
         assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -152,7 +147,7 @@ def test_dram_write_depends_on_the_replay_passes_the_metric_set_needs(tmp_path: 
     writes (small reductions 12 KB -> 1.4 MB), 16% for the whole model, while duration, instructions and DRAM
     reads agree. The report says how ncu replayed (``profiler__replayer_passes``), so DRAM write is shown but
     not judged: "not measured", exit 2, instead of 27 false alarms."""
-    done = _perfgate("compare", "baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz", "--name",
+    done = run_perfgate("compare", "baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz", "--name",
                      "examples.test_torch_mlp_layers__test_mlp_layer_by_layer", "--format", "json", "-o", str(tmp_path / "r.json"))
     assert done.returncode == 2, done.stdout + done.stderr
     report = _json(tmp_path / "r.json")
@@ -167,7 +162,7 @@ def test_dram_write_depends_on_the_replay_passes_the_metric_set_needs(tmp_path: 
     others = [r for r in result_rows(report) if r["gated"]]
     assert others and all(r["status"] == "unchanged" for r in others)
     assert all(abs(r["change"]) < 0.01 for r in others if r["metric"] != "gpu__time_duration.sum")
-    assert _perfgate("compare", "baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz", "--name",
+    assert run_perfgate("compare", "baselines", "tests/data/h100/mlp.rerun.ncu-rep.xz", "--name",
                      "examples.test_torch_mlp_layers__test_mlp_layer_by_layer").stdout.count("regression ") == 0
 
 

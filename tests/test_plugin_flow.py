@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from plugin_helpers import (
     corpus_report,
-    install_stub_ncu,
     preload_heavy_modules,
     read_json,
     stub_calls,
+    use_stub_ncu,
 )
 
 from perfgate.report import launch_rows
@@ -51,12 +51,7 @@ class Env:
     def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pytester = pytester
         self.monkeypatch = monkeypatch
-        self.ncu = install_stub_ncu(pytester.path.parent / f"{pytester.path.name}-bin")
-        self.calls_file = pytester.path.parent / f"{pytester.path.name}-stub.jsonl"
-        for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PYTEST_ADDOPTS"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
-        monkeypatch.setenv("PERFGATE_STUB_LOG", str(self.calls_file))
+        self.ncu, self.calls_file = use_stub_ncu(pytester, monkeypatch)
         self.profile("report_v3_loop_unroll")
 
     def profile(self, corpus_name: str) -> None:

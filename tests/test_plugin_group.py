@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_helpers import install_stub_ncu, preload_heavy_modules, read_json, stub_calls
+from plugin_helpers import preload_heavy_modules, read_json, stub_calls, use_stub_ncu
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
@@ -44,13 +44,7 @@ BASELINES = Path("baselines") / "nvidia-h100-80gb-hbm3-sm90"
 class Group:
     def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pytester = pytester
-        self.ncu = install_stub_ncu(pytester.path.parent / f"{pytester.path.name}-bin")
-        self.calls_file = pytester.path.parent / f"{pytester.path.name}-stub.jsonl"
-        for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PYTEST_ADDOPTS", "CRASH",
-                     "PERFGATE_STUB_NS"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
-        monkeypatch.setenv("PERFGATE_STUB_LOG", str(self.calls_file))
+        self.ncu, self.calls_file = use_stub_ncu(pytester, monkeypatch, also_clear=("CRASH", "PERFGATE_STUB_NS"))
         monkeypatch.setenv("PERFGATE_STUB_REPORT", "regions")
         pytester.makepyfile(test_ops=SUITE)
 

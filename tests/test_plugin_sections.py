@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_helpers import install_stub_ncu, preload_heavy_modules, read_json, stub_calls
+from plugin_helpers import preload_heavy_modules, read_json, stub_calls, use_stub_ncu
 
 from perfgate.config import load_settings
 from perfgate.errors import ConfigError
@@ -35,12 +35,7 @@ BASELINE = Path("baselines") / "nvidia-h100-80gb-hbm3-sm90" / "test_va__test_vec
 @pytest.fixture
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_va=PERF_TEST)
-    ncu = install_stub_ncu(pytester.path.parent / f"{pytester.path.name}-bin")
-    calls = pytester.path.parent / f"{pytester.path.name}-stub.jsonl"
-    for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PYTEST_ADDOPTS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
-    monkeypatch.setenv("PERFGATE_STUB_LOG", str(calls))
+    ncu, calls = use_stub_ncu(pytester, monkeypatch)
 
     def run(report: str, *args: str) -> tuple[pytest.RunResult, list[list[str]]]:
         monkeypatch.setenv("PERFGATE_STUB_REPORT", str(DATA / report))

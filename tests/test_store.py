@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, run_perfgate
+
 H100 = REPO / "baselines" / "nvidia-h100-80gb-hbm3-sm90"
 
 
-def _perfgate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, cwd=cwd,
-                          check=False)
-
-
 def test_list_shows_each_baseline_with_how_it_was_measured() -> None:
-    done = _perfgate("baselines", "list", cwd=REPO)
+    done = run_perfgate("baselines", "list", cwd=REPO)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines"
@@ -35,7 +29,7 @@ def test_stale_finds_baselines_of_tests_that_are_gone_and_keeps_the_unknown(tmp_
     (tests / "test_cupy_raw_kernel.py").write_text("def test_vector_add_v2():\n    pass\n", encoding="utf-8")
     (tests / "test_torch_softmax.py").write_text("import pytest\npytest.skip('no GPU', allow_module_level=True)\n",
                                                  encoding="utf-8")
-    done = _perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
+    done = run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "stale: baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_cupy_raw_kernel__test_vector_add.json" in out
@@ -45,6 +39,6 @@ def test_stale_finds_baselines_of_tests_that_are_gone_and_keeps_the_unknown(tmp_
                                  "to remove them")
     assert len(list((tmp_path / "baselines").rglob("*.json"))) == 3
 
-    deleted = _perfgate("baselines", "stale", "--delete", "--", "examples", cwd=tmp_path)
+    deleted = run_perfgate("baselines", "stale", "--delete", "--", "examples", cwd=tmp_path)
     assert deleted.returncode == 0 and deleted.stdout.count("deleted: ") == 2
     assert [p.name for p in (tmp_path / "baselines").rglob("*.json")] == ["examples.test_torch_softmax__test_softmax.json"]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.render.common import VERDICT_WORD, headline, listed_counts, plural
-from perfgate.report import Report, empty_report, iter_launches, launch_row, merge_reports, verdict_of
+from perfgate.render.common import VERDICT_WORD, headline, plural
+from perfgate.report import Report, empty_report, iter_launches, launch_row, listed_summary, merge_reports, verdict_of
 from perfgate.vocabulary import Verdict, worst_verdict
 
 SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
@@ -114,7 +114,7 @@ class SessionReport:
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
         report = self._report or self.build()
-        counts = listed_counts(report)
+        counts = listed_summary(report)
         verdict = report["verdict"]
         failed = verdict == Verdict.FAIL.value
         if self.options.update:

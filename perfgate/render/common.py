@@ -95,16 +95,9 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 
-def listed_counts(report: Report | dict[str, Any]) -> dict[str, int]:
-    """Launches by status as the human formats count them (``listed_summary``)."""
-    if "launches" in report:
-        return listed_summary(report)  # type: ignore[arg-type]
-    return dict(report.get("summary", {}))
-
-
-def headline(report: Report | dict[str, Any]) -> str:
+def headline(report: Report) -> str:
     """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest."""
-    counts = listed_counts(report)
+    counts = listed_summary(report)
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
     unmeasured = report.get("unmeasured") or []
@@ -149,12 +142,12 @@ def _unmeasured_cause(entry: dict[str, str]) -> str:
     return f"{entry['launch']}: {entry['cause']}" if entry.get("launch") else entry["cause"]
 
 
-def summary_parts(report: Report | dict[str, Any]) -> list[str]:
+def summary_parts(report: Report) -> list[str]:
     """``60 regressions``, ``2 improvements``, ``3 unchanged``: launches counted by status."""
-    return [plural(n, status) for status, n in listed_counts(report).items() if n]
+    return [plural(n, status) for status, n in listed_summary(report).items() if n]
 
 
-def verdict_line(report: Report | dict[str, Any]) -> str:
+def verdict_line(report: Report) -> str:
     """The last line of the text report: ``FAIL: 1 regression in 4 compared (1 regression, 3 unchanged)``."""
     verdict = VERDICT_WORD.get(str(report.get("verdict")), "FAIL")
     return f"{verdict}: {headline(report)} ({', '.join(summary_parts(report)) or 'nothing compared'})"
@@ -164,7 +157,7 @@ def left_out(report: Report, listed: Counter[str], statuses: Iterable[str] | Non
     """``9,850 regressions, 120 improvements``: the launches of ``statuses`` a format did not list."""
     wanted = set(statuses) if statuses is not None else None
     parts = []
-    for status, total in listed_counts(report).items():
+    for status, total in listed_summary(report).items():
         missing = total - listed.get(status, 0)
         if missing > 0 and (wanted is None or status in wanted):
             word = _PLURAL.get(status, status) if missing != 1 else status

@@ -28,7 +28,6 @@ from perfgate.render.common import (
     compared_files,
     headline,
     left_out,
-    listed_counts,
     no_data_side,
     plural,
     report_devices,
@@ -37,7 +36,7 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import format_value, md_escape, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
-from perfgate.report import Report, group_stats
+from perfgate.report import Report, group_stats, listed_summary
 from perfgate.vocabulary import Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
@@ -164,7 +163,7 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
     devices = {d for d in report["launches"]["device"] if d}
     gpu_column = len(devices) > 1
     stats = group_stats(report)
-    counts = listed_counts(report)
+    counts = listed_summary(report)
     listed: Counter[str] = Counter()
     body: list[str] = []
     attention = kernel_groups(report, _ATTENTION) if any(counts[s] for s in _ATTENTION) else []
