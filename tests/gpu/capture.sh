@@ -2,9 +2,9 @@
 # Capture perfgate's own real-GPU fixtures and measurements on a machine with an NVIDIA GPU and ncu.
 # Run from the repository root: OUT=/some/dir bash tests/gpu/capture.sh [steps...]
 # Steps (default: all, in this order): setup probe update gate1 regression grouped byhand rules csv nvtx metricpasses nested
-#   sections gates passes gputests
+#   sections gates passes gputests; optional (not in the default list): replay
 # What comes back: $OUT/capture-text.tar.gz (logs, session reports, CSV pages, baselines, timings),
-# $OUT/capture-reps.tar.gz (the .ncu-rep files of the update, gate1 and regression sessions) and $OUT/log.txt.
+# $OUT/capture-reps.tar.gz (the .ncu-rep files of the update, gate1, regression and replay sessions) and $OUT/log.txt.
 # On the device tool: run(command="CAPTURE_BUDGET=540 bash tests/gpu/capture.sh", carry=[".device"]) with
 # .device/wheels holding the nvtx and ncu-report wheels for the machine's Python (see tests/data/h100/README.md).
 set -uo pipefail
@@ -83,7 +83,7 @@ du -ah "$W" | sort -h | tail -n 15
 # Text (logs, reports, CSV pages, baselines) in one archive; the fixture reports in another; others stay.
 (cd "$WORK" && find w -type f ! -name '*.ncu-rep' -size -4M -print0 | tar -czf "$OUT/capture-text.tar.gz" --null -T -)
 (cd "$WORK" && { find w -path '*perfgate-artifacts*' -name '*.ncu-rep' \( -path '*/update/*' -o -path '*/gate1/*' \
-   -o -path '*/regression/*' \) -print0; find w -maxdepth 1 -name '*.ncu-rep' -print0; } \
+   -o -path '*/regression/*' -o -path '*/replay/*' \) -print0; find w -maxdepth 1 -name '*.ncu-rep' -print0; } \
    | tar -czf "$OUT/capture-reps.tar.gz" --null -T -)
 }
 
@@ -256,6 +256,11 @@ PY
 fi
 
 if want gates; then gates 2 "${GATE_RUNS:-5}"; fi
+
+if want replay && (( $(left) > 90 )); then  # unchanged code, several replay passes, against the 1-pass baselines
+  session replay examples --ignore=examples/cpu --perfgate --perfgate-sections=SpeedOfLight,SourceCounters
+  tail -n 30 "$W/replay/pytest.txt"
+fi
 
 if want passes && (( $(left) > 60 )); then
   say "replay passes: default metric set vs --set full"
