@@ -33,7 +33,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from perfgate.files import (
     remove_leftovers,
     write_atomically,
 )
+from perfgate.columns import Columns, factorize
 from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KINDS
 
@@ -232,32 +233,36 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
     replaces the measurement's own."""
     table = measurement.table
     keep = None if metrics is None else set(metrics)
-    frame = table if keep is None else table[table["metric"].isin(keep)]
+    frame = table if keep is None else table[
+        np.fromiter((m in keep for m in table["metric"].tolist()), dtype=bool, count=len(table))]
     all_samples = measurement.samples
     documents: dict[tuple[str, str], dict[str, Any]] = {}
     launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch"]
     findings = measurement.findings  # None: the run collected no ncu sections, so no rule ran
     # Launches whose metrics were all filtered away still get an entry (with no metrics).
-    launches = table.drop_duplicates(["device", "cc", "kind", "kernel", "region", "ordinal"])
-    for (device, cc), device_launches in launches.groupby(["device", "cc"], sort=True):
+    launches = table[_first_of_each(table, ("device", "cc", "kind", "kernel", "region", "ordinal"))]
+    for device, cc in sorted(set(zip(launches["device"].tolist(), launches["cc"].tolist(), strict=True))):
+        device_launches = launches[(launches["device"] == device) & (launches["cc"] == cc)]
         device_rows = frame[(frame["device"] == device) & (frame["cc"] == cc)]
         metrics_by_launch: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-        for row in device_rows.itertuples(index=False):
-            key = (row.kind, row.kernel, row.region, row.ordinal)
-            metrics_by_launch.setdefault(key, {})[row.metric] = {"unit": row.unit, "value": _json_number(row.value)}
+        for row in device_rows.select(["kind", "kernel", "region", "ordinal", "metric", "unit", "value"]).rows():
+            key = (row["kind"], row["kernel"], row["region"], row["ordinal"])
+            metrics_by_launch.setdefault(key, {})[row["metric"]] = {"unit": row["unit"],
+                                                                   "value": _json_number(row["value"])}
         entries = []
-        ordered = device_launches.sort_values(["kind", "kernel", "region", "ordinal"])
-        for launch in ordered[launch_cols].itertuples(index=False):
-            key = (launch.kind, launch.kernel, launch.region, launch.ordinal)
+        ordered = sorted(device_launches.select(launch_cols).rows(),
+                         key=lambda r: (r["kind"], r["kernel"], r["region"], r["ordinal"]))
+        for launch in ordered:
+            key = (launch["kind"], launch["kernel"], launch["region"], launch["ordinal"])
             entry: dict[str, Any] = {
-                "kind": launch.kind, "name": launch.kernel, "demangled": launch.demangled,
-                "region": launch.region, "ordinal": int(launch.ordinal), "grid": launch.grid, "block": launch.block,
-                "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
+                "kind": launch["kind"], "name": launch["kernel"], "demangled": launch["demangled"],
+                "region": launch["region"], "ordinal": int(launch["ordinal"]), "grid": launch["grid"],
+                "block": launch["block"], "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
             }
-            if findings is not None and launch.kind == KIND_KERNEL:
-                entry["findings"] = list(findings.get(int(launch.launch), ()))
-            if launch.kind == KIND_BENCHMARK and launch.kernel in all_samples:
-                entry["samples"] = _compress_samples(all_samples[launch.kernel])
+            if findings is not None and launch["kind"] == KIND_KERNEL:
+                entry["findings"] = list(findings.get(int(launch["launch"]), ()))
+            if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in all_samples:
+                entry["samples"] = _compress_samples(all_samples[launch["kernel"]])
             entries.append(entry)
         documents[(str(device), str(cc))] = {
             "format": FORMAT_NAME,
@@ -268,6 +273,15 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
             "entries": entries,
         }
     return documents
+
+
+def _first_of_each(table: Columns, names: Sequence[str]) -> Any:
+    """Positions of the first row of each distinct combination of the ``names`` columns, in table order."""
+    if table.empty:
+        return np.zeros(0, dtype=np.int64)
+    codes = np.stack([factorize(table[name])[0] for name in names], axis=1)
+    _, first = np.unique(codes, axis=0, return_index=True)  # the first occurrence of each (a stable sort)
+    return np.sort(first)
 
 
 def dumps_baseline(document: dict[str, Any]) -> str:

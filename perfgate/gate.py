@@ -106,7 +106,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
     missing: list[Path] = []
     table = current.table
     for device, cc in devices(table):
-        sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)].reset_index(drop=True))
+        sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)])
         file = baseline_path(baselines, device, cc, where.name)
         device_notes = list(notes)
         status = UPDATED if update else COMPARED

@@ -14,8 +14,9 @@ import math
 from dataclasses import replace
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
+from perfgate.columns import Columns
 from perfgate.table import Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
@@ -42,7 +43,7 @@ def drop_unscoped_launches(measurement: Measurement) -> Measurement:
     scoped = table["region"] != ""
     if not (kernels & scoped).any():
         return measurement
-    return measurement.with_table(table[~kernels | scoped].reset_index(drop=True))
+    return measurement.with_table(table[~kernels | scoped])
 
 
 def add_region_totals(measurement: Measurement) -> Measurement:
@@ -51,9 +52,9 @@ def add_region_totals(measurement: Measurement) -> Measurement:
     kernels = table[(table["kind"] == KIND_KERNEL) & (table["region"] != "")]
     if kernels.empty:
         return measurement
-    top = kernels["region"].str.split(REGION_SEPARATOR, n=1, regex=False).str[0]
-    order = list(dict.fromkeys(top))  # first-entered first
-    groups: list[tuple[str, str, pd.DataFrame]] = [(name, name, kernels[top == name]) for name in order]
+    top = np.array([region.split(REGION_SEPARATOR, 1)[0] for region in kernels["region"].tolist()], dtype=object)
+    order = list(dict.fromkeys(top.tolist()))  # first-entered first
+    groups: list[tuple[str, str, Columns]] = [(name, name, kernels[top == name]) for name in order]
     if len(order) > 1:
         groups.append((TOTAL, "", kernels))
     next_launch = int(table["launch"].max()) + 1 if not table.empty else 0
@@ -64,7 +65,7 @@ def add_region_totals(measurement: Measurement) -> Measurement:
     if not rows:
         return measurement
     # The table is normalized already: only the few total rows need normalizing, not its rows again.
-    combined = pd.concat([normalized(table), make_table(rows)], ignore_index=True)
+    combined = Columns.concat([normalized(table), make_table(rows)])
     return replace(measurement, table=combined, unusable=(*measurement.unusable, *unusable))
 
 
@@ -78,27 +79,29 @@ def with_region_totals(measurement: Measurement) -> Measurement:
     return measurement if has_totals else add_region_totals(measurement)
 
 
-def _total_rows(name: str, region: str, launches: pd.DataFrame, launch: int,
+def _total_rows(name: str, region: str, launches: Columns, launch: int,
                 unusable: list[Unusable]) -> list[dict[str, Any]]:
     """The total's rows; a total that cannot be made is NaN, and why is appended to ``unusable``."""
-    count = int(launches["launch"].nunique())
-    first = launches.iloc[0]
+    count = len(set(launches["launch"].tolist()))
     base = {"kind": KIND_REGION, "kernel": name, "region": region, "ordinal": 0, "launch": launch,
             "demangled": f"sum over {count} kernel launch{'es' if count != 1 else ''}",
-            "device": first["device"], "cc": first["cc"], "grid": "", "block": ""}
+            "device": launches["device"][0], "cc": launches["cc"][0], "grid": "", "block": ""}
     rows = []
-    for metric, values in launches.groupby("metric", sort=True):
+    metrics = launches["metric"]
+    for metric in sorted(set(metrics.tolist())):
         if not is_additive(str(metric)):
             continue
-        per_launch = values.drop_duplicates("launch")
+        values = launches[metrics == metric]
+        _, first = np.unique(values["launch"], return_index=True)  # of repeated rows of a launch, its first
+        per_launch = values[np.sort(first)]
         # A total over launches that lack the metric would silently shrink: call it "no data", and say why
         # when a launch inside held a value that was no number (``perfgate.collect.screen``).
-        lacking = int(per_launch["value"].isna().sum())
+        lacking = int(np.isnan(per_launch["value"]).sum())
         complete = len(per_launch) == count and not lacking
         value = float(per_launch["value"].sum()) if complete else math.nan
         if lacking:
             unusable.append({"launch": launch, "metric": str(metric),
                              "reason": f"{lacking} of the {count} launch{'es' if count != 1 else ''} in it "
                                        f"{'have' if lacking != 1 else 'has'} no usable value"})
-        rows.append({**base, "metric": str(metric), "unit": str(per_launch["unit"].iloc[0]), "value": value})
+        rows.append({**base, "metric": str(metric), "unit": str(per_launch["unit"][0]), "value": value})
     return rows

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,8 @@ class StoredBaseline:
 
 def _commit_times(directory: Path) -> dict[Path, float]:
     """Each file's last commit time, from one ``git log`` call; {} outside a git checkout."""
+    import subprocess  # here: every perfgate command builds this module's parser, few run git
+
     try:
         done = subprocess.run(["git", "log", "--format=@%ct", "--name-only", "--", "."], cwd=directory,
                               capture_output=True, text=True, timeout=60, check=False)
@@ -84,6 +85,8 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
 
 def collect_test_ids(pytest_args: Sequence[str], cwd: Path | None = None) -> list[str]:
     """The node ids pytest collects with ``pytest_args`` (``--collect-only -q``), in a child process."""
+    import subprocess
+
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args]
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False, timeout=600)
     if done.returncode not in (0, 5):  # 5: no tests collected

@@ -26,19 +26,20 @@ or a single ``gpu__time_duration.sum`` row with NaN), so it shows up as "no data
 
 The facts about a table that are not per row (where it came from, ncu settings, raw benchmark samples,
 test locations, unusable values, rule findings) travel beside it in a :class:`Measurement`: typed and
-frozen, never in ``DataFrame.attrs`` (untyped, and deep-copied by pandas on many operations).
+frozen. The table itself is a :class:`perfgate.columns.Columns` (numpy arrays, no pandas).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+import numpy as np
+import numpy.typing as npt
 
+from perfgate.columns import Columns, objects
 from perfgate.units import NANOSECOND, SECOND
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS  # noqa: F401 (re-exported)
 
@@ -62,8 +63,6 @@ COLUMNS: tuple[str, ...] = (
 LAUNCH_KEY: tuple[str, ...] = ("kind", "kernel", "region", "ordinal")
 
 
-
-
 class Unusable(TypedDict):
     """A value the input held that is no measurement ("n/a", "nan", "inf", "1e400", text, a negative byte
     count...). Its row is kept with value NaN, so the compare stage sees "no value" and can say why
@@ -82,12 +81,12 @@ class Location(TypedDict, total=False):
     line: int
 
 
-@dataclass(frozen=True, eq=False)  # eq=False: a DataFrame has no truth value to compare by
+@dataclass(frozen=True, eq=False)  # eq=False: tables are compared by their columns, not as a whole
 class Measurement:
     """A normalized table and the facts about it that are not per row: what every reader returns and every
     later stage (regions, compare, gate, baseline) takes."""
 
-    table: pd.DataFrame
+    table: Columns
     source: str = ""  # the file the table was read from, as shown to the user
     settings: Mapping[str, Any] = field(default_factory=dict)  # how it was measured (clock_control, ncu version...)
     samples: Mapping[str, Sequence[float]] = field(default_factory=dict)  # benchmark name -> raw timings (s)
@@ -95,52 +94,96 @@ class Measurement:
     unusable: tuple[Unusable, ...] = ()
     findings: Mapping[int, tuple[str, ...]] | None = None  # launch -> Nsight Compute rule findings; None: not known
 
-    def with_table(self, table: pd.DataFrame) -> Measurement:
+    def with_table(self, table: Columns) -> Measurement:
         """The same facts beside another table (a subset, or the table with more rows)."""
         return replace(self, table=table)
 
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
+_INT_COLUMNS = ("ordinal", "launch")
 
 
-def make_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame) -> pd.DataFrame:
-    """Build a normalized table from row dicts (or a frame with these columns), fixing dtypes."""
-    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(list(rows), columns=list(COLUMNS))
+def _text(value: Any) -> str:
+    """A cell as a string column holds it: "" for a missing one (None or NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _number(value: Any) -> float:
+    """A cell as the value column holds it: NaN for anything that is not a number."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def make_table(rows: Iterable[Mapping[str, Any]] | Columns | Any) -> Columns:
+    """Build a normalized table from row dicts, a Columns or a pandas DataFrame with these columns (the CSV
+    readers'), fixing types: strings ("" where missing), int64 ordinal and launch, float64 value."""
+    if isinstance(rows, Columns) or hasattr(rows, "iloc"):
+        return _from_columns(rows)
+    records = list(rows)
+    data: dict[str, Any] = {}
+    for col in _STR_COLUMNS:
+        data[col] = objects([_text(r.get(col)) for r in records])
+    for col in _INT_COLUMNS:
+        data[col] = np.array([int(r.get(col, 0)) for r in records], dtype=np.int64)
+    data["value"] = np.array([_number(r.get("value")) for r in records], dtype=np.float64)
+    return Columns({col: data[col] for col in COLUMNS}, len(records))
+
+
+def _from_columns(frame: Any) -> Columns:
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"table is missing columns {missing}")
-    frame = frame.loc[:, list(COLUMNS)]
-    for col in _STR_COLUMNS:
-        frame[col] = _str_column(frame[col])
-    frame["ordinal"] = frame["ordinal"].astype("int64")
-    frame["launch"] = frame["launch"].astype("int64")
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
-    return frame.reset_index(drop=True)
+    data: dict[str, Any] = {}
+    for col in COLUMNS:
+        column = frame[col]
+        if col in _STR_COLUMNS:
+            data[col] = _str_column(column)
+        elif col in _INT_COLUMNS:
+            data[col] = np.asarray(column, dtype=np.int64)
+        else:
+            data[col] = _float_column(column)
+    return Columns(data, len(frame))
 
 
-@functools.cache
-def _normalized_dtypes() -> pd.Series:
-    return empty_table().dtypes
+def _str_column(column: Any) -> Any:
+    """A column as an object array of strings, "" where missing. A pandas categorical converts its few
+    categories, not its rows (the CSV readers hand over per-launch attributes as categoricals)."""
+    categories = getattr(getattr(column, "cat", None), "categories", None) if hasattr(column, "dtype") and \
+        str(column.dtype) == "category" else None
+    if categories is not None:
+        names = objects([_text(c) for c in categories.tolist()] + [""])
+        codes = np.asarray(column.cat.codes, dtype=np.int64)  # -1 (missing) takes the "" at the end
+        return names[codes]
+    values = np.asarray(column, dtype=object)
+    if all(type(v) is str for v in values.tolist()):
+        return values if values.dtype == object else objects(values.tolist())
+    return objects([_text(v) for v in values.tolist()])
 
 
-def normalized(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` itself when it is a normalized table already (the columns in order, their dtypes, a default
-    index), else ``make_table(frame)``: a table a stage made need not pay for normalizing again."""
-    reference = _normalized_dtypes()
-    if (tuple(frame.columns) == COLUMNS and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0
-            and frame.index.step == 1 and frame.dtypes.equals(reference)):
-        return frame
-    return make_table(frame)
+def _float_column(column: Any) -> Any:
+    try:
+        return np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([_number(v) for v in np.asarray(column, dtype=object).tolist()], dtype=np.float64)
 
 
-def _str_column(column: pd.Series) -> pd.Series:
-    """A column as strings, "" where missing. A categorical converts its few categories, not its rows (the
-    readers hand over per-launch attributes as categoricals): the same strings, in a fraction of the time."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = pd.Series(column.cat.categories.to_numpy(dtype=object)).fillna("").astype(str).array
-        strings = pd.api.extensions.take(categories, column.cat.codes.to_numpy(), allow_fill=True, fill_value="")
-        return pd.Series(strings, index=column.index, name=column.name)
-    return column.fillna("").astype(str)
+_TYPES = {**{col: np.dtype(object) for col in _STR_COLUMNS}, **{col: np.dtype(np.int64) for col in _INT_COLUMNS},
+          "value": np.dtype(np.float64)}
+
+
+def normalized(table: Columns | Any) -> Columns:
+    """``table`` itself when it is a normalized table already (these columns in this order, of these types),
+    else ``make_table(table)``: a table a stage made need not pay for normalizing again."""
+    if (isinstance(table, Columns) and table.columns == COLUMNS
+            and all(table[col].dtype == _TYPES[col] for col in COLUMNS)):
+        return table
+    return make_table(table)
 
 
 # The metric of the one row that keeps a launch with no value visible as "no data", per kind of launch.
@@ -160,42 +203,59 @@ def no_data_row(launch: Mapping[str, object]) -> dict[str, object]:
     return {**launch, "metric": metric, "unit": unit, "value": math.nan}
 
 
-def empty_table() -> pd.DataFrame:
+def empty_table() -> Columns:
     return make_table([])
 
 
-def assign_ordinals(frame: pd.DataFrame) -> pd.DataFrame:
+def first_rows(launch: Any) -> npt.NDArray[np.intp]:
+    """The position of each launch's first row, in table order (``launch``: the launch column)."""
+    _, first = np.unique(launch, return_index=True)
+    rows: npt.NDArray[np.intp] = np.sort(first)
+    return rows
+
+
+def assign_ordinals(frame: Columns) -> Columns:
     """Number launches of the same (kind, kernel, region) 0, 1, 2... in report order."""
-    launches = frame.drop_duplicates("launch")[["launch", "kind", "kernel", "region"]].sort_values("launch")
-    launches["ordinal"] = launches.groupby(["kind", "kernel", "region"], sort=False).cumcount()
-    ordinal_of = dict(zip(launches["launch"], launches["ordinal"], strict=True))
-    frame = frame.copy()
-    frame["ordinal"] = frame["launch"].map(ordinal_of).astype("int64")
-    return frame
+    launch = frame["launch"]
+    ordinal_of: dict[int, int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    firsts = first_rows(launch)
+    order = firsts[np.argsort(launch[firsts], kind="stable")]
+    for at, kind, kernel, region in zip(launch[order].tolist(), frame["kind"][order].tolist(),
+                                        frame["kernel"][order].tolist(), frame["region"][order].tolist(), strict=True):
+        key = (kind, kernel, region)
+        ordinal_of[at] = seen.get(key, 0)
+        seen[key] = ordinal_of[at] + 1
+    ordinals = np.fromiter(map(ordinal_of.__getitem__, launch.tolist()), dtype=np.int64, count=len(launch))
+    return frame.assign(ordinal=ordinals)
 
 
 def restrict_metrics(measurement: Measurement, metrics: Iterable[str]) -> Measurement:
     """Keep only ``metrics``; a launch left with none keeps one NaN row so it stays visible."""
     frame = measurement.table
-    keep = frame["metric"].isin(list(metrics)).to_numpy()
+    wanted = set(metrics)
+    keep = np.fromiter((m in wanted for m in frame["metric"].tolist()), dtype=bool, count=len(frame))
     if keep.all():
         return measurement
     kept = frame[keep]
-    lost = frame.loc[~frame["launch"].isin(kept["launch"]).to_numpy()].drop_duplicates("launch")
-    if not lost.empty:
-        placeholder = lost.assign(metric="gpu__time_duration.sum", unit="ns", value=float("nan"))
-        kept = pd.concat([kept, placeholder]).sort_values("launch", kind="stable")
-    wanted = set(metrics)
-    return replace(measurement, table=kept.reset_index(drop=True),
+    lost_rows = ~np.isin(frame["launch"], kept["launch"])
+    if lost_rows.any():
+        lost = frame[np.flatnonzero(lost_rows)[first_rows(frame["launch"][lost_rows])]]
+        placeholder = lost.assign(metric=objects(["gpu__time_duration.sum"] * len(lost)),
+                                  unit=objects(["ns"] * len(lost)), value=np.full(len(lost), math.nan))
+        both = Columns.concat([kept, placeholder])
+        kept = both[np.argsort(both["launch"], kind="stable")]
+    return replace(measurement, table=kept,
                    unusable=tuple(record for record in measurement.unusable if record["metric"] in wanted))
 
 
-def devices(frame: pd.DataFrame) -> list[tuple[str, str]]:
+def devices(frame: Columns) -> list[tuple[str, str]]:
     """The distinct (device name, compute capability) pairs in a table, sorted."""
     if frame.empty:
         return []
-    pairs = frame[["launch", "device", "cc"]].drop_duplicates("launch")[["device", "cc"]].drop_duplicates()
-    return sorted((str(d), str(c)) for d, c in pairs.itertuples(index=False))
+    firsts = first_rows(frame["launch"])
+    pairs = set(zip(frame["device"][firsts].tolist(), frame["cc"][firsts].tolist(), strict=True))
+    return sorted((str(d), str(c)) for d, c in pairs)
 
 
 def device_label(name: str, cc: str) -> str:
@@ -213,15 +273,17 @@ def unusable_records(measurement: Measurement) -> list[dict[str, Any]]:
     frame, records = measurement.table, measurement.unusable
     if not records or frame.empty:
         return []
-    launches = frame.drop_duplicates("launch").set_index("launch")[["kind", "kernel", "region", "ordinal"]]
-    present = set(launches.index.tolist())
+    firsts = first_rows(frame["launch"])
+    launches = {at: (kind, kernel, region, ordinal) for at, kind, kernel, region, ordinal in zip(
+        frame["launch"][firsts].tolist(), frame["kind"][firsts].tolist(), frame["kernel"][firsts].tolist(),
+        frame["region"][firsts].tolist(), frame["ordinal"][firsts].tolist(), strict=True)}
     found = []
     for record in sorted(records, key=lambda r: (int(r["launch"]), str(r["metric"]))):
-        if record["launch"] in present:
-            launch = launches.loc[record["launch"]]
-            found.append({"kind": str(launch["kind"]), "kernel": str(launch["kernel"]), "region": str(launch["region"]),
-                          "ordinal": int(launch["ordinal"]), "metric": str(record["metric"]),
-                          "reason": str(record["reason"])})
+        launch = launches.get(record["launch"])
+        if launch is not None:
+            kind, kernel, region, ordinal = launch
+            found.append({"kind": str(kind), "kernel": str(kernel), "region": str(region), "ordinal": int(ordinal),
+                          "metric": str(record["metric"]), "reason": str(record["reason"])})
     return found
 
 

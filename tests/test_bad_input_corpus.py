@@ -458,7 +458,7 @@ def _call(capsys: pytest.CaptureFixture[str], args: list[str]) -> Run:
 def _gated_values(path: Path) -> dict[tuple[Any, ...], float | None] | None:
     """The gated values of an input by (kind, kernel, region, ordinal, metric); None when it cannot be read."""
     try:
-        table = read_table(path, WANTED).table
+        table = read_table(path, WANTED).table.to_frame()
     except Exception:  # noqa: BLE001 - the runs report it
         return None
     gated = table[table["metric"].isin(GATED)]

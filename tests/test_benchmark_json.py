@@ -46,7 +46,7 @@ def test_reads_real_benchmark_json(pytester: pytest.Pytester) -> None:
     out = pytester.path / "bench.json"
     run_benchmarks(pytester, out, 2000)
     measurement = read_table(out)
-    table = measurement.table
+    table = measurement.table.to_frame()
     assert set(table["kind"]) == {"benchmark"}
     assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
     assert {"time.median", "time.min", "time.mean", "time.stddev", "rounds"} <= set(table["metric"])
@@ -154,7 +154,7 @@ def test_benchmark_without_statistics_is_kept_as_no_data(tmp_path: Path) -> None
         {"group": None, "name": "test_tunable", "fullname": "test_bench.py::test_tunable", "stats": {"rounds": None}},
     ]}
     measurement = table_from_benchmark_json(document, tmp_path / "bench.json")
-    table = measurement.table
+    table = measurement.table.to_frame()
     empty = table[table["kernel"] == "test_bench.py::test_tunable"]
     assert empty[["metric", "unit"]].values.tolist() == [["time.min", "s"]] and empty["value"].isna().all()
     assert len(table[table["kernel"] == "test_bench.py::test_fast"]) == 10

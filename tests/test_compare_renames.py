@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from perfgate.cli import main
@@ -54,10 +53,10 @@ def _table(launches: list[tuple[Any, ...]], source: str, region: str = "step") -
     return Measurement(make_table(rows), source=source)
 
 
-def _launch(comparison: Comparison, kernel: str) -> pd.Series:
+def _launch(comparison: Comparison, kernel: str) -> dict[str, Any]:
     rows = comparison.launches[comparison.launches["kernel"] == kernel]
-    assert len(rows) == 1, comparison.launches
-    return rows.iloc[0]
+    assert len(rows) == 1, comparison.launches.to_frame()
+    return rows.row(0)
 
 
 @pytest.mark.parametrize(("name", "normalized"), [
@@ -188,15 +187,17 @@ def test_a_cublas_heuristic_change_on_the_real_h100_mlp_is_compared() -> None:
           "execute_kernel__5x_cublas"
     new = old.replace("tilesize128x128x8", "tilesize256x128x8").replace("warpsize2x2x1", "warpsize4x2x1")
     layer = (cur["kernel"] == old) & (cur["region"] == "layer1")
-    assert cur.loc[layer, "launch"].nunique() == 1
-    cur.loc[layer, "kernel"] = new
-    cur.loc[layer, "grid"] = "(16, 16, 1)"
-    cur.loc[layer & (cur["metric"] == TIME), "value"] *= 1.3
+    assert len(set(cur[layer]["launch"].tolist())) == 1
+    kernel, grid, value = cur["kernel"].copy(), cur["grid"].copy(), cur["value"].copy()
+    kernel[layer] = new
+    grid[layer] = "(16, 16, 1)"
+    value[layer & (cur["metric"] == TIME)] *= 1.3
+    rerun = rerun.with_table(cur.assign(kernel=kernel, grid=grid, value=value))
     comparison = compare_tables(base, rerun)
     renamed = comparison.launches[(comparison.launches["kernel"] == new)]
     assert len(renamed) == 1
-    assert renamed.iloc[0]["status"] == Status.REGRESSION.value
-    assert (renamed.iloc[0]["baseline_kernel"], renamed.iloc[0]["matched_by"]) == (old, "normalized")
+    assert renamed.row(0)["status"] == Status.REGRESSION.value
+    assert (renamed.row(0)["baseline_kernel"], renamed.row(0)["matched_by"]) == (old, "normalized")
     assert comparison.counts()[Status.REGRESSION.value] == 1
     assert comparison.counts()[Status.MISSING.value] == comparison.counts()[Status.NEW.value] == 0
 

@@ -52,12 +52,12 @@ def _status(comparison: Comparison, kernel: str, **where: Any) -> str:
     for column, value in where.items():
         rows = rows[rows[column] == value]
     assert len(rows) == 1
-    return str(rows["status"].iloc[0])
+    return str(rows["status"][0])
 
 
 def _rows(comparison: Comparison, kernel: str) -> Iterator[tuple[str, str]]:
     results = comparison.results
-    for _, row in results[results["kernel"] == kernel].iterrows():
+    for row in results[results["kernel"] == kernel].rows():
         yield row["metric"], row["status"]
 
 
@@ -71,7 +71,7 @@ def test_launches_match_by_ordinal_within_kernel_and_region() -> None:
     assert _status(comparison, "k", ordinal=1) == Status.REGRESSION.value
     assert _status(comparison, "k", region="step") == Status.UNCHANGED.value
     assert comparison.verdict == "fail"
-    assert comparison.launches["status"].iloc[0] == Status.REGRESSION.value  # what needs attention first
+    assert comparison.launches["status"][0] == Status.REGRESSION.value  # what needs attention first
 
 
 def test_a_kernel_on_one_side_only_is_missing_or_new_and_a_rename_is_suspected() -> None:
@@ -85,7 +85,7 @@ def test_a_kernel_on_one_side_only_is_missing_or_new_and_a_rename_is_suspected()
     assert comparison.counts()[Status.MISSING.value] == comparison.counts()[Status.NEW.value] == 1
     assert any("1 missing and 1 new" in note for note in comparison.notes)
     new_rows = comparison.results[comparison.results["kernel"] == "new_name"]
-    assert math.isnan(new_rows["baseline"].iloc[0]) and new_rows["current"].iloc[0] == 100_000
+    assert math.isnan(new_rows["baseline"][0]) and new_rows["current"][0] == 100_000
 
 
 def test_a_nan_value_is_no_data_for_its_metric_and_its_launch() -> None:
@@ -95,7 +95,7 @@ def test_a_nan_value_is_no_data_for_its_metric_and_its_launch() -> None:
     assert dict(_rows(comparison, "k")) == {TIME: Status.NO_DATA.value, INST: Status.UNCHANGED.value}
     assert _status(comparison, "k") == Status.UNCHANGED.value  # the comparable gated metric decides
     assert _status(comparison, "j") == Status.NO_DATA.value
-    row = comparison.results[comparison.results["kernel"] == "j"].iloc[0]
+    row = comparison.results[comparison.results["kernel"] == "j"].row(0)
     assert math.isnan(row["change"]) and math.isnan(row["delta"])
 
 
@@ -121,7 +121,9 @@ def test_a_launch_with_no_compared_metric_keeps_a_row_for_its_status() -> None:
     lonely = list(_rows(comparison, "lonely"))
     assert lonely == [(TIME, Status.NO_DATA.value)]
     assert _status(comparison, "lonely") == Status.NO_DATA.value
-    note = comparison.launches.set_index("kernel").loc["lonely", "launch_change"]
+    lonely_launch = comparison.launches[comparison.launches["kernel"] == "lonely"]
+    assert len(lonely_launch) == 1
+    note = lonely_launch["launch_change"][0]
     assert note == "static shared mem 32 → 40"
 
 
@@ -137,7 +139,9 @@ def test_speed_up_trade_off_end_to_end() -> None:
     comparison = _compare(base, cur)
     assert dict(_rows(comparison, "k")) == {TIME: Status.IMPROVEMENT.value, INST: Status.INFO.value}
     assert _status(comparison, "k") == Status.IMPROVEMENT.value
-    traded = comparison.results.set_index("metric").loc[INST]
+    traded_rows = comparison.results[comparison.results["metric"] == INST]
+    assert len(traded_rows) == 1
+    traded = traded_rows.row(0)
     assert not traded["gated"]
 
 
@@ -159,7 +163,7 @@ def test_thresholds_from_options_override_the_catalog() -> None:
     strict = CompareOptions(thresholds={TIME: Threshold(relative=0.01)})
     comparison = _compare(base, cur, strict)
     assert comparison.verdict == "fail"
-    assert comparison.results["threshold"].iloc[0] == "1%"
+    assert comparison.results["threshold"][0] == "1%"
 
 
 def _benchmarks(min_time: float) -> Launches:
@@ -205,7 +209,9 @@ def test_matching_gives_every_launch_an_id_and_joining_pairs_values_by_it() -> N
 
     base = Launches().add("a", {TIME: 1.0, INST: 10.0}).add("gone", {TIME: 2.0}).table("b").table
     cur = Launches().add("fresh", {TIME: 3.0}).add("a", {TIME: 4.0, "unasked__metric.sum": 5.0}).table("c").table
-    cur.loc[cur["metric"] == TIME, "unit"] = "ns"
+    unit = cur["unit"].copy()
+    unit[cur["metric"] == TIME] = "ns"
+    cur = cur.assign(unit=unit)
     launches = match_launches(base, cur)
     side = dict(zip(launches.frame["kernel"], launches.side, strict=True))
     assert side == {"a": BOTH_SIDES, "gone": BASELINE_ONLY, "fresh": CURRENT_ONLY}
@@ -216,7 +222,7 @@ def test_matching_gives_every_launch_an_id_and_joining_pairs_values_by_it() -> N
     codes = metric_codes([TIME, INST])
     rows = join_metrics(SideValues(base, launches.base_ids, codes), SideValues(cur, launches.cur_ids, codes), codes,
                         [TIME, INST], launches.kinds)
-    joined = {(launches.frame["kernel"].iloc[i], m): (b, c, u)
+    joined = {(launches.frame["kernel"][i], m): (b, c, u)
               for i, m, b, c, u in zip(rows.launch_id, rows.metric, rows.baseline, rows.current, rows.unit,
                                        strict=True)}
     assert joined.keys() == {("a", TIME), ("a", INST), ("gone", TIME), ("fresh", TIME)}  # the unasked metric is not

@@ -74,8 +74,8 @@ def test_compare_against_a_directory_without_that_baseline_is_exit_2() -> None:
 
 def test_a_gated_value_on_one_side_only_is_not_measured_and_fails_strict(tmp_path: Path) -> None:
     duration = _table({"NVIDIA H100": 100_000.0}).table
-    inst = duration.iloc[[0]].assign(metric="smsp__inst_executed.sum", unit="", value=5_000.0)
-    base = Measurement(make_table([*duration.to_dict("records"), *inst.to_dict("records")]))
+    inst = {**duration.row(0), "metric": "smsp__inst_executed.sum", "unit": "", "value": 5_000.0}
+    base = Measurement(make_table([*duration.rows(), inst]))
     save_baselines(baseline_documents(base, OPTIONS.wanted_metrics()), tmp_path, "t")
     current = _table({"NVIDIA H100": 100_000.0})  # the instructions were not measured this time
     where = Where(name="t", test="t.py::t")
@@ -90,8 +90,8 @@ def test_a_gated_value_on_one_side_only_is_not_measured_and_fails_strict(tmp_pat
 
 def _with_write(measurement: Measurement, written: float) -> Measurement:
     table = measurement.table
-    write = table.assign(metric="dram__bytes_write.sum", unit="byte", value=written)
-    return measurement.with_table(make_table(list(table.to_dict("records")) + list(write.to_dict("records"))))
+    write = [{**row, "metric": "dram__bytes_write.sum", "unit": "byte", "value": written} for row in table.rows()]
+    return measurement.with_table(make_table([*table.rows(), *write]))
 
 
 def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -> None:

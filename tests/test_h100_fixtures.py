@@ -53,7 +53,7 @@ def _launches(table: pd.DataFrame) -> pd.DataFrame:
 def test_backward_launches_on_autograds_thread_are_placed_in_their_region(tmp_path: Path) -> None:
     """ncu kept them (process-scoped filter) but their own NVTX state is empty: 16 of the 18
     backward launches would otherwise be dropped. Counted independently by torch.profiler."""
-    table = read_ncu_rep(_expanded("mlp.ncu-rep.xz", tmp_path), ["gpu__time_duration.sum"]).table
+    table = read_ncu_rep(_expanded("mlp.ncu-rep.xz", tmp_path), ["gpu__time_duration.sum"]).table.to_frame()
     by_region = Counter(_launches(table)["region"])
     profiler = json.loads((H100 / "mlp.torch-profiler-kernels.json").read_text(encoding="utf-8"))
     assert by_region == {region: len(names) for region, names in profiler.items()}
@@ -66,7 +66,7 @@ def test_backward_launches_on_autograds_thread_are_placed_in_their_region(tmp_pa
 
 def test_nested_regions_and_launches_outside_every_region(tmp_path: Path) -> None:
     """nested.py: a + a outside, a * 2 in outer, a - 1 in outer > inner, a / 2 in outer again."""
-    table = read_ncu_rep(H100 / "nested-regions.ncu-rep").table
+    table = read_ncu_rep(H100 / "nested-regions.ncu-rep").table.to_frame()
     launches = _launches(table)
     assert launches["region"].tolist() == ["outer", "outer > inner", "outer"]
     assert [k.split("__")[0] for k in launches["kernel"]] == ["cupy_multiply", "cupy_subtract", "cupy_true_divide"]
@@ -111,8 +111,9 @@ def test_real_csv_pages_read_like_the_report(test: str, page: str, tmp_path: Pat
     """The same report exported with ``ncu -i REPORT --csv --page details|raw [--print-units base]``:
     same launches, kernels, regions (the backward ones included) and GPU; gated counters exact on the raw
     page and with base units, rounded to ncu's 3-4 printed digits on the default details page."""
-    report = read_ncu_rep(_expanded(f"{test}.rerun.ncu-rep" + (".xz" if test == "mlp" else ""), tmp_path)).table
-    csv = read_table(H100 / f"{test}.rerun.{page}.csv").table
+    report = read_ncu_rep(_expanded(f"{test}.rerun.ncu-rep" + (".xz" if test == "mlp" else ""),
+                                    tmp_path)).table.to_frame()
+    csv = read_table(H100 / f"{test}.rerun.{page}.csv").table.to_frame()
     joined = report.merge(csv, on=["launch", "metric"], suffixes=("_rep", "_csv"))
     assert set(csv["launch"]) == set(report["launch"])
     for column in ("kernel", "region", "device", "cc", "grid", "block"):
@@ -126,8 +127,8 @@ def test_real_csv_pages_read_like_the_report(test: str, page: str, tmp_path: Pat
 def test_ncus_stdout_with_prof_lines_and_program_output_reads_as_csv() -> None:
     """``ncu --csv --page raw`` with no --log-file: ==PROF== lines, pytest's own output, then the page.
     A separate run: deterministic facts equal the report's, timings differ a little."""
-    log = read_table(H100 / "vector_add.stdout-raw.log").table
-    report = read_ncu_rep(H100 / "vector_add.rerun.ncu-rep").table
+    log = read_table(H100 / "vector_add.stdout-raw.log").table.to_frame()
+    report = read_ncu_rep(H100 / "vector_add.rerun.ncu-rep").table.to_frame()
     for metric in ("smsp__inst_executed.sum", "launch__registers_per_thread", "launch__grid_size"):
         assert log[log["metric"] == metric]["value"].tolist() == report[report["metric"] == metric]["value"].tolist()
     assert _launches(log)[["kernel", "region", "device"]].values.tolist() == [

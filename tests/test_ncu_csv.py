@@ -59,7 +59,7 @@ def rules_read() -> Measurement:
 
 @pytest.fixture(scope="module")
 def rules(rules_read: Measurement) -> pd.DataFrame:
-    return rules_read.table
+    return rules_read.table.to_frame()
 
 
 def test_details_with_rule_columns(rules_read: Measurement, rules: pd.DataFrame) -> None:
@@ -99,15 +99,15 @@ def test_details_values_units_and_missing(rules: pd.DataFrame) -> None:
 
 
 def test_details_layouts_and_raw_give_equal_tables(rules: pd.DataFrame) -> None:
-    plain = read_ncu_csv(DATA / "details_plain.csv").table
-    raw = read_ncu_csv(DATA / "raw.csv").table
+    plain = read_ncu_csv(DATA / "details_plain.csv").table.to_frame()
+    raw = read_ncu_csv(DATA / "raw.csv").table.to_frame()
     pd.testing.assert_frame_equal(_sorted(rules), _sorted(plain))
     pd.testing.assert_frame_equal(_sorted(rules), _sorted(raw))
 
 
 def test_csv_agrees_with_the_real_report() -> None:
     ncu_report = pytest.importorskip("ncu_report")
-    table = read_ncu_csv(DATA / "raw.csv").table
+    table = read_ncu_csv(DATA / "raw.csv").table.to_frame()
     for launch, name in ((0, "report.ncu-rep"), (1, "report_v2.ncu-rep")):
         action = ncu_report.load_report(str(corpus_file(f"mlp-t4/{name}"))).range_by_idx(0).action_by_idx(0)
         rows = table[table["launch"] == launch]
@@ -122,7 +122,7 @@ def test_csv_agrees_with_the_real_report() -> None:
 
 def test_legacy_details_labels_units_and_no_launch_columns() -> None:
     path = DATA / "details_legacy.csv"
-    table = read_ncu_csv(path).table
+    table = read_ncu_csv(path).table.to_frame()
     assert table["launch"].nunique() == 2 and list(table.drop_duplicates("launch")["ordinal"]) == [0, 1]
     assert set(table["kernel"]) == {"cuda_compute_step_factor"}
     # no Block/Grid/Device/CC columns in this layout
@@ -155,7 +155,7 @@ MLP_V4 = "mlp-t4/report_v4_8_per_thread.ncu-rep"
 
 
 def test_default_details_labels_become_metric_names() -> None:
-    table = read_ncu_csv(DEFAULT_V3).table
+    table = read_ncu_csv(DEFAULT_V3).table.to_frame()
     assert not table.duplicated(["launch", "metric"]).any()
     rows = table.set_index("metric")
     expected = {
@@ -195,7 +195,7 @@ def test_default_details_agree_with_the_real_reports() -> None:
     ncu_report = pytest.importorskip("ncu_report")
     for csv_path, name in ((DEFAULT_V3, MLP_V3), (DEFAULT_V4, MLP_V4)):
         action = ncu_report.load_report(str(corpus_file(name))).range_by_idx(0).action_by_idx(0)
-        table = read_ncu_csv(csv_path).table
+        table = read_ncu_csv(csv_path).table.to_frame()
         assert len(table) == 29
         for metric, unit, value in table[["metric", "unit", "value"]].itertuples(index=False):
             reference = action.metric_by_name(metric)
@@ -203,7 +203,8 @@ def test_default_details_agree_with_the_real_reports() -> None:
             assert unit == reference.unit(), metric
             # two decimals of the display unit (67.78 usecond for 67,776 ns)
             assert value == pytest.approx(float(reference.value()), rel=1e-3, abs=5e-3), metric
-    assert read_ncu_csv(DEFAULT_V4).table.set_index("metric").loc["gpu__time_duration.sum", "value"] == 151330.0
+    rows = read_ncu_csv(DEFAULT_V4).table.to_frame().set_index("metric")
+    assert rows.loc["gpu__time_duration.sum", "value"] == 151330.0
 
 
 def test_section_label_table_matches_the_sections_stored_in_real_reports() -> None:
@@ -271,7 +272,7 @@ def test_section_labels_need_their_section_and_unit(tmp_path: Path) -> None:
         ("My Section", "sm__cycles_active.avg", "cycle", "99"),  # a name is a name: a real duplicate
     )
     path = _variant(tmp_path, "labels.csv", text.encode())
-    table = read_ncu_csv(path).table
+    table = read_ncu_csv(path).table.to_frame()
     rows = table.set_index("metric")
     assert rows.loc["gpu__time_duration.sum", ["unit", "value"]].tolist() == ["ns", 1499.0]
     assert rows.loc["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "value"] == 40.0
@@ -331,7 +332,7 @@ def test_default_details_compare_with_the_report(capsys: pytest.CaptureFixture[s
 
 
 def test_legacy_raw_takes_device_and_dimensions_from_metrics() -> None:
-    table = read_ncu_csv(DATA / "raw_legacy.csv").table
+    table = read_ncu_csv(DATA / "raw_legacy.csv").table.to_frame()
     row = table.iloc[0]
     assert (row["kernel"], row["device"], row["cc"]) == ("vectorAdd", "NVIDIA GeForce RTX 3060", "8.6")
     assert (row["grid"], row["block"]) == ("(196, 1, 1)", "(256, 1, 1)")
@@ -346,7 +347,7 @@ def test_legacy_raw_takes_device_and_dimensions_from_metrics() -> None:
 
 @pytest.mark.parametrize("name", ["details_nvtx.csv", "raw_nvtx.csv"])
 def test_nvtx_push_pop_stack_becomes_region(name: str) -> None:
-    table = read_ncu_csv(DATA / name).table
+    table = read_ncu_csv(DATA / name).table.to_frame()
     launches = table.drop_duplicates("launch")
     assert list(launches["region"]) == [
         "train_step > forward",
@@ -361,8 +362,8 @@ def test_nvtx_push_pop_stack_becomes_region(name: str) -> None:
 
 
 def test_nvtx_tables_are_equal() -> None:
-    pd.testing.assert_frame_equal(_sorted(read_ncu_csv(DATA / "details_nvtx.csv").table),
-                                  _sorted(read_ncu_csv(DATA / "raw_nvtx.csv").table))
+    pd.testing.assert_frame_equal(_sorted(read_ncu_csv(DATA / "details_nvtx.csv").table.to_frame()),
+                                  _sorted(read_ncu_csv(DATA / "raw_nvtx.csv").table.to_frame()))
 
 
 @pytest.mark.parametrize(("cell", "region"), [
@@ -426,9 +427,9 @@ def _variant(tmp_path: Path, name: str, data: bytes) -> Path:
 def test_tolerates_noise(tmp_path: Path, encode) -> None:  # type: ignore[no-untyped-def]
     text = (DATA / "details_plain.csv").read_text()
     path = _variant(tmp_path, "run.csv", encode(text))
-    expected = read_ncu_csv(DATA / "details_plain.csv").table
+    expected = read_ncu_csv(DATA / "details_plain.csv").table.to_frame()
     got = read_ncu_csv(path)
-    pd.testing.assert_frame_equal(_sorted(got.table), _sorted(expected))
+    pd.testing.assert_frame_equal(_sorted(got.table.to_frame()), _sorted(expected))
     assert got.source == str(path)
 
 
@@ -446,7 +447,7 @@ def test_launch_with_only_string_metrics_is_kept_as_no_data(tmp_path: Path) -> N
     row = lines[header + 1].split('","')
     row[0], row[12], row[13], row[14] = '"3', "launch__func_cache_config", "", 'CachePreferNone"'
     path = _variant(tmp_path, "strings.csv", ("\n".join(lines + ['","'.join(row)]) + "\n").encode())
-    table = read_ncu_csv(path).table
+    table = read_ncu_csv(path).table.to_frame()
     last = table[table["launch"] == 3]
     assert list(last["metric"]) == ["gpu__time_duration.sum"] and math.isnan(last["value"].iloc[0])
     assert list(last["ordinal"]) == [2]
@@ -551,7 +552,8 @@ def test_does_not_look_like_ncu_csv(head: str) -> None:
 def test_read_table_routes_ncu_csv_here() -> None:
     from perfgate.collect import read_table
 
-    pd.testing.assert_frame_equal(read_table(DATA / "raw.csv").table, read_ncu_csv(DATA / "raw.csv").table)
+    pd.testing.assert_frame_equal(read_table(DATA / "raw.csv").table.to_frame(),
+                                  read_ncu_csv(DATA / "raw.csv").table.to_frame())
     with pytest.raises(NcuError):
         read_table(DATA / "err_nvgpuctrperm.log")
     with pytest.raises(InputError, match="No kernels were profiled"):
@@ -574,7 +576,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def generated_tables(generated: dict[str, Path]) -> dict[str, pd.DataFrame]:
-    return {name: read_ncu_csv(path).table for name, path in generated.items()}
+    return {name: read_ncu_csv(path).table.to_frame() for name, path in generated.items()}
 
 
 def test_generated_files_read_back(generated_tables: dict[str, pd.DataFrame]) -> None:

@@ -68,14 +68,14 @@ def _raw_rows(name: str, columns: Callable[[str], bool], launches: int) -> list[
 
 
 def _details(rows: list[list[str]], source: str = "tiny.csv") -> pd.DataFrame:
-    return read_details(read_csv(io.BytesIO(_csv(rows)), details=True, header=rows[0]), source).table
+    return read_details(read_csv(io.BytesIO(_csv(rows)), details=True, header=rows[0]), source).table.to_frame()
 
 
 def _raw(rows: list[list[str]], wanted: frozenset[str] | None = None) -> pd.DataFrame:
     handle = io.BytesIO(_csv(rows))
     header = header_fields(handle.readline())
     units = raw_units(handle, header)
-    return read_raw(read_csv(handle, details=False, header=header), header, units, "tiny.csv", wanted).table
+    return read_raw(read_csv(handle, details=False, header=header), header, units, "tiny.csv", wanted).table.to_frame()
 
 
 def _value(table: pd.DataFrame, metric: str, launch: int = 0) -> float:

@@ -29,14 +29,14 @@ def test_every_corpus_report_reads(relative: str) -> None:
     [(name, cc)] = devices(table)
     assert name and cc.count(".") == 1
     # every launch has a function name and a demangled signature
-    launches = table.drop_duplicates("launch")
+    launches = table.to_frame().drop_duplicates("launch")
     assert (launches["kernel"] != "").all()
     assert launches["demangled"].str.contains(r"\(").all()
     assert measurement.source.endswith(relative.split("/")[-1])
 
 
 def test_t4_launch_facts() -> None:
-    table = read_ncu_rep(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep")).table
+    table = read_ncu_rep(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep")).table.to_frame()
     row = table.set_index("metric")
     assert row.loc["gpu__time_duration.sum", "value"] == 151328.0
     assert row.loc["gpu__time_duration.sum", "unit"] == "ns"
@@ -59,7 +59,7 @@ def test_metric_filter_keeps_only_asked_metrics() -> None:
 @pytest.mark.parametrize(("relative", "kernel"), [("esmm-a10g/5c6231e.ncu-rep", "one_d_vec"),
                                                   ("esmm-a10g/e22c00d.ncu-rep", "vectorized_blocktiling")])
 def test_launch_without_data_is_kept_as_nan(relative: str, kernel: str) -> None:
-    table = read_ncu_rep(corpus_file(relative)).table
+    table = read_ncu_rep(corpus_file(relative)).table.to_frame()
     launch = table[table["kernel"] == kernel]
     assert not launch.empty
     duration = launch[launch["metric"] == "gpu__time_duration.sum"]["value"]
@@ -69,7 +69,7 @@ def test_launch_without_data_is_kept_as_nan(relative: str, kernel: str) -> None:
 
 
 def test_several_kernels_in_report_order() -> None:
-    table = read_ncu_rep(corpus_file("esmm-a10g/b644635.ncu-rep")).table
+    table = read_ncu_rep(corpus_file("esmm-a10g/b644635.ncu-rep")).table.to_frame()
     launches = table.drop_duplicates("launch").sort_values("launch")
     assert list(launches["kernel"]) == ["one_blocktiling", "two_blocktiling", "vectorized_blocktiling",
                                         "warptiling"]

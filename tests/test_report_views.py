@@ -10,12 +10,13 @@ import json
 import re
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 import pytest
 from browser import dump_dom, page_requests, recording_proxy, screenshot
 from conftest import REPO, corpus_file
 
 from perfgate.collect import read_table
+from perfgate.columns import Columns
 from perfgate.collect.rules import finding_labels
 from perfgate.compare import compare_tables
 from perfgate.errors import InputError
@@ -48,13 +49,13 @@ def repeated(launches: int, slowdown: float) -> dict:
     def side(scale: float, phase: int) -> Measurement:
         copies = []
         for n in range(launches):
-            copy = first.copy()
-            copy["ordinal"], copy["launch"] = n, n
+            number = np.full(len(first), n, dtype=np.int64)
             jitter = 1 + 0.005 * (((n + phase) * 7) % 11 - 5) / 5
-            timed = copy["metric"] == "gpu__time_duration.sum"
-            copy.loc[timed, "value"] = copy.loc[timed, "value"] * scale * jitter
-            copies.append(copy)
-        return measurement.with_table(pd.concat(copies, ignore_index=True))
+            timed = first["metric"] == "gpu__time_duration.sum"
+            value = first["value"].copy()
+            value[timed] = value[timed] * scale * jitter
+            copies.append(first.assign(ordinal=number, launch=number, value=value))
+        return measurement.with_table(Columns.concat(copies))
 
     return build_report(compare_tables(side(1.0, 0), side(slowdown, 3)))
 

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from perfgate.collect import read_table
+from perfgate.columns import Columns
 from perfgate.compare import Comparison, compare_tables
 from perfgate.regions import with_region_totals
 from perfgate.report import build_report, dumps, dumps_utf8
@@ -44,7 +44,7 @@ def test_results_follow_their_launches_in_display_order(comparison: Comparison) 
     at = comparison.result_launch
     assert (np.diff(at) >= 0).all()
     for column in ("kind", "kernel", "region", "ordinal"):
-        assert comparison.results[column].tolist() == comparison.launches[column].to_numpy()[at].tolist()
+        assert comparison.results[column].tolist() == comparison.launches[column][at].tolist()
 
 
 def test_the_json_written_a_column_at_a_time_is_dumps_in_utf8(comparison: Comparison) -> None:
@@ -53,7 +53,7 @@ def test_the_json_written_a_column_at_a_time_is_dumps_in_utf8(comparison: Compar
     text = dumps(report)
     assert dumps_utf8(report) == text.encode("utf-8")
     assert json.loads(text) == json.loads(json.dumps(report))
-    empty = build_report(dataclasses.replace(comparison, results=comparison.results.iloc[:0],
+    empty = build_report(dataclasses.replace(comparison, results=comparison.results[:0],
                                              result_launch=np.zeros(0, dtype=np.int64)))
     assert dumps_utf8(empty) == dumps(empty).encode("utf-8")
 
@@ -64,7 +64,7 @@ def test_inconclusive_kernels_are_noted_once_each_in_join_order() -> None:
     for shift, source in ((0.0, "base"), (0.05, "cur")):
         first = _table(_noisy(rng, shift), source, kernel="zeta_kernel")
         second = _table(_noisy(rng, shift), source, kernel="alpha_kernel", start=40)
-        sides.append(first.with_table(pd.concat([first.table, second.table], ignore_index=True)))
+        sides.append(first.with_table(Columns.concat([first.table, second.table])))
     comparison = compare_tables(*sides)
     notes = [n for n in comparison.notes if "inconclusive" in n]
     assert [n.split()[0] for n in notes] == ["alpha_kernel", "zeta_kernel"]

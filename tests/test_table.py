@@ -28,7 +28,7 @@ def test_ordinals_count_launches_of_the_same_kernel() -> None:
 def test_restrict_metrics_keeps_launches_visible() -> None:
     table = make_table([_row(0, "a", "keep", 1.0), _row(0, "a", "drop", 2.0), _row(1, "b", "drop", 3.0)])
     restricted = restrict_metrics(Measurement(table, source="x.csv"), ["keep"])
-    kept = restricted.table
+    kept = restricted.table.to_frame()
     assert list(kept["kernel"]) == ["a", "b"]
     assert list(kept["metric"]) == ["keep", "gpu__time_duration.sum"]
     assert math.isnan(kept["value"].iloc[1])
@@ -43,7 +43,7 @@ def test_no_data_row_per_kind() -> None:
     benchmark = no_data_row({**launch, "kind": "benchmark"})
     assert (benchmark["metric"], benchmark["unit"]) == NO_DATA_METRIC["benchmark"] == ("time.min", "s")
     assert no_data_row({"kind": "region"})["metric"] == "gpu__time_duration.sum"  # a kernel's for other kinds
-    table = make_table([no_data_row(launch)])
+    table = make_table([no_data_row(launch)]).to_frame()
     assert table["metric"].tolist() == ["gpu__time_duration.sum"] and table["value"].isna().all()
 
 
@@ -58,7 +58,7 @@ def test_metric_hint_keeps_identity_of_raw_csv_launches() -> None:
     from perfgate.collect import read_table
 
     raw = REPO / "tests" / "data" / "ncu-csv" / "raw.csv"
-    full, hinted = read_table(raw).table, read_table(raw, ["gpu__time_duration.sum"]).table
+    full, hinted = read_table(raw).table.to_frame(), read_table(raw, ["gpu__time_duration.sum"]).table.to_frame()
     assert set(hinted["metric"]) == {"gpu__time_duration.sum"}
     columns = ["kernel", "device", "cc", "grid", "block", "ordinal"]
     expected = full.drop_duplicates("launch")[columns].reset_index(drop=True)

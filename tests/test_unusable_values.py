@@ -74,7 +74,7 @@ def _raw_with(tmp_path: Path, cell: str, metric: str = DURATION) -> Path:
 def _the(measurement: Measurement, metric: str = DURATION) -> tuple[float, str]:
     """The one value of ``metric`` in the measurement's table and its unusable reason ("" when none)."""
     table = measurement.table
-    [value] = table.loc[table["metric"] == metric, "value"].tolist()
+    [value] = table["value"][table["metric"] == metric].tolist()
     reasons = [r["reason"] for r in unusable_records(measurement) if r["metric"] == metric and r["kind"] != "region"]
     return value, (reasons[0] if reasons else "")
 
@@ -95,8 +95,8 @@ def test_csv_cell_that_is_no_measurement_is_kept_as_no_value_with_its_reason(tmp
 def test_a_good_value_has_no_reason_and_the_others_are_untouched(tmp_path: Path) -> None:
     table = read_table(_details_with(tmp_path, "n/a"))
     assert [r["metric"] for r in unusable_records(table)] == [DURATION]
-    good = read_table(DETAILS).table
-    merged = table.table.merge(good, on=["launch", "metric"], suffixes=("", "_good"))
+    good = read_table(DETAILS).table.to_frame()
+    merged = table.table.to_frame().merge(good, on=["launch", "metric"], suffixes=("", "_good"))
     others = merged[merged["metric"] != DURATION]
     assert (others["value"].fillna(-1) == others["value_good"].fillna(-1)).all()
 
@@ -242,7 +242,7 @@ def test_a_region_total_over_a_launch_without_value_is_no_value_with_a_reason(tm
     from perfgate.regions import with_region_totals
 
     measurement = with_region_totals(read_table(_raw_with(tmp_path, "n/a")))
-    table = measurement.table
+    table = measurement.table.to_frame()
     totals = table[(table["kind"] == "region") & (table["metric"] == DURATION)]
     assert totals["value"].isna().all()
     reasons = {r["kernel"]: r["reason"] for r in unusable_records(measurement) if r["kind"] == "region"}

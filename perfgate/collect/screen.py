@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
+from perfgate.columns import factorize
 from perfgate.metrics import CATALOG_BY_NAME
 from perfgate.table import Measurement, Unusable
 
@@ -94,31 +94,34 @@ def screen_values(measurement: Measurement, recorded: Iterable[Unusable] = ()) -
     """Set the values that are no measurement to NaN, and record every unusable value with its reason.
 
     ``recorded``: what the reader already found (``{"launch", "metric", "reason"}``, for rows it kept as
-    NaN). Modifies the measurement's table in place; returns the measurement with ``unusable`` holding
-    those plus the ones found here.
+    NaN). Returns the measurement with those values NaN in a new table (a Columns is never changed in place)
+    and ``unusable`` holding those plus the ones found here.
     Vectorized: only the rows found bad cost a Python step.
     """
     frame = measurement.table
     records: list[Unusable] = [*measurement.unusable, *recorded]
-    values = frame["value"].to_numpy(dtype=np.float64)
+    values = np.asarray(frame["value"], dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = np.isinf(values)
         non_positive = values <= 0
     if non_positive.any():
-        metric_codes, metric_names = pd.factorize(frame["metric"].to_numpy(dtype=object))
-        unit_codes, unit_names = pd.factorize(frame["unit"].to_numpy(dtype=object))
+        # Only the rows of 0 or less can break these rules: judge their metrics and units, not the whole table's.
+        at = np.flatnonzero(non_positive)
+        metric_codes, metric_names = factorize(frame["metric"][at])
+        unit_codes, unit_names = factorize(frame["unit"][at])
         positive = np.array([must_be_positive(str(m)) for m in metric_names], dtype=bool)[metric_codes]
         curated = np.array([str(m) in CATALOG_BY_NAME for m in metric_names], dtype=bool)[metric_codes]
         has_unit = np.array([bool(str(u)) for u in unit_names], dtype=bool)[unit_codes]
-        bad |= non_positive & positive
-        bad |= (values < 0) & (has_unit | curated)
+        bad[at] |= positive | ((values[at] < 0) & (has_unit | curated))
     rows = np.flatnonzero(bad)
     if rows.size:
-        launches = frame["launch"].to_numpy()[rows]
-        metrics = frame["metric"].to_numpy(dtype=object)[rows]
-        units = frame["unit"].to_numpy(dtype=object)[rows]
+        launches = frame["launch"][rows]
+        metrics = frame["metric"][rows]
+        units = frame["unit"][rows]
         for row, launch, metric, unit in zip(rows, launches, metrics, units, strict=True):
             problem = value_problem(str(metric), str(unit), float(values[row]))
             records.append({"launch": int(launch), "metric": str(metric), "reason": problem or "unusable"})
-        frame.loc[frame.index[rows], "value"] = np.nan
-    return replace(measurement, unusable=tuple(records))
+        screened = values.copy()  # the table's own array may be shared with other tables
+        screened[rows] = np.nan
+        frame = frame.assign(value=screened)
+    return replace(measurement, table=frame, unusable=tuple(records))

@@ -21,7 +21,7 @@ def finding_changes(launches: MatchedLaunches, baseline: Measurement,
     gone: list[list[str] | None] = []
     frame = launches.frame
     for before_at, after_at in zip(frame["launch_b"].tolist(), frame["launch_c"].tolist()):
-        if before_at != before_at or after_at != after_at:  # NaN: a launch on one side only
+        if before_at < 0 or after_at < 0:  # a launch on one side only
             appeared.append(None)
             gone.append(None)
             continue

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import Columns, objects
 from perfgate.compare.assemble import display_order, launch_table, result_table
 from perfgate.compare.devices import check_devices
 from perfgate.compare.replay import not_judged_across_replays, replay_change
@@ -42,11 +42,11 @@ from perfgate.table import (
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_REGION, Status
 
 
-def significance_notes(launch_frame: pd.DataFrame, base_samples: Mapping[str, Sequence[float]],
+def significance_notes(launch_frame: Columns, base_samples: Mapping[str, Sequence[float]],
                        cur_samples: Mapping[str, Sequence[float]]) -> list[str]:
     """Benchmarks compared without the significance test, because a side has no raw timings: say so."""
     compared = launch_frame[(launch_frame["kind"] == KIND_BENCHMARK)
-                            & ~launch_frame["status"].isin([Status.MISSING.value, Status.NEW.value])]
+                            & ~np.isin(launch_frame["status"], [Status.MISSING.value, Status.NEW.value])]
     notes = []
     for name in dict.fromkeys(compared["kernel"].tolist()):
         lacking = [side for side, samples in (("baseline", base_samples), ("current run", cur_samples))
@@ -71,7 +71,7 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
     frame = launches.frame
     lines = []
     for index in np.flatnonzero(one_sided):
-        launch = frame.iloc[int(rows.launch_id[index])]
+        launch = frame.row(int(rows.launch_id[index]))
         lacking = "baseline" if np.isnan(rows.baseline[index]) else "current run"
         kernel = str(launch["baseline_kernel"] if lacking == "baseline" else launch["kernel"])
         key = (str(launch["kind"]), kernel, str(launch["region"]), int(launch["ordinal"]), str(rows.metric[index]),
@@ -117,8 +117,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
     appeared, gone = finding_changes(launches, baseline, current)
-    launch_frame = launch_frame.assign(findings_appeared=pd.Series(appeared, dtype=object),
-                                       findings_gone=pd.Series(gone, dtype=object))
+    launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
     results = result_table(rows, judged, launch_frame, thresholds, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
@@ -130,7 +129,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     return Comparison(
         notes=tuple(notes),
         results=results,
-        launches=launch_frame.iloc[launch_order].reset_index(drop=True),
+        launches=launch_frame[launch_order],
         result_launch=position[rows.launch_id[order]],
         baseline_source=baseline.source,
         current_source=current.source,

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import Columns, factorize
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.vocabulary import KIND_BENCHMARK
@@ -25,13 +25,13 @@ def metric_codes(names: Iterable[str]) -> dict[str, int]:
 class SideValues:
     """One table's columns as numpy arrays, with metric names coded against the shared codes."""
 
-    def __init__(self, table: pd.DataFrame, ids: Ints, codes: Mapping[str, int]) -> None:
-        found, names = pd.factorize(table["metric"].to_numpy(dtype=object))  # the plain array: faster
+    def __init__(self, table: Columns, ids: Ints, codes: Mapping[str, int]) -> None:
+        found, names = factorize(table["metric"])
         to_code = np.array([codes.get(str(n), -1) for n in names] + [-1], dtype=np.int64)
-        self.metric: Ints = to_code[found]  # -1: not a metric we compare (factorize's -1 maps there too)
+        self.metric: Ints = to_code[found]  # -1: not a metric we compare
         self.ids = ids
-        self.value: Floats = table["value"].to_numpy(dtype=float)
-        self.unit: Objects = table["unit"].to_numpy(dtype=object)
+        self.value: Floats = table["value"].astype(float, copy=False)
+        self.unit: Objects = table["unit"]
 
     def per_launch(self, code: int, count: int) -> Floats:
         """The value of one metric for each launch id; NaN where absent. Of duplicates, the first wins."""
@@ -41,7 +41,7 @@ class SideValues:
         return values
 
     def codes_present(self) -> set[int]:
-        return set(np.unique(self.metric[self.metric >= 0]).tolist())
+        return set(self.metric[self.metric >= 0].tolist())
 
     def selected(self, wanted: Ints) -> Ints:
         """Indices of the rows that carry a wanted metric of a kept launch."""

@@ -10,40 +10,45 @@ rather than on four string columns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import Columns, objects
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
-from perfgate.table import LAUNCH_KEY
+from perfgate.table import LAUNCH_KEY, first_rows
 from perfgate.vocabulary import KIND_KERNEL
 
-# Where a launch was found: pandas' merge indicator values.
+# Where a launch was found (the names pandas' merge indicator gave them, kept for the tables that carry them).
 BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY = "both", "left_only", "right_only"
 
 _LAUNCH_COLUMNS = ("launch", *LAUNCH_KEY, "demangled", "device", "grid", "block")
+_SIDE_COLUMNS = ("demangled", "device", "grid", "block")  # kept per side, suffixed _b and _c
 # The kernel name launches are matched by: the baseline's name, for a renamed kernel of the current run.
 MATCH_KERNEL = "match_kernel"
-_MATCH_KEY = ("kind", MATCH_KERNEL, "region", "ordinal")
+
+_Key = tuple[str, str, str, int]  # (kind, kernel matched by, region, ordinal)
 
 
 @dataclass(frozen=True)
 class MatchedLaunches:
-    """Every launch of either side once, in a frame whose row number is the launch id.
+    """Every launch of either side once, in a table whose row number is the launch id.
 
-    ``frame`` has the key columns plus ``launch``, ``demangled``, ``device``, ``grid`` and ``block``
-    of each side, suffixed ``_b`` (baseline) and ``_c`` (current); ``kernel`` is the current run's
-    name where the launch is in it, ``baseline_kernel`` the baseline's ("" for a new launch),
-    ``match_kernel`` the name both sides were matched by and ``matched_by`` the rule that paired a
-    renamed kernel ("name" when the names agree, "" for a launch on one side only). ``side`` says where
-    each launch was found. ``base_ids``/``cur_ids`` give, per row of the baseline/current table, its
-    launch id, or -1 for a launch dropped because an earlier launch had the same key.
+    ``frame`` has kind, region and ordinal; ``kernel``, the current run's name where the launch is in it,
+    else the baseline's; ``baseline_kernel``, the baseline's ("" for a new launch); ``match_kernel``, the name
+    both sides were matched by; ``matched_by``, the rule that paired a renamed kernel ("name" when the names
+    agree, "" for a launch on one side only); ``launch_b``/``launch_c``, the launch number in each side (-1
+    where absent) and ``demangled``, ``device``, ``grid`` and ``block`` of each side, suffixed ``_b``
+    (baseline) and ``_c`` (current), "" where absent. Launches are in the order of their keys (kind, kernel
+    matched by, region, ordinal). ``side`` says where each launch was found. ``base_ids``/``cur_ids`` give, per
+    row of the baseline/current table, its launch id, or -1 for a launch dropped because an earlier launch had
+    the same key.
     """
 
-    frame: pd.DataFrame
+    frame: Columns
     side: Objects
     base_ids: Ints
     cur_ids: Ints
@@ -55,66 +60,114 @@ class MatchedLaunches:
 
     @property
     def kinds(self) -> Objects:
-        kinds: Objects = self.frame["kind"].to_numpy()
+        kinds: Objects = self.frame["kind"]
         return kinds
 
+    def either(self, name: str) -> Objects:
+        """A per-side column (demangled, device, grid, block): the current run's where the launch is in it,
+        else the baseline's."""
+        either: Objects = np.where(self.side == BASELINE_ONLY, self.frame[f"{name}_b"], self.frame[f"{name}_c"])
+        return either
 
-def _launches(table: pd.DataFrame) -> pd.DataFrame:
+
+def _launches(table: Columns) -> Columns:
     """One row per launch; of launches with the same key, the first in the table."""
-    return table[list(_LAUNCH_COLUMNS)].drop_duplicates("launch").drop_duplicates(list(LAUNCH_KEY))
+    launches = table[first_rows(table["launch"])].select(_LAUNCH_COLUMNS)
+    keys = zip(launches["kind"].tolist(), launches["kernel"].tolist(), launches["region"].tolist(),
+               launches["ordinal"].tolist(), strict=True)
+    first: dict[Any, int] = {}
+    for index, key in enumerate(keys):
+        first.setdefault(key, index)
+    if len(first) == len(launches):
+        return launches
+    return launches[np.fromiter(first.values(), dtype=np.int64, count=len(first))]
 
 
-def _launch_ids(table: pd.DataFrame, launch_numbers: pd.Series) -> Ints:
-    """Map each row of ``table`` to its launch id (row of the matched frame), -1 if dropped."""
+def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
+    """Map each row of ``table`` to its launch id (row of the matched frame), -1 if dropped.
+    ``launch_numbers``: per launch id, its launch number in ``table`` (-1: not in it)."""
     if table.empty:
         return np.zeros(0, dtype=np.int64)
-    known = launch_numbers.dropna().astype("int64")
-    size = int(max(table["launch"].max(), known.max() if len(known) else 0)) + 1
+    known = np.flatnonzero(launch_numbers >= 0)
+    size = int(max(int(table["launch"].max()), int(launch_numbers.max(initial=0)))) + 1
     lookup = np.full(size, -1, dtype=np.int64)
-    lookup[known.to_numpy()] = known.index.to_numpy()
-    ids: Ints = lookup[table["launch"].to_numpy(dtype=np.int64)]
+    lookup[launch_numbers[known]] = known
+    ids: Ints = lookup[table["launch"].astype(np.int64)]
     return ids
 
 
-def _renamed_frame(base: pd.DataFrame, cur: pd.DataFrame, renames: Renames) -> pd.DataFrame:
-    """The matched frame when some kernels of the current run are matched under their baseline name."""
-    names: Objects = cur["kernel"].to_numpy(dtype=object, copy=True)
-    rules: Objects = np.full(len(cur), BY_NAME, dtype=object)
-    kernels = (cur["kind"] == KIND_KERNEL).to_numpy()
-    for index, key in enumerate(zip(cur["region"], cur["kernel"], strict=True)):
+def _outer_join(base_keys: Sequence[_Key], cur_keys: Sequence[_Key]) -> tuple[list[_Key], Ints, Ints]:
+    """The union of both sides' (distinct) keys, sorted, and for each the row of each side (-1: absent)."""
+    base_at = {key: i for i, key in enumerate(base_keys)}
+    cur_at = {key: i for i, key in enumerate(cur_keys)}
+    keys = sorted(base_at.keys() | cur_at.keys())
+    return (keys, np.fromiter((base_at.get(k, -1) for k in keys), dtype=np.int64, count=len(keys)),
+            np.fromiter((cur_at.get(k, -1) for k in keys), dtype=np.int64, count=len(keys)))
+
+
+def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
+    """``column[rows]``, ``fill`` where ``rows`` is -1."""
+    if not len(column):
+        return np.full(len(rows), fill, dtype=object if isinstance(fill, str) else np.int64)
+    taken = column[np.maximum(rows, 0)]
+    return np.where(rows >= 0, taken, fill)
+
+
+def _keys(launches: Columns, kernels: Sequence[str]) -> list[_Key]:
+    return list(zip(launches["kind"].tolist(), kernels, launches["region"].tolist(), launches["ordinal"].tolist(),
+                    strict=True))
+
+
+def _joined(base: Columns, cur: Columns, cur_names: Sequence[str], cur_rules: Sequence[str] | None) -> Columns:
+    """The matched frame: both sides' launches joined on (kind, name matched by, region, ordinal)."""
+    keys, b, c = _outer_join(_keys(base, base["kernel"].tolist()), _keys(cur, cur_names))
+    in_base, in_cur = b >= 0, c >= 0
+    side = objects(np.where(in_base & in_cur, BOTH_SIDES, np.where(in_base, BASELINE_ONLY, CURRENT_ONLY)).tolist())
+    kind, match_kernel, region, ordinal = (list(part) for part in zip(*keys, strict=True)) if keys else ([], [], [], [])
+    kernel_b = _per_side(base["kernel"], b, "")
+    kernel_c = _per_side(cur["kernel"], c, "")
+    data: dict[str, Any] = {
+        "kind": objects(kind), "kernel": np.where(in_cur, kernel_c, kernel_b).astype(object),
+        "region": objects(region), "ordinal": np.array(ordinal, dtype=np.int64),
+        MATCH_KERNEL: objects(match_kernel), "baseline_kernel": kernel_b.astype(object),
+        "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
+        "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
+    }
+    if cur_rules is None:
+        data["matched_by"] = np.where(side == BOTH_SIDES, BY_NAME, "").astype(object)
+    else:
+        data["matched_by"] = np.where(side == BOTH_SIDES, _per_side(objects(cur_rules), c, ""), "").astype(object)
+    for name in _SIDE_COLUMNS:
+        data[f"{name}_b"] = _per_side(base[name], b, "").astype(object)
+        data[f"{name}_c"] = _per_side(cur[name], c, "").astype(object)
+    data["side"] = side
+    return Columns(data, len(keys))
+
+
+def _renamed_names(cur: Columns, renames: Renames) -> tuple[list[str], list[str]]:
+    """Per launch of the current run, the name it is matched by and the rule that paired it."""
+    names: list[str] = cur["kernel"].tolist()
+    rules: list[str] = [BY_NAME] * len(cur)
+    kernels = (cur["kind"] == KIND_KERNEL).tolist()
+    for index, key in enumerate(zip(cur["region"].tolist(), names, strict=True)):
         found = renames.pairs.get(key) if kernels[index] else None
         if found is not None:
             names[index], rules[index] = found
-    base = base.assign(**{MATCH_KERNEL: base["kernel"].to_numpy()})
-    cur = cur.assign(**{MATCH_KERNEL: names, "matched_by": rules})
-    frame = base.merge(cur, on=list(_MATCH_KEY), how="outer", suffixes=("_b", "_c"), indicator="side")
-    in_cur = frame["kernel_c"].notna().to_numpy()
-    frame["kernel"] = np.where(in_cur, frame["kernel_c"].to_numpy(dtype=object),
-                               frame["kernel_b"].to_numpy(dtype=object))
-    frame["baseline_kernel"] = frame["kernel_b"].fillna("").to_numpy(dtype=object)
-    both = (frame["side"] == BOTH_SIDES).to_numpy()
-    frame["matched_by"] = np.where(both, frame["matched_by"].fillna("").to_numpy(dtype=object), "")
-    return frame.reset_index(drop=True)
+    return names, rules
 
 
-def match_launches(baseline: pd.DataFrame, current: pd.DataFrame,
+def match_launches(baseline: Columns, current: Columns,
                    aliases: Mapping[str, str] | None = None) -> MatchedLaunches:
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
     base, cur = _launches(baseline), _launches(current)
-    frame = base.merge(cur, on=list(LAUNCH_KEY), how="outer", suffixes=("_b", "_c"), indicator="side")
-    frame = frame.reset_index(drop=True)
-    side: Objects = frame["side"].astype(str).to_numpy()
+    frame = _joined(base, cur, cur["kernel"].tolist(), None)
+    side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
         renames = find_renames(base, cur, aliases or {})
     if renames:
-        frame = _renamed_frame(base, cur, renames)
-        side = frame["side"].astype(str).to_numpy()
-    else:
-        kernel = frame["kernel"].to_numpy(dtype=object)
-        frame[MATCH_KERNEL] = kernel
-        frame["baseline_kernel"] = np.where(side == CURRENT_ONLY, "", kernel)
-        frame["matched_by"] = np.where(side == BOTH_SIDES, BY_NAME, "")
+        frame = _joined(base, cur, *_renamed_names(cur, renames))
+        side = frame["side"]
     return MatchedLaunches(frame=frame, side=side, base_ids=_launch_ids(baseline, frame["launch_b"]),
                            cur_ids=_launch_ids(current, frame["launch_c"]), renames=renames)

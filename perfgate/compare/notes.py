@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import Columns, factorize
 from perfgate.compare.arrays import Bools, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
@@ -30,12 +30,12 @@ _CONFIG_LABELS = (("launch__registers_per_thread", "registers"),
 
 
 def launch_facts(launches: MatchedLaunches, base: SideValues, cur: SideValues,
-                 codes: Mapping[str, int]) -> pd.DataFrame:
+                 codes: Mapping[str, int]) -> Columns:
     """Per launch id, grid and block and the launch configuration metrics of both sides (``_b``/``_c``)."""
-    facts = launches.frame[["grid_b", "grid_c", "block_b", "block_c"]].copy()
+    facts = launches.frame.select(["grid_b", "grid_c", "block_b", "block_c"])
     for metric in LAUNCH_CONFIG_METRICS:
-        facts[f"{metric}_b"] = base.per_launch(codes[metric], launches.count)
-        facts[f"{metric}_c"] = cur.per_launch(codes[metric], launches.count)
+        facts = facts.assign(**{f"{metric}_b": base.per_launch(codes[metric], launches.count),
+                                f"{metric}_c": cur.per_launch(codes[metric], launches.count)})
     return facts
 
 
@@ -51,32 +51,32 @@ def _part_codes(mask: Bools, before: npt.NDArray[Any], after: npt.NDArray[Any], 
     keys = [before[where], after[where]]
     if keys[0].dtype.kind == "f":
         keys = [k.astype(np.float64).view(np.int64) for k in keys]
-    b_codes, b_uniques = pd.factorize(keys[0])
-    a_codes, a_uniques = pd.factorize(keys[1])
+    b_codes, b_uniques = factorize(keys[0])
+    a_codes, a_uniques = factorize(keys[1])
     _, first, inverse = np.unique(b_codes.astype(np.int64) * len(a_uniques) + a_codes, return_index=True,
                                   return_inverse=True)
     codes[where] = inverse.reshape(-1)
     return codes, [f"{label} {format(before[where[i]], spec)} → {format(after[where[i]], spec)}" for i in first]
 
 
-def launch_change_notes(facts: pd.DataFrame) -> Objects:
+def launch_change_notes(facts: Columns) -> Objects:
     """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''. Launches with the same
     changes share one note, built once."""
     parts: list[tuple[Ints, list[str]]] = []
     for what in ("grid", "block"):
-        before, after = facts[f"{what}_b"].fillna(""), facts[f"{what}_c"].fillna("")
-        mask: Bools = ((before != "") & (after != "") & (before != after)).to_numpy()
-        parts.append(_part_codes(mask, before.to_numpy(dtype=object), after.to_numpy(dtype=object), what))
+        before, after = facts[f"{what}_b"], facts[f"{what}_c"]
+        mask: Bools = (before != "") & (after != "") & (before != after)
+        parts.append(_part_codes(mask, before, after, what))
     for metric, label in _CONFIG_LABELS:
         before, after = facts[f"{metric}_b"], facts[f"{metric}_c"]
-        mask = (before.notna() & after.notna() & (before != after)).to_numpy()
-        parts.append(_part_codes(mask, before.to_numpy(dtype=float), after.to_numpy(dtype=float), label, "g"))
+        mask = ~np.isnan(before) & ~np.isnan(after) & (before != after)
+        parts.append(_part_codes(mask, before, after, label, "g"))
     notes = np.full(len(facts), "", dtype=object)
     changed = np.flatnonzero(np.logical_or.reduce([codes >= 0 for codes, _ in parts]))
     if changed.size:
         combo = np.zeros(changed.size, dtype=np.int64)  # a code per distinct combination of the parts' codes
         for codes, texts in parts:
-            combo = pd.factorize(combo * (len(texts) + 1) + codes[changed] + 1)[0].astype(np.int64)
+            combo = factorize(combo * (len(texts) + 1) + codes[changed] + 1)[0]
         _, first, inverse = np.unique(combo, return_index=True, return_inverse=True)
         notes_of = ["; ".join(texts[codes[i]] for codes, texts in parts if codes[i] >= 0) for i in changed[first]]
         notes[changed] = np.asarray(notes_of, dtype=object)[inverse.reshape(-1)]
@@ -140,18 +140,21 @@ def rename_notes(renames: Renames) -> list[str]:
     return [*_capped(paired, "renamed kernels paired"), *_capped(unclear, "ambiguous renames")]
 
 
-def inconclusive_notes(results: pd.DataFrame, groups: GroupVerdicts, confidence: float,
+def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: float,
                        order: Ints | None = None) -> list[str]:
     """One line per repeatedly launched kernel whose change could be neither confirmed nor ruled out, in join
     order (``order``: the joined row of each row of ``results``, when they are in another order)."""
     if not groups.inconclusive:
         return []
-    picked = np.flatnonzero(((results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0)).to_numpy())
+    picked = np.flatnonzero((results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0))
     if order is not None:
         picked = picked[np.argsort(order[picked], kind="stable")]
-    rows = results.iloc[picked]
+    seen: set[tuple[int, str]] = set()
     lines = []
-    for _, row in rows.drop_duplicates(["group", "metric"]).iterrows():
+    for row in results[picked].rows():
+        if (row["group"], row["metric"]) in seen:
+            continue
+        seen.add((row["group"], row["metric"]))
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] ({confidence:.0%} interval over {row['n_baseline']} and "

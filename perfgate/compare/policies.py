@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
@@ -89,7 +88,7 @@ def _override(status: Objects, where: Bools, value: str) -> Objects:
     """``status`` with ``value`` where ``where`` holds; the input is left alone (and returned if nothing changes)."""
     if not where.any():
         return status
-    judged = status.copy()
+    judged: Objects = status.copy()
     judged[where] = value
     return judged
 
@@ -137,7 +136,7 @@ def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
     if not where.any():
         return status
     where &= np.isin(status, _COMPARED)
-    judged = status.copy()
+    judged: Objects = status.copy()
     judged[where] = groups.status[where]
     return judged
 
@@ -155,7 +154,8 @@ def speed_up_trade_off(status: Objects, gated: Bools, launch_id: Ints, is_time: 
 
 def status_ranks(status: Objects) -> Ints:
     """Each status's place in STATUS_ORDER: the smaller, the more it needs attention."""
-    return np.asarray(pd.Series(status, dtype=object).map(STATUS_RANK), dtype=np.int64)
+    ranks = np.fromiter(map(STATUS_RANK.__getitem__, status.tolist()), dtype=np.int64, count=len(status))
+    return ranks
 
 
 def launch_status(status: Objects, gated: Bools, launch_id: Ints, side: Objects) -> Objects:
@@ -232,7 +232,7 @@ def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
     status = no_data(status, rows.baseline, rows.current)
     status = one_sided(status, launches.side, rows.launch_id)
     is_benchmark_time = (launches.kinds == KIND_BENCHMARK)[rows.launch_id] & rows.is_metric(BENCHMARK_TIME_METRIC)
-    status = insignificant_to_unchanged(status, is_benchmark_time, launches.frame["kernel"].to_numpy(),
+    status = insignificant_to_unchanged(status, is_benchmark_time, launches.frame["kernel"],
                                         rows.launch_id, base_samples, cur_samples, significance)
     if groups is not None:
         status = repeated_launches_as_one(status, groups)

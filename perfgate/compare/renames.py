@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 import numpy as np
-import numpy.typing as npt
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import Columns
 from perfgate.vocabulary import KIND_KERNEL
 
 # How a launch of the current run found its baseline launch (a column of the launch table).
@@ -107,7 +106,7 @@ _Signature = tuple[tuple[int, str, str], ...]
 class _Side:
     """The kernel launches of one side that are candidates, with what the position rule needs."""
 
-    def __init__(self, launches: pd.DataFrame, names: set[tuple[str, str]]) -> None:
+    def __init__(self, launches: Columns, names: set[tuple[str, str]]) -> None:
         self._launches = launches
         self._names = names
         self._signatures: dict[tuple[str, str], _Signature] | None = None
@@ -122,16 +121,18 @@ class _Side:
         return found
 
     def _all_signatures(self) -> dict[tuple[str, str], _Signature]:
-        frame = self._launches.sort_values("launch", kind="stable")
-        frame = frame.assign(_position=frame.groupby("region", sort=False).cumcount())
-        keys = pd.Series(list(zip(frame["region"], frame["kernel"], strict=True)), index=frame.index)
-        wanted = frame[keys.isin(self._names).to_numpy()].sort_values(["region", "kernel", "ordinal"], kind="stable")
-        signatures: dict[tuple[str, str], _Signature] = {}
-        for (region, name), launches in wanted.groupby(["region", "kernel"], sort=False):
-            signatures[(str(region), str(name))] = tuple(
-                (int(p), str(g), str(b)) for p, g, b in zip(launches["_position"], launches["grid"], launches["block"],
-                                                              strict=True))
-        return signatures
+        frame = self._launches[np.argsort(self._launches["launch"], kind="stable")]
+        counted: dict[str, int] = {}
+        found: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
+        for region, kernel, ordinal, grid, block in zip(
+                frame["region"].tolist(), frame["kernel"].tolist(), frame["ordinal"].tolist(),
+                frame["grid"].tolist(), frame["block"].tolist(), strict=True):
+            position = counted.get(region, 0)  # the launch's position among its region's launches
+            counted[region] = position + 1
+            if (region, kernel) in self._names:
+                found.setdefault((region, kernel), []).append((int(ordinal), position, str(grid), str(block)))
+        return {key: tuple((p, g, b) for _, p, g, b in sorted(launches, key=lambda launch: launch[0]))
+                for key, launches in sorted(found.items())}
 
 
 def _by_position(region: str, missing: list[str], new: list[str], base: _Side, cur: _Side) -> list[tuple[str, str]]:
@@ -179,36 +180,28 @@ def _by_rule(region: str, rule: str, known_as: Callable[[str], str], missing: li
     return pairs, ambiguous
 
 
-def _one_sided_kernels(base: pd.DataFrame, cur: pd.DataFrame) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+def _one_sided_kernels(base: Columns, cur: Columns) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """The (region, kernel) pairs of kernel launches in the baseline only, and in the current run only.
 
-    On integer codes of both sides' names: a rerun of 10,000 launches is the usual case, and has none.
+    In sets of both sides' names: a rerun of 10,000 launches is the usual case, and has none.
     """
-    regions, region_names = pd.factorize(np.concatenate([base["region"].to_numpy(dtype=object),
-                                                         cur["region"].to_numpy(dtype=object)]))
-    kernels, kernel_names = pd.factorize(np.concatenate([base["kernel"].to_numpy(dtype=object),
-                                                         cur["kernel"].to_numpy(dtype=object)]))
-    codes = regions.astype(np.int64) * max(len(kernel_names), 1) + kernels
-    split = len(base)
-    base_codes = np.unique(codes[:split][(base["kind"] == KIND_KERNEL).to_numpy()])
-    cur_codes = np.unique(codes[split:][(cur["kind"] == KIND_KERNEL).to_numpy()])
+    def kernels(side: Columns) -> set[tuple[str, str]]:
+        mask = side["kind"] == KIND_KERNEL
+        return set(zip(side["region"][mask].tolist(), side["kernel"][mask].tolist(), strict=True))
 
-    def names(found: npt.NDArray[np.int64]) -> set[tuple[str, str]]:
-        width = max(len(kernel_names), 1)
-        return {(str(region_names[c // width]), str(kernel_names[c % width])) for c in found.tolist()}
-
-    return names(np.setdiff1d(base_codes, cur_codes)), names(np.setdiff1d(cur_codes, base_codes))
+    base_names, cur_names = kernels(base), kernels(cur)
+    return base_names - cur_names, cur_names - base_names
 
 
-def find_renames(base: pd.DataFrame, cur: pd.DataFrame, aliases: Mapping[str, str]) -> Renames:
+def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Renames:
     """Pair the kernels that are in one side's region only. ``base``/``cur``: one row per launch, with
     columns launch, kind, kernel, region, ordinal, grid and block."""
     missing, new = _one_sided_kernels(base, cur)
     regions = sorted({r for r, _ in missing} & {r for r, _ in new})
     if not regions:
         return Renames()
-    base_side = _Side(base[(base["kind"] == KIND_KERNEL).to_numpy()], missing)
-    cur_side = _Side(cur[(cur["kind"] == KIND_KERNEL).to_numpy()], new)
+    base_side = _Side(base[base["kind"] == KIND_KERNEL], missing)
+    cur_side = _Side(cur[cur["kind"] == KIND_KERNEL], new)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}
     ambiguous: list[Ambiguity] = []
     rules: list[tuple[str, Callable[[str], str]]] = [(BY_NORMALIZED, normalized_name)]

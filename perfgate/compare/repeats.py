@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
+from perfgate.columns import factorize
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
@@ -75,9 +75,8 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     where the launch is in it); -1 for a launch that is not a kernel's."""
     frame = launches.frame
     codes = np.zeros(launches.count, dtype=np.int64)
-    for column in (frame[MATCH_KERNEL], frame["region"], frame["grid_c"].fillna(frame["grid_b"]),
-                   frame["block_c"].fillna(frame["block_b"])):
-        found, uniques = pd.factorize(column, use_na_sentinel=False)
+    for column in (frame[MATCH_KERNEL], frame["region"], launches.either("grid"), launches.either("block")):
+        found, uniques = factorize(column)
         codes = codes * (len(uniques) + 1) + found
     _, group = np.unique(codes, return_inverse=True)
     grouped: Ints = np.where(launches.kinds == KIND_KERNEL, group.astype(np.int64), -1)

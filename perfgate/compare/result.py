@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+import numpy as np
 
-from perfgate.compare.arrays import Ints
+from perfgate.columns import Columns
+from perfgate.compare.arrays import Ints, Objects
 from perfgate.table import Location
 from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
 
@@ -32,8 +34,8 @@ class Comparison:
     group (the repeated-launch group it belongs to, else -1).
     """
 
-    results: pd.DataFrame
-    launches: pd.DataFrame
+    results: Columns
+    launches: Columns
     baseline_source: str
     current_source: str
     baseline_devices: tuple[str, ...]
@@ -65,23 +67,26 @@ class Comparison:
             return Verdict.NOT_MEASURED.value
         return Verdict.INCONCLUSIVE.value if self.inconclusive else Verdict.PASS.value
 
-    def kernel_statuses(self) -> pd.Series:
+    def kernel_statuses(self) -> Objects:
         """One status per kernel as the reader counts them: a group of repeated launches judged as one
         counts once, every other launch on its own. A group's status is the worst of its compared
         launches: a launch more or fewer than the baseline (new, missing) or one without values does not
         make the kernel new, missing or "no data" while its other launches were compared."""
         launches = self.launches
-        if "group" not in launches.columns or not (launches["group"] >= 0).any():
-            return launches["status"]
-        grouped = (launches["group"] >= 0).to_numpy()
-        members = launches.loc[grouped, ["group", "status"]]
-        rank = members["status"].map(STATUS_RANK)
-        uncompared = members["status"].isin(_UNCOMPARED)
-        ranked = members.assign(_rank=rank + uncompared * len(STATUS_RANK)).sort_values("_rank", kind="stable")
-        worst = ranked.drop_duplicates("group")["status"]
-        return pd.concat([launches.loc[~grouped, "status"], worst], ignore_index=True)
+        status: Objects = launches["status"]
+        if "group" not in launches or not (launches["group"] >= 0).any():
+            return status
+        grouped = launches["group"] >= 0
+        worst: dict[int, tuple[int, str]] = {}
+        for group, member in zip(launches["group"][grouped].tolist(), status[grouped].tolist(), strict=True):
+            rank = STATUS_RANK[member] + (len(STATUS_RANK) if member in _UNCOMPARED else 0)
+            if group not in worst or rank < worst[group][0]:
+                worst[group] = (rank, member)
+        statuses: Objects = np.concatenate([status[~grouped],
+                                            np.array([member for _, member in worst.values()], dtype=object)])
+        return statuses
 
     def counts(self) -> dict[str, int]:
         """Kernels (a group of repeated launches once) and benchmarks by status."""
-        found = self.kernel_statuses().value_counts().to_dict()
+        found = Counter(self.kernel_statuses().tolist())
         return {s.value: int(found.get(s.value, 0)) for s in STATUS_ORDER if s is not Status.INFO}

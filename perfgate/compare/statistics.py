@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from perfgate.compare.arrays import Floats, Ints
 
@@ -21,7 +20,9 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     if n1 < 3 or n2 < 3:
         return math.nan
     combined = np.concatenate([x, y])
-    ranks = pd.Series(combined).rank(method="average").to_numpy()
+    _, inverse, counts = np.unique(combined, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # tied values share the average of the ranks they span
+    ranks = (ends - (counts - 1) / 2.0)[inverse.reshape(-1)]
     u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
     mean_u = n1 * n2 / 2.0
     _, tie_counts = np.unique(combined, return_counts=True)

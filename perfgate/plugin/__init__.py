@@ -3,7 +3,7 @@
 Cheap when off: at import this module uses only the stdlib, pytest and perfgate's stdlib-only
 modules (config, metrics, options, errors, and this package's marker, fixture and options). With
 ``--perfgate`` the session object (``perfgate.plugin.session``, as light) is registered; the machinery
-that runs ncu, reads reports and gates (pandas, numpy, ncu_report: ``.runner``, ``perfgate.gate``) is
+that runs ncu, reads reports and gates (numpy, ncu_report: ``.runner``, ``perfgate.gate``) is
 imported when the first perf test or benchmark runs, so ``--collect-only`` stays as cheap as without.
 """
 

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence, Union
 
+from perfgate.columns import factorize, objects
 from perfgate.plugin.fixture import group_tags
 from perfgate.plugin.marker import PerfMarker
 from perfgate.plugin.runner import (
@@ -41,12 +42,15 @@ def split_by_test(measurement: Measurement, tags: Mapping[str, str]) -> dict[str
     Returns each tagged test's launches with the tag taken off their regions (untagged launches are in
     no test's table)."""
     table = measurement.table
-    head = table["region"].str.split(REGION_SEPARATOR, n=1, regex=False)
-    first, rest = head.str[0], head.str[1].fillna("")
+    # Split each distinct region once (a region is shared by many rows).
+    codes, regions = factorize(table["region"])
+    heads = [region.split(REGION_SEPARATOR, 1) for region in regions.tolist()]
+    first = objects([head[0] for head in heads])[codes]
+    rest = objects([head[1] if len(head) > 1 else "" for head in heads])[codes]
     split: dict[str, Measurement] = {}
     for nodeid, tag in tags.items():
-        mine = (first == tag).to_numpy()
-        split[nodeid] = measurement.with_table(table[mine].assign(region=rest[mine]).reset_index(drop=True))
+        mine = first == tag
+        split[nodeid] = measurement.with_table(table[mine].assign(region=rest[mine]))
     return split
 
 
@@ -105,7 +109,7 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
     if outcome is None:
         kept = drop_unscoped_launches(part)
         if (kept.table["kind"] == KIND_KERNEL).any():
-            unplaced = int(part.table["launch"].nunique()) - int(kept.table["launch"].nunique())
+            unplaced = len(set(part.table["launch"].tolist())) - len(set(kept.table["launch"].tolist()))
             return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_run import (
     NcuDiagnosis,
@@ -169,9 +170,9 @@ def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] 
 
     ``regions`` are the region names the test entered (its child process records them)."""
     measurement = _read_report(export, metrics, regions)
-    launches_read = int(measurement.table["launch"].nunique())
+    launches_read = len(set(measurement.table["launch"].tolist()))
     measurement = drop_unscoped_launches(measurement)
-    unplaced = launches_read - int(measurement.table["launch"].nunique())
+    unplaced = launches_read - len(set(measurement.table["launch"].tolist()))
     return add_region_totals(measurement), unplaced
 
 

@@ -39,7 +39,7 @@ from perfgate.report import Report
 from perfgate.text import inert
 
 if TYPE_CHECKING:
-    # The machinery (pandas, numpy, ncu_report) is imported where a perf test or a benchmark
+    # The machinery (numpy, ncu_report) is imported where a perf test or a benchmark
     # first needs it, not when --perfgate registers this session: collecting stays as cheap as without.
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome

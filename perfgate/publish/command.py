@@ -17,19 +17,13 @@ from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from perfgate.publish import EXIT_PUBLISH_FAILED
-from perfgate.publish.body import (
-    check_run_requests,
-    comment_body,
-    find_comment,
-    full_report_pointer,
-    marker,
-    plan_comment,
-)
-from perfgate.publish.context import Target, load_event, resolve_target
-from perfgate.report import Report, load_report
 
+# What publishing needs is imported when ``publish`` runs: ``perfgate compare`` builds this command's parser too,
+# and should not pay for rendering and GitHub's machinery (~20 ms) it does not use.
 if TYPE_CHECKING:  # requests is imported only when something is published
+    from perfgate.publish.context import Target
     from perfgate.publish.github import GitHubClient
+    from perfgate.report import Report
 
 def _positive_int(text: str) -> int:
     try:
@@ -122,6 +116,7 @@ class Publisher:
     def markdown(self) -> str:
         """The report as Markdown, rendered once for the summary, the comment and the check run."""
         if self._markdown is None:
+            from perfgate.publish.body import full_report_pointer
             from perfgate.render import render_markdown
 
             self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url),
@@ -144,6 +139,8 @@ class Publisher:
         self.say(f"job summary: appended {written:,} bytes" if written else "job summary: full (1 MiB), skipped")
 
     def comment(self, client: GitHubClient) -> None:
+        from perfgate.publish.body import comment_body, find_comment, marker, plan_comment
+
         target = self.target
         if target.pr is None:
             self.say("comment: skipped, no pull request in the event payload (pass --pr)")
@@ -176,6 +173,8 @@ class Publisher:
         self.say(f"comment: {verb} {posted.get('html_url') or posted.get('id')}")
 
     def check(self, client: GitHubClient) -> None:
+        from perfgate.publish.body import check_run_requests
+
         target = self.target
         assert target.repo is not None and target.sha is not None
         create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
@@ -195,6 +194,10 @@ class PublishFailure(Exception):
 
 
 def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    from perfgate.publish.body import marker
+    from perfgate.publish.context import load_event, resolve_target
+    from perfgate.report import load_report
+
     env = os.environ if env is None else env
     report = load_report(args.report)
     target = resolve_target(env, load_event(env.get("GITHUB_EVENT_PATH")), repo=args.repo, pr=args.pr, sha=args.sha)

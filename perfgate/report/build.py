@@ -1,6 +1,6 @@
 """Build the report from a Comparison, and write it as JSON text.
 
-pandas and numpy are imported inside the builder only: reading and rendering a report never need them.
+numpy is imported inside the builder only: reading and rendering a report never need it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from perfgate.report.contract import (
 )
 from perfgate.vocabulary import Status
 
-if TYPE_CHECKING:  # keep this package free of pandas: publish and merge only need plain data
+if TYPE_CHECKING:  # keep this package free of numpy: publish and merge only need plain data
     from perfgate.compare import Comparison
 
 
@@ -33,7 +33,7 @@ def _finite_list(column: Any) -> list[float | None]:
     """A float column as Python floats, NaN and ±inf as None (JSON has neither)."""
     import numpy as np
 
-    values = column.to_numpy(dtype=float)
+    values = np.asarray(column, dtype=float)
     finite = np.isfinite(values)
     if finite.all():
         return cast("list[float | None]", values.tolist())
@@ -109,7 +109,6 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
 def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None) -> tuple[Any, Any]:
     """The result rows the report keeps, grouped by launch in launch order, and each one's launch row."""
     import numpy as np
-    import pandas as pd
 
     frame, results = comparison.launches, comparison.results
     if not len(results):
@@ -117,50 +116,46 @@ def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_fi
     if comparison.result_launch is not None:
         launch_of = np.asarray(comparison.result_launch, dtype=np.int64)
     else:
-        key = ["kind", "kernel", "region", "ordinal"]
-        launch_of = pd.MultiIndex.from_frame(frame[key]).get_indexer(pd.MultiIndex.from_frame(results[key]))
+        key = ("kind", "kernel", "region", "ordinal")
+        row_of = {k: i for i, k in enumerate(zip(*(frame[name].tolist() for name in key), strict=True))}
+        launch_of = np.array([row_of.get(k, -1) for k in zip(*(results[name].tolist() for name in key), strict=True)],
+                             dtype=np.int64)
         if (launch_of < 0).any():
             raise ValueError("a result row names no launch of its comparison")
     keep = np.ones(len(results), dtype=bool)
     if not unchanged_results:
-        keep &= frame["status"].to_numpy(dtype=object)[launch_of] != Status.UNCHANGED.value
+        keep &= frame["status"][launch_of] != Status.UNCHANGED.value
     if results_of_first is not None:
         keep &= launch_of < results_of_first
     order = np.flatnonzero(keep)
     order = order[np.argsort(launch_of[order], kind="stable")]
-    return results.iloc[order], launch_of[order]
+    return results[order], launch_of[order]
 
 
 def _metric_rows(results: Any) -> tuple[dict[str, list[Any]], Any]:
     """Metric facts once: each distinct (metric, label, unit, threshold, direction) is one metrics row;
     returns that table and each result's row of it."""
     import numpy as np
-    import pandas as pd
+
+    from perfgate.columns import factorize
 
     metric_codes = np.zeros(len(results), dtype=np.int64)
     for name in METRIC_COLUMNS:
         column_codes, count = _text_codes(results[name])
-        metric_codes, _ = pd.factorize(metric_codes * (count + 1) + column_codes)  # stays < len(results)
+        metric_codes, _ = factorize(metric_codes * (count + 1) + column_codes)  # stays < len(results)
     _, first_rows = np.unique(metric_codes, return_index=True)  # codes count up from 0 in order of appearance
-    metric_rows = results.iloc[first_rows]
+    metric_rows = results[first_rows]
     return {name: metric_rows[name].tolist() for name in METRIC_COLUMNS}, metric_codes
 
 
 def _text_codes(column: Any) -> tuple[Any, int]:
-    """Codes of a column's values as text, missing as "" (``fillna("").astype(str)``), and how many there are.
-    A string column is coded as it is: the same classes without converting every value first."""
-    import numpy as np
-    import pandas as pd
+    """Codes of a column's values as text, missing (None, NaN) as "", and how many there are."""
+    from perfgate.columns import factorize, objects
 
-    if not isinstance(column.dtype, pd.StringDtype):
-        codes, uniques = pd.factorize(column.fillna("").astype(str))
-        return codes, len(uniques)
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
-    missing = codes < 0
-    if missing.any():
-        empty = np.flatnonzero(uniques == "")
-        codes[missing] = empty[0] if empty.size else len(uniques)
-        return codes, len(uniques) + (0 if empty.size else 1)
+    values = column.tolist()
+    if not all(type(value) is str for value in values):
+        values = ["" if value is None or value != value else str(value) for value in values]
+    codes, uniques = factorize(objects(values))
     return codes, len(uniques)
 
 
@@ -187,19 +182,23 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
-    judged = results[results["group"] >= 0].drop_duplicates(["group", "metric"])
+    judged = results[results["group"] >= 0]
     if not len(judged):
         return cast(GroupTable, table)
     code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
-    for row in judged.itertuples(index=False):
-        code = code_of.get(tuple(getattr(row, n) for n in METRIC_COLUMNS))
+    seen: set[tuple[int, str]] = set()
+    for row in judged.rows():
+        if (row["group"], row["metric"]) in seen:
+            continue
+        seen.add((row["group"], row["metric"]))
+        code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
         if code is None:  # its rows were left out of a report built for a human format
             continue
-        for name, value in (("group", int(row.group)), ("metric", code), ("n_baseline", int(row.n_baseline)),
-                            ("n_current", int(row.n_current))):
+        for name, value in (("group", int(row["group"])), ("metric", code), ("n_baseline", int(row["n_baseline"])),
+                            ("n_current", int(row["n_current"]))):
             table[name].append(value)
         for name in ("median_baseline", "median_current", "estimate", "ci_low", "ci_high"):
-            number = float(getattr(row, name))
+            number = float(row[name])
             table[name].append(number if math.isfinite(number) else None)
     return cast(GroupTable, table)
 

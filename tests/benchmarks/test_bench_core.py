@@ -64,12 +64,12 @@ def test_bench_read_ncu_rep_all_metrics(benchmark) -> None:  # type: ignore[no-u
 
 def test_bench_read_details_csv(benchmark, big_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]
     measurement = benchmark(read_table, big_csvs[0])
-    assert measurement.table["launch"].nunique() == LAUNCHES
+    assert len(set(measurement.table["launch"].tolist())) == LAUNCHES
 
 
 def test_bench_read_raw_csv(benchmark, rerun_raw_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]
     measurement = benchmark(read_table, rerun_raw_csvs[0])
-    assert measurement.table["launch"].nunique() == LAUNCHES
+    assert len(set(measurement.table["launch"].tolist())) == LAUNCHES
 
 
 def test_bench_compare_10k_rerun(benchmark, rerun_csvs: tuple[Path, Path]) -> None:  # type: ignore[no-untyped-def]

@@ -1,13 +1,14 @@
 """``perfgate compare`` of a small ``.ncu-rep`` (a few launches) against the ``ncu_report`` floor: loading
 both reports with ncu_report and reading every metric of every launch (issue 10: at most 2x).
 
-Run with ``--benchmark-enable``. Besides perfgate's own run, the benchmark measures the alternative the
-issue asks about: the same work without pandas (``ncu_rep_without_pandas.py``), and ``import pandas`` on
-its own; all three ratios land in ``extra_info``.
+The precise goal runs with ``--benchmark-enable``; ``import numpy`` alone, the one heavy import left on this
+path, is measured beside it and lands in ``extra_info``. In the normal suite, the check that keeps the goal
+within reach runs: the compare imports no pandas (importing it cost ~0.45 s of CPU, three times the floor).
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,11 +21,9 @@ from conftest import corpus_file  # noqa: E402
 
 GOAL = 2.0
 REPORTS = ["esmm-a10g/5c6231e.ncu-rep", "mlp-t4/report_v3_loop_unroll.ncu-rep", "kernelAC-2080ti/profile.ncu-rep"]
+OUR_REPORT = HERE.parent / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"  # in every checkout
 
 
-@pytest.mark.xfail(reason="pandas is imported by the table and compare stages (perfgate.table, perfgate.compare, "
-                          "perfgate.regions): ~0.45 s of CPU on this machine, 3x the whole floor; without pandas the "
-                          "same work measures ~1.9x (see extra_info)", strict=False)
 @pytest.mark.parametrize("name", REPORTS)
 def test_bench_small_ncu_rep_compare(benchmark, name: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     if benchmark.disabled:
@@ -34,13 +33,21 @@ def test_bench_small_ncu_rep_compare(benchmark, name: str, tmp_path: Path) -> No
     floor_script.write_text(NCU_REPORT_FLOOR, encoding="utf-8")
     floor = [sys.executable, str(floor_script), report, report]
     ours = [sys.executable, "-m", "perfgate", "compare", report, report]
-    alternative = [sys.executable, str(HERE / "ncu_rep_without_pandas.py"), report, report]
-    pair = interleaved(floor, ours, repeat=5)
-    without = interleaved(floor, alternative, repeat=5)
-    pandas_alone = interleaved(floor, [sys.executable, "-c", "import pandas"], repeat=5)
+    pair = interleaved(floor, ours, repeat=7)
+    numpy_alone = interleaved(floor, [sys.executable, "-c", "import numpy"], repeat=5)
     benchmark.pedantic(measure, args=(ours,), rounds=3, iterations=1)
     benchmark.extra_info.update(cpu_ratio=round(pair.cpu_ratio, 3), floor_cpu=round(pair.median("floor", "cpu"), 3),
                                 cpu=round(pair.median("ours", "cpu"), 3),
-                                without_pandas_ratio=round(without.cpu_ratio, 3),
-                                import_pandas_ratio=round(pandas_alone.cpu_ratio, 3))
+                                import_numpy_ratio=round(numpy_alone.cpu_ratio, 3))
     assert pair.cpu_ratio <= GOAL, benchmark.extra_info
+
+
+def test_a_ncu_rep_compare_imports_no_pandas(tmp_path: Path) -> None:
+    pytest.importorskip("ncu_report")
+    probe = ("import sys; from perfgate.cli import main; code = main(sys.argv[1:]); "
+             "print('pandas' in sys.modules, code)")
+    for output in ("-", str(tmp_path / "report.json"), str(tmp_path / "report.html")):
+        done = subprocess.run([sys.executable, "-c", probe, "compare", str(OUR_REPORT), str(OUR_REPORT), "-o", output],
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "False 0", (output, done.stdout[-500:])

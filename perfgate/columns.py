@@ -1,0 +1,139 @@
+"""Columns: a table as named numpy arrays of one length, the form every stage of the engine passes on.
+
+Not a pandas DataFrame: importing pandas costs ~0.4 s of CPU, more than reading and comparing a report of a
+few launches takes, so pandas is imported only where it earns that (parsing ncu's CSV pages, in
+``perfgate.collect.ncu_csv``). String columns are object arrays of ``str``; numbers are int64, float64 or
+bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones that share
+the arrays they did not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+Array = npt.NDArray[Any]
+
+
+def objects(values: Iterable[Any], size: int | None = None) -> npt.NDArray[np.object_]:
+    """A 1-D object array of ``values`` (``np.array`` would make a 2-D array of a list of tuples)."""
+    items = values if isinstance(values, (list, tuple)) else list(values)
+    array = np.empty(len(items) if size is None else size, dtype=object)
+    if any(isinstance(item, (list, tuple)) for item in items):
+        for index, item in enumerate(items):  # one by one: numpy would read equal-length lists as a 2-D block
+            array[index] = item
+    elif items:
+        array[:] = items
+    return array
+
+
+def factorize(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
+    """Each value's index into the distinct values, in order of first appearance, and those values.
+
+    A dict does the hashing (C speed for str); ``np.unique`` would sort the strings instead.
+    """
+    index: dict[Any, int] = {}
+    for value in dict.fromkeys(values.tolist()):
+        index[value] = len(index)
+    codes = np.fromiter(map(index.__getitem__, values.tolist()), dtype=np.int64, count=len(values))
+    return codes, objects(index)
+
+
+class Columns:
+    """Named 1-D numpy arrays of equal length."""
+
+    __slots__ = ("_data", "_length")
+
+    def __init__(self, data: Mapping[str, Array], length: int | None = None) -> None:
+        self._data: dict[str, Array] = dict(data)
+        lengths = {len(array) for array in self._data.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of different lengths: { {k: len(v) for k, v in self._data.items()} }")
+        self._length = lengths.pop() if lengths else (length or 0)
+
+    @overload
+    def __getitem__(self, key: str) -> Array: ...
+
+    @overload
+    def __getitem__(self, key: Array | slice | Sequence[int]) -> Columns: ...
+
+    def __getitem__(self, key: str | Array | slice | Sequence[int]) -> Array | Columns:
+        if isinstance(key, str):
+            return self._data[key]
+        return self.take(key)
+
+    def take(self, rows: Array | slice | Sequence[int]) -> Columns:
+        """The rows ``rows`` selects: a boolean mask, integer positions (in that order) or a slice."""
+        if isinstance(rows, slice):
+            return Columns({name: array[rows] for name, array in self._data.items()},
+                           len(range(*rows.indices(self._length))))
+        picked = np.asarray(rows)
+        if picked.dtype != np.bool_:
+            picked = picked.astype(np.int64, copy=False)
+            size = len(picked)
+        else:
+            size = int(picked.sum())
+        return Columns({name: array[picked] for name, array in self._data.items()}, size)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __repr__(self) -> str:
+        return f"Columns({self._length} rows: {', '.join(self._data)})"
+
+    @property
+    def empty(self) -> bool:
+        return self._length == 0
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self._data)
+
+    def assign(self, **arrays: Array) -> Columns:
+        """The same columns with ``arrays`` added or replaced."""
+        return Columns({**self._data, **arrays}, self._length)
+
+    def select(self, names: Iterable[str]) -> Columns:
+        return Columns({name: self._data[name] for name in names}, self._length)
+
+    def row(self, index: int) -> dict[str, Any]:
+        """One row as plain Python values."""
+        return {name: array[index].item() if isinstance(array[index], np.generic) else array[index]
+                for name, array in self._data.items()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row as a dict of plain Python values."""
+        names = list(self._data)
+        for values in zip(*(array.tolist() for array in self._data.values()), strict=True):
+            yield dict(zip(names, values, strict=True))
+
+    def to_frame(self) -> pd.DataFrame:
+        """A pandas DataFrame of the same columns (for tests and exploring; the engine does not use it)."""
+        import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+        frame: pd.DataFrame = pd.DataFrame(dict(self._data), index=pd.RangeIndex(self._length))
+        return frame
+
+    @staticmethod
+    def concat(parts: Sequence[Columns]) -> Columns:
+        """The rows of ``parts`` one after another; they have the same columns, in the same order."""
+        if not parts:
+            return Columns({})
+        names = parts[0].columns
+        for part in parts[1:]:
+            if part.columns != names:
+                raise ValueError(f"concat of different columns: {names} and {part.columns}")
+        return Columns({name: np.concatenate([part._data[name] for part in parts]) for name in names},
+                       sum(len(part) for part in parts))
