@@ -21,28 +21,29 @@ if TYPE_CHECKING:
 Array = npt.NDArray[Any]
 
 
-def objects(values: Iterable[Any], size: int | None = None) -> npt.NDArray[np.object_]:
-    """A 1-D object array of ``values`` (``np.array`` would make a 2-D array of a list of tuples)."""
+def objects(values: Iterable[Any]) -> npt.NDArray[np.object_]:
+    """A 1-D object array of ``values``: ``np.array`` would make a 2-D array of a list of equal-length tuples,
+    ``np.fromiter`` takes each item as it is (and is faster)."""
     items = values if isinstance(values, (list, tuple)) else list(values)
-    array = np.empty(len(items) if size is None else size, dtype=object)
-    if any(isinstance(item, (list, tuple)) for item in items):
-        for index, item in enumerate(items):  # one by one: numpy would read equal-length lists as a 2-D block
-            array[index] = item
-    elif items:
-        array[:] = items
-    return array
+    return np.fromiter(items, dtype=object, count=len(items))
 
 
 def factorize(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
     """Each value's index into the distinct values, in order of first appearance, and those values.
 
-    A dict does the hashing (C speed for str); ``np.unique`` would sort the strings instead.
+    Integers are coded by numpy; anything else (strings) by a dict, which hashes in C where ``np.unique`` would
+    sort the strings.
     """
-    index: dict[Any, int] = {}
-    for value in dict.fromkeys(values.tolist()):
-        index[value] = len(index)
-    codes = np.fromiter(map(index.__getitem__, values.tolist()), dtype=np.int64, count=len(values))
-    return codes, objects(index)
+    if values.dtype.kind in "iub":
+        distinct, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return rank[inverse.reshape(-1)], objects(distinct[order].tolist())
+    items = values.tolist()
+    index = {value: code for code, value in enumerate(dict.fromkeys(items))}
+    codes = np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
+    return codes, objects(list(index))
 
 
 class Columns:

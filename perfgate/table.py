@@ -39,7 +39,7 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from perfgate.columns import Columns, objects
+from perfgate.columns import Columns, factorize, objects
 from perfgate.units import NANOSECOND, SECOND
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS  # noqa: F401 (re-exported)
 
@@ -234,7 +234,8 @@ def restrict_metrics(measurement: Measurement, metrics: Iterable[str]) -> Measur
     """Keep only ``metrics``; a launch left with none keeps one NaN row so it stays visible."""
     frame = measurement.table
     wanted = set(metrics)
-    keep = np.fromiter((m in wanted for m in frame["metric"].tolist()), dtype=bool, count=len(frame))
+    codes, names = factorize(frame["metric"])
+    keep = np.array([name in wanted for name in names.tolist()], dtype=bool)[codes]
     if keep.all():
         return measurement
     kept = frame[keep]

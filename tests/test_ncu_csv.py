@@ -619,3 +619,41 @@ def test_reading_stays_close_to_bare_pandas(generated: dict[str, Path]) -> None:
     bare = timed(lambda: pd.read_csv(path, comment="="))
     ours = min(timed(lambda: read_ncu_csv(path)) for _ in range(2))
     assert ours < 3.0 * bare, f"read_ncu_csv {ours:.3f}s vs pd.read_csv {bare:.3f}s"
+
+
+# ---------------------------------------------------------------------------------------------
+# pandas only where it earns its import
+
+
+def _pandas_after(*args: str | Path) -> tuple[bool, int]:
+    """(whether pandas was imported, exit status) of ``perfgate ARGS`` in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from perfgate.cli import main; code = main(sys.argv[1:]); "
+             "print('pandas' in sys.modules, code)")
+    done = subprocess.run([sys.executable, "-c", probe, *map(str, args)], capture_output=True, text=True,
+                          check=False, timeout=120)
+    imported, code = done.stdout.splitlines()[-1].split()
+    return imported == "True", int(code)
+
+
+def test_raw_pages_are_read_and_compared_without_pandas(tmp_path: Path) -> None:
+    """Importing pandas costs ~0.4 s of CPU, more than reading and comparing two raw pages of 10,000 launches:
+    a raw page is read without it, as ncu writes it (numpy) and otherwise (the csv module), in every format."""
+    h100 = DATA.parent / "h100"
+    base, cur = h100 / "vector_add.rerun.raw-base.csv", h100 / "vector_add.rerun.raw.csv"
+    for output in ("-", tmp_path / "report.json", tmp_path / "report.html"):
+        assert _pandas_after("compare", base, cur, "-o", output) == (False, 0)
+    # An application line with more cells than the header between the rows: the csv module, then the
+    # filtered path (DATA / "raw.csv" has ncu's and the application's lines around its table too).
+    lines = (DATA / "raw.csv").read_text().splitlines(keepends=True)
+    odd = _variant(tmp_path, "odd.csv", "".join(lines[:-2] + ["app," * 40 + "\n"] + lines[-2:]).encode())
+    assert _pandas_after("compare", DATA / "raw.csv", odd, "-o", tmp_path / "odd.json") == (False, 0)
+    pd.testing.assert_frame_equal(read_ncu_csv(odd).table.to_frame(), read_ncu_csv(DATA / "raw.csv").table.to_frame())
+
+
+def test_the_details_page_imports_pandas_when_read(tmp_path: Path) -> None:
+    details = DATA.parent / "h100" / "vector_add.rerun.details.csv"
+    assert _pandas_after("compare", details, details, "-o", tmp_path / "report.json") == (True, 0)
+    assert _pandas_after("compare", DATA / "raw.csv", details, "-o", tmp_path / "mixed.json")[0]

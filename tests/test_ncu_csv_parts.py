@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from perfgate.collect.ncu_csv.details import read_details
-from perfgate.collect.ncu_csv.framing import find_header, launch_rows, ncu_error, no_table_error
+from perfgate.collect.ncu_csv.framing import find_header, launch_mask, ncu_error, no_table_error
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
 from perfgate.collect.ncu_csv.launches import MetricRows, attribute_cells, per_launch, with_no_data_rows
 from perfgate.collect.ncu_csv.parsing import (
@@ -28,9 +28,11 @@ from perfgate.collect.ncu_csv.parsing import (
     is_details,
     is_metric_column,
     is_push_pop,
-    read_csv,
+    read_details_csv,
 )
 from perfgate.collect.ncu_csv.raw import raw_units, read_raw
+from perfgate.collect.ncu_csv import rawcells
+from perfgate.collect.ncu_csv.rawcells import read_raw_columns
 from perfgate.collect.ncu_csv.values import numbers, unit_scale
 from perfgate.errors import InputError, NcuError
 from perfgate.table import COLUMNS
@@ -68,14 +70,14 @@ def _raw_rows(name: str, columns: Callable[[str], bool], launches: int) -> list[
 
 
 def _details(rows: list[list[str]], source: str = "tiny.csv") -> pd.DataFrame:
-    return read_details(read_csv(io.BytesIO(_csv(rows)), details=True, header=rows[0]), source).table.to_frame()
+    return read_details(read_details_csv(io.BytesIO(_csv(rows)), header=rows[0]), source).table.to_frame()
 
 
 def _raw(rows: list[list[str]], wanted: frozenset[str] | None = None) -> pd.DataFrame:
     handle = io.BytesIO(_csv(rows))
     header = header_fields(handle.readline())
     units = raw_units(handle, header)
-    return read_raw(read_csv(handle, details=False, header=header), header, units, "tiny.csv", wanted).table.to_frame()
+    return read_raw(handle.read(), header, units, "tiny.csv", wanted).table.to_frame()
 
 
 def _value(table: pd.DataFrame, metric: str, launch: int = 0) -> float:
@@ -120,14 +122,15 @@ def test_ncu_error_lines_get_a_fix(line: str, words: tuple[str, ...]) -> None:
         assert word in str(error)
 
 
-def test_launch_rows_drop_lines_that_are_not_launches() -> None:
-    ids = pd.Series(["0", "==PROF== Disconnected from process 1079", "1", np.nan], dtype=object)
-    assert launch_rows(pd.DataFrame({"ID": ids}), "x")["ID"].tolist() == ["0", "1"]
-    assert launch_rows(pd.DataFrame({"ID": ids.astype("category")}), "x")["ID"].tolist() == ["0", "1"]
+def test_launch_mask_leaves_out_lines_that_are_not_launches() -> None:
+    ids = ["0", "==PROF== Disconnected from process 1079", "1", ""]
+    assert launch_mask(ids, "x").tolist() == [True, False, True, False]
     with pytest.raises(NcuError, match="ncu reported an error"):
-        launch_rows(pd.DataFrame({"ID": ["0", "==ERROR== LaunchFailed"]}), "x")
+        launch_mask(["0", "==ERROR== LaunchFailed"], "x")
+    with pytest.raises(InputError, match="binary data"):
+        launch_mask(["0", "\ufffd\ufffd"], "x")
     with pytest.raises(InputError, match="header but no launch"):
-        launch_rows(pd.DataFrame({"ID": ["==PROF== Report: x.ncu-rep"]}), "x")
+        launch_mask(["==PROF== Report: x.ncu-rep"], "x")
 
 
 # ---------------------------------------------------------------- parsing
@@ -158,7 +161,30 @@ def test_a_row_longer_than_the_header_is_unparsed() -> None:
     rows = _details_rows("vector_add.rerun.details.csv", lambda r: r["Metric Name"] == DURATION)
     rows[1] = [*rows[1], "extra"]
     with pytest.raises(Unparsed):
-        read_csv(io.BytesIO(_csv(rows)), details=True, header=rows[0])
+        read_details_csv(io.BytesIO(_csv(rows)), header=rows[0])
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('"0","a"\n"1","b","c"\n', "Expected 2 fields in line 2, saw 3"),  # wider than the header and the first row
+    ('"0","a","c"\n"1","b"\n', "Length of header or names does not match length of data"),  # a first row too wide
+    ('"0","a"\n\n  \n"1","b","c"\n', "Expected 2 fields in line 4, saw 3"),  # blank lines count as lines
+    ('"0","a"\n"1","b\n', "EOF inside string starting at row 1"),
+])
+def test_raw_rows_fail_where_pandas_failed(text: str, problem: str) -> None:
+    """The raw page's parse (the csv module) fails where pandas' C parser did, in its words."""
+    with pytest.raises(Unparsed, match=problem):
+        read_raw_columns(text.encode(), 2, [0, 1])
+
+
+def test_raw_rows_as_pandas_gave_them() -> None:
+    text = ('"0","a",\n'            # a trailing comma (one empty cell more) on the first row: dropped
+            '\n \t\n'              # blank lines: skipped
+            '==PROF== x, "y"\n'      # ncu's lines between rows: a row, left out later by its "ID"
+            '"1"\n'                 # a short row: filled with ""
+            '"2","multi\nline"\n'   # a cell across lines
+            '"  "\n')               # a quoted cell of spaces is a row
+    assert read_raw_columns(text.encode(), 2, [0, 1]) == [["0", "==PROF== x", "1", "2", "  "],  # column by column
+                                                          ["a", ' "y"', "", "multi\nline", ""]]
 
 
 # ---------------------------------------------------------------- details page
@@ -259,8 +285,8 @@ def test_labels_of_unknown_sections_that_repeat_are_qualified() -> None:
 def test_label_mapping_on_codes() -> None:
     """The same on the arrays the page passes: two launches, "Duration" (us) and by name (ns) in the second."""
     names = ["Duration", DURATION, "Busy"]
-    sections = pd.Series(["GPU Speed Of Light Throughput", "GPU Speed Of Light Throughput",
-                          "Command line profiler metrics", "X", "Y"])
+    sections = np.array(["GPU Speed Of Light Throughput", "GPU Speed Of Light Throughput",
+                         "Command line profiler metrics", "X", "Y"], dtype=object)
     row_launch, codes = np.array([0, 1, 1, 1, 1]), np.array([0, 0, 1, 2, 2])
     units, unit_codes = ["ns", "%"], np.array([0, 0, 0, 1, 1])
     keep = np.ones(5, dtype=bool)
@@ -285,6 +311,26 @@ def test_raw_units_row_is_consumed() -> None:
     units = dict(zip(header, raw_units(handle, header), strict=True))
     assert (units[DURATION], units["dram__bytes_read.sum"], units["Kernel Name"]) == ("us", "Mbyte", "")
     assert handle.readline().startswith(b'"0","1079"')  # the first launch is next
+
+
+def _launch_cells(columns: list[list[str]]) -> list[list[str]]:
+    """The cells of the rows that are launches (ncu's own lines are rows to pandas, never launches)."""
+    keep = launch_mask(columns[0], "x")
+    return [[cell for cell, kept in zip(column, keep, strict=True) if kept] for column in columns]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in H100.glob("*raw*.csv")))
+def test_both_ways_of_reading_raw_cells_agree(name: str) -> None:
+    """numpy where the page is as ncu writes it (quotes doubled in the NVTX cells, \\r\\n line ends, ncu's
+    lines between the rows), the csv module for any page: the same cells."""
+    lines = (H100 / name).read_bytes().splitlines(keepends=True)
+    width = len(header_fields(lines[0]))
+    body = b"".join(lines[2:])
+    for page in (body, body.replace(b"\n", b"\r\n"), b"".join([*lines[2:4], b"==PROF== x, y\n", b"\n", *lines[4:]])):
+        plain = rawcells._plain_columns(page, width, range(width))
+        assert plain is not None
+        assert _launch_cells(plain) == _launch_cells(rawcells._csv_columns(page.decode(), width, range(width)))
+    assert any('"' in cell for cell in plain[4])  # the NVTX push/pop cells: "1079  ""perfgate:..."" "
 
 
 def test_raw_page_without_units_row() -> None:

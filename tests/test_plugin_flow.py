@@ -17,7 +17,7 @@ from plugin_helpers import (
     use_stub_ncu,
 )
 
-from perfgate.report import launch_rows
+from perfgate.report import launch_rows, validate_report
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
@@ -119,6 +119,9 @@ def test_update_writes_the_baseline_then_the_same_profile_passes(env: Env) -> No
                                  "  baselines written: 1 file under baselines"])
     assert " new" not in _perfgate_section(result)
     assert "--perfgate-update: baselines written: 1 file under baselines" in env.report()["notes"]
+    # a first recording compared nothing: its report says so, as reading it back would
+    assert env.report()["verdict"] == "not measured"
+    assert validate_report(env.report(), "perfgate-report.json")["verdict"] == "not measured"
 
     # the body ran once, in the profiled child, with the region live
     (line,) = _ran(env.pytester)

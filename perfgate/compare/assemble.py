@@ -39,7 +39,7 @@ def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Ob
 def _strings(values: Objects, rows: Ints) -> Objects:
     """``values[rows]``, where ``values`` are the few distinct strings of a column (one per metric code,
     status...): each row shares its string object."""
-    taken: Objects = objects(values.tolist())[rows] if len(values) else objects([], len(rows))
+    taken: Objects = np.asarray(values, dtype=object)[rows]
     return taken
 
 

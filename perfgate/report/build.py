@@ -149,14 +149,16 @@ def _metric_rows(results: Any) -> tuple[dict[str, list[Any]], Any]:
 
 
 def _text_codes(column: Any) -> tuple[Any, int]:
-    """Codes of a column's values as text, missing (None, NaN) as "", and how many there are."""
+    """Codes of a column's values as text, missing (None, NaN) as "", and how many there are. The few distinct
+    values are converted, not the rows."""
     from perfgate.columns import factorize, objects
 
-    values = column.tolist()
-    if not all(type(value) is str for value in values):
-        values = ["" if value is None or value != value else str(value) for value in values]
-    codes, uniques = factorize(objects(values))
-    return codes, len(uniques)
+    codes, uniques = factorize(column)
+    texts = ["" if value is None or value != value else str(value) for value in uniques.tolist()]
+    if len(set(texts)) == len(texts):
+        return codes, len(texts)
+    merged, distinct = factorize(objects(texts))  # values that are the same text (NaN and None: "")
+    return merged[codes], len(distinct)
 
 
 def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:

@@ -4,7 +4,9 @@
 # Steps (default: all, in this order): setup probe update gate1 regression grouped byhand rules csv nvtx metricpasses nested
 #   sections gates passes gputests; optional (not in the default list): replay
 # What comes back: $OUT/capture-text.tar.gz (logs, session reports, CSV pages, baselines, timings),
-# $OUT/capture-reps.tar.gz (the .ncu-rep files of the update, gate1, regression and replay sessions) and $OUT/log.txt.
+# $OUT/capture-reps-SESSION.tar.gz (the .ncu-rep files of the update, gate1, regression and replay sessions, one archive
+# each: the device tool brings back at most 16 MiB per file, and the four together took 24 MB on the H200) and
+# $OUT/log.txt.
 # On the device tool: run(command="CAPTURE_BUDGET=540 bash tests/gpu/capture.sh", carry=[".device"]) with
 # .device/wheels holding the nvtx and ncu-report wheels for the machine's Python (see tests/data/h100/README.md).
 set -uo pipefail
@@ -82,9 +84,13 @@ cat "$W/times.tsv"
 du -ah "$W" | sort -h | tail -n 15
 # Text (logs, reports, CSV pages, baselines) in one archive; the fixture reports in another; others stay.
 (cd "$WORK" && find w -type f ! -name '*.ncu-rep' -size -4M -print0 | tar -czf "$OUT/capture-text.tar.gz" --null -T -)
-(cd "$WORK" && { find w -path '*perfgate-artifacts*' -name '*.ncu-rep' \( -path '*/update/*' -o -path '*/gate1/*' \
-   -o -path '*/regression/*' -o -path '*/replay/*' \) -print0; find w -maxdepth 1 -name '*.ncu-rep' -print0; } \
-   | tar -czf "$OUT/capture-reps.tar.gz" --null -T -)
+local name
+for name in update gate1 regression replay; do
+  [[ -d "$W/$name" ]] || continue
+  (cd "$WORK" && find "w/$name" -path '*perfgate-artifacts*' -name '*.ncu-rep' -print0 \
+     | tar -czf "$OUT/capture-reps-$name.tar.gz" --null -T -)
+done
+(cd "$WORK" && find w -maxdepth 1 -name '*.ncu-rep' -print0 | tar -czf "$OUT/capture-reps-other.tar.gz" --null -T -)
 }
 
 session() {  # session NAME pytest-args...

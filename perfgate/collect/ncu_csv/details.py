@@ -11,22 +11,25 @@ before the header, ``hz``/``ns`` units, string values like ``CachePreferNone``, 
 ``all``). The older layout (rodinia cfd logs quoted in a public README, a CUTLASS example parser's
 docstring) has ``"Kernel Time"`` after "Kernel Name" and no launch dimensions, device or CC. Rows of
 one launch are contiguous. "Metric Name" may hold a section's label instead of a metric name
-(``labels``).
+(``labels``). The page comes parsed by pandas (``parsing.read_details_csv``), the one part of perfgate that
+imports it; everything from here on works on numpy arrays.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
-from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_rows
+from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_mask
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
 from perfgate.collect.ncu_csv.launches import (
     Attribute,
     MetricRows,
     attribute_cells,
     build_table,
+    is_attribute_column,
     launch_attributes,
 )
 from perfgate.collect.ncu_csv.parsing import is_metric_column
@@ -35,6 +38,9 @@ from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
 from perfgate.table import Measurement
 from perfgate.vocabulary import IDENTITY_METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 TEXT_METRICS = frozenset({"device__attribute_display_name"})  # string-valued by nature
 
@@ -48,7 +54,7 @@ def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = 
     for needed in ("ID", "Metric Name", "Metric Value"):
         if needed not in df.columns:
             raise InputError(source, f'the details CSV has no "{needed}" column', FIX_CSV)
-    df = launch_rows(df, source)
+    df = _launch_rows(df, source)
     starts = _launch_starts(df)
     row_launch = np.cumsum(starts) - 1
     first_rows = df[starts]
@@ -71,15 +77,26 @@ def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = 
     if not all(is_metric_column(m) for m in metric_names) and "Section Name" in df.columns:
         # Labels of ncu's sections become metric names; labels left over can repeat across
         # sections (an unknown section's, an older ncu's), so those are qualified by section.
-        sections = df["Section Name"]
+        sections: ObjectArray = df["Section Name"].to_numpy(dtype=object)
         metric_codes, metric_names, keep = map_section_labels(sections, row_launch, metric_codes, metric_names,
                                                               unit_codes, units, keep)
         metric_codes, metric_names = qualify_duplicates(sections, row_launch, metric_codes, metric_names, keep)
 
-    launches = launch_attributes(first_rows.reset_index(drop=True), extra)
+    attributes = {name: first_rows[name].to_numpy(dtype=object) for name in first_rows.columns
+                  if is_attribute_column(name)}
+    launches = launch_attributes(attributes, count, extra)
     rows = MetricRows(row_launch[keep], metric_codes[keep], metric_names, unit_codes[keep], units, values[keep],
                       None if reasons is None else reasons[keep])
     return build_table(source, launches, rows)
+
+
+def _launch_rows(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The rows that are launches (``framing.launch_mask``), judged on the few distinct "ID" cells."""
+    ids = df["ID"].astype("category")  # as parsed, but for a page without rows
+    good = launch_mask([str(c) for c in ids.cat.categories], source)  # categories are inferred: maybe int
+    codes = ids.cat.codes.to_numpy()
+    mask = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
+    return df if mask.all() else df[mask]
 
 
 def _numeric_rows(names: list[str], codes: IntArray, values: FloatArray, keep: BoolArray, no_unit: BoolArray,

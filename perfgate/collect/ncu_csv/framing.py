@@ -5,19 +5,18 @@ mixed into stdout around the table (a progress line can even be split by a warni
 line (``"ID",...``) is found in the first chunk(s) without splitting the file into lines; the lines
 before it are sorted into ncu's own, the application's and ncu's text report, so a file without a
 table gets a precise error. Lines after the header that are not launches come back from the parser
-as rows whose "ID" is not a number (``launch_rows`` drops them); an ``==ERROR==`` anywhere raises
+as rows whose "ID" is not a number (``launch_mask`` leaves them out); an ``==ERROR==`` anywhere raises
 :class:`NcuError` with a fix.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
 import numpy as np
-import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray
 from perfgate.errors import InputError, NcuError
@@ -164,36 +163,20 @@ def no_table_error(found: Found, source: str) -> InputError:
     return InputError(source, 'no ncu CSV header ("ID","Process ID",...) found', FIX_CSV)
 
 
-def launch_rows(df: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The parsed rows that are launches; raise when there is none or on lines that say ncu failed."""
-    valid = _valid_ids(df["ID"], source)
-    if not valid.all():
-        df = df[valid]
-    if df.empty:
-        raise InputError(source, "the CSV table has a header but no launch", FIX_NO_KERNELS)
-    return df
+def launch_mask(ids: Sequence[str], source: str) -> BoolArray:
+    """Which "ID" cells ("" where empty) are launches: a number. Raise when none is, or on lines that say ncu
+    failed.
 
-
-def _valid_ids(ids: pd.Series, source: str) -> BoolArray:
-    """Mask of rows that are launches; raise on ``==ERROR==`` lines or binary junk among the rest.
-
-    Lines that are not CSV rows (ncu's ``==`` lines, application output) land in "ID" with the
-    other cells empty. ``ids`` is categorical (details) or object (raw).
+    Lines that are not CSV rows (ncu's ``==`` lines, application output) land in "ID" with the other
+    cells empty: an ``==ERROR==`` line among them raises :class:`NcuError`, binary junk an InputError.
     """
-    if isinstance(ids.dtype, pd.CategoricalDtype):
-        categories = pd.Series(ids.cat.categories.astype(str).astype(object))  # inferred as int when clean
-        codes = ids.cat.codes.to_numpy()
-        good = categories.str.isdecimal().to_numpy(dtype=bool)
-        mask: BoolArray = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
-        others = categories[~good]
-    else:
-        text = ids.astype(object).where(ids.notna(), "")
-        mask = text.str.isdecimal().to_numpy(dtype=bool)
-        others = text[~mask]
-    for value in others:
-        cell = str(value)
+    mask = np.fromiter(map(str.isdecimal, ids), dtype=bool, count=len(ids))
+    for index in np.flatnonzero(~mask).tolist():
+        cell = ids[index]
         if cell.startswith("==ERROR=="):
             raise ncu_error(cell, source)
         if "\x00" in cell or "\ufffd" in cell:
             raise InputError(source, "binary data inside the CSV table", FIX_REEXPORT)
+    if not mask.any():
+        raise InputError(source, "the CSV table has a header but no launch", FIX_NO_KERNELS)
     return mask

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray, IntArray, ObjectArray
+from perfgate.columns import factorize
 
 # What a section *label* in the details page's "Metric Name" column stands for, per section display
 # name (ncu's "Section Name" of metric rows): label -> (metric name, the metric's base unit). A label
@@ -127,13 +127,13 @@ SECTION_LABELS: dict[str, dict[str, tuple[str, str]]] = {
 LABELS = frozenset(label for labels in SECTION_LABELS.values() for label in labels)
 
 
-def map_section_labels(sections: pd.Series, row_launch: IntArray, codes: IntArray, names: list[str],
+def map_section_labels(sections: ObjectArray, row_launch: IntArray, codes: IntArray, names: list[str],
                        unit_codes: IntArray, units: Sequence[str],
                        keep: BoolArray) -> tuple[IntArray, list[str], BoolArray]:
     """Rename rows whose metric is a known (section, label) with a matching unit to the metric's name.
 
-    ``sections`` is the "Section Name" column. Works on the distinct (section, label, unit) triples,
-    never per row. When a launch then holds a metric twice (``--metrics gpu__time_duration.sum`` next
+    ``sections`` is the "Section Name" column (text, NaN where empty). Works on the distinct (section, label,
+    unit) triples, never per row. When a launch then holds a metric twice (``--metrics gpu__time_duration.sum`` next
     to the section's "Duration", or two sections showing the same metric), one row is kept: the one
     ncu named by its metric name (its value is not rounded to a display unit), else the first.
     """
@@ -144,7 +144,7 @@ def map_section_labels(sections: pd.Series, row_launch: IntArray, codes: IntArra
     if not rows.size:
         return codes, names, keep
     names = list(names)
-    new_codes = _label_targets(sections.to_numpy(dtype=object)[rows], codes[rows], unit_codes[rows], names, units)
+    new_codes = _label_targets(sections[rows], codes[rows], unit_codes[rows], names, units)
     changed = rows[new_codes != codes[rows]]
     if not changed.size:
         return codes, names, keep
@@ -156,14 +156,14 @@ def map_section_labels(sections: pd.Series, row_launch: IntArray, codes: IntArra
 def _label_targets(sections: ObjectArray, codes: IntArray, unit_codes: IntArray, names: list[str],
                    units: Sequence[str]) -> IntArray:
     """The metric code of each label row: its metric's name (appended to ``names``) or its own label."""
-    section_codes, section_names = pd.factorize(sections, use_na_sentinel=True)
+    section_codes, section_names = factorize(sections)
     triples, inverse = np.unique(np.column_stack([section_codes, codes, unit_codes]), axis=0, return_inverse=True)
     index = {name: i for i, name in enumerate(names)}
     targets = triples[:, 1].copy()
     for j, (section, label, unit) in enumerate(triples):
-        if section < 0:
-            continue
-        entry = SECTION_LABELS.get(str(section_names[section]).strip(), {}).get(names[label])
+        if not isinstance(section_names[section], str):
+            continue  # an empty cell
+        entry = SECTION_LABELS.get(section_names[section].strip(), {}).get(names[label])
         if entry is None or units[unit] != entry[1]:
             continue  # unknown here, or a unit that says it is another quantity: keep the label
         if entry[0] not in index:
@@ -181,31 +181,39 @@ def _one_row_per_metric(row_launch: IntArray, codes: IntArray, count: int, chang
     mapped[changed] = True
     candidates = np.flatnonzero(keep & np.isin(codes, np.unique(codes[changed])))
     order = candidates[np.lexsort((candidates, mapped[candidates]))]
-    repeated = pd.Series(row_launch[order] * (count + 1) + codes[order]).duplicated().to_numpy()
+    repeated = _repeats(row_launch[order] * (count + 1) + codes[order])
     if repeated.any():
         keep = keep.copy()
         keep[order[repeated]] = False
     return keep
 
 
-def qualify_duplicates(sections: pd.Series, row_launch: IntArray, codes: IntArray, names: list[str],
+def qualify_duplicates(sections: ObjectArray, row_launch: IntArray, codes: IntArray, names: list[str],
                        keep: BoolArray) -> tuple[IntArray, list[str]]:
     """Name a label that occurs twice in one launch "Section: Label", so (launch, metric) is a key."""
     # Only rows that stay count: a dropped row (string value, a repeat already resolved) is no clash.
     kept = np.flatnonzero(keep & (codes >= 0))
-    key = pd.Series(row_launch[kept] * (len(names) + 1) + codes[kept])
+    _, inverse, counts = np.unique(row_launch[kept] * (len(names) + 1) + codes[kept], return_inverse=True,
+                                   return_counts=True)
     duplicated = np.zeros(len(codes), dtype=bool)
-    duplicated[kept[key.duplicated(keep=False).to_numpy()]] = True
+    duplicated[kept[counts[inverse.reshape(-1)] > 1]] = True
     if not duplicated.any():
         return codes, names
-    section_of = sections.astype(object).to_numpy()
     names = list(names)
     codes = codes.astype(np.int64)  # category codes can be int8: room for the names added
     index = {name: i for i, name in enumerate(names)}
     for row in np.flatnonzero(duplicated):
-        qualified = f"{section_of[row]}: {names[codes[row]]}"
+        qualified = f"{sections[row]}: {names[codes[row]]}"
         if qualified not in index:
             index[qualified] = len(names)
             names.append(qualified)
         codes[row] = index[qualified]
     return codes, names
+
+
+def _repeats(keys: IntArray) -> BoolArray:
+    """Each key after its first occurrence (what pandas' ``duplicated`` marks)."""
+    _, first = np.unique(keys, return_index=True)
+    repeated = np.ones(len(keys), dtype=bool)
+    repeated[first] = False
+    return repeated

@@ -13,28 +13,40 @@ device name, CC major/minor, grid and block dimensions), if measured, fill it in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from perfgate.columns import Columns, factorize, objects
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
 from perfgate.collect.ncu_csv.parsing import is_push_pop
 from perfgate.table import (
+    COLUMNS,
     NO_DATA_METRIC,
     Measurement,
     Unusable,
     format_dim,
-    make_table,
+    normalized,
 )
 from perfgate.vocabulary import KIND_KERNEL
 
-# Per launch, the cells of one identity metric as the parser gave them (text, or a number on the
-# raw page); None where the launch has none.
+# Per launch, the cells of one identity metric as the parser gave them (text without thousands
+# separators); None where the launch has none.
 Attribute = list[object]
+
+# A column's cells per launch: text, and None, NaN (pandas' empty cell) or "" where empty.
+Cells = Sequence[object] | ObjectArray
+
+# The leading columns the attributes come from (and the NVTX push/pop column, ``is_push_pop``).
+ATTRIBUTE_COLUMNS = frozenset({"Kernel Name", "Device", "CC", "Grid Size", "Block Size"})
+
+
+def is_attribute_column(name: str) -> bool:
+    """A leading column ``launch_attributes`` reads."""
+    return name in ATTRIBUTE_COLUMNS or is_push_pop(name)
 
 
 @dataclass
@@ -68,7 +80,7 @@ class MetricRows:
         if self.reasons is None:
             return []
         return [{"launch": int(self.launch[i]), "metric": str(self.metric_names[self.metric_codes[i]]),
-                 "reason": str(self.reasons[i])} for i in np.flatnonzero(~pd.isna(self.reasons))]
+                 "reason": str(self.reasons[i])} for i in np.flatnonzero(self.reasons.astype(bool))]
 
 
 def _dims(text: str) -> str:
@@ -81,54 +93,60 @@ def _dims(text: str) -> str:
 
 
 def _whole(cell: object) -> int:
-    """An identity metric's cell as an int: text without separators ("1024") or a number pandas parsed."""
+    """An identity metric's cell as an int: text without separators ("1024"), or a number."""
     if not isinstance(cell, (str, int, float, np.number)):
         raise TypeError(f"not a number: {cell!r}")  # what float() would say: attribute_cells gives no other type
     return int(float(cell))
 
 
-def per_launch(column: pd.Series | None, count: int, convert: Callable[[str], str] | None = None) -> list[str]:
-    """A column's value per launch (one row per launch) as strings, converted once per distinct value."""
-    if column is None:
+def _missing(cell: object) -> bool:
+    """An empty cell: None, pandas' NaN or ""."""
+    return cell is None or cell != cell or cell == ""
+
+
+def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | None = None) -> list[str]:
+    """A column's value per launch (one row per launch) as strings, "" where empty, converted once per
+    distinct value."""
+    if cells is None:
         return [""] * count
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object), use_na_sentinel=True)
-    mapped = [str(u) if convert is None else convert(str(u)) for u in uniques] + [""]  # -1: empty cell
-    values: list[str] = np.asarray(mapped, dtype=object)[codes].tolist()
+    codes, uniques = factorize(np.asarray(cells, dtype=object))
+    mapped = ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques.tolist()]
+    values: list[str] = objects(mapped)[codes].tolist()
     return values
 
 
-def attribute_cells(name: str, cells: ObjectArray) -> Attribute:
+def attribute_cells(name: str, cells: Cells) -> Attribute:
     """Clean identity metric cells: None when empty; numbers without thousands separators."""
-    codes, uniques = pd.factorize(pd.Series(cells, dtype=object), use_na_sentinel=True)
+    codes, uniques = factorize(np.asarray(cells, dtype=object))
     cleaned: Attribute = []
-    for cell in uniques:
+    for cell in uniques.tolist():
         if isinstance(cell, str):
             text = cell.strip() if name == "device__attribute_display_name" else cell.strip().replace(",", "")
             cleaned.append(text or None)
         else:
-            cleaned.append(cell)
-    cleaned.append(None)  # code -1: empty cell
-    return [cleaned[c] for c in codes]
+            cleaned.append(None if _missing(cell) else cell)
+    return [cleaned[c] for c in codes.tolist()]
 
 
-def launch_attributes(first_rows: pd.DataFrame, extra: dict[str, Attribute]) -> Launches:
+def launch_attributes(columns: Mapping[str, Cells], count: int, extra: dict[str, Attribute]) -> Launches:
     """Attributes from the leading columns of each launch's first row, completed by metrics.
 
-    ``extra`` maps identity metric names (device name, CC major/minor, launch dimensions) to their
-    value per launch (None when absent) for files without the "Device"/"CC"/"Grid Size" columns.
+    ``columns`` maps the leading columns' names (``is_attribute_column``; others are not read) to their cells
+    per launch (``count`` launches). ``extra`` maps identity metric names (device name, CC major/minor, launch
+    dimensions) to their value per launch (None when absent) for files without the "Device"/"CC"/"Grid Size"
+    columns.
     """
-    count = len(first_rows)
-    demangled = per_launch(first_rows.get("Kernel Name"), count)
-    push_pop = next((c for c in first_rows.columns if is_push_pop(c)), None)
-    region = per_launch(first_rows[push_pop] if push_pop else None, count, nvtx_region)
+    demangled = per_launch(columns.get("Kernel Name"), count)
+    push_pop = next((c for c in columns if is_push_pop(c)), None)
+    region = per_launch(columns[push_pop] if push_pop else None, count, nvtx_region)
     # "Device" is the index in every real export; a name there (hand-made files) is still a name.
-    device = per_launch(first_rows.get("Device"), count, lambda d: "" if d.strip().isdigit() else d.strip())
+    device = per_launch(columns.get("Device"), count, lambda d: "" if d.strip().isdigit() else d.strip())
     names = extra.get("device__attribute_display_name")
     if names is not None:
         device = [str(n) if n else d for n, d in zip(names, device, strict=True)]
-    cc = _cc_with_fallback(per_launch(first_rows.get("CC"), count, str.strip), extra)
-    grid = _dims_with_fallback(per_launch(first_rows.get("Grid Size"), count, _dims), extra, "grid")
-    block = _dims_with_fallback(per_launch(first_rows.get("Block Size"), count, _dims), extra, "block")
+    cc = _cc_with_fallback(per_launch(columns.get("CC"), count, str.strip), extra)
+    grid = _dims_with_fallback(per_launch(columns.get("Grid Size"), count, _dims), extra, "grid")
+    block = _dims_with_fallback(per_launch(columns.get("Block Size"), count, _dims), extra, "block")
     return Launches(demangled, region, device, cc, grid, block)
 
 
@@ -153,10 +171,10 @@ def _dims_with_fallback(dims: list[str], extra: dict[str, Attribute], what: str)
 
 def _ordinals(kernel: Sequence[str], region: Sequence[str]) -> IntArray:
     """Per launch (in report order), its 0-based index among the launches of the same (kernel, region): what
-    ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping a frame of strings."""
-    kernel_codes, _ = pd.factorize(np.asarray(kernel, dtype=object))
-    region_codes, _ = pd.factorize(np.asarray(region, dtype=object))
-    key = kernel_codes.astype(np.int64) * (int(region_codes.max(initial=0)) + 1) + region_codes
+    ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping strings."""
+    kernel_codes, _ = factorize(objects(kernel))
+    region_codes, _ = factorize(objects(region))
+    key = kernel_codes * (int(region_codes.max(initial=0)) + 1) + region_codes
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     starts = np.r_[True, ordered[1:] != ordered[:-1]] if len(ordered) else np.zeros(0, dtype=bool)
@@ -167,17 +185,10 @@ def _ordinals(kernel: Sequence[str], region: Sequence[str]) -> IntArray:
     return ordinals
 
 
-def _categorical(per_launch: Sequence[str], launch: IntArray) -> pd.Categorical:
-    """Broadcast a per-launch string list to rows without materializing one string per row."""
-    codes, uniques = pd.factorize(np.asarray(per_launch, dtype=object), sort=False)
-    return pd.Categorical.from_codes(codes[launch], categories=pd.Index(uniques, dtype=object))
-
-
-def _unique_categorical(names: Sequence[str], codes: IntArray) -> pd.Categorical:
-    """Row codes into ``names`` as a categorical. Categories must be unique: two spellings can reduce
-    to the same unit, two labels to the same metric."""
-    uniq, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
-    return pd.Categorical.from_codes(inverse[codes], categories=pd.Index(uniq, dtype=object))
+def _per_row(per_launch: Sequence[str], launch: IntArray) -> ObjectArray:
+    """A per-launch string list broadcast to rows: each row shares its launch's string object."""
+    rows: ObjectArray = objects(per_launch)[launch]
+    return rows
 
 
 def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
@@ -202,27 +213,27 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> Measuremen
     """Assemble the table from per-row arrays plus per-launch attributes (a launch without rows: "no data")."""
     count = len(launches.demangled)
     rows = with_no_data_rows(rows, count)
-    launch = rows.launch
+    launch = rows.launch.astype(np.int64)
     distinct = set(launches.demangled)
     check_name_length(distinct, source)
     check_name_length(set(launches.region), source, "NVTX region")
     bare = {d: kernel_function_name(d) if d else "" for d in distinct}
     kernel = [bare[d] for d in launches.demangled]
-    ordinals = _ordinals(kernel, launches.region)
-    frame = pd.DataFrame({
-        "kind": pd.Categorical.from_codes(np.zeros(len(launch), dtype=np.int8),
-                                          categories=pd.Index([KIND_KERNEL], dtype=object)),
-        "kernel": _categorical(kernel, launch),
-        "demangled": _categorical(launches.demangled, launch),
-        "region": _categorical(launches.region, launch),
-        "ordinal": ordinals[launch],
-        "launch": launch.astype(np.int64),
-        "device": _categorical(launches.device, launch),
-        "cc": _categorical(launches.cc, launch),
-        "grid": _categorical(launches.grid, launch),
-        "block": _categorical(launches.block, launch),
-        "metric": _unique_categorical(rows.metric_names, rows.metric_codes),
-        "unit": _unique_categorical(rows.unit_names, rows.unit_codes),
-        "value": rows.values,
-    })  # fmt: skip
-    return Measurement(make_table(frame), source=source, unusable=tuple(rows.unusable()))
+    data = {
+        "kind": objects([KIND_KERNEL])[np.zeros(len(launch), dtype=np.intp)],  # np.full is slow for objects
+        "kernel": _per_row(kernel, launch),
+        "demangled": _per_row(launches.demangled, launch),
+        "region": _per_row(launches.region, launch),
+        "ordinal": _ordinals(kernel, launches.region)[launch],
+        "launch": launch,
+        "device": _per_row(launches.device, launch),
+        "cc": _per_row(launches.cc, launch),
+        "grid": _per_row(launches.grid, launch),
+        "block": _per_row(launches.block, launch),
+        "metric": objects([str(m) for m in rows.metric_names])[rows.metric_codes],
+        "unit": objects([str(u) for u in rows.unit_names])[rows.unit_codes],
+        "value": np.asarray(rows.values, dtype=np.float64),
+    }
+    # Built with the table's types, so ``normalized`` hands it on without looking at every row.
+    table = normalized(Columns({column: data[column] for column in COLUMNS}, len(launch)))
+    return Measurement(table, source=source, unusable=tuple(rows.unusable()))

@@ -1,9 +1,10 @@
-"""The CSV table itself: its columns, its header, and the one pandas call that reads it.
+"""The CSV table itself: its columns, its header, and the details page's parse.
 
-pandas' C parser reads straight from the file at the header's offset. Every column of the details
-page is parsed (with ``usecols`` pandas silently accepts rows with too many cells): the columns whose
-text matters exactly as strings, the rest as categories (cheap, and codes to group by). The raw
-page's metric columns are parsed as numbers with thousands separators. A parse that fails raises
+The details page (one row per launch x metric) is read by pandas' C parser, imported there and only there:
+the raw page (one row per launch) is read without pandas (``rawcells``), so that reading and comparing raw
+pages never pays for importing it (~0.4 s of CPU). Every column of the details page is parsed (with
+``usecols`` pandas silently accepts rows with too many cells): the columns whose text matters exactly as
+strings, the rest as categories (cheap, and codes to group by). A parse of either page that fails raises
 :class:`Unparsed`, and the reader falls back to filtering lines in Python.
 """
 
@@ -12,12 +13,13 @@ from __future__ import annotations
 import csv
 import warnings
 from collections.abc import Sequence
-from typing import IO
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING
 
 from perfgate.collect.ncu_csv.framing import FIX_CSV, FIX_REEXPORT
 from perfgate.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 # Details-page columns read as exact text; the others are parsed as categories.
 TEXT_COLUMNS = ("Kernel Name", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Value")
@@ -64,24 +66,19 @@ def check_header(header: Sequence[str], source: str) -> None:
         raise InputError(source, f"the CSV header repeats columns {duplicates}", FIX_REEXPORT)
 
 
-def read_csv(handle: IO[bytes], *, details: bool, header: list[str]) -> pd.DataFrame:
-    """Parse the table from ``handle``'s position: at the header (details) or after the units row (raw)."""
+def read_details_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
+    """Parse the details page from ``handle``'s position (its header)."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # here only: the raw page does without
+
     try:
         with warnings.catch_warnings():
             # A first row longer than the header makes pandas drop cells with only a warning.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            if details:
-                # Exact strings where the text matters, categories (cheap, and codes) for everything else.
-                dtype = {c: object if c in TEXT_COLUMNS or is_push_pop(c) else "category" for c in header}
-                frame: pd.DataFrame = pd.read_csv(
-                    handle, engine="c", index_col=False, keep_default_na=False, na_values=[""], encoding="utf-8",
-                    encoding_errors="replace", header=0, dtype=dtype)
-                return frame
-            fixed = {c: object for c in header if not is_metric_column(c)}
-            # low_memory=False: one dtype per column, not numbers in one chunk and strings in the next.
-            frame = pd.read_csv(
+            # Exact strings where the text matters, categories (cheap, and codes) for everything else.
+            dtype = {c: object if c in TEXT_COLUMNS or is_push_pop(c) else "category" for c in header}
+            frame: pd.DataFrame = pd.read_csv(
                 handle, engine="c", index_col=False, keep_default_na=False, na_values=[""], encoding="utf-8",
-                encoding_errors="replace", header=None, names=header, dtype=fixed, thousands=",", low_memory=False)
+                encoding_errors="replace", header=0, dtype=dtype)
             return frame
     except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as exc:
         raise Unparsed(str(exc).replace("Error tokenizing data. C error: ", "").strip()) from None

@@ -4,28 +4,31 @@ The same leading columns as the details page (``"Kernel Time"`` and no dimension
 layout, as in the NVIDIA forum answer quoted by public parsers), then one column per metric, then
 ONE row of units (empty under the leading columns), then one row per launch, as the fixtures of
 several public parsers show it. Metric columns are told apart by name (a ``__`` and no space), never
-by position.
+by position. The cells come as text (``rawcells``), only those of the columns needed; a metric's cells
+become numbers here, column by column.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import IO
 
 import numpy as np
-import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.details import TEXT_METRICS
-from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_rows
+from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_mask
 from perfgate.collect.ncu_csv.launches import (
     Attribute,
     MetricRows,
     attribute_cells,
     build_table,
+    is_attribute_column,
     launch_attributes,
 )
 from perfgate.collect.ncu_csv.parsing import header_fields, is_metric_column
+from perfgate.collect.ncu_csv.rawcells import read_raw_columns
 from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable
 from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
@@ -48,15 +51,20 @@ def raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
     return [""] * len(header)
 
 
-def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
+def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
-    """The table from the parsed raw page; ``wanted`` (when given) skips other metric columns."""
-    if "ID" not in df.columns:
-        raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
-    df = launch_rows(df, source).reset_index(drop=True)
-    count = len(df)
+    """The table from the raw page's rows (``data``: the bytes after the units row); ``wanted`` (when given) skips
+    other metric columns: they are never made text."""
     metric_columns = [c for c in header if is_metric_column(c)
                       and (wanted is None or c in wanted or c in IDENTITY_METRICS)]
+    needed = [c for c in header if c == "ID" or is_attribute_column(c)] + metric_columns
+    by_name = dict(zip(needed, read_raw_columns(data, len(header), [header.index(c) for c in needed]), strict=True))
+    if "ID" not in by_name:
+        raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
+    launches = launch_mask(by_name["ID"], source)
+    if not launches.all():
+        by_name = {name: list(itertools.compress(cells, launches)) for name, cells in by_name.items()}
+    count = int(launches.sum())
     unit_of = dict(zip(header, units, strict=False))  # a units row longer than the header: extra cells unused
 
     extra: dict[str, Attribute] = {}
@@ -66,14 +74,13 @@ def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], sour
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        column = df[name]
-        values, keep = column_numbers(column)
+        cells: ObjectArray = np.array(by_name[name], dtype=object)
+        values, keep = column_numbers(cells)
         if name in IDENTITY_METRICS:
-            extra[name] = attribute_cells(name, column.to_numpy(dtype=object))
+            extra[name] = attribute_cells(name, cells)
         reasons = None
-        if column.dtype.kind not in "fiub" and _numeric(name, unit_of.get(name, ""), values, keep, wanted):
-            # Text where a number belongs ("fast", "0x1F") is kept as NaN with its reason, like n/a.
-            cells = column.to_numpy(dtype=object)
+        if np.isnan(values).any() and _numeric(name, unit_of.get(name, ""), values, keep, wanted):
+            # n/a, and text where a number belongs ("fast", "0x1F"), are kept as NaN with their reason.
             keep, reasons = flag_unusable(cells, values, keep, np.ones(count, dtype=bool))
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
@@ -86,7 +93,7 @@ def read_raw(df: pd.DataFrame, header: Sequence[str], units: Sequence[str], sour
 
     launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
     rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
-    return build_table(source, launch_attributes(df, extra), rows)
+    return build_table(source, launch_attributes(by_name, count, extra), rows)
 
 
 def _numeric(name: str, unit: str, values: FloatArray, keep: BoolArray, wanted: frozenset[str] | None) -> bool:

@@ -1,10 +1,10 @@
 """Read ncu CSV output into the table: find the table, parse it fast, fall back to a careful parse.
 
-Speed: the file is never split into Python lines on the normal path. The header is found in the
-first chunk(s) (``framing``), pandas' C parser reads straight from the file at that offset
-(``parsing``), and lines of ncu or the application after the header come back as rows whose "ID" is
-not a number, which are dropped (an ``==ERROR==`` among them still raises). Only when that parse
-fails is the text filtered line by line and parsed again.
+Speed: the header is found in the first chunk(s) (``framing``); the page is parsed from that offset
+(the details page by pandas' C parser, straight from the file: ``parsing``; the raw page without pandas,
+so that reading it never imports it: ``rawcells``), and lines of ncu or the application after the header
+come back as rows whose "ID" is not a number, which are dropped (an ``==ERROR==`` among them still
+raises). Only when that parse fails is the text filtered line by line and parsed again.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from perfgate.collect.ncu_csv.parsing import (
     check_header,
     header_fields,
     is_details,
-    read_csv,
+    read_details_csv,
 )
 from perfgate.collect.ncu_csv.raw import raw_units, read_raw
 from perfgate.collect.screen import screen_values
@@ -67,7 +67,7 @@ def _read(handle: IO[bytes], source: str, wanted: frozenset[str] | None = None) 
     if found.offset < 0:
         raise no_table_error(found, source)
     if holds_nul(handle, found.offset):
-        # pandas 2's tokenizer ends a field at NUL and would hide the junk; pandas 3 keeps it.
+        # Refused before either page's parse: pandas 2's tokenizer ends a field at NUL and would hide the junk.
         raise InputError(source, "binary data inside the CSV table", FIX_REEXPORT)
     _check_last_line(handle, found.offset, source)
     handle.seek(found.offset)
@@ -116,9 +116,9 @@ def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] |
     check_header(header, source)
     if is_details(header):
         handle.seek(offset)
-        return read_details(read_csv(handle, details=True, header=header), source, wanted)
+        return read_details(read_details_csv(handle, header), source, wanted)
     units = raw_units(handle, header)
-    return read_raw(read_csv(handle, details=False, header=header), header, units, source, wanted)
+    return read_raw(handle.read(), header, units, source, wanted)
 
 
 def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> Measurement:
@@ -140,7 +140,8 @@ def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset
     try:
         return _parse(io.BytesIO(b"".join(kept)), 0, source, wanted)
     except Unparsed as exc:
-        # pandas counts in the text it was given ("line 1" and "row 0" are the header): map to the file.
+        # The parse counts in pandas' words in the text it was given ("line 1" and "row 0" are the header;
+        # on the raw page, as with pandas before, the first row after the units row): map to the file.
         def file_line(index: int) -> str:
             return f"line {numbers[max(0, min(index, len(numbers) - 1))]}"
 

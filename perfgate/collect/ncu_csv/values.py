@@ -7,14 +7,19 @@ where a number belongs (``flag_unusable``: kept as NaN with the reason). Units a
 to ``ncu_report``'s base units through ``perfgate.units`` (``"usecond"`` -> ``ns``, ``"Kbyte/block"``
 -> ``byte/block``), so CSV and ``.ncu-rep`` tables compare. Not handled: locales that swap the
 decimal and thousands marks.
+
+A raw-page column (``column_numbers``) is read cell by cell like the details page's cells, which gives
+what pandas' C parser gave when perfgate used it, but for the columns pandas typed as a whole (true/false,
+integers) and for numbers ncu does not print (more than 15 significant digits, or a power of ten beyond
+22): Python's ``float`` is correctly rounded, pandas' parser could differ in the last bit.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
 from perfgate.collect.screen import no_value_reason, not_a_number_reason
@@ -23,20 +28,22 @@ from perfgate.units import to_base
 NA_STRINGS = frozenset({"n/a", "N/A", "nan", "NaN", "-nan"})
 _NUMBER_START = frozenset("0123456789+-.")
 
+# Raw-page columns pandas typed as a whole (see ``column_numbers``): integers (thousands separators after the
+# first digit, spaces around) and true/false.
+_INTEGER = re.compile("[ \t\n\v\f\r]*[+-]?[0-9][0-9,]*[ \t\n\v\f\r]*")
+_BOOLEAN = re.compile("(?i:true|false)")
+
 
 def numbers(cells: ObjectArray, suspects: BoolArray | None = None,
             groups: IntArray | None = None) -> tuple[FloatArray, BoolArray]:
     """(values, keep) for an object array of cells: numbers parsed, n/a kept as NaN, others dropped.
 
-    Empty cells (NaN from the parser) are absent metrics and strings are non-numeric metrics: both
+    Empty cells ("", or NaN from pandas) are absent metrics and strings are non-numeric metrics: both
     are not kept. When the one vectorized conversion fails, only ``suspects`` (cells that may hold
     a string: ncu gives string metrics no unit) are converted again, one ``groups`` value (metric)
     at a time, so a string-valued metric costs a probe instead of a Python call per cell.
     """
-    try:
-        cleaned = np.array([c.replace(",", "") for c in cells], dtype=object)
-    except AttributeError:  # empty cells (float NaN), or numbers the parser already converted
-        cleaned = np.array([c.replace(",", "") if isinstance(c, str) else c for c in cells], dtype=object)
+    cleaned = _without_separators(cells)
     try:
         values: FloatArray = cleaned.astype(np.float64)
     except (TypeError, ValueError):
@@ -44,8 +51,23 @@ def numbers(cells: ObjectArray, suspects: BoolArray | None = None,
     keep = ~np.isnan(values)
     missing = np.flatnonzero(~keep)
     if missing.size:
-        keep[missing] = pd.Series(cells[missing], dtype=object).isin(NA_STRINGS).to_numpy()
+        keep[missing] = [isinstance(cell, str) and cell in NA_STRINGS for cell in cells[missing].tolist()]
     return values, keep
+
+
+def _without_separators(cells: ObjectArray) -> ObjectArray:
+    """The cells without thousands separators: three C-speed passes over all the text at once when every cell
+    is a string, else cell by cell (NaN: an empty cell pandas parsed; a number)."""
+    try:
+        text = "\x00".join(cells.tolist())
+    except TypeError:
+        return np.array([c.replace(",", "") if isinstance(c, str) else c for c in cells.tolist()], dtype=object)
+    if "," not in text:
+        return cells
+    parts = text.replace(",", "").split("\x00")
+    if len(parts) != len(cells):  # a cell held the NUL that joined them
+        return np.array([c.replace(",", "") for c in cells.tolist()], dtype=object)
+    return np.array(parts, dtype=object)
 
 
 def _numbers_by_group(cleaned: ObjectArray, suspects: BoolArray | None, groups: IntArray | None) -> FloatArray:
@@ -98,12 +120,27 @@ def _convert(cleaned: ObjectArray) -> FloatArray:
     return values
 
 
-def column_numbers(column: pd.Series) -> tuple[FloatArray, BoolArray]:
-    """(values, keep) of one raw-page metric column, which the parser may already have made numeric."""
-    if column.dtype.kind in "fiub":
-        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-        return values, ~np.isnan(values)
-    return numbers(column.to_numpy(dtype=object))
+def column_numbers(cells: ObjectArray) -> tuple[FloatArray, BoolArray]:
+    """(values, keep) of one raw-page metric column of text cells ("" where empty).
+
+    The filled cells as ``numbers`` reads them, which is what pandas' C parser gave when perfgate used it,
+    but where pandas typed the whole column: a column of true/false only is 1 and 0, and ``-0`` in a column
+    of integers only is 0.
+    """
+    filled: BoolArray = cells != ""
+    if filled.all():
+        values, keep = numbers(cells)
+    else:
+        values, keep = np.full(len(cells), np.nan), np.zeros(len(cells), dtype=bool)
+        values[filled], keep[filled] = numbers(cells[filled])
+    if not keep[filled].all():
+        texts = cells[filled].tolist()
+        if all(_BOOLEAN.fullmatch(text) for text in texts):
+            values[filled] = [text.lower() == "true" for text in texts]
+            keep = filled
+    elif np.signbit(values[values == 0]).any() and all(_INTEGER.fullmatch(text) for text in cells[filled].tolist()):
+        values = values + 0.0  # -0.0 + 0.0 is 0.0
+    return values, keep
 
 
 def unit_scale(units: Sequence[str]) -> tuple[list[str], FloatArray]:
@@ -127,8 +164,10 @@ def flag_unusable(cells: ObjectArray, values: FloatArray, keep: BoolArray,
     """
     with np.errstate(invalid="ignore"):
         no_value = keep & np.isnan(values)
-    text = ~keep & numeric & np.fromiter((isinstance(c, str) and c.strip() != "" for c in cells), bool, len(cells)) \
-        if (~keep & numeric).any() else np.zeros(len(cells), dtype=bool)
+    text = np.zeros(len(cells), dtype=bool)
+    dropped = np.flatnonzero(~keep & numeric)  # only these can hold text: look at them alone
+    if dropped.size:
+        text[dropped] = [isinstance(c, str) and c.strip() != "" for c in cells[dropped].tolist()]
     if not no_value.any() and not text.any():
         return keep, None
     reasons: ObjectArray = np.full(len(cells), None, dtype=object)
