@@ -184,15 +184,17 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
+    import numpy as np
+
+    from perfgate.columns import factorize
+
     judged = results[results["group"] >= 0]
     if not len(judged):
         return cast(GroupTable, table)
+    metric, names = factorize(judged["metric"])  # the first row of each (group, metric): a group's rows agree
+    _, first = np.unique(judged["group"] * len(names) + metric, return_index=True)
     code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
-    seen: set[tuple[int, str]] = set()
-    for row in judged.rows():
-        if (row["group"], row["metric"]) in seen:
-            continue
-        seen.add((row["group"], row["metric"]))
+    for row in judged[np.sort(first)].rows():
         code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
         if code is None:  # its rows were left out of a report built for a human format
             continue

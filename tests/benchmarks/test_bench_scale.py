@@ -6,8 +6,8 @@ Two kinds of test:
 
 * ``test_csv_compare_stays_near_the_floor`` runs in the normal suite: 10,000 changed launches, three
   rounds, HTML on the details page and JSON on the raw page (the costliest format of each), with limits
-  wide enough for a loaded 2-core machine and pytest-xdist running other tests beside it, yet far below
-  what the version 1 report path cost (2.1x and 4.9x).
+  wide enough for a loaded 2-core machine and pytest-xdist running other tests beside it (about twice what
+  was measured: 1.1x and 1.0x), yet far below what the version 1 report path cost (2.1x and 4.9x).
 * ``test_bench_csv_compare`` holds the precise goal (1.3x the floor's CPU and peak memory, any format,
   10k and 50k launches, both pages) and runs only with ``--benchmark-enable``; pytest-benchmark times
   perfgate's run and records both ratios in ``extra_info``. Where the goal is not reached the test is
@@ -23,7 +23,7 @@ import pytest
 from scale import FORMATS, csv_commands, csv_pair, interleaved, measure
 
 # (page) -> (CPU ratio, peak ratio) allowed in the normal suite.
-GENEROUS = {"details": (1.8, 1.0), "raw": (3.5, 3.5)}
+GENEROUS = {"details": (1.8, 1.0), "raw": (2.5, 2.5)}
 GOAL = 1.3
 
 
@@ -43,10 +43,14 @@ def test_csv_compare_stays_near_the_floor(page: str, fmt: str, scale_data: Path,
 
 
 # Measured on the 2-core development machine: where the goal is out of reach, and why.
+_RAW_50K = ("raw page, 50k launches: reading 23 MB per file in Python and numpy costs ~1.45x pandas' C read_csv, and the "
+            "long table (1M rows), the comparison and the report (2M numbers to format) come on top of a floor that "
+            "only parses; skipping the pandas import (~0.35 s) pays for that at 10k, not at 50k")
 NOT_REACHED = {
-    "raw": "raw page: reading (0.12 s) and comparing (0.13 s) 10k launches, and for JSON encoding the report (0.12-0.15 s), "
-           "come on top of the floor's start-up (0.65-0.9 s in all: read_csv of a 4.5 MB wide table); they live in "
-           "collect/, compare/ and report/",
+    ("raw", 10_000, "html"): "raw page, 10k launches, HTML: the page renders every launch (14 MB), 0.5-0.8 s of "
+                             "formatting and escaping on top of a floor of 0.7-0.9 s",
+    ("raw", 50_000, "json"): _RAW_50K, ("raw", 50_000, "text"): _RAW_50K, ("raw", 50_000, "md"): _RAW_50K,
+    ("raw", 50_000, "html"): _RAW_50K,
 }
 
 
@@ -57,8 +61,8 @@ def test_bench_csv_compare(benchmark, launches: int, page: str, fmt: str,  # typ
                            scale_data: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if benchmark.disabled:
         pytest.skip("a precise goal on large inputs: run with --benchmark-enable")
-    if page in NOT_REACHED:
-        request.applymarker(pytest.mark.xfail(reason=NOT_REACHED[page], strict=False))
+    if (page, launches, fmt) in NOT_REACHED:
+        request.applymarker(pytest.mark.xfail(reason=NOT_REACHED[(page, launches, fmt)], strict=False))
     base, cur = csv_pair(scale_data, page, launches, changed=True)
     floor, ours = csv_commands(base, cur, fmt, tmp_path / f"report.{fmt}")
     pair = interleaved(floor, ours, repeat=5 if launches <= 10_000 else 3)
