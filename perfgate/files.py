@@ -1,5 +1,5 @@
 """Writing files so that a reader never sees half of one, and cleaning up after a killed writer.
-Stdlib only: reports, baselines and the plugin use it before pandas is loaded."""
+Stdlib only: reports, baselines and the plugin use it before numpy is loaded."""
 
 from __future__ import annotations
 
