@@ -33,7 +33,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from perfgate.files import (
     remove_leftovers,
     write_atomically,
 )
-from perfgate.columns import Columns, factorize
+from perfgate.columns import first_rows
 from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KINDS
 
@@ -240,7 +240,7 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
     launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch"]
     findings = measurement.findings  # None: the run collected no ncu sections, so no rule ran
     # Launches whose metrics were all filtered away still get an entry (with no metrics).
-    launches = table[_first_of_each(table, ("device", "cc", "kind", "kernel", "region", "ordinal"))]
+    launches = table[first_rows(*(table[name] for name in ("device", "cc", "kind", "kernel", "region", "ordinal")))]
     for device, cc in sorted(set(zip(launches["device"].tolist(), launches["cc"].tolist(), strict=True))):
         device_launches = launches[(launches["device"] == device) & (launches["cc"] == cc)]
         device_rows = frame[(frame["device"] == device) & (frame["cc"] == cc)]
@@ -273,15 +273,6 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
             "entries": entries,
         }
     return documents
-
-
-def _first_of_each(table: Columns, names: Sequence[str]) -> Any:
-    """Positions of the first row of each distinct combination of the ``names`` columns, in table order."""
-    if table.empty:
-        return np.zeros(0, dtype=np.int64)
-    codes = np.stack([factorize(table[name])[0] for name in names], axis=1)
-    _, first = np.unique(codes, axis=0, return_index=True)  # the first occurrence of each (a stable sort)
-    return np.sort(first)
 
 
 def dumps_baseline(document: dict[str, Any]) -> str:

@@ -46,6 +46,21 @@ def factorize(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.obje
     return codes, objects(list(index))
 
 
+def first_rows(*keys: Array) -> npt.NDArray[np.intp]:
+    """The position of the first row of each distinct combination of ``keys`` (columns of one length), in row
+    order: what ``drop_duplicates`` keeps."""
+    if not keys or not len(keys[0]):
+        return np.zeros(0, dtype=np.intp)
+    combined = keys[0] if len(keys) == 1 and keys[0].dtype.kind in "iu" else np.zeros(len(keys[0]), dtype=np.int64)
+    if combined is not keys[0]:
+        for key in keys:
+            codes, distinct = factorize(key)
+            combined, _ = factorize(combined * len(distinct) + codes)  # codes stay below the row count
+    _, first = np.unique(combined, return_index=True)
+    rows: npt.NDArray[np.intp] = np.sort(first)
+    return rows
+
+
 class Columns:
     """Named 1-D numpy arrays of equal length."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import Columns
+from perfgate.columns import Columns, first_rows
 from perfgate.table import Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
@@ -92,8 +92,7 @@ def _total_rows(name: str, region: str, launches: Columns, launch: int,
         if not is_additive(str(metric)):
             continue
         values = launches[metrics == metric]
-        _, first = np.unique(values["launch"], return_index=True)  # of repeated rows of a launch, its first
-        per_launch = values[np.sort(first)]
+        per_launch = values[first_rows(values["launch"])]  # of repeated rows of a launch, its first
         # A total over launches that lack the metric would silently shrink: call it "no data", and say why
         # when a launch inside held a value that was no number (``perfgate.collect.screen``).
         lacking = int(np.isnan(per_launch["value"]).sum())

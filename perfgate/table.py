@@ -37,9 +37,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 import numpy as np
-import numpy.typing as npt
 
-from perfgate.columns import Columns, factorize, objects
+from perfgate.columns import Columns, factorize, first_rows, objects
 from perfgate.units import NANOSECOND, SECOND
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS  # noqa: F401 (re-exported)
 
@@ -152,14 +151,7 @@ def _from_columns(frame: Any) -> Columns:
 
 
 def _str_column(column: Any) -> Any:
-    """A column as an object array of strings, "" where missing. A pandas categorical converts its few
-    categories, not its rows (the CSV readers hand over per-launch attributes as categoricals)."""
-    categories = getattr(getattr(column, "cat", None), "categories", None) if hasattr(column, "dtype") and \
-        str(column.dtype) == "category" else None
-    if categories is not None:
-        names = objects([_text(c) for c in categories.tolist()] + [""])
-        codes = np.asarray(column.cat.codes, dtype=np.int64)  # -1 (missing) takes the "" at the end
-        return names[codes]
+    """A column as an object array of strings, "" where missing."""
     values = np.asarray(column, dtype=object)
     if all(type(v) is str for v in values.tolist()):
         return values if values.dtype == object else objects(values.tolist())
@@ -205,13 +197,6 @@ def no_data_row(launch: Mapping[str, object]) -> dict[str, object]:
 
 def empty_table() -> Columns:
     return make_table([])
-
-
-def first_rows(launch: Any) -> npt.NDArray[np.intp]:
-    """The position of each launch's first row, in table order (``launch``: the launch column)."""
-    _, first = np.unique(launch, return_index=True)
-    rows: npt.NDArray[np.intp] = np.sort(first)
-    return rows
 
 
 def assign_ordinals(frame: Columns) -> Columns:

@@ -19,7 +19,8 @@ import numpy as np
 from perfgate.columns import Columns, objects
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
-from perfgate.table import LAUNCH_KEY, first_rows
+from perfgate.columns import first_rows
+from perfgate.table import LAUNCH_KEY
 from perfgate.vocabulary import KIND_KERNEL
 
 # Where a launch was found (the names pandas' merge indicator gave them, kept for the tables that carry them).
@@ -73,14 +74,7 @@ class MatchedLaunches:
 def _launches(table: Columns) -> Columns:
     """One row per launch; of launches with the same key, the first in the table."""
     launches = table[first_rows(table["launch"])].select(_LAUNCH_COLUMNS)
-    keys = zip(launches["kind"].tolist(), launches["kernel"].tolist(), launches["region"].tolist(),
-               launches["ordinal"].tolist(), strict=True)
-    first: dict[Any, int] = {}
-    for index, key in enumerate(keys):
-        first.setdefault(key, index)
-    if len(first) == len(launches):
-        return launches
-    return launches[np.fromiter(first.values(), dtype=np.int64, count=len(first))]
+    return launches[first_rows(*(launches[key] for key in LAUNCH_KEY))]
 
 
 def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:

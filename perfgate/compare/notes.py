@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from perfgate.columns import Columns, factorize
+from perfgate.columns import Columns, factorize, first_rows
 from perfgate.compare.arrays import Bools, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
@@ -149,12 +149,9 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
     picked = np.flatnonzero((results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0))
     if order is not None:
         picked = picked[np.argsort(order[picked], kind="stable")]
-    seen: set[tuple[int, str]] = set()
+    rows = results[picked]
     lines = []
-    for row in results[picked].rows():
-        if (row["group"], row["metric"]) in seen:
-            continue
-        seen.add((row["group"], row["metric"]))
+    for row in rows[first_rows(rows["group"], rows["metric"])].rows():
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] ({confidence:.0%} interval over {row['n_baseline']} and "

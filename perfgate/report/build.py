@@ -184,17 +184,14 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
-    import numpy as np
-
-    from perfgate.columns import factorize
+    from perfgate.columns import first_rows
 
     judged = results[results["group"] >= 0]
     if not len(judged):
         return cast(GroupTable, table)
-    metric, names = factorize(judged["metric"])  # the first row of each (group, metric): a group's rows agree
-    _, first = np.unique(judged["group"] * len(names) + metric, return_index=True)
     code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
-    for row in judged[np.sort(first)].rows():
+    # The first row of each (group, metric): a group's rows agree.
+    for row in judged[first_rows(judged["group"], judged["metric"])].rows():
         code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
         if code is None:  # its rows were left out of a report built for a human format
             continue
