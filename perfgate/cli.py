@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from perfgate import __version__
 from perfgate.config import Settings
@@ -135,11 +135,10 @@ def _output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
-def _write_output(text: str | bytes, output: Path | None) -> None:
-    """Write a report to ``output``, or to stdout (``text``, a str, there)."""
+def _write_output(text: str | Iterable[str], output: Path | None) -> None:
+    """Write a report (its text, or its parts) to ``output``, or to stdout."""
     if output is None:
-        assert isinstance(text, str)
-        sys.stdout.write(text)
+        sys.stdout.write(text if isinstance(text, str) else "".join(text))
         return
     from perfgate.files import write_atomically
 
@@ -157,7 +156,6 @@ def _format_of(output: Path | None) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from perfgate.collect import read_table
-    from perfgate.gate import Where, gate
     from perfgate.options import selection
     from perfgate.regions import with_region_totals
     from perfgate.render import LAUNCHES_SHOWN, render, verdict_line
@@ -175,6 +173,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     current = with_region_totals(read_table(args.current, wanted))
     fmt = args.format or _format_of(args.output)
     if args.baseline.is_dir():
+        from perfgate.gate import Where, gate  # baselines, stores and their modules: only for a directory
+
         result = gate(current, baselines=args.baseline, where=Where(name=args.name or report_stem(args.current)),
                       options=options, settings={}, strict=bool(args.strict or settings.strict),
                       update_hint=f"perfgate baseline {args.current} -d {args.baseline}")
@@ -196,9 +196,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         del comparison
         failed = report["verdict"] == "fail"
     if fmt == "json" and args.output is not None:
-        from perfgate.report import dumps_utf8
+        from perfgate.report import dump_parts
 
-        _write_output(dumps_utf8(report), args.output)  # what render_json writes, a column at a time
+        _write_output(dump_parts(report), args.output)  # what render_json writes, a column at a time
     else:
         _write_output(render(report, fmt), args.output)
     if args.output is not None:

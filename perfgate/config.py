@@ -17,10 +17,6 @@ from typing import Any, Mapping
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, parse_threshold
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.10 only
 
 
 @dataclass(frozen=True)
@@ -174,6 +170,11 @@ def load_settings(pyproject: Path | None = None) -> Settings:
     path = pyproject if pyproject is not None else find_pyproject()
     if path is None:
         return Settings()
+    # Imported here: a run outside any project (no pyproject.toml) never pays for it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.10 only
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

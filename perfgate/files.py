@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -57,6 +57,8 @@ def _locked_temp(path: Path) -> tuple[int, str]:
     lock is released by the kernel). One created but not yet locked may be removed by such a cleaner; the
     name then no longer leads to our file, and a new one is made.
     """
+    import tempfile  # here: only writers need it
+
     while True:
         fd, name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX, dir=path.parent)
         _lock(fd, wait=True)
@@ -65,7 +67,7 @@ def _locked_temp(path: Path) -> tuple[int, str]:
         os.close(fd)
 
 
-def _fill(fd: int, name: str, content: str | bytes) -> None:
+def _fill(fd: int, name: str, content: str | bytes | Iterable[str]) -> None:
     """Write ``content`` to the temporary file, flush it to disk and give it a normal file's mode; fd stays open."""
     if isinstance(content, bytes):
         with os.fdopen(os.dup(fd), "wb") as raw:
@@ -74,7 +76,11 @@ def _fill(fd: int, name: str, content: str | bytes) -> None:
             os.fsync(raw.fileno())
     else:
         with os.fdopen(os.dup(fd), "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(content)
+            if isinstance(content, str):
+                fh.write(content)
+            else:
+                for part in content:
+                    fh.write(part)
             fh.flush()
             os.fsync(fh.fileno())
     os.chmod(name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
@@ -102,8 +108,11 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, text: str | bytes) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one."""
+def write_atomically(path: Path, text: str | bytes | Iterable[str]) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one.
+
+    ``text`` may come in parts (an iterable of str), each written as it is made: the text of a large report
+    then never exists whole in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = _locked_temp(path)
     try:

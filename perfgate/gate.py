@@ -9,7 +9,6 @@ is not hidden by a missing baseline on another).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +42,8 @@ def baseline_name(test_id: str) -> str:
     stem = path.removesuffix(".py")
     raw = stem.replace("/", ".") + "__" + rest.replace("::", ".")
     name = _UNSAFE.sub("_", raw).strip("._") or "baseline"
+    import hashlib  # here: ~4 ms of start-up that a compare of two files never needs
+
     digest = hashlib.sha1(test_id.encode()).hexdigest()
     if _UNSAFE.search(raw.replace("[", "").replace("]", "")):
         name += "-" + digest[:8]  # parameter ids like [α] and [β] would otherwise share one file

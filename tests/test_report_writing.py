@@ -13,8 +13,9 @@ import pytest
 from perfgate.collect import read_table
 from perfgate.columns import Columns
 from perfgate.compare import Comparison, compare_tables
+from perfgate.files import write_atomically
 from perfgate.regions import with_region_totals
-from perfgate.report import build_report, dumps, dumps_utf8
+from perfgate.report import build_report, dump_parts, dumps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from csvgen import write_raw_csv  # noqa: E402
@@ -47,15 +48,18 @@ def test_results_follow_their_launches_in_display_order(comparison: Comparison) 
         assert comparison.results[column].tolist() == comparison.launches[column][at].tolist()
 
 
-def test_the_json_written_a_column_at_a_time_is_dumps_in_utf8(comparison: Comparison) -> None:
+def test_the_json_written_a_column_at_a_time_is_dumps(comparison: Comparison, tmp_path: Path) -> None:
     report = build_report(comparison)
     assert any("→" in note for note in report["launches"]["launch_change"])  # a 2-byte-per-character string
     text = dumps(report)
-    assert dumps_utf8(report) == text.encode("utf-8")
+    parts = list(dump_parts(report))
+    assert len(parts) > len(report) and "".join(parts) == text
     assert json.loads(text) == json.loads(json.dumps(report))
+    write_atomically(tmp_path / "r.json", dump_parts(report))
+    assert (tmp_path / "r.json").read_bytes() == text.encode("utf-8")
     empty = build_report(dataclasses.replace(comparison, results=comparison.results[:0],
                                              result_launch=np.zeros(0, dtype=np.int64)))
-    assert dumps_utf8(empty) == dumps(empty).encode("utf-8")
+    assert "".join(dump_parts(empty)) == dumps(empty)
 
 
 def test_inconclusive_kernels_are_noted_once_each_in_join_order() -> None:

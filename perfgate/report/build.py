@@ -216,18 +216,13 @@ def dumps(report: Report) -> str:
     Every value goes through the json module's C encoder (no ``indent``, which would select the
     pure-Python one); the line breaks are added around its output, so a diff or a pager stays usable.
     """
-    return "".join(_json_parts(report))
+    return "".join(dump_parts(report))
 
 
-def dumps_utf8(report: Report) -> bytes:
-    """``dumps(report).encode("utf-8")``, encoded a part (a table column) at a time: the text of the whole
-    report never exists at once (one non-Latin-1 character, a "→" of a launch change, makes a Python string
-    take 2 bytes per character), which halves the memory a large report takes to write."""
-    return b"".join(part.encode("utf-8") for part in _json_parts(report))
-
-
-def _json_parts(report: Report) -> Iterator[str]:
-    """The text of ``dumps``, in parts whose concatenation it is."""
+def dump_parts(report: Report) -> Iterator[str]:
+    """The text of ``dumps`` in parts (at most a table column each), whose concatenation it is: written part by
+    part, the text of a large report never exists at once (one "→" of a launch change makes a Python string
+    of it take 2 bytes per character)."""
     yield "{\n"
     for index, (key, value) in enumerate(report.items()):
         name = _ENCODE(key)
