@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import random
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from perfgate.render import (
     render_text,
 )
 from perfgate.report import build_report
+from perfgate.units import scale_si
 
 V3 = "mlp-t4/report_v3_loop_unroll.ncu-rep"
 V4 = "mlp-t4/report_v4_8_per_thread.ncu-rep"
@@ -39,6 +41,20 @@ def test_format_value() -> None:
     assert format_value(18.0, "register/thread") == "18"
     assert format_value(None, "ns") == "—"
     assert format_change(1.2328) == "+123.3%" and format_change(-0.5) == "-50.0%" and format_change(None) == "—"
+
+
+def test_quantities_take_the_prefix_scale_si_picks() -> None:
+    """The formatters inline ``units.scale_si``'s choice (one call a value): the same prefix, the same digits."""
+    rng = random.Random(5)
+    values = [0.0, -0.0, 999.0, 999.5, 999.9999, 1000.0, 1e9, -1.5e12, 2.5e15, 123456789.5]
+    values += [rng.choice([-1, 1]) * 10 ** rng.uniform(-3, 16) for _ in range(5000)]
+    for value in values:
+        scaled, prefix = scale_si(value)
+        number = f"{scaled:.3g} {prefix}" if prefix else f"{value:.4g} "
+        whole = float(value).is_integer() and abs(value) < 1e9  # counts below 1e9 are written whole
+        assert format_value(value, "byte") == number + "B"
+        assert format_value(value, "inst ") == (f"{int(value):,} inst" if whole else number + "inst")
+        assert format_value(value, "register/thread") == (f"{int(value)}" if whole else number.rstrip())
 
 
 def test_md_escape_makes_names_inert() -> None:

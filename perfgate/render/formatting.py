@@ -6,18 +6,27 @@ import math
 from functools import lru_cache
 from typing import Any, Callable
 
-from perfgate.units import BYTE, BYTE_SYMBOL, SILENT_UNITS, TIME_UNITS, scale_si, scale_time
+from perfgate.units import BYTE, BYTE_SYMBOL, SI_PREFIXES, SILENT_UNITS, TIME_UNITS, scale_time
 
 MAX_NAME = 160  # longer (templated) kernel names are cut in tables; the JSON keeps them whole
 
 
 # ---------------------------------------------------------------- number formatting
 
-def _si(value: float, unit: str) -> str:
-    scaled, prefix = scale_si(value)
-    if prefix:
-        return f"{scaled:.3g} {prefix}{unit}".rstrip()
-    return f"{value:.4g} {unit}".rstrip()
+def _si(unit: str) -> Callable[[float], str]:
+    """A value with the largest decimal prefix it reaches (``units.scale_si``'s), to 3 significant digits; below
+    1000 to 4, without one. One flat call a value: an HTML report formats tens of thousands of them."""
+    prefixed = [(scale, f" {prefix}{unit}".rstrip()) for scale, prefix in SI_PREFIXES]
+    plain = f" {unit}".rstrip()  # the number never ends in a space: stripping the suffix is stripping the text
+
+    def si(value: float) -> str:
+        magnitude = abs(value)
+        for scale, suffix in prefixed:
+            if magnitude >= scale:
+                return f"{value / scale:.3g}{suffix}"
+        return f"{value:.4g}{plain}"
+
+    return si
 
 
 def _percent(value: float) -> str:
@@ -35,16 +44,17 @@ def _formatter(unit: str) -> Callable[[float], str]:
 
         return time
     if unit == BYTE:
-        return lambda value: _si(value, BYTE_SYMBOL)
+        return _si(BYTE_SYMBOL)
     if unit == "%":
         return _percent
     bare = unit in SILENT_UNITS
-    si_unit = "" if bare else unit
+    si = _si("" if bare else unit)
+    whole = f" {unit}".rstrip()
 
     def count(value: float) -> str:
         if float(value).is_integer() and abs(value) < 1e9:
-            return f"{int(value)}" if bare else f"{int(value):,} {unit}".rstrip()
-        return _si(value, si_unit)
+            return f"{int(value)}" if bare else f"{int(value):,}{whole}"
+        return si(value)
 
     return count
 

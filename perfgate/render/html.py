@@ -2,17 +2,22 @@
 
 Written in plain Python, no template engine: the page is one string (``_PAGE``) with a handful of
 fields, the kernel table and sections (``perfgate.render.kernels_html``), and the table of results, one row per
-gated metric of every
-launch, is written straight from the report's columns, because at 10,000 launches a template loop
-(and loading jinja2, ~70 ms) costs more than the whole comparison. Every string from a report goes
+gated metric of every launch, because at 10,000 launches a template loop (and loading jinja2, ~70 ms) costs
+more than the whole comparison. The table is put together from the report's columns in numpy: its 80,000 rows
+are parts that repeat (a launch's cells, a metric's label, each distinct number's text), made once each and
+joined once, or written a piece at a time (:func:`render_html_chunks`). Every string from a report goes
 through :func:`_escape`, which escapes exactly what jinja2's autoescape escapes; the page's
 Content-Security-Policy forbids scripts and network fetches.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable
+
+import numpy as np
 
 from perfgate.render.common import (
     VERDICT_WORD,
@@ -23,8 +28,8 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import _formatter, format_change, format_value, html_escape, limit_text
-from perfgate.render.kernels_html import kernel_sections, kernel_table
+from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text
+from perfgate.render.kernels_html import KernelRows, kernel_sections, kernel_table
 from perfgate.report import Report
 from perfgate.vocabulary import Status
 
@@ -32,6 +37,7 @@ _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 _EXPLAINED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)
 _NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
 _CLASS = {s.value: s.value.replace(" ", "-") for s in Status}
+_REASONS = 4  # explanatory metrics named in a launch's "why" row
 
 
 _escape = html_escape
@@ -50,99 +56,245 @@ class _Metrics:
         self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
 
 
-class _Rows:
-    """The results columns a table row reads, bound once."""
+# ---------------------------------------------------------------- numbers, each distinct one formatted once
+
+def _floats(column: Sequence[Any]) -> np.ndarray:
+    """A number column as floats, None as NaN; a value no float holds (an integer beyond float range) is NaN
+    too, and formatted one at a time from the report's own value (see :func:`_texts`)."""
+    try:
+        return np.array(column, dtype=float)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([_float_or_nan(v) for v in column], dtype=float)
+
+
+def _float_or_nan(value: Any) -> float:
+    try:
+        return float(value) if value is not None else math.nan
+    except (OverflowError, TypeError, ValueError):
+        return math.nan
+
+
+def _objects(texts: Sequence[str]) -> Any:
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
+
+
+def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], column: Sequence[Any],
+           odd: Callable[[Any], str]) -> Any:
+    """``text_of(v)`` for each of ``values[rows]``, each distinct value formatted once (thousands of launches
+    repeat a few values); a NaN (None in the report) is ``odd`` of the report's own value."""
+    picked = values[rows]
+    out = np.empty(len(rows), dtype=object)
+    number = ~np.isnan(picked)
+    if number.any():
+        bits = picked[number].view(np.int64)  # by bits, so -0.0 and 0.0 (shown "-0" and "0") stay apart
+        distinct, inverse = np.unique(bits, return_inverse=True)
+        out[number] = _objects([text_of(v) for v in distinct.view(np.float64).tolist()])[inverse]
+    for at in np.flatnonzero(~number).tolist():
+        out[at] = odd(column[rows[at]])
+    return out
+
+
+def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
+                  texts_of: Sequence[Callable[[float], str]], odd_of: Sequence[Callable[[Any], str]]) -> Any:
+    """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct value once."""
+    out = np.empty(len(rows), dtype=object)
+    for code in np.unique(codes).tolist():
+        mine = np.flatnonzero(codes == code)
+        out[mine] = _texts(values, rows[mine], texts_of[code], column, odd_of[code])
+    return out
+
+
+def _escaped(text_of: Callable[[float], str]) -> Callable[[float], str]:
+    return lambda value: _escape(text_of(value))
+
+
+def _tenths(k: int) -> str:
+    return f"{'+' if k > 0 else '-'}{abs(k) // 10}.{abs(k) % 10}%"
+
+
+def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray) -> Any:
+    """:func:`format_change` of each of ``changes[rows]``. Changes hardly repeat, their texts do (``+5.2%``):
+    a change is rounded to tenths of a percent in numpy where that rounding is certain, and each distinct
+    text made once; the rest (no change, near a tie, huge, missing) go through :func:`format_change`."""
+    picked = changes[rows]
+    with np.errstate(invalid="ignore", over="ignore"):
+        tenths = picked * 100 * 10  # what f"{change * 100:+.1f}" rounds, within 2**-13 below 2**40
+        rounded = np.rint(tenths)
+        certain = ((np.abs(picked) >= 0.0005) & (np.abs(tenths) < 2.0 ** 40)
+                   & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0))
+    out = np.empty(len(rows), dtype=object)
+    if certain.any():
+        distinct, inverse = np.unique(rounded[certain], return_inverse=True)
+        out[certain] = _objects([_tenths(int(k)) for k in distinct.tolist()])[inverse]
+    rest = np.flatnonzero(~certain)
+    if len(rest):
+        out[rest] = _texts(changes, rows[rest], format_change, column, format_change)
+    return out
+
+
+# ---------------------------------------------------------------- the table of every launch
+
+_SEPARATORS = ('</td><td class="num">', '</td>\n<td class="num">')
+
+
+class _Results:
+    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
 
     def __init__(self, report: Report) -> None:
-        results = report["results"]
-        self.statuses, self.gated, self.changes = results["status"], results["gated"], results["change"]
-        self.codes, self.baseline, self.current = results["metric"], results["baseline"], results["current"]
-        self.launch_change, self.launch_status = report["launches"]["launch_change"], report["launches"]["status"]
+        results, launches = report["results"], report["launches"]
+        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
+        code_of = {name: code for code, name in enumerate(self.names)}
+        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
+                                  count=len(results["status"]))
+        self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
+                                         count=len(launches["status"]))
+        self.launch = np.array(results["launch"], dtype=np.intp)
+        self.metric = np.array(results["metric"], dtype=np.intp)
+        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
+        self.baseline, self.current, self.change = (_floats(results[name]) for name in ("baseline", "current",
+                                                                                          "change"))
+
+    def statuses(self, *names: str) -> np.ndarray:
+        """Which status codes are one of ``names`` (a mask indexed by code)."""
+        return np.array([name in names for name in self.names], dtype=bool)
+
+    def of_status(self, name: str) -> np.ndarray:
+        """Which result rows have status ``name``."""
+        mask: np.ndarray = self.status == (self.names.index(name) if name in self.names else -1)
+        return mask
 
 
-def _why(rows: _Rows, facts: _Metrics, index: int, start: int, stop: int) -> str:
-    """A launch's "why" cell, worded as :func:`explanation` words it, read straight from the columns."""
-    statuses, changes, codes, explains = rows.statuses, rows.changes, rows.codes, facts.explains
-    moved = []
-    improved = False
-    for i in range(start, stop):
-        status = statuses[i]
-        if status == "info":
-            size = changes[i]
-            if size is not None and (size >= 0.01 or size <= -0.01) and explains[codes[i]]:
-                moved.append(i)
-        elif status == "improvement" and rows.gated[i]:
-            improved = True
-    change = rows.launch_change[index]
-    if not change and not ((improved or moved) and rows.launch_status[index] in _EXPLAINED):
-        return ""
-    if len(moved) > 1:
-        moved.sort(key=lambda i: -abs(changes[i] or 0.0))
-    reasons = []
-    for i in moved:
-        if not rows.gated[i]:
-            unit = facts.units[codes[i]]
-            reasons.append(f"{facts.names[codes[i]]} {format_value(rows.baseline[i], unit)} → "
-                           f"{format_value(rows.current[i], unit)} ({format_change(changes[i])})")
-            if len(reasons) == 4:
-                break
-    text = f"launch config changed: {_escape(change)}<br>" if change else ""
-    if reasons:
-        text += "why: " + _escape("; ".join(reasons))
-    return text
+def _shown(columns: _Results) -> np.ndarray:
+    """The result rows the table lists: the gated ones, and an ungated one only for a launch that is new, missing
+    or without data as a whole (one absent on a side of a compared launch says nothing: its section lists every
+    collected metric)."""
+    ungated = columns.statuses(*_SHOWN_UNGATED)[columns.status] & (columns.status
+                                                                   == columns.launch_status[columns.launch])
+    return np.flatnonzero(columns.gated | ungated)
 
 
-def table_rows(report: Report) -> str:
-    """The ``<tbody>`` rows: each launch's gated metrics (and the rows that say new, missing or no data)."""
-    launches, results = report["launches"], report["results"]
-    facts = _Metrics(report)
-    bound = _Rows(report)
-    labels, limits, units, unit_safe = facts.labels, facts.limits, facts.units, facts.unit_safe
+def _who(report: Report) -> Any:
+    """Each launch's test, kernel and region cells; each distinct name escaped once."""
+    launches = report["launches"]
     has_tests = any(launches["test"])
-    columns = 8 if has_tests else 7
-    pointer, statuses, gated, codes = results["launch"], results["status"], results["gated"], results["metric"]
-    baseline, current, changes = results["baseline"], results["current"], results["change"]
-    change_of, escape = format_change, _escape
-    formats = [_formatter(unit) for unit in units]
-    titles: dict[str | None, str] = {}
-    total = len(pointer)
-    out: list[str] = []
-    start = 0
-    for index in range(len(launches["status"])):
-        stop = start
-        while stop < total and pointer[stop] == index:
-            stop += 1
-        kernel, ordinal = launches["kernel"][index], launches["ordinal"][index]
-        name = f"{kernel} #{ordinal}" if launches["kind"][index] == "kernel" and ordinal > 0 else kernel
-        demangled = launches["demangled"][index]
-        title = titles.get(demangled)
-        if title is None:
-            title = titles[demangled] = escape(demangled)
-        test = f'<td class="kernel">{escape(launches["test"][index] or "")}</td>' if has_tests else ""
-        who = (f'{test}<td class="kernel" title="{title}">{escape(name)}</td>'
-               f'<td>{escape(launches["region"][index] or "")}</td>')
-        launch_status = launches["status"][index]
-        for i in range(start, stop):
-            status = statuses[i]
-            # An ungated metric is listed only for a launch that is new, missing or without data as a whole: one
-            # absent on a side of a compared launch says nothing (its section lists every collected metric).
-            if not gated[i] and (status not in _SHOWN_UNGATED or status != launch_status):
-                continue
-            code = codes[i]
-            number = formats[code]
-            base_value, cur_value = baseline[i], current[i]
-            before = "—" if base_value is None else number(base_value)
-            after = "—" if cur_value is None else number(cur_value)
-            if not unit_safe[code]:
-                before, after = escape(before), escape(after)
-            out.append(f'<tr class="{_CLASS[status]}">\n<td>{status}</td>{who}\n<td>{labels[code]}</td>'
-                       f'<td class="num">{before}</td><td class="num">{after}</td>\n'
-                       f'<td class="num">{change_of(changes[i])}</td><td>{limits[code]}</td>\n</tr>\n')
-        why = _why(bound, facts, index, start, stop)
-        if why:
-            out.append(f'<tr class="why"><td></td><td colspan="{columns}" class="why">{why}</td></tr>\n')
-        start = stop
-    return "".join(out)
+    escaped: dict[Any, str] = {}
+
+    def escape(text: Any) -> str:
+        found = escaped.get(text)
+        if found is None:
+            found = escaped[text] = _escape(text)
+        return found
+
+    cells = []
+    for kernel, kind, ordinal, demangled, test, region in zip(launches["kernel"], launches["kind"],
+                                                              launches["ordinal"], launches["demangled"],
+                                                              launches["test"], launches["region"]):
+        name = f"{escape(kernel)} #{ordinal}" if kind == "kernel" and ordinal > 0 else escape(kernel)
+        test_cell = f'<td class="kernel">{escape(test or "")}</td>' if has_tests else ""
+        cells.append(f'{test_cell}<td class="kernel" title="{escape(demangled)}">{name}</td>'
+                     f'<td>{escape(region or "")}</td>')
+    return _objects(cells)
+
+
+class _WhyRows:
+    """The "why" rows: the launch configuration change, then (for a regressed or improved launch) the explanatory
+    metrics that moved most, as :func:`explanation` words them. ``launches`` are the launches with one
+    (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
+
+    def __init__(self, report: Report, facts: _Metrics, columns: _Results, values: list[Callable[[float], str]],
+                 missing: list[Callable[[Any], str]]) -> None:
+        launches, results = report["launches"], report["results"]
+        launch, change = columns.launch, columns.change
+        with np.errstate(invalid="ignore"):
+            moved = columns.of_status("info") & (np.abs(change) >= 0.01) & np.array(facts.explains, dtype=bool)[
+                columns.metric]
+        improved = columns.of_status("improvement") & columns.gated
+        configs = {text: f"launch config changed: {_escape(text)}<br>"
+                   for text in dict.fromkeys(launches["launch_change"]) if text}
+        config = _objects([configs[text] if text else "" for text in launches["launch_change"]])
+        stirred = ((np.bincount(launch[moved | improved], minlength=len(config)) > 0)
+                   & columns.statuses(*_EXPLAINED)[columns.launch_status])
+        wanted = (config != "") | stirred
+        # Each launch's ungated moved metrics, the largest change first (ties in report order), at most _REASONS.
+        named = np.flatnonzero(moved & ~columns.gated & wanted[launch])
+        named = named[np.lexsort((-np.abs(change[named]), launch[named]))]
+        first = np.flatnonzero(np.r_[True, launch[named][1:] != launch[named][:-1]])
+        rank = np.arange(len(named)) - np.repeat(first, np.diff(np.r_[first, len(named)]))
+        named, rank = named[rank < _REASONS], rank[rank < _REASONS]
+        reasons = np.bincount(launch[named], minlength=len(config))
+        self.launches = np.flatnonzero((config != "") | (reasons > 0))
+        # A row: its start, the change, "why: ", then per reason "; " (none before the first), the metric's
+        # label, " ", the baseline, " → ", the current value, " (", the change, ")"; and its end.
+        self.sizes = 4 + 9 * reasons[self.launches]
+        starts = np.cumsum(self.sizes) - self.sizes
+        self.parts = parts = np.empty(int(self.sizes.sum()), dtype=object)
+        width = 8 if any(launches["test"]) else 7
+        parts[starts] = f'<tr class="why"><td></td><td colspan="{width}" class="why">'
+        parts[starts + 1] = config[self.launches]
+        parts[starts + 2] = np.where(reasons[self.launches] > 0, "why: ", "").astype(object)
+        parts[starts + self.sizes - 1] = "</td></tr>\n"
+        at = starts[np.searchsorted(self.launches, launch[named])] + 3 + 9 * rank
+        codes = columns.metric[named]
+        parts[at] = np.where(rank > 0, "; ", "").astype(object)
+        parts[at + 1] = _objects(facts.labels)[codes]
+        parts[at + 2] = " "
+        parts[at + 3] = _number_texts(columns.baseline, results["baseline"], named, codes, values, missing)
+        parts[at + 4] = " → "
+        parts[at + 5] = _number_texts(columns.current, results["current"], named, codes, values, missing)
+        parts[at + 6] = " ("
+        parts[at + 7] = _change_texts(change, results["change"], named)
+        parts[at + 8] = ")"
+
+
+def _table_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
+    return lambda value: "—" if value is None else text_of(value)
+
+
+def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
+    return lambda value: "—" if value is None or value != value else text_of(value)
+
+
+def table_rows(report: Report) -> list[str]:
+    """The ``<tbody>`` rows, as the parts to join: each launch's gated metrics (and the rows that say new,
+    missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
+    launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
+    by numpy indexing, not 80,000 string formats."""
+    facts = _Metrics(report)
+    columns = _Results(report)
+    results = report["results"]
+    # A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is.
+    values = [_formatter(u) if safe else _escaped(_formatter(u)) for u, safe in zip(facts.units, facts.unit_safe)]
+    # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
+    table_missing = [_table_missing(text_of) for text_of in values]
+    why_missing = [_why_missing(text_of) for text_of in values]
+    shown = _shown(columns)
+    codes, launch = columns.metric[shown], columns.launch[shown]
+    heads = np.empty(len(columns.names), dtype=object)
+    for code in np.unique(columns.status[shown]).tolist():
+        name = columns.names[code]
+        heads[code] = f'<tr class="{_CLASS[name]}">\n<td>{name}</td>'
+    middles = _objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
+    tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
+    why = _WhyRows(report, facts, columns, values, why_missing)
+    # Row r's nine parts come after the rows and "why" rows before it; a launch's "why" follows its last row.
+    why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
+    starts = 9 * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
+    parts = np.empty(9 * len(shown) + len(why.parts), dtype=object)
+    parts[starts] = heads[columns.status[shown]]
+    parts[starts + 1] = _who(report)[launch]
+    parts[starts + 2] = middles[codes]
+    parts[starts + 3] = _number_texts(columns.baseline, results["baseline"], shown, codes, values, table_missing)
+    parts[starts + 4] = _SEPARATORS[0]
+    parts[starts + 5] = _number_texts(columns.current, results["current"], shown, codes, values, table_missing)
+    parts[starts + 6] = _SEPARATORS[1]
+    parts[starts + 7] = _change_texts(columns.change, results["change"], shown)
+    parts[starts + 8] = tails[codes]
+    why_starts = 9 * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
+    parts[np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))] = why.parts
+    texts: list[str] = parts.tolist()
+    return texts
 
 
 _PAGE = """<!DOCTYPE html>
@@ -189,9 +341,27 @@ tr.inconclusive td {{ background: #fff8c5; }}
 </body>
 </html>
 """
+_PAGE_TOP, _PAGE_BOTTOM = _PAGE.split("{rows}")
+
 
 def render_html(report: Report, commits: Sequence[str | None] | None = None) -> str:
     """One self-contained HTML file (inline CSS and SVG charts, no scripts, no fetches)."""
+    return "".join(page_parts(report, commits))
+
+
+_CHUNK = 4096  # parts of the page joined into one piece for a writer: ~200 kB
+
+
+def render_html_chunks(report: Report, commits: Sequence[str | None] | None = None) -> Iterator[str]:
+    """:func:`render_html`'s page in pieces, for a writer: the page of 10,000 launches never exists whole (as
+    one str it takes 57 MB: its icons make it 4 bytes a character)."""
+    parts = page_parts(report, commits)
+    for start in range(0, len(parts), _CHUNK):
+        yield "".join(parts[start:start + _CHUNK])
+
+
+def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> list[str]:
+    """The page as the parts to join: the top, the table's rows (parts most of them share), the bottom."""
     verdict = report["verdict"]
     summary = summary_parts(report)
     comparisons = []
@@ -209,17 +379,22 @@ def render_html(report: Report, commits: Sequence[str | None] | None = None) -> 
     moved = commits_line(commits)
     if moved:
         facts.append(f"commits: {_escape(moved)}")
-    return _PAGE.format(
-        facts=" · ".join(facts),
-        kernels=kernel_table(report),
-        sections=kernel_sections(report),
-        headline=_escape(headline(report)),
-        verdict_class={"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
-        verdict=VERDICT_WORD.get(verdict, "FAIL"),
-        summary=_escape(" · ".join(summary)) if summary else "nothing compared",
-        comparisons="".join(comparisons),
-        test_header="<th>Test</th>" if any(report["launches"]["test"]) else "",
-        rows=table_rows(report),
-        notes="".join(f'<p class="meta">{_escape(note)}</p>\n' for note in [*unmeasured_notes(report), *report["notes"]]),
-        generator=_escape(report["generator"]),
-    )
+    kernels = KernelRows(report)
+    fields = {
+        "facts": " · ".join(facts),
+        "kernels": kernel_table(report, kernels),
+        "sections": kernel_sections(report, kernels),
+        "headline": _escape(headline(report)),
+        "verdict_class": {"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
+        "verdict": VERDICT_WORD.get(verdict, "FAIL"),
+        "summary": _escape(" · ".join(summary)) if summary else "nothing compared",
+        "comparisons": "".join(comparisons),
+        "test_header": "<th>Test</th>" if any(report["launches"]["test"]) else "",
+        "notes": "".join(f'<p class="meta">{_escape(note)}</p>\n' for note in [*unmeasured_notes(report),
+                                                                                *report["notes"]]),
+        "generator": _escape(report["generator"]),
+    }
+    parts = table_rows(report)
+    parts.insert(0, _PAGE_TOP.format(**fields))
+    parts.append(_PAGE_BOTTOM.format(**fields))
+    return parts

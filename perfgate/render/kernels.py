@@ -4,13 +4,15 @@ the repeated-launch judgement and the "why" every format shows. Stdlib only."""
 from __future__ import annotations
 
 import statistics
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Iterable
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import Report, group_stats, repeated_totals, result_span
+from perfgate.report import Report, group_stats, repeated_totals
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -152,37 +154,67 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
     return row
 
 
+def _rank(status: str) -> int:
+    """A metric's status over its launches is the worst compared one; new, missing or no data only when none."""
+    return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if status in _UNCOMPARED else 0)
+
+
+def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
+    """``column``'s values at ``rows``, gathered in C (a kernel of a loop has thousands of launches)."""
+    return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
+
+
+def _rows_by_metric(pointer: list[int], codes: list[int], indexes: list[int]) -> dict[int, list[int]]:
+    """The result rows of launches ``indexes`` by metric code, in report order (codes in order of appearance)."""
+    spans = []
+    for index in indexes:
+        start = bisect_left(pointer, index)
+        stop = bisect_right(pointer, index, start)
+        if stop > start:
+            spans.append((start, stop))
+    if not spans:
+        return {}
+    first = codes[spans[0][0]:spans[0][1]]
+    if len(set(first)) == len(first) and all(codes[start:stop] == first for start, stop in spans):
+        # The launches of a loop hold the same metrics in the same order: each metric's rows are an offset.
+        starts = [start for start, _ in spans]
+        return {code: [start + offset for start in starts] for offset, code in enumerate(first)}
+    by_code: dict[int, list[int]] = {}
+    for start, stop in spans:
+        for i, code in zip(range(start, stop), codes[start:stop]):
+            rows = by_code.get(code)
+            if rows is None:
+                by_code[code] = [i]
+            else:
+                rows.append(i)
+    return by_code
+
+
 def _summaries(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]]) \
         -> list[MetricSummary]:
     results, metrics = report["results"], report["metrics"]
     groups: Any = report["launches"]
     group_column = groups.get("group") or []
-    by_code: dict[int, list[int]] = {}
-    for index in indexes:
-        start, stop = result_span(report, index)
-        for i in range(start, stop):
-            by_code.setdefault(results["metric"][i], []).append(i)
+    by_code = _rows_by_metric(results["launch"], results["metric"], indexes)
     group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
     out = []
     for code, rows in by_code.items():
-        statuses = [results["status"][i] for i in rows]
-        status = min(statuses, key=lambda s: STATUS_RANK.get(s, 99) + (len(STATUS_RANK) if s in _UNCOMPARED else 0))
-        before = [v for v in (results["baseline"][i] for i in rows) if v is not None]
-        after = [v for v in (results["current"][i] for i in rows) if v is not None]
+        status = min(dict.fromkeys(_picked(results["status"], rows)), key=_rank)  # the first worst, as over rows
         summary = MetricSummary(
             metric=str(metrics["metric"][code] or ""), label=str(metrics["label"][code] or metrics["metric"][code]),
             unit=str(metrics["unit"][code] or ""), threshold=str(metrics["threshold"][code] or ""),
-            direction=str(metrics["direction"][code] or ""), gated=any(results["gated"][i] for i in rows),
+            direction=str(metrics["direction"][code] or ""), gated=any(_picked(results["gated"], rows)),
             status=status, before=None, after=None, change=None, launches=len(rows))
-        judged = stats.get((group, code)) if group is not None else None
         if len(rows) == 1:
             i = rows[0]
             summary.before, summary.after, summary.change = results["baseline"][i], results["current"][i], \
                 results["change"][i]
         else:
-            summary.before, summary.after = _median(before), _median(after)
+            summary.before = _median([v for v in _picked(results["baseline"], rows) if v is not None])
+            summary.after = _median([v for v in _picked(results["current"], rows) if v is not None])
             if summary.before and summary.after is not None:
                 summary.change = summary.after / summary.before - 1
+        judged = stats.get((group, code)) if group is not None else None
         if judged is not None:
             summary.before = judged["median_baseline"] if judged["median_baseline"] is not None else summary.before
             summary.after = judged["median_current"] if judged["median_current"] is not None else summary.after

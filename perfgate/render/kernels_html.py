@@ -54,18 +54,40 @@ def _where(row: KernelRow) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def kernel_table(report: Report) -> str:
+class KernelRows:
+    """A report's kernels, each summarized once (:func:`kernel_row`) for the table and the sections: a kernel of a
+    loop of 10,000 launches takes tens of milliseconds."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.kernels = kernel_groups(report)
+        self.stats = group_stats(report)
+        self._rows: dict[int, KernelRow] = {}
+
+    def row(self, indexes: list[int]) -> KernelRow:
+        found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
+        if found is None:
+            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats)
+        return found
+
+    def with_status(self, statuses: tuple[str, ...]) -> list[list[int]]:
+        """The kernels with a launch in one of ``statuses``, as ``kernel_groups(report, statuses)``."""
+        column = self.report["launches"]["status"]
+        return [k for k in self.kernels if any(column[i] in statuses for i in k)]
+
+
+def kernel_table(report: Report, rows: KernelRows | None = None) -> str:
     """``<h2>Kernels</h2>`` and one row per kernel (the first ``KERNEL_ROWS``), what needs attention first."""
-    kernels = kernel_groups(report)
+    rows = KernelRows(report) if rows is None else rows
+    kernels = rows.kernels
     if not kernels:
         return ""
-    stats = group_stats(report)
     out = ['<h2 id="kernels">Kernels</h2>',
            '<table id="kernel-table"><thead><tr><th>Status</th><th>Kernel</th><th>Test · GPU · region</th>'
            '<th>Launches</th><th>Metric</th><th>Baseline</th><th>Current</th><th>Change</th><th>Limit</th>'
            '<th>Why</th></tr></thead><tbody>']
     for indexes in kernels[:KERNEL_ROWS]:
-        row = kernel_row(report, indexes, stats)
+        row = rows.row(indexes)
         moved = row.moved[:3]
         why = why_lines(row, others=0)[:3]  # the bound, a launch-config change, ncu's findings
         cells = [f"{STATUS_ICON.get(row.status, '')} {html_escape(row.status)}",
@@ -88,16 +110,15 @@ def kernel_table(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def kernel_sections(report: Report) -> str:
+def kernel_sections(report: Report, rows: KernelRows | None = None) -> str:
     """One ``<section>`` per regressed or inconclusive kernel (the first ``SECTIONS``)."""
-    kernels = [k for k in kernel_groups(report, _SECTION_STATUSES)]
+    rows = KernelRows(report) if rows is None else rows
+    kernels = rows.with_status(_SECTION_STATUSES)
     if not kernels:
         return ""
-    stats = group_stats(report)
-    rows = [kernel_row(report, k, stats) for k in kernels[:SECTIONS]]
-    rows = [r for r in rows if r.status in _SECTION_STATUSES]
+    shown = [row for row in map(rows.row, kernels[:SECTIONS]) if row.status in _SECTION_STATUSES]
     out = ['<h2 id="investigate">Regressed and inconclusive kernels</h2>']
-    for number, row in enumerate(rows):
+    for number, row in enumerate(shown):
         out.append(_section(row, number))
     if len(kernels) > SECTIONS:
         out.append(f'<p class="meta" id="sections-truncated">Sections for the first {SECTIONS} of {len(kernels):,} '

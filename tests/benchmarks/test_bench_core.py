@@ -17,7 +17,9 @@ import pytest
 
 from perfgate.collect import read_table
 from perfgate.compare import CompareOptions, compare_tables
+from perfgate.files import write_atomically
 from perfgate.render import render_html, render_json, render_markdown, render_text
+from perfgate.render.html import render_html_chunks
 from perfgate.report import build_report, dumps, merge_reports, validate_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -95,6 +97,13 @@ def test_bench_build_report_10k(benchmark, big_csvs: tuple[Path, Path]) -> None:
 def test_bench_render_10k(benchmark, big_report: dict, renderer) -> None:  # type: ignore[no-untyped-def]
     out = benchmark(renderer, big_report)
     assert out
+
+
+def test_bench_write_html_10k(benchmark, big_report: dict, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The page of every launch written a piece at a time (render_html_chunks): it never exists whole."""
+    page = tmp_path / "page.html"
+    benchmark(lambda: write_atomically(page, render_html_chunks(big_report)))
+    assert page.stat().st_size > 1_000_000
 
 
 def test_bench_write_json_10k(benchmark, big_report: dict) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,193 @@
+"""The HTML table of every launch, put together in numpy (``perfgate.render.html``): the same page as writing it
+row by row, on reports made to hold the edge cases (a "why" row without result rows, ties in the largest changes,
+numbers that round on a tie, units to escape, -0.0 beside 0.0, missing values)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfgate.render import format_change, format_value, render_html
+from perfgate.render.formatting import html_escape
+from perfgate.render.html import _change_texts, _floats, render_html_chunks
+from perfgate.report import Report, dumps, empty_report, summarize, validate_report
+
+_UNGATED_SHOWN = ("new", "missing", "no data")
+_EXPLAINED = ("regression", "improvement")
+
+
+def rows_one_by_one(report: Report) -> str:
+    """The table's rows as perfgate wrote them before numpy, one launch and one result row at a time."""
+    launches, results, metrics = report["launches"], report["results"], report["metrics"]
+    names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
+    units = [u or "" for u in metrics["unit"]]
+    from perfgate.render.formatting import _formatter, limit_text
+
+    limits = [html_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], units)]
+    explains = [not re.match(r"^(launch__|time\.stddev$)", str(m or "")) for m in metrics["metric"]]
+    has_tests = any(launches["test"])
+    out = []
+    for index in range(len(launches["status"])):
+        rows = [i for i, launch in enumerate(results["launch"]) if launch == index]
+        kernel, ordinal = launches["kernel"][index], launches["ordinal"][index]
+        name = f"{kernel} #{ordinal}" if launches["kind"][index] == "kernel" and ordinal > 0 else kernel
+        test = f'<td class="kernel">{html_escape(launches["test"][index] or "")}</td>' if has_tests else ""
+        who = (f'{test}<td class="kernel" title="{html_escape(launches["demangled"][index])}">{html_escape(name)}'
+               f'</td><td>{html_escape(launches["region"][index] or "")}</td>')
+        for i in rows:
+            status, code = results["status"][i], results["metric"][i]
+            if not results["gated"][i] and (status not in _UNGATED_SHOWN or status != launches["status"][index]):
+                continue
+            number = _formatter(units[code])
+            before = "—" if results["baseline"][i] is None else html_escape(number(results["baseline"][i]))
+            after = "—" if results["current"][i] is None else html_escape(number(results["current"][i]))
+            out.append(f'<tr class="{status.replace(" ", "-")}">\n<td>{status}</td>{who}\n'
+                       f'<td>{html_escape(names[code])}</td><td class="num">{before}</td><td class="num">{after}'
+                       f'</td>\n<td class="num">{format_change(results["change"][i])}</td><td>{limits[code]}</td>\n'
+                       f'</tr>\n')
+        moved = [i for i in rows if results["status"][i] == "info" and results["change"][i] is not None
+                 and abs(results["change"][i]) >= 0.01 and explains[results["metric"][i]]]
+        improved = any(results["status"][i] == "improvement" and results["gated"][i] for i in rows)
+        change = launches["launch_change"][index]
+        if not change and not ((improved or moved) and launches["status"][index] in _EXPLAINED):
+            continue
+        moved.sort(key=lambda i: -abs(results["change"][i] or 0.0))
+        reasons = [f"{names[results['metric'][i]]} {format_value(results['baseline'][i], units[results['metric'][i]])}"
+                   f" → {format_value(results['current'][i], units[results['metric'][i]])} "
+                   f"({format_change(results['change'][i])})" for i in moved if not results["gated"][i]][:4]
+        text = f"launch config changed: {html_escape(change)}<br>" if change else ""
+        if reasons:
+            text += "why: " + html_escape("; ".join(reasons))
+        if text:
+            out.append(f'<tr class="why"><td></td><td colspan="{8 if has_tests else 7}" class="why">{text}</td>'
+                       f'</tr>\n')
+    return "".join(out)
+
+
+def table_of(page: str) -> str:
+    every = page[page.index('<table id="results">'):]
+    return every[every.index("<tbody>\n") + len("<tbody>\n"):every.index("</tbody>")]
+
+
+METRICS = {"metric": ["gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum",
+                      "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
+                      "odd__metric", "odd__spaced"],
+           "label": ["duration", "DRAM read", None, "registers", "occupancy <%>", "odd", "spaced"],
+           "unit": ["ns", "byte", "inst", "register/thread", "%", "<b>&", "inst "],
+           "threshold": ["5%+2000", "2%+4096", "1%", "off", "off", "3%", None],
+           "direction": ["lower", "lower", "lower", "lower", "higher", "lower", "lower"]}
+
+
+def hand_made(launches: list[dict[str, Any]], results: list[tuple[Any, ...]], test: str | None = None) -> Report:
+    """A validated report of ``launches`` (facts beyond the defaults) and ``results`` rows (launch, metric,
+    baseline, current, change, status, gated)."""
+    n = len(launches)
+    table: dict[str, list[Any]] = {
+        "kind": ["kernel"] * n, "kernel": [f"k<{i % 3}>" for i in range(n)],
+        "demangled": [f'void k<{i % 3}>(float *, "q")' for i in range(n)], "region": [""] * n,
+        "ordinal": [i // 3 for i in range(n)], "status": ["unchanged"] * n, "device": ["H100"] * n,
+        "launch_change": [None] * n, "test": [test] * n, "path": [None] * n, "line": [None] * n}
+    for i, facts in enumerate(launches):
+        for key, value in facts.items():
+            table[key][i] = value
+    columns: dict[str, list[Any]] = {k: [] for k in ("launch", "metric", "baseline", "current", "change", "delta",
+                                                     "status", "gated")}
+    for launch, metric, base, cur, change, status, gated in sorted(results, key=lambda r: r[0]):
+        for key, value in (("launch", launch), ("metric", metric), ("baseline", base), ("current", cur),
+                           ("change", change), ("delta", None), ("status", status), ("gated", gated)):
+            columns[key].append(value)
+    report = empty_report()
+    report.update(verdict="fail", summary=summarize(table["status"]), launches=table,  # type: ignore[typeddict-item]
+                  metrics=METRICS, results=columns)  # type: ignore[typeddict-item]
+    return validate_report(json.loads(dumps(report)), "hand-made")
+
+
+def edge_cases(test: str | None = None) -> Report:
+    launches = [
+        {"status": "regression", "launch_change": "grid (1, 1, 1) → (2, 1, 1); <block>"},
+        {"status": "new", "region": "r<1>"},
+        {"status": "no data"},
+        {"status": "improvement"},
+        {"status": "unchanged", "launch_change": "registers 16 → 18"},  # no result rows: a "why" row only
+        {"status": "missing", "kind": "region", "ordinal": 4},
+        {"status": "regression"},
+        {"status": "improvement", "launch_change": ""},
+    ]
+    results = [
+        (0, 0, 1000.0, 1500.0, 0.5, "regression", True),
+        (0, 1, -0.0, 0.0, None, "unchanged", True),
+        (0, 2, 100, 200, 1, "info", False),  # five moved: the four largest, ties in report order
+        (0, 4, 40.0, 50.0, 0.25, "info", False),
+        (0, 5, 3.0, 2.0, -0.25, "info", False),
+        (0, 6, 2.5, 3.0, 0.2, "info", False),
+        (0, 3, 16, 32, 1, "info", False),  # launch__: explains nothing
+        (0, 1, 1e6, 1.25e6, 0.25, "info", False),
+        (1, 0, None, 2e9, None, "new", True),
+        (1, 4, None, 12.25, None, "new", False),
+        (2, 0, None, None, None, "no data", True),
+        (2, 1, 5e12, None, None, "no data", True),
+        (3, 0, 2000.0, 1000.0, -0.5, "improvement", True),
+        (3, 5, 7.0, 7.5, 0.00125, "info", False),  # a tie in tenths of a percent: +0.1%, not +0.2%
+        (3, 6, 7.0, 7.0035, 0.0005, "info", False),
+        (5, 0, 123.0, None, None, "missing", True),
+        (5, 2, 99999.0, None, None, "missing", False),
+        (6, 0, 1.0, 2.0, 1e12, "regression", True),
+        (6, 2, 2**60, 2**61, 1.0, "info", True),  # gated info: counts as moved, is not named
+        (7, 0, 1000.0, 999.0, -0.001, "improvement", True),
+        (7, 1, 999.5, 1000.0, 0.0005005, "unchanged", True),
+    ]
+    return hand_made(launches, results, test)
+
+
+@pytest.mark.parametrize("test", [None, "tests/test_x.py::test_<y>"])
+def test_the_table_is_the_rows_written_one_by_one(test: str | None) -> None:
+    report = edge_cases(test)
+    page = render_html(report)
+    assert table_of(page) == rows_one_by_one(report)
+    assert "launch config changed: registers 16 → 18<br></td></tr>" in page  # a launch without result rows
+    assert "&lt;b&gt;&amp;" in table_of(page) and "<b>&" not in table_of(page)
+
+
+def test_a_large_random_report_renders_as_row_by_row() -> None:
+    rng = random.Random(7)
+    statuses = ["regression", "improvement", "unchanged", "new", "missing", "no data"]
+    launches = [{"status": rng.choice(statuses), "launch_change": rng.choice([None, "", "grid → (2, 1, 1)"])}
+                for _ in range(300)]
+    results = []
+    for launch, facts in enumerate(launches):
+        for metric in rng.sample(range(7), rng.randint(0, 7)):
+            base = rng.choice([None, 0.0, -0.0, 1.0, 1000.0, 999.5, rng.uniform(-1e7, 1e10), rng.randint(0, 10**9)])
+            cur = rng.choice([None, base, rng.uniform(0, 1e10)])
+            change = rng.choice([None, 0.0, 1e-5, 0.00125, -0.0005, rng.uniform(-1, 1), rng.uniform(-0.02, 0.02)])
+            status = rng.choice([facts["status"], "info", "unchanged", "improvement", "regression"])
+            results.append((launch, metric, base, cur, change, status, rng.choice([True, False, None])))
+    report = hand_made(launches, results)
+    assert table_of(render_html(report)) == rows_one_by_one(report)
+
+
+def test_the_page_in_chunks_is_the_page() -> None:
+    report = edge_cases()
+    assert "".join(render_html_chunks(report)) == render_html(report)
+
+
+def test_change_texts_are_format_change() -> None:
+    """Changes rounded to tenths of a percent in numpy, only where that rounding is certain."""
+    rng = random.Random(3)
+    changes: list[Any] = [None, 0.0, -0.0, 0.0004999, 0.0005, -0.0005, 0.00125, -0.00125, 0.00135, 1e9, 1e12,
+                          -1e15, 0.9995, 0.01, -0.01, 1, -1, 7]
+    changes += [rng.uniform(-2, 2) for _ in range(20000)]
+    changes += [round(rng.uniform(-5, 5), 4) + 0.00005 * rng.choice([-1, 0, 1]) for _ in range(20000)]
+    changes += [rng.choice([-1, 1]) * 10 ** rng.uniform(-6, 13) for _ in range(20000)]
+    texts = _change_texts(_floats(changes), changes, np.arange(len(changes))).tolist()
+    assert texts == [format_change(c) for c in changes]
+
+
+def test_values_beyond_float_range_are_formatted_as_before() -> None:
+    column: list[Any] = [1.5, None, 10**400, 2]
+    values = _floats(column)
+    assert np.isnan(values[1]) and np.isnan(values[2]) and values[3] == 2.0
