@@ -81,28 +81,30 @@ def _objects(texts: Sequence[str]) -> Any:
 
 
 def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], column: Sequence[Any],
-           odd: Callable[[Any], str]) -> Any:
-    """``text_of(v)`` for each of ``values[rows]``, each distinct value formatted once (thousands of launches
-    repeat a few values); a NaN (None in the report) is ``odd`` of the report's own value."""
+           odd: Callable[[Any], str], suffix: str = "") -> Any:
+    """``text_of(v) + suffix`` for each of ``values[rows]``, each distinct value formatted once (thousands of
+    launches repeat a few values); a NaN (None in the report) is ``odd`` of the report's own value. The suffix
+    (the markup that follows) spares the table a part in each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
     number = ~np.isnan(picked)
     if number.any():
         bits = picked[number].view(np.int64)  # by bits, so -0.0 and 0.0 (shown "-0" and "0") stay apart
         distinct, inverse = np.unique(bits, return_inverse=True)
-        out[number] = _objects([text_of(v) for v in distinct.view(np.float64).tolist()])[inverse]
+        out[number] = _objects([text_of(v) + suffix for v in distinct.view(np.float64).tolist()])[inverse]
     for at in np.flatnonzero(~number).tolist():
-        out[at] = odd(column[rows[at]])
+        out[at] = odd(column[rows[at]]) + suffix
     return out
 
 
 def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
-                  texts_of: Sequence[Callable[[float], str]], odd_of: Sequence[Callable[[Any], str]]) -> Any:
+                  texts_of: Sequence[Callable[[float], str]], odd_of: Sequence[Callable[[Any], str]],
+                  suffix: str = "") -> Any:
     """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct value once."""
     out = np.empty(len(rows), dtype=object)
     for code in np.unique(codes).tolist():
         mine = np.flatnonzero(codes == code)
-        out[mine] = _texts(values, rows[mine], texts_of[code], column, odd_of[code])
+        out[mine] = _texts(values, rows[mine], texts_of[code], column, odd_of[code], suffix)
     return out
 
 
@@ -114,7 +116,7 @@ def _tenths(k: int) -> str:
     return f"{'+' if k > 0 else '-'}{abs(k) // 10}.{abs(k) % 10}%"
 
 
-def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray) -> Any:
+def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, suffix: str = "") -> Any:
     """:func:`format_change` of each of ``changes[rows]``. Changes hardly repeat, their texts do (``+5.2%``):
     a change is rounded to tenths of a percent in numpy where that rounding is certain, and each distinct
     text made once; the rest (no change, near a tie, huge, missing) go through :func:`format_change`."""
@@ -127,17 +129,14 @@ def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray) 
     out = np.empty(len(rows), dtype=object)
     if certain.any():
         distinct, inverse = np.unique(rounded[certain], return_inverse=True)
-        out[certain] = _objects([_tenths(int(k)) for k in distinct.tolist()])[inverse]
+        out[certain] = _objects([_tenths(int(k)) + suffix for k in distinct.tolist()])[inverse]
     rest = np.flatnonzero(~certain)
     if len(rest):
-        out[rest] = _texts(changes, rows[rest], format_change, column, format_change)
+        out[rest] = _texts(changes, rows[rest], format_change, column, format_change, suffix)
     return out
 
 
 # ---------------------------------------------------------------- the table of every launch
-
-_SEPARATORS = ('</td><td class="num">', '</td>\n<td class="num">')
-
 
 class _Results:
     """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
@@ -175,27 +174,33 @@ def _shown(columns: _Results) -> np.ndarray:
     return np.flatnonzero(columns.gated | ungated)
 
 
-def _who(report: Report) -> Any:
-    """Each launch's test, kernel and region cells; each distinct name escaped once."""
+def _factorized(column: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """(the distinct values in order of appearance, each value's index among them)."""
+    distinct = list(dict.fromkeys(column))
+    index = {value: at for at, value in enumerate(distinct)}
+    return distinct, np.fromiter(map(index.__getitem__, column), dtype=np.intp, count=len(column))
+
+
+def _who(report: Report) -> tuple[Any, Any, Any]:
+    """Each launch's cells as three parts: the test and the kernel up to its ordinal, the ordinal (`` #3``), the
+    region; each made once for the distinct values (10,000 launches are a few kernels)."""
     launches = report["launches"]
     has_tests = any(launches["test"])
-    escaped: dict[Any, str] = {}
-
-    def escape(text: Any) -> str:
-        found = escaped.get(text)
-        if found is None:
-            found = escaped[text] = _escape(text)
-        return found
-
-    cells = []
-    for kernel, kind, ordinal, demangled, test, region in zip(launches["kernel"], launches["kind"],
-                                                              launches["ordinal"], launches["demangled"],
-                                                              launches["test"], launches["region"]):
-        name = f"{escape(kernel)} #{ordinal}" if kind == "kernel" and ordinal > 0 else escape(kernel)
-        test_cell = f'<td class="kernel">{escape(test or "")}</td>' if has_tests else ""
-        cells.append(f'{test_cell}<td class="kernel" title="{escape(demangled)}">{name}</td>'
-                     f'<td>{escape(region or "")}</td>')
-    return _objects(cells)
+    tests, test_of = _factorized(launches["test"])
+    kernels, kernel_of = _factorized(list(zip(launches["demangled"], launches["kernel"])))
+    pairs, pair_of = np.unique(test_of * len(kernels) + kernel_of, return_inverse=True)
+    opening = []
+    for pair in pairs.tolist():
+        test, (demangled, kernel) = tests[pair // len(kernels)], kernels[pair % len(kernels)]
+        test_cell = f'<td class="kernel">{_escape(test or "")}</td>' if has_tests else ""
+        opening.append(f'{test_cell}<td class="kernel" title="{_escape(demangled)}">{_escape(kernel)}')
+    kinds, kind_of = _factorized(launches["kind"])
+    ordinal = np.array(launches["ordinal"], dtype=np.int64)
+    numbered = (kind_of == (kinds.index("kernel") if "kernel" in kinds else -1)) & (ordinal > 0)
+    ordinals, ordinal_of = np.unique(np.where(numbered, ordinal, 0), return_inverse=True)
+    regions, region_of = _factorized(launches["region"])
+    return (_objects(opening)[pair_of], _objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
+            _objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
 
 
 class _WhyRows:
@@ -211,41 +216,37 @@ class _WhyRows:
             moved = columns.of_status("info") & (np.abs(change) >= 0.01) & np.array(facts.explains, dtype=bool)[
                 columns.metric]
         improved = columns.of_status("improvement") & columns.gated
-        configs = {text: f"launch config changed: {_escape(text)}<br>"
-                   for text in dict.fromkeys(launches["launch_change"]) if text}
-        config = _objects([configs[text] if text else "" for text in launches["launch_change"]])
-        stirred = ((np.bincount(launch[moved | improved], minlength=len(config)) > 0)
+        changes, change_of = _factorized(launches["launch_change"])
+        has_config = np.array([bool(text) for text in changes], dtype=bool)[change_of]
+        stirred = ((np.bincount(launch[moved | improved], minlength=len(change_of)) > 0)
                    & columns.statuses(*_EXPLAINED)[columns.launch_status])
-        wanted = (config != "") | stirred
+        wanted = has_config | stirred
         # Each launch's ungated moved metrics, the largest change first (ties in report order), at most _REASONS.
         named = np.flatnonzero(moved & ~columns.gated & wanted[launch])
         named = named[np.lexsort((-np.abs(change[named]), launch[named]))]
         first = np.flatnonzero(np.r_[True, launch[named][1:] != launch[named][:-1]])
         rank = np.arange(len(named)) - np.repeat(first, np.diff(np.r_[first, len(named)]))
         named, rank = named[rank < _REASONS], rank[rank < _REASONS]
-        reasons = np.bincount(launch[named], minlength=len(config))
-        self.launches = np.flatnonzero((config != "") | (reasons > 0))
-        # A row: its start, the change, "why: ", then per reason "; " (none before the first), the metric's
-        # label, " ", the baseline, " → ", the current value, " (", the change, ")"; and its end.
-        self.sizes = 4 + 9 * reasons[self.launches]
+        reasons = np.bincount(launch[named], minlength=len(change_of))
+        self.launches = np.flatnonzero(has_config | (reasons > 0))
+        # A row: its start (with the configuration change and "why: ", as the row has them), then per reason
+        # the metric's label (after "; " but the first), the baseline, the current value and the change; its end.
+        self.sizes = 2 + 4 * reasons[self.launches]
         starts = np.cumsum(self.sizes) - self.sizes
         self.parts = parts = np.empty(int(self.sizes.sum()), dtype=object)
         width = 8 if any(launches["test"]) else 7
-        parts[starts] = f'<tr class="why"><td></td><td colspan="{width}" class="why">'
-        parts[starts + 1] = config[self.launches]
-        parts[starts + 2] = np.where(reasons[self.launches] > 0, "why: ", "").astype(object)
+        opening = [f'<tr class="why"><td></td><td colspan="{width}" class="why">'
+                   + (f"launch config changed: {_escape(text)}<br>" if text else "") + why
+                   for text in changes for why in ("", "why: ")]
+        parts[starts] = _objects(opening)[2 * change_of[self.launches] + (reasons[self.launches] > 0)]
         parts[starts + self.sizes - 1] = "</td></tr>\n"
-        at = starts[np.searchsorted(self.launches, launch[named])] + 3 + 9 * rank
+        at = starts[np.searchsorted(self.launches, launch[named])] + 1 + 4 * rank
         codes = columns.metric[named]
-        parts[at] = np.where(rank > 0, "; ", "").astype(object)
-        parts[at + 1] = _objects(facts.labels)[codes]
-        parts[at + 2] = " "
-        parts[at + 3] = _number_texts(columns.baseline, results["baseline"], named, codes, values, missing)
-        parts[at + 4] = " → "
-        parts[at + 5] = _number_texts(columns.current, results["current"], named, codes, values, missing)
-        parts[at + 6] = " ("
-        parts[at + 7] = _change_texts(change, results["change"], named)
-        parts[at + 8] = ")"
+        labels = _objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
+        parts[at] = labels[2 * codes + (rank > 0)]
+        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, values, missing, " → ")
+        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, values, missing, " (")
+        parts[at + 3] = _change_texts(change, results["change"], named, ")")
 
 
 def _table_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
@@ -277,21 +278,21 @@ def table_rows(report: Report) -> list[str]:
         heads[code] = f'<tr class="{_CLASS[name]}">\n<td>{name}</td>'
     middles = _objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
     tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
+    opening, ordinal, region = _who(report)
+    row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
+           _number_texts(columns.baseline, results["baseline"], shown, codes, values, table_missing,
+                         '</td><td class="num">'),
+           _number_texts(columns.current, results["current"], shown, codes, values, table_missing,
+                         '</td>\n<td class="num">'),
+           _change_texts(columns.change, results["change"], shown), tails[codes]]
     why = _WhyRows(report, facts, columns, values, why_missing)
-    # Row r's nine parts come after the rows and "why" rows before it; a launch's "why" follows its last row.
+    # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
     why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
-    starts = 9 * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
-    parts = np.empty(9 * len(shown) + len(why.parts), dtype=object)
-    parts[starts] = heads[columns.status[shown]]
-    parts[starts + 1] = _who(report)[launch]
-    parts[starts + 2] = middles[codes]
-    parts[starts + 3] = _number_texts(columns.baseline, results["baseline"], shown, codes, values, table_missing)
-    parts[starts + 4] = _SEPARATORS[0]
-    parts[starts + 5] = _number_texts(columns.current, results["current"], shown, codes, values, table_missing)
-    parts[starts + 6] = _SEPARATORS[1]
-    parts[starts + 7] = _change_texts(columns.change, results["change"], shown)
-    parts[starts + 8] = tails[codes]
-    why_starts = 9 * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
+    starts = len(row) * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
+    parts = np.empty(len(row) * len(shown) + len(why.parts), dtype=object)
+    for offset, column in enumerate(row):
+        parts[starts + offset] = column
+    why_starts = len(row) * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
     parts[np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))] = why.parts
     texts: list[str] = parts.tolist()
     return texts
