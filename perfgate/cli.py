@@ -158,7 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from perfgate.collect import read_table
     from perfgate.options import selection
     from perfgate.regions import with_region_totals
-    from perfgate.render import LAUNCHES_SHOWN, render, verdict_line
+    from perfgate.render import LAUNCHES_SHOWN, render, render_parts, verdict_line
     from perfgate.report import build_report
 
     settings = _settings(args)
@@ -195,12 +195,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt))
         del comparison
         failed = report["verdict"] == "fail"
-    if fmt == "json" and args.output is not None:
-        from perfgate.report import dump_parts
-
-        _write_output(dump_parts(report), args.output)  # what render_json writes, a column at a time
-    else:
-        _write_output(render(report, fmt), args.output)
+    _write_output(render(report, fmt) if args.output is None else render_parts(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfgate.render import format_change, format_value, render_html
+from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import html_escape
 from perfgate.render.html import _change_texts, _floats, render_html_chunks
 from perfgate.report import Report, dumps, empty_report, summarize, validate_report
@@ -173,13 +173,15 @@ def test_a_large_random_report_renders_as_row_by_row() -> None:
 def test_the_page_in_chunks_is_the_page() -> None:
     report = edge_cases()
     assert "".join(render_html_chunks(report)) == render_html(report)
+    for fmt in ("text", "md", "html", "json"):  # what a file writer gets: the same text, in parts
+        assert "".join(render_parts(report, fmt)) == render(report, fmt)
 
 
 def test_change_texts_are_format_change() -> None:
     """Changes rounded to tenths of a percent in numpy, only where that rounding is certain."""
     rng = random.Random(3)
     changes: list[Any] = [None, 0.0, -0.0, 0.0004999, 0.0005, -0.0005, 0.00125, -0.00125, 0.00135, 1e9, 1e12,
-                          -1e15, 0.9995, 0.01, -0.01, 1, -1, 7]
+                          -1e15, 0.9995, 0.01, -0.01, 1, -1, 7, 2**53 + 1, -(2**60) - 3, 10**17 + 1]
     changes += [rng.uniform(-2, 2) for _ in range(20000)]
     changes += [round(rng.uniform(-5, 5), 4) + 0.00005 * rng.choice([-1, 0, 1]) for _ in range(20000)]
     changes += [rng.choice([-1, 1]) * 10 ** rng.uniform(-6, 13) for _ in range(20000)]

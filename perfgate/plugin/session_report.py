@@ -84,15 +84,15 @@ class SessionReport:
         from perfgate.files import write_atomically
         from perfgate.publish.context import commits_from_environment
         from perfgate.publish.summary import append_step_summary
-        from perfgate.render import render_html, render_json, render_markdown
+        from perfgate.render import render_markdown, render_parts
 
         report = self.build()
         self._report = report
         commits = commits_from_environment(os.environ)
         markdown = render_markdown(report, commits=commits)
         json_file, md_file, html_file = report_files(self.options.report)
-        for path, text in ((json_file, render_json(report)), (md_file, markdown),
-                           (html_file, render_html(report, commits=commits))):
+        for path, text in ((json_file, render_parts(report, "json")), (md_file, markdown),
+                           (html_file, render_parts(report, "html", commits=commits))):
             try:
                 write_atomically(path, text)
             except OSError as exc:

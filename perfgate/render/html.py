@@ -87,7 +87,10 @@ def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str]
     (the markup that follows) spares the table a part in each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
-    number = ~np.isnan(picked)
+    # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
+    # formatted from the report's own value, as the row-by-row renderer did.
+    with np.errstate(invalid="ignore"):
+        number = np.abs(picked) < 2.0 ** 53
     if number.any():
         bits = picked[number].view(np.int64)  # by bits, so -0.0 and 0.0 (shown "-0" and "0") stay apart
         distinct, inverse = np.unique(bits, return_inverse=True)
