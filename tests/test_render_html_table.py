@@ -14,7 +14,8 @@ import pytest
 
 from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import html_escape
-from perfgate.render.html import _change_texts, _floats, render_html_chunks
+from perfgate.render.html import render_html_chunks
+from perfgate.render.html_table import _change_texts, _floats
 from perfgate.report import Report, dumps, empty_report, summarize, validate_report
 
 _UNGATED_SHOWN = ("new", "missing", "no data")

@@ -2,22 +2,15 @@
 
 Written in plain Python, no template engine: the page is one string (``_PAGE``) with a handful of
 fields, the kernel table and sections (``perfgate.render.kernels_html``), and the table of results, one row per
-gated metric of every launch, because at 10,000 launches a template loop (and loading jinja2, ~70 ms) costs
-more than the whole comparison. The table is put together from the report's columns in numpy: its 80,000 rows
-are parts that repeat (a launch's cells, a metric's label, each distinct number's text), made once each and
-joined once, or written a piece at a time (:func:`render_html_chunks`). Every string from a report goes
-through :func:`_escape`, which escapes exactly what jinja2's autoescape escapes; the page's
-Content-Security-Policy forbids scripts and network fetches.
+gated metric of every launch (``perfgate.render.html_table``, in numpy), because at 10,000 launches a template
+loop (and loading jinja2, ~70 ms) costs more than the whole comparison. The page can be written a piece at a
+time (:func:`render_html_chunks`). Every string from a report goes through ``html_escape``, which escapes
+exactly what jinja2's autoescape escapes; the page's Content-Security-Policy forbids scripts and network fetches.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Callable
-
-import numpy as np
 
 from perfgate.render.common import (
     VERDICT_WORD,
@@ -28,277 +21,11 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text
+from perfgate.render.formatting import html_escape
 from perfgate.render.kernels_html import KernelRows, kernel_sections, kernel_table
 from perfgate.report import Report
-from perfgate.vocabulary import Status
-
-_SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
-_EXPLAINED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)
-_NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
-_CLASS = {s.value: s.value.replace(" ", "-") for s in Status}
-_REASONS = 4  # explanatory metrics named in a launch's "why" row
-
 
 _escape = html_escape
-
-
-class _Metrics:
-    """Per-metric facts of a report, worked out once for a table of thousands of rows."""
-
-    def __init__(self, report: Report) -> None:
-        metrics = report["metrics"]
-        self.names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
-        self.labels = [_escape(name) for name in self.names]
-        self.units = [u or "" for u in metrics["unit"]]
-        self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
-        self.unit_safe = [_escape(u) == u for u in self.units]
-        self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
-
-
-# ---------------------------------------------------------------- numbers, each distinct one formatted once
-
-def _floats(column: Sequence[Any]) -> np.ndarray:
-    """A number column as floats, None as NaN; a value no float holds (an integer beyond float range) is NaN
-    too, and formatted one at a time from the report's own value (see :func:`_texts`)."""
-    try:
-        return np.array(column, dtype=float)
-    except (OverflowError, TypeError, ValueError):
-        return np.array([_float_or_nan(v) for v in column], dtype=float)
-
-
-def _float_or_nan(value: Any) -> float:
-    try:
-        return float(value) if value is not None else math.nan
-    except (OverflowError, TypeError, ValueError):
-        return math.nan
-
-
-def _objects(texts: Sequence[str]) -> Any:
-    out = np.empty(len(texts), dtype=object)
-    out[:] = texts
-    return out
-
-
-def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], column: Sequence[Any],
-           odd: Callable[[Any], str], suffix: str = "") -> Any:
-    """``text_of(v) + suffix`` for each of ``values[rows]``, each distinct value formatted once (thousands of
-    launches repeat a few values); a NaN (None in the report) is ``odd`` of the report's own value. The suffix
-    (the markup that follows) spares the table a part in each row."""
-    picked = values[rows]
-    out = np.empty(len(rows), dtype=object)
-    # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
-    # formatted from the report's own value, as the row-by-row renderer did.
-    with np.errstate(invalid="ignore"):
-        number = np.abs(picked) < 2.0 ** 53
-    if number.any():
-        bits = picked[number].view(np.int64)  # by bits, so -0.0 and 0.0 (shown "-0" and "0") stay apart
-        distinct, inverse = np.unique(bits, return_inverse=True)
-        out[number] = _objects([text_of(v) + suffix for v in distinct.view(np.float64).tolist()])[inverse]
-    for at in np.flatnonzero(~number).tolist():
-        out[at] = odd(column[rows[at]]) + suffix
-    return out
-
-
-def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
-                  texts_of: Sequence[Callable[[float], str]], odd_of: Sequence[Callable[[Any], str]],
-                  suffix: str = "") -> Any:
-    """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct value once."""
-    out = np.empty(len(rows), dtype=object)
-    for code in np.unique(codes).tolist():
-        mine = np.flatnonzero(codes == code)
-        out[mine] = _texts(values, rows[mine], texts_of[code], column, odd_of[code], suffix)
-    return out
-
-
-def _escaped(text_of: Callable[[float], str]) -> Callable[[float], str]:
-    return lambda value: _escape(text_of(value))
-
-
-def _tenths(k: int) -> str:
-    return f"{'+' if k > 0 else '-'}{abs(k) // 10}.{abs(k) % 10}%"
-
-
-def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, suffix: str = "") -> Any:
-    """:func:`format_change` of each of ``changes[rows]``. Changes hardly repeat, their texts do (``+5.2%``):
-    a change is rounded to tenths of a percent in numpy where that rounding is certain, and each distinct
-    text made once; the rest (no change, near a tie, huge, missing) go through :func:`format_change`."""
-    picked = changes[rows]
-    with np.errstate(invalid="ignore", over="ignore"):
-        tenths = picked * 100 * 10  # what f"{change * 100:+.1f}" rounds, within 2**-13 below 2**40
-        rounded = np.rint(tenths)
-        certain = ((np.abs(picked) >= 0.0005) & (np.abs(tenths) < 2.0 ** 40)
-                   & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0))
-    out = np.empty(len(rows), dtype=object)
-    if certain.any():
-        distinct, inverse = np.unique(rounded[certain], return_inverse=True)
-        out[certain] = _objects([_tenths(int(k)) + suffix for k in distinct.tolist()])[inverse]
-    rest = np.flatnonzero(~certain)
-    if len(rest):
-        out[rest] = _texts(changes, rows[rest], format_change, column, format_change, suffix)
-    return out
-
-
-# ---------------------------------------------------------------- the table of every launch
-
-class _Results:
-    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
-
-    def __init__(self, report: Report) -> None:
-        results, launches = report["results"], report["launches"]
-        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
-        code_of = {name: code for code, name in enumerate(self.names)}
-        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
-                                  count=len(results["status"]))
-        self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
-                                         count=len(launches["status"]))
-        self.launch = np.array(results["launch"], dtype=np.intp)
-        self.metric = np.array(results["metric"], dtype=np.intp)
-        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
-        self.baseline, self.current, self.change = (_floats(results[name]) for name in ("baseline", "current",
-                                                                                          "change"))
-
-    def statuses(self, *names: str) -> np.ndarray:
-        """Which status codes are one of ``names`` (a mask indexed by code)."""
-        return np.array([name in names for name in self.names], dtype=bool)
-
-    def of_status(self, name: str) -> np.ndarray:
-        """Which result rows have status ``name``."""
-        mask: np.ndarray = self.status == (self.names.index(name) if name in self.names else -1)
-        return mask
-
-
-def _shown(columns: _Results) -> np.ndarray:
-    """The result rows the table lists: the gated ones, and an ungated one only for a launch that is new, missing
-    or without data as a whole (one absent on a side of a compared launch says nothing: its section lists every
-    collected metric)."""
-    ungated = columns.statuses(*_SHOWN_UNGATED)[columns.status] & (columns.status
-                                                                   == columns.launch_status[columns.launch])
-    return np.flatnonzero(columns.gated | ungated)
-
-
-def _factorized(column: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
-    """(the distinct values in order of appearance, each value's index among them)."""
-    distinct = list(dict.fromkeys(column))
-    index = {value: at for at, value in enumerate(distinct)}
-    return distinct, np.fromiter(map(index.__getitem__, column), dtype=np.intp, count=len(column))
-
-
-def _who(report: Report) -> tuple[Any, Any, Any]:
-    """Each launch's cells as three parts: the test and the kernel up to its ordinal, the ordinal (`` #3``), the
-    region; each made once for the distinct values (10,000 launches are a few kernels)."""
-    launches = report["launches"]
-    has_tests = any(launches["test"])
-    tests, test_of = _factorized(launches["test"])
-    kernels, kernel_of = _factorized(list(zip(launches["demangled"], launches["kernel"])))
-    pairs, pair_of = np.unique(test_of * len(kernels) + kernel_of, return_inverse=True)
-    opening = []
-    for pair in pairs.tolist():
-        test, (demangled, kernel) = tests[pair // len(kernels)], kernels[pair % len(kernels)]
-        test_cell = f'<td class="kernel">{_escape(test or "")}</td>' if has_tests else ""
-        opening.append(f'{test_cell}<td class="kernel" title="{_escape(demangled)}">{_escape(kernel)}')
-    kinds, kind_of = _factorized(launches["kind"])
-    ordinal = np.array(launches["ordinal"], dtype=np.int64)
-    numbered = (kind_of == (kinds.index("kernel") if "kernel" in kinds else -1)) & (ordinal > 0)
-    ordinals, ordinal_of = np.unique(np.where(numbered, ordinal, 0), return_inverse=True)
-    regions, region_of = _factorized(launches["region"])
-    return (_objects(opening)[pair_of], _objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
-            _objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
-
-
-class _WhyRows:
-    """The "why" rows: the launch configuration change, then (for a regressed or improved launch) the explanatory
-    metrics that moved most, as :func:`explanation` words them. ``launches`` are the launches with one
-    (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
-
-    def __init__(self, report: Report, facts: _Metrics, columns: _Results, values: list[Callable[[float], str]],
-                 missing: list[Callable[[Any], str]]) -> None:
-        launches, results = report["launches"], report["results"]
-        launch, change = columns.launch, columns.change
-        with np.errstate(invalid="ignore"):
-            moved = columns.of_status("info") & (np.abs(change) >= 0.01) & np.array(facts.explains, dtype=bool)[
-                columns.metric]
-        improved = columns.of_status("improvement") & columns.gated
-        changes, change_of = _factorized(launches["launch_change"])
-        has_config = np.array([bool(text) for text in changes], dtype=bool)[change_of]
-        stirred = ((np.bincount(launch[moved | improved], minlength=len(change_of)) > 0)
-                   & columns.statuses(*_EXPLAINED)[columns.launch_status])
-        wanted = has_config | stirred
-        # Each launch's ungated moved metrics, the largest change first (ties in report order), at most _REASONS.
-        named = np.flatnonzero(moved & ~columns.gated & wanted[launch])
-        named = named[np.lexsort((-np.abs(change[named]), launch[named]))]
-        first = np.flatnonzero(np.r_[True, launch[named][1:] != launch[named][:-1]])
-        rank = np.arange(len(named)) - np.repeat(first, np.diff(np.r_[first, len(named)]))
-        named, rank = named[rank < _REASONS], rank[rank < _REASONS]
-        reasons = np.bincount(launch[named], minlength=len(change_of))
-        self.launches = np.flatnonzero(has_config | (reasons > 0))
-        # A row: its start (with the configuration change and "why: ", as the row has them), then per reason
-        # the metric's label (after "; " but the first), the baseline, the current value and the change; its end.
-        self.sizes = 2 + 4 * reasons[self.launches]
-        starts = np.cumsum(self.sizes) - self.sizes
-        self.parts = parts = np.empty(int(self.sizes.sum()), dtype=object)
-        width = 8 if any(launches["test"]) else 7
-        opening = [f'<tr class="why"><td></td><td colspan="{width}" class="why">'
-                   + (f"launch config changed: {_escape(text)}<br>" if text else "") + why
-                   for text in changes for why in ("", "why: ")]
-        parts[starts] = _objects(opening)[2 * change_of[self.launches] + (reasons[self.launches] > 0)]
-        parts[starts + self.sizes - 1] = "</td></tr>\n"
-        at = starts[np.searchsorted(self.launches, launch[named])] + 1 + 4 * rank
-        codes = columns.metric[named]
-        labels = _objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
-        parts[at] = labels[2 * codes + (rank > 0)]
-        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, values, missing, " → ")
-        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, values, missing, " (")
-        parts[at + 3] = _change_texts(change, results["change"], named, ")")
-
-
-def _table_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
-    return lambda value: "—" if value is None else text_of(value)
-
-
-def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
-    return lambda value: "—" if value is None or value != value else text_of(value)
-
-
-def table_rows(report: Report) -> list[str]:
-    """The ``<tbody>`` rows, as the parts to join: each launch's gated metrics (and the rows that say new,
-    missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
-    launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
-    by numpy indexing, not 80,000 string formats."""
-    facts = _Metrics(report)
-    columns = _Results(report)
-    results = report["results"]
-    # A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is.
-    values = [_formatter(u) if safe else _escaped(_formatter(u)) for u, safe in zip(facts.units, facts.unit_safe)]
-    # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
-    table_missing = [_table_missing(text_of) for text_of in values]
-    why_missing = [_why_missing(text_of) for text_of in values]
-    shown = _shown(columns)
-    codes, launch = columns.metric[shown], columns.launch[shown]
-    heads = np.empty(len(columns.names), dtype=object)
-    for code in np.unique(columns.status[shown]).tolist():
-        name = columns.names[code]
-        heads[code] = f'<tr class="{_CLASS[name]}">\n<td>{name}</td>'
-    middles = _objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
-    tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
-    opening, ordinal, region = _who(report)
-    row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
-           _number_texts(columns.baseline, results["baseline"], shown, codes, values, table_missing,
-                         '</td><td class="num">'),
-           _number_texts(columns.current, results["current"], shown, codes, values, table_missing,
-                         '</td>\n<td class="num">'),
-           _change_texts(columns.change, results["change"], shown), tails[codes]]
-    why = _WhyRows(report, facts, columns, values, why_missing)
-    # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
-    why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
-    starts = len(row) * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
-    parts = np.empty(len(row) * len(shown) + len(why.parts), dtype=object)
-    for offset, column in enumerate(row):
-        parts[starts + offset] = column
-    why_starts = len(row) * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
-    parts[np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))] = why.parts
-    texts: list[str] = parts.tolist()
-    return texts
 
 
 _PAGE = """<!DOCTYPE html>
@@ -398,7 +125,16 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
                                                                                 *report["notes"]]),
         "generator": _escape(report["generator"]),
     }
-    parts = table_rows(report)
+    parts = _table_rows(report)
     parts.insert(0, _PAGE_TOP.format(**fields))
     parts.append(_PAGE_BOTTOM.format(**fields))
     return parts
+
+
+def _table_rows(report: Report) -> list[str]:
+    """The table's rows as parts; none, and no numpy loaded, for a report without launches."""
+    if not report["launches"]["status"]:
+        return []
+    from perfgate.render.html_table import table_rows
+
+    return table_rows(report)
