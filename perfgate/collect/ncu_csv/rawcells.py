@@ -153,6 +153,9 @@ def _plain_columns(data: bytes, width: int, columns: Sequence[int]) -> list[Cell
     return [CellColumn(located=(page, starts[i], stops[i])) for i in range(len(columns))]
 
 
+_CHUNK = 1 << 20  # bytes looked at once: numpy's temporaries stay small (and in the cache)
+
+
 def _row_lines(data: bytes, width: int) -> tuple[bytes, int, int] | None:
     """``(source, length, lines)``: ``source[:length]`` holds the ``lines`` lines that start with a quote, each
     ended by ``\\n`` (``\\r\\n`` too: pandas read both); None when another line is neither blank nor one of
@@ -166,7 +169,8 @@ def _row_lines(data: bytes, width: int) -> tuple[bytes, int, int] | None:
     if not data.endswith(b"\n"):
         data += b"\n"
     buf = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buf == _NEWLINE)
+    ends = np.concatenate([np.flatnonzero(buf[low:low + _CHUNK] == _NEWLINE) + low  # small temporaries
+                           for low in range(0, len(buf), _CHUNK)])
     starts = np.concatenate(([0], ends[:-1] + 1))
     others = np.flatnonzero(buf[starts] != _QUOTE)
     lines = len(starts) - len(others)
@@ -190,9 +194,6 @@ def _left_out(line: bytes, width: int) -> bool:
         return True
     return (line.startswith(b"==") and not line.startswith(b"==ERROR==") and b',"' not in line
             and line.count(b",") < width and "\ufffd" not in line.decode("utf-8", errors="replace"))
-
-
-_CHUNK = 1 << 20  # bytes of lines looked at once: numpy's temporaries stay small (and in the cache)
 
 
 def _cell_bounds(source: bytes, length: int, width: int, lines: int,
