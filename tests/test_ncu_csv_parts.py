@@ -183,8 +183,9 @@ def test_raw_rows_as_pandas_gave_them() -> None:
             '"1"\n'                 # a short row: filled with ""
             '"2","multi\nline"\n'   # a cell across lines
             '"  "\n')               # a quoted cell of spaces is a row
-    assert read_raw_columns(text.encode(), 2, [0, 1]) == [["0", "==PROF== x", "1", "2", "  "],  # column by column
-                                                          ["a", ' "y"', "", "multi\nline", ""]]
+    assert [c.texts() for c in read_raw_columns(text.encode(), 2, [0, 1])] == [
+        ["0", "==PROF== x", "1", "2", "  "],  # column by column
+        ["a", ' "y"', "", "multi\nline", ""]]
 
 
 # ---------------------------------------------------------------- details page
@@ -329,8 +330,9 @@ def test_both_ways_of_reading_raw_cells_agree(name: str) -> None:
     for page in (body, body.replace(b"\n", b"\r\n"), b"".join([*lines[2:4], b"==PROF== x, y\n", b"\n", *lines[4:]])):
         plain = rawcells._plain_columns(page, width, range(width))
         assert plain is not None
-        assert _launch_cells(plain) == _launch_cells(rawcells._csv_columns(page.decode(), width, range(width)))
-    assert any('"' in cell for cell in plain[4])  # the NVTX push/pop cells: "1079  ""perfgate:..."" "
+        texts = [column.texts() for column in plain]
+        assert _launch_cells(texts) == _launch_cells(rawcells._csv_columns(page.decode(), width, range(width)))
+    assert any('"' in cell for cell in texts[4])  # the NVTX push/pop cells: "1079  ""perfgate:..."" "
 
 
 def test_raw_page_without_units_row() -> None:

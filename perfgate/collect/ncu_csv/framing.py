@@ -94,13 +94,26 @@ def find_header(handle: IO[bytes]) -> Found:
         found.binary = True
         found.report = prefix.startswith(b"NVR\x00")
         return found
-    lines = prefix.split(b"\n")
-    others = [line for line in lines if not line.startswith(b"==PROF==")]
-    if len(others) < len(lines):
+    profiled, others = _profiling_lines(prefix)
+    if profiled:
         found.tool_lines.append("==PROF==")  # one per launch: only their presence matters
     for line in others:
         _note_prefix_line(found, line.rstrip(b"\r").decode("utf-8", errors="replace"))
     return found
+
+
+def _profiling_lines(prefix: bytes) -> tuple[bool, list[bytes]]:
+    """Whether ``prefix`` holds a ``==PROF==`` line (ncu's, one per launch), and its other lines.
+
+    Counted first: where every line but the last is one (ncu's stdout before the table), the lines are not
+    split."""
+    profiled = prefix.startswith(b"==PROF==") + prefix.count(b"\n==PROF==")
+    last = prefix.rfind(b"\n") + 1
+    if profiled == prefix.count(b"\n") and not prefix.startswith(b"==PROF==", last):
+        return profiled > 0, [prefix[last:]]
+    lines = prefix.split(b"\n")
+    others = [line for line in lines if not line.startswith(b"==PROF==")]
+    return len(others) < len(lines), others
 
 
 def _note_prefix_line(found: Found, line: str) -> None:

@@ -37,8 +37,17 @@ from perfgate.vocabulary import KIND_KERNEL
 # separators); None where the launch has none.
 Attribute = list[object]
 
-# A column's cells per launch: text, and None, NaN (pandas' empty cell) or "" where empty.
-Cells = Sequence[object] | ObjectArray
+
+@dataclass(frozen=True)
+class Coded:
+    """A column's cells per launch as codes into its distinct cells (the raw page's, told apart in its bytes)."""
+
+    codes: IntArray
+    distinct: Sequence[object]
+
+
+# A column's cells per launch: text, and None, NaN (pandas' empty cell) or "" where empty; or coded.
+Cells = Sequence[object] | ObjectArray | Coded
 
 # The leading columns the attributes come from (and the NVTX push/pop column, ``is_push_pop``).
 ATTRIBUTE_COLUMNS = frozenset({"Kernel Name", "Device", "CC", "Grid Size", "Block Size"})
@@ -109,17 +118,25 @@ def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | 
     distinct value."""
     if cells is None:
         return [""] * count
-    codes, uniques = factorize(np.asarray(cells, dtype=object))
-    mapped = ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques.tolist()]
+    codes, uniques = _factorized(cells)
+    mapped = ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques]
     values: list[str] = objects(mapped)[codes].tolist()
     return values
 
 
+def _factorized(cells: Cells) -> tuple[IntArray, Sequence[object]]:
+    """Each cell's index into the distinct cells, and those."""
+    if isinstance(cells, Coded):
+        return cells.codes, cells.distinct
+    codes, uniques = factorize(np.asarray(cells, dtype=object))
+    return codes, uniques.tolist()
+
+
 def attribute_cells(name: str, cells: Cells) -> Attribute:
     """Clean identity metric cells: None when empty; numbers without thousands separators."""
-    codes, uniques = factorize(np.asarray(cells, dtype=object))
+    codes, uniques = _factorized(cells)
     cleaned: Attribute = []
-    for cell in uniques.tolist():
+    for cell in uniques:
         if isinstance(cell, str):
             text = cell.strip() if name == "device__attribute_display_name" else cell.strip().replace(",", "")
             cleaned.append(text or None)

@@ -4,23 +4,26 @@ The same leading columns as the details page (``"Kernel Time"`` and no dimension
 layout, as in the NVIDIA forum answer quoted by public parsers), then one column per metric, then
 ONE row of units (empty under the leading columns), then one row per launch, as the fixtures of
 several public parsers show it. Metric columns are told apart by name (a ``__`` and no space), never
-by position. The cells come as text (``rawcells``), only those of the columns needed; a metric's cells
-become numbers here, column by column.
+by position. Only the cells of the columns needed are read (``rawcells``), where they lie in the page's
+bytes: a metric's cells become numbers here, column by column, from their bytes where they are numbers as
+ncu prints them (``values.plain_decimals``), else from the text of the column's distinct cells; the leading
+columns and the identity metrics are read as their distinct cells and a code per launch.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import IO
 
 import numpy as np
 
+from perfgate.columns import objects
 from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.details import TEXT_METRICS
 from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_mask
 from perfgate.collect.ncu_csv.launches import (
     Attribute,
+    Coded,
     MetricRows,
     attribute_cells,
     build_table,
@@ -28,8 +31,8 @@ from perfgate.collect.ncu_csv.launches import (
     launch_attributes,
 )
 from perfgate.collect.ncu_csv.parsing import header_fields, is_metric_column
-from perfgate.collect.ncu_csv.rawcells import read_raw_columns
-from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable
+from perfgate.collect.ncu_csv.rawcells import CellColumn, read_raw_columns
+from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable, plain_decimals
 from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
 from perfgate.table import Measurement
@@ -61,9 +64,9 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
     by_name = dict(zip(needed, read_raw_columns(data, len(header), [header.index(c) for c in needed]), strict=True))
     if "ID" not in by_name:
         raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
-    launches = launch_mask(by_name["ID"], source)
+    launches = _launch_rows(by_name["ID"], source)
     if not launches.all():
-        by_name = {name: list(itertools.compress(cells, launches)) for name, cells in by_name.items()}
+        by_name = {name: cells.where(launches) for name, cells in by_name.items()}
     count = int(launches.sum())
     unit_of = dict(zip(header, units, strict=False))  # a units row longer than the header: extra cells unused
 
@@ -74,14 +77,10 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        cells: ObjectArray = np.array(by_name[name], dtype=object)
-        values, keep = column_numbers(cells)
+        column = by_name[name]
         if name in IDENTITY_METRICS:
-            extra[name] = attribute_cells(name, cells)
-        reasons = None
-        if np.isnan(values).any() and _numeric(name, unit_of.get(name, ""), values, keep, wanted):
-            # n/a, and text where a number belongs ("fast", "0x1F"), are kept as NaN with their reason.
-            keep, reasons = flag_unusable(cells, values, keep, np.ones(count, dtype=bool))
+            extra[name] = attribute_cells(name, Coded(*column.distinct()))
+        values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
         base, factor = to_base(unit_of.get(name, ""))
@@ -93,7 +92,45 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
 
     launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
     rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
-    return build_table(source, launch_attributes(by_name, count, extra), rows)
+    attributes = {name: Coded(*cells.distinct()) for name, cells in by_name.items() if is_attribute_column(name)}
+    return build_table(source, launch_attributes(attributes, count, extra), rows)
+
+
+# Cells longer than this are no number ncu prints (18 digits with separators, a point and a sign fit).
+_LONGEST_NUMBER = 32
+_LONGEST_ID = 20
+
+
+def _launch_rows(ids: CellColumn, source: str) -> BoolArray:
+    """``launch_mask`` of the "ID" cells: all rows at once when every cell is digits, as ncu writes them."""
+    cells = ids.byte_rows(_LONGEST_ID)
+    if cells is not None and len(ids):
+        rows, lengths = cells
+        inside = np.arange(rows.shape[1]) < lengths[:, None]
+        if (lengths > 0).all() and ((rows - np.uint8(ord("0")) < 10) | ~inside).all():
+            return np.ones(len(ids), dtype=bool)
+    return launch_mask(ids.texts(), source)
+
+
+def _metric_values(column: CellColumn, name: str, unit: str,
+                   wanted: frozenset[str] | None) -> tuple[FloatArray, BoolArray, ObjectArray | None]:
+    """(values, keep, reasons) of a metric's column (``values.column_numbers``, ``values.flag_unusable``): from
+    the cells' bytes where they are numbers as ncu prints them (only the empty ones are then no number, and
+    nothing is unusable), else from the text of its distinct cells (a text metric repeats a few)."""
+    cells = column.byte_rows(_LONGEST_NUMBER)
+    plain = None if cells is None else plain_decimals(*cells)
+    if plain is not None:
+        return plain, ~np.isnan(plain), None
+    # Both read a column cell by cell, but for what holds for all its cells or for one: the same on its distinct
+    # cells.
+    codes, distinct = column.distinct()
+    texts = objects(distinct)
+    values, keep = column_numbers(texts)
+    if np.isnan(values).any() and _numeric(name, unit, values, keep, wanted):
+        # n/a, and text where a number belongs ("fast", "0x1F"), are kept as NaN with their reason.
+        keep, reasons = flag_unusable(texts, values, keep, np.ones(len(texts), dtype=bool))
+        return values[codes], keep[codes], None if reasons is None else reasons[codes]
+    return values[codes], keep[codes], None
 
 
 def _numeric(name: str, unit: str, values: FloatArray, keep: BoolArray, wanted: frozenset[str] | None) -> bool:
