@@ -35,15 +35,35 @@ def factorize(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.obje
     sort the strings.
     """
     if values.dtype.kind in "iub":
-        distinct, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        return rank[inverse.reshape(-1)], objects(distinct[order].tolist())
+        codes, firsts = _integer_codes(values)
+        return codes, objects(values[firsts].tolist())
     items = values.tolist()
     index = {value: code for code, value in enumerate(dict.fromkeys(items))}
     codes = np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
     return codes, objects(list(index))
+
+
+def _integer_codes(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """``factorize`` of integers (or bools): each value's code, and the first row of each code (ascending)."""
+    count = len(values)
+    if not count:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp)
+    if values.dtype.kind != "u" or values.dtype.itemsize < 8:  # uint64 might not fit in int64
+        ints = values.astype(np.int64, copy=False)
+        low, high = int(ints.min()), int(ints.max())
+        if high - low < 2 * count + 1024:  # a small range (launch numbers, codes): a table by value, no sort
+            shifted = ints - low
+            first = np.full(high - low + 1, count, dtype=np.intp)
+            np.minimum.at(first, shifted, np.arange(count, dtype=np.intp))
+            firsts: npt.NDArray[np.intp] = np.sort(first[first < count])
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[shifted[firsts]] = np.arange(len(firsts))
+            return rank[shifted], firsts
+    _, first_at, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first_at, kind="stable")
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks[inverse.reshape(-1)], first_at[order]
 
 
 def first_rows(*keys: Array) -> npt.NDArray[np.intp]:
@@ -51,14 +71,45 @@ def first_rows(*keys: Array) -> npt.NDArray[np.intp]:
     order: what ``drop_duplicates`` keeps."""
     if not keys or not len(keys[0]):
         return np.zeros(0, dtype=np.intp)
-    combined = keys[0] if len(keys) == 1 and keys[0].dtype.kind in "iu" else np.zeros(len(keys[0]), dtype=np.int64)
-    if combined is not keys[0]:
-        for key in keys:
-            codes, distinct = factorize(key)
-            combined, _ = factorize(combined * len(distinct) + codes)  # codes stay below the row count
-    _, first = np.unique(combined, return_index=True)
-    rows: npt.NDArray[np.intp] = np.sort(first)
+    if len(keys) == 1 and keys[0].dtype.kind in "iub":
+        key = keys[0]
+        if key.dtype.kind != "b" and (key[1:] >= key[:-1]).all():  # sorted (launch numbers): where it changes
+            return np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        return _integer_codes(key)[1]
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for key in keys:
+        codes = _integer_codes(key)[0] if key.dtype.kind in "iub" else factorize(key)[0]
+        combined = _integer_codes(combined * (int(codes.max()) + 1) + codes)[0]  # stays below the row count
+    # Codes count up in order of first appearance: a row is its code's first where the running maximum grows.
+    running = np.maximum.accumulate(combined)
+    rows: npt.NDArray[np.intp] = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))
     return rows
+
+
+def sort_ranks(values: Array) -> tuple[npt.NDArray[np.int64], int]:
+    """Each value's place among the distinct values in sorted order, and how many distinct values there are:
+    integers that sort as the values do. Only the distinct values are sorted (by Python's ``<``)."""
+    codes, distinct = factorize(values)
+    by_value = sorted(range(len(distinct)), key=distinct.tolist().__getitem__)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[by_value] = np.arange(len(distinct))
+    return rank[codes], len(distinct)
+
+
+def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.intp]:
+    """The rows in the order of ``keys`` (the first the primary one), each integers in ``[0, size)`` given with
+    its size; ties keep their order. ``np.lexsort`` sorts once per key: here the keys make one integer, sorted
+    once."""
+    span = 1
+    for _, size in keys:
+        span *= max(size, 1)
+    if span >= 1 << 62:  # would overflow int64
+        return np.lexsort([key for key, _ in reversed(keys)])
+    combined = np.zeros(len(keys[0][0]), dtype=np.int64)
+    for key, size in keys:
+        combined = combined * max(size, 1) + key
+    order: npt.NDArray[np.intp] = np.argsort(combined, kind="stable")
+    return order
 
 
 class Columns:

@@ -40,6 +40,17 @@ def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: C
         build_report(by_key, unchanged_results=unchanged, results_of_first=first)
 
 
+@pytest.mark.parametrize(("unchanged", "first"), [(True, None), (False, None), (True, 7), (False, 50)])
+def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_make(comparison: Comparison,
+                                                                                 unchanged: bool,
+                                                                                 first: int | None) -> None:
+    assert comparison.result_metric is not None
+    by_columns = dataclasses.replace(comparison, result_metric=None)
+    report = build_report(comparison, unchanged_results=unchanged, results_of_first=first)
+    assert report == build_report(by_columns, unchanged_results=unchanged, results_of_first=first)
+    assert len(report["metrics"]["metric"]) > 1
+
+
 def test_results_follow_their_launches_in_display_order(comparison: Comparison) -> None:
     assert comparison.result_launch is not None
     at = comparison.result_launch

@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, objects
+from perfgate.columns import Columns, factorize, objects, sort_ranks, sorted_order
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.policies import JudgedRows, status_ranks
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.metrics import CATALOG_BY_NAME, Threshold, direction_of, label_of
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import STATUS_ORDER, Status
 
 
 def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Objects,
@@ -31,8 +31,8 @@ def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Ob
         "launch_change": launch_change, "baseline_kernel": frame["baseline_kernel"],
         "matched_by": frame["matched_by"], "group": groups.launch_group,
     }, launches.count)
-    order: Ints = np.lexsort((table["ordinal"], table["region"].astype(str), table["kernel"].astype(str),
-                              table["kind"].astype(str), status_ranks(statuses)))
+    order: Ints = sorted_order((status_ranks(statuses), len(STATUS_ORDER)), sort_ranks(table["kind"]),
+                               sort_ranks(table["kernel"]), sort_ranks(table["region"]), sort_ranks(table["ordinal"]))
     return table, order
 
 
@@ -43,17 +43,15 @@ def _strings(values: Objects, rows: Ints) -> Objects:
     return taken
 
 
-def _coded(values: Objects) -> tuple[Objects, Ints]:
-    """The distinct values of an object column of strings and each row's index into them."""
-    codes, uniques = factorize(values)
-    return uniques, codes
-
-
-def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns,
-                 thresholds: Mapping[str, Threshold], groups: GroupVerdicts, order: Ints | None = None) -> Columns:
+def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresholds: Mapping[str, Threshold],
+                 groups: GroupVerdicts, order: Ints | None = None) -> tuple[Columns, Ints]:
     """One row per joined (launch, metric), in join order, or the joined rows ``order`` gives (the display
     order: taking them here copies each column once, where reordering the finished table would copy it again).
-    ``launches`` is the launch table, in launch-id order."""
+    ``launches`` is the launch table, in launch-id order.
+
+    Also returns, per row, a code that only rows with the same metric, label, unit, threshold and direction
+    share (``Comparison.result_metric``): its metric code and unit, which the report's metrics table is made of.
+    """
     take = np.arange(len(rows), dtype=np.int64) if order is None else order
     lid = rows.launch_id[take]
     code = rows.metric_code[take]
@@ -63,9 +61,9 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns,
     def per_metric(describe: Callable[[str], str]) -> Objects:
         return _strings(objects([describe(m) for m in names]), code)  # described once per metric code
 
-    status_values, status_codes = _coded(judged.status)
-    unit_values, unit_codes = _coded(rows.unit)
-    return Columns({
+    unit_codes, unit_values = factorize(rows.unit)
+    unit_codes = unit_codes[take]
+    table = Columns({
         "kind": launches["kind"][lid],
         "kernel": launches["kernel"][lid],
         "demangled": launches["demangled"][lid],
@@ -73,12 +71,12 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns,
         "ordinal": launches["ordinal"][lid],
         "metric": per_metric(str),
         "label": per_metric(label_of),
-        "unit": _strings(unit_values, unit_codes[take]),
+        "unit": _strings(unit_values, unit_codes),
         "baseline": rows.baseline[take],
         "current": rows.current[take],
         "change": np.where(no_value, np.nan, judged.change)[take],
         "delta": np.where(no_value, np.nan, judged.delta)[take],
-        "status": _strings(status_values, status_codes[take]),
+        "status": judged.status[take],
         "gated": judged.gated[take],
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
@@ -92,6 +90,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns,
         "ci_low": groups.low[take],
         "ci_high": groups.high[take],
     }, len(take))
+    return table, code * max(len(unit_values), 1) + unit_codes
 
 
 def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> Ints:
@@ -100,6 +99,7 @@ def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> I
     position[launch_order] = np.arange(len(launch_order))
     catalog = {name: i for i, name in enumerate(CATALOG_BY_NAME)}
     metric_rank = np.array([catalog.get(m, len(catalog)) for m in rows.names], dtype=np.int64)[rows.metric_code]
-    info = judged.status == Status.INFO.value
-    order: Ints = np.lexsort((rows.metric_code, metric_rank, info, position[rows.launch_id]))
+    info = (judged.status == Status.INFO.value).astype(np.int64)
+    order: Ints = sorted_order((position[rows.launch_id], len(position)), (info, 2), (metric_rank, len(catalog) + 1),
+                               (rows.metric_code, len(rows.names)))
     return order

@@ -62,8 +62,9 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
     """Gated values of matched launches that one side has and the other has not (ncu's ``n/a``, an unusable
     cell, a metric one input lacks), each as (launch, cause) with the reason the reader gave. Such a launch was not
     judged on that metric, so it must not read as passed."""
-    matched = launches.side[rows.launch_id] == BOTH_SIDES
-    one_sided = judged.gated & matched & (np.isnan(rows.baseline) != np.isnan(rows.current))
+    one_sided = judged.gated & (np.isnan(rows.baseline) != np.isnan(rows.current))
+    if one_sided.any():  # the side of those rows' launches only: a launch on one side only has no value on the other
+        one_sided[one_sided] = launches.side[rows.launch_id[one_sided]] == BOTH_SIDES
     if not one_sided.any():
         return []
     reasons = {(r["kind"], r["kernel"], r["region"], r["ordinal"], r["metric"], side): r["reason"]
@@ -119,7 +120,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     appeared, gone = finding_changes(launches, baseline, current)
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
-    results = result_table(rows, judged, launch_frame, thresholds, groups, order)
+    results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
@@ -131,6 +132,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
         results=results,
         launches=launch_frame[launch_order],
         result_launch=position[rows.launch_id[order]],
+        result_metric=result_metric,
         baseline_source=baseline.source,
         current_source=current.source,
         baseline_devices=tuple(device_label(*d) for d in base_devices),

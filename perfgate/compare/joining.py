@@ -109,6 +109,32 @@ def _sorted_union(*keys: Ints) -> Ints:
     return union
 
 
+def _joined_keys(base: SideValues, base_rows: Ints, cur: SideValues, cur_rows: Ints, fillers: Ints,
+                 width: int, count: int) -> tuple[Ints, Ints, Ints]:
+    """The sorted union of both sides' (launch, metric) keys and the fillers', and for each key the row of each
+    side it takes its value from (-1: none; of a side's rows with the same key, the last)."""
+    if count * width <= 4 * (len(base_rows) + len(cur_rows) + len(fillers)) + 1024:
+        # Keys are dense (most launches have most metrics): one slot per possible key, no sort.
+        slots = []
+        for side, rows in ((base, base_rows), (cur, cur_rows)):
+            slot = np.full(count * width, -1, dtype=np.int64)
+            np.maximum.at(slot, side.ids[rows] * width + side.metric[rows], rows)
+            slots.append(slot)
+        present = (slots[0] >= 0) | (slots[1] >= 0)
+        present[fillers] = True
+        all_keys: Ints = np.flatnonzero(present)
+        return all_keys, slots[0][all_keys], slots[1][all_keys]
+    base_keys, base_taken = base.keys(base_rows, width)
+    cur_keys, cur_taken = cur.keys(cur_rows, width)
+    all_keys = _sorted_union(base_keys, cur_keys, fillers)
+    taken = []
+    for keys, rows in ((base_keys, base_taken), (cur_keys, cur_taken)):
+        row = np.full(len(all_keys), -1, dtype=np.int64)
+        row[np.searchsorted(all_keys, keys)] = rows
+        taken.append(row)
+    return all_keys, taken[0], taken[1]
+
+
 def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], compared: Sequence[str],
                  kinds: Objects) -> JoinedRows:
     """Join the ``compared`` metrics of both sides; ``kinds`` gives each launch id's kind."""
@@ -120,14 +146,13 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     bare = np.flatnonzero(~has_rows)
     extended, filler = _with_fillers(codes, kinds[bare])
     width = len(extended)
-    base_keys, base_taken = base.keys(base_rows, width)
-    cur_keys, cur_taken = cur.keys(cur_rows, width)
-    all_keys = _sorted_union(base_keys, cur_keys, bare * width + filler)
+    all_keys, base_taken, cur_taken = _joined_keys(base, base_rows, cur, cur_rows, bare * width + filler, width,
+                                                   len(kinds))
     base_value, cur_value = np.full(len(all_keys), np.nan), np.full(len(all_keys), np.nan)
     unit = np.full(len(all_keys), "", dtype=object)
-    base_at, cur_at = np.searchsorted(all_keys, base_keys), np.searchsorted(all_keys, cur_keys)
-    base_value[base_at], unit[base_at] = base.value[base_taken], base.unit[base_taken]
-    cur_value[cur_at], unit[cur_at] = cur.value[cur_taken], cur.unit[cur_taken]  # the current run's unit wins
+    base_at, cur_at = np.flatnonzero(base_taken >= 0), np.flatnonzero(cur_taken >= 0)
+    base_value[base_at], unit[base_at] = base.value[base_taken[base_at]], base.unit[base_taken[base_at]]
+    cur_value[cur_at], unit[cur_at] = cur.value[cur_taken[cur_at]], cur.unit[cur_taken[cur_at]]  # current's unit wins
     code = all_keys % width
     names = np.array(list(extended), dtype=object)
     return JoinedRows(launch_id=all_keys // width, metric_code=code, metric=names[code], baseline=base_value,

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import Columns, objects
+from perfgate.columns import Columns, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
-from perfgate.columns import first_rows
 from perfgate.table import LAUNCH_KEY
 from perfgate.vocabulary import KIND_KERNEL
 
@@ -31,7 +30,7 @@ _SIDE_COLUMNS = ("demangled", "device", "grid", "block")  # kept per side, suffi
 # The kernel name launches are matched by: the baseline's name, for a renamed kernel of the current run.
 MATCH_KERNEL = "match_kernel"
 
-_Key = tuple[str, str, str, int]  # (kind, kernel matched by, region, ordinal)
+_SIDES = objects([BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY])
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class MatchedLaunches:
 
 def _launches(table: Columns) -> Columns:
     """One row per launch; of launches with the same key, the first in the table."""
-    launches = table[first_rows(table["launch"])].select(_LAUNCH_COLUMNS)
+    launches = table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
     return launches[first_rows(*(launches[key] for key in LAUNCH_KEY))]
 
 
@@ -90,13 +89,35 @@ def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
     return ids
 
 
-def _outer_join(base_keys: Sequence[_Key], cur_keys: Sequence[_Key]) -> tuple[list[_Key], Ints, Ints]:
-    """The union of both sides' (distinct) keys, sorted, and for each the row of each side (-1: absent)."""
-    base_at = {key: i for i, key in enumerate(base_keys)}
-    cur_at = {key: i for i, key in enumerate(cur_keys)}
-    keys = sorted(base_at.keys() | cur_at.keys())
-    return (keys, np.fromiter((base_at.get(k, -1) for k in keys), dtype=np.int64, count=len(keys)),
-            np.fromiter((cur_at.get(k, -1) for k in keys), dtype=np.int64, count=len(keys)))
+def _sort_keys(columns: Sequence[Any]) -> Ints:
+    """One integer per row that sorts as the rows' values do, column after column (as tuples sort), and is
+    equal for equal rows."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    size = 1
+    for column in columns:
+        rank, count = sort_ranks(column)
+        if size * count >= 1 << 62:  # would overflow: renumber the keys so far, in the same order
+            distinct, key = np.unique(key, return_inverse=True)
+            key, size = key.reshape(-1).astype(np.int64), len(distinct)
+        key = key * count + rank
+        size *= count
+    return key
+
+
+def _outer_join(base_keys: Sequence[Any], cur_keys: Sequence[Any]) -> tuple[Ints, Ints, Ints]:
+    """The union of both sides' keys (kind, name matched by, region, ordinal: columns), in key order: for each
+    key, the row of each side (-1: absent; of a side's rows with the same key, its last) and the first row of the
+    two sides one after the other (base then current) that has it."""
+    count = len(base_keys[0])
+    both = [np.concatenate([np.asarray(b), np.asarray(c)]) for b, c in zip(base_keys, cur_keys, strict=True)]
+    _, first, inverse = np.unique(_sort_keys(both), return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    rows = np.arange(len(inverse), dtype=np.int64)
+    base_rows = np.full(len(first), -1, dtype=np.int64)
+    np.maximum.at(base_rows, inverse[:count], rows[:count])
+    cur_rows = np.full(len(first), -1, dtype=np.int64)
+    np.maximum.at(cur_rows, inverse[count:], rows[count:] - count)
+    return base_rows, cur_rows, first
 
 
 def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
@@ -107,35 +128,34 @@ def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
     return np.where(rows >= 0, taken, fill)
 
 
-def _keys(launches: Columns, kernels: Sequence[str]) -> list[_Key]:
-    return list(zip(launches["kind"].tolist(), kernels, launches["region"].tolist(), launches["ordinal"].tolist(),
-                    strict=True))
-
-
-def _joined(base: Columns, cur: Columns, cur_names: Sequence[str], cur_rules: Sequence[str] | None) -> Columns:
+def _joined(base: Columns, cur: Columns, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
     """The matched frame: both sides' launches joined on (kind, name matched by, region, ordinal)."""
-    keys, b, c = _outer_join(_keys(base, base["kernel"].tolist()), _keys(cur, cur_names))
+    base_keys = [base["kind"], base["kernel"], base["region"], base["ordinal"]]
+    cur_keys = [cur["kind"], cur_names, cur["region"], cur["ordinal"]]
+    b, c, first = _outer_join(base_keys, cur_keys)
     in_base, in_cur = b >= 0, c >= 0
-    side = objects(np.where(in_base & in_cur, BOTH_SIDES, np.where(in_base, BASELINE_ONLY, CURRENT_ONLY)).tolist())
-    kind, match_kernel, region, ordinal = (list(part) for part in zip(*keys, strict=True)) if keys else ([], [], [], [])
+    side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
+    kind, match_kernel, region, ordinal = (np.concatenate([np.asarray(bk), np.asarray(ck)])[first]
+                                           for bk, ck in zip(base_keys, cur_keys, strict=True))
     kernel_b = _per_side(base["kernel"], b, "")
     kernel_c = _per_side(cur["kernel"], c, "")
     data: dict[str, Any] = {
-        "kind": objects(kind), "kernel": np.where(in_cur, kernel_c, kernel_b).astype(object),
-        "region": objects(region), "ordinal": np.array(ordinal, dtype=np.int64),
-        MATCH_KERNEL: objects(match_kernel), "baseline_kernel": kernel_b.astype(object),
+        "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b).astype(object),
+        "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
+        MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b.astype(object),
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
     }
+    matched = in_base & in_cur
     if cur_rules is None:
-        data["matched_by"] = np.where(side == BOTH_SIDES, BY_NAME, "").astype(object)
+        data["matched_by"] = np.where(matched, BY_NAME, "").astype(object)
     else:
-        data["matched_by"] = np.where(side == BOTH_SIDES, _per_side(objects(cur_rules), c, ""), "").astype(object)
+        data["matched_by"] = np.where(matched, _per_side(objects(cur_rules), c, ""), "").astype(object)
     for name in _SIDE_COLUMNS:
         data[f"{name}_b"] = _per_side(base[name], b, "").astype(object)
         data[f"{name}_c"] = _per_side(cur[name], c, "").astype(object)
     data["side"] = side
-    return Columns(data, len(keys))
+    return Columns(data, len(first))
 
 
 def _renamed_names(cur: Columns, renames: Renames) -> tuple[list[str], list[str]]:
@@ -155,13 +175,14 @@ def match_launches(baseline: Columns, current: Columns,
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
     base, cur = _launches(baseline), _launches(current)
-    frame = _joined(base, cur, cur["kernel"].tolist(), None)
+    frame = _joined(base, cur, cur["kernel"], None)
     side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
         renames = find_renames(base, cur, aliases or {})
     if renames:
-        frame = _joined(base, cur, *_renamed_names(cur, renames))
+        names, rules = _renamed_names(cur, renames)
+        frame = _joined(base, cur, objects(names), rules)
         side = frame["side"]
     return MatchedLaunches(frame=frame, side=side, base_ids=_launch_ids(baseline, frame["launch_b"]),
                            cur_ids=_launch_ids(current, frame["launch_c"]), renames=renames)

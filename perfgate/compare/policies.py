@@ -119,8 +119,9 @@ def insignificant_to_unchanged(status: Objects, is_benchmark_time: Bools, names:
     (Mann-Whitney p below ``significance``); otherwise it is unchanged. ``names[launch_id]`` is
     each row's benchmark name."""
     insignificant = np.zeros(len(status), dtype=bool)
-    moved = is_benchmark_time & np.isin(status, [Status.REGRESSION.value, Status.IMPROVEMENT.value])
-    for index in np.flatnonzero(moved):
+    candidates = np.flatnonzero(is_benchmark_time)  # few rows, or none: the statuses of those only are read
+    moved = candidates[np.isin(status[candidates], [Status.REGRESSION.value, Status.IMPROVEMENT.value])]
+    for index in moved:
         name = names[launch_id[index]]
         if name in base_samples and name in cur_samples:
             p_value = mann_whitney_p(base_samples[name], cur_samples[name])
@@ -132,10 +133,10 @@ def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
     """A time row of a kernel launched repeatedly takes the verdict of its group, judged on the samples
     of all its launches at once (``repeats``), instead of its own n-th launch against the n-th. Rows that
     are not comparable (no data, missing, new) keep their status."""
-    where = groups.group >= 0
-    if not where.any():
+    grouped = np.flatnonzero(groups.group >= 0)
+    if not grouped.size:
         return status
-    where &= np.isin(status, _COMPARED)
+    where = grouped[np.isin(status[grouped], _COMPARED)]
     judged: Objects = status.copy()
     judged[where] = groups.status[where]
     return judged
@@ -145,10 +146,12 @@ def speed_up_trade_off(status: Objects, gated: Bools, launch_id: Ints, is_time: 
     """A kernel that got clearly faster does not fail on a work counter that grew: more instructions
     for less time is a trade-off its author made. Those rows turn into information, ungated.
     ``is_time`` marks the rows of the kernel time metric."""
-    faster = launch_id[is_time & (status == Status.IMPROVEMENT.value)]
+    time_rows = np.flatnonzero(is_time)
+    faster = launch_id[time_rows[status[time_rows] == Status.IMPROVEMENT.value]]
     if not faster.size:
         return status, gated
-    traded = np.isin(launch_id, faster) & (status == Status.REGRESSION.value)
+    traded = np.isin(launch_id, faster)
+    traded[traded] = status[traded] == Status.REGRESSION.value
     return _override(status, traded, Status.INFO.value), gated & ~traded
 
 
@@ -162,12 +165,13 @@ def launch_status(status: Objects, gated: Bools, launch_id: Ints, side: Objects)
     """A launch's status is the worst of its comparable gated rows; "no data" when it has gated rows
     but none comparable; "unchanged" when nothing about it gates; "missing"/"new" by side."""
     count = len(side)
-    rank = status_ranks(status)
-    comparable = gated & ~np.isin(status, _UNCOMPARABLE)
+    gated_rows = np.flatnonzero(gated)  # only gated rows count: their statuses are the only ones read
+    rank = status_ranks(status[gated_rows])
+    comparable = ~np.isin(rank, [STATUS_RANK[s] for s in _UNCOMPARABLE])
     worst = np.full(count, len(STATUS_ORDER), dtype=np.int64)
-    np.minimum.at(worst, launch_id[comparable], rank[comparable])
+    np.minimum.at(worst, launch_id[gated_rows[comparable]], rank[comparable])
     has_gated = np.zeros(count, dtype=bool)
-    has_gated[launch_id[gated]] = True
+    has_gated[launch_id[gated_rows]] = True
     names = np.array([s.value for s in STATUS_ORDER] + [""], dtype=object)
     judged: Objects = np.where(worst < len(STATUS_ORDER), names[np.minimum(worst, len(STATUS_ORDER))],
                                np.where(has_gated, Status.NO_DATA.value, Status.UNCHANGED.value))

@@ -30,7 +30,7 @@ from perfgate.columns import factorize
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
-from perfgate.compare.statistics import interval_rank, shift_interval
+from perfgate.compare.statistics import interval_rank, median, shift_interval
 from perfgate.metrics import is_time_like
 from perfgate.vocabulary import KIND_KERNEL, Status
 
@@ -139,13 +139,13 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             if found is None:
                 continue
             estimate, low, high = (math.expm1(v) for v in found)
-            median_base = float(np.median(base))
+            median_base = median(base)
             shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
             verdicts.group[members] = shown
             verdicts.n_baseline[members] = base.size
             verdicts.n_current[members] = cur.size
             verdicts.median_baseline[members] = median_base
-            verdicts.median_current[members] = float(np.median(cur))
+            verdicts.median_current[members] = median(cur)
             verdicts.estimate[members] = estimate
             verdicts.low[members] = low
             verdicts.high[members] = high

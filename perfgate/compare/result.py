@@ -49,6 +49,10 @@ class Comparison:
     # Per row of ``results``, its row in ``launches`` (what their key columns say, without matching them
     # again); None where not known.
     result_launch: Ints | None = None
+    # Per row of ``results``, a number that only rows with the same metric, label, unit, threshold and direction
+    # share (the report's metrics table is made of those columns, found without reading them again); None
+    # where not known.
+    result_metric: Ints | None = None
 
     @property
     def regressed(self) -> bool:

@@ -53,8 +53,9 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
     terminal view never shows the rows left out, and on 10,000 launches they are most of the work.
     """
     launches = _launch_columns(comparison, test, path, line)
-    results, launch_of = _kept_results(comparison, unchanged_results, results_of_first)
-    metrics, metric_codes = _metric_rows(results)
+    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first)
+    hint = comparison.result_metric
+    metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
     table = {
         "launch": launch_of.tolist(),
         "metric": metric_codes.tolist(),
@@ -94,7 +95,8 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
     launches: dict[str, list[Any]] = {name: frame[name].tolist() for name in
                                       ("kind", "kernel", "demangled", "region", "ordinal", "status", "device",
                                        "launch_change")}
-    launches["ordinal"] = [int(o) for o in launches["ordinal"]]
+    if frame["ordinal"].dtype.kind not in "iu":  # an integer column's list holds ints already
+        launches["ordinal"] = [int(o) for o in launches["ordinal"]]
     launches.update(_optional_launch_columns(frame, count))
     if comparison.locations:
         located = [comparison.locations.get(name) or {} for name in launches["kernel"]]
@@ -106,13 +108,15 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
     return launches
 
 
-def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None) -> tuple[Any, Any]:
-    """The result rows the report keeps, grouped by launch in launch order, and each one's launch row."""
+def _kept_results(comparison: Comparison, unchanged_results: bool,
+                  results_of_first: int | None) -> tuple[Any, Any, Any]:
+    """The result rows the report keeps, grouped by launch in launch order, each one's launch row, and which rows
+    of the Comparison's results they are (None: all, as they are)."""
     import numpy as np
 
     frame, results = comparison.launches, comparison.results
     if not len(results):
-        return results, np.zeros(0, dtype=np.int64)
+        return results, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if comparison.result_launch is not None:
         launch_of = np.asarray(comparison.result_launch, dtype=np.int64)
     else:
@@ -127,24 +131,33 @@ def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_fi
         keep &= frame["status"][launch_of] != Status.UNCHANGED.value
     if results_of_first is not None:
         keep &= launch_of < results_of_first
+    grouped = bool((launch_of[1:] >= launch_of[:-1]).all())  # a Comparison's results are, by launch
+    if grouped and keep.all():
+        return results, launch_of, None
     order = np.flatnonzero(keep)
-    order = order[np.argsort(launch_of[order], kind="stable")]
-    return results[order], launch_of[order]
+    if not grouped:
+        order = order[np.argsort(launch_of[order], kind="stable")]
+    return results[order], launch_of[order], order
 
 
-def _metric_rows(results: Any) -> tuple[dict[str, list[Any]], Any]:
+def _metric_rows(results: Any, hint: Any = None) -> tuple[dict[str, list[Any]], Any]:
     """Metric facts once: each distinct (metric, label, unit, threshold, direction) is one metrics row;
-    returns that table and each result's row of it."""
+    returns that table and each result's row of it. ``hint``: per result, a number that only results with the
+    same facts share (``Comparison.result_metric``): the facts of the first result of each are compared only."""
     import numpy as np
 
-    from perfgate.columns import factorize
+    from perfgate.columns import factorize, first_rows
 
+    if hint is not None and len(results):
+        candidates = results.select(METRIC_COLUMNS)[first_rows(hint)]
+        metrics, candidate_codes = _metric_rows(candidates)
+        return metrics, candidate_codes[factorize(hint)[0]]
     metric_codes = np.zeros(len(results), dtype=np.int64)
     for name in METRIC_COLUMNS:
         column_codes, count = _text_codes(results[name])
         metric_codes, _ = factorize(metric_codes * (count + 1) + column_codes)  # stays < len(results)
-    _, first_rows = np.unique(metric_codes, return_index=True)  # codes count up from 0 in order of appearance
-    metric_rows = results[first_rows]
+    _, first_rows_of = np.unique(metric_codes, return_index=True)  # codes count up from 0 in order of appearance
+    metric_rows = results[first_rows_of]
     return {name: metric_rows[name].tolist() for name in METRIC_COLUMNS}, metric_codes
 
 
@@ -163,20 +176,33 @@ def _text_codes(column: Any) -> tuple[Any, int]:
 
 def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
     """The optional launch columns of a Comparison's launch table (null where it has none)."""
+    import numpy as np
+
     columns: dict[str, list[Any]] = {}
     if "baseline_kernel" in frame.columns:
-        columns["baseline_kernel"] = [old if old and old != new else None
-                                      for old, new in zip(frame["baseline_kernel"].tolist(), frame["kernel"].tolist())]
+        old, new = frame["baseline_kernel"], frame["kernel"]
+        renamed = (old != "") & (old != new)  # None (falsy) is None either way
+        kept: Any = np.where(renamed, old, None)
+        columns["baseline_kernel"] = kept.tolist()
     else:
         columns["baseline_kernel"] = [None] * count
     if "group" in frame.columns:
-        columns["group"] = [int(g) if g >= 0 else None for g in frame["group"].tolist()]
+        group = frame["group"]
+        if group.dtype.kind in "iu" and not (group < 0).any():
+            columns["group"] = group.tolist()
+        else:
+            columns["group"] = [int(g) if g >= 0 else None for g in group.tolist()]
     else:
         columns["group"] = [None] * count
     for name in ("findings_appeared", "findings_gone"):
-        columns[name] = [list(v) if isinstance(v, (list, tuple)) else None for v in frame[name].tolist()] \
-            if name in frame.columns else [None] * count
+        values = frame[name].tolist() if name in frame.columns else [None] * count
+        if values.count(None) != len(values):  # none known (no rule results): the list as it is
+            values = [list(v) if isinstance(v, (list, tuple)) else None for v in values]
+        columns[name] = values
     return columns
+
+
+_GROUP_FACTS = ("n_baseline", "n_current", "median_baseline", "median_current", "estimate", "ci_low", "ci_high")
 
 
 def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
@@ -184,21 +210,24 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
+    import numpy as np
+
     from perfgate.columns import first_rows
 
-    judged = results[results["group"] >= 0]
+    judged = np.flatnonzero(results["group"] >= 0)
     if not len(judged):
         return cast(GroupTable, table)
     code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
     # The first row of each (group, metric): a group's rows agree.
-    for row in judged[first_rows(judged["group"], judged["metric"])].rows():
+    firsts = judged[first_rows(results["group"][judged], results["metric"][judged])]
+    for row in results.select(["group", *METRIC_COLUMNS, *_GROUP_FACTS])[firsts].rows():
         code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
         if code is None:  # its rows were left out of a report built for a human format
             continue
         for name, value in (("group", int(row["group"])), ("metric", code), ("n_baseline", int(row["n_baseline"])),
                             ("n_current", int(row["n_current"]))):
             table[name].append(value)
-        for name in ("median_baseline", "median_current", "estimate", "ci_low", "ci_high"):
+        for name in _GROUP_FACTS[2:]:
             number = float(row[name])
             table[name].append(number if math.isfinite(number) else None)
     return cast(GroupTable, table)
