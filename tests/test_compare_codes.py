@@ -15,7 +15,7 @@ import pytest
 
 from perfgate.columns import Columns, factorize, first_rows, objects, sort_ranks, sorted_order
 from perfgate.compare.joining import SideValues, join_metrics
-from perfgate.compare.matching import _outer_join
+from perfgate.compare.matching import _outer_join, _sort_keys
 
 
 def _factorize(values: list[Any]) -> tuple[list[int], list[Any]]:
@@ -88,10 +88,10 @@ def test_the_outer_join_of_launch_keys_is_in_key_order_and_a_sides_last_row_of_a
         base_at = {key: i for i, key in enumerate(zip(*(c.tolist() for c in sides[0])))}
         cur_at = {key: i for i, key in enumerate(zip(*(c.tolist() for c in sides[1])))}
         keys = sorted(base_at.keys() | cur_at.keys())
-        base_rows, cur_rows, first = _outer_join(*sides)
+        both = [np.concatenate([b, c]) for b, c in zip(*sides, strict=True)]
+        base_rows, cur_rows, first = _outer_join(_sort_keys(both), len(sides[0][0]))
         assert base_rows.tolist() == [base_at.get(k, -1) for k in keys]
         assert cur_rows.tolist() == [cur_at.get(k, -1) for k in keys]
-        both = [np.concatenate([b, c]) for b, c in zip(*sides, strict=True)]
         assert [tuple(column[row] for column in both) for row in first.tolist()] == keys
 
 

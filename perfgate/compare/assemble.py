@@ -61,8 +61,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
     def per_metric(describe: Callable[[str], str]) -> Objects:
         return _strings(objects([describe(m) for m in names]), code)  # described once per metric code
 
-    unit_codes, unit_values = factorize(rows.unit)
-    unit_codes = unit_codes[take]
+    unit = rows.unit[take]
     table = Columns({
         "kind": launches["kind"][lid],
         "kernel": launches["kernel"][lid],
@@ -71,7 +70,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "ordinal": launches["ordinal"][lid],
         "metric": per_metric(str),
         "label": per_metric(label_of),
-        "unit": _strings(unit_values, unit_codes),
+        "unit": unit,
         "baseline": rows.baseline[take],
         "current": rows.current[take],
         "change": np.where(no_value, np.nan, judged.change)[take],
@@ -90,7 +89,19 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "ci_low": groups.low[take],
         "ci_high": groups.high[take],
     }, len(take))
-    return table, code * max(len(unit_values), 1) + unit_codes
+    return table, _metric_facts(code, unit, len(names))
+
+
+def _metric_facts(code: Ints, unit: Objects, codes: int) -> Ints:
+    """Per row, a number only rows of the same metric and unit share: the metric code where each metric has one
+    unit (the units compared with one of each metric's, cheaper than coding them), else with the unit's code."""
+    unit_of = np.empty(codes, dtype=object)
+    unit_of[code] = unit  # one row's unit of each metric: any is fine
+    if (unit == unit_of[code]).all():
+        return code
+    unit_codes, units = factorize(unit)
+    facts: Ints = code * len(units) + unit_codes
+    return facts
 
 
 def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> Ints:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize
+from perfgate.columns import Columns, factorize, filled, objects
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.vocabulary import KIND_BENCHMARK
@@ -41,11 +41,13 @@ class SideValues:
         return values
 
     def codes_present(self) -> set[int]:
-        return set(self.metric[self.metric >= 0].tolist())
+        return set(np.flatnonzero(np.bincount(self.metric + 1)[1:]).tolist())  # metric -1: none we compare
 
     def selected(self, wanted: Ints) -> Ints:
         """Indices of the rows that carry a wanted metric of a kept launch."""
-        selected: Ints = np.flatnonzero(np.isin(self.metric, wanted) & (self.ids >= 0))
+        is_wanted = np.zeros(int(self.metric.max(initial=-1)) + 2, dtype=bool)  # by code; the last for -1
+        is_wanted[wanted[wanted <= self.metric.max(initial=-1)]] = True
+        selected: Ints = np.flatnonzero(is_wanted[self.metric] & (self.ids >= 0))
         return selected
 
     def keys(self, rows: Ints, width: int) -> tuple[Ints, Ints]:
@@ -70,7 +72,6 @@ class JoinedRows:
 
     launch_id: Ints
     metric_code: Ints
-    metric: Objects
     baseline: Floats
     current: Floats
     unit: Objects
@@ -78,6 +79,12 @@ class JoinedRows:
 
     def __len__(self) -> int:
         return len(self.launch_id)
+
+    @property
+    def metric(self) -> Objects:
+        """Each entry's metric name (made when asked: the stages read the codes)."""
+        metric: Objects = objects(self.names)[self.metric_code]
+        return metric
 
     def is_metric(self, name: str) -> Bools:
         """Which entries are of metric ``name`` (compared as codes: cheaper than strings)."""
@@ -149,11 +156,10 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     all_keys, base_taken, cur_taken = _joined_keys(base, base_rows, cur, cur_rows, bare * width + filler, width,
                                                    len(kinds))
     base_value, cur_value = np.full(len(all_keys), np.nan), np.full(len(all_keys), np.nan)
-    unit = np.full(len(all_keys), "", dtype=object)
+    unit = filled(len(all_keys), "")
     base_at, cur_at = np.flatnonzero(base_taken >= 0), np.flatnonzero(cur_taken >= 0)
-    base_value[base_at], unit[base_at] = base.value[base_taken[base_at]], base.unit[base_taken[base_at]]
-    cur_value[cur_at], unit[cur_at] = cur.value[cur_taken[cur_at]], cur.unit[cur_taken[cur_at]]  # current's unit wins
-    code = all_keys % width
-    names = np.array(list(extended), dtype=object)
-    return JoinedRows(launch_id=all_keys // width, metric_code=code, metric=names[code], baseline=base_value,
+    base_value[base_at], cur_value[cur_at] = base.value[base_taken[base_at]], cur.value[cur_taken[cur_at]]
+    base_only = base_at[cur_taken[base_at] < 0]  # the current run's unit wins
+    unit[base_only], unit[cur_at] = base.unit[base_taken[base_only]], cur.unit[cur_taken[cur_at]]
+    return JoinedRows(launch_id=all_keys // width, metric_code=all_keys % width, baseline=base_value,
                       current=cur_value, unit=unit, names=tuple(extended))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import Columns, first_rows, objects, sort_ranks
+from perfgate.columns import Columns, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.table import LAUNCH_KEY
@@ -71,9 +71,8 @@ class MatchedLaunches:
 
 
 def _launches(table: Columns) -> Columns:
-    """One row per launch; of launches with the same key, the first in the table."""
-    launches = table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
-    return launches[first_rows(*(launches[key] for key in LAUNCH_KEY))]
+    """One row per launch: its first in the table."""
+    return table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
 
 
 def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
@@ -104,13 +103,18 @@ def _sort_keys(columns: Sequence[Any]) -> Ints:
     return key
 
 
-def _outer_join(base_keys: Sequence[Any], cur_keys: Sequence[Any]) -> tuple[Ints, Ints, Ints]:
-    """The union of both sides' keys (kind, name matched by, region, ordinal: columns), in key order: for each
-    key, the row of each side (-1: absent; of a side's rows with the same key, its last) and the first row of the
-    two sides one after the other (base then current) that has it."""
-    count = len(base_keys[0])
-    both = [np.concatenate([np.asarray(b), np.asarray(c)]) for b, c in zip(base_keys, cur_keys, strict=True)]
-    _, first, inverse = np.unique(_sort_keys(both), return_index=True, return_inverse=True)
+def _stacked_keys(base: Columns, cur: Columns, cur_names: Any) -> Ints:
+    """The sort key of each launch of both sides, the baseline's then the current run's: (kind, name matched
+    by, region, ordinal); ``cur_names``: the names the current run's launches are matched by."""
+    names = np.concatenate([base["kernel"], cur_names])
+    return _sort_keys([names if key == "kernel" else np.concatenate([base[key], cur[key]]) for key in LAUNCH_KEY])
+
+
+def _outer_join(keys: Ints, count: int) -> tuple[Ints, Ints, Ints]:
+    """The union of both sides' keys (``_stacked_keys``: the first ``count`` the baseline's), in key order: for
+    each key, the row of each side (-1: absent; of a side's rows with the same key, its last) and the first of
+    ``keys`` that is it."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     rows = np.arange(len(inverse), dtype=np.int64)
     base_rows = np.full(len(first), -1, dtype=np.int64)
@@ -122,38 +126,42 @@ def _outer_join(base_keys: Sequence[Any], cur_keys: Sequence[Any]) -> tuple[Ints
 
 def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
     """``column[rows]``, ``fill`` where ``rows`` is -1."""
+    if isinstance(fill, str):  # an object array of strings, each row's the column's object or ``fill``
+        taken = filled(len(rows), fill)
+        present = rows >= 0
+        taken[present] = column[rows[present]]
+        return taken
     if not len(column):
-        return np.full(len(rows), fill, dtype=object if isinstance(fill, str) else np.int64)
-    taken = column[np.maximum(rows, 0)]
-    return np.where(rows >= 0, taken, fill)
+        return np.full(len(rows), fill, dtype=np.int64)
+    return np.where(rows >= 0, column[np.maximum(rows, 0)], fill)
 
 
-def _joined(base: Columns, cur: Columns, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
-    """The matched frame: both sides' launches joined on (kind, name matched by, region, ordinal)."""
-    base_keys = [base["kind"], base["kernel"], base["region"], base["ordinal"]]
-    cur_keys = [cur["kind"], cur_names, cur["region"], cur["ordinal"]]
-    b, c, first = _outer_join(base_keys, cur_keys)
+def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
+    """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, name matched
+    by, region, ordinal)."""
+    b, c, first = _outer_join(keys, len(base))
     in_base, in_cur = b >= 0, c >= 0
     side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
-    kind, match_kernel, region, ordinal = (np.concatenate([np.asarray(bk), np.asarray(ck)])[first]
-                                           for bk, ck in zip(base_keys, cur_keys, strict=True))
+    kind, match_kernel, region, ordinal = (np.concatenate([base_key, cur_key])[first] for base_key, cur_key in
+                                           zip((base["kind"], base["kernel"], base["region"], base["ordinal"]),
+                                               (cur["kind"], cur_names, cur["region"], cur["ordinal"]), strict=True))
     kernel_b = _per_side(base["kernel"], b, "")
     kernel_c = _per_side(cur["kernel"], c, "")
     data: dict[str, Any] = {
-        "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b).astype(object),
+        "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b),
         "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
-        MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b.astype(object),
+        MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b,
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
     }
     matched = in_base & in_cur
     if cur_rules is None:
-        data["matched_by"] = np.where(matched, BY_NAME, "").astype(object)
+        data["matched_by"] = objects(["", BY_NAME])[matched.astype(np.intp)]
     else:
-        data["matched_by"] = np.where(matched, _per_side(objects(cur_rules), c, ""), "").astype(object)
+        data["matched_by"] = _per_side(objects(cur_rules), np.where(matched, c, -1), "")
     for name in _SIDE_COLUMNS:
-        data[f"{name}_b"] = _per_side(base[name], b, "").astype(object)
-        data[f"{name}_c"] = _per_side(cur[name], c, "").astype(object)
+        data[f"{name}_b"] = _per_side(base[name], b, "")
+        data[f"{name}_c"] = _per_side(cur[name], c, "")
     data["side"] = side
     return Columns(data, len(first))
 
@@ -175,14 +183,19 @@ def match_launches(baseline: Columns, current: Columns,
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
     base, cur = _launches(baseline), _launches(current)
-    frame = _joined(base, cur, cur["kernel"], None)
+    keys = _stacked_keys(base, cur, cur["kernel"])
+    # Of launches with the same key, the first in the table.
+    base_kept, cur_kept = first_rows(keys[:len(base)]), first_rows(keys[len(base):])
+    keys = np.concatenate([keys[:len(base)][base_kept], keys[len(base):][cur_kept]])
+    base, cur = base[base_kept], cur[cur_kept]
+    frame = _joined(base, cur, keys, cur["kernel"], None)
     side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
         renames = find_renames(base, cur, aliases or {})
     if renames:
         names, rules = _renamed_names(cur, renames)
-        frame = _joined(base, cur, objects(names), rules)
+        frame = _joined(base, cur, _stacked_keys(base, cur, objects(names)), objects(names), rules)
         side = frame["side"]
     return MatchedLaunches(frame=frame, side=side, base_ids=_launch_ids(baseline, frame["launch_b"]),
                            cur_ids=_launch_ids(current, frame["launch_c"]), renames=renames)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from perfgate.columns import Columns, factorize, first_rows
+from perfgate.columns import Columns, factorize, filled, first_rows
 from perfgate.compare.arrays import Bools, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
@@ -71,7 +71,7 @@ def launch_change_notes(facts: Columns) -> Objects:
         before, after = facts[f"{metric}_b"], facts[f"{metric}_c"]
         mask = ~np.isnan(before) & ~np.isnan(after) & (before != after)
         parts.append(_part_codes(mask, before, after, label, "g"))
-    notes = np.full(len(facts), "", dtype=object)
+    notes = filled(len(facts), "")
     changed = np.flatnonzero(np.logical_or.reduce([codes >= 0 for codes, _ in parts]))
     if changed.size:
         combo = np.zeros(changed.size, dtype=np.int64)  # a code per distinct combination of the parts' codes

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfgate.columns import filled
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, CURRENT_ONLY, MatchedLaunches
@@ -78,7 +79,7 @@ def threshold_status(delta: Floats, change: Floats, worse_sign: Floats, relative
     an improvement; anything else (NaN included) is unchanged."""
     beyond = beyond_limits(delta, change, relative, absolute)
     worse = delta * worse_sign  # > 0 means worse
-    status = np.full(len(delta), Status.UNCHANGED.value, dtype=object)
+    status = filled(len(delta), Status.UNCHANGED.value)
     status[beyond & (worse > 0)] = Status.REGRESSION.value
     status[beyond & (worse < 0)] = Status.IMPROVEMENT.value
     return status

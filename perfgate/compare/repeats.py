@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import factorize
+from perfgate.columns import factorize, filled
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
@@ -62,7 +62,7 @@ class GroupVerdicts:
         nan = np.full(rows, np.nan)
         return cls(group=np.full(rows, -1, dtype=np.int64), n_baseline=np.zeros(rows, dtype=np.int64),
                    n_current=np.zeros(rows, dtype=np.int64), median_baseline=nan, median_current=nan.copy(),
-                   estimate=nan.copy(), low=nan.copy(), high=nan.copy(), status=np.full(rows, "", dtype=object),
+                   estimate=nan.copy(), low=nan.copy(), high=nan.copy(), status=filled(rows, ""),
                    launch_group=np.full(launches, -1, dtype=np.int64))
 
     @property
