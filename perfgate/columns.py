@@ -81,7 +81,7 @@ def first_rows(*keys: Array) -> npt.NDArray[np.intp]:
         return np.zeros(0, dtype=np.intp)
     if len(keys) == 1 and keys[0].dtype.kind in "iub":
         key = keys[0]
-        if key.dtype.kind != "b" and (key[1:] >= key[:-1]).all():  # sorted (launch numbers): where it changes
+        if (key[1:] >= key[:-1]).all():  # sorted (launch numbers): its first rows are where it changes
             return np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
         return _integer_codes(key)[1]
     combined = np.zeros(len(keys[0]), dtype=np.int64)

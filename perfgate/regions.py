@@ -49,7 +49,10 @@ def drop_unscoped_launches(measurement: Measurement) -> Measurement:
 def add_region_totals(measurement: Measurement) -> Measurement:
     """Append per-top-level-region totals (and an overall one when there are several regions)."""
     table = measurement.table
-    kernels = table[(table["kind"] == KIND_KERNEL) & (table["region"] != "")]
+    scoped = table["region"] != ""
+    if not scoped.any():  # no region at all (most reports): the kinds need no reading
+        return measurement
+    kernels = table[(table["kind"] == KIND_KERNEL) & scoped]
     if kernels.empty:
         return measurement
     top = np.array([region.split(REGION_SEPARATOR, 1)[0] for region in kernels["region"].tolist()], dtype=object)

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from perfgate.columns import Columns, factorize, first_rows, objects, sort_ranks, sorted_order
+from perfgate.compare import compare_tables
 from perfgate.compare.joining import SideValues, join_metrics
 from perfgate.compare.matching import _outer_join, _sort_keys
+from perfgate.table import Measurement, make_table
 
 
 def _factorize(values: list[Any]) -> tuple[list[int], list[Any]]:
@@ -141,3 +143,16 @@ def test_joined_metric_values_are_those_of_a_join_by_launch_and_metric(per_launc
     for row, want in zip(got, expected, strict=True):
         assert row[:2] == want[:2] and row[4] == want[4]
         np.testing.assert_array_equal(row[2:4], want[2:4])
+
+
+def test_of_launches_with_the_same_key_the_first_in_the_table_is_compared() -> None:
+    def launch(number: int, kernel: str, value: float) -> dict[str, Any]:
+        return {"kind": "kernel", "kernel": kernel, "demangled": kernel, "region": "", "ordinal": 0, "launch": number,
+                "device": "NVIDIA H100", "cc": "9.0", "grid": "(1, 1, 1)", "block": "(32, 1, 1)",
+                "metric": "gpu__time_duration.sum", "unit": "ns", "value": value}
+
+    base = Measurement(make_table([launch(0, "b", 10.0), launch(1, "a", 1.0), launch(2, "a", 5.0)]), source="base")
+    cur = Measurement(make_table([launch(0, "a", 2.0), launch(1, "a", 3.0), launch(2, "b", 10.0)]), source="cur")
+    results = compare_tables(base, cur).results
+    assert results["kernel"].tolist() == ["a", "b"]
+    assert results["baseline"].tolist() == [1.0, 10.0] and results["current"].tolist() == [2.0, 10.0]

@@ -45,8 +45,9 @@ class SideValues:
 
     def selected(self, wanted: Ints) -> Ints:
         """Indices of the rows that carry a wanted metric of a kept launch."""
-        is_wanted = np.zeros(int(self.metric.max(initial=-1)) + 2, dtype=bool)  # by code; the last for -1
-        is_wanted[wanted[wanted <= self.metric.max(initial=-1)]] = True
+        top = int(self.metric.max(initial=-1))
+        is_wanted = np.zeros(top + 2, dtype=bool)  # by code; the last one for -1, no metric we compare
+        is_wanted[wanted[wanted <= top]] = True
         selected: Ints = np.flatnonzero(is_wanted[self.metric] & (self.ids >= 0))
         return selected
 

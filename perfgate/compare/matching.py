@@ -186,8 +186,9 @@ def match_launches(baseline: Columns, current: Columns,
     keys = _stacked_keys(base, cur, cur["kernel"])
     # Of launches with the same key, the first in the table.
     base_kept, cur_kept = first_rows(keys[:len(base)]), first_rows(keys[len(base):])
-    keys = np.concatenate([keys[:len(base)][base_kept], keys[len(base):][cur_kept]])
-    base, cur = base[base_kept], cur[cur_kept]
+    if len(base_kept) < len(base) or len(cur_kept) < len(cur):
+        keys = np.concatenate([keys[:len(base)][base_kept], keys[len(base):][cur_kept]])
+        base, cur = base[base_kept], cur[cur_kept]
     frame = _joined(base, cur, keys, cur["kernel"], None)
     side: Objects = frame["side"]
     renames = Renames()
