@@ -31,9 +31,17 @@ def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Ob
         "launch_change": launch_change, "baseline_kernel": frame["baseline_kernel"],
         "matched_by": frame["matched_by"], "group": groups.launch_group,
     }, launches.count)
-    order: Ints = sorted_order((status_ranks(statuses), len(STATUS_ORDER)), sort_ranks(table["kind"]),
-                               sort_ranks(table["kernel"]), sort_ranks(table["region"]), sort_ranks(table["ordinal"]))
+    order: Ints = sorted_order((status_ranks(statuses), len(STATUS_ORDER)), _text_ranks(table["kind"]),
+                               _text_ranks(table["kernel"]), _text_ranks(table["region"]), sort_ranks(table["ordinal"]))
     return table, order
+
+
+def _text_ranks(column: Objects) -> tuple[Ints, int]:
+    """``sort_ranks`` of the values as text (what sorting ``column.astype(str)`` compares); only the distinct
+    values are made text."""
+    codes, distinct = factorize(column)
+    ranks, count = sort_ranks(objects([str(value) for value in distinct.tolist()]))
+    return ranks[codes], count
 
 
 def _strings(values: Objects, rows: Ints) -> Objects:
