@@ -36,8 +36,9 @@ class SideValues:
     def per_launch(self, code: int, count: int) -> Floats:
         """The value of one metric for each launch id; NaN where absent. Of duplicates, the first wins."""
         values = np.full(count, np.nan)
-        mask = (self.metric == code) & (self.ids >= 0)
-        values[self.ids[mask][::-1]] = self.value[mask][::-1]
+        rows = np.flatnonzero(self.metric == code)
+        rows = rows[self.ids[rows] >= 0]
+        values[self.ids[rows][::-1]] = self.value[rows][::-1]
         return values
 
     def codes_present(self) -> set[int]:
