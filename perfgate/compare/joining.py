@@ -1,7 +1,8 @@
 """Joining: the values of both sides for each (launch, metric) of interest, as flat arrays.
 
 Each metric of interest gets a small integer code shared by both sides, so a (launch id, metric)
-pair is one integer key, ``launch id * width + code``, and the join is a sorted union of keys.
+pair is one integer key, ``launch id * width + code``, and the join is the union of keys in order: one
+slot per possible key where most launches have most metrics (no sort), else a sorted union.
 """
 
 from __future__ import annotations

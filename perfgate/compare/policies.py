@@ -173,9 +173,10 @@ def launch_status(status: Objects, gated: Bools, launch_id: Ints, side: Objects)
     np.minimum.at(worst, launch_id[gated_rows[comparable]], rank[comparable])
     has_gated = np.zeros(count, dtype=bool)
     has_gated[launch_id[gated_rows]] = True
-    names = np.array([s.value for s in STATUS_ORDER] + [""], dtype=object)
-    judged: Objects = np.where(worst < len(STATUS_ORDER), names[np.minimum(worst, len(STATUS_ORDER))],
-                               np.where(has_gated, Status.NO_DATA.value, Status.UNCHANGED.value))
+    names = np.array([s.value for s in STATUS_ORDER], dtype=object)
+    judged: Objects = names[np.where(worst < len(STATUS_ORDER), worst,
+                                     np.where(has_gated, STATUS_RANK[Status.NO_DATA.value],
+                                              STATUS_RANK[Status.UNCHANGED.value]))]
     return one_sided(judged, side)
 
 
