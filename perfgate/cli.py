@@ -192,7 +192,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison = compare_tables(baseline, current, options)
         del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
-        report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt))
+        report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
+                              result_arrays=fmt == "json")
         del comparison
         failed = report["verdict"] == "fail"
     _write_output(render(report, fmt) if args.output is None else render_parts(report, fmt), args.output)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from perfgate.columns import Columns
 from perfgate.compare import Comparison, compare_tables
 from perfgate.files import write_atomically
 from perfgate.regions import with_region_totals
-from perfgate.report import build_report, dump_parts, dumps
+from perfgate.report import build, build_report, dump_parts, dumps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from csvgen import write_raw_csv  # noqa: E402
@@ -59,7 +60,8 @@ def test_results_follow_their_launches_in_display_order(comparison: Comparison) 
         assert comparison.results[column].tolist() == comparison.launches[column][at].tolist()
 
 
-def test_the_json_written_a_column_at_a_time_is_dumps(comparison: Comparison, tmp_path: Path) -> None:
+def test_the_json_written_a_column_at_a_time_is_dumps(comparison: Comparison, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     report = build_report(comparison)
     assert any("→" in note for note in report["launches"]["launch_change"])  # a 2-byte-per-character string
     text = dumps(report)
@@ -68,6 +70,16 @@ def test_the_json_written_a_column_at_a_time_is_dumps(comparison: Comparison, tm
     assert json.loads(text) == json.loads(json.dumps(report))
     write_atomically(tmp_path / "r.json", dump_parts(report))
     assert (tmp_path / "r.json").read_bytes() == text.encode("utf-8")
+    # The results table left numpy arrays (written a slice at a time) gives the same text, nulls included.
+    arrays = build_report(comparison, result_arrays=True)
+    assert not isinstance(arrays["results"]["change"], list) and dumps(arrays) == text
+    monkeypatch.setattr(build, "_SLICE", 7)  # many slices, and a short last one
+    assert len(report["results"]["change"]) % 7
+    changes = arrays["results"]["change"] = np.array(arrays["results"]["change"])  # a copy: it is compare's own
+    for at, odd in ((3, math.nan), (8, math.inf), (9, -math.inf)):  # null in JSON
+        changes[at] = odd
+        report["results"]["change"][at] = None
+    assert dumps(arrays) == dumps(report)
     empty = build_report(dataclasses.replace(comparison, results=comparison.results[:0],
                                              result_launch=np.zeros(0, dtype=np.int64)))
     assert "".join(dump_parts(empty)) == dumps(empty)

@@ -15,6 +15,7 @@ from perfgate.report.contract import (
     FORMAT_VERSION,
     GROUP_COLUMNS,
     METRIC_COLUMNS,
+    RESULT_COLUMNS,
     GroupTable,
     LaunchTable,
     MetricTable,
@@ -27,6 +28,9 @@ from perfgate.vocabulary import Status
 
 if TYPE_CHECKING:  # keep this package free of numpy: publish and merge only need plain data
     from perfgate.compare import Comparison
+
+
+_FLOAT_RESULTS = ("baseline", "current", "change", "delta")
 
 
 def _finite_list(column: Any) -> list[float | None]:
@@ -44,28 +48,29 @@ def _finite_list(column: Any) -> list[float | None]:
 
 def build_report(comparison: Comparison, *, test: str | None = None, path: str | None = None,
                  line: int | None = None, notes: Iterable[str] = (), unchanged_results: bool = True,
-                 results_of_first: int | None = None) -> Report:
+                 results_of_first: int | None = None, result_arrays: bool = False) -> Report:
     """Turn a Comparison into the report; ``test``/``path``/``line`` attribute every launch to a test.
 
     For a human format only, never for a report that is written as JSON: ``unchanged_results=False``
     leaves out the metric rows of unchanged launches, and ``results_of_first=N`` those of every launch
     after the first N (launches come worst first); the launches and the summary stay whole. The
     terminal view never shows the rows left out, and on 10,000 launches they are most of the work.
+
+    Only for a report that is written as JSON (``dump_parts``) and nothing else: ``result_arrays=True`` leaves
+    the results table's columns numpy arrays (null as NaN), which ``dump_parts`` writes a slice at a time. As
+    Python lists, the 1M results of 50k launches take ~190 MB, half of what such a compare needs.
     """
     launches = _launch_columns(comparison, test, path, line)
     results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
-    table = {
-        "launch": launch_of.tolist(),
-        "metric": metric_codes.tolist(),
-        "baseline": _finite_list(results["baseline"]),
-        "current": _finite_list(results["current"]),
-        "change": _finite_list(results["change"]),
-        "delta": _finite_list(results["delta"]),
-        "status": results["status"].tolist(),
-        "gated": results["gated"].astype(bool).tolist(),
-    }
+    table = {"launch": launch_of, "metric": metric_codes, "status": results["status"],
+             "gated": results["gated"].astype(bool)}
+    table.update({name: results[name] for name in ("baseline", "current", "change", "delta")})
+    table = {name: table[name] for name in RESULT_COLUMNS}
+    if not result_arrays:
+        table = {name: _finite_list(column) if name in _FLOAT_RESULTS else column.tolist()
+                 for name, column in table.items()}
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -261,10 +266,26 @@ def dump_parts(report: Report) -> Iterator[str]:
             yield f"{name}: {{\n"
             for number, (column, values) in enumerate(value.items()):
                 yield (",\n  " if number else "  ") + _ENCODE(column) + ": "
-                yield _ENCODE(values)
+                if isinstance(values, list):
+                    yield _ENCODE(values)
+                else:  # an array (``build_report(result_arrays=True)``): a slice at a time
+                    yield from _array_parts(values, column in _FLOAT_RESULTS)
             yield "\n}"
         elif key in ("comparisons", "notes") and isinstance(value, list) and value:
             yield f"{name}: [\n" + ",\n".join(f"  {_ENCODE(item)}" for item in value) + "\n]"
         else:
             yield f"{name}: {_ENCODE(value)}"
     yield "\n}\n"
+
+
+_SLICE = 1 << 16  # values of an array encoded at once: their Python objects live only that long
+
+
+def _array_parts(values: Any, floats: bool) -> Iterator[str]:
+    """The JSON text of a list of ``values`` (a numpy array; NaN and ±inf as null where ``floats``), in parts."""
+    yield "["
+    for start in range(0, len(values), _SLICE):
+        part = values[start:start + _SLICE]
+        text = _ENCODE(_finite_list(part) if floats else part.tolist())
+        yield ("," if start else "") + text[1:-1]
+    yield "]"
