@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from perfgate.columns import factorize, objects
 from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text
 from perfgate.report import Report
 from perfgate.vocabulary import Status
@@ -164,9 +165,8 @@ def _shown(columns: _Results) -> np.ndarray:
 
 def _factorized(column: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
     """(the distinct values in order of appearance, each value's index among them)."""
-    distinct = list(dict.fromkeys(column))
-    index = {value: at for at, value in enumerate(distinct)}
-    return distinct, np.fromiter(map(index.__getitem__, column), dtype=np.intp, count=len(column))
+    codes, distinct = factorize(objects(column))
+    return distinct.tolist(), codes
 
 
 def _who(report: Report) -> tuple[Any, Any, Any]:

@@ -36,6 +36,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from perfgate.columns import factorize, objects
 from perfgate.collect.ncu_csv.arrays import BoolArray, ByteArray, IntArray
 from perfgate.collect.ncu_csv.parsing import Unparsed
 
@@ -120,9 +121,8 @@ class CellColumn:
 
 def _first_seen(texts: Sequence[T]) -> tuple[IntArray, list[T]]:
     """Each text's index into the distinct ones (in order of first appearance), and those."""
-    index: dict[T, int] = {}
-    codes = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64, count=len(texts))
-    return codes, list(index)
+    codes, distinct = factorize(objects(texts))
+    return codes, distinct.tolist()
 
 
 def _merged(codes: IntArray, texts: list[str]) -> tuple[IntArray, list[str]]:
