@@ -135,15 +135,15 @@ def _output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
-def _write_output(text: str | Iterable[str], output: Path | None) -> None:
-    """Write a report (its text, or its parts) to ``output``, or to stdout."""
+def _write_output(parts: Iterable[str], output: Path | None) -> None:
+    """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
-        sys.stdout.write(text if isinstance(text, str) else "".join(text))
+        sys.stdout.writelines(parts)
         return
     from perfgate.files import write_atomically
 
     try:
-        write_atomically(output, text)
+        write_atomically(output, parts)
     except OSError as exc:
         raise InputError(output, f"cannot write report ({exc.strerror})", "check the directory exists and is "
                                                                           "writable") from None
@@ -158,7 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from perfgate.collect import read_table
     from perfgate.options import selection
     from perfgate.regions import with_region_totals
-    from perfgate.render import LAUNCHES_SHOWN, render, render_parts, verdict_line
+    from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
     from perfgate.report import build_report
 
     settings = _settings(args)
@@ -196,7 +196,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                               result_arrays=fmt == "json")
         del comparison
         failed = report["verdict"] == "fail"
-    _write_output(render(report, fmt) if args.output is None else render_parts(report, fmt), args.output)
+    _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)
@@ -284,13 +284,13 @@ def _refuse_unusable(report: Path, measurement: "Measurement", gated: Sequence[s
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from perfgate.render import render_json, verdict_line
+    from perfgate.render import render_parts, verdict_line
     from perfgate.report import load_report, merge_reports
 
     # The same strict reading as publish: reports from other jobs are artifacts, not trusted data.
     reports = [load_report(path) for path in args.reports]
     merged = merge_reports(reports)
-    _write_output(render_json(merged), args.output)
+    _write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
         sys.stdout.write(verdict_line(merged) + "\n")
     return EXIT_REGRESSION if merged["verdict"] == "fail" else _not_measured_status(merged)

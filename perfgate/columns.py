@@ -104,19 +104,26 @@ def sort_ranks(values: Array) -> tuple[npt.NDArray[np.int64], int]:
     return rank[codes], len(distinct)
 
 
-def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.intp]:
-    """The rows in the order of ``keys`` (the first the primary one), each integers in ``[0, size)`` given with
-    its size; ties keep their order. ``np.lexsort`` sorts once per key: here the keys make one integer, sorted
-    once."""
-    span = 1
-    for _, size in keys:
-        span *= max(size, 1)
-    if span >= 1 << 62:  # would overflow int64
-        return np.lexsort([key for key, _ in reversed(keys)])
+def combined_key(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int64]:
+    """One integer per row that orders the rows as ``keys`` do (the first the primary one), equal for equal rows;
+    each key integers in ``[0, size)`` given with its size. Where the sizes' product would overflow int64, the
+    key so far is renumbered (its order kept) first."""
     combined = np.zeros(len(keys[0][0]), dtype=np.int64)
+    span = 1
     for key, size in keys:
-        combined = combined * max(size, 1) + key
-    order: npt.NDArray[np.intp] = np.argsort(combined, kind="stable")
+        size = max(size, 1)
+        if span * size >= 1 << 62:
+            distinct, inverse = np.unique(combined, return_inverse=True)
+            combined, span = inverse.reshape(-1).astype(np.int64), len(distinct)
+        combined = combined * size + key
+        span *= size
+    return combined
+
+
+def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.intp]:
+    """The rows in the order of ``keys`` (as ``combined_key`` takes them); ties keep their order. ``np.lexsort``
+    sorts once per key: here the keys make one integer, sorted once."""
+    order: npt.NDArray[np.intp] = np.argsort(combined_key(*keys), kind="stable")
     return order
 
 

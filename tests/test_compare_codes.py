@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfgate.columns import Columns, factorize, first_rows, objects, sort_ranks, sorted_order
+from perfgate.columns import Columns, combined_key, factorize, first_rows, objects, sort_ranks, sorted_order
 from perfgate.compare import compare_tables
 from perfgate.compare.joining import SideValues, join_metrics
-from perfgate.compare.matching import _outer_join, _sort_keys
+from perfgate.compare.matching import _outer_join
 from perfgate.table import Measurement, make_table
 
 
@@ -73,7 +73,7 @@ def test_sorted_order_is_lexsort_and_keeps_ties_in_order() -> None:
         expected = sorted(range(size), key=lambda i: (words[i], int(numbers[i]), int(ranks[2][0][i])))
         assert sorted_order(*ranks).tolist() == expected
         assert sorted_order(ranks[0]).tolist() == sorted(range(size), key=lambda i: words[i])
-        wide = [(key, 1 << 40) for key, _ in ranks[:2]]  # sizes whose product overflows: np.lexsort itself
+        wide = [(key, 1 << 40) for key, _ in ranks[:2]]  # sizes whose product overflows: renumbered on the way
         assert sorted_order(*wide).tolist() == sorted(range(size), key=lambda i: (words[i], int(numbers[i])))
 
 
@@ -91,7 +91,7 @@ def test_the_outer_join_of_launch_keys_is_in_key_order_and_a_sides_last_row_of_a
         cur_at = {key: i for i, key in enumerate(zip(*(c.tolist() for c in sides[1])))}
         keys = sorted(base_at.keys() | cur_at.keys())
         both = [np.concatenate([b, c]) for b, c in zip(*sides, strict=True)]
-        base_rows, cur_rows, first = _outer_join(_sort_keys(both), len(sides[0][0]))
+        base_rows, cur_rows, first = _outer_join(combined_key(*map(sort_ranks, both)), len(sides[0][0]))
         assert base_rows.tolist() == [base_at.get(k, -1) for k in keys]
         assert cur_rows.tolist() == [cur_at.get(k, -1) for k in keys]
         assert [tuple(column[row] for column in both) for row in first.tolist()] == keys

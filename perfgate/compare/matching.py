@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import Columns, filled, first_rows, objects, sort_ranks
+from perfgate.columns import Columns, combined_key, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.table import LAUNCH_KEY
@@ -88,26 +88,12 @@ def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
     return ids
 
 
-def _sort_keys(columns: Sequence[Any]) -> Ints:
-    """One integer per row that sorts as the rows' values do, column after column (as tuples sort), and is
-    equal for equal rows."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    size = 1
-    for column in columns:
-        rank, count = sort_ranks(column)
-        if size * count >= 1 << 62:  # would overflow: renumber the keys so far, in the same order
-            distinct, key = np.unique(key, return_inverse=True)
-            key, size = key.reshape(-1).astype(np.int64), len(distinct)
-        key = key * count + rank
-        size *= count
-    return key
-
-
 def _stacked_keys(base: Columns, cur: Columns, cur_names: Any) -> Ints:
     """The sort key of each launch of both sides, the baseline's then the current run's: (kind, name matched
     by, region, ordinal); ``cur_names``: the names the current run's launches are matched by."""
     names = np.concatenate([base["kernel"], cur_names])
-    return _sort_keys([names if key == "kernel" else np.concatenate([base[key], cur[key]]) for key in LAUNCH_KEY])
+    return combined_key(*(sort_ranks(names if key == "kernel" else np.concatenate([base[key], cur[key]]))
+                          for key in LAUNCH_KEY))
 
 
 def _outer_join(keys: Ints, count: int) -> tuple[Ints, Ints, Ints]:

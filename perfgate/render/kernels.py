@@ -4,7 +4,6 @@ the repeated-launch judgement and the "why" every format shows. Stdlib only."""
 from __future__ import annotations
 
 import statistics
-from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -12,7 +11,7 @@ from typing import Any, Iterable
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import Report, group_stats, repeated_totals
+from perfgate.report import Report, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -164,14 +163,10 @@ def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
     return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
 
 
-def _rows_by_metric(pointer: list[int], codes: list[int], indexes: list[int]) -> dict[int, list[int]]:
+def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
     """The result rows of launches ``indexes`` by metric code, in report order (codes in order of appearance)."""
-    spans = []
-    for index in indexes:
-        start = bisect_left(pointer, index)
-        stop = bisect_right(pointer, index, start)
-        if stop > start:
-            spans.append((start, stop))
+    codes = report["results"]["metric"]
+    spans = [span for span in (result_span(report, index) for index in indexes) if span[1] > span[0]]
     if not spans:
         return {}
     first = codes[spans[0][0]:spans[0][1]]
@@ -182,11 +177,7 @@ def _rows_by_metric(pointer: list[int], codes: list[int], indexes: list[int]) ->
     by_code: dict[int, list[int]] = {}
     for start, stop in spans:
         for i, code in zip(range(start, stop), codes[start:stop]):
-            rows = by_code.get(code)
-            if rows is None:
-                by_code[code] = [i]
-            else:
-                rows.append(i)
+            by_code.setdefault(code, []).append(i)
     return by_code
 
 
@@ -195,7 +186,7 @@ def _summaries(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
     results, metrics = report["results"], report["metrics"]
     groups: Any = report["launches"]
     group_column = groups.get("group") or []
-    by_code = _rows_by_metric(results["launch"], results["metric"], indexes)
+    by_code = _rows_by_metric(report, indexes)
     group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
     out = []
     for code, rows in by_code.items():
