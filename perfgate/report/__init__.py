@@ -4,7 +4,7 @@ This package defines the report's shape (``contract``: the TypedDicts, column na
 from a Comparison and writes it (``build``), reads and validates an untrusted one (``validate``: an
 artifact a fork's code wrote), upgrades version 1 reports (``upgrade``), merges reports (``merge``), and
 gives row views for the few launches a human format shows (``views``). It imports only the standard
-library: ``publish`` and ``merge`` never pay for pandas.
+library, and orjson when it writes a report: ``publish`` and ``merge`` never pay for pandas.
 
 Version 2 is what perfgate writes; version 1 (row lists) is still read and upgraded on load. Tables are
 column-oriented, each a JSON object of equally long arrays, so launch facts are stored once per
