@@ -5,11 +5,16 @@ few launches takes, so pandas is imported only where it earns that (parsing ncu'
 ``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
 bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones that share
 the arrays they did not change.
+
+A column may also be held as a ``Gather``, ``values[rows]`` not made yet: a table whose rows repeat a few values
+(each launch's kernel on every metric row of it, a metric's name, a result's launch) costs its rows' codes, not an
+array of objects per column; the column is made when it is first read, and ``take`` only picks codes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -127,13 +132,29 @@ def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int
     return order
 
 
+@dataclass(frozen=True)
+class Gather:
+    """A column as ``values[rows]``, made only when read (see the module's docstring). Columns that share one
+    ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``."""
+
+    values: Array
+    rows: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def made(self) -> Array:
+        made: Array = self.values[self.rows]
+        return made
+
+
 class Columns:
-    """Named 1-D numpy arrays of equal length."""
+    """Named 1-D numpy arrays (or ``Gather``s) of equal length."""
 
     __slots__ = ("_data", "_length")
 
-    def __init__(self, data: Mapping[str, Array], length: int | None = None) -> None:
-        self._data: dict[str, Array] = dict(data)
+    def __init__(self, data: Mapping[str, Array | Gather], length: int | None = None) -> None:
+        self._data: dict[str, Array | Gather] = dict(data)
         lengths = {len(array) for array in self._data.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns of different lengths: { {k: len(v) for k, v in self._data.items()} }")
@@ -147,21 +168,62 @@ class Columns:
 
     def __getitem__(self, key: str | Array | slice | Sequence[int]) -> Array | Columns:
         if isinstance(key, str):
-            return self._data[key]
+            column = self._data[key]
+            if isinstance(column, Gather):  # made once: the table reads as if it had always held the array
+                column = self._data[key] = column.made()
+            return column
         return self.take(key)
 
     def take(self, rows: Array | slice | Sequence[int]) -> Columns:
         """The rows ``rows`` selects: a boolean mask, integer positions (in that order) or a slice."""
+        picked: Array | slice
         if isinstance(rows, slice):
-            return Columns({name: array[rows] for name, array in self._data.items()},
-                           len(range(*rows.indices(self._length))))
-        picked = np.asarray(rows)
-        if picked.dtype != np.bool_:
-            picked = picked.astype(np.int64, copy=False)
-            size = len(picked)
+            picked, size = rows, len(range(*rows.indices(self._length)))
         else:
-            size = int(picked.sum())
-        return Columns({name: array[picked] for name, array in self._data.items()}, size)
+            picked = np.asarray(rows)
+            if picked.dtype != np.bool_:
+                picked = picked.astype(np.int64, copy=False)
+                size = len(picked)
+            else:
+                size = int(picked.sum())
+        taken_rows: dict[int, npt.NDArray[np.int64]] = {}  # id of a Gather's rows -> its rows picked
+
+        def pick(column: Array | Gather) -> Array | Gather:
+            if not isinstance(column, Gather):
+                return column[picked]
+            at = taken_rows.get(id(column.rows))
+            if at is None:
+                at = taken_rows[id(column.rows)] = column.rows[picked]
+            return Gather(column.values, at)
+
+        return Columns({name: pick(column) for name, column in self._data.items()}, size)
+
+    def dtype(self, name: str) -> np.dtype[Any]:
+        """The type of column ``name``'s values, without making it."""
+        column = self._data[name]
+        return column.values.dtype if isinstance(column, Gather) else column.dtype
+
+    def coded(self, name: str) -> tuple[npt.NDArray[np.int64], Array]:
+        """Column ``name`` as codes into values (``values[codes]`` is the column): a ``Gather``'s rows and values,
+        which may repeat a value or hold one no row has; else ``factorize``'s, distinct."""
+        column = self._data[name]
+        if isinstance(column, Gather):
+            return column.rows, column.values
+        return factorize(column)
+
+    def picked(self, name: str, rows: Array) -> Array:
+        """``self[name][rows]`` (integer positions), without making the whole column where it is a ``Gather``."""
+        column = self._data[name]
+        picked: Array = column.values[column.rows[rows]] if isinstance(column, Gather) else column[rows]
+        return picked
+
+    def equals(self, name: str, value: object) -> npt.NDArray[np.bool_]:
+        """``self[name] == value``: where the column is a ``Gather``, its values are compared, not its rows'."""
+        column = self._data[name]
+        if isinstance(column, Gather):
+            found: npt.NDArray[np.bool_] = np.asarray(column.values == value, dtype=bool)[column.rows]
+            return found
+        return np.asarray(column == value, dtype=bool)
 
     def __len__(self) -> int:
         return self._length
@@ -183,7 +245,7 @@ class Columns:
     def columns(self) -> tuple[str, ...]:
         return tuple(self._data)
 
-    def assign(self, **arrays: Array) -> Columns:
+    def assign(self, **arrays: Array | Gather) -> Columns:
         """The same columns with ``arrays`` added or replaced."""
         return Columns({**self._data, **arrays}, self._length)
 
@@ -192,20 +254,21 @@ class Columns:
 
     def row(self, index: int) -> dict[str, Any]:
         """One row as plain Python values."""
-        return {name: array[index].item() if isinstance(array[index], np.generic) else array[index]
-                for name, array in self._data.items()}
+        values = {name: column.values[column.rows[index]] if isinstance(column, Gather) else column[index]
+                  for name, column in self._data.items()}
+        return {name: value.item() if isinstance(value, np.generic) else value for name, value in values.items()}
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Every row as a dict of plain Python values."""
         names = list(self._data)
-        for values in zip(*(array.tolist() for array in self._data.values()), strict=True):
+        for values in zip(*(self[name].tolist() for name in names), strict=True):
             yield dict(zip(names, values, strict=True))
 
     def to_frame(self) -> pd.DataFrame:
         """A pandas DataFrame of the same columns (for tests and exploring; the engine does not use it)."""
         import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-        frame: pd.DataFrame = pd.DataFrame(dict(self._data), index=pd.RangeIndex(self._length))
+        frame: pd.DataFrame = pd.DataFrame({name: self[name] for name in self._data}, index=pd.RangeIndex(self._length))
         return frame
 
     @staticmethod
@@ -217,5 +280,5 @@ class Columns:
         for part in parts[1:]:
             if part.columns != names:
                 raise ValueError(f"concat of different columns: {names} and {part.columns}")
-        return Columns({name: np.concatenate([part._data[name] for part in parts]) for name in names},
+        return Columns({name: np.concatenate([part[name] for part in parts]) for name in names},
                        sum(len(part) for part in parts))

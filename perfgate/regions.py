@@ -39,8 +39,8 @@ def drop_unscoped_launches(measurement: Measurement) -> Measurement:
     kept whole: ncu's filter chose those launches.
     """
     table = measurement.table
-    kernels = table["kind"] == KIND_KERNEL
-    scoped = table["region"] != ""
+    kernels = table.equals("kind", KIND_KERNEL)
+    scoped = ~table.equals("region", "")
     if not (kernels & scoped).any():
         return measurement
     return measurement.with_table(table[~kernels | scoped])
@@ -49,10 +49,10 @@ def drop_unscoped_launches(measurement: Measurement) -> Measurement:
 def add_region_totals(measurement: Measurement) -> Measurement:
     """Append per-top-level-region totals (and an overall one when there are several regions)."""
     table = measurement.table
-    scoped = table["region"] != ""
+    scoped = ~table.equals("region", "")
     if not scoped.any():  # no region at all (most reports): the kinds need no reading
         return measurement
-    kernels = table[(table["kind"] == KIND_KERNEL) & scoped]
+    kernels = table[table.equals("kind", KIND_KERNEL) & scoped]
     if kernels.empty:
         return measurement
     top = np.array([region.split(REGION_SEPARATOR, 1)[0] for region in kernels["region"].tolist()], dtype=object)
@@ -78,7 +78,7 @@ def with_region_totals(measurement: Measurement) -> Measurement:
     ``perfgate compare`` and ``perfgate baseline`` apply it too, so a report compared by hand is judged
     like the plugin judges it: the same launches, the same totals.
     """
-    has_totals = (measurement.table["kind"] == KIND_REGION).any()
+    has_totals = measurement.table.equals("kind", KIND_REGION).any()
     return measurement if has_totals else add_region_totals(measurement)
 
 

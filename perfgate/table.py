@@ -38,7 +38,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, first_rows, objects
+from perfgate.columns import Columns, first_rows, objects
 from perfgate.units import NANOSECOND, SECOND
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS  # noqa: F401 (re-exported)
 
@@ -173,7 +173,7 @@ def normalized(table: Columns | Any) -> Columns:
     """``table`` itself when it is a normalized table already (these columns in this order, of these types),
     else ``make_table(table)``: a table a stage made need not pay for normalizing again."""
     if (isinstance(table, Columns) and table.columns == COLUMNS
-            and all(table[col].dtype == _TYPES[col] for col in COLUMNS)):
+            and all(table.dtype(col) == _TYPES[col] for col in COLUMNS)):
         return table
     return make_table(table)
 
@@ -219,7 +219,7 @@ def restrict_metrics(measurement: Measurement, metrics: Iterable[str]) -> Measur
     """Keep only ``metrics``; a launch left with none keeps one NaN row so it stays visible."""
     frame = measurement.table
     wanted = set(metrics)
-    codes, names = factorize(frame["metric"])
+    codes, names = frame.coded("metric")
     keep = np.array([name in wanted for name in names.tolist()], dtype=bool)[codes]
     if keep.all():
         return measurement
@@ -240,7 +240,7 @@ def devices(frame: Columns) -> list[tuple[str, str]]:
     if frame.empty:
         return []
     firsts = first_rows(frame["launch"])
-    pairs = set(zip(frame["device"][firsts].tolist(), frame["cc"][firsts].tolist(), strict=True))
+    pairs = set(zip(frame.picked("device", firsts).tolist(), frame.picked("cc", firsts).tolist(), strict=True))
     return sorted((str(d), str(c)) for d, c in pairs)
 
 
@@ -259,10 +259,10 @@ def unusable_records(measurement: Measurement) -> list[dict[str, Any]]:
     frame, records = measurement.table, measurement.unusable
     if not records or frame.empty:
         return []
-    firsts = first_rows(frame["launch"])
+    firsts = frame.select(("launch", "kind", "kernel", "region", "ordinal"))[first_rows(frame["launch"])]
     launches = {at: (kind, kernel, region, ordinal) for at, kind, kernel, region, ordinal in zip(
-        frame["launch"][firsts].tolist(), frame["kind"][firsts].tolist(), frame["kernel"][firsts].tolist(),
-        frame["region"][firsts].tolist(), frame["ordinal"][firsts].tolist(), strict=True)}
+        firsts["launch"].tolist(), firsts["kind"].tolist(), firsts["kernel"].tolist(),
+        firsts["region"].tolist(), firsts["ordinal"].tolist(), strict=True)}
     found = []
     for record in sorted(records, key=lambda r: (int(r["launch"]), str(r["metric"]))):
         launch = launches.get(record["launch"])

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, objects, sort_ranks, sorted_order
+from perfgate.columns import Array, Columns, Gather, factorize, objects, sort_ranks, sorted_order
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
@@ -44,60 +44,60 @@ def _text_ranks(column: Objects) -> tuple[Ints, int]:
     return ranks[codes], count
 
 
-def _strings(values: Objects, rows: Ints) -> Objects:
-    """``values[rows]``, where ``values`` are the few distinct strings of a column (one per metric code,
-    status...): each row shares its string object."""
-    taken: Objects = np.asarray(values, dtype=object)[rows]
-    return taken
-
-
 def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresholds: Mapping[str, Threshold],
                  groups: GroupVerdicts, order: Ints | None = None) -> tuple[Columns, Ints]:
     """One row per joined (launch, metric), in join order, or the joined rows ``order`` gives (the display
-    order: taking them here copies each column once, where reordering the finished table would copy it again).
-    ``launches`` is the launch table, in launch-id order.
+    order). ``launches`` is the launch table, in launch-id order.
+
+    Its columns are ``Gather``s (made when read): of the 400,000 results of 50k launches, a report reads few
+    columns whole (status, values), the rest (a launch's names, a metric's facts, the group columns) of a few rows.
 
     Also returns, per row, a code that only rows with the same metric, label, unit, threshold and direction
     share (``Comparison.result_metric``): its metric code and unit, which the report's metrics table is made of.
     """
-    take = np.arange(len(rows), dtype=np.int64) if order is None else order
+    take = np.arange(len(rows), dtype=np.int64) if order is None else order.astype(np.int64, copy=False)
     lid = rows.launch_id[take]
     code = rows.metric_code[take]
     no_value = np.isnan(rows.baseline) | np.isnan(rows.current)
     names = rows.names
 
-    def per_metric(describe: Callable[[str], str]) -> Objects:
-        return _strings(objects([describe(m) for m in names]), code)  # described once per metric code
+    def per_metric(describe: Callable[[str], str]) -> Gather:
+        return Gather(objects([describe(m) for m in names]), code)  # described once per metric code
 
-    unit = rows.unit[take]
+    def per_launch(name: str) -> Gather:
+        return Gather(launches[name], lid)
+
+    def per_row(values: Array) -> Gather:
+        return Gather(values, take)
+
     table = Columns({
-        "kind": launches["kind"][lid],
-        "kernel": launches["kernel"][lid],
-        "demangled": launches["demangled"][lid],
-        "region": launches["region"][lid],
-        "ordinal": launches["ordinal"][lid],
+        "kind": per_launch("kind"),
+        "kernel": per_launch("kernel"),
+        "demangled": per_launch("demangled"),
+        "region": per_launch("region"),
+        "ordinal": per_launch("ordinal"),
         "metric": per_metric(str),
         "label": per_metric(label_of),
-        "unit": unit,
-        "baseline": rows.baseline[take],
-        "current": rows.current[take],
-        "change": np.where(no_value, np.nan, judged.change)[take],
-        "delta": np.where(no_value, np.nan, judged.delta)[take],
-        "status": judged.status[take],
-        "gated": judged.gated[take],
+        "unit": per_row(rows.unit),
+        "baseline": per_row(rows.baseline),
+        "current": per_row(rows.current),
+        "change": per_row(np.where(no_value, np.nan, judged.change)),
+        "delta": per_row(np.where(no_value, np.nan, judged.delta)),
+        "status": per_row(judged.status),
+        "gated": per_row(judged.gated),
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
-        "device": launches["device"][lid],
-        "group": groups.group[take],
-        "n_baseline": groups.n_baseline[take],
-        "n_current": groups.n_current[take],
-        "median_baseline": groups.median_baseline[take],
-        "median_current": groups.median_current[take],
-        "estimate": groups.estimate[take],
-        "ci_low": groups.low[take],
-        "ci_high": groups.high[take],
+        "device": per_launch("device"),
+        "group": per_row(groups.group),
+        "n_baseline": per_row(groups.n_baseline),
+        "n_current": per_row(groups.n_current),
+        "median_baseline": per_row(groups.median_baseline),
+        "median_current": per_row(groups.median_current),
+        "estimate": per_row(groups.estimate),
+        "ci_low": per_row(groups.low),
+        "ci_high": per_row(groups.high),
     }, len(take))
-    return table, _metric_facts(code, unit, len(names))
+    return table, _metric_facts(rows.metric_code, rows.unit, len(names))[take]
 
 
 def _metric_facts(code: Ints, unit: Objects, codes: int) -> Ints:

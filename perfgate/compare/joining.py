@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, filled, objects
+from perfgate.columns import Columns, filled, objects
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.vocabulary import KIND_BENCHMARK
@@ -27,12 +27,17 @@ class SideValues:
     """One table's columns as numpy arrays, with metric names coded against the shared codes."""
 
     def __init__(self, table: Columns, ids: Ints, codes: Mapping[str, int]) -> None:
-        found, names = factorize(table["metric"])
-        to_code = np.array([codes.get(str(n), -1) for n in names] + [-1], dtype=np.int64)
+        found, names = table.coded("metric")  # a reader's table holds codes: no string of a row is looked at
+        to_code = np.array([codes.get(str(n), -1) for n in names.tolist()] + [-1], dtype=np.int64)
         self.metric: Ints = to_code[found]  # -1: not a metric we compare
         self.ids = ids
         self.value: Floats = table["value"].astype(float, copy=False)
-        self.unit: Objects = table["unit"]
+        self._table = table
+
+    def units(self, rows: Ints) -> Objects:
+        """The unit of each of ``rows``."""
+        units: Objects = self._table.picked("unit", rows)
+        return units
 
     def per_launch(self, code: int, count: int) -> Floats:
         """The value of one metric for each launch id; NaN where absent. Of duplicates, the first wins."""
@@ -163,6 +168,6 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     base_at, cur_at = np.flatnonzero(base_taken >= 0), np.flatnonzero(cur_taken >= 0)
     base_value[base_at], cur_value[cur_at] = base.value[base_taken[base_at]], cur.value[cur_taken[cur_at]]
     base_only = base_at[cur_taken[base_at] < 0]  # the current run's unit wins
-    unit[base_only], unit[cur_at] = base.unit[base_taken[base_only]], cur.unit[cur_taken[cur_at]]
+    unit[base_only], unit[cur_at] = base.units(base_taken[base_only]), cur.units(cur_taken[cur_at])
     return JoinedRows(launch_id=all_keys // width, metric_code=all_keys % width, baseline=base_value,
                       current=cur_value, unit=unit, names=tuple(extended))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, objects
+from perfgate.columns import Array, Columns, Gather, factorize, filled, objects
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
@@ -202,12 +202,6 @@ def _ordinals(kernel: Sequence[str], region: Sequence[str]) -> IntArray:
     return ordinals
 
 
-def _per_row(per_launch: Sequence[str], launch: IntArray) -> ObjectArray:
-    """A per-launch string list broadcast to rows: each row shares its launch's string object."""
-    rows: ObjectArray = objects(per_launch)[launch]
-    return rows
-
-
 def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
     """Add the "no data" row (``perfgate.table.NO_DATA_METRIC``) of each launch left with no row."""
     missing = np.flatnonzero(np.bincount(rows.launch, minlength=count) == 0)
@@ -236,19 +230,21 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> Measuremen
     check_name_length(set(launches.region), source, "NVTX region")
     bare = {d: kernel_function_name(d) if d else "" for d in distinct}
     kernel = [bare[d] for d in launches.demangled]
-    data = {
-        "kind": objects([KIND_KERNEL])[np.zeros(len(launch), dtype=np.intp)],  # np.full is slow for objects
-        "kernel": _per_row(kernel, launch),
-        "demangled": _per_row(launches.demangled, launch),
-        "region": _per_row(launches.region, launch),
-        "ordinal": _ordinals(kernel, launches.region)[launch],
+    # A launch's columns repeat on each of its rows, a metric's name and unit on each of its: held as values
+    # and codes (``columns.Gather``), made only if a later stage reads the whole column.
+    data: dict[str, Array | Gather] = {
+        "kind": Gather(filled(count, KIND_KERNEL), launch),
+        "kernel": Gather(objects(kernel), launch),
+        "demangled": Gather(objects(launches.demangled), launch),
+        "region": Gather(objects(launches.region), launch),
+        "ordinal": Gather(_ordinals(kernel, launches.region), launch),
         "launch": launch,
-        "device": _per_row(launches.device, launch),
-        "cc": _per_row(launches.cc, launch),
-        "grid": _per_row(launches.grid, launch),
-        "block": _per_row(launches.block, launch),
-        "metric": objects([str(m) for m in rows.metric_names])[rows.metric_codes],
-        "unit": objects([str(u) for u in rows.unit_names])[rows.unit_codes],
+        "device": Gather(objects(launches.device), launch),
+        "cc": Gather(objects(launches.cc), launch),
+        "grid": Gather(objects(launches.grid), launch),
+        "block": Gather(objects(launches.block), launch),
+        "metric": Gather(objects([str(m) for m in rows.metric_names]), rows.metric_codes.astype(np.int64, copy=False)),
+        "unit": Gather(objects([str(u) for u in rows.unit_names]), rows.unit_codes.astype(np.int64, copy=False)),
         "value": np.asarray(rows.values, dtype=np.float64),
     }
     # Built with the table's types, so ``normalized`` hands it on without looking at every row.
