@@ -5,6 +5,7 @@ numbers that round on a tie, units to escape, -0.0 beside 0.0, missing values)."
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from typing import Any
@@ -13,9 +14,14 @@ import numpy as np
 import pytest
 
 from perfgate.render import format_change, format_value, render, render_html, render_parts
-from perfgate.render.formatting import html_escape
+from perfgate.render.formatting import _formatter, html_escape, number_style
 from perfgate.render.html import render_html_chunks
-from perfgate.render.html_table import _change_texts, _floats
+from perfgate.render.html_table import _KEYS, _change_texts, _count_keys, _si_keys, _texts
+from perfgate.render.kernels import kernel_groups, kernel_row
+from perfgate.render.kernels import metric_launches as python_metric_launches
+from perfgate.render.kernels_html import KernelRows
+from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.render.result_arrays import floats as _floats
 from perfgate.report import Report, dumps, empty_report, summarize, validate_report
 
 _UNGATED_SHOWN = ("new", "missing", "no data")
@@ -194,3 +200,80 @@ def test_values_beyond_float_range_are_formatted_as_before() -> None:
     column: list[Any] = [1.5, None, 10**400, 2]
     values = _floats(column)
     assert np.isnan(values[1]) and np.isnan(values[2]) and values[3] == 2.0
+
+
+def number_cases() -> list[Any]:
+    """Values for a unit's texts: ties and their neighbours at every rounding (3 and 4 digits, with and
+    without a prefix), powers of ten, tiny and huge, negative, zero, whole numbers about 1e9, ints beyond 2**53,
+    and random ones."""
+    rng = random.Random(11)
+    values: list[Any] = [None, 0.0, -0.0, 1, -1, 2**53, 2**53 + 1, -(2**60) - 3, 10**17 + 1, 1e300,
+                         -1e300, 5e-324, 1e-310, 999999999.0, 1e9, 1e9 - 0.5, -999999999.0, 999.5, 999.95, 9999.5,
+                         99950.0, 999500.0, 999.4999999, 0.00012345, 0.000012345]
+    for exponent in range(-12, 20):
+        for value in (10.0 ** exponent, 10 ** exponent):
+            values += [value, -value, np.nextafter(float(value), 0.0), np.nextafter(float(value), math.inf)]
+        for _ in range(40):
+            digits = rng.randrange(100, 10000)
+            tie = (digits + 0.5) * 10.0 ** (exponent - 3)
+            values += [tie, -tie, np.nextafter(tie, 0.0), np.nextafter(tie, math.inf), tie * (1 + 1e-7)]
+    values += [rng.choice([-1, 1]) * 10 ** rng.uniform(-12, 18) for _ in range(20000)]
+    values += [rng.randrange(-10**10, 10**10) for _ in range(5000)]
+    values += [float(rng.randrange(0, 10**6)) + rng.choice([0.0, 0.5, 0.25]) for _ in range(5000)]
+    return [float(v) if isinstance(v, np.floating) else v for v in values]
+
+
+@pytest.mark.parametrize("unit", ["byte", "inst", "register/thread", "<b>&", "ns", "s", "%", ""])
+def test_number_texts_are_format_value(unit: str) -> None:
+    """Each distinct text made once, from one value of a rounding key where the unit has one: the same text
+    as formatting every value."""
+    column = number_cases()
+    text_of = _formatter(unit)
+    keys_of = _KEYS.get(number_style(unit))
+    texts = _texts(_floats(column), np.arange(len(column)), text_of, keys_of, column,
+                   lambda v: "—" if v is None else text_of(v)).tolist()
+    assert texts == ["—" if v is None else text_of(v) for v in column]
+
+
+@pytest.mark.parametrize("keys_of", [_si_keys, _count_keys])
+def test_rounding_keys_are_certain_for_most_values(keys_of: Any) -> None:
+    values = _floats(number_cases())
+    _, certain = keys_of(values)
+    assert certain.mean() > 0.8  # the ties and their neighbours are not
+    assert not certain[np.isnan(values)].any()
+
+
+def kernels_of_many_launches(regular: bool) -> Report:
+    """Three kernels of 100 launches each: their metrics in one order (a loop's launches) or each launch its own
+    subset in its own order; values with None, ints (some beyond 2**53), -0.0."""
+    rng = random.Random(5 if regular else 6)
+    statuses = ["regression", "improvement", "unchanged", "new", "missing", "no data"]
+    launches = [{"status": rng.choice(statuses)} for _ in range(300)]
+    results = []
+    for launch, facts in enumerate(launches):
+        metrics = list(range(7)) if regular else rng.sample(range(7), rng.randint(0, 7))
+        for metric in metrics:
+            base = rng.choice([None, 0.0, -0.0, 1.5, 2**60 + 1, rng.randint(0, 10**6), rng.uniform(-1e3, 1e9)])
+            base = 2**60 + 2 * launch if metric == 6 else base  # medians no float holds
+            cur = rng.choice([None, base, rng.randint(0, 10**6), rng.uniform(0, 1e9)])
+            status = rng.choice([facts["status"], "info", "unchanged", "improvement", "regression"])
+            results.append((launch, metric, base, cur, rng.choice([None, 0.1]), status, rng.choice([True, False])))
+    return hand_made(launches, results)
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_kernels_of_many_launches_are_summarized_in_numpy_as_in_python(regular: bool) -> None:
+    report = kernels_of_many_launches(regular)
+    arrays = ResultArrays(report)
+    rows = KernelRows(report, arrays)
+    kernels = kernel_groups(report)
+    assert len(kernels) == 3 and all(len(k) == 100 for k in kernels)
+    for indexes in kernels:
+        fast, slow = metric_launches(report, arrays, indexes), python_metric_launches(report, indexes)
+        assert fast == slow  # medians of ints compare equal to their floats
+        for one, other in zip(fast, slow):
+            unit = METRICS["unit"][one.code]
+            assert [format_value(v, unit) for v in (one.before, one.after)] == \
+                [format_value(v, unit) for v in (other.before, other.after)]
+        assert rows.row(indexes) == kernel_row(report, indexes)
+    assert any((m.before or 0) > 2**53 for k in kernels for m in metric_launches(report, arrays, k))

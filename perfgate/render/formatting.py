@@ -33,19 +33,30 @@ def _percent(value: float) -> str:
     return f"{value:.1f}%"
 
 
+def number_style(unit: str) -> str:
+    """How a value of ``unit`` is written: ``time`` (in the largest time unit it reaches), ``si`` (with the largest
+    decimal prefix it reaches), ``percent``, or ``count`` (a whole number below 1e9 as it is, else as ``si``)."""
+    if unit in TIME_UNITS:
+        return "time"
+    if unit == BYTE:
+        return "si"
+    return "percent" if unit == "%" else "count"
+
+
 @lru_cache(maxsize=256)
 def _formatter(unit: str) -> Callable[[float], str]:
     """One function per unit, so a table of thousands of values does not re-decide the unit each time.
     The unit knowledge (scales, symbols) is ``perfgate.units``'."""
-    if unit in TIME_UNITS:
+    style = number_style(unit)
+    if style == "time":
         def time(value: float) -> str:
             scaled, symbol = scale_time(value, unit)
             return f"{scaled:.4g} {symbol}"
 
         return time
-    if unit == BYTE:
+    if style == "si":
         return _si(BYTE_SYMBOL)
-    if unit == "%":
+    if style == "percent":
         return _percent
     bare = unit in SILENT_UNITS
     si = _si("" if bare else unit)

@@ -11,6 +11,7 @@ exactly what jinja2's autoescape escapes; the page's Content-Security-Policy for
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from perfgate.render.common import (
     VERDICT_WORD,
@@ -24,6 +25,9 @@ from perfgate.render.common import (
 from perfgate.render.formatting import html_escape
 from perfgate.render.kernels_html import KernelRows, kernel_sections, kernel_table
 from perfgate.report import Report
+
+if TYPE_CHECKING:
+    from perfgate.render.result_arrays import ResultArrays
 
 _escape = html_escape
 
@@ -110,7 +114,9 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
     moved = commits_line(commits)
     if moved:
         facts.append(f"commits: {_escape(moved)}")
-    kernels = KernelRows(report)
+    # The report's results as arrays, for the kernel view and the table; no numpy loaded without launches.
+    arrays = _result_arrays(report)
+    kernels = KernelRows(report, arrays)
     fields = {
         "facts": " · ".join(facts),
         "kernels": kernel_table(report, kernels),
@@ -125,16 +131,24 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
                                                                                 *report["notes"]]),
         "generator": _escape(report["generator"]),
     }
-    parts = _table_rows(report)
+    parts = _table_rows(report, arrays)
     parts.insert(0, _PAGE_TOP.format(**fields))
     parts.append(_PAGE_BOTTOM.format(**fields))
     return parts
 
 
-def _table_rows(report: Report) -> list[str]:
-    """The table's rows as parts; none, and no numpy loaded, for a report without launches."""
+def _result_arrays(report: Report) -> ResultArrays | None:
     if not report["launches"]["status"]:
+        return None
+    from perfgate.render.result_arrays import ResultArrays
+
+    return ResultArrays(report)
+
+
+def _table_rows(report: Report, arrays: ResultArrays | None) -> list[str]:
+    """The table's rows as parts; none for a report without launches."""
+    if arrays is None:
         return []
     from perfgate.render.html_table import table_rows
 
-    return table_rows(report)
+    return table_rows(report, arrays)

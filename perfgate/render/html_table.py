@@ -8,7 +8,6 @@ session whose perf tests were all skipped without it.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any, Callable
@@ -16,8 +15,10 @@ from typing import Any, Callable
 import numpy as np
 
 from perfgate.columns import factorize, objects
-from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text
+from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text, number_style
+from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
+from perfgate.units import SI_PREFIXES
 from perfgate.vocabulary import Status
 
 _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
@@ -39,26 +40,11 @@ class _Metrics:
         self.units = [u or "" for u in metrics["unit"]]
         self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
         self.unit_safe = [_escape(u) == u for u in self.units]
+        self.keys = [_KEYS.get(number_style(u)) for u in self.units]  # None: each distinct value formatted
         self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
 
 
 # ---------------------------------------------------------------- numbers, each distinct one formatted once
-
-def _floats(column: Sequence[Any]) -> np.ndarray:
-    """A number column as floats, None as NaN; a value no float holds (an integer beyond float range) is NaN
-    too, and formatted one at a time from the report's own value (see :func:`_texts`)."""
-    try:
-        return np.array(column, dtype=float)
-    except (OverflowError, TypeError, ValueError):
-        return np.array([_float_or_nan(v) for v in column], dtype=float)
-
-
-def _float_or_nan(value: Any) -> float:
-    try:
-        return float(value) if value is not None else math.nan
-    except (OverflowError, TypeError, ValueError):
-        return math.nan
-
 
 def _objects(texts: Sequence[str]) -> Any:
     out = np.empty(len(texts), dtype=object)
@@ -66,34 +52,82 @@ def _objects(texts: Sequence[str]) -> Any:
     return out
 
 
-def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], column: Sequence[Any],
-           odd: Callable[[Any], str], suffix: str = "") -> Any:
-    """``text_of(v) + suffix`` for each of ``values[rows]``, each distinct value formatted once (thousands of
-    launches repeat a few values); a NaN (None in the report) is ``odd`` of the report's own value. The suffix
-    (the markup that follows) spares the table a part in each row."""
+Keys = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
+
+
+def _g_keys(values: np.ndarray, digits: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys for ``f"{value:.{digits}g}"``: its sign, decimal exponent and the ``digits`` digits it rounds to, and
+    where that rounding is certain (not within 1e-6 of a tie, the exponent as ``log10`` says); so values with one
+    certain key have one text. Zero (either sign) is certain."""
+    magnitude = np.abs(values)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        exponent = np.floor(np.log10(magnitude))
+        scaled = magnitude * 10.0 ** (digits - 1 - exponent)  # within a few ulps: far below the 1e-6 asked
+        rounded = np.rint(scaled)
+        certain = ((np.abs(scaled - np.floor(scaled) - 0.5) > 1e-6) & (rounded >= 10.0 ** (digits - 1))
+                   & (rounded < 10.0 ** digits))
+        # An exponent of a finite float is within ±400: (exponent + 400) * 1e5 + rounded stays below 1e8.
+        keys = np.where(certain, (exponent + 400) * 1e5 + rounded, 0.0) + np.signbit(values) * 1e8
+    return keys.astype(np.int64), certain | (magnitude == 0)
+
+
+_SI_SCALES = np.array([scale for scale, _ in SI_PREFIXES] + [1.0])  # largest first; 1: no prefix
+
+
+def _si_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys for ``formatting._si``'s text: the prefix the value reaches, then the 3 digits it rounds to (4
+    without a prefix)."""
+    magnitude = np.abs(values)
+    prefix = sum((magnitude < scale).astype(np.int64) for scale in _SI_SCALES[:-1].tolist())
+    keys, certain = _g_keys(values / _SI_SCALES[prefix], np.where(prefix < len(_SI_SCALES) - 1, 3, 4))
+    return prefix * 10 ** 9 + keys, certain
+
+
+def _count_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys for a count's text: a whole number below 1e9 is its own key; others are ``_si_keys``'."""
+    with np.errstate(invalid="ignore"):
+        whole = (np.floor(values) == values) & (np.abs(values) < 1e9)
+    keys, certain = _si_keys(values)
+    return np.where(whole, values, 0).astype(np.int64) + np.where(whole, 0, keys + 2 ** 40), whole | certain
+
+
+_KEYS: dict[str, Keys] = {"si": _si_keys, "count": _count_keys}
+
+
+def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], keys_of: Keys | None,
+           column: Sequence[Any], odd: Callable[[Any], str], suffix: str = "") -> Any:
+    """``text_of(v) + suffix`` for each of ``values[rows]``, each text made once: from one of the values with one
+    key (``keys_of``: those that round to the same digits), else from each distinct value; a NaN (None in the
+    report) is ``odd`` of the report's own value. The suffix (the markup that follows) spares the table a part in
+    each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
     # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
     # formatted from the report's own value, as the row-by-row renderer did.
     with np.errstate(invalid="ignore"):
         number = np.abs(picked) < 2.0 ** 53
-    if number.any():
-        bits = picked[number].view(np.int64)  # by bits, so -0.0 and 0.0 (shown "-0" and "0") stay apart
-        distinct, inverse = np.unique(bits, return_inverse=True)
-        out[number] = _objects([text_of(v) + suffix for v in distinct.view(np.float64).tolist()])[inverse]
+    keys, certain = keys_of(picked) if keys_of is not None else (None, np.zeros(len(rows), dtype=bool))
+    exact = number & ~certain
+    # by bits where the key is the value, so -0.0 and 0.0 (shown "-0" and "0") stay apart
+    for kept, key in ((number & certain, keys), (exact, picked.view(np.int64))):
+        if key is not None and kept.any():
+            distinct, inverse = np.unique(key[kept], return_inverse=True)
+            one = np.empty(len(distinct), dtype=np.intp)
+            one[inverse] = np.arange(len(inverse))  # a value of each key: they have one text
+            out[kept] = _objects([text_of(v) + suffix for v in picked[kept][one].tolist()])[inverse]
     for at in np.flatnonzero(~number).tolist():
         out[at] = odd(column[rows[at]]) + suffix
     return out
 
 
 def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
-                  texts_of: Sequence[Callable[[float], str]], odd_of: Sequence[Callable[[Any], str]],
-                  suffix: str = "") -> Any:
-    """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct value once."""
+                  texts_of: Sequence[Callable[[float], str]], keys_of: Sequence[Keys | None],
+                  odd_of: Sequence[Callable[[Any], str]], suffix: str = "") -> Any:
+    """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct text made once."""
     out = np.empty(len(rows), dtype=object)
     for code in np.unique(codes).tolist():
         mine = np.flatnonzero(codes == code)
-        out[mine] = _texts(values, rows[mine], texts_of[code], column, odd_of[code], suffix)
+        out[mine] = _texts(values, rows[mine], texts_of[code], keys_of[code], column, odd_of[code], suffix)
     return out
 
 
@@ -121,40 +155,13 @@ def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, 
         out[certain] = _objects([_tenths(int(k)) + suffix for k in distinct.tolist()])[inverse]
     rest = np.flatnonzero(~certain)
     if len(rest):
-        out[rest] = _texts(changes, rows[rest], format_change, column, format_change, suffix)
+        out[rest] = _texts(changes, rows[rest], format_change, None, column, format_change, suffix)
     return out
 
 
 # ---------------------------------------------------------------- the table of every launch
 
-class _Results:
-    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
-
-    def __init__(self, report: Report) -> None:
-        results, launches = report["results"], report["launches"]
-        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
-        code_of = {name: code for code, name in enumerate(self.names)}
-        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
-                                  count=len(results["status"]))
-        self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
-                                         count=len(launches["status"]))
-        self.launch = np.array(results["launch"], dtype=np.intp)
-        self.metric = np.array(results["metric"], dtype=np.intp)
-        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
-        self.baseline, self.current, self.change = (_floats(results[name]) for name in ("baseline", "current",
-                                                                                          "change"))
-
-    def statuses(self, *names: str) -> np.ndarray:
-        """Which status codes are one of ``names`` (a mask indexed by code)."""
-        return np.array([name in names for name in self.names], dtype=bool)
-
-    def of_status(self, name: str) -> np.ndarray:
-        """Which result rows have status ``name``."""
-        mask: np.ndarray = self.status == (self.names.index(name) if name in self.names else -1)
-        return mask
-
-
-def _shown(columns: _Results) -> np.ndarray:
+def _shown(columns: ResultArrays) -> np.ndarray:
     """The result rows the table lists: the gated ones, and an ungated one only for a launch that is new, missing
     or without data as a whole (one absent on a side of a compared launch says nothing: its section lists every
     collected metric)."""
@@ -196,7 +203,7 @@ class _WhyRows:
     metrics that moved most, as :func:`explanation` words them. ``launches`` are the launches with one
     (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
 
-    def __init__(self, report: Report, facts: _Metrics, columns: _Results, values: list[Callable[[float], str]],
+    def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays, values: list[Callable[[float], str]],
                  missing: list[Callable[[Any], str]]) -> None:
         launches, results = report["launches"], report["results"]
         launch, change = columns.launch, columns.change
@@ -232,8 +239,10 @@ class _WhyRows:
         codes = columns.metric[named]
         labels = _objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
         parts[at] = labels[2 * codes + (rank > 0)]
-        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, values, missing, " → ")
-        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, values, missing, " (")
+        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, values, facts.keys,
+                                      missing, " → ")
+        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, values, facts.keys,
+                                      missing, " (")
         parts[at + 3] = _change_texts(change, results["change"], named, ")")
 
 
@@ -245,13 +254,13 @@ def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda value: "—" if value is None or value != value else text_of(value)
 
 
-def table_rows(report: Report) -> list[str]:
+def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]:
     """The ``<tbody>`` rows, as the parts to join: each launch's gated metrics (and the rows that say new,
     missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
     launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
     by numpy indexing, not 80,000 string formats."""
     facts = _Metrics(report)
-    columns = _Results(report)
+    columns = ResultArrays(report) if columns is None else columns
     results = report["results"]
     # A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is.
     values = [_formatter(u) if safe else _escaped(_formatter(u)) for u, safe in zip(facts.units, facts.unit_safe)]
@@ -268,9 +277,9 @@ def table_rows(report: Report) -> list[str]:
     tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
     opening, ordinal, region = _who(report)
     row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
-           _number_texts(columns.baseline, results["baseline"], shown, codes, values, table_missing,
+           _number_texts(columns.baseline, results["baseline"], shown, codes, values, facts.keys, table_missing,
                          '</td><td class="num">'),
-           _number_texts(columns.current, results["current"], shown, codes, values, table_missing,
+           _number_texts(columns.current, results["current"], shown, codes, values, facts.keys, table_missing,
                          '</td>\n<td class="num">'),
            _change_texts(columns.change, results["change"], shown), tails[codes]]
     why = _WhyRows(report, facts, columns, values, why_missing)

@@ -123,9 +123,10 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None) \
-        -> KernelRow:
-    """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized."""
+def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
+               metrics: list[MetricLaunches] | None = None) -> KernelRow:
+    """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized; ``metrics`` are
+    its :func:`metric_launches` when worked out already (the HTML page's, in numpy)."""
     launches = report["launches"]
     optional: Any = launches
     first = indexes[0]
@@ -149,8 +150,25 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
                                        None),
                     findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                     statuses=statuses)
-    row.metrics = _summaries(report, indexes, group_stats(report) if stats is None else stats)
+    group_column = optional.get("group") or []
+    group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
+    row.metrics = _summaries(report, metric_launches(report, indexes) if metrics is None else metrics, group,
+                             group_stats(report) if stats is None else stats)
     return row
+
+
+@dataclass(frozen=True)
+class MetricLaunches:
+    """One metric over a kernel's launches, what its summary is made from: the statuses of its results (each once,
+    in report order), whether one is gated, its values (medians over several launches) and their change."""
+
+    code: int  # the metric's row of the report's ``metrics``
+    launches: int
+    statuses: tuple[str, ...]
+    gated: bool
+    before: float | None
+    after: float | None
+    change: float | None
 
 
 def _rank(status: str) -> int:
@@ -181,30 +199,38 @@ def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
     return by_code
 
 
-def _summaries(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]]) \
-        -> list[MetricSummary]:
-    results, metrics = report["results"], report["metrics"]
-    groups: Any = report["launches"]
-    group_column = groups.get("group") or []
-    by_code = _rows_by_metric(report, indexes)
-    group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
+def metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
+    """Each metric of launches ``indexes`` over them, in order of appearance: one launch's values as they are,
+    the medians of several (``perfgate.render.result_arrays.metric_launches`` is the same in numpy)."""
+    results = report["results"]
     out = []
-    for code, rows in by_code.items():
-        status = min(dict.fromkeys(_picked(results["status"], rows)), key=_rank)  # the first worst, as over rows
+    for code, rows in _rows_by_metric(report, indexes).items():
+        if len(rows) == 1:
+            i = rows[0]
+            before, after, change = results["baseline"][i], results["current"][i], results["change"][i]
+        else:
+            before = _median([v for v in _picked(results["baseline"], rows) if v is not None])
+            after = _median([v for v in _picked(results["current"], rows) if v is not None])
+            change = after / before - 1 if before and after is not None else None
+        out.append(MetricLaunches(code=code, launches=len(rows),
+                                  statuses=tuple(dict.fromkeys(_picked(results["status"], rows))),
+                                  gated=any(_picked(results["gated"], rows)), before=before, after=after,
+                                  change=change))
+    return out
+
+
+def _summaries(report: Report, aggregated: list[MetricLaunches], group: int | None,
+               stats: dict[tuple[int, int], dict[str, Any]]) -> list[MetricSummary]:
+    metrics = report["metrics"]
+    out = []
+    for values in aggregated:
+        code = values.code
         summary = MetricSummary(
             metric=str(metrics["metric"][code] or ""), label=str(metrics["label"][code] or metrics["metric"][code]),
             unit=str(metrics["unit"][code] or ""), threshold=str(metrics["threshold"][code] or ""),
-            direction=str(metrics["direction"][code] or ""), gated=any(_picked(results["gated"], rows)),
-            status=status, before=None, after=None, change=None, launches=len(rows))
-        if len(rows) == 1:
-            i = rows[0]
-            summary.before, summary.after, summary.change = results["baseline"][i], results["current"][i], \
-                results["change"][i]
-        else:
-            summary.before = _median([v for v in _picked(results["baseline"], rows) if v is not None])
-            summary.after = _median([v for v in _picked(results["current"], rows) if v is not None])
-            if summary.before and summary.after is not None:
-                summary.change = summary.after / summary.before - 1
+            direction=str(metrics["direction"][code] or ""), gated=values.gated,
+            status=min(values.statuses, key=_rank),  # the first worst, as over rows
+            before=values.before, after=values.after, change=values.change, launches=values.launches)
         judged = stats.get((group, code)) if group is not None else None
         if judged is not None:
             summary.before = judged["median_baseline"] if judged["median_baseline"] is not None else summary.before

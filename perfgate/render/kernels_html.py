@@ -10,6 +10,8 @@ kernels and sections are shown, and how many are not, is stated on the page.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
@@ -25,6 +27,9 @@ from perfgate.render.kernels import (
 )
 from perfgate.report import Report, group_stats
 from perfgate.vocabulary import Status
+
+if TYPE_CHECKING:
+    from perfgate.render.result_arrays import ResultArrays
 
 KERNEL_ROWS = 500  # rows of the kernel table; every launch stays in the table below it
 SECTIONS = 50  # sections of regressed or inconclusive kernels
@@ -56,18 +61,25 @@ def _where(row: KernelRow) -> str:
 
 class KernelRows:
     """A report's kernels, each summarized once (:func:`kernel_row`) for the table and the sections: a kernel of a
-    loop of 10,000 launches takes tens of milliseconds."""
+    loop of 10,000 launches is summarized in numpy (``arrays``, the report's results as arrays, made when first
+    needed unless given)."""
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, arrays: ResultArrays | None = None) -> None:
         self.report = report
         self.kernels = kernel_groups(report)
         self.stats = group_stats(report)
+        self._arrays = arrays
         self._rows: dict[int, KernelRow] = {}
 
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats)
+            from perfgate.render.result_arrays import ResultArrays, metric_launches
+
+            if self._arrays is None:
+                self._arrays = ResultArrays(self.report)
+            metrics = metric_launches(self.report, self._arrays, indexes)
+            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, metrics)
         return found
 
     def with_status(self, statuses: tuple[str, ...]) -> list[list[int]]:

@@ -1,0 +1,116 @@
+"""A report's results as numpy arrays, made once for the HTML page: its table of every launch
+(``perfgate.render.html_table``) and its kernel view, whose kernels of a loop have thousands of launches
+(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy).
+
+Its own module so that numpy is loaded only for a report with launches.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfgate.columns import factorize
+from perfgate.render.kernels import MetricLaunches, metric_launches as metric_launches_one_by_one
+from perfgate.report import Report
+
+_EXACT = 2.0 ** 53  # below it a float holds every integer: a median of ints is the median of their floats
+
+
+def floats(column: Sequence[Any]) -> np.ndarray:
+    """A number column as floats, None as NaN; a value no float holds (an integer beyond float range) is NaN
+    too: its users format or summarize such a value from the report's own."""
+    try:
+        return np.array(column, dtype=float)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([_float_or_nan(v) for v in column], dtype=float)
+
+
+def _float_or_nan(value: Any) -> float:
+    try:
+        return float(value) if value is not None else math.nan
+    except (OverflowError, TypeError, ValueError):
+        return math.nan
+
+
+class ResultArrays:
+    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
+
+    def __init__(self, report: Report) -> None:
+        results, launches = report["results"], report["launches"]
+        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
+        code_of = {name: code for code, name in enumerate(self.names)}
+        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
+                                  count=len(results["status"]))
+        self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
+                                         count=len(launches["status"]))
+        self.launch = np.array(results["launch"], dtype=np.intp)
+        self.metric = np.array(results["metric"], dtype=np.intp)
+        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
+        self.baseline, self.current, self.change = (floats(results[name]) for name in ("baseline", "current",
+                                                                                         "change"))
+
+    def statuses(self, *names: str) -> np.ndarray:
+        """Which status codes are one of ``names`` (a mask indexed by code)."""
+        return np.array([name in names for name in self.names], dtype=bool)
+
+    def of_status(self, name: str) -> np.ndarray:
+        """Which result rows have status ``name``."""
+        mask: np.ndarray = self.status == (self.names.index(name) if name in self.names else -1)
+        return mask
+
+    def rows_of(self, launches: list[int]) -> np.ndarray:
+        """The result rows of ``launches`` (ascending), in report order: each launch's rows are contiguous."""
+        wanted = np.array(launches, dtype=np.intp)
+        starts = np.searchsorted(self.launch, wanted, side="left")
+        sizes = np.searchsorted(self.launch, wanted, side="right") - starts
+        rows: np.ndarray = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        return rows
+
+
+_ONE_BY_ONE = 16  # launches below which a kernel is summarized in Python: numpy's calls cost more
+
+
+def metric_launches(report: Report, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
+    """:func:`perfgate.render.kernels.metric_launches` of a kernel's launches ``indexes``, in numpy."""
+    if len(indexes) < _ONE_BY_ONE:
+        return metric_launches_one_by_one(report, indexes)
+    results = report["results"]
+    rows = arrays.rows_of(indexes)
+    by_code, codes = factorize(arrays.metric[rows])
+    out = []
+    for code_of, code in enumerate(codes.tolist()):
+        mine = rows[by_code == code_of]
+        if len(mine) == 1:
+            i = int(mine[0])
+            before, after, change = results["baseline"][i], results["current"][i], results["change"][i]
+        else:
+            before = _median(arrays.baseline, mine, results["baseline"])
+            after = _median(arrays.current, mine, results["current"])
+            change = after / before - 1 if before and after is not None else None
+        statuses = factorize(arrays.status[mine])[1].tolist()
+        out.append(MetricLaunches(code=code, launches=len(mine), statuses=tuple(arrays.names[s] for s in statuses),
+                                  gated=bool(arrays.gated[mine].any()), before=before, after=after, change=change))
+    return out
+
+
+def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> float | None:
+    """``statistics.median`` of ``column``'s values at ``rows`` without the None (NaN in ``values``); from the
+    report's own values where a float does not hold them."""
+    picked = values[rows]
+    known = picked[~np.isnan(picked)]
+    overflowed = len(known) < len(picked) and any(column[i] is not None for i in rows[np.isnan(picked)].tolist())
+    if overflowed or (np.abs(known) >= _EXACT).any():
+        exact = [v for v in map(column.__getitem__, rows.tolist()) if v is not None]
+        return statistics.median(exact) if exact else None
+    if not len(known):
+        return None
+    middle = len(known) // 2
+    if len(known) % 2:
+        return float(np.partition(known, middle)[middle])
+    low, high = np.partition(known, (middle - 1, middle))[middle - 1:middle + 1]
+    return (float(low) + float(high)) / 2  # as statistics.median: the mean of the middle two
