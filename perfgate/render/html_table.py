@@ -182,13 +182,19 @@ def _who(report: Report) -> tuple[Any, Any, Any]:
     launches = report["launches"]
     has_tests = any(launches["test"])
     tests, test_of = _factorized(launches["test"])
-    kernels, kernel_of = _factorized(list(zip(launches["demangled"], launches["kernel"])))
-    pairs, pair_of = np.unique(test_of * len(kernels) + kernel_of, return_inverse=True)
+    # Each column on its own: 50,000 (demangled, kernel) tuples alive at once cost garbage collections, each
+    # one going through the report's lists.
+    demangled_names, demangled_of = _factorized(launches["demangled"])
+    kernels, kernel_of = _factorized(launches["kernel"])
+    pairs, pair_of = np.unique((test_of * len(demangled_names) + demangled_of) * len(kernels) + kernel_of,
+                               return_inverse=True)
     opening = []
     for pair in pairs.tolist():
-        test, (demangled, kernel) = tests[pair // len(kernels)], kernels[pair % len(kernels)]
-        test_cell = f'<td class="kernel">{_escape(test or "")}</td>' if has_tests else ""
-        opening.append(f'{test_cell}<td class="kernel" title="{_escape(demangled)}">{_escape(kernel)}')
+        rest, kernel = divmod(pair, len(kernels))
+        test, demangled = divmod(rest, len(demangled_names))
+        test_cell = f'<td class="kernel">{_escape(tests[test] or "")}</td>' if has_tests else ""
+        opening.append(f'{test_cell}<td class="kernel" title="{_escape(demangled_names[demangled])}">'
+                       f'{_escape(kernels[kernel])}')
     kinds, kind_of = _factorized(launches["kind"])
     ordinal = np.array(launches["ordinal"], dtype=np.int64)
     numbered = (kind_of == (kinds.index("kernel") if "kernel" in kinds else -1)) & (ordinal > 0)
