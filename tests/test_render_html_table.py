@@ -16,7 +16,7 @@ import pytest
 from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import _formatter, html_escape, number_style
 from perfgate.render.html import render_html_chunks
-from perfgate.render.html_table import _KEYS, _change_texts, _count_keys, _si_keys, _texts
+from perfgate.render.html_table import _change_texts, _si_keys, _texts, _Writer
 from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels import metric_launches as python_metric_launches
 from perfgate.render.kernels_html import KernelRows
@@ -229,16 +229,17 @@ def test_number_texts_are_format_value(unit: str) -> None:
     as formatting every value."""
     column = number_cases()
     text_of = _formatter(unit)
-    keys_of = _KEYS.get(number_style(unit))
-    texts = _texts(_floats(column), np.arange(len(column)), text_of, keys_of, column,
-                   lambda v: "—" if v is None else text_of(v)).tolist()
-    assert texts == ["—" if v is None else text_of(v) for v in column]
+    writer = _Writer.of(unit)
+    assert (writer.keys is not None) == (number_style(unit) in ("si", "count"))
+    assert (writer.whole is not None) == (number_style(unit) == "count")
+    texts = _texts(_floats(column), np.arange(len(column)), writer, column,
+                   lambda v: "—" if v is None else writer.text(v)).tolist()
+    assert texts == ["—" if v is None else html_escape(text_of(v)) for v in column]
 
 
-@pytest.mark.parametrize("keys_of", [_si_keys, _count_keys])
-def test_rounding_keys_are_certain_for_most_values(keys_of: Any) -> None:
+def test_rounding_keys_are_certain_for_most_values() -> None:
     values = _floats(number_cases())
-    _, certain = keys_of(values)
+    _, certain = _si_keys(values)
     assert certain.mean() > 0.8  # the ties and their neighbours are not
     assert not certain[np.isnan(values)].any()
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from perfgate.columns import factorize, objects
-from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text, number_style
+from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text, number_style, whole_count
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
 from perfgate.units import SI_PREFIXES
@@ -39,8 +40,7 @@ class _Metrics:
         self.labels = [_escape(name) for name in self.names]
         self.units = [u or "" for u in metrics["unit"]]
         self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
-        self.unit_safe = [_escape(u) == u for u in self.units]
-        self.keys = [_KEYS.get(number_style(u)) for u in self.units]  # None: each distinct value formatted
+        self.writers = [_Writer.of(u) for u in self.units]
         self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
 
 
@@ -52,7 +52,6 @@ def _objects(texts: Sequence[str]) -> Any:
     return out
 
 
-Keys = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
 
 def _g_keys(values: np.ndarray, digits: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,56 +82,70 @@ def _si_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prefix * 10 ** 9 + keys, certain
 
 
-def _count_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keys for a count's text: a whole number below 1e9 is its own key; others are ``_si_keys``'."""
-    with np.errstate(invalid="ignore"):
-        whole = (np.floor(values) == values) & (np.abs(values) < 1e9)
-    keys, certain = _si_keys(values)
-    return np.where(whole, values, 0).astype(np.int64) + np.where(whole, 0, keys + 2 ** 40), whole | certain
+@dataclass(frozen=True)
+class _Writer:
+    """How a metric's values are written: ``text`` of a value, ``keys`` (values with one key have one text: those
+    that round to the same digits) and ``whole`` (a whole number's text below 1e9: a count's) where its unit has
+    them. A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is."""
+
+    text: Callable[[float], str]
+    keys: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+    whole: Callable[[int], str] | None = None
+
+    @staticmethod
+    def of(unit: str) -> _Writer:
+        style = number_style(unit)
+        text, whole = _formatter(unit), whole_count(unit) if style == "count" else None
+        if _escape(unit) != unit:
+            text, whole = _escaped(text), _escaped(whole) if whole is not None else None
+        return _Writer(text, _si_keys if style in ("si", "count") else None, whole)
 
 
-_KEYS: dict[str, Keys] = {"si": _si_keys, "count": _count_keys}
+_T = TypeVar("_T")
 
 
-def _texts(values: np.ndarray, rows: np.ndarray, text_of: Callable[[float], str], keys_of: Keys | None,
-           column: Sequence[Any], odd: Callable[[Any], str], suffix: str = "") -> Any:
-    """``text_of(v) + suffix`` for each of ``values[rows]``, each text made once: from one of the values with one
-    key (``keys_of``: those that round to the same digits), else from each distinct value; a NaN (None in the
-    report) is ``odd`` of the report's own value. The suffix (the markup that follows) spares the table a part in
-    each row."""
+def _escaped(text_of: Callable[[_T], str]) -> Callable[[_T], str]:
+    return lambda value: _escape(text_of(value))
+
+
+def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequence[Any], odd: Callable[[Any], str],
+           suffix: str = "") -> Any:
+    """``writer.text(v) + suffix`` for each of ``values[rows]``, each text made once: a whole number's, one
+    value's of each key, else each distinct value's; a NaN (None in the report) is ``odd`` of the report's own
+    value. The suffix (the markup that follows) spares the table a part in each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
     # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
     # formatted from the report's own value, as the row-by-row renderer did.
     with np.errstate(invalid="ignore"):
         number = np.abs(picked) < 2.0 ** 53
-    keys, certain = keys_of(picked) if keys_of is not None else (None, np.zeros(len(rows), dtype=bool))
-    exact = number & ~certain
+        whole = (np.floor(picked) == picked) & (np.abs(picked) < 1e9)
+    left = number
+    if writer.whole is not None and whole.any():
+        distinct, inverse = np.unique(picked[whole].astype(np.int64), return_inverse=True)
+        out[whole] = _objects([text + suffix for text in map(writer.whole, distinct.tolist())])[inverse]
+        left = number & ~whole
+    keys, certain = writer.keys(picked) if writer.keys is not None else (None, np.zeros(len(rows), dtype=bool))
     # by bits where the key is the value, so -0.0 and 0.0 (shown "-0" and "0") stay apart
-    for kept, key in ((number & certain, keys), (exact, picked.view(np.int64))):
+    for kept, key in ((left & certain, keys), (left & ~certain, picked.view(np.int64))):
         if key is not None and kept.any():
             distinct, inverse = np.unique(key[kept], return_inverse=True)
             one = np.empty(len(distinct), dtype=np.intp)
             one[inverse] = np.arange(len(inverse))  # a value of each key: they have one text
-            out[kept] = _objects([text_of(v) + suffix for v in picked[kept][one].tolist()])[inverse]
+            out[kept] = _objects([writer.text(v) + suffix for v in picked[kept][one].tolist()])[inverse]
     for at in np.flatnonzero(~number).tolist():
         out[at] = odd(column[rows[at]]) + suffix
     return out
 
 
 def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
-                  texts_of: Sequence[Callable[[float], str]], keys_of: Sequence[Keys | None],
-                  odd_of: Sequence[Callable[[Any], str]], suffix: str = "") -> Any:
-    """The value of each of ``rows`` in its metric's unit (``texts_of[code]``), each distinct text made once."""
+                  writers: Sequence[_Writer], odd_of: Sequence[Callable[[Any], str]], suffix: str = "") -> Any:
+    """The value of each of ``rows`` in its metric's unit (``writers[code]``), each distinct text made once."""
     out = np.empty(len(rows), dtype=object)
     for code in np.unique(codes).tolist():
         mine = np.flatnonzero(codes == code)
-        out[mine] = _texts(values, rows[mine], texts_of[code], keys_of[code], column, odd_of[code], suffix)
+        out[mine] = _texts(values, rows[mine], writers[code], column, odd_of[code], suffix)
     return out
-
-
-def _escaped(text_of: Callable[[float], str]) -> Callable[[float], str]:
-    return lambda value: _escape(text_of(value))
 
 
 def _tenths(k: int) -> str:
@@ -155,7 +168,7 @@ def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, 
         out[certain] = _objects([_tenths(int(k)) + suffix for k in distinct.tolist()])[inverse]
     rest = np.flatnonzero(~certain)
     if len(rest):
-        out[rest] = _texts(changes, rows[rest], format_change, None, column, format_change, suffix)
+        out[rest] = _texts(changes, rows[rest], _Writer(format_change), column, format_change, suffix)
     return out
 
 
@@ -209,7 +222,7 @@ class _WhyRows:
     metrics that moved most, as :func:`explanation` words them. ``launches`` are the launches with one
     (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
 
-    def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays, values: list[Callable[[float], str]],
+    def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays,
                  missing: list[Callable[[Any], str]]) -> None:
         launches, results = report["launches"], report["results"]
         launch, change = columns.launch, columns.change
@@ -245,9 +258,9 @@ class _WhyRows:
         codes = columns.metric[named]
         labels = _objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
         parts[at] = labels[2 * codes + (rank > 0)]
-        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, values, facts.keys,
+        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, facts.writers,
                                       missing, " → ")
-        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, values, facts.keys,
+        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, facts.writers,
                                       missing, " (")
         parts[at + 3] = _change_texts(change, results["change"], named, ")")
 
@@ -268,11 +281,9 @@ def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]
     facts = _Metrics(report)
     columns = ResultArrays(report) if columns is None else columns
     results = report["results"]
-    # A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is.
-    values = [_formatter(u) if safe else _escaped(_formatter(u)) for u, safe in zip(facts.units, facts.unit_safe)]
     # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
-    table_missing = [_table_missing(text_of) for text_of in values]
-    why_missing = [_why_missing(text_of) for text_of in values]
+    table_missing = [_table_missing(writer.text) for writer in facts.writers]
+    why_missing = [_why_missing(writer.text) for writer in facts.writers]
     shown = _shown(columns)
     codes, launch = columns.metric[shown], columns.launch[shown]
     heads = np.empty(len(columns.names), dtype=object)
@@ -283,12 +294,12 @@ def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]
     tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
     opening, ordinal, region = _who(report)
     row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
-           _number_texts(columns.baseline, results["baseline"], shown, codes, values, facts.keys, table_missing,
+           _number_texts(columns.baseline, results["baseline"], shown, codes, facts.writers, table_missing,
                          '</td><td class="num">'),
-           _number_texts(columns.current, results["current"], shown, codes, values, facts.keys, table_missing,
+           _number_texts(columns.current, results["current"], shown, codes, facts.writers, table_missing,
                          '</td>\n<td class="num">'),
            _change_texts(columns.change, results["change"], shown), tails[codes]]
-    why = _WhyRows(report, facts, columns, values, why_missing)
+    why = _WhyRows(report, facts, columns, why_missing)
     # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
     why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
     starts = len(row) * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
