@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -82,8 +81,7 @@ def _si_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prefix * 10 ** 9 + keys, certain
 
 
-@dataclass(frozen=True)
-class _Writer:
+class _Writer(NamedTuple):
     """How a metric's values are written: ``text`` of a value, ``keys`` (values with one key have one text: those
     that round to the same digits) and ``whole`` (a whole number's text below 1e9: a count's) where its unit has
     them. A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is."""

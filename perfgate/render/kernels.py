@@ -7,7 +7,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
@@ -157,8 +157,7 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
     return row
 
 
-@dataclass(frozen=True)
-class MetricLaunches:
+class MetricLaunches(NamedTuple):
     """One metric over a kernel's launches, what its summary is made from: the statuses of its results (each once,
     in report order), whether one is gated, its values (medians over several launches) and their change."""
 
