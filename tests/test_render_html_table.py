@@ -16,7 +16,7 @@ import pytest
 from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import _formatter, html_escape, number_style
 from perfgate.render.html import render_html_chunks
-from perfgate.render.html_table import _change_texts, _si_keys, _texts, _Writer
+from perfgate.render.html_table import _change_texts, _distinct, _percent_keys, _si_keys, _texts, _Writer
 from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels import metric_launches as python_metric_launches
 from perfgate.render.kernels_html import KernelRows
@@ -230,17 +230,18 @@ def test_number_texts_are_format_value(unit: str) -> None:
     column = number_cases()
     text_of = _formatter(unit)
     writer = _Writer.of(unit)
-    assert (writer.keys is not None) == (number_style(unit) in ("si", "count"))
+    assert (writer.keys is not None) == (number_style(unit) != "time")
     assert (writer.whole is not None) == (number_style(unit) == "count")
     texts = _texts(_floats(column), np.arange(len(column)), writer, column,
                    lambda v: "—" if v is None else writer.text(v)).tolist()
     assert texts == ["—" if v is None else html_escape(text_of(v)) for v in column]
 
 
-def test_rounding_keys_are_certain_for_most_values() -> None:
+@pytest.mark.parametrize("keys_of", [_si_keys, _percent_keys])
+def test_rounding_keys_are_certain_for_most_values(keys_of: Any) -> None:
     values = _floats(number_cases())
-    _, certain = _si_keys(values)
-    assert certain.mean() > 0.8  # the ties and their neighbours are not
+    _, certain = keys_of(values)
+    assert certain[np.abs(values) < 1e11].mean() > 0.9  # the ties and their neighbours are not
     assert not certain[np.isnan(values)].any()
 
 
@@ -278,3 +279,12 @@ def test_kernels_of_many_launches_are_summarized_in_numpy_as_in_python(regular: 
                 [format_value(v, unit) for v in (other.before, other.after)]
         assert rows.row(indexes) == kernel_row(report, indexes)
     assert any((m.before or 0) > 2**53 for k in kernels for m in metric_launches(report, arrays, k))
+
+
+@pytest.mark.parametrize("spread", [10**3, 10**12])  # by a table over the keys' range, by sorting
+def test_distinct_keys_index_their_rows(spread: int) -> None:
+    rng = np.random.default_rng(1)
+    keys = rng.integers(-spread, spread, 5000)[rng.integers(0, 5000, 20000)]
+    inverse, one = _distinct(keys)
+    assert (keys[one][inverse] == keys).all()
+    assert len(np.unique(keys[one])) == len(one) == len(np.unique(keys))

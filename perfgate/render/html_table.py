@@ -72,6 +72,16 @@ def _g_keys(values: np.ndarray, digits: np.ndarray | int) -> tuple[np.ndarray, n
 _SI_SCALES = np.array([scale for scale, _ in SI_PREFIXES] + [1.0])  # largest first; 1: no prefix
 
 
+def _percent_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys for ``f"{value:.1f}%"``: the tenths it rounds to (certain away from a tie: ``value * 10`` is within
+    2**-13 of its own below 2**40) and its sign (``-0.0%``)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        tenths = values * 10
+        certain = (np.abs(tenths) < 2.0 ** 40) & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3)
+        keys = 2 * np.where(certain, np.rint(tenths), 0).astype(np.int64) + np.signbit(values)
+    return keys, certain
+
+
 def _si_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Keys for ``formatting._si``'s text: the prefix the value reaches, then the 3 digits it rounds to (4
     without a prefix)."""
@@ -96,10 +106,27 @@ class _Writer(NamedTuple):
         text, whole = _formatter(unit), whole_count(unit) if style == "count" else None
         if _escape(unit) != unit:
             text, whole = _escaped(text), _escaped(whole) if whole is not None else None
-        return _Writer(text, _si_keys if style in ("si", "count") else None, whole)
+        return _Writer(text, _percent_keys if style == "percent" else _si_keys if style in ("si", "count") else None,
+                       whole)
 
 
 _T = TypeVar("_T")
+
+
+def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's index among the distinct ``keys``, and a row of each distinct key: by a table over the keys'
+    range where it is small (tenths of a percent), else by sorting them."""
+    low, high = int(keys.min()), int(keys.max())
+    if high - low <= 2 * len(keys) + 1024:
+        shifted = keys - low
+        seen = np.zeros(high - low + 1, dtype=bool)
+        seen[shifted] = True
+        inverse: np.ndarray = (np.cumsum(seen) - 1)[shifted]
+    else:
+        inverse = np.unique(keys, return_inverse=True)[1]
+    one = np.empty(int(inverse.max()) + 1, dtype=np.intp)
+    one[inverse] = np.arange(len(keys))
+    return inverse, one
 
 
 def _escaped(text_of: Callable[[_T], str]) -> Callable[[_T], str]:
@@ -120,16 +147,15 @@ def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequen
         whole = (np.floor(picked) == picked) & (np.abs(picked) < 1e9)
     left = number
     if writer.whole is not None and whole.any():
-        distinct, inverse = np.unique(picked[whole].astype(np.int64), return_inverse=True)
-        out[whole] = _objects([text + suffix for text in map(writer.whole, distinct.tolist())])[inverse]
+        integers = picked[whole].astype(np.int64)
+        inverse, one = _distinct(integers)
+        out[whole] = _objects([text + suffix for text in map(writer.whole, integers[one].tolist())])[inverse]
         left = number & ~whole
     keys, certain = writer.keys(picked) if writer.keys is not None else (None, np.zeros(len(rows), dtype=bool))
     # by bits where the key is the value, so -0.0 and 0.0 (shown "-0" and "0") stay apart
     for kept, key in ((left & certain, keys), (left & ~certain, picked.view(np.int64))):
         if key is not None and kept.any():
-            distinct, inverse = np.unique(key[kept], return_inverse=True)
-            one = np.empty(len(distinct), dtype=np.intp)
-            one[inverse] = np.arange(len(inverse))  # a value of each key: they have one text
+            inverse, one = _distinct(key[kept])
             out[kept] = _objects([writer.text(v) + suffix for v in picked[kept][one].tolist()])[inverse]
     for at in np.flatnonzero(~number).tolist():
         out[at] = odd(column[rows[at]]) + suffix
@@ -162,8 +188,9 @@ def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, 
                    & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0))
     out = np.empty(len(rows), dtype=object)
     if certain.any():
-        distinct, inverse = np.unique(rounded[certain], return_inverse=True)
-        out[certain] = _objects([_tenths(int(k)) + suffix for k in distinct.tolist()])[inverse]
+        kept = rounded[certain].astype(np.int64)
+        inverse, one = _distinct(kept)
+        out[certain] = _objects([_tenths(k) + suffix for k in kept[one].tolist()])[inverse]
     rest = np.flatnonzero(~certain)
     if len(rest):
         out[rest] = _texts(changes, rows[rest], _Writer(format_change), column, format_change, suffix)
