@@ -16,7 +16,7 @@ import pytest
 from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import _formatter, html_escape, number_style
 from perfgate.render.html import render_html_chunks
-from perfgate.render.html_table import _change_texts, _distinct, _percent_keys, _si_keys, _texts, _Writer
+from perfgate.render.html_table import _change_texts, _distinct, _percent_keys, _ranks, _si_keys, _texts, _Writer
 from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels import metric_launches as python_metric_launches
 from perfgate.render.kernels_html import KernelRows
@@ -288,3 +288,19 @@ def test_distinct_keys_index_their_rows(spread: int) -> None:
     inverse, one = _distinct(keys)
     assert (keys[one][inverse] == keys).all()
     assert len(np.unique(keys[one])) == len(one) == len(np.unique(keys))
+
+
+@pytest.mark.parametrize("skewed", [False, True])  # in a table of a row per group, by np.lexsort
+def test_ranks_in_groups_are_sorted_ranks_with_ties_in_row_order(skewed: bool) -> None:
+    rng = random.Random(2)
+    sizes = [rng.randint(1, 6) for _ in range(2000)] + ([3000] if skewed else [])
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    values = np.array([float(rng.randint(-5, 0)) for _ in range(len(groups))])  # ties
+    expected = np.empty(len(groups), dtype=np.intp)
+    start = 0
+    for size in sizes:
+        rows = sorted(range(start, start + size), key=lambda i: values[i])
+        expected[rows] = np.arange(size)
+        start += size
+    assert (_ranks(groups, values) == expected).all()
+    assert len(_ranks(groups[:0], values[:0])) == 0

@@ -262,9 +262,7 @@ class _WhyRows:
         wanted = has_config | stirred
         # Each launch's ungated moved metrics, the largest change first (ties in report order), at most _REASONS.
         named = np.flatnonzero(moved & ~columns.gated & wanted[launch])
-        named = named[np.lexsort((-np.abs(change[named]), launch[named]))]
-        first = np.flatnonzero(np.r_[True, launch[named][1:] != launch[named][:-1]])
-        rank = np.arange(len(named)) - np.repeat(first, np.diff(np.r_[first, len(named)]))
+        rank = _ranks(launch[named], -np.abs(change[named]))
         named, rank = named[rank < _REASONS], rank[rank < _REASONS]
         reasons = np.bincount(launch[named], minlength=len(change_of))
         self.launches = np.flatnonzero(has_config | (reasons > 0))
@@ -288,6 +286,30 @@ class _WhyRows:
         parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, facts.writers,
                                       missing, " (")
         parts[at + 3] = _change_texts(change, results["change"], named, ")")
+
+
+def _ranks(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each of ``values``' rank in its group, smallest first, ties in row order; ``groups`` ascending (a group's
+    rows together), ``values`` below infinity. Sorted in a table of a row per group where that table is small (a
+    launch's few metrics), else by ``np.lexsort``, which sorts every value at once (four times slower)."""
+    if not len(groups):
+        return np.zeros(0, dtype=np.intp)
+    first = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    sizes = np.diff(np.r_[first, len(groups)])
+    group = np.repeat(np.arange(len(first)), sizes)
+    position = np.arange(len(groups)) - first[group]
+    ranks = np.empty(len(groups), dtype=np.intp)
+    if len(first) * int(sizes.max()) <= 4 * len(groups) + 1024:
+        table = np.full((len(first), int(sizes.max())), np.inf)
+        table[group, position] = values
+        order = np.argsort(table, axis=1, kind="stable")
+        in_table = np.empty_like(order)
+        np.put_along_axis(in_table, order, np.arange(order.shape[1])[np.newaxis, :], axis=1)
+        ranks[:] = in_table[group, position]
+    else:
+        order = np.lexsort((values, groups))
+        ranks[order] = np.arange(len(groups)) - first[group[order]]
+    return ranks
 
 
 def _table_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
