@@ -130,7 +130,7 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
     launches = report["launches"]
     optional: Any = launches
     first = indexes[0]
-    statuses: Counter[str] = Counter(launches["status"][i] for i in indexes)
+    statuses: Counter[str] = Counter(_picked(launches["status"], indexes))
 
     def column(name: str) -> Any:
         values = optional.get(name)
@@ -138,9 +138,10 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
 
     def union(name: str) -> list[str] | None:
         values = optional.get(name)
-        if not values or all(values[i] is None for i in indexes):
+        picked = _picked(values, indexes) if values else ()
+        if picked.count(None) == len(picked):
             return None
-        return list(dict.fromkeys(f for i in indexes for f in (values[i] or [])))
+        return list(dict.fromkeys(f for found in picked for f in (found or [])))
 
     row = KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
                     kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
