@@ -355,5 +355,6 @@ def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]
         parts[starts + offset] = column
     why_starts = len(row) * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
     parts[np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))] = why.parts
+    del row, why  # their arrays of parts, before the list of them all: the peak of a page of 50,000 launches
     texts: list[str] = parts.tolist()
     return texts
