@@ -40,7 +40,7 @@ __all__ = ["LAUNCHES_SHOWN", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "MAX_NAME",
 
 
 def render_json(report: Report) -> str:
-    """The report itself (contract version 2), written by the json module's C encoder."""
+    """The report itself (contract version 2), written by orjson (see ``perfgate.report.dumps``)."""
     return dumps(report)
 
 
