@@ -9,7 +9,6 @@ baselines behind), by collecting the test suite with pytest, and removes them wi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -62,6 +61,8 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     if not directory.is_dir():
         raise InputError(directory, "is not a baselines directory",
                          "pass the folder that holds one subfolder per GPU, e.g. baselines")
+    import json  # here: the parser registers this command for every perfgate command, which mostly never list
+
     times = _commit_times(directory)
     found: list[StoredBaseline] = []
     for path in sorted(directory.glob("*/*.json")):

@@ -3,7 +3,6 @@ the repeated-launch judgement and the "why" every format shows. Stdlib only."""
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -120,7 +119,11 @@ def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list
 
 
 def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
+    if not values:
+        return None
+    import statistics  # here: with decimal and fractions ~5 ms, which a compare of single launches never needs
+
+    return statistics.median(values)
 
 
 def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,

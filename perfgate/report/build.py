@@ -6,7 +6,6 @@ need either.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
 
@@ -241,8 +240,6 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
 
 # ---------------------------------------------------------------- writing
 
-# Values orjson refuses (an integer beyond 64 bits, in a report read back) take the json module's text instead.
-_FALLBACK_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 _TABLES = ("launches", "metrics", "results", "groups")
 
 
@@ -281,9 +278,13 @@ def dump_parts(report: Report) -> Iterator[str]:
 def _encoder() -> Callable[[Any], str]:
     """The JSON text of a value: a list, or a numpy array (``build_report(result_arrays=True)``) whose NaN and
     ±inf are null."""
-    import orjson  # here, not at import: the plugin's start-up and reading a report never need it (~15 ms)
+    import json  # both here, not at import: a text report, the plugin's start-up and reading a report need neither
+
+    import orjson
 
     numpy_too = orjson.OPT_SERIALIZE_NUMPY
+    # Values orjson refuses (an integer beyond 64 bits, in a report read back) take the json module's text.
+    fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
     def encode(value: Any) -> str:
         if getattr(getattr(value, "dtype", None), "kind", "") == "O":  # strings or None: orjson takes a list
@@ -293,6 +294,6 @@ def _encoder() -> Callable[[Any], str]:
         except orjson.JSONEncodeError:
             if hasattr(value, "dtype"):  # an array orjson does not take (not contiguous, or an unusual dtype)
                 value = _finite_list(value) if value.dtype.kind == "f" else value.tolist()
-            return _FALLBACK_ENCODE(value)
+            return fallback(value)
 
     return encode
