@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, corpus_file, run_cli
 
-from perfgate.cli import main
+from perfgate.cli import COMMANDS, build_parser, main
 from perfgate.report import launch_rows, result_rows
 
 V2 = "mlp-t4/report_v2.ncu-rep"
@@ -257,6 +258,26 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["compare", "a", "b", "--threshold", "duration"])
     assert info.value.code == 2
     assert "METRIC=SPEC" in capsys.readouterr().err
+
+
+def test_a_run_builds_its_command_s_parser_alone_and_it_parses_the_same(capsys: pytest.CaptureFixture[str]) -> None:
+    """``main`` builds only the named command's parser (start-up): its help and errors are the full parser's."""
+    def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return dict(action.choices)
+
+    full = subparsers(build_parser())
+    assert tuple(full) == COMMANDS
+    for command in COMMANDS:
+        alone = subparsers(build_parser(command))
+        assert list(alone) == [command] and alone[command].format_help() == full[command].format_help()
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "--threshold", "duration", "a", "b"])
+    assert info.value.code == 2 and "usage: perfgate compare" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # not a command: the full parser says which ones there are
+        main(["compre", "a", "b"])
+    error = capsys.readouterr().err
+    assert info.value.code == 2 and "invalid choice: 'compre'" in error and all(c in error for c in COMMANDS)
 
 
 def test_console_script_and_module_entry() -> None:
