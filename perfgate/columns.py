@@ -79,6 +79,16 @@ def _integer_codes(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
     return ranks[inverse.reshape(-1)], first_at[order]
 
 
+def median(values: npt.NDArray[np.float64]) -> float:
+    """``np.median`` of values without NaN, the same number: without its check for NaN, which imports
+    ``numpy.ma`` (15 ms of a comparison's CPU, the first time)."""
+    half = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, half)[half])
+    middle = np.partition(values, [half - 1, half])[half - 1:half + 1]
+    return float((middle[0] + middle[1]) / 2.0)
+
+
 def first_rows(*keys: Array) -> npt.NDArray[np.intp]:
     """The position of the first row of each distinct combination of ``keys`` (columns of one length), in row
     order: what ``drop_duplicates`` keeps."""

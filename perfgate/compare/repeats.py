@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import factorize, filled
+from perfgate.columns import factorize, filled, median
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
-from perfgate.compare.statistics import interval_rank, median, shift_interval
+from perfgate.compare.statistics import interval_rank, shift_interval
 from perfgate.metrics import is_time_like
 from perfgate.vocabulary import KIND_KERNEL, Status
 

@@ -9,17 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from perfgate.columns import median
 from perfgate.compare.arrays import Floats, Ints
-
-
-def median(values: Floats) -> float:
-    """``np.median`` of values without NaN, the same number: without its check for NaN, which imports
-    ``numpy.ma`` (15 ms of a comparison's CPU, the first time)."""
-    half = values.size // 2
-    if values.size % 2:
-        return float(np.partition(values, half)[half])
-    middle = np.partition(values, [half - 1, half])[half - 1:half + 1]
-    return float((middle[0] + middle[1]) / 2.0)
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:

@@ -119,8 +119,8 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
     kernels = KernelRows(report, arrays)
     fields = {
         "facts": " · ".join(facts),
-        "kernels": kernel_table(report, kernels),
-        "sections": kernel_sections(report, kernels),
+        "kernels": kernel_table(kernels),
+        "sections": kernel_sections(kernels),
         "headline": _escape(headline(report)),
         "verdict_class": {"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
         "verdict": VERDICT_WORD.get(verdict, "FAIL"),

@@ -45,14 +45,6 @@ class _Metrics:
 
 # ---------------------------------------------------------------- numbers, each distinct one formatted once
 
-def _objects(texts: Sequence[str]) -> Any:
-    out = np.empty(len(texts), dtype=object)
-    out[:] = texts
-    return out
-
-
-
-
 def _g_keys(values: np.ndarray, digits: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
     """Keys for ``f"{value:.{digits}g}"``: its sign, decimal exponent and the ``digits`` digits it rounds to, and
     where that rounding is certain (not within 1e-6 of a tie, the exponent as ``log10`` says); so values with one
@@ -115,7 +107,8 @@ _T = TypeVar("_T")
 
 def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each key's index among the distinct ``keys``, and a row of each distinct key: by a table over the keys'
-    range where it is small (tenths of a percent), else by sorting them."""
+    range where it is small (tenths of a percent), else by sorting them. Not ``columns.factorize``: its codes
+    follow first appearance, which costs a second sort here for nothing (twice the time on wide keys)."""
     low, high = int(keys.min()), int(keys.max())
     if high - low <= 2 * len(keys) + 1024:
         shifted = keys - low
@@ -149,14 +142,14 @@ def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequen
     if writer.whole is not None and whole.any():
         integers = picked[whole].astype(np.int64)
         inverse, one = _distinct(integers)
-        out[whole] = _objects([text + suffix for text in map(writer.whole, integers[one].tolist())])[inverse]
+        out[whole] = objects([text + suffix for text in map(writer.whole, integers[one].tolist())])[inverse]
         left = number & ~whole
     keys, certain = writer.keys(picked) if writer.keys is not None else (None, np.zeros(len(rows), dtype=bool))
     # by bits where the key is the value, so -0.0 and 0.0 (shown "-0" and "0") stay apart
     for kept, key in ((left & certain, keys), (left & ~certain, picked.view(np.int64))):
         if key is not None and kept.any():
             inverse, one = _distinct(key[kept])
-            out[kept] = _objects([writer.text(v) + suffix for v in picked[kept][one].tolist()])[inverse]
+            out[kept] = objects([writer.text(v) + suffix for v in picked[kept][one].tolist()])[inverse]
     for at in np.flatnonzero(~number).tolist():
         out[at] = odd(column[rows[at]]) + suffix
     return out
@@ -190,7 +183,7 @@ def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, 
     if certain.any():
         kept = rounded[certain].astype(np.int64)
         inverse, one = _distinct(kept)
-        out[certain] = _objects([_tenths(k) + suffix for k in kept[one].tolist()])[inverse]
+        out[certain] = objects([_tenths(k) + suffix for k in kept[one].tolist()])[inverse]
     rest = np.flatnonzero(~certain)
     if len(rest):
         out[rest] = _texts(changes, rows[rest], _Writer(format_change), column, format_change, suffix)
@@ -238,8 +231,8 @@ def _who(report: Report) -> tuple[Any, Any, Any]:
     numbered = (kind_of == (kinds.index("kernel") if "kernel" in kinds else -1)) & (ordinal > 0)
     ordinals, ordinal_of = np.unique(np.where(numbered, ordinal, 0), return_inverse=True)
     regions, region_of = _factorized(launches["region"])
-    return (_objects(opening)[pair_of], _objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
-            _objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
+    return (objects(opening)[pair_of], objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
+            objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
 
 
 class _WhyRows:
@@ -275,11 +268,11 @@ class _WhyRows:
         opening = [f'<tr class="why"><td></td><td colspan="{width}" class="why">'
                    + (f"launch config changed: {_escape(text)}<br>" if text else "") + why
                    for text in changes for why in ("", "why: ")]
-        parts[starts] = _objects(opening)[2 * change_of[self.launches] + (reasons[self.launches] > 0)]
+        parts[starts] = objects(opening)[2 * change_of[self.launches] + (reasons[self.launches] > 0)]
         parts[starts + self.sizes - 1] = "</td></tr>\n"
         at = starts[np.searchsorted(self.launches, launch[named])] + 1 + 4 * rank
         codes = columns.metric[named]
-        labels = _objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
+        labels = objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
         parts[at] = labels[2 * codes + (rank > 0)]
         parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, facts.writers,
                                       missing, " → ")
@@ -320,13 +313,12 @@ def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda value: "—" if value is None or value != value else text_of(value)
 
 
-def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]:
+def table_rows(report: Report, columns: ResultArrays) -> list[str]:
     """The ``<tbody>`` rows, as the parts to join: each launch's gated metrics (and the rows that say new,
     missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
     launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
     by numpy indexing, not 80,000 string formats."""
     facts = _Metrics(report)
-    columns = ResultArrays(report) if columns is None else columns
     results = report["results"]
     # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
     table_missing = [_table_missing(writer.text) for writer in facts.writers]
@@ -337,8 +329,8 @@ def table_rows(report: Report, columns: ResultArrays | None = None) -> list[str]
     for code in np.unique(columns.status[shown]).tolist():
         name = columns.names[code]
         heads[code] = f'<tr class="{_CLASS[name]}">\n<td>{name}</td>'
-    middles = _objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
-    tails = _objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
+    middles = objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
+    tails = objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
     opening, ordinal, region = _who(report)
     row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
            _number_texts(columns.baseline, results["baseline"], shown, codes, facts.writers, table_missing,

@@ -61,10 +61,10 @@ def _where(row: KernelRow) -> str:
 
 class KernelRows:
     """A report's kernels, each summarized once (:func:`kernel_row`) for the table and the sections: a kernel of a
-    loop of 10,000 launches is summarized in numpy (``arrays``, the report's results as arrays, made when first
-    needed unless given)."""
+    loop of 10,000 launches is summarized in numpy (``arrays``, the report's results as arrays; None only for a
+    report without launches, which has no kernel)."""
 
-    def __init__(self, report: Report, arrays: ResultArrays | None = None) -> None:
+    def __init__(self, report: Report, arrays: ResultArrays | None) -> None:
         self.report = report
         self.kernels = kernel_groups(report)
         self.stats = group_stats(report)
@@ -74,10 +74,9 @@ class KernelRows:
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            from perfgate.render.result_arrays import ResultArrays, metric_launches
+            from perfgate.render.result_arrays import metric_launches  # numpy: only for a report with launches
 
-            if self._arrays is None:
-                self._arrays = ResultArrays(self.report)
+            assert self._arrays is not None  # a kernel is launches
             metrics = metric_launches(self.report, self._arrays, indexes)
             found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, metrics)
         return found
@@ -88,9 +87,8 @@ class KernelRows:
         return [k for k in self.kernels if any(column[i] in statuses for i in k)]
 
 
-def kernel_table(report: Report, rows: KernelRows | None = None) -> str:
+def kernel_table(rows: KernelRows) -> str:
     """``<h2>Kernels</h2>`` and one row per kernel (the first ``KERNEL_ROWS``), what needs attention first."""
-    rows = KernelRows(report) if rows is None else rows
     kernels = rows.kernels
     if not kernels:
         return ""
@@ -122,9 +120,8 @@ def kernel_table(report: Report, rows: KernelRows | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def kernel_sections(report: Report, rows: KernelRows | None = None) -> str:
+def kernel_sections(rows: KernelRows) -> str:
     """One ``<section>`` per regressed or inconclusive kernel (the first ``SECTIONS``)."""
-    rows = KernelRows(report) if rows is None else rows
     kernels = rows.with_status(_SECTION_STATUSES)
     if not kernels:
         return ""

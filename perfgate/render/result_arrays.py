@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import factorize
+from perfgate.columns import factorize, median
 from perfgate.render.kernels import MetricLaunches, metric_launches as metric_launches_one_by_one
 from perfgate.report import Report
 
@@ -107,10 +107,4 @@ def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> floa
     if overflowed or (np.abs(known) >= _EXACT).any():
         exact = [v for v in map(column.__getitem__, rows.tolist()) if v is not None]
         return statistics.median(exact) if exact else None
-    if not len(known):
-        return None
-    middle = len(known) // 2
-    if len(known) % 2:
-        return float(np.partition(known, middle)[middle])
-    low, high = np.partition(known, (middle - 1, middle))[middle - 1:middle + 1]
-    return (float(low) + float(high)) / 2  # as statistics.median: the mean of the middle two
+    return median(known) if len(known) else None  # as statistics.median: the mean of the middle two
