@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from perfgate.plugin.options import PluginOptions, report_files
 from perfgate.render.common import VERDICT_WORD, headline, plural
 from perfgate.report import Report, empty_report, iter_launches, launch_row, listed_summary, merge_reports, verdict_of
-from perfgate.report.contract import COMPARED_STATUSES
+from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Verdict, worst_verdict
 
 SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
@@ -72,10 +72,9 @@ class SessionReport:
             failed = any(p.get("status") == "failed" for p in self.payloads)
             # ... but one that compared nothing (a first recording) is no pass: reading the report back
             # (``validate_report``, publish) would say "not measured", and so does the file.
-            compared = sum(merged["summary"].get(s.value, 0) for s in COMPARED_STATUSES)
+            nothing = merged["unmeasured"] or not compared_launches(merged["summary"])
             merged["verdict"] = worst_verdict(*stated, Verdict.FAIL.value if failed else Verdict.PASS.value,
-                                              Verdict.NOT_MEASURED.value if merged["unmeasured"] or not compared
-                                              else Verdict.PASS.value)
+                                              Verdict.NOT_MEASURED.value if nothing else Verdict.PASS.value)
         return merged
 
     def write(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import format_change, format_value
 from perfgate.report import Report, launch_row, listed_summary, result_rows
+from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
@@ -101,7 +102,7 @@ def headline(report: Report) -> str:
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
     unmeasured = report.get("unmeasured") or []
-    compared = sum(counts.get(s, 0) for s in ("regression", "inconclusive", "improvement", "unchanged"))
+    compared = compared_launches(counts)
     if regressions:
         head = f"{plural(regressions, 'regression')} in {total} compared"
     elif unmeasured:

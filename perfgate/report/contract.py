@@ -101,12 +101,17 @@ def summarize(statuses: Iterable[str]) -> dict[str, int]:
     return {status: found.get(status, 0) for status in LAUNCH_STATUSES}
 
 
+def compared_launches(summary: dict[str, int]) -> int:
+    """How many launches of a report's ``summary`` were compared with their baseline."""
+    return sum(summary.get(s.value, 0) for s in COMPARED_STATUSES)
+
+
 def verdict_of(report: Report) -> str:
     """The verdict the report's own contents allow, never better than the one it states: a regression
     fails; perf tests that could not be measured, or nothing compared at all, are "not measured"; a kernel
     whose change straddles its threshold is "inconclusive"; only then "pass"."""
     counts = report["summary"]
-    compared = sum(counts.get(s.value, 0) for s in COMPARED_STATUSES)
+    compared = compared_launches(counts)
     derived = Verdict.PASS.value
     if counts.get(Status.REGRESSION.value):
         derived = Verdict.FAIL.value
