@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 from perfgate import __version__
 from perfgate.config import Settings
@@ -39,12 +39,36 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
                              "current directory)")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, as wide as the terminal as argparse would make it, found without importing ``shutil``
+    (with ``bz2`` and ``lzma``: 2-3 ms of every run's start-up): argparse makes a formatter for each argument
+    it adds, and a run that prints no help needs no width."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            columns = int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                columns = 80  # not a terminal: shutil.get_terminal_size's fallback
+        super().__init__(prog, width=columns - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with ``_HelpFormatter``; its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; with ``only`` (one of ``COMMANDS``), the parser of that command alone, all a
     run of it needs: the other commands' parsers and modules cost 3-6 ms of a compare's start-up."""
-    parser = argparse.ArgumentParser(prog="perfgate", description="CI performance-regression gate for GPU kernels.")
+    parser = _Parser(prog="perfgate", description="CI performance-regression gate for GPU kernels.")
     parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = cast("_SubParsers", parser.add_subparsers(dest="command", metavar="COMMAND"))  # of _Parser: ArgumentParsers
     sub.required = True
     for name, add in _COMMAND_PARSERS.items():
         if only in (None, name):

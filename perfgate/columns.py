@@ -14,8 +14,7 @@ array of objects per column; the column is made when it is first read, and ``tak
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -142,13 +141,15 @@ def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int
     return order
 
 
-@dataclass(frozen=True)
 class Gather:
     """A column as ``values[rows]``, made only when read (see the module's docstring). Columns that share one
     ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``."""
 
-    values: Array
-    rows: npt.NDArray[np.int64]
+    __slots__ = ("values", "rows")
+
+    def __init__(self, values: Array, rows: npt.NDArray[np.int64]) -> None:
+        self.values: Final = values
+        self.rows: Final = rows
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -5,27 +5,25 @@ Unknown keys are rejected so a typo (``treshold``) is an error, not a silently i
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, parse_threshold
+from perfgate.vocabulary import NO_ENTRIES
 
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """Everything configurable, with its default. One source of truth for CLI and plugin help."""
 
     baselines: str = "baselines"  # directory of baseline files, one subfolder per GPU
     metrics: tuple[str, ...] | None = None  # compared metrics; None = the curated defaults
-    thresholds: Mapping[str, Threshold] = field(default_factory=dict)  # per-metric overrides
+    thresholds: Mapping[str, Threshold] = NO_ENTRIES  # per-metric overrides
     allow_device_mismatch: bool = False
     ncu: str = "ncu"  # the Nsight Compute CLI to run
     clock_control: str = "base"  # ncu --clock-control: locked base clocks give repeatable numbers
@@ -36,16 +34,16 @@ class Settings:
     significance: float = 0.01  # p-value a benchmark slowdown must beat (raw timings on both sides)
     keep_artifacts: bool = False  # keep ncu's report, log and command of every perf test, not only failed ones
     isolate: bool = False  # one profiled child per perf test instead of one per group sharing ncu's options
-    kernel_aliases: Mapping[str, str] = field(default_factory=dict)  # glob pattern -> name, to pair renamed kernels
+    kernel_aliases: Mapping[str, str] = NO_ENTRIES  # glob pattern -> name, to pair renamed kernels
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
     # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
     sections: tuple[str, ...] = ()
 
     def replace(self, **changes: Any) -> "Settings":
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return self._replace(**{k: v for k, v in changes.items() if v is not None})
 
 
-_KEYS = {f.name for f in dataclasses.fields(Settings)}
+_KEYS = set(Settings._fields)
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:

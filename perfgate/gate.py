@@ -10,7 +10,7 @@ is not hidden by a missing baseline on another).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -112,7 +112,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         device_notes = list(notes)
         status = UPDATED if update else COMPARED
         if file.is_file():
-            baseline = replace(read_baseline(file), source=shown(file))
+            baseline = read_baseline(file)._replace(source=shown(file))
             note = _settings_note(who, baseline.settings, settings)
             if note:
                 device_notes.append(note)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import is_benchmark_metric
@@ -24,8 +24,7 @@ class Direction(enum.Enum):
     NEUTRAL = "neutral"  # a change is reported, never called better or worse
 
 
-@dataclass(frozen=True)
-class Threshold:
+class Threshold(NamedTuple):
     """How much worse a metric may get before it is a regression.
 
     A change is a regression only when it is worse than *every* limit given: ``5%+1000`` means
@@ -93,8 +92,7 @@ def parse_threshold_assignment(text: str) -> tuple[str, Threshold]:
     return name.strip(), parse_threshold(spec)
 
 
-@dataclass(frozen=True)
-class MetricInfo:
+class MetricInfo(NamedTuple):
     name: str
     label: str
     direction: Direction

@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 from perfgate.vocabulary import PERMISSION_FIX
 
@@ -26,15 +25,14 @@ _CAP_SYS_ADMIN = 21
 _CAP_PERFMON = 38
 
 
-@dataclass(frozen=True)
-class PreflightFacts:
+class PreflightFacts(NamedTuple):
     ncu_requested: str  # what the user asked for (--perfgate-ncu, [tool.perfgate] ncu, or "ncu")
     ncu_path: str | None  # the executable it resolved to; None when not found
     gpu_ids: tuple[str, ...]  # visible GPUs (CUDA_VISIBLE_DEVICES entries or indices); () when none
     gpu_evidence: str  # how gpu_ids was found, for the message
     profiling_admin_only: bool | None  # RmProfilingAdminOnly from the driver; None when unknown
     is_admin: bool  # root, or CAP_SYS_ADMIN / CAP_PERFMON in the effective set
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
 
 def check_preflight(facts: PreflightFacts) -> str | None:

@@ -11,7 +11,6 @@ many kernels moved less than its own threshold.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -69,7 +68,7 @@ def add_region_totals(measurement: Measurement) -> Measurement:
         return measurement
     # The table is normalized already: only the few total rows need normalizing, not its rows again.
     combined = Columns.concat([normalized(table), make_table(rows)])
-    return replace(measurement, table=combined, unusable=(*measurement.unusable, *unusable))
+    return measurement._replace(table=combined, unusable=(*measurement.unusable, *unusable))
 
 
 def with_region_totals(measurement: Measurement) -> Measurement:

@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
 from perfgate.columns import Columns, first_rows, objects
 from perfgate.units import NANOSECOND, SECOND
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS  # noqa: F401 (re-exported)
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS, NO_ENTRIES  # noqa: F401 (re-exported)
 
 COLUMNS: tuple[str, ...] = (
     "kind",
@@ -80,22 +79,21 @@ class Location(TypedDict, total=False):
     line: int
 
 
-@dataclass(frozen=True, eq=False)  # eq=False: tables are compared by their columns, not as a whole
-class Measurement:
+class Measurement(NamedTuple):
     """A normalized table and the facts about it that are not per row: what every reader returns and every
     later stage (regions, compare, gate, baseline) takes."""
 
     table: Columns
     source: str = ""  # the file the table was read from, as shown to the user
-    settings: Mapping[str, Any] = field(default_factory=dict)  # how it was measured (clock_control, ncu version...)
-    samples: Mapping[str, Sequence[float]] = field(default_factory=dict)  # benchmark name -> raw timings (s)
-    locations: Mapping[str, Location] = field(default_factory=dict)  # kernel or benchmark name -> its test
+    settings: Mapping[str, Any] = NO_ENTRIES  # how it was measured (clock_control, ncu version...)
+    samples: Mapping[str, Sequence[float]] = NO_ENTRIES  # benchmark name -> raw timings (s)
+    locations: Mapping[str, Location] = NO_ENTRIES  # kernel or benchmark name -> its test
     unusable: tuple[Unusable, ...] = ()
     findings: Mapping[int, tuple[str, ...]] | None = None  # launch -> Nsight Compute rule findings; None: not known
 
     def with_table(self, table: Columns) -> Measurement:
         """The same facts beside another table (a subset, or the table with more rows)."""
-        return replace(self, table=table)
+        return self._replace(table=table)
 
 
 _STR_COLUMNS = ("kind", "kernel", "demangled", "region", "device", "cc", "grid", "block", "metric", "unit")
@@ -231,8 +229,8 @@ def restrict_metrics(measurement: Measurement, metrics: Iterable[str]) -> Measur
                                   unit=objects(["ns"] * len(lost)), value=np.full(len(lost), math.nan))
         both = Columns.concat([kept, placeholder])
         kept = both[np.argsort(both["launch"], kind="stable")]
-    return replace(measurement, table=kept,
-                   unusable=tuple(record for record in measurement.unusable if record["metric"] in wanted))
+    return measurement._replace(table=kept,
+                                unusable=tuple(record for record in measurement.unusable if record["metric"] in wanted))
 
 
 def devices(frame: Columns) -> list[tuple[str, str]]:

@@ -7,6 +7,12 @@ staying cheap. Each fact lives here once; modules import it rather than restatin
 from __future__ import annotations
 
 import enum
+from types import MappingProxyType
+from typing import Any, Mapping
+
+# The empty default of a record's mapping field (thresholds, kernel aliases, a table's settings): one object
+# shared by every record, so read-only.
+NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 
 
 class Status(str, enum.Enum):

@@ -98,7 +98,6 @@ def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -
     """Recorded in 1 replay pass, run in 13 (sections, or a metric that needs more): DRAM writes read higher for
     the replay's sake alone (perfgate.compare.replay), so they are shown but not judged; the duration still is.
     Several passes on both sides (10 and 13 agreed within 4% on the H100) are judged as ever."""
-    from dataclasses import replace
 
     where = Where(name="t", test="t.py::t")
     base = _with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0)
@@ -106,7 +105,7 @@ def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -
     more_writes = _with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0)  # +14%, as measured
 
     def run(passes: int, current: Measurement = more_writes, strict: bool = False) -> Any:
-        return gate(replace(current, settings={"replay_passes": passes}), baselines=tmp_path, where=where,
+        return gate(current._replace(settings={"replay_passes": passes}), baselines=tmp_path, where=where,
                     options=OPTIONS, settings={}, strict=strict)
 
     assert run(1).status == REGRESSION  # the same replay: a real change of DRAM writes fails
@@ -126,10 +125,9 @@ def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -
 
 
 def test_several_passes_on_both_sides_are_judged_alike(tmp_path: Path) -> None:
-    from dataclasses import replace
 
     where = Where(name="t", test="t.py::t")
-    base = replace(_with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0), settings={"replay_passes": 10})
+    base = _with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0)._replace(settings={"replay_passes": 10})
     gate(base, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 10}, update=True)
-    current = replace(_with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0), settings={"replay_passes": 13})
+    current = _with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0)._replace(settings={"replay_passes": 13})
     assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == REGRESSION

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -210,5 +209,5 @@ def test_five_unchanged_runs_raise_no_false_alarm_with_the_default_thresholds(tm
             assert not comparison.regressed, (path.name, test)
             judged += 1
             former = dict(compare.thresholds, **{"dram__bytes_write.sum": parse_threshold("2%+4096")})
-            failed_before += compare_tables(*_sides(results), replace(compare, thresholds=former)).regressed
+            failed_before += compare_tables(*_sides(results), compare._replace(thresholds=former)).regressed
     assert judged == 15 and failed_before == 2

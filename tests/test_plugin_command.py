@@ -274,7 +274,7 @@ def test_multi_pass_why_metrics_are_collected_only_when_asked_for(tmp_path: Path
     assert not set(MULTI_PASS_METRICS) & set(collected) and "gpu__time_duration.sum" in collected
     by_marker = compare_options_for(options, parse_marker((), {"metrics": [sol]}, "t"))
     assert sol in profiling_metrics(by_marker.wanted_metrics())
-    by_config = compare_options_for(PluginOptions(**{**options.__dict__, "metrics": ("gpu__time_duration.sum", sol)}))
+    by_config = compare_options_for(options._replace(metrics=("gpu__time_duration.sum", sol)))
     assert sol in profiling_metrics(by_config.wanted_metrics())
-    by_threshold = compare_options_for(PluginOptions(**{**options.__dict__, "thresholds": {sol: parse_threshold("off")}}))
+    by_threshold = compare_options_for(options._replace(thresholds={sol: parse_threshold("off")}))
     assert sol in profiling_metrics(by_threshold.wanted_metrics())

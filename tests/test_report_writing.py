@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import sys
@@ -36,7 +35,7 @@ def comparison(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
 def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: Comparison, unchanged: bool,
                                                                    first: int | None) -> None:
     assert comparison.result_launch is not None
-    by_key = dataclasses.replace(comparison, result_launch=None)
+    by_key = comparison._replace(result_launch=None)
     assert build_report(comparison, unchanged_results=unchanged, results_of_first=first) == \
         build_report(by_key, unchanged_results=unchanged, results_of_first=first)
 
@@ -46,7 +45,7 @@ def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_mak
                                                                                  unchanged: bool,
                                                                                  first: int | None) -> None:
     assert comparison.result_metric is not None
-    by_columns = dataclasses.replace(comparison, result_metric=None)
+    by_columns = comparison._replace(result_metric=None)
     report = build_report(comparison, unchanged_results=unchanged, results_of_first=first)
     assert report == build_report(by_columns, unchanged_results=unchanged, results_of_first=first)
     assert len(report["metrics"]["metric"]) > 1
@@ -80,7 +79,7 @@ def test_the_json_written_a_column_at_a_time_is_dumps(comparison: Comparison, tm
     # An array orjson does not take as it is (a strided view) is written all the same.
     arrays["results"]["change"] = np.repeat(changes, 2)[::2]
     assert dumps(arrays) == dumps(report)
-    empty = build_report(dataclasses.replace(comparison, results=comparison.results[:0],
+    empty = build_report(comparison._replace(results=comparison.results[:0],
                                              result_launch=np.zeros(0, dtype=np.int64)))
     assert "".join(dump_parts(empty)) == dumps(empty)
 

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -227,8 +226,8 @@ def test_screen_values_judges_by_unit_and_metric() -> None:
 
 
 def test_records_follow_restrict_metrics_and_notes_say_where() -> None:
-    table = replace(screen_values(_table([(DURATION, "ns", -1.0), ("dram__bytes_read.sum", "byte", -5.0)])),
-                    source="cur.csv")
+    table = screen_values(_table([(DURATION, "ns", -1.0), ("dram__bytes_read.sum", "byte", -5.0)]))._replace(
+        source="cur.csv")
     assert unusable_notes(table) == [
         "cur.csv: k0 #0: gpu__time_duration.sum has no usable value (-1 ns is not a time anything ran for)",
         "cur.csv: k1 #0: dram__bytes_read.sum has no usable value (-5 byte is negative)"]

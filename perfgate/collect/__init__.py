@@ -12,7 +12,6 @@ import os
 import stat
 import time
 from collections.abc import Collection
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             measurement = _read_file(file_path, metrics, str(path))
         except InputError as exc:
             raise _renamed(exc, file_path, path) from None
-        return replace(measurement, source=str(path)) if spooled is not None else measurement
+        return measurement._replace(source=str(path)) if spooled is not None else measurement
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
@@ -226,7 +225,7 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
                 measurement = read_table(inner, metrics)
             except InputError as exc:
                 raise _renamed(exc, inner, shown) from None
-        return replace(measurement, source=shown)
+        return measurement._replace(source=shown)
     return _read_by_format(file_path, head, metrics)
 
 

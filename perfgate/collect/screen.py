@@ -20,7 +20,6 @@ then judges the numbers every reader produced alike:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 import numpy as np
 
@@ -124,4 +123,4 @@ def screen_values(measurement: Measurement, recorded: Iterable[Unusable] = ()) -
         screened = values.copy()  # the table's own array may be shared with other tables
         screened[rows] = np.nan
         frame = frame.assign(value=screened)
-    return replace(measurement, table=frame, unusable=tuple(records))
+    return measurement._replace(table=frame, unusable=tuple(records))

@@ -8,7 +8,7 @@ slot per possible key where most launches have most metrics (no sort), else a so
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -70,20 +70,23 @@ class SideValues:
         return unique_keys, taken
 
 
-@dataclass(frozen=True)
 class JoinedRows:
     """One entry per (launch, metric) present on either side, sorted by launch id then metric code.
 
     ``baseline``/``current`` are NaN where that side has no value; ``unit`` is the current run's
-    unit where it has one, else the baseline's.
+    unit where it has one, else the baseline's; ``names``, every metric name, in code order.
     """
 
-    launch_id: Ints
-    metric_code: Ints
-    baseline: Floats
-    current: Floats
-    unit: Objects
-    names: tuple[str, ...]  # every metric name, in code order
+    __slots__ = ("launch_id", "metric_code", "baseline", "current", "unit", "names")
+
+    def __init__(self, *, launch_id: Ints, metric_code: Ints, baseline: Floats, current: Floats, unit: Objects,
+                 names: tuple[str, ...]) -> None:
+        self.launch_id: Final = launch_id
+        self.metric_code: Final = metric_code
+        self.baseline: Final = baseline
+        self.current: Final = current
+        self.unit: Final = unit
+        self.names: Final = names
 
     def __len__(self) -> int:
         return len(self.launch_id)

@@ -11,8 +11,7 @@ rather than on four string columns.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -33,7 +32,6 @@ MATCH_KERNEL = "match_kernel"
 _SIDES = objects([BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY])
 
 
-@dataclass(frozen=True)
 class MatchedLaunches:
     """Every launch of either side once, in a table whose row number is the launch id.
 
@@ -48,11 +46,15 @@ class MatchedLaunches:
     the same key.
     """
 
-    frame: Columns
-    side: Objects
-    base_ids: Ints
-    cur_ids: Ints
-    renames: Renames = field(default_factory=Renames)
+    __slots__ = ("frame", "side", "base_ids", "cur_ids", "renames")
+
+    def __init__(self, *, frame: Columns, side: Objects, base_ids: Ints, cur_ids: Ints,
+                 renames: Renames | None = None) -> None:
+        self.frame: Final = frame
+        self.side: Final = side
+        self.base_ids: Final = base_ids
+        self.cur_ids: Final = cur_ids
+        self.renames: Final = Renames() if renames is None else renames
 
     @property
     def count(self) -> int:

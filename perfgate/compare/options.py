@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
@@ -13,6 +13,7 @@ from perfgate.metrics import (
     can_fail,
     default_thresholds,
 )
+from perfgate.vocabulary import NO_ENTRIES
 
 # The time metric of each kind: a kernel's is what the speed-up trade-off rule looks at, and each
 # names the placeholder row of a launch whose metrics were all filtered out.
@@ -20,18 +21,17 @@ TIME_METRIC = "gpu__time_duration.sum"
 BENCHMARK_TIME_METRIC = "time.min"
 
 
-@dataclass(frozen=True)
-class CompareOptions:
+class CompareOptions(NamedTuple):
     """What to compare and how strictly. ``thresholds`` overrides the catalog defaults per metric."""
 
-    thresholds: Mapping[str, Threshold] = field(default_factory=dict)
+    thresholds: Mapping[str, Threshold] = NO_ENTRIES
     metrics: Sequence[str] | None = None  # None: the default set for each kind
     allow_device_mismatch: bool = False
     significance: float = 0.01  # two-sided p-value a benchmark slowdown must beat when raw timings exist
     # Pairing rules for renamed kernels: a glob pattern (fnmatch) -> the name that kernels matching it are
     # known by. A kernel in the baseline only and one in the current run only that come to the same name
     # in the same region are compared as one (``[tool.perfgate] kernel_aliases``; see ``renames``).
-    kernel_aliases: Mapping[str, str] = field(default_factory=dict)
+    kernel_aliases: Mapping[str, str] = NO_ENTRIES
     # Coverage of the interval around the change of a kernel launched repeatedly (see ``repeats``).
     confidence: float = 0.95
 

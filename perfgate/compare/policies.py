@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,8 +30,7 @@ _UNCOMPARABLE = (Status.NO_DATA.value, Status.NEW.value, Status.MISSING.value)
 _COMPARED = (Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.UNCHANGED.value)
 
 
-@dataclass(frozen=True)
-class MetricRules:
+class MetricRules(NamedTuple):
     """Per metric code: what the thresholds and directions say. Index with a row's metric code.
 
     ``worse_sign`` is +1 where a higher value is worse, -1 where a lower one is, 0 for a neutral
@@ -215,8 +214,7 @@ def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gate
                          "or compare the .ncu-rep")
 
 
-@dataclass(frozen=True)
-class JudgedRows:
+class JudgedRows(NamedTuple):
     """The verdict on each joined row: its status, whether it gates, and the change behind it."""
 
     status: Objects

@@ -20,9 +20,8 @@ and stay judged exactly, launch by launch.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,8 +34,7 @@ from perfgate.metrics import is_time_like
 from perfgate.vocabulary import KIND_KERNEL, Status
 
 
-@dataclass(frozen=True)
-class GroupVerdicts:
+class GroupVerdicts(NamedTuple):
     """The groups judged as a whole, as per-row and per-launch arrays.
 
     Per joined row: ``group`` (-1 where the row was not judged with a group), the sample sizes, the
@@ -155,4 +153,4 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             found_statuses.add(status)
     for kernel_group, shown in judged_groups.items():
         verdicts.launch_group[group == kernel_group] = shown
-    return dataclasses.replace(verdicts, inconclusive=Status.INCONCLUSIVE.value in found_statuses)
+    return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)

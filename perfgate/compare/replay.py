@@ -10,7 +10,6 @@ drawn between one pass and several, not between pass counts.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Mapping
 
 from perfgate.compare.options import CompareOptions
@@ -39,7 +38,7 @@ def not_judged_across_replays(options: CompareOptions, change: str) -> tuple[Com
     if not sensitive:
         return options, []
     thresholds = {**options.thresholds, **{m: OFF for m in sensitive}}
-    return replace(options, thresholds=thresholds), [
+    return options._replace(thresholds=thresholds), [
         ("every launch", f"{m} not judged: ncu replayed the kernels differently than for the baseline ({change}), "
                          "and this count depends on the replay; record the baseline again with these settings")
         for m in sensitive]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,8 +15,7 @@ from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
 _UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(NamedTuple):
     """The outcome of a comparison, as plain tables.
 
     ``results``: one row per (launch, metric) with columns kind, kernel, demangled, region, ordinal,

@@ -7,11 +7,11 @@ typo (``kernel=`` for ``kernels=``) fails loudly instead of profiling everything
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, parse_threshold
+from perfgate.vocabulary import NO_ENTRIES
 from perfgate.plugin.fixture import check_region_name
 
 MARKER_NAME = "perfgate"
@@ -23,13 +23,12 @@ MARKER_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class PerfMarker:
+class PerfMarker(NamedTuple):
     """A perf test's own settings, layered over ``[tool.perfgate]`` and the command line."""
 
     kernels: str | None = None  # ncu --kernel-name: exact function name, or "regex:EXPR"
     metrics: tuple[str, ...] = ()  # extra ncu metrics to collect and compare
-    thresholds: Mapping[str, Threshold] = field(default_factory=dict)  # per-metric overrides
+    thresholds: Mapping[str, Threshold] = NO_ENTRIES  # per-metric overrides
     regions: tuple[str, ...] = ()  # profile only these top-level regions (default: all)
     timeout: float | None = None  # seconds for this test under ncu (default: --perfgate-timeout)
 

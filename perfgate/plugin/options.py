@@ -7,9 +7,8 @@ before any heavy module loads, so a bad option is a usage error before the first
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import pytest
 
@@ -22,6 +21,7 @@ from perfgate.config import (
 )
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold
+from perfgate.vocabulary import NO_ENTRIES
 from perfgate.options import resolve_metrics, selection
 
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from perfgate.plugin.marker import PerfMarker
 
 
-@dataclass(frozen=True)
-class PluginOptions:
+class PluginOptions(NamedTuple):
     """The effective settings: command line over ``[tool.perfgate]`` over defaults."""
 
     update: bool
@@ -41,13 +40,13 @@ class PluginOptions:
     clock_control: str
     cache_control: str
     timeout: float
-    thresholds: Mapping[str, Threshold] = field(default_factory=dict)
+    thresholds: Mapping[str, Threshold] = NO_ENTRIES
     metrics: tuple[str, ...] | None = None
     significance: float = 0.01
     allow_device_mismatch: bool = False
     keep_artifacts: bool = False
     isolate: bool = False
-    kernel_aliases: Mapping[str, str] = field(default_factory=dict)
+    kernel_aliases: Mapping[str, str] = NO_ENTRIES
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
@@ -35,7 +34,6 @@ from perfgate.plugin.options import (
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.plugin.session_report import SessionReport, shown_path
-from perfgate.report import Report
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -44,6 +42,7 @@ if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome
     from perfgate.plugin.runner import ChildSpec, NcuSpec, Profiled
+    from perfgate.report import Report
     from perfgate.table import Measurement
 
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
@@ -287,7 +286,7 @@ class PerfgateSession:
             self._fail(item, str(exc))
         # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the session's.
         settings = {**self._settings(), **profiled.measurement.settings}
-        measured = replace(profiled.measurement, source=f"{item.nodeid} (ncu)", settings=settings)
+        measured = profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings)
         footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
             self._gate(item, measured, options, settings=settings, footer=footer, notes=profiled.notes)
@@ -332,7 +331,7 @@ class PerfgateSession:
         bench = stats.as_dict(include_data=True)
         document = {"machine_info": self._machine(), "benchmarks": [bench],
                     "version": getattr(pytest_benchmark, "__version__", "")}
-        measured = replace(table_from_benchmark_json(document, Path(item.nodeid)),
+        measured = table_from_benchmark_json(document, Path(item.nodeid))._replace(
                            source=f"{item.nodeid} (pytest-benchmark)")
         settings = {"timer": str(bench.get("options", {}).get("timer", "")),
                     "pytest_benchmark": document["version"]}

@@ -1,21 +1,21 @@
 """The session's one report: built from the payloads every perf test or benchmark left on its TestReport,
 written (JSON, Markdown, HTML, the GitHub step summary) and summarized in the terminal.
 
-Stdlib and perfgate's pandas-free report and renderers only: ``--perfgate`` registers it before any
-perf test runs, and collecting must stay as cheap as without the plugin.
+Stdlib and perfgate's pandas-free report and renderers only, and those imported when the session ends:
+``--perfgate`` registers it before any perf test runs, and collecting must stay as cheap as without the plugin.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.render.common import VERDICT_WORD, headline, plural
-from perfgate.report import Report, empty_report, iter_launches, launch_row, listed_summary, merge_reports, verdict_of
-from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Verdict, worst_verdict
+
+if TYPE_CHECKING:
+    from perfgate.report import Report
 
 SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
 
@@ -49,6 +49,9 @@ class SessionReport:
 
     def build(self) -> Report:
         """The merged report; a perf test that failed to be measured fails it, one not measured is listed."""
+        from perfgate.report import empty_report, merge_reports, verdict_of
+        from perfgate.report.contract import compared_launches
+
         reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
         merged = merge_reports(reports) if reports else empty_report()
         notes = list(merged["notes"])
@@ -117,6 +120,9 @@ class SessionReport:
 
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
+        from perfgate.render.common import VERDICT_WORD, headline, plural
+        from perfgate.report import iter_launches, launch_row, listed_summary
+
         report = self._report or self.build()
         counts = listed_summary(report)
         verdict = report["verdict"]

@@ -4,7 +4,6 @@ the repeated-launch judgement and the "why" every format shows. Stdlib only."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Iterable, NamedTuple
 
@@ -14,8 +13,7 @@ from perfgate.report import Report, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
-@dataclass
-class MetricSummary:
+class MetricSummary(NamedTuple):
     """One metric of a kernel row: one launch's values, or the medians over its launches."""
 
     metric: str
@@ -38,8 +36,7 @@ class MetricSummary:
         return limit_text(self.threshold, self.unit)
 
 
-@dataclass
-class KernelRow:
+class KernelRow(NamedTuple):
     """A kernel of a report: its launches of one test, GPU, region (the repeated launches of a loop), with the
     statistics a reader judges it by."""
 
@@ -54,8 +51,7 @@ class KernelRow:
     launch_change: str | None
     findings_appeared: list[str] | None
     findings_gone: list[str] | None
-    metrics: list[MetricSummary] = field(default_factory=list)
-    statuses: Counter[str] = field(default_factory=Counter)
+    metrics: list[MetricSummary]
 
     @property
     def name(self) -> str:
@@ -146,19 +142,17 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
             return None
         return list(dict.fromkeys(f for found in picked for f in (found or [])))
 
-    row = KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
-                    kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
-                    region=launches["region"][first] or "", test=launches["test"][first],
-                    device=launches["device"][first],
-                    launch_change=next((launches["launch_change"][i] for i in indexes if launches["launch_change"][i]),
-                                       None),
-                    findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
-                    statuses=statuses)
     group_column = optional.get("group") or []
     group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
-    row.metrics = _summaries(report, metric_launches(report, indexes) if metrics is None else metrics, group,
-                             group_stats(report) if stats is None else stats)
-    return row
+    return KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
+                     kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
+                     region=launches["region"][first] or "", test=launches["test"][first],
+                     device=launches["device"][first],
+                     launch_change=next((launches["launch_change"][i] for i in indexes if launches["launch_change"][i]),
+                                        None),
+                     findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
+                     metrics=_summaries(report, metric_launches(report, indexes) if metrics is None else metrics,
+                                        group, group_stats(report) if stats is None else stats))
 
 
 class MetricLaunches(NamedTuple):
@@ -235,15 +229,14 @@ def _summaries(report: Report, aggregated: list[MetricLaunches], group: int | No
             status=min(values.statuses, key=_rank),  # the first worst, as over rows
             before=values.before, after=values.after, change=values.change, launches=values.launches)
         judged = stats.get((group, code)) if group is not None else None
-        if judged is not None:
-            summary.before = judged["median_baseline"] if judged["median_baseline"] is not None else summary.before
-            summary.after = judged["median_current"] if judged["median_current"] is not None else summary.after
-            summary.launches = max(int(judged["n_baseline"]), int(judged["n_current"]))
-            summary.judged_as_group = True
-            if judged["estimate"] is not None:
-                summary.change = judged["estimate"]
-            if judged["ci_low"] is not None and judged["ci_high"] is not None:
-                summary.interval = (judged["ci_low"], judged["ci_high"])
+        if judged is not None:  # the group's medians and interval stand for its launches
+            summary = summary._replace(
+                before=judged["median_baseline"] if judged["median_baseline"] is not None else summary.before,
+                after=judged["median_current"] if judged["median_current"] is not None else summary.after,
+                launches=max(int(judged["n_baseline"]), int(judged["n_current"])), judged_as_group=True,
+                change=judged["estimate"] if judged["estimate"] is not None else summary.change,
+                interval=((judged["ci_low"], judged["ci_high"])
+                          if judged["ci_low"] is not None and judged["ci_high"] is not None else None))
         out.append(summary)
     return out
 
