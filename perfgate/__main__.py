@@ -1,5 +1,3 @@
-import sys
+from perfgate.cli import entry
 
-from perfgate.cli import main
-
-sys.exit(main())
+entry()

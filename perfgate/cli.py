@@ -6,10 +6,12 @@ Exit status: 0 = no regression, 1 = regression, 2 = unusable input or usage (one
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn, Sequence, cast
 
 from perfgate import __version__
 from perfgate.config import Settings
@@ -199,12 +201,32 @@ def _format_of(output: Path | None) -> str:
     return {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "text")
 
 
+@contextlib.contextmanager
+def _importing() -> Iterator[None]:
+    """Where a command imports its modules. In perfgate's own process (``entry``) they are imported with the
+    cyclic garbage collector off, and what they made is frozen after (``gc.freeze``: never examined again):
+    importing numpy and perfgate makes ~100,000 objects that live as long as the process, and collecting among
+    them found nothing and cost 8-10 ms of a small compare's CPU (a twentieth). Not when ``main`` is called by
+    another program: freezing its objects would keep its cyclic garbage alive."""
+    if not _own_process:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    from perfgate.collect import read_table
-    from perfgate.options import selection
-    from perfgate.regions import with_region_totals
-    from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
-    from perfgate.report import build_report
+    with _importing():
+        from perfgate.collect import read_table
+        from perfgate.compare import compare_tables
+        from perfgate.options import selection
+        from perfgate.regions import with_region_totals
+        from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
+        from perfgate.report import build_report
 
     settings = _settings(args)
     options = selection(
@@ -232,8 +254,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report, failed = result.report, result.failed
     else:
         baseline = with_region_totals(read_table(args.baseline, wanted))
-        from perfgate.compare import compare_tables
-
         comparison = compare_tables(baseline, current, options)
         del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
@@ -259,10 +279,11 @@ def _not_measured_status(report: "Report") -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from perfgate.baseline import baseline_documents, device_slug, save_baselines
-    from perfgate.collect import read_table
-    from perfgate.compare import CompareOptions
-    from perfgate.regions import with_region_totals
+    with _importing():
+        from perfgate.baseline import baseline_documents, device_slug, save_baselines
+        from perfgate.collect import read_table
+        from perfgate.compare import CompareOptions
+        from perfgate.regions import with_region_totals
 
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
@@ -329,8 +350,9 @@ def _refuse_unusable(report: Path, measurement: "Measurement", gated: Sequence[s
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from perfgate.render import render_parts, verdict_line
-    from perfgate.report import load_report, merge_reports
+    with _importing():
+        from perfgate.render import render_parts, verdict_line
+        from perfgate.report import load_report, merge_reports
 
     # The same strict reading as publish: reports from other jobs are artifacts, not trusted data.
     reports = [load_report(path) for path in args.reports]
@@ -350,6 +372,16 @@ def _tolerant_output() -> None:
                 reconfigure(errors="replace")
             except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
                 pass
+
+
+_own_process = False  # set by ``entry``: this process is perfgate's, and its start-up may set process-wide things
+
+
+def entry() -> NoReturn:
+    """The ``perfgate`` console script and ``python -m perfgate``: ``main`` in a process of its own."""
+    global _own_process
+    _own_process = True
+    sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -294,6 +294,31 @@ def test_console_script_and_module_entry() -> None:
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
+
+OUR_REPORT = REPO / "tests" / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"  # in every checkout
+
+
+def test_perfgate_s_own_process_imports_without_collecting_and_main_in_another_s_changes_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Start-up: the console script's process imports with the cyclic collector off and freezes what it imported
+    (``cli._importing``), and turns the collector back on; ``main`` called in a process of another program (this
+    one) leaves its collector alone."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert main(["compare", str(OUR_REPORT), str(OUR_REPORT)]) == 0 and "PASS" in capsys.readouterr().out
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('collector', gc.isenabled(), gc.get_freeze_count() > 10000))\n"
+             "from perfgate.cli import entry\n"
+             "sys.argv[1:] = ['compare', sys.argv[1], sys.argv[1]]\n"
+             "entry()\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(OUR_REPORT)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "PASS" in done.stdout and done.stdout.splitlines()[-1] == "collector True True", done.stdout[-500:]
+
+
 # ------------------------------------------------------------------------- what was not compared
 
 def test_metrics_that_exist_nowhere_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
