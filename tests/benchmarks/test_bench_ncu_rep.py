@@ -39,8 +39,10 @@ def test_bench_small_ncu_rep_compare(benchmark, name: str, tmp_path: Path) -> No
     floor_script.write_text(NCU_REPORT_FLOOR, encoding="utf-8")
     floor = [sys.executable, str(floor_script), report, report]
     ours = [sys.executable, "-m", "perfgate", "compare", report, report]
-    pair = interleaved(floor, ours, repeat=7)
-    numpy_alone = interleaved(floor, [sys.executable, "-c", "import numpy"], repeat=5)
+    pair = interleaved(floor, ours, repeat=11)
+    # numpy's import as perfgate pays it: with one OpenBLAS thread (``cli.main``).
+    numpy_alone = interleaved(floor, [sys.executable, "-c", "import os; os.environ['OPENBLAS_NUM_THREADS'] = '1'; "
+                                                            "import numpy"], repeat=5)
     benchmark.pedantic(measure, args=(ours,), rounds=3, iterations=1)
     benchmark.extra_info.update(cpu_ratio=round(pair.cpu_ratio, 3), floor_cpu=round(pair.median("floor", "cpu"), 3),
                                 cpu=round(pair.median("ours", "cpu"), 3),

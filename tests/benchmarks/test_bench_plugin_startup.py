@@ -20,6 +20,10 @@ from scale import Run, environment, measure
 
 TESTS, FILES = 2000, 20
 ROUNDS = 5
+# The precise goal is a few percent: one process's CPU time moves by about that much on a shared machine, so
+# the benchmark takes the median of more rounds (5 rounds measured 0.96-1.05x where the plugin's own cost is
+# ~8 ms of ~620).
+PRECISE_ROUNDS = 15
 ATTEMPTS = 3
 GENEROUS, GOAL = 1.15, 1.05
 HEAVY = ("pandas", "numpy", "jinja2", "ncu_report", "perfgate.compare", "perfgate.gate", "perfgate.plugin.runner",
@@ -71,15 +75,15 @@ def _collect(suite: Path, *extra: str) -> Run:
     return measure([sys.executable, "-m", "pytest", *COLLECT, *extra], cwd=suite, ok=(0,), env=_environ())
 
 
-def _ratios(suite: Path) -> dict[str, float]:
+def _ratios(suite: Path, rounds: int = ROUNDS) -> dict[str, float]:
     """Median over interleaved rounds of (CPU of a variant) / (CPU with -p no:perfgate)."""
     runs: dict[str, list[Run]] = {name: [] for name in VARIANTS}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for name, extra in VARIANTS.items():
             runs[name].append(_collect(suite, *extra))
     off = runs["-p no:perfgate"]
     ratios = {name: statistics.median(r.cpu / o.cpu for r, o in zip(runs[name], off)) for name in VARIANTS}
-    print(f"\ncollect {TESTS} tests, CPU median of {ROUNDS}: "
+    print(f"\ncollect {TESTS} tests, CPU median of {rounds}: "
           + ", ".join(f"{name} {statistics.median(r.cpu for r in runs[name]) * 1000:.0f} ms ({ratios[name]:.3f}x)"
                       for name in VARIANTS))
     return ratios
@@ -103,7 +107,7 @@ def test_bench_collect_2000_tests(suite: Path, benchmark, variant: str) -> None:
     benchmark.pedantic(_collect, args=(suite, *VARIANTS[variant]), rounds=3, iterations=1)
     if benchmark.disabled:
         return
-    ratio = _ratios(suite)[variant]
+    ratio = _ratios(suite, PRECISE_ROUNDS)[variant]
     benchmark.extra_info["cpu_ratio"] = round(ratio, 3)
     assert ratio <= GOAL
 
