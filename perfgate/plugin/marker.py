@@ -11,8 +11,8 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, parse_threshold
-from perfgate.vocabulary import NO_ENTRIES
 from perfgate.plugin.fixture import check_region_name
+from perfgate.vocabulary import NO_ENTRIES
 
 MARKER_NAME = "perfgate"
 MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout")

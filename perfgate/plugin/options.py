@@ -21,8 +21,8 @@ from perfgate.config import (
 )
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold
-from perfgate.vocabulary import NO_ENTRIES
 from perfgate.options import resolve_metrics, selection
+from perfgate.vocabulary import NO_ENTRIES
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
