@@ -6,10 +6,18 @@ The speed is measured in CPU time of each pytest process (``scale.measure``), th
 interleaved, median of the per-round ratios. In the normal suite the limit is 1.15x (what importing
 pandas alone would add is ~1.4x); the precise 1.05x is the benchmark's, with ``--benchmark-enable``:
 ``python -m pytest tests/benchmarks/test_bench_plugin_startup.py --benchmark-enable -p no:xdist -s``.
+
+One process's CPU time moves by 5-10% on a shared VM, as much as the goal, so the benchmark asserts the goal
+on the instructions each variant executes, counted by valgrind's callgrind where it is installed: the same
+count on every run (``PYTHONHASHSEED=0``), at ~40x the time. The suite declares the ``perfgate`` marker in
+its pytest.ini, as a suite that runs without the plugin would: else the plugin-free run pays for 200
+unknown-marker warnings (~3% of its instructions) and flatters the ratio.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -20,9 +28,7 @@ from scale import Run, environment, measure
 
 TESTS, FILES = 2000, 20
 ROUNDS = 5
-# The precise goal is a few percent: one process's CPU time moves by about that much on a shared machine, so
-# the benchmark takes the median of more rounds (5 rounds measured 0.96-1.05x where the plugin's own cost is
-# ~8 ms of ~620).
+# The benchmark's CPU ratio takes more rounds: one process's CPU time moves by a few percent on a shared VM.
 PRECISE_ROUNDS = 15
 ATTEMPTS = 3
 GENEROUS, GOAL = 1.15, 1.05
@@ -36,7 +42,8 @@ VARIANTS = {"installed": (), "--perfgate": ("--perfgate",), "-p no:perfgate": ("
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """2,000 plain tests in 20 files, some marked perfgate and using the fixture, as a real suite would."""
     root = tmp_path_factory.mktemp("suite")
-    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    perfgate: a perf test (declared by the suite)\n",
+                                     encoding="utf-8")
     per_file = TESTS // FILES
     for index in range(FILES):
         lines = ["import pytest", ""]
@@ -103,13 +110,15 @@ def test_collecting_2000_tests_costs_no_more_with_the_plugin(suite: Path) -> Non
 
 @pytest.mark.parametrize("variant", ["installed", "--perfgate"])
 def test_bench_collect_2000_tests(suite: Path, benchmark, variant: str) -> None:  # type: ignore[no-untyped-def]
-    """The precise goal, 1.05x, with ``--benchmark-enable``; once as a smoke test otherwise."""
+    """The CPU ratio over more rounds, with ``--benchmark-enable`` (in ``extra_info``; once as a smoke test
+    otherwise). It asserts what load cannot break: the precise 1.05x is asserted on instructions (below), as
+    this ratio measured 0.95-1.08x on the development VM for a cost of ~2%."""
     benchmark.pedantic(_collect, args=(suite, *VARIANTS[variant]), rounds=3, iterations=1)
     if benchmark.disabled:
         return
     ratio = _ratios(suite, PRECISE_ROUNDS)[variant]
     benchmark.extra_info["cpu_ratio"] = round(ratio, 3)
-    assert ratio <= GOAL
+    assert ratio <= GENEROUS
 
 
 @pytest.mark.parametrize("extra", [COLLECT, (*COLLECT, "--perfgate"),
@@ -127,3 +136,31 @@ def test_importing_the_plugin_imports_nothing_heavy() -> None:
             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def _instructions(suite: Path, *extra: str) -> int:
+    """Instructions the pytest process executed collecting the suite (callgrind's count of the process run, not
+    of the children it forks, whose count starts from the parent's at the fork)."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
+                           "pytest", *COLLECT, *extra], cwd=suite, capture_output=True, text=True, check=False,
+                          env={**_environ(), "PYTHONHASHSEED": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    main = re.search(r"^==(\d+)== Command:", done.stderr, re.MULTILINE)
+    assert main is not None, done.stderr[-2000:]
+    counts = dict(re.findall(r"^==(\d+)== Collected : (\d+)", done.stderr, re.MULTILINE))
+    return int(counts[main.group(1)])
+
+
+@pytest.mark.parametrize("variant", ["installed", "--perfgate"])
+def test_bench_collect_2000_tests_instructions(suite: Path, benchmark,  # type: ignore[no-untyped-def]
+                                               variant: str) -> None:
+    """The 1.05x goal in instructions, where CPU time is too noisy to tell 1% from 5% (valgrind: ~25 s a run)."""
+    if benchmark.disabled or shutil.which("valgrind") is None:
+        pytest.skip("counts instructions under valgrind: with --benchmark-enable, where valgrind is installed")
+    _check(suite, *COLLECT, *VARIANTS[variant])  # warms .pyc files
+    without = _instructions(suite, *VARIANTS["-p no:perfgate"])
+    count = benchmark.pedantic(_instructions, args=(suite, *VARIANTS[variant]), rounds=1, iterations=1)
+    ratio = count / without
+    benchmark.extra_info.update(instructions=count, without_plugin=without, ratio=round(ratio, 4))
+    print(f"\ncollect {TESTS} tests, {variant}: {count:,} instructions, {ratio:.4f}x of {without:,} without the plugin")
+    assert ratio <= GOAL
