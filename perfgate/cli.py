@@ -46,15 +46,17 @@ class _HelpFormatter(argparse.HelpFormatter):
     (with ``bz2`` and ``lzma``: 2-3 ms of every run's start-up): argparse makes a formatter for each argument
     it adds, and a run that prints no help needs no width."""
 
-    def __init__(self, prog: str) -> None:
+    def __init__(self, prog: str) -> None:  # shutil.get_terminal_size's rules, and argparse's 2 columns less
         try:
-            columns = int(os.environ["COLUMNS"])
-        except (KeyError, ValueError):
+            columns = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
             try:
                 columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-            except (AttributeError, ValueError, OSError):
-                columns = 80  # not a terminal: shutil.get_terminal_size's fallback
-        super().__init__(prog, width=columns - 2)
+            except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+                columns = 0
+        super().__init__(prog, width=(columns if columns > 0 else 80) - 2)
 
 
 class _Parser(argparse.ArgumentParser):

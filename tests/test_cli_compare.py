@@ -280,6 +280,17 @@ def test_a_run_builds_its_command_s_parser_alone_and_it_parses_the_same(capsys: 
     assert info.value.code == 2 and "invalid choice: 'compre'" in error and all(c in error for c in COMMANDS)
 
 
+@pytest.mark.parametrize("columns", [None, "0", "abc", "60", "200"])
+def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> None:
+    """The CLI's help formatter finds the width without shutil (start-up), by shutil's rules."""
+    from perfgate.cli import _HelpFormatter
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert _HelpFormatter("perfgate")._width == argparse.HelpFormatter("perfgate")._width
+
 def test_console_script_and_module_entry() -> None:
     """The installed `perfgate` script and `python -m perfgate` are the same CLI, with no traceback."""
     base, cur = corpus_file(V3), corpus_file(V4)
