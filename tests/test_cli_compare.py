@@ -25,6 +25,7 @@ V8 = "mlp-t4/report_v8_1d_1_per_thread_stripped.ncu-rep"
 ESMM_B = "esmm-a10g/b644635.ncu-rep"
 ESMM_A = "esmm-a10g/a62323b_output.ncu-rep"
 RTX = "kernelAC-2080ti/profile.ncu-rep"
+OUR_REPORT = REPO / "tests" / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"  # in every checkout
 
 
 def compare_json(capsys: pytest.CaptureFixture[str], base: str, cur: str, *extra: str) -> tuple[int, dict]:
@@ -305,10 +306,6 @@ def test_console_script_and_module_entry() -> None:
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 
-
-OUR_REPORT = REPO / "tests" / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"  # in every checkout
-
-
 def test_perfgate_s_own_process_imports_without_collecting_and_main_in_another_s_changes_nothing(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Start-up: the console script's process imports with the cyclic collector off and freezes what it imported
@@ -409,7 +406,6 @@ def test_merge_recomputes_the_verdict_and_refuses_bad_fields(capsys: pytest.Capt
 def test_output_dash_is_stdout_not_a_file_named_dash(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    rep = REPO / "tests" / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"
-    status, out, _ = run_cli(capsys, "compare", rep, rep, "--format", "json", "-o", "-")
+    status, out, _ = run_cli(capsys, "compare", OUR_REPORT, OUR_REPORT, "--format", "json", "-o", "-")
     assert status == 0 and json.loads(out)["verdict"] == "pass"
     assert list(tmp_path.iterdir()) == []

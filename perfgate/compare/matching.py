@@ -49,12 +49,12 @@ class MatchedLaunches:
     __slots__ = ("frame", "side", "base_ids", "cur_ids", "renames")
 
     def __init__(self, *, frame: Columns, side: Objects, base_ids: Ints, cur_ids: Ints,
-                 renames: Renames | None = None) -> None:
+                 renames: Renames = Renames()) -> None:
         self.frame: Final = frame
         self.side: Final = side
         self.base_ids: Final = base_ids
         self.cur_ids: Final = cur_ids
-        self.renames: Final = Renames() if renames is None else renames
+        self.renames: Final = renames
 
     @property
     def count(self) -> int:

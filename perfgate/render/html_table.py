@@ -8,13 +8,13 @@ session whose perf tests were all skipped without it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, TypeVar
 
 import numpy as np
 
 from perfgate.columns import factorize, objects
+from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text, number_style, whole_count
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
@@ -23,7 +23,6 @@ from perfgate.vocabulary import Status
 
 _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 _EXPLAINED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)
-_NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
 _CLASS = {s.value: s.value.replace(" ", "-") for s in Status}
 _REASONS = 4  # explanatory metrics named in a launch's "why" row
 
@@ -40,7 +39,7 @@ class _Metrics:
         self.units = [u or "" for u in metrics["unit"]]
         self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
         self.writers = [_Writer.of(u) for u in self.units]
-        self.explains = [not _NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
+        self.explains = [not NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
 
 
 # ---------------------------------------------------------------- numbers, each distinct one formatted once
