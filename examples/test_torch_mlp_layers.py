@@ -3,10 +3,15 @@
 Under ``pytest --perfgate`` every kernel is reported in its region (``layer0``, ``layer1``...),
 each region gets a total (sum of its kernels' time, DRAM bytes and instructions), and the test a
 grand total; any of them crossing its threshold fails the test.
+
+``PERFGATE_EXAMPLE_SYNC=1`` plants a host synchronisation after each layer (what a ``.item()`` in a
+logging line does): the kernels stay the same, the GPU waits for the host between layers. Nsight
+Compute's counters cannot see it; the timeline source's wall time and GPU idle do.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, ContextManager
 
 import pytest
@@ -34,9 +39,12 @@ def forward_backward(model: MLP, x: torch.Tensor, region: Callable[[str], Contex
     launches, and checks that ncu's NVTX filter kept exactly those.
     """
     h = x
+    sync = os.environ.get("PERFGATE_EXAMPLE_SYNC") == "1"
     for index, layer in enumerate(model.layers):
         with region(f"layer{index}"):
             h = layer(h)
+            if sync:
+                torch.cuda.synchronize()
     with region("backward"):  # autograd launches these on its own thread: ncu sees them (process scope)
         h.sum().backward()
 
