@@ -116,6 +116,7 @@ def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / ".github").rglob("*.y*ml")}
+    wanted |= {"mkdocs.yml", "CHANGELOG.md"} | {str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md")}
     assert not wanted - names
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
 
@@ -157,6 +158,15 @@ def test_readme_links_are_absolute_so_they_work_on_pypi() -> None:
     assert not relative
     homes = set(re.findall(r"https://github\.com/([\w.-]+/perfgate)\b", README))
     assert homes <= {"perfgate/perfgate"}
+
+
+def test_readme_is_an_introduction_the_docs_hold_the_rest() -> None:
+    """What and why, install, the Quickstart and links: a page a newcomer reads in ten minutes."""
+    assert len(README.splitlines()) <= 300
+    assert "## Quickstart" in README  # .ci/quickstart runs its sh blocks
+    pages = {p.name for p in (REPO / "docs").glob("*.md")}
+    linked = set(re.findall(r"https://github\.com/perfgate/perfgate/blob/main/docs/([\w-]+\.md)", README))
+    assert linked and linked <= pages
 
 
 def test_readme_tells_users_what_to_gitignore() -> None:
