@@ -136,6 +136,8 @@ class SessionReport:
             if parts:
                 head += f"; against the previous baselines: {', '.join(parts)}"
             lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
+            if report["unmeasured"]:  # a skipped perf test writes no baseline: say so, an update is no pass
+                lines.append(f"  no baseline written for what was not measured: {headline(report)}")
         else:
             parts = [plural(n, s) for s, n in counts.items() if n]
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
