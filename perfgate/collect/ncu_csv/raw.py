@@ -76,7 +76,8 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        column = _coded(frame[name])
+        cells = frame[name].to_numpy(dtype=object)
+        column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
         if name in IDENTITY_METRICS:
             extra[name] = attribute_cells(name, column)
         values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
@@ -91,29 +92,43 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
 
     launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
     rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
-    attributes = {name: _coded(frame[name]) for name in frame.columns if is_attribute_column(name)}
+    attributes = {name: _coded(frame[name].to_numpy(dtype=object)) for name in frame.columns
+                  if is_attribute_column(name)}
     return build_table(source, launch_attributes(attributes, count, extra), rows)
 
 
-def _coded(cells: pd.Series) -> Coded:
-    """A column's cells as codes into its distinct cells, in order of first appearance (``pandas.factorize``)."""
+def _coded(cells: ObjectArray) -> Coded:
+    """A column's cells as codes into its distinct cells, in order of first appearance (``pandas.factorize``; the
+    parse leaves no NaN, every cell is text)."""
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-    codes, distinct = pd.factorize(cells, sort=False, use_na_sentinel=False)
+    codes, distinct = pd.factorize(cells, sort=False)
     return Coded(codes.astype(np.int64, copy=False), distinct.tolist())
 
 
-def _metric_values(column: Coded, name: str, unit: str,
+_SAMPLE = 1024
+
+
+def _repeats(cells: ObjectArray) -> bool:
+    """Whether a column repeats its cells (an enum, a count that is the same for each launch of a kernel), judged
+    on its first cells: such a column is read once per distinct cell, one of numbers that differ cell by cell."""
+    sample = cells[:_SAMPLE].tolist()
+    return len(set(sample)) <= len(sample) // 2
+
+
+def _metric_values(column: ObjectArray | Coded, name: str, unit: str,
                    wanted: frozenset[str] | None) -> tuple[FloatArray, BoolArray, ObjectArray | None]:
-    """(values, keep, reasons) of a metric's column (``values.column_numbers``, ``values.flag_unusable``), read from
-    its distinct cells: the same for every cell of them, and a text metric repeats a few."""
-    codes, texts = column.codes, objects(column.distinct)
+    """(values, keep, reasons) of a metric's cells (``values.column_numbers``, ``values.flag_unusable``), or of its
+    distinct cells spread to the launches by their codes: each cell is read the same either way."""
+    codes, texts = (column.codes, objects(column.distinct)) if isinstance(column, Coded) else (None, column)
     values, keep = column_numbers(texts)
+    reasons = None
     if np.isnan(values).any() and _numeric(name, unit, values, keep, wanted):
         # n/a, and text where a number belongs ("fast", "0x1F"), are kept as NaN with their reason.
         keep, reasons = flag_unusable(texts, values, keep, np.ones(len(texts), dtype=bool))
-        return values[codes], keep[codes], None if reasons is None else reasons[codes]
-    return values[codes], keep[codes], None
+    if codes is None:
+        return values, keep, reasons
+    return values[codes], keep[codes], None if reasons is None else reasons[codes]
 
 
 def _numeric(name: str, unit: str, values: FloatArray, keep: BoolArray, wanted: frozenset[str] | None) -> bool:
