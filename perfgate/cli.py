@@ -143,10 +143,22 @@ def _add_baselines(sub: _SubParsers) -> None:
     register(sub)
 
 
+def _add_history(sub: _SubParsers) -> None:
+    from perfgate.history.command import register  # the history store, change points and dashboard
+
+    register(sub)
+
+
+def _add_accept(sub: _SubParsers) -> None:
+    from perfgate.history.command import register_accept
+
+    register_accept(sub)
+
+
 # Each command and what adds its parser, in the order --help lists them.
 _COMMAND_PARSERS: dict[str, Callable[[_SubParsers], None]] = {
     "compare": _add_compare, "baseline": _add_baseline, "merge": _add_merge, "publish": _add_publish,
-    "baselines": _add_baselines}
+    "baselines": _add_baselines, "history": _add_history, "accept": _add_accept}
 COMMANDS = tuple(_COMMAND_PARSERS)
 
 
