@@ -82,6 +82,6 @@ def score(detect: Callable[[np.ndarray], Sequence[int]], series: Sequence[Plante
 if __name__ == "__main__":
     from perfgate.history.changes import change_points
 
-    results = score(lambda v: [c.index for c in change_points(v)], list(planted_series()))
+    results = score(lambda v: [c.position for c in change_points(v)], list(planted_series()))
     for s in results.values():
         print(f"{s.family:6} planted {s.planted:4} found {s.found:4} precision {s.precision:.3f} recall {s.recall:.3f}")

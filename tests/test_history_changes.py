@@ -22,7 +22,7 @@ CORPUS = REPO.parent / "shared" / "corpus" / "ncu-rep" / "esmm-a10g"
 
 
 def test_planted_precision_and_recall() -> None:
-    results = score(lambda v: [c.index for c in change_points(v)], list(planted_series()))
+    results = score(lambda v: [c.position for c in change_points(v)], list(planted_series()))
     for family in ("step", "creep", "exact"):
         assert results[family].recall >= 0.95, results[family]
         assert results[family].precision >= 0.9, results[family]
@@ -40,7 +40,7 @@ def test_energy_split_and_t_test() -> None:
 def test_an_exact_counter_names_its_commit_and_a_one_point_blip_is_no_change() -> None:
     values = [5000.0] * 30 + [5003.0] + [5000.0] * 9 + [5200.0] * 20
     found = change_points(values)
-    assert [(c.index, c.before, c.after, c.exact) for c in found] == [(40, 5000.0, 5200.0, True)]
+    assert [(c.position, c.before, c.after, c.exact) for c in found] == [(40, 5000.0, 5200.0, True)]
 
 
 def _record_series(url: str, tmp_path: Path, values: list[tuple[float, float]], branch: str = "main") -> None:

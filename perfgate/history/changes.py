@@ -24,7 +24,7 @@ WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 
 
 class ChangePoint(NamedTuple):
-    index: int  # the first point after the change
+    position: int  # the first point after the change
     p_value: float
     before: float  # median of the segment before (back to the previous change point)
     after: float  # median of the segment after (up to the next change point)
@@ -103,7 +103,7 @@ def _magnitude(left: np.ndarray, right: np.ndarray) -> float:
     return abs(float(np.median(right)) / before - 1.0) if before else float(abs(np.median(right)) > 0)
 
 
-def change_points(values: Sequence[float], p_value: float = 0.001, min_change: float = 0.0,
+def change_points(values: Sequence[float] | np.ndarray, p_value: float = 0.001, min_change: float = 0.0,
                   window: int = WINDOW) -> list[ChangePoint]:
     """The change points of a series in order: each passes ``p_value`` and ``min_change`` (relative) against
     the segments between its neighbours."""

@@ -42,11 +42,11 @@ def series_changes(branch: Branch, series: Series, p_value: float, min_change: f
         previous = found[-1] if found else None
         continues = previous is not None and previous["direction"] == word and word != "change"
         run_start = run_start if continues and run_start is not None else point.before
-        commit_index = int(series.commits[point.index])
+        commit_index = int(series.commits[point.position])
         found.append({
             **{name: series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
             "commit": branch.commits[commit_index],
-            "previous_commit": branch.commits[int(series.commits[point.index - 1])],
+            "previous_commit": branch.commits[int(series.commits[point.position - 1])],
             "time": branch.times[commit_index], "change": change, "direction": word, "before": point.before,
             "after": point.after, "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
             "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None})

@@ -109,8 +109,8 @@ def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:
     current: dict[str, Any] = {}
     for comparison in report["comparisons"]:
         settings = comparison["settings"]
-        side = settings.get("current") if isinstance(settings.get("current"), dict) else settings
-        for key, value in side.items():
+        side = settings.get("current")
+        for key, value in (side if isinstance(side, dict) else settings).items():
             if isinstance(value, (str, int, float, bool)) and key not in current:
                 current[str(key)] = value
     return {"settings": current, "metrics": sorted({p.series[5] for p in points})}
