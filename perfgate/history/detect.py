@@ -55,18 +55,27 @@ def series_changes(branch: Branch, series: Series, p_value: float, min_change: f
     return found
 
 
-def find_changes(history: History, branch: str, p_value: float = 0.001,
-                 min_change: float = 0.0) -> list[dict[str, Any]]:
-    """Every change point of ``branch``, newest commit first within each series, accepted ones marked."""
+def changes_by_series(history: History, branch: str, p_value: float = 0.001,
+                      min_change: float = 0.0) -> tuple[Branch, dict[int, list[dict[str, Any]]]]:
+    """The branch's series and each one's change points, in commit order, accepted ones marked."""
     loaded = load_branch(history, branch)
     acceptances = load_acceptances(history)
-    found: list[dict[str, Any]] = []
+    found: dict[int, list[dict[str, Any]]] = {}
     for series in loaded.series:
-        for change in series_changes(loaded, series, p_value, min_change):
+        changes = series_changes(loaded, series, p_value, min_change)
+        for change in changes:
             accepted = acceptance_of(acceptances, change, change["commit"])
             if accepted is not None:
                 change["accepted"] = {"by": accepted.by, "reason": accepted.reason, "when": accepted.when}
-            found.append(change)
+        found[series.id] = changes
+    return loaded, found
+
+
+def find_changes(history: History, branch: str, p_value: float = 0.001,
+                 min_change: float = 0.0) -> list[dict[str, Any]]:
+    """Every change point of ``branch``, the most recent first."""
+    _, by_series = changes_by_series(history, branch, p_value, min_change)
+    found = [change for changes in by_series.values() for change in changes]
     found.sort(key=lambda c: (c["time"], c["gpu"], c["test"], c["kernel"], c["region"], c["metric"]), reverse=True)
     return found
 
