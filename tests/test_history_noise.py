@@ -23,7 +23,7 @@ TIME = "gpu__time_duration.sum"
 def _series(kernel: str, values: np.ndarray, metric: str = TIME) -> Series:
     facts = {"gpu": "H100", "test": "t", "kind": "kernel", "kernel": kernel, "region": "", "metric": metric,
              "unit": "ns", "direction": "lower"}
-    return Series(hash(kernel) % 1000, facts, np.arange(len(values)), values, np.zeros(len(values)))
+    return Series(hash(kernel) % 1000, facts, np.arange(len(values)), values)
 
 
 def test_the_rule() -> None:

@@ -71,6 +71,29 @@ class History:
             else:
                 self.connection.executemany(statement, rows)
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                    unique: Sequence[str] = ()) -> None:
+        """Insert many rows (``unique``: skip those whose key is taken). PostgreSQL: COPY through a temporary
+        table, a tenth of the time of one INSERT per row; SQLite: executemany, in-process already."""
+        if not rows:
+            return
+        names = ", ".join(columns)
+        conflict = f" ON CONFLICT ({', '.join(unique)}) DO NOTHING" if unique else ""
+        if self.dialect != "postgresql":
+            marks = ", ".join("?" * len(columns))
+            self.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks}){conflict}", rows)
+            return
+        with self._errors(), self.connection.cursor() as cursor:
+            cursor.execute(f"CREATE TEMPORARY TABLE staging_{table} ON COMMIT DROP AS SELECT {names} FROM {table} "
+                           "WITH NO DATA")
+            with cursor.copy(f"COPY staging_{table} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            # In key order, as the SQLite path: concurrent writers lock new keys in one order, no deadlock.
+            order = f" ORDER BY {', '.join(unique)}" if unique else ""
+            cursor.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM staging_{table}{order}{conflict}")
+            cursor.execute(f"DROP TABLE staging_{table}")
+
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return list(self.execute(statement, params).fetchall())
 

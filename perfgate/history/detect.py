@@ -10,7 +10,7 @@ import json
 from typing import Any, Sequence
 
 from perfgate.history.accept import acceptance_of, load_acceptances
-from perfgate.history.changes import change_points
+from perfgate.history.changes import P_VALUE, change_points
 from perfgate.history.db import History
 from perfgate.history.series import Branch, Series, load_branch
 
@@ -55,7 +55,7 @@ def series_changes(branch: Branch, series: Series, p_value: float, min_change: f
     return found
 
 
-def changes_by_series(history: History, branch: str, p_value: float = 0.001,
+def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
                       min_change: float = 0.0) -> tuple[Branch, dict[int, list[dict[str, Any]]]]:
     """The branch's series and each one's change points, in commit order, accepted ones marked."""
     loaded = load_branch(history, branch)
@@ -71,7 +71,7 @@ def changes_by_series(history: History, branch: str, p_value: float = 0.001,
     return loaded, found
 
 
-def find_changes(history: History, branch: str, p_value: float = 0.001,
+def find_changes(history: History, branch: str, p_value: float = P_VALUE,
                  min_change: float = 0.0) -> list[dict[str, Any]]:
     """Every change point of ``branch``, the most recent first."""
     _, by_series = changes_by_series(history, branch, p_value, min_change)

@@ -117,20 +117,20 @@ def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:
 
 
 def run_key(when: Provenance, points: Sequence[Point]) -> str:
+    import orjson  # a dependency already (the report writer); one call encodes every point
+
     digest = hashlib.sha256(f"{when.commit}\0{when.branch}\0".encode())
-    for point in sorted(points):
-        digest.update(json.dumps([point.series, point.samples]).encode())
+    digest.update(orjson.dumps([(p.series, p.samples) for p in sorted(points)]))
     return digest.hexdigest()
 
 
 def record_report(history: History, report: Report, source: str, when: Provenance) -> Recorded:
     """Write one run and its points in one transaction; nothing when the same run was recorded before."""
     with history.transaction():
-        return _write_run(history, report, source, when)
+        return _write_run(history, report, report_points(report), source, when)
 
 
-def _write_run(history: History, report: Report, source: str, when: Provenance) -> Recorded:
-    points = report_points(report)
+def _write_run(history: History, report: Report, points: list[Point], source: str, when: Provenance) -> Recorded:
     key = run_key(when, points)
     settings = json.dumps(run_settings(report, points), sort_keys=True)
     added = history.query(
@@ -140,24 +140,31 @@ def _write_run(history: History, report: Report, source: str, when: Provenance) 
     if not added:
         return Recorded(source, key, len(points), False)
     ids = series_ids(history, points)
-    history.executemany(
-        "INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [_point_row(ids[p.series], added[0][0], p.samples) for p in points])
+    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples"),
+                        [_point_row(ids[p.series], added[0][0], p.samples) for p in points])
     return Recorded(source, key, len(points), True)
 
 
 def _point_row(series_id: int, run_id: int, samples: Sequence[float]) -> tuple[Any, ...]:
-    kept = json.dumps(list(samples[:MAX_SAMPLES])) if len(samples) > 1 else None
+    if len(samples) == 1:
+        return (series_id, run_id, 1, samples[0], samples[0], samples[0], None)
+    kept = json.dumps(list(samples[:MAX_SAMPLES]))
     return (series_id, run_id, len(samples), statistics.median(samples), min(samples), max(samples), kept)
 
 
 def series_ids(history: History, points: Iterable[Point]) -> dict[tuple[str, ...], int]:
     """Each point's series id, the series created where new. Sorted inserts: concurrent writers lock the
     unique index's rows in the same order, so they wait for each other instead of deadlocking."""
-    rows = sorted({(*p.series, p.unit, p.direction) for p in points})
-    history.executemany(
-        "INSERT INTO perfgate_series (gpu, test, kind, kernel, region, metric, unit, direction) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (gpu, test, kind, kernel, region, metric) DO NOTHING", rows)
+    ids = _all_series(history)
+    missing = sorted({(*p.series, p.unit, p.direction) for p in points if p.series not in ids})
+    if missing:
+        history.insert_rows("perfgate_series", ("gpu", "test", "kind", "kernel", "region", "metric", "unit",
+                                                "direction"), missing, unique=SERIES_FIELDS)
+        ids = _all_series(history)
+    return ids
+
+
+def _all_series(history: History) -> dict[tuple[str, ...], int]:
     return {tuple(row[1:]): int(row[0]) for row in history.query(
         "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
 
@@ -167,9 +174,11 @@ def record_files(history: History, paths: Sequence[str], when: Provenance) -> li
     from perfgate.report import load_report
 
     reports = [(str(path), load_report(path)) for path in paths]
-    for path, report in reports:
-        if not report_points(report):
+    points = [report_points(report) for _, report in reports]
+    for (path, _), found in zip(reports, points):
+        if not found:
             raise InputError(path, "has no current value to record (nothing was measured)",
                              "record the report of a run that measured something")
     with history.transaction():  # all the reports or none
-        return [_write_run(history, report, os.path.basename(path), when) for path, report in reports]
+        return [_write_run(history, report, found, os.path.basename(path), when)
+                for (path, report), found in zip(reports, points)]

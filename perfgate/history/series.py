@@ -20,7 +20,6 @@ class Series(NamedTuple):
     facts: dict[str, str]  # SERIES_COLUMNS
     commits: np.ndarray  # int: indexes into Branch.commits
     values: np.ndarray  # float: one per commit (median of its runs)
-    spread: np.ndarray  # float: (max - min) / median of the launches within each commit's last run
 
 
 class Branch(NamedTuple):
@@ -50,14 +49,14 @@ def load_branch(history: History, branch: str) -> Branch:
     commits, times, run_commit = commit_order(history, branch)
     facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
         f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
-    rows = history.query("SELECT p.series_id, p.run_id, p.value, p.low, p.high FROM perfgate_points p "
+    rows = history.query("SELECT p.series_id, p.run_id, p.value FROM perfgate_points p "
                          "JOIN perfgate_runs r ON r.id = p.run_id WHERE r.branch = ?", (branch,))
     if not rows:
         return Branch(branch, commits, times, [])
     table = np.array(rows, dtype=float)
     series_ids = table[:, 0].astype(np.int64)
     commit_of = np.array([run_commit[int(r)] for r in table[:, 1]], dtype=np.int64)
-    return Branch(branch, commits, times, list(_split(series_ids, commit_of, table[:, 2:], facts)))
+    return Branch(branch, commits, times, list(_split(series_ids, commit_of, table[:, 2], facts)))
 
 
 def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,
@@ -67,12 +66,9 @@ def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,
     series_ids, commit_of, values = series_ids[order], commit_of[order], values[order]
     bounds = np.flatnonzero(np.diff(series_ids)) + 1
     for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(series_ids)]):
-        commits, value, low, high = commit_of[start:stop], values[start:stop, 0], values[start:stop, 1], \
-            values[start:stop, 2]
-        spread = np.divide(high - low, np.abs(value), out=np.zeros_like(value), where=value != 0)
+        commits, value = commit_of[start:stop], values[start:stop]
         if len(commits) > 1 and np.any(commits[1:] == commits[:-1]):
             unique, first = np.unique(commits, return_index=True)
             value = np.array([np.median(part) for part in np.split(value, first[1:])])
-            spread = np.array([part[-1] for part in np.split(spread, first[1:])])
             commits = unique
-        yield Series(int(series_ids[start]), facts[int(series_ids[start])], commits, value, spread)
+        yield Series(int(series_ids[start]), facts[int(series_ids[start])], commits, value)
