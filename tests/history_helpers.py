@@ -19,7 +19,7 @@ INSTRUCTIONS = "smsp__inst_executed.sum"
 
 
 def write_report(path: Path, values: Mapping[tuple[str, str], Sequence[float]], device: str = "NVIDIA H100",
-                 test: str = "tests/test_k.py::test_k", version: int = 2) -> Path:
+                 test: str = "tests/test_k.py::test_k", version: int = 2, status: str = "unchanged") -> Path:
     """A perfgate JSON report whose current side holds ``values``: (kernel, metric) -> one value per launch."""
     launches: dict[str, list[object]] = {name: [] for name in (
         "kind", "kernel", "demangled", "region", "ordinal", "status", "device", "launch_change", "test", "path",
@@ -30,14 +30,15 @@ def write_report(path: Path, values: Mapping[tuple[str, str], Sequence[float]], 
     for (kernel, metric), samples in sorted(values.items()):
         for ordinal, value in enumerate(samples):
             for name, item in (("kind", "kernel"), ("kernel", kernel), ("demangled", None), ("region", None),
-                               ("ordinal", ordinal), ("status", "unchanged"), ("device", device),
+                               ("ordinal", ordinal), ("status", status), ("device", device),
                                ("launch_change", None), ("test", test), ("path", None), ("line", None)):
                 launches[name].append(item)
             for name, item in (("launch", len(launches["kind"]) - 1), ("metric", metrics.index(metric)),
                                ("baseline", value), ("current", value), ("change", 0.0), ("delta", 0.0),
-                               ("status", "unchanged"), ("gated", True)):
+                               ("status", status), ("gated", True)):
                 results[name].append(item)
-    document = {"format": "perfgate-report", "version": version, "generator": "perfgate 0.1.0", "verdict": "pass",
+    document = {"format": "perfgate-report", "version": version, "generator": "perfgate 0.1.0",
+                "verdict": "fail" if status == "regression" else "pass",
                 "summary": {}, "comparisons": [{"baseline": "b", "current": "c", "baseline_devices": [device],
                                                 "current_devices": [device], "test": test, "settings": {
                                                     "current": {"clock_control": "base", "replay_passes": 1}}}],
