@@ -7,6 +7,7 @@ later changes as ``creep: true`` with ``cumulative``: the change from before the
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Sequence
 
 from perfgate.history.accept import acceptance_of, load_acceptances
@@ -80,6 +81,10 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     return found
 
 
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _name(change: dict[str, Any]) -> str:
     if change["kind"] == "region":
         launch = f"region {change['region'] or '(all)'}"
@@ -93,8 +98,8 @@ def _creep_note(change: dict[str, Any]) -> str:
 
 
 def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps([{name: c[name] for name in CHANGE_FIELDS} for c in changes], indent=1,
+    if fmt == "json":  # a change from 0 is infinite: null in JSON, which has no infinity
+        return json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
                           allow_nan=False, default=str) + "\n"
     if fmt == "md":
         return _markdown(changes)

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from perfgate.history.accept import load_acceptances
+from perfgate.history.changes import P_VALUE
 from perfgate.history.db import History
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
@@ -41,7 +42,7 @@ def _regressed_rows(report: Report) -> list[dict[str, Any]]:
 def _creep(branch: Any, series: Series) -> str:
     """Whether the base branch's latest commits already moved this series the same (worse) way."""
     recent = set(branch.commits[int(i)] for i in series.commits[-TREND_COMMITS:])
-    found = [c for c in series_changes(branch, series, 1e-4, 0.0) if c["commit"] in recent]
+    found = [c for c in series_changes(branch, series, P_VALUE, 0.0) if c["commit"] in recent]
     worse = [c for c in found if c["direction"] == "regression"]
     if not worse:
         return "no"
