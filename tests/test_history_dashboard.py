@@ -88,3 +88,17 @@ def test_dashboard_of_an_unknown_branch_writes_nothing(tmp_path: Path, capsys: p
     assert main(["history", "dashboard", "--db", url, "--branch", "nope", "-o", str(site)]) == 2
     assert "nope: no run is recorded on this branch" in capsys.readouterr().err
     assert not site.exists() and list(tmp_path.glob(".site*")) == []
+
+
+def test_dashboard_replaces_only_an_earlier_dashboard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = _history(tmp_path / "runs")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["history", "dashboard", "--db", url, "-o", str(work)]) == 2
+    assert "holds something other than a perfgate dashboard" in capsys.readouterr().err
+    assert (work / "notes.txt").read_text(encoding="utf-8") == "mine"
+    site = tmp_path / "site"
+    for _ in range(2):  # the second run replaces the first site whole
+        assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
+    assert (site / "index.html").is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["runs", "site", "work"]

@@ -140,6 +140,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
         groups.setdefault(kernel_key(series), []).append(series)
     env = _environment()
     output = output.resolve()
+    _check_replaceable(output)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
@@ -171,10 +172,17 @@ def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list
     return pages
 
 
-def _swap(staging: Path, output: Path) -> None:
-    """Put the new site at ``output``; an existing one is moved aside first and removed after."""
+def _check_replaceable(output: Path) -> None:
+    """The site replaces ``output`` whole: only an empty folder or an earlier dashboard may be there."""
     if output.exists() and not output.is_dir():
         raise InputError(output, "is a file, not a folder", "pass a folder for the site with -o")
+    if output.is_dir() and any(output.iterdir()) and not (output / "static" / "dashboard.js").is_file():
+        raise InputError(output, "is a folder that holds something other than a perfgate dashboard",
+                         "pass a new or empty folder with -o: the site replaces it whole")
+
+
+def _swap(staging: Path, output: Path) -> None:
+    """Put the new site at ``output``; an earlier one is moved aside first and removed after."""
     old = None
     if output.exists():
         old = output.with_name(f".{output.name}.old-{os.getpid()}")
