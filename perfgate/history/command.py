@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK
+from perfgate.options import probability
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _add_changes(commands: _SubParsers) -> None:
     changes.add_argument("--db", metavar="URL", help=DB_HELP)
     changes.add_argument("--branch", default="main", metavar="NAME", help="branch whose runs to read (default: main)")
     changes.add_argument("--format", choices=("text", "json", "md"), default="text", help="output (default: text)")
-    changes.add_argument("--p-value", type=float, default=0.0001, metavar="P",
+    changes.add_argument("--p-value", type=probability, default=0.0001, metavar="P",
                          help="a change point must beat this t-test p-value (default: 0.0001)")
     changes.add_argument("--min-change", type=float, default=0.0, metavar="FRACTION",
                          help="ignore change points smaller than this relative change, e.g. 0.01 (default: 0)")
