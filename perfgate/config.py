@@ -38,6 +38,11 @@ class Settings(NamedTuple):
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
     # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
     sections: tuple[str, ...] = ()
+    # The history (docs/history.md): a URL that records every session ("" = off), the base branch whose runs
+    # size learned thresholds, and whether to learn them.
+    history: str = ""
+    history_branch: str = "main"
+    history_thresholds: bool = False
 
     def replace(self, **changes: Any) -> "Settings":
         return self._replace(**{k: v for k, v in changes.items() if v is not None})
