@@ -109,6 +109,21 @@ def test_the_python_versions_agree() -> None:
     assert workflow["jobs"]["tests"]["strategy"]["matrix"]["python-version"] == classified
 
 
+def test_package_data_names_only_files_that_exist() -> None:
+    """Each package-data pattern matches a file of the package: a pattern for files that are gone is a promise
+    the wheel does not keep."""
+    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["perfgate"]
+    empty = [pattern for pattern in patterns if not list((REPO / "perfgate").glob(pattern))]
+    assert not empty
+
+
+def test_published_dependencies_hold_no_test_or_lint_pins() -> None:
+    """What a user's install pulls in: ranges only (pins belong to the extras CI installs), numpy declared."""
+    dependencies = PYPROJECT["project"]["dependencies"]
+    assert not [d for d in dependencies if "==" in d]
+    assert any(d.startswith("numpy") for d in dependencies) and any(d.startswith("nvtx") for d in dependencies)
+
+
 def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
     with tarfile.open(dists["sdist"]) as archive:
         names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
