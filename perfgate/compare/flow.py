@@ -20,6 +20,7 @@ from perfgate.compare.notes import (
     launch_change_notes,
     launch_facts,
     rename_notes,
+    unpaired_kernels,
 )
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
@@ -125,6 +126,8 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
+    if not options.accept_unpaired_kernels:
+        unmeasured += unpaired_kernels(launches, statuses)
     position = np.empty(len(launch_order), dtype=np.int64)  # each launch id's row in the launches table
     position[launch_order] = np.arange(len(launch_order))
     return Comparison(
