@@ -63,9 +63,9 @@ def _rows(comparison: Comparison, kernel: str) -> Iterator[tuple[str, str]]:
 
 def test_launches_match_by_ordinal_within_kernel_and_region() -> None:
     base = (Launches().add("k", {TIME: 100_000}).add("k", {TIME: 100_000}, ordinal=1)
-            .add("k", {TIME: 100_000}, region="step"))
+            .add("k", {TIME: 100_000}, ordinal=2).add("k", {TIME: 100_000}, region="step"))
     cur = (Launches().add("k", {TIME: 100_000}).add("k", {TIME: 200_000}, ordinal=1)
-           .add("k", {TIME: 100_000}, region="step"))
+           .add("k", {TIME: 100_000}, ordinal=2).add("k", {TIME: 100_000}, region="step"))
     comparison = _compare(base, cur)
     assert _status(comparison, "k", ordinal=0, region="") == Status.UNCHANGED.value
     assert _status(comparison, "k", ordinal=1) == Status.REGRESSION.value

@@ -15,6 +15,8 @@ from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
+    alone_notes,
+    floor_notes,
     comparison_notes,
     inconclusive_notes,
     launch_change_notes,
@@ -25,6 +27,8 @@ from perfgate.compare.notes import (
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
     JudgedRows,
+    absolute_floors,
+    own_regressions,
     judge_rows,
     launch_status,
     metric_rules,
@@ -105,9 +109,11 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
 
     rules = metric_rules(rows.names, thresholds)
-    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, rules.relative, rules.absolute,
-                          options.confidence)
-    judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups)
+    floors = absolute_floors(rows, rules)
+    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, rules.relative, floors,
+                          own_regressions(rows, rules, floors), options.confidence)
+    judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
+                        floors)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
@@ -122,7 +128,9 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
+    notes += alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
+    notes += floor_notes(results, groups, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)

@@ -203,3 +203,39 @@ def unpaired_kernels(launches: MatchedLaunches, statuses: Objects) -> list[tuple
                              "or after review accept them with --accept-unpaired-kernels (accept_unpaired_kernels in "
                              "[tool.perfgate] or the perfgate marker)"))
     return lines
+
+
+def _picked(results: Columns, mask: Bools, order: Ints | None) -> Columns:
+    """The rows of ``results`` where ``mask`` (per joined row) holds, in join order."""
+    if order is None:
+        return results[np.flatnonzero(mask)]
+    picked = np.flatnonzero(mask[order])
+    return results[picked[np.argsort(order[picked], kind="stable")]]
+
+
+def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
+    """One line per launch that moved alone among its repeated launches (``alone``), naming the launch."""
+    if not groups.alone.any():
+        return []
+    lines = []
+    for row in _picked(results, groups.alone, order).rows():
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['change']:+.1%} on its "
+            f"own, past its limit {row['threshold']}, while its kernel's {row['n_current']} launches moved "
+            f"{row['estimate']:+.1%}: this launch moved alone, beyond the spread of its kernel's launches: regression")
+    return _capped(lines, "launches that moved alone")
+
+
+def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
+    """One line per group whose change lies beyond its relative limit but was excused by the absolute floor."""
+    if not groups.excused.any():
+        return []
+    rows = _picked(results, groups.excused, order)
+    lines = []
+    for row in rows[first_rows(rows["group"], rows["metric"])].rows():
+        lines.append(
+            f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
+            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] lies beyond the relative part of its limit "
+            f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
+            "not failed, excused by the floor")
+    return _capped(lines, "changes excused by a floor")
