@@ -5,15 +5,18 @@ A location test (``repeats``) judges where the bulk of a group's launches lies: 
 identity, the i-th launch of the baseline and the i-th of the current run are the same call site (a loop's i-th
 layer), so each launch's own change is known. A launch *moved alone* when
 
-1. its own change is past its limit (the metric's threshold, relative and absolute, as for a single launch), and
-2. its own change exceeds the group's typical change (the median over its launches) by more than ``z`` times the
-   group's measured spread, with ``z`` the normal quantile at 0.1% / n (a family-wise 0.1% over the n launches).
+1. its own change is past its limit (the metric's threshold, relative and absolute, as for a single launch),
+2. its own change exceeds the group's typical change (the median over its launches) by more than the relative
+   limit: it moved past the limit *apart from* its siblings,
+3. its value lies beyond every baseline launch of the group by more than the relative limit: a kernel whose
+   timings have two modes (a launch now in the slow mode, its baseline launch in the fast one) does not read as a
+   launch that moved alone while the baseline holds slow-mode launches too, and
+4. its change exceeds the group's typical change by more than ``z`` times the group's measured spread, with ``z``
+   the normal quantile at 1% / n (a family-wise 1% over the n launches). The spread is 1.4826 x the median
+   absolute deviation of the launches' own changes, over the launches whose own change is within their limit
+   (three slow launches of twelve do not hide themselves).
 
-The spread is the larger of the robust spread of the launches' own changes (1.4826 x their median absolute
-deviation) and that of the baseline's values themselves (half their 15.9%-84.1% quantile range, times sqrt 2 for a
-difference of two launches): the second keeps a kernel whose timings have two modes (a launch now in the slow mode,
-its baseline in the fast one) from reading as a launch that moved alone. Exact counters have no spread: a launch
-whose count moved past its limit while its siblings did not is flagged.
+Exact counters have no spread: a launch whose count moved past its limit while its siblings' did not is flagged.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 from perfgate.columns import median
 from perfgate.compare.arrays import Bools, Floats
 
-FAMILY_ALPHA = 0.001  # the chance, over a whole group of unchanged launches, that one is flagged alone
+FAMILY_ALPHA = 0.01
+SMALL_GROUP = 6  # launches a side below which a group is small (``repeats.INTERVAL_LAUNCHES``)  # the chance, over a whole group of unchanged launches, that one is flagged alone
 
 
 @functools.lru_cache(maxsize=512)
@@ -36,23 +40,27 @@ def alone_z(launches: int) -> float:
     return statistics.NormalDist().inv_cdf(1.0 - FAMILY_ALPHA / max(launches, 1))
 
 
-def group_spread(worse: Floats, base_log: Floats) -> float:
-    """The measured spread of a group's own changes (log ratios, worse direction positive) and its baseline."""
-    centre = median(worse)
-    spread = 1.4826 * median(np.abs(worse - centre))
-    if base_log.size >= 2:
-        low, high = np.quantile(base_log, [0.159, 0.841])
-        spread = max(spread, float(high - low) / 2.0 * np.sqrt(2.0))
-    return float(spread)
+def group_spread(worse: Floats, quiet: Bools) -> float:
+    """The measured spread of a group's own changes (log ratios, worse direction positive; ``quiet``: the launches
+    within their limit, whose changes measure it where there are two or more)."""
+    measured = worse[quiet] if int(quiet.sum()) >= 2 else worse
+    return float(1.4826 * median(np.abs(measured - median(measured))))
 
 
-def moved_alone(base: Floats, cur: Floats, worse_sign: float, past_limit: Bools) -> Bools:
+def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> Bools:
     """Which launches of a group (paired by occurrence: ``base[i]`` with ``cur[i]``, values > 0) moved alone in
-    the worse direction; ``past_limit``: each launch's own change is past its limit in the worse direction."""
+    the worse direction; ``past_limit``: each launch's own change is past its limit in the worse direction;
+    ``relative``: the relative limit (-1: none)."""
     found = np.zeros(base.size, dtype=bool)
     if base.size < 2 or not past_limit.any():
         return found
-    worse = worse_sign * (np.log(cur) - np.log(base))
-    spread = group_spread(worse, np.log(base))
-    found = past_limit & (worse - median(worse) > alone_z(base.size) * spread)
+    base_log, cur_log = np.log(base), np.log(cur)
+    worse = worse_sign * (cur_log - base_log)
+    apart = worse - median(worse)
+    limit = np.log1p(max(relative, 0.0))
+    # Small groups measure no spread worth the name: there a launch must move apart by the whole limit.
+    margin = limit if base.size < SMALL_GROUP else limit / 2.0
+    beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin
+    spread = group_spread(worse, ~past_limit)
+    found = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
     return found

@@ -192,7 +192,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             paired = base_ok & cur_ok
             if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
                 verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
-                                                              past_limit[members[paired]])
+                                                              float(relative[code]), past_limit[members[paired]])
     for kernel_group, shown in judged_groups.items():
         verdicts.launch_group[group == kernel_group] = shown
     return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)
