@@ -28,8 +28,8 @@ import numpy as np
 from perfgate.columns import median
 from perfgate.compare.arrays import Bools, Floats
 
-FAMILY_ALPHA = 0.01
-SMALL_GROUP = 6  # launches a side below which a group is small (``repeats.INTERVAL_LAUNCHES``)  # the chance, over a whole group of unchanged launches, that one is flagged alone
+FAMILY_ALPHA = 0.01  # the chance, over a whole group of unchanged launches, that one is flagged alone
+SMALL_GROUP = 6  # launches a side below which a group is small (``repeats.INTERVAL_LAUNCHES``)
 
 
 @functools.lru_cache(maxsize=512)
@@ -62,5 +62,5 @@ def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, p
     margin = limit if base.size < SMALL_GROUP else limit / 2.0
     beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin
     spread = group_spread(worse, ~past_limit)
-    found = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
-    return found
+    alone: Bools = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
+    return alone

@@ -4,7 +4,8 @@ Launches are matched by their key (kind, kernel identity, NVTX region, occurrenc
 kernel identity (``identity``: full demangled name, grid, block, shared memory) in a region is compared with
 the n-th launch of the same identity in the same region. A kernel whose identity changed (its launch
 configuration, its template arguments, its generated name) is first paired with its baseline identity
-(``renames``), so its launches match under it. A launch on one side only is *missing* (baseline only) or *new* (current only). Each launch of
+(``renames``), so its launches match under it. A launch on one side only is *missing* (baseline only) or
+*new* (current only). Each launch of
 either side gets an integer id, its row in the matched frame, so that the per-metric join is on ints
 rather than on four string columns.
 """

@@ -66,7 +66,8 @@ def launch_change_notes(facts: Columns) -> Objects:
     changes share one note, built once."""
     parts: list[tuple[Ints, list[str]]] = []
     before, after = facts["demangled_b"], facts["demangled_c"]
-    template: Bools = ((before != "") & (after != "") & (before != after) & (facts["kernel"] == facts["baseline_kernel"]))
+    template: Bools = ((before != "") & (after != "") & (before != after)
+                       & (facts["kernel"] == facts["baseline_kernel"]))
     if template.any():  # the same function, other template arguments: gemm_tiled<128, 64, 8> → gemm_tiled<64, 64, 8>
         names = {name: short_name(name) for name in {*before[template].tolist(), *after[template].tolist()}}
         before, after = before.copy(), after.copy()
@@ -220,9 +221,9 @@ def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     lines = []
     for row in _picked(results, groups.alone, order).rows():
         lines.append(
-            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['change']:+.1%} on its "
-            f"own, past its limit {row['threshold']}, while its kernel's {row['n_current']} launches moved "
-            f"{row['estimate']:+.1%}: this launch moved alone, beyond the spread of its kernel's launches: regression")
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
+            f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
+            f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of its kernel's launches: regression")
     return _capped(lines, "launches that moved alone")
 
 

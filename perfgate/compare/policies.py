@@ -148,7 +148,7 @@ def absolute_floors(rows: JoinedRows, rules: MetricRules) -> Floats:
     """Per row, its absolute limit: the threshold's, and for DRAM bytes at least ``TRAFFIC_FLOOR_SHARE`` of the
     launch's DRAM traffic (read + written, the baseline's where known): a few KB read more by a kernel that
     writes 241 MB is cache and refresh noise, not a new access pattern (docs/matching.md, "Floors")."""
-    floors = rules.absolute[rows.metric_code].copy()
+    floors: Floats = rules.absolute[rows.metric_code].copy()
     dram = np.isin(rows.metric_code, [rows.names.index(m) for m in DRAM_BYTE_METRICS if m in rows.names])
     if not dram.any():
         return floors

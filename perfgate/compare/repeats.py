@@ -32,7 +32,7 @@ from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.alone import moved_alone
-from perfgate.compare.statistics import interval_rank, shift_interval
+from perfgate.compare.statistics import shift_interval
 from perfgate.vocabulary import KIND_KERNEL, Status
 
 INTERVAL_LAUNCHES = 6  # from this many launches on the smaller side, the interval decides; below, the estimate
@@ -69,7 +69,8 @@ class GroupVerdicts(NamedTuple):
         return cls(group=np.full(rows, -1, dtype=np.int64), n_baseline=np.zeros(rows, dtype=np.int64),
                    n_current=np.zeros(rows, dtype=np.int64), median_baseline=nan, median_current=nan.copy(),
                    estimate=nan.copy(), low=nan.copy(), high=nan.copy(), status=filled(rows, ""),
-                   alone=np.zeros(rows, dtype=bool), excused=np.zeros(rows, dtype=bool), launch_group=np.full(launches, -1, dtype=np.int64))
+                   alone=np.zeros(rows, dtype=bool), excused=np.zeros(rows, dtype=bool),
+                   launch_group=np.full(launches, -1, dtype=np.int64))
 
     @property
     def any(self) -> bool:

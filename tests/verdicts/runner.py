@@ -26,6 +26,8 @@ import numpy as np  # noqa: E402
 
 from perfgate.collect import read_table  # noqa: E402
 from perfgate.compare import Comparison, compare_tables  # noqa: E402
+from perfgate.errors import InputError  # noqa: E402
+from perfgate.table import Measurement  # noqa: E402
 from perfgate.vocabulary import KIND_KERNEL, Status  # noqa: E402
 from scenarios import Scenario, generated, write_run  # noqa: E402
 
@@ -36,7 +38,8 @@ H100 = REPO / "tests" / "data" / "h100"
 REAL = [
     ("real reports", "H100 MLP rerun", "unchanged", H100 / "mlp.ncu-rep.xz", H100 / "mlp.rerun.ncu-rep.xz"),
     ("real reports", "H100 softmax rerun", "unchanged", H100 / "softmax.ncu-rep.xz", H100 / "softmax.rerun.ncu-rep.xz"),
-    ("real reports", "H100 vector_add rerun", "unchanged", H100 / "vector_add.ncu-rep", H100 / "vector_add.rerun.ncu-rep"),
+    ("real reports", "H100 vector_add rerun", "unchanged", H100 / "vector_add.ncu-rep",
+     H100 / "vector_add.rerun.ncu-rep"),
     ("real reports", "H100 MLP rerun (default metrics)", "unchanged", H100 / "default-metrics" / "mlp.ncu-rep.xz",
      H100 / "default-metrics" / "mlp.rerun.ncu-rep.xz"),
     ("real reports", "H100 vector_add regressed", "regression", H100 / "default-metrics" / "vector_add.ncu-rep",
@@ -82,10 +85,18 @@ def failing_launches(comparison: Comparison) -> frozenset[tuple[str, str, int]]:
     return frozenset(found)
 
 
-def judge(family: str, name: str, expect: str, comparison: Comparison,
+def compared(base: Path, cur: Path, table: Measurement | None = None) -> Comparison | None:
+    """The comparison of two inputs (``table``: the current run, changed), None where compare refuses (exit 2)."""
+    try:
+        return compare_tables(read_table(base), table or read_table(cur))
+    except InputError:
+        return None
+
+
+def judge(family: str, name: str, expect: str, comparison: Comparison | None,
           slow: frozenset[tuple[str, str, int]] = frozenset()) -> Outcome:
-    verdict = comparison.verdict
-    failing = failing_launches(comparison)
+    verdict = comparison.verdict if comparison is not None else "not measured"
+    failing = failing_launches(comparison) if comparison is not None else frozenset()
     alarm = verdict in ("fail", "not measured")
     miss = (expect == "regression" and verdict != "fail") or (expect == "unpaired" and verdict == "pass")
     caught = expect == "regression" and verdict == "fail" and bool(slow)
@@ -98,8 +109,7 @@ def run_generated(scenario: Scenario, seed: int, folder: Path) -> Outcome:
     base, cur = folder / "base.csv", folder / "cur.csv"
     write_run(base, scenario.baseline, rng)
     write_run(cur, scenario.current, rng)
-    comparison = compare_tables(read_table(base), read_table(cur))
-    return judge(scenario.family, scenario.name, scenario.expect, comparison, scenario.slow)
+    return judge(scenario.family, scenario.name, scenario.expect, compared(base, cur), scenario.slow)
 
 
 def run_all(reruns: int, seed: int, real: bool = True, scale: int = 1) -> list[Outcome]:
@@ -116,7 +126,7 @@ def run_all(reruns: int, seed: int, real: bool = True, scale: int = 1) -> list[O
     if real:
         for family, name, expect, base, cur in REAL:
             if base.exists() and cur.exists():
-                outcomes.append(judge(family, name, expect, compare_tables(read_table(base), read_table(cur))))
+                outcomes.append(judge(family, name, expect, compared(base, cur)))
         outcomes.append(one_slow_cublas_launch())
     return outcomes
 
