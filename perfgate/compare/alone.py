@@ -6,17 +6,17 @@ identity, the i-th launch of the baseline and the i-th of the current run are th
 layer), so each launch's own change is known. A launch *moved alone* when
 
 1. its own change is past its limit (the metric's threshold, relative and absolute, as for a single launch),
-2. its own change exceeds the group's typical change (the median over its launches) by more than the relative
-   limit: it moved past the limit *apart from* its siblings,
-3. its value lies beyond every baseline launch of the group by more than the relative limit: a kernel whose
-   timings have two modes (a launch now in the slow mode, its baseline launch in the fast one) does not read as a
-   launch that moved alone while the baseline holds slow-mode launches too, and
+2. its own change exceeds the group's typical change (the median over its launches) by more than the margin: it
+   moved *apart from* its siblings,
+3. its value lies beyond every baseline launch of the group by more than the margin: a kernel whose timings have
+   two modes (a launch now in the slow mode, its baseline launch in the fast one) does not read as a launch that
+   moved alone while the baseline holds slow-mode launches too, and
 4. its change exceeds the group's typical change by more than ``z`` times the group's measured spread, with ``z``
-   the normal quantile at 1% / n (a family-wise 1% over the n launches). The spread is 1.4826 x the median
-   absolute deviation of the launches' own changes, over the launches whose own change is within their limit
-   (three slow launches of twelve do not hide themselves).
+   the normal quantile at 1% / n (a family-wise 1% over the n launches). The spread is measured on the better
+   side of the launches' own changes (``group_spread``), which slow launches do not reach.
 
-Exact counters have no spread: a launch whose count moved past its limit while its siblings' did not is flagged.
+The margin is the relative limit for a small group (2 to 5 launches a side: too few to measure a spread worth
+the name), half of it from 6 launches a side, where condition 4 measures the spread. Exact counters have no spread: a launch whose count moved past its limit while its siblings' did not is flagged.
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ def alone_z(launches: int) -> float:
     return statistics.NormalDist().inv_cdf(1.0 - FAMILY_ALPHA / max(launches, 1))
 
 
-def group_spread(worse: Floats, quiet: Bools) -> float:
-    """The measured spread of a group's own changes (log ratios, worse direction positive; ``quiet``: the launches
-    within their limit, whose changes measure it where there are two or more)."""
-    measured = worse[quiet] if int(quiet.sum()) >= 2 else worse
-    return float(1.4826 * median(np.abs(measured - median(measured))))
+def group_spread(worse: Floats) -> float:
+    """The measured spread of a group's own changes (log ratios, worse direction positive): the distance from
+    their median down to their 15.9% quantile (one standard deviation for normal noise). Measured on the better
+    side, which launches that moved alone in the worse direction do not reach: three slow launches of twelve do
+    not hide themselves, and a group that moved as a whole is not truncated at its limit."""
+    return float(median(worse) - np.quantile(worse, 0.159))
 
 
 def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> Bools:
@@ -61,6 +62,6 @@ def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, p
     # Small groups measure no spread worth the name: there a launch must move apart by the whole limit.
     margin = limit if base.size < SMALL_GROUP else limit / 2.0
     beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin
-    spread = group_spread(worse, ~past_limit)
+    spread = group_spread(worse)
     alone: Bools = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
     return alone
