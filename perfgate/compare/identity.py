@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from perfgate.collect.ncu_csv.names import kernel_function_name
-from perfgate.columns import Columns, objects
+from perfgate.columns import Columns, factorize, objects
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.vocabulary import KIND_KERNEL
 
@@ -50,44 +50,51 @@ def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Col
 
 def shared_memory(table: Columns, launches: Ints) -> Objects:
     """Per launch number in ``launches``, its static and dynamic shared memory per block as text ("" unknown)."""
-    found = {int(at): ["", ""] for at in launches.tolist()}
     codes, names = table.coded("metric")
-    for slot, metric in enumerate(SHARED_MEMORY_METRICS):
-        matching = [code for code, name in enumerate(names.tolist()) if name == metric]
-        if not matching:
-            continue
-        rows = np.flatnonzero(codes == matching[0])
-        for at, value in zip(table["launch"][rows].tolist(), table["value"][rows].tolist(), strict=True):
-            if at in found and value == value:  # NaN: not known
-                found[at][slot] = f"{value:g}"
-    return objects(["/".join(found[int(at)]) for at in launches.tolist()])
+    numbers = table["launch"].astype(np.int64, copy=False)
+    size = int(max(int(numbers.max(initial=-1)), int(launches.max(initial=-1)))) + 1
+    parts = []
+    for metric in SHARED_MEMORY_METRICS:
+        value = np.full(size, np.nan)
+        matching = np.flatnonzero(names == metric)
+        if matching.size:
+            rows = np.flatnonzero(codes == matching[0])[::-1]  # of a launch's rows, the first wins
+            value[numbers[rows]] = table["value"][rows]
+        parts.append(np.nan_to_num(value[launches], nan=-1.0).tolist())  # -1: not known (NaN never equals itself)
+    text: dict[tuple[float, float], str] = {}
+    for pair in zip(*parts):
+        if pair not in text:  # each distinct pair formatted once
+            text[pair] = "/".join(f"{v:g}" if v >= 0 else "" for v in pair)
+    return objects([text[pair] for pair in zip(*parts)])
 
 
 def identities(launches: Columns, smem: Objects, parts: ShapeParts) -> Objects:
     """Per launch (one row each), its identity: the demangled name (the function name where none), grid, block
     and shared memory, those both sides know. Benchmarks and region totals are known by their name alone."""
-    names = np.where(launches["demangled"] != "", launches["demangled"], launches["kernel"])
-    pieces = [names.astype(object)]
+    names = np.where(launches["demangled"] != "", launches["demangled"], launches["kernel"]).astype(object)
+    kernel = launches["kind"] == KIND_KERNEL
+    found: Objects = names.copy()
     for used, column in ((parts.grid, launches["grid"]), (parts.block, launches["block"]),
                          (parts.shared_memory, smem)):
         if used:
-            pieces.append(column)
-    kernel = launches["kind"] == KIND_KERNEL
-    found: Objects = objects([_SEPARATOR.join(p) if is_kernel else str(p[0])
-                              for p, is_kernel in zip(zip(*(x.tolist() for x in pieces)), kernel.tolist())])
+            found = found + _SEPARATOR + column  # object arrays of str: concatenated element by element
     found[~kernel] = launches["kernel"][~kernel]
     return found
 
 
 def occurrences(launches: Columns, identity: Objects) -> Ints:
     """Per launch, its index among the launches of the same (kind, identity, region), in report order."""
-    order = np.argsort(launches["launch"], kind="stable")
-    keys = zip(launches["kind"][order].tolist(), identity[order].tolist(), launches["region"][order].tolist())
-    counted: dict[tuple[str, str, str], int] = {}
-    found = np.zeros(len(order), dtype=np.int64)
-    for row, key in zip(order.tolist(), keys, strict=True):
-        found[row] = counted.get(key, 0)
-        counted[key] = found[row] + 1
+    key = np.zeros(len(launches), dtype=np.int64)
+    for column in (launches["kind"], identity, launches["region"]):
+        codes, distinct = factorize(column)
+        key = key * (len(distinct) + 1) + codes
+    key = factorize(key)[0]
+    order = np.lexsort((launches["launch"], key))  # by key, then report order
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    found = np.empty(len(order), dtype=np.int64)
+    found[order] = rank
     return found
 
 
