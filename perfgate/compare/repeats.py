@@ -135,11 +135,9 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
         estimate, low, high = found
     estimate, low, high = (math.expm1(v) for v in (estimate, low, high))
     limit = _limit(relative, floor, median(base), smaller)
-    if smaller < INTERVAL_LAUNCHES or found is None:
-        status = group_status(estimate, estimate, worse_sign, limit)
-    else:
-        status = group_status(low, high, worse_sign, limit)
-    worse_low = min(low * worse_sign, high * worse_sign)
+    decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
+    status = group_status(*decisive, worse_sign, limit)
+    worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
     excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
     return _Judged(status, estimate, low, high, excused)
 
