@@ -199,10 +199,10 @@ def unpaired_kernels(launches: MatchedLaunches, statuses: Objects) -> list[tuple
             shown_names = [short_name(n) for n in names]
             return ", ".join(shown_names[:4]) + (f" and {len(shown_names) - 4} more" if len(shown_names) > 4 else "")
 
-        lines.append((where, f"kernels missing ({listed(missing)}) and new ({listed(new)}) that no rule paired: "
-                             "one may be the other renamed, not judged; pair them with [tool.perfgate] kernel_aliases, "
-                             "or after review accept them with --accept-unpaired-kernels (accept_unpaired_kernels in "
-                             "[tool.perfgate] or the perfgate marker)"))
+        # The fix first: a headline keeps the first 200 characters of a cause.
+        lines.append((where, "kernels no rule paired, one may be the other renamed (after review accept them with "
+                             "--accept-unpaired-kernels or accept_unpaired_kernels, or pair them with kernel_aliases): "
+                             f"missing {listed(missing)}; new {listed(new)}"))
     return lines
 
 
@@ -236,7 +236,7 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     for row in rows[first_rows(rows["group"], rows["metric"])].rows():
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
-            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] lies beyond the relative part of its limit "
+            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] is beyond the relative part of its limit "
             f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
             "not failed, excused by the floor")
     return _capped(lines, "changes excused by a floor")
