@@ -16,7 +16,8 @@ layer), so each launch's own change is known. A launch *moved alone* when
    side of the launches' own changes (``group_spread``), which slow launches do not reach.
 
 The margin is the relative limit for a small group (2 to 5 launches a side: too few to measure a spread worth
-the name), half of it from 6 launches a side, where condition 4 measures the spread. Exact counters have no spread: a launch whose count moved past its limit while its siblings' did not is flagged.
+the name), half of it from 6 launches a side, where condition 4 measures the spread. Exact counters have no
+spread: a launch whose count moved past its limit while its siblings' did not is flagged.
 """
 
 from __future__ import annotations

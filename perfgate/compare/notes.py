@@ -223,7 +223,8 @@ def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
             f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
-            f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of its kernel's launches: regression")
+            f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of "
+            "its kernel's launches: regression")
     return _capped(lines, "launches that moved alone")
 
 
