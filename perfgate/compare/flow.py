@@ -80,8 +80,8 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
         launch = frame.row(int(rows.launch_id[index]))
         lacking = "baseline" if np.isnan(rows.baseline[index]) else "current run"
         kernel = str(launch["baseline_kernel"] if lacking == "baseline" else launch["kernel"])
-        key = (str(launch["kind"]), kernel, str(launch["region"]), int(launch["ordinal"]), str(rows.metric[index]),
-               lacking)
+        ordinal = int(launch["ordinal_b"] if lacking == "baseline" else launch["ordinal"])
+        key = (str(launch["kind"]), kernel, str(launch["region"]), ordinal, str(rows.metric[index]), lacking)
         why = reasons.get(key, "not in that input")
         where = (f"region total {launch['kernel']}" if launch["kind"] == KIND_REGION else
                  str(launch["kernel"]) + (f" [{launch['region']}]" if launch["region"] else "") + f" #{launch['ordinal']}")

@@ -40,7 +40,8 @@ class MatchedLaunches:
     """Every launch of either side once, in a table whose row number is the launch id.
 
     ``frame`` has kind, region, ordinal (the reader's: among launches of the same function name in the
-    region, the current run's where the launch is in it), occurrence (among launches of the same identity);
+    region, the current run's where the launch is in it; ``ordinal_b`` the baseline's, -1 where absent),
+    occurrence (among launches of the same identity);
     ``kernel``, the current run's name where the launch is in it,
     else the baseline's; ``baseline_kernel``, the baseline's ("" for a new launch); ``match_kernel``, the identity
     both sides were matched by; ``matched_by``, the rule that paired a renamed kernel ("name" when the names
@@ -48,8 +49,7 @@ class MatchedLaunches:
     where absent) and ``demangled``, ``device``, ``grid`` and ``block`` of each side, suffixed ``_b``
     (baseline) and ``_c`` (current), "" where absent. Launches are in the order of their keys (kind, identity
     matched by, region, occurrence). ``side`` says where each launch was found. ``base_ids``/``cur_ids`` give, per
-    row of the baseline/current table, its launch id, or -1 for a launch dropped because an earlier launch had
-    the same key.
+    row of the baseline/current table, its launch id (-1: none).
     """
 
     __slots__ = ("frame", "side", "base_ids", "cur_ids", "renames")
@@ -159,6 +159,7 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: 
         "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b),
         "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
         "occurrence": occurrence.astype(np.int64, copy=False),
+        "ordinal_b": _per_side(base["ordinal"], b, -1).astype(np.int64),
         MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b,
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
