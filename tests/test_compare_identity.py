@@ -88,3 +88,39 @@ def test_a_launch_configuration_change_is_paired_and_shown(tmp_path: Path) -> No
     assert launch["status"] == "regression" and launch["matched_by"] == "config"
     assert launch["launch_change"] == "grid (64, 32, 1) → (32, 32, 1)"
     assert not comparison.unmeasured
+
+
+def test_a_launch_inserted_among_launches_of_its_own_identity_is_the_one_labelled_new(tmp_path: Path) -> None:
+    from scenarios import STEP
+
+    add = STEP[1]
+    base = [Launch(k) for _ in range(3) for k in STEP]  # gemm, add, gelu, mul; three times
+    cur = [Launch(k) for i in range(3) for k in STEP[:2] + ([add] if i == 1 else []) + STEP[2:]]
+    comparison = _compare(Scenario("insert", "add", "unchanged", base, cur), tmp_path)
+    assert comparison.verdict == "pass"
+    launches = comparison.launches
+    [new] = launches[launches["status"] == "new"].rows()
+    # The second step's elementwise launches are ordinals 3-5 (add, add, gelu): one of its two adds, not the last.
+    assert new["kernel"] == "vectorized_elementwise_kernel" and new["ordinal"] in (3, 4)
+    assert "AddFunctor" in new["demangled"]
+
+
+def test_the_alignment_is_a_longest_common_subsequence() -> None:
+    from perfgate.compare.identity import common_positions
+
+    def longest(a: list[str], b: list[str]) -> int:
+        table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+        for i in range(len(a) - 1, -1, -1):
+            for j in range(len(b) - 1, -1, -1):
+                table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+        return table[0][0]
+
+    rng = random.Random(4)
+    for _ in range(200):
+        a = [rng.choice("abc") for _ in range(rng.randrange(15))]
+        b = [rng.choice("abc") for _ in range(rng.randrange(15))]
+        common = common_positions(a, b, 100)
+        assert common is not None and len(common) == longest(a, b)
+        assert all(a[i] == b[j] for i, j in common)
+        assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(common, common[1:]))
+    assert common_positions(list("ab"), list("cd"), 1) is None  # more apart than the limit: not aligned

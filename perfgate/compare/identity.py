@@ -129,3 +129,91 @@ def shown(identity: str, with_shape: bool = False) -> str:
         labels = ("grid", "block", "shared memory")
         text += "".join(f" {label} {part}" for label, part in zip(labels, shape) if part)
     return text
+
+
+EDITS_ALIGNED = 64  # launches inserted or removed in a region up to which its sequences are aligned
+
+
+def aligned_occurrences(base: Columns, cur: Columns) -> Ints:
+    """The current run's occurrences, aligned with the baseline's in the regions where some identity is launched a
+    different number of times on each side (an op inserted into a step): there the two sequences of identities are
+    aligned (``common_positions``), so that the launch which is new is the one inserted, not the last of its
+    identity. Elsewhere, and where more than ``EDITS_ALIGNED`` launches differ, the n-th launch of an identity is
+    the n-th."""
+    found: Ints = cur["occurrence"].copy()
+    for region in _regions_counted_apart(base, cur):
+        b_rows, c_rows = _in_order(base, region), _in_order(cur, region)
+        b_ids, c_ids = base["identity"][b_rows].tolist(), cur["identity"][c_rows].tolist()
+        common = common_positions(b_ids, c_ids, EDITS_ALIGNED)
+        if common is None:
+            continue
+        paired = dict((j, i) for i, j in common)
+        counts: dict[str, int] = {}
+        for identity in b_ids:
+            counts[identity] = counts.get(identity, 0) + 1
+        for position, row in enumerate(c_rows.tolist()):
+            if position in paired:
+                found[row] = base["occurrence"][b_rows[paired[position]]]
+            else:  # past the baseline's occurrences of its identity: new
+                found[row] = counts.get(c_ids[position], 0)
+                counts[c_ids[position]] = found[row] + 1
+    return found
+
+
+def common_positions(a: list[str], b: list[str], limit: int) -> list[tuple[int, int]] | None:
+    """The positions (i, j) of a longest common subsequence of ``a`` and ``b``, by Myers' O((n + m) D) diff; None
+    when more than ``limit`` items differ. By hand: ``difflib`` finds the longest common *block* first, which on a
+    repeated step (gemm, add, gelu, mul, gemm, add, ...) aligns one step with the next."""
+    n, m = len(a), len(b)
+    frontier: dict[int, int] = {1: 0}  # per diagonal k = x - y, the furthest x reached
+    trace = []
+    for d in range(min(limit, n + m) + 1):
+        trace.append(dict(frontier))
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and frontier[k - 1] < frontier[k + 1]):
+                x = frontier[k + 1]
+            else:
+                x = frontier[k - 1] + 1
+            y = x - k
+            while x < n and y < m and a[x] == b[y]:
+                x, y = x + 1, y + 1
+            frontier[k] = x
+            if x >= n and y >= m:
+                return _walked_back(trace, n, m)
+    return None
+
+
+def _walked_back(trace: list[dict[int, int]], n: int, m: int) -> list[tuple[int, int]]:
+    """The common positions of the path Myers' search found, from its end back to its start."""
+    x, y = n, m
+    common = []
+    for d in range(len(trace) - 1, -1, -1):
+        frontier, k = trace[d], x - y
+        previous = k + 1 if k == -d or (k != d and frontier[k - 1] < frontier[k + 1]) else k - 1
+        start_x = frontier[previous]
+        start_y = start_x - previous
+        while x > start_x and y > start_y:
+            x, y = x - 1, y - 1
+            common.append((x, y))
+        x, y = start_x, start_y
+    return common[::-1]
+
+
+def _in_order(launches: Columns, region: str) -> Ints:
+    """The kernel launches of ``region``, in report order."""
+    rows = np.flatnonzero((launches["region"] == region) & (launches["kind"] == KIND_KERNEL))
+    ordered: Ints = rows[np.argsort(launches["launch"][rows], kind="stable")]
+    return ordered
+
+
+def _regions_counted_apart(base: Columns, cur: Columns) -> list[str]:
+    """The regions where an identity launched on both sides is launched a different number of times."""
+    def counted(launches: Columns) -> dict[tuple[str, str], int]:
+        kernel = launches["kind"] == KIND_KERNEL
+        found: dict[tuple[str, str], int] = {}
+        for key in zip(launches["region"][kernel].tolist(), launches["identity"][kernel].tolist()):
+            found[key] = found.get(key, 0) + 1
+        return found
+
+    before, after = counted(base), counted(cur)
+    return sorted({region for (region, identity), n in after.items() if before.get((region, identity), n) != n})

@@ -19,7 +19,7 @@ import numpy as np
 
 from perfgate.columns import Columns, combined_key, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
-from perfgate.compare.identity import identities, occurrences, shape_parts, shared_memory
+from perfgate.compare.identity import aligned_occurrences, identities, occurrences, shape_parts, shared_memory
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.vocabulary import KIND_KERNEL
 
@@ -92,7 +92,8 @@ def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
         smem = shared_memory(table, launches["launch"]) if parts.shared_memory else filled(len(launches), "")
         identity = identities(launches, smem, parts)
         sides.append(launches.assign(identity=identity, occurrence=occurrences(launches, identity)))
-    return sides[0], sides[1]
+    base, cur = sides
+    return base, cur.assign(occurrence=aligned_occurrences(base, cur))
 
 
 def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
