@@ -132,17 +132,20 @@ def shown(identity: str, with_shape: bool = False) -> str:
 
 
 EDITS_ALIGNED = 64  # launches inserted or removed in a region up to which its sequences are aligned
+ALIGNED_LAUNCHES = 20_000  # and its launches a side: the search costs up to (n + m) x EDITS_ALIGNED steps
 
 
 def aligned_occurrences(base: Columns, cur: Columns) -> Ints:
     """The current run's occurrences, aligned with the baseline's in the regions where some identity is launched a
     different number of times on each side (an op inserted into a step): there the two sequences of identities are
     aligned (``common_positions``), so that the launch which is new is the one inserted, not the last of its
-    identity. Elsewhere, and where more than ``EDITS_ALIGNED`` launches differ, the n-th launch of an identity is
-    the n-th."""
+    identity. Elsewhere, and where more than ``EDITS_ALIGNED`` launches differ or a side holds more than
+    ``ALIGNED_LAUNCHES``, the n-th launch of an identity is the n-th."""
     found: Ints = cur["occurrence"].copy()
     for region in _regions_counted_apart(base, cur):
         b_rows, c_rows = _in_order(base, region), _in_order(cur, region)
+        if max(len(b_rows), len(c_rows)) > ALIGNED_LAUNCHES:
+            continue
         b_ids, c_ids = base["identity"][b_rows].tolist(), cur["identity"][c_rows].tolist()
         common = common_positions(b_ids, c_ids, EDITS_ALIGNED)
         if common is None:
