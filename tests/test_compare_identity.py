@@ -124,3 +124,17 @@ def test_the_alignment_is_a_longest_common_subsequence() -> None:
         assert all(a[i] == b[j] for i, j in common)
         assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(common, common[1:]))
     assert common_positions(list("ab"), list("cd"), 1) is None  # more apart than the limit: not aligned
+
+
+def test_a_side_with_function_names_only_is_matched_on_function_names() -> None:
+    from perfgate.table import Measurement, make_table
+
+    def side(demangled: str, value: float) -> Measurement:
+        row = {"kind": "kernel", "kernel": "gemm_tiled", "demangled": demangled, "region": "", "ordinal": 0,
+               "launch": 0, "device": "NVIDIA H100", "cc": "9.0", "grid": "(8, 1, 1)", "block": "(128, 1, 1)",
+               "metric": "gpu__time_duration.sum", "unit": "ns", "value": value}
+        return Measurement(make_table([row]), source="t")
+
+    comparison = compare_tables(side("gemm_tiled", 100_000.0), side("void gemm_tiled<64, 64, 8>(float *)", 130_000.0))
+    [launch] = comparison.launches.rows()
+    assert launch["matched_by"] == "name" and launch["status"] == "regression"

@@ -6,8 +6,9 @@ and ``…<4, MulFunctor>``), its NVTX region, and its launch configuration: grid
 block. The occurrence index (the n-th launch) counts only launches of the same identity, so an op inserted
 before a loop, or kernels reordered, leave every other launch paired with its own.
 
-A shape component takes part only when both sides know it: a side without grid/block (an old baseline) or
-without the shared-memory launch facts would otherwise leave every launch unmatched.
+A part takes part only when both sides know it: a side without grid/block (an old baseline), without the
+shared-memory launch facts, or with bare function names only (a CSV exported with ``--print-kernel-base
+function``) would otherwise leave every launch unmatched.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ _SEPARATOR = "\x1f"  # between the parts of an identity: no name a compiler writ
 
 
 class ShapeParts(NamedTuple):
-    """Which parts of a launch's configuration both sides know, and so take part in its identity."""
+    """Which parts of a launch's identity both sides know, and so take part in it."""
 
     grid: bool
     block: bool
     shared_memory: bool
+    demangled: bool = True  # full demangled names on both sides (else the function names are compared)
 
 
 def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Columns) -> ShapeParts:
@@ -42,9 +44,14 @@ def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Col
         _, names = table.coded("metric")
         return any(name in SHARED_MEMORY_METRICS for name in names.tolist())
 
+    def demangled(launches: Columns) -> bool:  # names beyond the bare function name (not a CSV's "function" base)
+        kernels = launches["kind"] == KIND_KERNEL
+        return bool((launches["demangled"][kernels] != launches["kernel"][kernels]).any())
+
     return ShapeParts(grid=known(base, "grid") and known(cur, "grid"),
                       block=known(base, "block") and known(cur, "block"),
-                      shared_memory=has_shared(base_table) and has_shared(cur_table))
+                      shared_memory=has_shared(base_table) and has_shared(cur_table),
+                      demangled=demangled(base) == demangled(cur))
 
 
 def shared_memory(table: Columns, launches: Ints) -> Objects:
@@ -68,9 +75,11 @@ def shared_memory(table: Columns, launches: Ints) -> Objects:
 
 
 def identities(launches: Columns, smem: Objects, parts: ShapeParts) -> Objects:
-    """Per launch (one row each), its identity: the demangled name (the function name where none), grid, block
-    and shared memory, those both sides know. Benchmarks and region totals are known by their name alone."""
-    names = np.where(launches["demangled"] != "", launches["demangled"], launches["kernel"]).astype(object)
+    """Per launch (one row each), its identity: the demangled name (the function name where none, or where one
+    side has only function names), grid, block and shared memory, those both sides know. Benchmarks and region totals are known by their name alone."""
+    names = launches["kernel"].astype(object)
+    if parts.demangled:
+        names = np.where(launches["demangled"] != "", launches["demangled"], names).astype(object)
     kernel = launches["kind"] == KIND_KERNEL
     found: Objects = names.copy()
     for used, column in ((parts.grid, launches["grid"]), (parts.block, launches["block"]),
