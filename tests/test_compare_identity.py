@@ -61,6 +61,9 @@ def test_a_few_kb_read_by_a_kernel_that_writes_241_mb_is_inside_its_traffic_floo
     comparison = _compare(rng_kernel_reads(), tmp_path)
     read = comparison.results[comparison.results["metric"] == "dram__bytes_read.sum"].row(0)
     assert read["change"] > 0.5 and read["status"] == "unchanged" and comparison.verdict == "pass"
+    [note] = [n for n in comparison.notes if "traffic floor" in n]
+    assert note.startswith("distribution_elementwise_grid_stride_kernel #0 in region 'init': DRAM read ")
+    assert "is past its limit 2%+4096 but within 1% of the launch's DRAM traffic" in note
 
 
 def test_reads_grown_past_their_limit_on_a_read_heavy_kernel_still_fail(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launche
 from perfgate.compare.notes import (
     alone_notes,
     floor_notes,
+    traffic_floor_notes,
     comparison_notes,
     inconclusive_notes,
     launch_change_notes,
@@ -131,6 +132,9 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes += alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += floor_notes(results, groups, order)
+    excused = (own_regressions(rows, rules, rules.absolute[rows.metric_code]) & ~own_regressions(rows, rules, floors)
+               & (judged.status == Status.UNCHANGED.value) & judged.gated)
+    notes += traffic_floor_notes(results, excused, floors, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)

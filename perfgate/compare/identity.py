@@ -76,7 +76,8 @@ def shared_memory(table: Columns, launches: Ints) -> Objects:
 
 def identities(launches: Columns, smem: Objects, parts: ShapeParts) -> Objects:
     """Per launch (one row each), its identity: the demangled name (the function name where none, or where one
-    side has only function names), grid, block and shared memory, those both sides know. Benchmarks and region totals are known by their name alone."""
+    side has only function names), grid, block and shared memory, those both sides know. Benchmarks and region
+    totals are known by their name alone."""
     names = launches["kernel"].astype(object)
     if parts.demangled:
         names = np.where(launches["demangled"] != "", launches["demangled"], names).astype(object)

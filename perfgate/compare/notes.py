@@ -10,13 +10,13 @@ import numpy as np
 import numpy.typing as npt
 
 from perfgate.columns import Columns, factorize, filled, first_rows, objects
-from perfgate.compare.arrays import Bools, Ints, Objects
+from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.identity import short_name, shown
 from perfgate.compare.renames import BY_CONFIG, BY_TEMPLATE, RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
-from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, Threshold
+from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, TRAFFIC_FLOOR_SHARE, Threshold
 from perfgate.vocabulary import (
     KIND_BENCHMARK,
     KIND_KERNEL,
@@ -241,3 +241,23 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
             f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
             "not failed, excused by the floor")
     return _capped(lines, "changes excused by a floor")
+
+
+def traffic_floor_notes(results: Columns, excused: Bools, floors: Floats, order: Ints | None = None) -> list[str]:
+    """One line per launch whose DRAM bytes moved past the threshold's limit but within the floor its DRAM traffic
+    sets (``policies.absolute_floors``): not failed, and said."""
+    if not excused.any():
+        return []
+    picked = np.flatnonzero(excused[order] if order is not None else excused)
+    if order is not None:
+        picked = picked[np.argsort(order[picked], kind="stable")]
+    floor_of = floors[order] if order is not None else floors
+    lines = []
+    for index in picked.tolist():
+        row = results.row(index)
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['baseline']:,.0f} → "
+            f"{row['current']:,.0f} bytes ({row['change']:+.1%}) is past its limit {row['threshold']} but within "
+            f"{TRAFFIC_FLOOR_SHARE:.0%} of the launch's DRAM traffic ({floor_of[index] / TRAFFIC_FLOOR_SHARE:,.0f} "
+            "bytes): not failed, excused by the traffic floor")
+    return _capped(lines, "changes excused by the traffic floor")
