@@ -52,6 +52,15 @@ def test_one_slow_launch_among_twelve_in_one_region_is_named_and_counted_once(tm
     assert comparison.counts()["regression"] == 1 and sum(comparison.counts().values()) == 1
     note = next(n for n in comparison.notes if "moved alone" in n)
     assert note.startswith("layer_norm_kernel #3 in region 'forward': duration +")
+    from perfgate.render import render_html, render_markdown, render_text
+    from perfgate.report import build_report
+
+    report = build_report(comparison)
+    text = render_text(report)
+    assert text.rstrip().endswith("FAIL: 1 regression in 1 compared (launches: 1 regression, 11 unchanged)")
+    assert "REGRESSION  layer_norm_kernel #3 [forward]" in text
+    for page in (render_markdown(report), render_html(report)):
+        assert "moved alone, past its limit: #3" in page
 
 
 def test_changed_template_arguments_are_compared_and_shown(tmp_path: Path) -> None:
