@@ -128,7 +128,54 @@ def run_all(reruns: int, seed: int, real: bool = True, scale: int = 1) -> list[O
             if base.exists() and cur.exists():
                 outcomes.append(judge(family, name, expect, compared(base, cur)))
         outcomes.append(one_slow_cublas_launch())
+        outcomes += session_outcomes()
     return outcomes
+
+
+# Sessions of ``pytest examples --perfgate`` recorded on the GPUs: unchanged code, and the deliberate regression
+# (``PERFGATE_EXAMPLE_REGRESSION=1``: vector_add's indexing uncoalesced).
+H200 = REPO / "tests" / "data" / "h200"
+SESSIONS = [(H100 / "sessions", "gate"), (H100 / "default-metrics" / "sessions", "gate"),
+            (H100 / "default-metrics" / "sessions", "regression"), (H200 / "sessions", "gate"),
+            (H200 / "sessions", "regression")]
+
+
+def session_outcomes() -> list[Outcome]:
+    """Each test of each recorded session, re-judged from the values it recorded (with the default thresholds)."""
+    import json
+    import lzma
+
+    from perfgate.report import result_rows, validate_report
+
+    outcomes = []
+    for folder, prefix in SESSIONS:
+        for path in sorted(folder.glob(f"{prefix}*.json.xz")):
+            rows = result_rows(validate_report(json.loads(lzma.decompress(path.read_bytes())), str(path)))
+            for test in sorted({str(r["test"]) for r in rows}):
+                regressed = prefix == "regression" and "vector_add" in test
+                base, cur = _recorded(r for r in rows if r["test"] == test)
+                name = f"{path.relative_to(REPO / 'tests' / 'data')}: {test}"
+                outcomes.append(judge("recorded sessions", name, "regression" if regressed else "unchanged",
+                                      compare_tables(base, cur)))
+    return outcomes
+
+
+def _recorded(rows: object) -> tuple[Measurement, Measurement]:
+    """The two tables a session's results were computed from (values as recorded; one launch number per launch)."""
+    from perfgate.table import make_table
+
+    keys: dict[tuple[object, ...], int] = {}
+    sides: tuple[list[dict[str, object]], list[dict[str, object]]] = ([], [])
+    for row in rows:  # type: ignore[attr-defined]
+        key = (row["kind"], row["kernel"], row["region"], row["ordinal"])
+        launch = keys.setdefault(key, len(keys))
+        for side, column in zip(sides, ("baseline", "current")):
+            if row[column] is not None:
+                side.append({"kind": row["kind"], "kernel": row["kernel"], "demangled": row["demangled"] or "",
+                             "region": row["region"], "ordinal": row["ordinal"], "launch": launch,
+                             "device": row["device"] or "", "cc": "9.0", "grid": "", "block": "",
+                             "metric": row["metric"], "unit": row["unit"], "value": row[column]})
+    return Measurement(make_table(sides[0]), source="baseline"), Measurement(make_table(sides[1]), source="current")
 
 
 def one_slow_cublas_launch() -> Outcome:
