@@ -172,6 +172,14 @@ MULTI_PASS_METRICS: dict[str, int] = {
 }
 DEFAULT_BENCHMARK_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if is_benchmark_metric(m.name))
 
+# DRAM byte counters: their absolute floor grows with the launch's DRAM traffic (read + written): at least
+# TRAFFIC_FLOOR_SHARE of it. Same-code reruns moved a launch's DRAM read by up to 0.55% of its traffic and its
+# write by up to 0.83% (perfgate's H100 MLP pairs; 0.18% on the corpus T4 pair), and torch's RNG kernel (241 MB
+# written) read 19.5 KB -> 36.1 KB on two runs of the same code (GH200): a few KB against a 4 KB floor. Bytes
+# below 1% of a kernel's traffic cannot move its memory time by more than 1% (docs/matching.md, "Floors").
+DRAM_BYTE_METRICS: tuple[str, ...] = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+TRAFFIC_FLOOR_SHARE = 0.01
+
 # Launch facts compared to explain a row ("launch config changed"), never gated.
 LAUNCH_CONFIG_METRICS: tuple[str, ...] = (
     "launch__registers_per_thread",

@@ -47,6 +47,7 @@ class PluginOptions(NamedTuple):
     keep_artifacts: bool = False
     isolate: bool = False
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
+    accept_unpaired_kernels: bool = False
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
@@ -142,6 +143,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         keep_artifacts=bool(opt("perfgate_keep_artifacts")) or settings.keep_artifacts,
         isolate=bool(opt("perfgate_isolate")) or settings.isolate,
         kernel_aliases=settings.kernel_aliases,
+        accept_unpaired_kernels=settings.accept_unpaired_kernels,
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
         history=history,
         history_notes=notes,
@@ -163,4 +165,6 @@ def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None
                      allow_device_mismatch=options.allow_device_mismatch,
                      extra_metrics=marker.metrics if marker else (),
                      extra_thresholds=marker.thresholds if marker else None, collecting=collecting,
-                     kernel_aliases=options.kernel_aliases)
+                     kernel_aliases=options.kernel_aliases,
+                     accept_unpaired_kernels=options.accept_unpaired_kernels
+                     or bool(marker and marker.accept_unpaired_kernels))
