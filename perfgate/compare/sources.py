@@ -29,7 +29,8 @@ def is_timeline(measurement: Measurement) -> bool:
 def for_measurement(options: CompareOptions, *measurements: Measurement) -> CompareOptions:
     """``options`` as they apply to these measurements: for traces, the timeline metrics take the place of
     Nsight Compute's defaults (metrics asked for by name stay)."""
-    if not measurements or not all(is_timeline(m) for m in measurements):
+    measured = [m for m in measurements if not m.table.empty]  # no baseline yet: an empty table, no source
+    if not measured or not all(is_timeline(m) for m in measured):
         return options
     chosen = options.compared_metrics()
     kept = [m for m in chosen if m not in DEFAULT_KERNEL_METRICS and not is_benchmark_metric(m)]
@@ -38,7 +39,7 @@ def for_measurement(options: CompareOptions, *measurements: Measurement) -> Comp
 
 def check_same_source(baseline: Measurement, current: Measurement) -> None:
     """Refuse a trace against an ncu measurement (or a baseline of one)."""
-    if is_timeline(baseline) == is_timeline(current):
+    if is_timeline(baseline) == is_timeline(current) or baseline.table.empty or current.table.empty:
         return
     trace, other = (baseline, current) if is_timeline(baseline) else (current, baseline)
     raise InputError(trace.source or "trace", f"a timeline trace cannot be compared with {other.source or 'the other input'}, "

@@ -48,6 +48,7 @@ class PluginOptions(NamedTuple):
     isolate: bool = False
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
+    source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -134,6 +135,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         isolate=bool(opt("perfgate_isolate")) or settings.isolate,
         kernel_aliases=settings.kernel_aliases,
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
+        source=opt("perfgate_source") or settings.source,
     )
 
 
