@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from plugin_helpers import preload_heavy_modules, read_json, stub_calls, use_stub_ncu
 
-from tests.test_timeline_readers import OURS
+from timeline_helpers import OURS
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()

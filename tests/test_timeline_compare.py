@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.test_timeline_readers import OURS, corpus_trace
+from conftest import REPO, run_cli
+from timeline_helpers import OURS, corpus_trace
 
 def regressions(document: dict[str, Any]) -> set[tuple[str, str, str]]:
     """(kind, kernel, metric) of each regression in a JSON report (its tables are columns)."""

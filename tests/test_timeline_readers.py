@@ -19,10 +19,7 @@ from perfgate.collect.timeline.model import Trace
 from perfgate.collect.timeline.nsys import read_nsys_sqlite
 from perfgate.collect.timeline.summary import summarize
 from perfgate.errors import InputError
-from tests.conftest import CORPUS, REPO
-
-TIMELINE_CORPUS = CORPUS / "timeline"
-OURS = REPO / "tests" / "data" / "h200" / "timeline"
+from timeline_helpers import OURS, TIMELINE_CORPUS, corpus_trace
 
 
 class Expected(NamedTuple):
@@ -64,13 +61,6 @@ EXPECTED: dict[str, Expected] = {
                                                                       "NVIDIA GeForce RTX 4060 Ti"),
 }
 _SPAN_SLACK = {"switchtransformers-a100/trace_5e8101d.json": 1.0}  # "550 ms": 550.1
-
-
-def corpus_trace(relative: str) -> Path:
-    path = TIMELINE_CORPUS / relative
-    if not path.is_file():
-        pytest.skip(f"timeline corpus file {path} not available (../shared/corpus/timeline)")
-    return path
 
 
 def load_trace(path: Path) -> Trace:

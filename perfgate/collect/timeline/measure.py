@@ -133,5 +133,10 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     rows = _kernel_rows(trace, attribution)
     instances = region_instances(trace, attribution)
     rows += _region_rows(trace, instances, first_launch=len(rows) and rows[-1]["launch"] + 1)
+    from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
+
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
+    drawn = sketch(trace, instances)
+    if drawn:
+        settings[SKETCH_SETTING] = drawn
     return Measurement(assign_ordinals(make_table(rows)), source=str(path), settings=settings)
