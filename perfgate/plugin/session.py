@@ -10,6 +10,9 @@ Per GPU perf test (``@pytest.mark.perfgate`` or the ``perfgate`` fixture):
 4. read the ``.ncu-rep``, add per-region totals, and gate it (``perfgate.gate``) against
    ``<baselines>/<gpu-slug>/<baseline name>.json``: fail on a regression with the text diff
 
+``--perfgate-source`` (``perfgate.plugin.sources``) picks who measures: ncu as above, a CUPTI trace of the test
+(``perfgate.plugin.timeline_run``), both, or ncu with the trace where counters are refused (``auto``).
+
 Per pytest-benchmark test: after it passes, its stats are gated the same way against
 ``<baselines>/<cpu-slug>/...``. Every per-test report rides on the TestReport (so it crosses
 pytest-xdist's process boundary as plain data) and the controller writes one session report
@@ -21,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, NamedTuple, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
 import pytest
 
@@ -34,6 +37,7 @@ from perfgate.plugin.options import (
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.plugin.session_report import SessionReport, shown_path
+from perfgate.plugin import sources
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -45,18 +49,6 @@ if TYPE_CHECKING:
     from perfgate.report import Report
     from perfgate.table import Measurement
 
-class GatePart(NamedTuple):
-    """One measurement of a test and how to gate it; ``suffix`` names its baseline file apart (the timeline's)."""
-
-    current: Measurement
-    options: CompareOptions
-    settings: dict[str, Any]
-    footer: str = ""
-    notes: Sequence[str] = ()
-    suffix: str = ""
-
-
-TIMELINE_SUFFIX = ".timeline"  # the timeline source's baseline: <name>.timeline.json beside ncu's <name>.json
 REPORT_ATTR = "perfgate"  # attribute on pytest's TestReport carrying this test's perfgate payload
 _PAYLOAD = pytest.StashKey[dict[str, Any]]()
 _MARKER = pytest.StashKey[PerfMarker]()
@@ -120,11 +112,6 @@ class PerfgateSession:
                     self._problem = f"ncu is not usable: {problem}"
         return self._problem
 
-    def _timeline_problem(self) -> str | None:
-        """Why the timeline source cannot run here: no GPU (it needs neither ncu nor counter permission)."""
-        assert self._facts is not None
-        return check_preflight(self._facts._replace(ncu_path=self._facts.ncu_path or "ncu", profiling_admin_only=False))
-
     def _unavailable(self, item: pytest.Item, reason: str) -> NoReturn:
         """Skip (or, strict, fail) a perf test that cannot be profiled here; noted in the report."""
         verb = "failed" if self.options.strict else "skipped"
@@ -144,10 +131,7 @@ class PerfgateSession:
         except ConfigError as exc:
             # from None: the ConfigError would otherwise be shown too ("During handling of ...")
             raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        problem = self.preflight_problem()
-        if problem and (self.options.source == "timeline"
-                        or (self.options.source == "auto" and self._timeline_instead())):
-            problem = self._timeline_problem()
+        problem = sources.preflight_for(self.options.source, self.preflight_problem(), self._facts)
         if problem:  # before fixtures: a skipped perf test costs nothing
             self._unavailable(item, problem)
 
@@ -294,21 +278,33 @@ class PerfgateSession:
         """Measure the test with the chosen source(s) (``--perfgate-source``) and gate each measurement."""
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
         marker = self.marker_of(item)
-        source = self.options.source
+        use_ncu, use_timeline = sources.chosen_sources(self.options.source, self._facts)
         done: list[Profiled] = []
-        parts: list[GatePart] = []
+        parts: list[sources.GatePart] = []
         try:
-            if source in ("ncu", "both") or (source == "auto" and not self._timeline_instead()):
+            if use_ncu:
                 try:
-                    parts.append(self._ncu_part(item, marker, done))
+                    profiled = self._profile(item, marker)
+                    done.append(profiled)
+                    # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the
+                    # session's.
+                    settings = {**self._settings(), **profiled.measurement.settings}
+                    parts.append(sources.GatePart(
+                        profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings),
+                        self._compare_options(marker), settings, notes=profiled.notes,
+                        footer=f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"))
                 except ProfileSkipped as exc:
-                    if not (exc.unavailable and source == "auto"):
+                    if not (exc.unavailable and self.options.source == "auto"):
                         raise
                     self._say(f"perfgate: {item.nodeid}: {exc}: measured by the timeline instead (--perfgate-source="
                               "auto)")
-                    source = "timeline"
-            if source in ("timeline", "both") or (source == "auto" and self._timeline_instead()):
-                parts.append(self._timeline_part(item, marker, done))
+                    use_timeline = True
+            if use_timeline:
+                gpu, lock_ids = self._gpu_assignment()
+                parts.append(sources.timeline_part(
+                    self._child_spec(item.nodeid), self._compare_options(marker, collecting=False), gpu=gpu,
+                    timeout=marker.timeout or self.options.timeout, lock_ids=lock_ids,
+                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say))
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))
@@ -316,51 +312,14 @@ class PerfgateSession:
                                 cause=f"skipped while measured: {exc}")
             _skip(str(exc))
         except ProfileFailed as exc:
-            for profiled in done:
-                profiled.keep()
+            sources.settle(done, keep=True)
             self._fail(item, str(exc))
         try:
             self._gate_parts(item, parts)
         except pytest.fail.Exception:
-            for profiled in done:
-                profiled.keep()
+            sources.settle(done, keep=True)
             raise
-        for profiled in done:
-            if self.options.keep_artifacts:
-                profiled.keep()
-            else:
-                profiled.discard()
-
-    def _ncu_part(self, item: pytest.Function, marker: PerfMarker, done: list[Profiled]) -> GatePart:
-        profiled = self._profile(item, marker)
-        done.append(profiled)
-        # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the session's.
-        settings = {**self._settings(), **profiled.measurement.settings}
-        measured = profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings)
-        footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
-        return GatePart(measured, self._compare_options(marker), settings, footer, profiled.notes)
-
-    def _timeline_part(self, item: pytest.Function, marker: PerfMarker, done: list[Profiled]) -> GatePart:
-        """The test traced (``perfgate.plugin.timeline_run``), gated against ``<name>.timeline.json``."""
-        from perfgate.compare.sources import for_measurement
-        from perfgate.plugin.timeline_run import TRACE_FILE, trace
-
-        gpu, lock_ids = self._gpu_assignment()
-        artifacts = self._artifacts(item.nodeid)
-        profiled = trace(self._child_spec(item.nodeid), timeout=marker.timeout or self.options.timeout, gpu=gpu,
-                         lock_ids=lock_ids, artifacts=artifacts.with_name(artifacts.name + ".timeline"),
-                         environ=os.environ, progress=self._say)
-        done.append(profiled)
-        settings = dict(profiled.measurement.settings)
-        measured = profiled.measurement._replace(source=f"{item.nodeid} (timeline)")
-        options = for_measurement(self._compare_options(marker, collecting=False), measured)
-        footer = f"\nthe trace of this run: {profiled.artifacts / TRACE_FILE}"
-        return GatePart(measured, options, settings, footer, profiled.notes, suffix=TIMELINE_SUFFIX)
-
-    def _timeline_instead(self) -> bool:
-        """``auto``: Nsight Compute cannot run here (no counter permission, or no ncu): trace instead."""
-        facts = self._facts
-        return facts is not None and (facts.ncu_path is None or bool(facts.profiling_admin_only and not facts.is_admin))
+        sources.settle(done, keep=self.options.keep_artifacts)
 
     # ------------------------------------------------------------ benchmarks
 
@@ -410,40 +369,21 @@ class PerfgateSession:
     def _gate(self, item: pytest.Item, current: Measurement, options: CompareOptions,
               settings: dict[str, Any], footer: str = "", notes: Sequence[str] = ()) -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
-        self._gate_parts(item, [GatePart(current, options, settings, footer, notes)])
+        self._gate_parts(item, [sources.GatePart(current, options, settings, footer, notes)])
 
-    def _gate_parts(self, item: pytest.Item, parts: Sequence[GatePart]) -> None:
-        """Gate each measurement of the test (ncu's, the timeline's) against its own baseline; one payload, and
-        one failure naming every regression."""
-        from perfgate.gate import _RANK, Where, baseline_name, gate
-        from perfgate.report.merge import merge_reports
-
+    def _gate_parts(self, item: pytest.Item, parts: Sequence[sources.GatePart]) -> None:
+        """Gate each measurement (ncu's, the timeline's) against its own baseline: one payload, one failure."""
         path, line = self._location(item)
         root = self.config.rootpath
-        results, footers = [], []
-        for part in parts:
-            where = Where(name=baseline_name(item.nodeid) + part.suffix, test=item.nodeid, path=path, line=line)
-            try:
-                results.append(gate(part.current, baselines=self.options.baselines, where=where, options=part.options,
-                                    settings=part.settings, update=self.options.update, strict=self.options.strict,
-                                    notes=part.notes, shown=lambda p: shown_path(p, root),
-                                    update_hint="pytest --perfgate --perfgate-update",
-                                    strict_flag="--perfgate-strict"))
-            except PerfgateError as exc:
-                self._fail(item, str(exc))
-            footers.append(part.footer)
-        report = results[0].report if len(results) == 1 else merge_reports(r.report for r in results)
-        self._stash_payload(item, report=report, status=min((r.status for r in results), key=_RANK.__getitem__),
-                            written=[shown_path(p, root) for r in results for p in r.written])
-        regressions = [line for r in results for line in r.regressions]
-        problems = [line for r in results for line in r.problems]
-        footer = "".join(f for r, f in zip(results, footers, strict=True) if r.regressions)
-        if regressions:
-            hint = f"\nIf this change is intended, update the baseline: pytest --perfgate --perfgate-update '{item.nodeid}'"
-            pytest.fail("perfgate: performance regression\n" + "\n".join([*regressions, *problems])
-                        + hint + footer, pytrace=False)
-        if problems:
-            pytest.fail("perfgate: " + "\n".join(problems), pytrace=False)
+        try:
+            gated = sources.gate_parts(parts, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
+                               update=self.options.update, strict=self.options.strict,
+                               shown=lambda p: shown_path(p, root))
+        except PerfgateError as exc:
+            self._fail(item, str(exc))
+        self._stash_payload(item, report=gated.report, status=gated.status,
+                            written=[shown_path(p, root) for p in gated.written])
+        sources.fail_on(gated, item.nodeid)
 
     # ------------------------------------------------------------ payloads
 
