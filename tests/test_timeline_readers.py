@@ -187,6 +187,8 @@ def test_our_mlp_traces_attribute_every_kernel_to_its_layer(name: str) -> None:
     kernels = table[table.equals("kind", "kernel") & table.equals("metric", "timeline.kernel_duration")]
     assert len(kernels) == 260  # 10 steps
     assert set(kernels["region"].tolist()) == {"layer0", "layer1", "layer2", "layer3", "backward"}
+    streams = table[table.equals("kind", "kernel") & table.equals("metric", "launch__stream")]
+    assert set(streams["value"].tolist()) == {7.0}  # PyTorch's default stream, as CUPTI numbers it
 
 
 def test_planted_sync_shows_in_the_step_idle_and_wall() -> None:

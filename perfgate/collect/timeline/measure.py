@@ -1,7 +1,7 @@
 """A trace as perfgate's normalized table: one launch per kernel, one region row per region path.
 
 Kernel rows (kind ``kernel``): ``timeline.kernel_duration`` (ns, the GPU's start-to-end time of the launch)
-and the launch facts (registers, shared memory), in the region their launch was made in
+and the launch facts (stream, registers, shared memory), in the region their launch was made in
 (``perfgate.collect.timeline.attribute``). Region rows (kind ``region``, one per region path, ``ordinal`` 0):
 the metrics of ``perfgate.metrics.TIMELINE_REGION_METRICS``, each the median over the region's instances
 (each profiler step's, each entry's), so one slow step does not move it. Every instance that launched GPU
@@ -25,6 +25,7 @@ from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 SOURCE_SETTING = "source"  # a measurement's setting: "timeline" for a trace; an ncu report has none
 TIMELINE = "timeline"
 KERNEL_DURATION = "timeline.kernel_duration"
+STREAM = "launch__stream"  # the CUDA stream a kernel ran on: a launch fact, like ncu's launch__ metrics
 WALL_TIME = "timeline.wall_time"
 GPU_BUSY = "timeline.gpu_busy"
 GPU_IDLE = "timeline.gpu_idle"
@@ -99,6 +100,7 @@ def _kernel_rows(trace: Trace, attribution: Attribution) -> list[dict[str, Any]]
                 "launch": launch, "device": device.name, "cc": device.cc,
                 "grid": format_dim(*op.grid) if op.grid else "", "block": format_dim(*op.block) if op.block else ""}
         rows.append({**base, "metric": KERNEL_DURATION, "unit": "ns", "value": float(op.end - op.start)})
+        rows.append({**base, "metric": STREAM, "unit": "", "value": float(op.stream)})  # shown, never compared
         for metric, value in (("launch__registers_per_thread", op.registers),
                               ("launch__shared_mem_per_block_static", op.static_shared),
                               ("launch__shared_mem_per_block_dynamic", op.dynamic_shared)):
