@@ -51,7 +51,7 @@ def test_planted_sync_fails_on_wall_and_idle_blaming_no_kernel(capsys: pytest.Ca
     document = json.loads(report.read_text(encoding="utf-8"))
     failed = regressions(document)
     assert ("region", "step", "timeline.wall_time") in failed
-    assert ("region", "step", "timeline.gpu_idle_pct") in failed
+    assert ("region", "step", "timeline.gpu_idle") in failed
     assert not [f for f in failed if f[0] == "kernel"]  # the kernels did not change: none is blamed
     assert any(n.startswith("region `step`: wall +") and n.endswith("kernels unchanged") for n in document["notes"])
 
