@@ -106,6 +106,11 @@ def _add_compare(sub: _SubParsers) -> None:
                               "'tests.test_x__test_y' (default: CURRENT's stem)")
     compare.add_argument("--strict", action="store_true", default=None,
                          help="with a baselines directory: a GPU with no baseline fails (default: reported as new)")
+    compare.add_argument("--history", metavar="URL",
+                         help="size each metric's threshold from its spread in this history's recent base-branch "
+                              "runs, never above the hand-set one (see docs/history.md; default: off)")
+    compare.add_argument("--history-branch", default="main", metavar="NAME",
+                         help="the base branch whose runs --history reads (default: main)")
     _add_selection_options(compare)
     compare.set_defaults(func=cmd_compare)
 
@@ -143,10 +148,22 @@ def _add_baselines(sub: _SubParsers) -> None:
     register(sub)
 
 
+def _add_history(sub: _SubParsers) -> None:
+    from perfgate.history.command import register  # the history store, change points and dashboard
+
+    register(sub)
+
+
+def _add_accept(sub: _SubParsers) -> None:
+    from perfgate.history.command import register_accept
+
+    register_accept(sub)
+
+
 # Each command and what adds its parser, in the order --help lists them.
 _COMMAND_PARSERS: dict[str, Callable[[_SubParsers], None]] = {
     "compare": _add_compare, "baseline": _add_baseline, "merge": _add_merge, "publish": _add_publish,
-    "baselines": _add_baselines}
+    "baselines": _add_baselines, "history": _add_history, "accept": _add_accept}
 COMMANDS = tuple(_COMMAND_PARSERS)
 
 
@@ -240,6 +257,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     wanted = options.wanted_metrics()
     current = with_region_totals(read_table(args.current, wanted))
+    history_notes: list[str] = []
+    if args.history:  # thresholds learned from the history's spread (perfgate.history.noise)
+        from perfgate.history.noise import compare_options_from_history
+
+        options, history_notes = compare_options_from_history(args.history, args.history_branch, options, current)
     fmt = args.format or _format_of(args.output)
     if args.baseline.is_dir():
         from perfgate.gate import Where, gate  # baselines, stores and their modules: only for a directory
@@ -263,6 +285,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                               result_arrays=fmt == "json")
         del comparison
         failed = report["verdict"] == "fail"
+    report["notes"].extend(history_notes)
     _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")

@@ -41,6 +41,11 @@ class Settings(NamedTuple):
     # What measures perf tests: "ncu", "timeline" (a CUPTI trace), "both", or "auto" (ncu; the timeline where
     # counters are refused). See docs/timeline.md.
     source: str = "ncu"
+    # The history (docs/history.md): a URL that records every session ("" = off), the base branch whose runs
+    # size learned thresholds, and whether to learn them.
+    history: str = ""
+    history_branch: str = "main"
+    history_thresholds: bool = False
 
     def replace(self, **changes: Any) -> "Settings":
         return self._replace(**{k: v for k, v in changes.items() if v is not None})

@@ -133,7 +133,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_tag_and_one_version_everywh
         for action, sha, tag in PINNED.findall(text):
             pins.setdefault(action, set()).add((sha, tag))
     assert set(pins) == {"actions/checkout", "actions/setup-python", "actions/upload-artifact",
-                         "actions/download-artifact"}
+                         "actions/download-artifact", "actions/upload-pages-artifact", "actions/deploy-pages"}
     for action, versions in pins.items():
         assert len(versions) == 1, (action, versions)  # README's examples show what the workflows use
 

@@ -100,6 +100,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "trace: region wall time, GPU idle, kernel durations; no counter permission needed), both, "
                          "or auto (ncu, and the timeline where counters are refused) (default: [tool.perfgate] "
                          f"source, else {_DEFAULTS.source!r})")
+    group.addoption("--perfgate-history", metavar="URL", default=None,
+                    help="record each session in this history: sqlite:///PATH or postgresql://... (default: "
+                         "[tool.perfgate] history, else off; see docs/history.md)")
+    group.addoption("--perfgate-history-thresholds", action="store_true", default=None,
+                    help="size each metric's threshold from its spread in the history's recent base-branch runs, "
+                         "never above the hand-set one (default: [tool.perfgate] history_thresholds, else off)")
     group.addoption("--perfgate-threshold", metavar="METRIC=SPEC", action="append", default=[],
                     type=threshold_arg,
                     help="gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, 'off' "

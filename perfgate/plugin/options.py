@@ -49,6 +49,8 @@ class PluginOptions(NamedTuple):
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
     source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
+    history: str = ""  # history URL each session is recorded in ("" = none)
+    history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -117,6 +119,13 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         problem = _report_path_problem(label, settings.report if configured else str(report), report)
     if problem:
         raise ConfigError(f"cannot write the session report: {problem}")
+    history = opt("perfgate_history") or _anchored_history(settings.history, root)
+    notes: tuple[str, ...] = ()
+    if history and (opt("perfgate_history_thresholds") or settings.history_thresholds):
+        from perfgate.history.noise import plugin_thresholds
+
+        thresholds, notes = plugin_thresholds(history, settings.history_branch, thresholds,
+                                              resolve_metrics(opt("perfgate_metrics"), settings.metrics))
     return PluginOptions(
         update=bool(opt("perfgate_update")),
         strict=bool(opt("perfgate_strict")) or settings.strict,
@@ -136,7 +145,17 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         kernel_aliases=settings.kernel_aliases,
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
         source=opt("perfgate_source") or settings.source,
+        history=history,
+        history_notes=notes,
     )
+
+
+def _anchored_history(url: str, root: Path) -> str:
+    """A relative ``sqlite:///path`` from ``[tool.perfgate] history`` is relative to the pyproject.toml's folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix):]).is_absolute():
+        return prefix + str(root / url[len(prefix):])
+    return url
 
 
 def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None,

@@ -46,6 +46,7 @@ class SessionReport:
         self.files: list[Path] = []
         self._report: Report | None = None
         self._write_error = ""
+        self._history_line = ""
 
     def build(self) -> Report:
         """The merged report; a perf test that failed to be measured fails it, one not measured is listed."""
@@ -65,6 +66,7 @@ class SessionReport:
                 merged["unmeasured"].append({"test": str(payload["test"]), "cause": str(payload["cause"])})
         if not self.payloads:
             notes.append("no perf test or gated benchmark ran in this session")
+        notes.extend(n for n in self.options.history_notes if n not in notes)
         if self.options.update and self._written():
             notes.append(f"--perfgate-update: {self._written_line()}")
         merged["notes"] = notes
@@ -102,6 +104,8 @@ class SessionReport:
                     exc.strerror or str(exc))
                 return
             self.files.append(path)
+        if self.options.history:
+            self._history_line = record_session(self.options.history, report, json_file.name)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             try:
@@ -160,4 +164,24 @@ class SessionReport:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))
         if self._write_error:
             lines.append(self._write_error)
+        if self._history_line:
+            lines.append(self._history_line)
         return lines
+
+
+def record_session(url: str, report: Report, source: str) -> str:
+    """Record the session's report in the history; the terminal line that says so, or why it could not."""
+    from perfgate.errors import PerfgateError
+    from perfgate.history.db import open_history, shown_url
+    from perfgate.history.record import provenance, record_report, report_points
+
+    if not report_points(report):
+        return f"perfgate: history: nothing measured, nothing recorded in {shown_url(url)}"
+    try:
+        when = provenance(os.environ)
+        with open_history(url) as history:
+            recorded = record_report(history, report, source, when)
+    except PerfgateError as exc:
+        return f"perfgate: cannot record the session in the history: {exc}"
+    state = "recorded" if recorded.added else "already recorded"
+    return f"history: {state} {recorded.points} series at {when.commit[:12]} on {when.branch} in {shown_url(url)}"

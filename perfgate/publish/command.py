@@ -99,6 +99,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     how.add_argument("--retry-backoff", type=_seconds, default=0.5, metavar="SECONDS",
                      help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
                           "GitHub says (default: 0.5)")
+    history = parser.add_argument_group("history (docs/history.md)")
+    history.add_argument("--history", metavar="URL",
+                         help="add each regressed kernel's trend on the base branch from this history (default: none)")
+    history.add_argument("--history-branch", default="main", metavar="NAME",
+                         help="the base branch whose trend --history shows (default: main)")
     parser.set_defaults(func=cmd_publish)
 
 
@@ -111,6 +116,7 @@ class Publisher:
         self.report_url = args.report_url or target.run_url
         self.failed = report["verdict"] == "fail"
         self._markdown: str | None = None
+        self.trend = ""  # the regressed kernels' trend from the history (perfgate.history.trend), if asked
 
     @property
     def markdown(self) -> str:
@@ -121,6 +127,8 @@ class Publisher:
 
             self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url),
                                              commits=(self.target.base, self.target.sha))
+            if self.trend:
+                self._markdown += "\n" + self.trend
         return self._markdown
 
     def say(self, line: str) -> None:
@@ -225,6 +233,12 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         sys.stderr.write(scrub(line) + "\n")
 
     publisher = Publisher(args, env, report, target, out)
+    if args.history:  # read before anything is posted: a history that cannot be read is a usage error
+        from perfgate.history.db import open_history
+        from perfgate.history.trend import trend_markdown
+
+        with open_history(args.history, create=False) as history:
+            publisher.trend = trend_markdown(history, report, args.history_branch)
     failures = 0
     if not args.no_summary:
         try:

@@ -1,0 +1,193 @@
+"""``perfgate history dashboard``: a static trend site (GitHub Pages ready, like asv's).
+
+``index.html`` (and ``index-N.html`` past ``ROWS_PER_PAGE`` series) lists every series with its latest value, a
+trend sparkline (inline SVG) and its last change point; ``kernels/<name>.html`` charts each metric of one kernel
+or region over the commits with uPlot, change points marked and accepted ones with their reason. The charts'
+data sits in a ``<script type="application/json">`` block and uPlot is bundled, so a page needs no network and
+runs under a Content-Security-Policy that allows only the site's own scripts. The site is written beside
+``-o DIR`` and moved into place whole: a failed run leaves the previous site as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from perfgate.errors import InputError
+from perfgate.history.db import History
+from perfgate.history.detect import changes_by_series
+from perfgate.history.series import Branch, Series
+
+ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
+SPARK_POINTS = 40  # latest commits a sparkline shows
+STATIC = ("uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE", "dashboard.js", "dashboard.css")
+_HERE = Path(__file__).resolve().parent
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
+                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+
+def kernel_key(series: Series) -> tuple[str, ...]:
+    return tuple(series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region"))
+
+
+def page_name(key: Sequence[str]) -> str:
+    """A file name that is safe on every file system and unique per kernel: readable part, then a digest."""
+    readable = _UNSAFE.sub("-", key[4] if key[2] == "region" else key[3]).strip("-.")[:60] or "kernel"
+    return f"{readable}-{hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:12]}.html"
+
+
+def display_name(facts: dict[str, str]) -> str:
+    if facts["kind"] == "region":
+        return f"region {facts['region'] or '(all)'}"
+    return facts["kernel"] + (f" [{facts['region']}]" if facts["region"] else "")
+
+
+def number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1e4 and float(value).is_integer() else f"{value:.4g}"
+
+
+def sparkline(values: np.ndarray) -> str:
+    """The last ``SPARK_POINTS`` values as an SVG polyline's points in a 120 x 24 box."""
+    tail = values[-SPARK_POINTS:]
+    if len(tail) < 2:
+        return ""
+    low, high = float(tail.min()), float(tail.max())
+    span = high - low or 1.0
+    xs = np.linspace(1, 119, len(tail))
+    ys = 22 - (tail - low) / span * 20
+    return " ".join(f"{x:.0f},{y:.1f}" for x, y in zip(xs, ys))
+
+
+def _change_view(change: dict[str, Any]) -> dict[str, Any]:
+    return {"commit": change["commit"][:12], "direction": change["direction"], "text": f"{change['change']:+.1%}",
+            "before": number(change["before"]), "after": number(change["after"]),
+            "confidence": f"{change['confidence']:.1%}", "creep": change["creep"],
+            "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"]}
+
+
+def script_json(value: Any) -> Any:
+    """JSON for a ``<script type="application/json">`` block: no '<', '>' or '&' can end or open an element."""
+    from markupsafe import Markup
+
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]]) -> str:
+    facts = group[0].facts
+    metrics, data = [], []
+    position = {commit: index for index, commit in enumerate(branch.commits)}
+    for number_, series in enumerate(sorted(group, key=lambda s: s.facts["metric"])):
+        element = f"chart-{number_}"
+        marks = [{"x": position[c["commit"]], "direction": c["direction"]} for c in changes[series.id]]
+        data.append({"element": element, "metric": series.facts["metric"], "unit": series.facts["unit"],
+                     "x": series.commits.tolist(), "y": series.values.tolist(), "changes": marks})
+        metrics.append({"metric": series.facts["metric"], "element": element, "anchor": f"m{number_}",
+                        "changes": [_change_view(c) for c in reversed(changes[series.id])]})
+    payload = {"commits": branch.commits, "metrics": data}
+    return str(env.get_template("kernel.html.j2").render(
+        root="../", back="../index.html", name=display_name(facts), test=facts["test"], gpu=facts["gpu"],
+        branch=branch.name, metrics=metrics, data=script_json(payload)))
+
+
+def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows = []
+    for series in sorted(branch.series, key=lambda s: (kernel_key(s), s.facts["metric"])):
+        last = changes[series.id][-1] if changes[series.id] else None
+        rows.append({"gpu": series.facts["gpu"], "test": series.facts["test"], "name": display_name(series.facts),
+                     "metric": series.facts["metric"], "latest": number(float(series.values[-1])),
+                     "spark": sparkline(series.values), "href": "kernels/" + page_name(kernel_key(series)),
+                     "change": _change_view(last) if last else None})
+    return rows
+
+
+def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
+                kernels: int) -> Iterable[tuple[str, str]]:
+    rows = _index_rows(branch, changes)
+    count = max((len(rows) + ROWS_PER_PAGE - 1) // ROWS_PER_PAGE, 1)
+    names = ["index.html", *(f"index-{n}.html" for n in range(2, count + 1))]
+    written = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    for number_, name in enumerate(names):
+        pages = [{"number": n + 1, "href": other, "current": n == number_} for n, other in enumerate(names)]
+        yield name, str(env.get_template("index.html.j2").render(
+            root="", branch=branch.name, commits=len(branch.commits), total=kernels, series=len(branch.series),
+            changes=sum(len(c) for c in changes.values()), written=written, pages=pages,
+            rows=rows[number_ * ROWS_PER_PAGE:(number_ + 1) * ROWS_PER_PAGE]))
+
+
+def write_dashboard(history: History, branch_name: str, output: Path) -> int:
+    """Write the site for ``branch_name`` to ``output``; returns how many HTML pages it has."""
+    branch, changes = changes_by_series(history, branch_name)
+    if not branch.series:
+        raise InputError(branch_name, "no run is recorded on this branch", "pass --branch, or record runs first")
+    groups: dict[tuple[str, ...], list[Series]] = {}
+    for series in branch.series:
+        groups.setdefault(kernel_key(series), []).append(series)
+    env = _environment()
+    output = output.resolve()
+    _check_replaceable(output)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except OSError as exc:
+        raise InputError(output, f"cannot write the dashboard ({exc.strerror})", "check the folder is writable") from None
+    try:
+        pages = _write_site(staging, env, branch, changes, groups)
+        _swap(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return pages
+
+
+def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
+                groups: dict[tuple[str, ...], list[Series]]) -> int:
+    (staging / "static").mkdir()
+    (staging / "kernels").mkdir()
+    for name in STATIC:
+        shutil.copyfile(_HERE / "static" / name, staging / "static" / name)
+    (staging / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
+    pages = 0
+    for key, group in groups.items():
+        (staging / "kernels" / page_name(key)).write_text(kernel_page(env, branch, group, changes), encoding="utf-8")
+        pages += 1
+    for name, text in index_pages(env, branch, changes, len(groups)):
+        (staging / name).write_text(text, encoding="utf-8")
+        pages += 1
+    return pages
+
+
+def _check_replaceable(output: Path) -> None:
+    """The site replaces ``output`` whole: only an empty folder or an earlier dashboard may be there."""
+    if output.exists() and not output.is_dir():
+        raise InputError(output, "is a file, not a folder", "pass a folder for the site with -o")
+    if output.is_dir() and any(output.iterdir()) and not (output / "static" / "dashboard.js").is_file():
+        raise InputError(output, "is a folder that holds something other than a perfgate dashboard",
+                         "pass a new or empty folder with -o: the site replaces it whole")
+
+
+def _swap(staging: Path, output: Path) -> None:
+    """Put the new site at ``output``; an earlier one is moved aside first and removed after."""
+    old = None
+    if output.exists():
+        old = output.with_name(f".{output.name}.old-{os.getpid()}")
+        output.rename(old)
+    staging.rename(output)
+    output.chmod(0o755)  # mkdtemp made it private
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,184 @@
+"""Record the current side of perfgate's JSON reports into a history.
+
+A series is one (GPU model, test, launch kind, kernel, region, metric); a run is one report recorded at a
+commit of a branch. A point is a series' value in a run: the median of the launches of that kernel in that
+test (a kernel launched repeatedly gives several samples, all kept), with their number, minimum and maximum.
+
+The run key is natural: the commit, the branch and a digest of the points recorded, so recording the same
+report twice adds nothing, while a rerun of the same commit (other values) is a run of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from perfgate.errors import InputError
+from perfgate.history.db import History
+from perfgate.report import Report
+
+MAX_SAMPLES = 1000  # samples kept per point; a longer run of launches keeps its median, minimum and maximum
+SERIES_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric")
+
+
+class Provenance(NamedTuple):
+    """Where and when a run was measured."""
+
+    commit: str
+    branch: str
+    when: str  # ISO-8601, UTC
+
+
+class Point(NamedTuple):
+    series: tuple[str, str, str, str, str, str]  # SERIES_FIELDS
+    unit: str
+    direction: str
+    samples: tuple[float, ...]
+
+
+class Recorded(NamedTuple):
+    source: str
+    run_key: str
+    points: int
+    added: bool  # False: the same run was recorded before
+
+
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def provenance(env: Mapping[str, str], commit: str | None = None, branch: str | None = None,
+               when: str | None = None) -> Provenance:
+    """Flags win over GitHub Actions' environment, which wins over the git checkout in the current folder."""
+    from perfgate.publish.context import commits_from_environment
+
+    if commit is None:
+        commit = commits_from_environment(env)[1] or _git("rev-parse", "HEAD") or "unknown"
+    if branch is None:
+        branch = (env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME") or _git("branch", "--show-current")
+                  or "unknown")
+    return Provenance(commit.strip().lower(), branch.strip(), iso_time(when))
+
+
+def iso_time(text: str | None) -> str:
+    """``text`` (ISO-8601; without a zone: UTC) as UTC ``YYYY-MM-DDTHH:MM:SS.ffffffZ``, which sorts as text."""
+    if text is None:
+        moment = dt.datetime.now(dt.timezone.utc)
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError("--when", f"{text!r} is not an ISO-8601 time", "e.g. 2026-11-27T12:00:00Z") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def report_points(report: Report) -> list[Point]:
+    """The current side of ``report``, one point per series (values of repeated launches as its samples)."""
+    launches, metrics, results = report["launches"], report["metrics"], report["results"]
+    collected: dict[tuple[str, str, str, str, str, str], list[float]] = {}
+    facts: dict[tuple[str, str, str, str, str, str], tuple[str, str]] = {}
+    devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
+                                               launches["kernel"], launches["region"])
+    names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
+    for at, code, value in zip(results["launch"], results["metric"], results["current"]):
+        if value is None:
+            continue
+        key = (devices[at] or "unknown", tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
+               names[code] or "")
+        if key not in collected:
+            collected[key] = []
+            facts[key] = (units[code] or "", directions[code] or "")
+        collected[key].append(float(value))
+    return [Point(key, *facts[key], tuple(values)) for key, values in collected.items()]
+
+
+def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:
+    """perfgate's settings for the run: each comparison's current-side settings (clock control, replay passes,
+    ncu version...) and the metrics recorded."""
+    current: dict[str, Any] = {}
+    for comparison in report["comparisons"]:
+        settings = comparison["settings"]
+        side = settings.get("current")
+        for key, value in (side if isinstance(side, dict) else settings).items():
+            if isinstance(value, (str, int, float, bool)) and key not in current:
+                current[str(key)] = value
+    return {"settings": current, "metrics": sorted({p.series[5] for p in points})}
+
+
+def run_key(when: Provenance, points: Sequence[Point]) -> str:
+    import orjson  # a dependency already (the report writer); one call encodes every point
+
+    digest = hashlib.sha256(f"{when.commit}\0{when.branch}\0".encode())
+    digest.update(orjson.dumps([(p.series, p.samples) for p in sorted(points)]))
+    return digest.hexdigest()
+
+
+def record_report(history: History, report: Report, source: str, when: Provenance) -> Recorded:
+    """Write one run and its points in one transaction; nothing when the same run was recorded before."""
+    with history.transaction():
+        return _write_run(history, report, report_points(report), source, when)
+
+
+def _write_run(history: History, report: Report, points: list[Point], source: str, when: Provenance) -> Recorded:
+    key = run_key(when, points)
+    settings = json.dumps(run_settings(report, points), sort_keys=True)
+    added = history.query(
+        "INSERT INTO perfgate_runs (run_key, commit_sha, branch, recorded_at, source, generator, settings) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_key) DO NOTHING RETURNING id",
+        (key, when.commit, when.branch, when.when, source, report["generator"], settings))
+    if not added:
+        return Recorded(source, key, len(points), False)
+    ids = series_ids(history, points)
+    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples"),
+                        [_point_row(ids[p.series], added[0][0], p.samples) for p in points])
+    return Recorded(source, key, len(points), True)
+
+
+def _point_row(series_id: int, run_id: int, samples: Sequence[float]) -> tuple[Any, ...]:
+    if len(samples) == 1:
+        return (series_id, run_id, 1, samples[0], samples[0], samples[0], None)
+    kept = json.dumps(list(samples[:MAX_SAMPLES]))
+    return (series_id, run_id, len(samples), statistics.median(samples), min(samples), max(samples), kept)
+
+
+def series_ids(history: History, points: Iterable[Point]) -> dict[tuple[str, ...], int]:
+    """Each point's series id, the series created where new. Sorted inserts: concurrent writers lock the
+    unique index's rows in the same order, so they wait for each other instead of deadlocking."""
+    ids = _all_series(history)
+    missing = sorted({(*p.series, p.unit, p.direction) for p in points if p.series not in ids})
+    if missing:
+        history.insert_rows("perfgate_series", ("gpu", "test", "kind", "kernel", "region", "metric", "unit",
+                                                "direction"), missing, unique=SERIES_FIELDS)
+        ids = _all_series(history)
+    return ids
+
+
+def _all_series(history: History) -> dict[tuple[str, ...], int]:
+    return {tuple(row[1:]): int(row[0]) for row in history.query(
+        "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
+
+
+def record_files(history: History, paths: Sequence[str], when: Provenance) -> list[Recorded]:
+    """Validate every report first: one that fails is refused before anything is written."""
+    from perfgate.report import load_report
+
+    reports = [(str(path), load_report(path)) for path in paths]
+    points = [report_points(report) for _, report in reports]
+    for (path, _), found in zip(reports, points):
+        if not found:
+            raise InputError(path, "has no current value to record (nothing was measured)",
+                             "record the report of a run that measured something")
+    with history.transaction():  # all the reports or none
+        return [_write_run(history, report, found, os.path.basename(path), when)
+                for (path, report), found in zip(reports, points)]

@@ -1,0 +1,48 @@
+// perfgate's trend dashboard: draws each page's charts from its JSON data block with uPlot (no inline script,
+// no network: the page works offline and under a strict Content-Security-Policy).
+"use strict";
+(function () {
+  const block = document.getElementById("perfgate-data");
+  if (!block) { return; }
+  const data = JSON.parse(block.textContent);
+  const width = () => Math.max(320, Math.min(1100, document.body.clientWidth - 40));
+
+  function changeMarks(chart, changes) {
+    // Each change point: a vertical dashed line at its commit (red: regression, green: improvement).
+    const ctx = chart.ctx;
+    const top = chart.bbox.top, height = chart.bbox.height;
+    ctx.save();
+    ctx.setLineDash([5, 4]);
+    ctx.lineWidth = 2;
+    for (const change of changes) {
+      const x = Math.round(chart.valToPos(change.x, "x", true));
+      ctx.strokeStyle = change.direction === "regression" ? "#b3261e" : change.direction === "improvement" ? "#1a7f37" : "#8250df";
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+    }
+    ctx.restore();
+  }
+
+  for (const metric of data.metrics) {
+    const target = document.getElementById(metric.element);
+    if (!target) { continue; }
+    const commits = data.commits;
+    const options = {
+      width: width(), height: 260,
+      scales: { x: { time: false } },
+      axes: [
+        { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && commits[t] ? commits[t].slice(0, 7) : "")) },
+        { label: metric.unit || "", size: 110, labelGap: 4 },
+      ],
+      series: [
+        { label: "commit", value: (u, v) => (v == null || !commits[v] ? "" : commits[v].slice(0, 12)) },
+        { label: metric.metric, stroke: "#0969da", width: 2, points: { show: true, size: 5 } },
+      ],
+      hooks: { draw: [(chart) => changeMarks(chart, metric.changes)] },
+    };
+    new uPlot(options, [metric.x, metric.y], target);
+    target.dataset.drawn = "true";
+  }
+})();

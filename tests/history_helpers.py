@@ -1,0 +1,86 @@
+"""Shared by the history tests: synthetic perfgate reports and the two history engines.
+
+PostgreSQL is real: ``.ci/run`` starts a throwaway cluster and exports ``PERFGATE_TEST_POSTGRES_URL``
+(see ``.ci/postgres``). Without it the PostgreSQL tests skip locally and fail in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import pytest
+
+KERNEL_TIME = "gpu__time_duration.sum"
+INSTRUCTIONS = "smsp__inst_executed.sum"
+
+
+def write_report(path: Path, values: Mapping[tuple[str, str], Sequence[float]], device: str = "NVIDIA H100",
+                 test: str = "tests/test_k.py::test_k", version: int = 2, status: str = "unchanged") -> Path:
+    """A perfgate JSON report whose current side holds ``values``: (kernel, metric) -> one value per launch."""
+    launches: dict[str, list[object]] = {name: [] for name in (
+        "kind", "kernel", "demangled", "region", "ordinal", "status", "device", "launch_change", "test", "path",
+        "line")}
+    metrics = sorted({metric for _, metric in values})
+    results: dict[str, list[object]] = {name: [] for name in (
+        "launch", "metric", "baseline", "current", "change", "delta", "status", "gated")}
+    for (kernel, metric), samples in sorted(values.items()):
+        for ordinal, value in enumerate(samples):
+            for name, item in (("kind", "kernel"), ("kernel", kernel), ("demangled", None), ("region", None),
+                               ("ordinal", ordinal), ("status", status), ("device", device),
+                               ("launch_change", None), ("test", test), ("path", None), ("line", None)):
+                launches[name].append(item)
+            for name, item in (("launch", len(launches["kind"]) - 1), ("metric", metrics.index(metric)),
+                               ("baseline", value), ("current", value), ("change", 0.0), ("delta", 0.0),
+                               ("status", status), ("gated", True)):
+                results[name].append(item)
+    document = {"format": "perfgate-report", "version": version, "generator": "perfgate 0.1.0",
+                "verdict": "fail" if status == "regression" else "pass",
+                "summary": {}, "comparisons": [{"baseline": "b", "current": "c", "baseline_devices": [device],
+                                                "current_devices": [device], "test": test, "settings": {
+                                                    "current": {"clock_control": "base", "replay_passes": 1}}}],
+                "launches": launches,
+                "metrics": {"metric": metrics, "label": metrics, "unit": ["ns" if m == KERNEL_TIME else "" for m in
+                                                                         metrics],
+                            "threshold": ["5%"] * len(metrics), "direction": ["lower"] * len(metrics)},
+                "results": results, "notes": []}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def postgres_server_url() -> str:
+    """The throwaway server's URL; skip locally without one, fail in CI (where .ci/run starts one)."""
+    url = os.environ.get("PERFGATE_TEST_POSTGRES_URL")
+    if url:
+        return url
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("PERFGATE_TEST_POSTGRES_URL is not set: .ci/run starts a PostgreSQL cluster (.ci/postgres) for "
+                    "the history tests")
+    pytest.skip("no PostgreSQL server: set PERFGATE_TEST_POSTGRES_URL (source .ci/postgres starts one)")
+
+
+def fresh_postgres_database() -> Iterator[str]:
+    """A database of its own for one test on the throwaway server, dropped after it."""
+    import psycopg
+
+    server = postgres_server_url()
+    name = f"perfgate_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield server.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new, empty history on each engine."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'history.sqlite'}"
+    else:
+        yield from fresh_postgres_database()
