@@ -127,6 +127,8 @@ class CuptiTracer:
         for kind in reversed(self.enabled):
             with contextlib.suppress(Exception):
                 self.cupti.activity_disable(kind)
+        with contextlib.suppress(Exception):  # detach: no buffer callback into Python while the process exits
+            self.cupti.finalize()
         _write(target, {"format": "perfgate-cupti-trace", "version": 1, "tracer": "cupti-python",
                         "devices": _devices(self.records), "records": self.records,
                         "regions": self.regions.found, "dropped": int(dropped.value)})
