@@ -72,6 +72,8 @@ def test_replayed_rerun_passes_and_replayed_sync_fails_on_the_step(env: Env) -> 
     assert "region `step`: wall +10%, GPU idle 0.9% → 9.4%, kernels unchanged" in text
     assert "wall time" in text
     assert env.report()["verdict"] == "fail"
+    page = (env.pytester.path / "perfgate-report.html").read_text(encoding="utf-8")
+    assert page.count('<svg class="timeline"') == 12  # each region, baseline above current
 
 
 def test_source_from_pyproject(env: Env) -> None:
