@@ -7,6 +7,8 @@ Hand-written because no maintained pure-Python demangler exists and only the las
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from perfgate.collect.ncu_csv.names import kernel_function_name
 
 
@@ -27,6 +29,7 @@ def _source_names(text: str, at: int) -> tuple[list[str], int]:
     return found, at
 
 
+@lru_cache(maxsize=8192)  # a trace repeats a few hundred names thousands of times
 def bare_name(name: str) -> str:
     """The function name of a kernel name: mangled (``_Z...``), demangled, or already bare."""
     if not name.startswith("_Z"):
