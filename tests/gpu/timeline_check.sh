@@ -2,7 +2,8 @@
 # The live timeline source on a real GPU: baselines, 5 unchanged runs (0 false alarms expected), the planted host
 # synchronisation (must fail on the MLP's wall time / GPU idle, no kernel blamed), --perfgate-source=both, and the
 # tracer's overhead against the same steps unprofiled. Run from the repository root on a machine with an NVIDIA GPU,
-# torch and CuPy, with the cupti-python, nvtx and ncu_report wheels for its Python in .device/wheels:
+# torch and CuPy, with the cupti-python, nvtx and ncu_report wheels for its Python in .device/wheels (and orjson's,
+# where the machine lacks orjson):
 #   OUT=/some/dir bash tests/gpu/timeline_check.sh [steps...]
 # Steps (default all): setup timeline sync both overhead. What comes back: $OUT/log.txt, $OUT/timeline-check.tar.gz
 # (session reports, pytest output, baselines, the overhead summaries and traces).
@@ -37,9 +38,11 @@ if want setup; then
   say "setup"
   $PY -m pip install -q --no-index --no-deps .device/wheels/cupti_python-*.whl .device/wheels/nvtx-*.whl \
     .device/wheels/ncu_report-*.whl 2>&1 | tail -2
+  # perfgate writes its session report with orjson: the wheel in .device/wheels where the machine lacks it.
+  $PY -c "import orjson" 2>/dev/null || $PY -m pip install -q --no-index --no-deps .device/wheels/orjson-*.whl 2>&1 | tail -2
   $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  $PY -c "import torch, cupti; print('torch', torch.__version__)" 2>&1 | tail -1
+  $PY -c "import torch, cupti, orjson; print('torch', torch.__version__, '; cupti-python and orjson import')" 2>&1 | tail -1
 fi
 
 if want timeline; then
