@@ -317,6 +317,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
     measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
+    from perfgate.compare.sources import for_measurement
+
+    options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
                                       "baseline could not be kept per GPU",

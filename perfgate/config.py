@@ -39,6 +39,9 @@ class Settings(NamedTuple):
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
     # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
     sections: tuple[str, ...] = ()
+    # What measures perf tests: "ncu", "timeline" (a CUPTI trace), "both", or "auto" (ncu; the timeline where
+    # counters are refused). See docs/timeline.md.
+    source: str = "ncu"
     # The history (docs/history.md): a URL that records every session ("" = off), the base branch whose runs
     # size learned thresholds, and whether to learn them.
     history: str = ""
@@ -50,6 +53,7 @@ class Settings(NamedTuple):
 
 
 _KEYS = set(Settings._fields)
+SOURCES = ("ncu", "timeline", "both", "auto")
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -154,6 +158,8 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
 
 def _check_values(values: Mapping[str, Any], source: str) -> None:
     """Refuse settings that parse but make no sense: they would disable a guard or gate nothing, silently."""
+    if "source" in values and values["source"] not in SOURCES:
+        raise ConfigError(f"{source}: source must be one of {', '.join(SOURCES)}, got {values['source']!r}")
     if "clock_control" in values:
         check_clock_control(values["clock_control"], f"{source}: clock_control")
     if "cache_control" in values and values["cache_control"] not in CACHE_CONTROLS:

@@ -36,6 +36,7 @@ from perfgate.compare.policies import (
     refuse_if_nothing_comparable,
 )
 from perfgate.compare.repeats import judge_groups
+from perfgate.compare.sources import check_same_source, for_measurement, is_timeline, region_why
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -93,7 +94,8 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
 def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
     """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
-    options = options or CompareOptions()
+    check_same_source(baseline, current)
+    options = for_measurement(options or CompareOptions(), baseline, current)
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:
@@ -122,6 +124,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes = comparison_notes(base_name, cur_name, unnamed_device, compared, thresholds, codes, base_side, cur_side,
                              launches.kinds, statuses)
     notes += rename_notes(launches.renames)
+    notes += region_why(baseline, current) if is_timeline(current) else []
 
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)

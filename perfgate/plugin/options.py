@@ -49,6 +49,7 @@ class PluginOptions(NamedTuple):
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     accept_unpaired_kernels: bool = False
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
+    source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
 
@@ -145,6 +146,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         kernel_aliases=settings.kernel_aliases,
         accept_unpaired_kernels=settings.accept_unpaired_kernels,
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
+        source=opt("perfgate_source") or settings.source,
         history=history,
         history_notes=notes,
     )
