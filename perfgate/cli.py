@@ -98,6 +98,9 @@ def _add_compare(sub: _SubParsers) -> None:
                               "'off' not gated; repeatable (default: the catalog's, see README)")
     compare.add_argument("--allow-device-mismatch", action="store_true", default=None,
                          help="compare results from different GPUs anyway (default: refuse)")
+    compare.add_argument("--accept-unpaired-kernels", action="store_true", default=None,
+                         help="kernels missing and new in the same region that no rule paired pass (default: the "
+                              "comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged)")
     compare.add_argument("--significance", type=probability, metavar="P",
                          help="p-value a benchmark slowdown must beat when raw timings exist on both sides "
                               "(default: [tool.perfgate] significance, else 0.01)")
@@ -254,6 +257,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         significance=args.significance or settings.significance,
         allow_device_mismatch=bool(args.allow_device_mismatch or settings.allow_device_mismatch),
         kernel_aliases=settings.kernel_aliases,
+        accept_unpaired_kernels=bool(args.accept_unpaired_kernels or settings.accept_unpaired_kernels),
     )
     wanted = options.wanted_metrics()
     current = with_region_totals(read_table(args.current, wanted))
@@ -313,6 +317,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
     measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
+    from perfgate.compare.sources import for_measurement
+
+    options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
                                       "baseline could not be kept per GPU",

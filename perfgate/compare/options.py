@@ -34,6 +34,10 @@ class CompareOptions(NamedTuple):
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     # Coverage of the interval around the change of a kernel launched repeatedly (see ``repeats``).
     confidence: float = 0.95
+    # Kernels missing and new in the same region that no rule paired are "not measured" (they may be one kernel
+    # renamed, whose change nobody judged) unless accepted: ``--accept-unpaired-kernels`` or
+    # ``accept_unpaired_kernels`` in [tool.perfgate] or the perfgate marker.
+    accept_unpaired_kernels: bool = False
 
     def effective_thresholds(self) -> dict[str, Threshold]:
         merged = default_thresholds()
