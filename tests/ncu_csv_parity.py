@@ -144,12 +144,20 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def digest(path: Path) -> dict[str, Any]:
-    """The table ``read_ncu_csv`` reads from ``path`` (its rows and a sha256 of everything in it), or the error."""
+# The metrics ``perfgate compare`` asks the reader for by default (a hint: a reader may skip the others).
+COMPARED = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__inst_executed.sum",
+            "launch__registers_per_thread", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+            "sm__warps_active.avg.pct_of_peak_sustained_active")
+
+
+def digest(path: Path, metrics: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The table ``read_ncu_csv`` reads from ``path`` (its rows and a sha256 of everything in it), or the error;
+    ``metrics``: the hint a compare gives."""
     from perfgate.collect.ncu_csv import read_ncu_csv
 
     try:
-        measurement = read_ncu_csv(path)
+        measurement = read_ncu_csv(path, metrics)
     except PerfgateError as exc:  # InputError, NcuError: the one line the user sees
         return {"error": str(exc).replace(str(path), "<input>")}
     table = measurement.table
@@ -167,7 +175,12 @@ def digest(path: Path) -> dict[str, Any]:
 
 
 def current(folder: Path) -> dict[str, dict[str, Any]]:
-    return {name: digest(path) for name, path in [*real_exports(), *synthetic(folder)]}
+    """Each input's digest, read as a whole and (``NAME@compared``) as a compare reads it."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, path in [*real_exports(), *synthetic(folder)]:
+        found[name] = digest(path)
+        found[f"{name}@compared"] = digest(path, COMPARED)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ def test_every_input_reads_as_recorded(tmp_path: Path) -> None:
     now = current(tmp_path)
     absent = {name for name in recorded if name not in now}
     # Only ../shared/corpus may be missing (a clone without it); every input of this repository is there.
-    assert all(name.startswith("corpus/") or name.split("~")[0].startswith("corpus/") for name in absent), absent
+    assert all(name.startswith("corpus/") for name in absent), absent
     unrecorded = {name for name in now if name not in recorded}
     assert not unrecorded, "record new inputs: python tests/ncu_csv_parity.py --record"
     differ = {name: (recorded[name], now[name]) for name in now if recorded[name] != now[name]}

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import csv
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
 
 from perfgate.collect.ncu_csv.framing import FIX_CSV, FIX_REEXPORT
 from perfgate.errors import InputError
@@ -74,9 +76,21 @@ def read_details_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
     return _read_csv(handle, header, dtype=dtype, na_values=[""])
 
 
-def read_raw_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
+def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] = ()) -> pd.DataFrame:
     """Parse the raw page's rows from ``handle``'s position (after its units row): every cell as its text, "" where
-    empty. Blank lines are skipped; ncu's own lines between rows become rows whose "ID" is no number."""
+    empty. Blank lines are skipped; ncu's own lines between rows become rows whose "ID" is no number.
+
+    ``unread``: metric columns whose cells nobody reads. They are still parsed (a row's width is checked against
+    the header's), as numbers where every cell is one, which makes no string per cell; a page where one is not
+    is parsed again, all as text."""
+    if unread:
+        start = handle.tell()
+        numbers = {name: np.float64 for name in unread}
+        try:
+            return _read_csv(handle, header, dtype={name: numbers.get(name, object) for name in header}, names=header,
+                             na_values={name: ["", "n/a", "N/A"] for name in unread}, thousands=",")
+        except Unparsed:
+            handle.seek(start)
     return _read_csv(handle, header, dtype=object, names=header, na_filter=False)
 
 

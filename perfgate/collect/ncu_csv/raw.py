@@ -55,6 +55,15 @@ def raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
     return [""] * len(header)
 
 
+def unread_columns(header: Sequence[str], units: Sequence[str], wanted: frozenset[str] | None) -> list[str]:
+    """The metric columns ``read_raw`` will not read: with ``wanted``, those of other metrics that have a unit (a
+    number's; the identity metrics are always read)."""
+    if wanted is None:
+        return []
+    return [name for name, unit in zip(header, units, strict=False)
+            if unit and is_metric_column(name) and name not in wanted and name not in IDENTITY_METRICS]
+
+
 def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the raw page's rows (``frame``: every cell as text, from ``parsing.read_raw_csv``);
