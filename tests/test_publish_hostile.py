@@ -124,3 +124,26 @@ def test_every_escape_is_inert_for_its_format(text: str) -> None:
     assert "<" not in html_text(text) and '"' not in html_text(text)
     for line in (terminal_text(text), plain_line(text)):
         assert "\x1b" not in line and "\n" not in line and "\u202e" not in line
+
+
+@pytest.mark.parametrize("number", [True, -5, 0, 1e30, 10**40, "7", None], ids=repr)
+def test_a_bad_pr_number_in_the_event_payload_names_no_pr(number: object) -> None:
+    from perfgate.publish.context import resolve_target
+
+    head = "1f0e5c3a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f"
+    pull = {"pull_request": {"number": number, "head": {"sha": head}}}
+    run = {"workflow_run": {"head_sha": head, "pull_requests": [{"number": number, "head": {"sha": head}}]}}
+    for event in (pull, run):
+        assert resolve_target({}, event, repo=REPO).pr is None
+    assert resolve_target({}, {"pull_request": {"number": 7, "head": {"sha": head}}}, repo=REPO).pr == 7
+
+
+def test_an_ansi_html_url_from_the_api_reaches_the_log_inert(github: FakeGitHub, tmp_path: Path) -> None:
+    from github_server import Fault
+
+    answer = {"id": 1, "html_url": "https://github.com/x\x1b]52;c;ZXZpbA==\x07\x1b[2J"}
+    github.faults.extend([Fault(200, {}, []), Fault(201, {}, answer)])
+    run = run_publish(write_report(tmp_path, hostile_report(True)),
+                      actions_env(github, tmp_path, event=pull_request_event(tmp_path)), "--no-check")
+    assert run.returncode == 0, run.output
+    assert "\x1b" not in run.output and "\x07" not in run.output and "\\x1b]52" in run.stdout

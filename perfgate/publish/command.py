@@ -235,7 +235,8 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
             err(f"perfgate: error: {exc}")
             failures += 1
     if want_github:
-        from perfgate.publish.github import GitHubClient, GitHubError, RetryPolicy
+        from perfgate.publish.github import GitHubClient, GitHubError
+        from perfgate.publish.retry import RetryPolicy
 
         client = GitHubClient(token, target.api_url,
                               policy=RetryPolicy(max_time=args.max_time, backoff=args.retry_backoff))
