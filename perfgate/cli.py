@@ -184,10 +184,31 @@ def _output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
+def _stdout_gone() -> None:
+    """The reader of stdout went away (``| head``): send what is left to /dev/null, so that neither a later
+    write nor the flush at exit fails again (Python's advice, ``signal`` docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured by a caller)
+        pass
+
+
+def print_out(*parts: str) -> None:
+    """Write to stdout, flushed. A reader that went away is no failure of the command: its exit status still
+    follows the verdict (``compare ... | head`` under pipefail must not turn a regression into success)."""
+    try:
+        sys.stdout.writelines(parts)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+
+
 def _write_output(parts: Iterable[str], output: Path | None) -> None:
     """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
-        sys.stdout.writelines(parts)
+        print_out(*parts)
         return
     from perfgate.files import write_atomically
 
@@ -265,7 +286,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         failed = report["verdict"] == "fail"
     _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
-        sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
+        print_out(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)
 
 
@@ -304,7 +325,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
     for path in save_baselines(documents, directory, name):
-        sys.stdout.write(f"wrote {inert(path)}\n")
+        print_out(f"wrote {inert(path)}\n")
     return EXIT_OK
 
 
@@ -361,7 +382,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_reports(reports)
     _write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
-        sys.stdout.write(verdict_line(merged) + "\n")
+        print_out(verdict_line(merged) + "\n")
     return EXIT_REGRESSION if merged["verdict"] == "fail" else _not_measured_status(merged)
 
 
@@ -401,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # inert: the line can quote a file or kernel name, which must not act on the terminal.
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return exc.exit_status
-    except BrokenPipeError:  # the reader of our output went away (| head): nothing left to say
+    except BrokenPipeError:  # the reader of a listing went away (| head); verdicts are printed by print_out
+        _stdout_gone()
         return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")
