@@ -249,7 +249,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.options import selection
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
-        from perfgate.report import build_report
+        from perfgate.report import build_report, verdict_of
 
     settings = _settings(args)
     options = selection(
@@ -283,6 +283,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
                               result_arrays=fmt == "json")
         del comparison
+        # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
+        report["verdict"] = verdict_of(report)
         failed = report["verdict"] == "fail"
     _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
@@ -321,6 +323,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
     name = args.name or report_stem(args.report)
+    if not documents:
+        raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
+                         "make the baseline from a run that measured something")
     if not any(_gates(document, gated) for document in documents.values()):
         files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
