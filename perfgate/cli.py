@@ -305,7 +305,7 @@ def _not_measured_status(report: "Report") -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     with _importing():
-        from perfgate.baseline import baseline_documents, device_slug, save_baselines
+        from perfgate.baseline import baseline_documents, device_slug, file_stem, save_baselines
         from perfgate.collect import read_table
         from perfgate.compare import CompareOptions
         from perfgate.regions import with_region_totals
@@ -327,7 +327,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
                          "make the baseline from a run that measured something")
     if not any(_gates(document, gated) for document in documents.values()):
-        files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
+        files = ", ".join(str(directory / device_slug(*key) / f"{file_stem(name)}.json") for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
     for path in save_baselines(documents, directory, name):
         print_out(f"wrote {inert(path)}\n")
