@@ -133,11 +133,21 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         file = baseline_path(baselines, device, cc, name)
         device_notes = list(notes)
         status = UPDATED if update else COMPARED
+        unreadable = None
         if file.is_file():
-            baseline = read_baseline(file)._replace(source=shown(file))
+            try:
+                baseline = read_baseline(file)._replace(source=shown(file))
+            except PerfgateError as exc:
+                if not update:
+                    raise
+                unreadable = exc  # an update replaces a corrupt baseline: it is what the update is for
+        if file.is_file() and unreadable is None:
             note = _settings_note(who, baseline.settings, settings)
             if note:
                 device_notes.append(note)
+        elif unreadable is not None:
+            baseline = Measurement(empty_table(), source=shown(file))
+            device_notes.append(f"{who}: the baseline at {shown(file)} could not be read ({unreadable}): replaced")
         else:
             baseline = Measurement(empty_table(), source=shown(file))
             missing.append(file)

@@ -161,6 +161,9 @@ class PerfgateSession:
             self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from perfgate.plugin.runner import remove_live_runs
+
+        remove_live_runs()  # an interrupted or -x session leaves run folders no gate kept or discarded
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
         self.results.write()
