@@ -412,6 +412,41 @@ def entry() -> NoReturn:
     sys.exit(main())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a command: unwound like Ctrl-C, so temporary files (a pipe's spool, an .xz
+    expansion) are removed by the code that made them."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminating_unwinds() -> Iterator[None]:
+    """While a command runs on the main thread, SIGTERM and SIGHUP raise ``Terminated``. A handler someone
+    else installed (or SIG_IGN, as under nohup) is left alone."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    installed = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            installed[sig] = signal.signal(sig, unwind)
+    try:
+        yield
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # perfgate does no linear algebra, but numpy's OpenBLAS starts a thread per core at import, which costs
     # ~0.1 s of CPU (a sixth of a small compare). Only for this process: the plugin leaves the user's alone.
@@ -422,7 +457,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(words)
     try:
-        return int(args.func(args))
+        with _terminating_unwinds():
+            return int(args.func(args))
+    except Terminated as exc:
+        sys.stderr.write("perfgate: terminated\n")
+        return 128 + exc.signum
     except PerfgateError as exc:
         # inert: the line can quote a file or kernel name, which must not act on the terminal.
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
