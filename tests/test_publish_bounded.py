@@ -173,3 +173,34 @@ def test_a_storm_through_the_cli_is_slow_and_exits_3(github: FakeGitHub, tmp_pat
     seconds = time.monotonic() - started
     assert len(github.requests) <= seconds / RATE_LIMIT_FLOOR + 1  # at most one a second, not ~22
     assert_clean(run)
+
+
+def test_a_429_then_dropped_connections_is_named_as_the_429() -> None:
+    """A server that answered 429 and then drops connections is not "connection failed" alone: the message
+    says what GitHub answered."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    answered = threading.Event()
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                if not answered.is_set():
+                    body = b'{"message": "You have exceeded a secondary rate limit."}'
+                    connection.sendall(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Length: "
+                                       + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+                    answered.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = GitHubClient(TOKEN, f"http://127.0.0.1:{listener.getsockname()[1]}", policy=RetryPolicy(max_time=3))
+    try:
+        with pytest.raises(GitHubError) as caught:
+            client.create_issue_comment(REPO, PR, "x")
+    finally:
+        listener.close()
+    message = str(caught.value)
+    assert "closed the connection" in message and "HTTP 429: You have exceeded a secondary rate limit." in message
