@@ -23,6 +23,7 @@ from perfgate.errors import (
     PerfgateError,
 )
 from perfgate.options import metrics_arg, probability, resolve_metrics, threshold_arg
+from perfgate.process import Terminated, print_out, stdout_gone, terminating_unwinds
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -182,27 +183,6 @@ def report_stem(path: Path) -> str:
 def _output_path(text: str) -> Path | None:
     """``-o FILE``; ``-o -`` is stdout, as for most tools (not a file named "-")."""
     return None if text == "-" else Path(text)
-
-
-def _stdout_gone() -> None:
-    """The reader of stdout went away (``| head``): send what is left to /dev/null, so that neither a later
-    write nor the flush at exit fails again (Python's advice, ``signal`` docs, "Note on SIGPIPE")."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # stdout is not a file descriptor (captured by a caller)
-        pass
-
-
-def print_out(*parts: str) -> None:
-    """Write to stdout, flushed. A reader that went away is no failure of the command: its exit status still
-    follows the verdict (``compare ... | head`` under pipefail must not turn a regression into success)."""
-    try:
-        sys.stdout.writelines(parts)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _stdout_gone()
 
 
 def _write_output(parts: Iterable[str], output: Path | None) -> None:
@@ -412,41 +392,6 @@ def entry() -> NoReturn:
     sys.exit(main())
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a command: unwound like Ctrl-C, so temporary files (a pipe's spool, an .xz
-    expansion) are removed by the code that made them."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _terminating_unwinds() -> Iterator[None]:
-    """While a command runs on the main thread, SIGTERM and SIGHUP raise ``Terminated``. A handler someone
-    else installed (or SIG_IGN, as under nohup) is left alone."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def unwind(signum: int, frame: object) -> None:
-        raise Terminated(signum)
-
-    installed = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
-            installed[sig] = signal.signal(sig, unwind)
-    try:
-        yield
-    finally:
-        for sig, previous in installed.items():
-            signal.signal(sig, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     # perfgate does no linear algebra, but numpy's OpenBLAS starts a thread per core at import, which costs
     # ~0.1 s of CPU (a sixth of a small compare). Only for this process: the plugin leaves the user's alone.
@@ -457,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(words)
     try:
-        with _terminating_unwinds():
+        with terminating_unwinds():
             return int(args.func(args))
     except Terminated as exc:
         sys.stderr.write("perfgate: terminated\n")
@@ -467,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return exc.exit_status
     except BrokenPipeError:  # the reader of a listing went away (| head); verdicts are printed by print_out
-        _stdout_gone()
+        stdout_gone()
         return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")
