@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_run import (
     NcuDiagnosis,
