@@ -23,6 +23,7 @@ from perfgate.errors import (
     PerfgateError,
 )
 from perfgate.options import metrics_arg, probability, resolve_metrics, threshold_arg
+from perfgate.process import Terminated, print_out, stdout_gone, terminating_unwinds
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def _output_path(text: str) -> Path | None:
 def _write_output(parts: Iterable[str], output: Path | None) -> None:
     """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
-        sys.stdout.writelines(parts)
+        print_out(*parts)
         return
     from perfgate.files import write_atomically
 
@@ -248,7 +249,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.options import selection
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
-        from perfgate.report import build_report
+        from perfgate.report import build_report, verdict_of
 
     settings = _settings(args)
     options = selection(
@@ -288,11 +289,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
                               result_arrays=fmt == "json")
         del comparison
+        # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
+        report["verdict"] = verdict_of(report)
         failed = report["verdict"] == "fail"
     report["notes"].extend(history_notes)
     _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
-        sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
+        print_out(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)
 
 
@@ -309,7 +312,7 @@ def _not_measured_status(report: "Report") -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     with _importing():
-        from perfgate.baseline import baseline_documents, device_slug, save_baselines
+        from perfgate.baseline import baseline_documents, device_slug, file_stem, save_baselines
         from perfgate.collect import read_table
         from perfgate.compare import CompareOptions
         from perfgate.regions import with_region_totals
@@ -330,11 +333,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
     name = args.name or report_stem(args.report)
+    if not documents:
+        raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
+                         "make the baseline from a run that measured something")
     if not any(_gates(document, gated) for document in documents.values()):
-        files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
+        files = ", ".join(str(directory / device_slug(*key) / f"{file_stem(name)}.json") for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
     for path in save_baselines(documents, directory, name):
-        sys.stdout.write(f"wrote {inert(path)}\n")
+        print_out(f"wrote {inert(path)}\n")
     return EXIT_OK
 
 
@@ -391,7 +397,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_reports(reports)
     _write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
-        sys.stdout.write(verdict_line(merged) + "\n")
+        print_out(verdict_line(merged) + "\n")
     return EXIT_REGRESSION if merged["verdict"] == "fail" else _not_measured_status(merged)
 
 
@@ -426,12 +432,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(words)
     try:
-        return int(args.func(args))
+        with terminating_unwinds():
+            return int(args.func(args))
+    except Terminated as exc:
+        sys.stderr.write("perfgate: terminated\n")
+        return 128 + exc.signum
     except PerfgateError as exc:
         # inert: the line can quote a file or kernel name, which must not act on the terminal.
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return exc.exit_status
-    except BrokenPipeError:  # the reader of our output went away (| head): nothing left to say
+    except BrokenPipeError:  # the reader of a listing went away (| head); verdicts are printed by print_out
+        stdout_gone()
         return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")

@@ -54,6 +54,9 @@ OFF = Threshold(gating=False)
 _SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 
 
+MAX_RELATIVE_PERCENT = 1000.0  # a limit past a tenfold change is a typo, or a way to gate nothing
+
+
 def parse_threshold(spec: str) -> Threshold:
     """Parse ``5%``, ``1000``, ``5%+1000`` or ``off``."""
     text = str(spec).strip().lower()
@@ -73,6 +76,10 @@ def parse_threshold(spec: str) -> Threshold:
             # 1e999 reads as infinity: a limit nothing can exceed would gate nothing, silently.
             raise ConfigError(f"bad threshold {spec!r}: {match['num']} is not a finite number; a limit that "
                               "nothing exceeds gates nothing (use 'off' to show a metric without gating it)")
+        if match["pct"] and number > MAX_RELATIVE_PERCENT:
+            raise ConfigError(f"bad threshold {spec!r}: {match['num']}% is beyond any change a run shows, so it "
+                              f"would gate nothing (at most {MAX_RELATIVE_PERCENT:g}%; 'off' shows a metric "
+                              "without gating it)")
         if match["pct"]:
             if relative is not None:
                 raise ConfigError(f"bad threshold {spec!r}: two relative limits")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
@@ -165,6 +166,11 @@ class PerfgateSession:
             self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # An interrupted or -x session leaves run folders no gate kept or discarded; only a session that
+        # profiled has any (and the runner's imports are heavy: a collect-only session must not pay for them).
+        runner = sys.modules.get("perfgate.plugin.runner")
+        if runner is not None:
+            runner.remove_live_runs()
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
         self.results.write()

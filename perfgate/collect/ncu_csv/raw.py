@@ -72,7 +72,8 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
         raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
     metric_columns = [c for c in header if is_metric_column(c)
                       and (wanted is None or c in wanted or c in IDENTITY_METRICS)]
-    launches = launch_mask(frame["ID"].tolist(), source)
+    processes = frame["Process ID"].tolist() if "Process ID" in frame.columns else None
+    launches = launch_mask(frame["ID"].tolist(), source, processes)
     if not launches.all():
         frame = frame[launches]
     count = int(launches.sum())
