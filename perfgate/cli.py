@@ -87,7 +87,8 @@ def _add_compare(sub: _SubParsers) -> None:
                                          "compressed. BASELINE may also be a baselines directory: CURRENT is then "
                                          "gated like pytest --perfgate does, against DIR/<gpu>/NAME.json for each "
                                          "GPU in it. Exit 0: no regression, 1: regression, 2: unusable input.")
-    compare.add_argument("baseline", type=Path, metavar="BASELINE")
+    compare.add_argument("baseline", type=Path, metavar="BASELINE", nargs="?",
+                         help="the reference (with --history it may be left out: the history is the reference)")
     compare.add_argument("current", type=Path, metavar="CURRENT")
     compare.add_argument("--format", choices=("text", "md", "html", "json"), default=None,
                          help="output format (default: from -o's extension .md/.html/.json, else text)")
@@ -107,8 +108,9 @@ def _add_compare(sub: _SubParsers) -> None:
     compare.add_argument("--strict", action="store_true", default=None,
                          help="with a baselines directory: a GPU with no baseline fails (default: reported as new)")
     compare.add_argument("--history", metavar="URL",
-                         help="size each metric's threshold from its spread in this history's recent base-branch "
-                              "runs, never above the hand-set one (see docs/history.md; default: off)")
+                         help="judge CURRENT against the median of this history's recent base-branch runs (BASELINE "
+                              "where a series has too few) and size each metric's threshold from their spread, never "
+                              "above the hand-set one (see docs/history.md; default: off)")
     compare.add_argument("--history-branch", default="main", metavar="NAME",
                          help="the base branch whose runs --history reads (default: main)")
     _add_selection_options(compare)
@@ -246,7 +248,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
         from perfgate.report import build_report
+        from perfgate.table import Measurement, empty_table
 
+    if args.baseline is None and not args.history:
+        _usage_error("compare", "BASELINE is required without --history (give BASELINE CURRENT, or CURRENT with "
+                                "--history URL)")
     settings = _settings(args)
     options = selection(
         metrics=resolve_metrics(args.metrics, settings.metrics),
@@ -258,17 +264,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wanted = options.wanted_metrics()
     current = with_region_totals(read_table(args.current, wanted))
     history_notes: list[str] = []
-    if args.history:  # thresholds learned from the history's spread (perfgate.history.noise)
-        from perfgate.history.noise import compare_options_from_history
+    reference = None
+    if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
+        from perfgate.history.reference import compare_history
 
-        options, history_notes = compare_options_from_history(args.history, args.history_branch, options, current)
+        options, reference, history_notes = compare_history(args.history, args.history_branch, options, current)
     fmt = args.format or _format_of(args.output)
-    if args.baseline.is_dir():
+    if args.baseline is not None and args.baseline.is_dir():
         from perfgate.gate import Where, gate  # baselines, stores and their modules: only for a directory
 
         result = gate(current, baselines=args.baseline, where=Where(name=args.name or report_stem(args.current)),
                       options=options, settings={}, strict=bool(args.strict or settings.strict),
-                      update_hint=f"perfgate baseline {args.current} -d {args.baseline}")
+                      update_hint=f"perfgate baseline {args.current} -d {args.baseline}", reference=reference)
         if not result.found:
             # Nothing was compared: never a pass.
             raise InputError(args.baseline, "holds no baseline for "
@@ -277,7 +284,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              "baseline with --name")
         report, failed = result.report, result.failed
     else:
-        baseline = with_region_totals(read_table(args.baseline, wanted))
+        baseline = with_region_totals(read_table(args.baseline, wanted)) if args.baseline is not None else \
+            Measurement(empty_table())
+        if reference is not None:
+            baseline, referred = reference(baseline, current)
+            history_notes[:0] = referred
         comparison = compare_tables(baseline, current, options)
         del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
@@ -290,6 +301,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.output is not None:
         sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)
+
+
+def _usage_error(command: str, message: str) -> NoReturn:
+    """A usage error found after parsing (one argument needs another): as argparse reports its own, exit 2."""
+    sub = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices[command]
+    parser.error(message)
 
 
 def _not_measured_status(report: "Report") -> int:

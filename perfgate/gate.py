@@ -30,6 +30,9 @@ from perfgate.vocabulary import Verdict
 # What one gate run came to, worst first: the plugin's per-test status.
 REGRESSION, NEW, UPDATED, COMPARED = "regression", "new", "updated", "compared"
 _RANK = {REGRESSION: 0, NEW: 1, UPDATED: 2, COMPARED: 3}
+# The side to compare with, from the stored baseline (an empty table where there is none) and the current run;
+# and notes saying where it came from.
+Reference = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -93,8 +96,10 @@ def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) 
 def gate(current: Measurement, *, baselines: Path, where: Where, options: CompareOptions,
          settings: Mapping[str, Any], update: bool = False, strict: bool = False, notes: Sequence[str] = (),
          shown: Callable[[Path], str] = str, update_hint: str = "perfgate baseline",
-         strict_flag: str = "--strict") -> GateResult:
+         strict_flag: str = "--strict", reference: Reference | None = None) -> GateResult:
     """Compare ``current`` with its stored baseline on each of its devices; with ``update``, store it.
+    ``reference`` (not when updating) turns the stored baseline, or its absence, into the side compared with
+    (``perfgate.history.reference``: the base branch's recent runs) and gives its notes.
 
     Raises PerfgateError for an unreadable baseline or a comparison that cannot be made.
     """
@@ -118,6 +123,10 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
                 device_notes.append(note)
         else:
             baseline = Measurement(empty_table(), source=shown(file))
+        if reference is not None and not update:
+            baseline, referred = reference(baseline, sub)
+            device_notes.extend(referred)
+        if not file.is_file() and (update or baseline.table.empty):
             missing.append(file)
             if not update:
                 status = NEW

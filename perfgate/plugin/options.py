@@ -26,6 +26,7 @@ from perfgate.vocabulary import NO_ENTRIES
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
+    from perfgate.history.reference import Reference
     from perfgate.plugin.marker import PerfMarker
 
 
@@ -50,6 +51,7 @@ class PluginOptions(NamedTuple):
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
+    history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -120,11 +122,14 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         raise ConfigError(f"cannot write the session report: {problem}")
     history = opt("perfgate_history") or _anchored_history(settings.history, root)
     notes: tuple[str, ...] = ()
+    reference = None
     if history and (opt("perfgate_history_thresholds") or settings.history_thresholds):
         from perfgate.history.noise import plugin_thresholds
+        from perfgate.history.reference import plugin_reference
 
         thresholds, notes = plugin_thresholds(history, settings.history_branch, thresholds,
                                               resolve_metrics(opt("perfgate_metrics"), settings.metrics))
+        reference = plugin_reference(history, settings.history_branch)
     return PluginOptions(
         update=bool(opt("perfgate_update")),
         strict=bool(opt("perfgate_strict")) or settings.strict,
@@ -145,6 +150,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
         history=history,
         history_notes=notes,
+        history_reference=reference,
     )
 
 

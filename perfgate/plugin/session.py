@@ -351,11 +351,16 @@ class PerfgateSession:
         path, line = self._location(item)
         root = self.config.rootpath
         where = Where(name=baseline_name(item.nodeid), test=item.nodeid, path=path, line=line)
+        reference = None
+        if self.options.history_reference is not None:  # judged against the base branch's recent runs
+            from perfgate.history.reference import reference_for
+
+            reference = reference_for(self.options.history_reference, options, test=item.nodeid)
         try:
             result = gate(current, baselines=self.options.baselines, where=where, options=options, settings=settings,
                           update=self.options.update, strict=self.options.strict, notes=notes,
                           shown=lambda p: shown_path(p, root), update_hint="pytest --perfgate --perfgate-update",
-                          strict_flag="--perfgate-strict")
+                          strict_flag="--perfgate-strict", reference=reference)
         except PerfgateError as exc:
             self._fail(item, str(exc))
         self._stash_payload(item, report=result.report, status=result.status,
