@@ -127,6 +127,8 @@ def test_the_plugin_judges_each_test_against_the_history(suite: pytest.Pytester,
     assert any(note.startswith(f"reference: history: median of {MIN_REFERENCE_RUNS} runs of main since ")
                for note in report["notes"])
     assert all(c["baseline"].startswith("history: median of ") for c in report["comparisons"])
+    metrics = report["metrics"]  # each test's series at its own learned threshold: identical runs, the floor
+    assert ("time.min", "0.5%") in set(zip(metrics["metric"], metrics["threshold"]))
 
 
 def test_the_reference_reads_the_same_on_both_engines(tmp_path: Path, history_url: str) -> None:  # noqa: F811

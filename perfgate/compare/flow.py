@@ -30,6 +30,7 @@ from perfgate.compare.policies import (
     refuse_if_nothing_comparable,
 )
 from perfgate.compare.repeats import judge_groups
+from perfgate.compare.series_thresholds import row_limits, shown_thresholds
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -104,9 +105,12 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
 
     rules = metric_rules(rows.names, thresholds)
-    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, rules.relative, rules.absolute,
+    limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
+                        launches.frame["region"], options.series_thresholds)
+    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, limits.relative, limits.absolute,
                           options.confidence)
-    judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups)
+    judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
+                        limits)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
@@ -121,6 +125,8 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
+    if options.series_thresholds:
+        results, result_metric = shown_thresholds(results, result_metric, limits.spec[order])
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)

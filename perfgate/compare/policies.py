@@ -20,6 +20,7 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.compare.repeats import GroupVerdicts
+from perfgate.compare.series_thresholds import RowLimits
 from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
 from perfgate.metrics import Direction, Threshold, can_fail, direction_of
@@ -225,12 +226,16 @@ class JudgedRows(NamedTuple):
 
 def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
                base_samples: Mapping[str, Sequence[float]], cur_samples: Mapping[str, Sequence[float]],
-               significance: float, groups: GroupVerdicts | None = None) -> JudgedRows:
+               significance: float, groups: GroupVerdicts | None = None,
+               limits: RowLimits | None = None) -> JudgedRows:
     """Apply the row policies in order; a later one overrides an earlier one. ``groups``: the verdicts on
-    repeated launches (``repeats.judge_groups``), if any."""
+    repeated launches (``repeats.judge_groups``), if any; ``limits``: each row's limits where some series has a
+    threshold of its own (``series_thresholds``), else the metric's."""
     delta, change = relative_change(rows.baseline, rows.current)
     code = rows.metric_code
-    status = threshold_status(delta, change, rules.worse_sign[code], rules.relative[code], rules.absolute[code])
+    relative, absolute = (limits.relative, limits.absolute) if limits is not None else (rules.relative[code],
+                                                                                        rules.absolute[code])
+    status = threshold_status(delta, change, rules.worse_sign[code], relative, absolute)
     gated = rules.gated[code]
     status = info_never_gates(status, gated)
     status = no_data(status, rows.baseline, rows.current)

@@ -104,8 +104,9 @@ def group_status(low: float, high: float, worse_sign: float, limit: float) -> st
 
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
                  relative: Floats, absolute: Floats, confidence: float) -> GroupVerdicts:
-    """Judge every group of repeated kernel launches on each gated time-like metric. ``worse_sign``,
-    ``gated``, ``relative`` and ``absolute`` are per metric code (``policies.MetricRules``)."""
+    """Judge every group of repeated kernel launches on each gated time-like metric. ``worse_sign`` and
+    ``gated`` are per metric code (``policies.MetricRules``), ``relative`` and ``absolute`` per joined row
+    (``series_thresholds.row_limits``: a series may have a threshold of its own)."""
     verdicts = GroupVerdicts.none(len(rows), launches.count)
     metrics = [code for code, name in enumerate(rows.names)
                if code < len(gated) and gated[code] and is_time_like(name)]
@@ -148,7 +149,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             verdicts.low[members] = low
             verdicts.high[members] = high
             status = group_status(low, high, float(worse_sign[code]),
-                                  _limit(float(relative[code]), float(absolute[code]), median_base))
+                                  _limit(float(relative[members[0]]), float(absolute[members[0]]), median_base))
             verdicts.status[members] = status
             found_statuses.add(status)
     for kernel_group, shown in judged_groups.items():

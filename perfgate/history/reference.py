@@ -22,8 +22,9 @@ import numpy as np
 
 from perfgate.history.db import History
 from perfgate.history.series import commit_order
+from perfgate.metrics import Threshold
 from perfgate.table import Measurement, make_table
-from perfgate.vocabulary import KIND_BENCHMARK
+from perfgate.vocabulary import KIND_BENCHMARK, NO_ENTRIES
 
 REFERENCE_COMMITS = 12  # the base branch's latest commits a reference is the median of
 MIN_REFERENCE_RUNS = 5  # a series measured in fewer of them: insufficient data
@@ -44,6 +45,7 @@ class Reference(NamedTuple):
     since: str  # first recording of the window's first commit (ISO-8601 UTC)
     medians: Mapping[SeriesKey, tuple[float, int]]  # series -> (median, commits that measured it)
     tests: Mapping[tuple[str, ...], tuple[str, ...]]  # (gpu, kind, kernel, region, metric) -> the tests measuring it
+    thresholds: Mapping[tuple[str, ...], Threshold] = NO_ENTRIES  # per series, learned from its spread (noise)
 
     @property
     def label(self) -> str:
@@ -179,6 +181,19 @@ def reference_for(reference: Reference, options: CompareOptions, test: str | Non
     def build(baseline: Measurement, current: Measurement) -> tuple[Measurement, list[str]]:
         return reference_measurement(reference, baseline, current, options, test)
     return build
+
+
+def judging_for(reference: Reference, options: CompareOptions, test: str) -> tuple[CompareOptions, ReferenceFor]:
+    """The plugin, for one test: its options with its series' learned thresholds (within the test's own hand-set
+    ones: a marker's thresholds= may be tighter than the session's), and its reference."""
+    from perfgate.history.noise import series_thresholds
+
+    hand_set = options.effective_thresholds()
+    learned = {key: ceiling._replace(relative=min(threshold.relative or 0.0, ceiling.relative))
+               for key, threshold in series_thresholds(reference.thresholds, test).items()
+               if (ceiling := hand_set.get(key[2])) is not None and ceiling.gating and ceiling.relative is not None}
+    options = options._replace(series_thresholds={**learned, **options.series_thresholds})
+    return options, reference_for(reference, options, test)
 
 
 def plugin_reference(url: str, branch: str) -> Reference:

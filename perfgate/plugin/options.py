@@ -127,9 +127,10 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         from perfgate.history.noise import plugin_thresholds
         from perfgate.history.reference import plugin_reference
 
-        thresholds, notes = plugin_thresholds(history, settings.history_branch, thresholds,
-                                              resolve_metrics(opt("perfgate_metrics"), settings.metrics))
-        reference = plugin_reference(history, settings.history_branch)
+        learned = plugin_thresholds(history, settings.history_branch, thresholds,
+                                    resolve_metrics(opt("perfgate_metrics"), settings.metrics))
+        notes = tuple(learned.notes)
+        reference = plugin_reference(history, settings.history_branch)._replace(thresholds=learned.series)
     return PluginOptions(
         update=bool(opt("perfgate_update")),
         strict=bool(opt("perfgate_strict")) or settings.strict,

@@ -353,9 +353,9 @@ class PerfgateSession:
         where = Where(name=baseline_name(item.nodeid), test=item.nodeid, path=path, line=line)
         reference = None
         if self.options.history_reference is not None:  # judged against the base branch's recent runs
-            from perfgate.history.reference import reference_for
+            from perfgate.history.reference import judging_for
 
-            reference = reference_for(self.options.history_reference, options, test=item.nodeid)
+            options, reference = judging_for(self.options.history_reference, options, test=item.nodeid)
         try:
             result = gate(current, baselines=self.options.baselines, where=where, options=options, settings=settings,
                           update=self.options.update, strict=self.options.strict, notes=notes,
