@@ -125,6 +125,9 @@ def _add_baseline(sub: _SubParsers) -> None:
     baseline.add_argument("-d", "--dir", type=Path, metavar="DIR",
                           help="baseline directory (default: [tool.perfgate] baselines, else 'baselines')")
     baseline.add_argument("--name", metavar="NAME", help="baseline file name (default: REPORT's stem)")
+    baseline.add_argument("--history", metavar="URL",
+                          help="say which regressions the update carries are accepted in this history (default: "
+                               "[tool.perfgate] history; see docs/history.md)")
     _add_selection_options(baseline)
     baseline.set_defaults(func=cmd_baseline)
 
@@ -181,6 +184,14 @@ def _configured_path(args: argparse.Namespace, value: str) -> Path:
 
     pyproject = args.config if args.config is not None else find_pyproject()
     return Path(value) if pyproject is None else pyproject.resolve().parent / value
+
+
+def _configured_history(args: argparse.Namespace, url: str) -> str:
+    """A relative ``sqlite:///path`` from [tool.perfgate] history is relative to the pyproject.toml's folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix):]).is_absolute():
+        return prefix + str(_configured_path(args, url[len(prefix):]))
+    return url
 
 
 _REPORT_SUFFIXES = (".ncu-rep", ".csv", ".json", ".log", ".txt")
@@ -344,8 +355,14 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if not any(_gates(document, gated) for document in documents.values()):
         files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
+    from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
+
+    history = args.history or (settings.history and _configured_history(args, settings.history))
+    documents, carried = carried_in_update(documents, directory, name, measurement, options, history or None)
     for path in save_baselines(documents, directory, name):
         sys.stdout.write(f"wrote {inert(path)}\n")
+    for line in carried:  # on stderr: stdout lists the files written, one per line
+        sys.stderr.write(line + "\n")
     return EXIT_OK
 
 

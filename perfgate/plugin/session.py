@@ -356,11 +356,17 @@ class PerfgateSession:
             from perfgate.history.reference import judging_for
 
             options, reference = judging_for(self.options.history_reference, options, test=item.nodeid)
+        acceptances = None
+        if self.options.update and self.options.history:  # whether the regressions an update carries are accepted
+            from perfgate.history.accept import update_check
+
+            acceptances, problem = update_check(self.options.history, item.nodeid, os.environ)
+            notes = [*notes, *([f"{item.nodeid}: {problem}"] if problem else [])]
         try:
             result = gate(current, baselines=self.options.baselines, where=where, options=options, settings=settings,
                           update=self.options.update, strict=self.options.strict, notes=notes,
                           shown=lambda p: shown_path(p, root), update_hint="pytest --perfgate --perfgate-update",
-                          strict_flag="--perfgate-strict", reference=reference)
+                          strict_flag="--perfgate-strict", reference=reference, acceptances=acceptances)
         except PerfgateError as exc:
             self._fail(item, str(exc))
         self._stash_payload(item, report=result.report, status=result.status,
