@@ -300,6 +300,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if reference is not None:
             baseline, referred = reference(baseline, current)
             history_notes[:0] = referred
+            if baseline.table.empty:  # no BASELINE and nothing from the history: never a pass
+                raise InputError(args.current, f"nothing to compare: the history holds no reference for its launches "
+                                 f"on branch {args.history_branch!r} (at least 5 recent runs each) and no BASELINE "
+                                 "was given", "record base-branch runs with 'perfgate history record', or give BASELINE")
         comparison = compare_tables(baseline, current, options)
         del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.

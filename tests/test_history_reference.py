@@ -99,6 +99,15 @@ def test_insufficient_data_is_said_per_series(tmp_path: Path) -> None:
     assert status == 1  # the snapshot alone: gemm +13%
 
 
+def test_no_reference_at_all_is_never_a_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    _record(tmp_path, url, [{"gemm": v} for v in HISTORY[:3]])  # too few runs
+    current = _baseline_file(tmp_path / "cur.json", {"gemm": 100_000.0})
+    assert main(["compare", str(current), "--history", url]) == 2
+    assert "nothing to compare: the history holds no reference for its launches on branch 'main'" in \
+        capsys.readouterr().err
+
+
 def test_compare_without_baseline_needs_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     current = _baseline_file(tmp_path / "cur.json", {"gemm": 1.0})
     with pytest.raises(SystemExit) as info:
