@@ -32,6 +32,8 @@ def report_findings(report: Report) -> dict[KernelKey, tuple[list[str], list[str
     appeared_of = launches.get("findings_appeared") or [None] * count
     gone_of = launches.get("findings_gone") or [None] * count
     found: dict[KernelKey, tuple[list[str], list[str]]] = {}
+    if appeared_of.count(None) == count and gone_of.count(None) == count:
+        return found  # a run without ncu sections: nothing known (a list count, no per-launch loop)
     for at in range(count):
         appeared, gone = appeared_of[at], gone_of[at]
         if appeared is None and gone is None:
