@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.columns import Columns, factorize, objects
+from perfgate.columns import Columns, factorize, filled
 from perfgate.compare.arrays import Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.metrics import Threshold
@@ -35,7 +35,7 @@ def row_limits(rows: JoinedRows, relative: Floats, absolute: Floats, gated: np.n
     """``relative``/``absolute``/``gated`` are per metric code (``policies.MetricRules``); ``kernels`` and
     ``regions`` per launch id (the current run's names)."""
     code = rows.metric_code
-    limits = RowLimits(relative[code], absolute[code], objects([""] * len(rows)))
+    limits = RowLimits(relative[code], absolute[code], filled(len(rows), ""))
     if not series or not len(rows):
         return limits
     metrics = {metric for _, _, metric in series}
