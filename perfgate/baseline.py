@@ -39,7 +39,7 @@ import numpy as np
 
 from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length
 from perfgate.collect.screen import shown, value_problem
-from perfgate.errors import InputError
+from perfgate.errors import ConfigError, InputError
 from perfgate.files import (
     _fill,
     _locked_temp,
@@ -60,11 +60,36 @@ MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantile
 
 
 def device_slug(name: str, cc: str) -> str:
-    """Folder name for a device: ``Tesla T4``, ``7.5`` -> ``tesla-t4-sm75``."""
+    """Folder name for a device: ``Tesla T4``, ``7.5`` -> ``tesla-t4-sm75``. One folder level, whatever the input
+    says (a compute capability ``9.0/x`` is ``sm90x``)."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-device"
-    if cc:
-        slug += "-sm" + cc.replace(".", "")
+    cc_part = re.sub(r"[^a-z0-9]+", "", cc.lower())
+    if cc_part:
+        slug += "-sm" + cc_part
     return slug
+
+
+MAX_STEM = 200  # bytes of a file name's stem: under every filesystem's 255, with room for ".json" and temp names
+
+
+def file_stem(name: str) -> str:
+    """The file name (without ``.json``) that holds the baseline called ``name``: one path component, and a
+    different one for every different name (percent-encoding: ``my test`` -> ``my%20test``, ``../x`` ->
+    ``%2E.%2Fx``), so a name can neither leave the baselines folder nor share another name's file. Letters,
+    digits, ``-``, ``_`` and inner dots are kept, so the names perf tests get (``gate.baseline_name``) are
+    their own file names. A stem over ``MAX_STEM`` bytes is cut and given a hash of the whole name."""
+    from urllib.parse import quote
+
+    if not name:
+        raise ConfigError("a baseline name must not be empty (--name)")
+    stem = quote(name, safe="-_.")
+    if stem.startswith("."):  # ".", "..", and names that would be hidden (or look like a temporary file)
+        stem = "%2E" + stem[1:]
+    if len(stem) > MAX_STEM:
+        import hashlib
+
+        stem = stem[:MAX_STEM - 17].rstrip("%") + "-" + hashlib.sha1(name.encode()).hexdigest()[:16]
+    return stem
 
 
 def looks_like_baseline(document: Any) -> bool:
@@ -291,8 +316,7 @@ def _current_bytes(path: Path) -> bytes | None:
 
 def baseline_file(directory: Path, device: tuple[str, str], name: str) -> Path:
     """Where ``save_baselines`` keeps the baseline ``name`` of ``device`` (name, cc)."""
-    safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "baseline"
-    return directory / device_slug(*device) / f"{safe_name}.json"
+    return directory / device_slug(*device) / f"{file_stem(name)}.json"
 
 
 def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: str | os.PathLike[str],

@@ -23,6 +23,7 @@ from perfgate.errors import (
     PerfgateError,
 )
 from perfgate.options import metrics_arg, probability, resolve_metrics, threshold_arg
+from perfgate.process import Terminated, print_out, stdout_gone, terminating_unwinds
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -99,6 +100,9 @@ def _add_compare(sub: _SubParsers) -> None:
                               "'off' not gated; repeatable (default: the catalog's, see README)")
     compare.add_argument("--allow-device-mismatch", action="store_true", default=None,
                          help="compare results from different GPUs anyway (default: refuse)")
+    compare.add_argument("--accept-unpaired-kernels", action="store_true", default=None,
+                         help="kernels missing and new in the same region that no rule paired pass (default: the "
+                              "comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged)")
     compare.add_argument("--significance", type=probability, metavar="P",
                          help="p-value a benchmark slowdown must beat when raw timings exist on both sides "
                               "(default: [tool.perfgate] significance, else 0.01)")
@@ -217,7 +221,7 @@ def _output_path(text: str) -> Path | None:
 def _write_output(parts: Iterable[str], output: Path | None) -> None:
     """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
-        sys.stdout.writelines(parts)
+        print_out(*parts)
         return
     from perfgate.files import write_atomically
 
@@ -258,7 +262,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.options import selection
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
-        from perfgate.report import build_report
+        from perfgate.report import build_report, verdict_of
         from perfgate.table import Measurement, empty_table
 
     if args.baseline is None and not args.history:
@@ -271,6 +275,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         significance=args.significance or settings.significance,
         allow_device_mismatch=bool(args.allow_device_mismatch or settings.allow_device_mismatch),
         kernel_aliases=settings.kernel_aliases,
+        accept_unpaired_kernels=bool(args.accept_unpaired_kernels or settings.accept_unpaired_kernels),
     )
     wanted = options.wanted_metrics()
     current = with_region_totals(read_table(args.current, wanted))
@@ -310,11 +315,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
                               result_arrays=fmt == "json")
         del comparison
+        # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
+        report["verdict"] = verdict_of(report)
         failed = report["verdict"] == "fail"
     report["notes"].extend(history_notes)
     _write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
-        sys.stdout.write(f"{verdict_line(report)} (report: {args.output})\n")
+        print_out(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)
 
 
@@ -338,7 +345,7 @@ def _not_measured_status(report: "Report") -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     with _importing():
-        from perfgate.baseline import baseline_documents, device_slug, save_baselines
+        from perfgate.baseline import baseline_documents, baseline_file, save_baselines
         from perfgate.collect import read_table
         from perfgate.compare import CompareOptions
         from perfgate.regions import with_region_totals
@@ -346,6 +353,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     settings = _settings(args)
     options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
     measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
+    from perfgate.compare.sources import for_measurement
+
+    options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
                                       "baseline could not be kept per GPU",
@@ -356,15 +366,18 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
     directory = args.dir if args.dir is not None else _configured_path(args, settings.baselines)
     name = args.name or report_stem(args.report)
+    if not documents:
+        raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
+                         "make the baseline from a run that measured something")
     if not any(_gates(document, gated) for document in documents.values()):
-        files = ", ".join(str(directory / device_slug(*key) / f"{name}.json") for key in sorted(documents))
+        files = ", ".join(str(baseline_file(directory, key, name)) for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
     from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
 
     history = args.history or (settings.history and _configured_history(args, settings.history))
     documents, carried = carried_in_update(documents, directory, name, measurement, options, history or None)
     for path in save_baselines(documents, directory, name):
-        sys.stdout.write(f"wrote {inert(path)}\n")
+        print_out(f"wrote {inert(path)}\n")
     for line in carried:  # on stderr: stdout lists the files written, one per line
         sys.stderr.write(line + "\n")
     return EXIT_OK
@@ -423,7 +436,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_reports(reports)
     _write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
-        sys.stdout.write(verdict_line(merged) + "\n")
+        print_out(verdict_line(merged) + "\n")
     return EXIT_REGRESSION if merged["verdict"] == "fail" else _not_measured_status(merged)
 
 
@@ -458,12 +471,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(words)
     try:
-        return int(args.func(args))
+        with terminating_unwinds():
+            return int(args.func(args))
+    except Terminated as exc:
+        sys.stderr.write("perfgate: terminated\n")
+        return 128 + exc.signum
     except PerfgateError as exc:
         # inert: the line can quote a file or kernel name, which must not act on the terminal.
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return exc.exit_status
-    except BrokenPipeError:  # the reader of our output went away (| head): nothing left to say
+    except BrokenPipeError:  # the reader of a listing went away (| head); verdicts are printed by print_out
+        stdout_gone()
         return EXIT_OK
     except KeyboardInterrupt:
         sys.stderr.write("perfgate: interrupted\n")

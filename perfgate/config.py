@@ -35,9 +35,13 @@ class Settings(NamedTuple):
     keep_artifacts: bool = False  # keep ncu's report, log and command of every perf test, not only failed ones
     isolate: bool = False  # one profiled child per perf test instead of one per group sharing ncu's options
     kernel_aliases: Mapping[str, str] = NO_ENTRIES  # glob pattern -> name, to pair renamed kernels
+    accept_unpaired_kernels: bool = False  # missing + new kernels of one region pass (else: not measured)
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
     # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
     sections: tuple[str, ...] = ()
+    # What measures perf tests: "ncu", "timeline" (a CUPTI trace), "both", or "auto" (ncu; the timeline where
+    # counters are refused). See docs/timeline.md.
+    source: str = "ncu"
     # The history (docs/history.md): a URL that records every session ("" = off), the base branch whose runs
     # size learned thresholds, and whether to learn them.
     history: str = ""
@@ -49,6 +53,7 @@ class Settings(NamedTuple):
 
 
 _KEYS = set(Settings._fields)
+SOURCES = ("ncu", "timeline", "both", "auto")
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -153,6 +158,8 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
 
 def _check_values(values: Mapping[str, Any], source: str) -> None:
     """Refuse settings that parse but make no sense: they would disable a guard or gate nothing, silently."""
+    if "source" in values and values["source"] not in SOURCES:
+        raise ConfigError(f"{source}: source must be one of {', '.join(SOURCES)}, got {values['source']!r}")
     if "clock_control" in values:
         check_clock_control(values["clock_control"], f"{source}: clock_control")
     if "cache_control" in values and values["cache_control"] not in CACHE_CONTROLS:

@@ -16,12 +16,13 @@ def _umask() -> int:
     return current
 
 
-# Temporary files of a write in progress: ``.<name>.<random>.tmp`` beside the file they become. Hidden, and
-# no reader ever opens them (readers open ``<dir>/<gpu>/<name>.json`` by name); ``remove_leftovers`` deletes
-# the ones a killed writer left behind.
-_TEMP_PREFIX = "."
+# Temporary files of a write in progress: ``.perfgate-<name>.<random>.tmp`` beside the file they become.
+# Hidden, and no reader ever opens them (readers open ``<dir>/<gpu>/<name>.json`` by name);
+# ``remove_leftovers`` deletes the ones a killed writer left behind, and only those: the prefix is
+# perfgate's, so a user's own ``.notes.abc123.tmp`` is never touched.
+_TEMP_PREFIX = ".perfgate-"
 _TEMP_SUFFIX = ".tmp"
-_LEFTOVER = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+_LEFTOVER = re.compile(r"^\.perfgate-.+\.[A-Za-z0-9_]{6,}\.tmp$")
 STALE_SECONDS = 3600.0  # without flock (Windows): a temporary file this old is a leftover
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from perfgate.baseline import (
     baseline_documents,
     device_slug,
+    file_stem,
     read_baseline,
     save_baselines,
 )
@@ -57,7 +58,27 @@ def baseline_name(test_id: str) -> str:
 
 
 def baseline_path(directory: Path, device: str, cc: str, name: str) -> Path:
-    return directory / device_slug(device, cc) / f"{name}.json"
+    return directory / device_slug(device, cc) / f"{file_stem(name)}.json"
+
+
+def own_name(directory: Path, name: str, test: str | None) -> str:
+    """The baseline name of ``test``: ``name`` (``baseline_name(test)``), unless a baseline of that name
+    records another test as its source (``test_y[.]``, ``test_y[..]`` and ``test_y`` all read ``..._test_y``):
+    then ``name`` and a hash of the test id. The first test to write a name keeps it; each other gets its own."""
+    if not test:
+        return name
+    import json
+
+    for file in directory.glob(f"*/{file_stem(name)}.json"):
+        try:
+            source = json.loads(file.read_bytes()).get("source")
+        except (OSError, ValueError, AttributeError):
+            continue  # unreadable: read_baseline says why, once it is this test's
+        if isinstance(source, str) and "::" in source and source != test:
+            import hashlib
+
+            return f"{name}-{hashlib.sha1(test.encode()).hexdigest()[:12]}"
+    return name
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
     Raises PerfgateError for an unreadable baseline or a comparison that cannot be made.
     """
     who = where.test or where.name
+    name = own_name(baselines, where.name, where.test)
     reports: list[Report] = []
     regressions: list[str] = []
     problems: list[str] = []
@@ -116,14 +138,24 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
     table = current.table
     for device, cc in devices(table):
         sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)])
-        file = baseline_path(baselines, device, cc, where.name)
+        file = baseline_path(baselines, device, cc, name)
         device_notes = list(notes)
         status = UPDATED if update else COMPARED
+        unreadable = None
         if file.is_file():
-            baseline = read_baseline(file)._replace(source=shown(file))
+            try:
+                baseline = read_baseline(file)._replace(source=shown(file))
+            except PerfgateError as exc:
+                if not update:
+                    raise
+                unreadable = exc  # an update replaces a corrupt baseline: it is what the update is for
+        if file.is_file() and unreadable is None:
             note = _settings_note(who, baseline.settings, settings)
             if note:
                 device_notes.append(note)
+        elif unreadable is not None:
+            baseline = Measurement(empty_table(), source=shown(file))
+            device_notes.append(f"{who}: the baseline at {shown(file)} could not be read ({unreadable}): replaced")
         else:
             baseline = Measurement(empty_table(), source=shown(file))
         if reference is not None and not update:
@@ -147,7 +179,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
                 carried = acceptances(carried, device)
             documents = {key: with_carried(document, carried) for key, document in documents.items()}
             device_notes.extend(carried_lines(carried, who, acceptances is not None))
-            paths = save_baselines(documents, baselines, where.name)
+            paths = save_baselines(documents, baselines, name)
             written.extend(paths)
             device_notes.append(f"{who}: baseline written to {', '.join(shown(p) for p in paths)}")
         elif strict and comparison.unmeasured:

@@ -54,6 +54,9 @@ OFF = Threshold(gating=False)
 _SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 
 
+MAX_RELATIVE_PERCENT = 1000.0  # a limit past a tenfold change is a typo, or a way to gate nothing
+
+
 def parse_threshold(spec: str) -> Threshold:
     """Parse ``5%``, ``1000``, ``5%+1000`` or ``off``."""
     text = str(spec).strip().lower()
@@ -73,6 +76,10 @@ def parse_threshold(spec: str) -> Threshold:
             # 1e999 reads as infinity: a limit nothing can exceed would gate nothing, silently.
             raise ConfigError(f"bad threshold {spec!r}: {match['num']} is not a finite number; a limit that "
                               "nothing exceeds gates nothing (use 'off' to show a metric without gating it)")
+        if match["pct"] and number > MAX_RELATIVE_PERCENT:
+            raise ConfigError(f"bad threshold {spec!r}: {match['num']}% is beyond any change a run shows, so it "
+                              f"would gate nothing (at most {MAX_RELATIVE_PERCENT:g}%; 'off' shows a metric "
+                              "without gating it)")
         if match["pct"]:
             if relative is not None:
                 raise ConfigError(f"bad threshold {spec!r}: two relative limits")
@@ -158,7 +165,44 @@ CATALOG: tuple[MetricInfo, ...] = (
     ),
 )
 
-CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in CATALOG}
+# The timeline source's metrics (``perfgate.collect.timeline``; docs/timeline.md). Kept apart from CATALOG: ncu
+# cannot collect them, and a comparison of traces compares these instead of ncu's (``TIMELINE_METRICS``).
+# Thresholds from the H200 fixtures (tests/data/h200/timeline, tests/test_timeline_thresholds.py): between single
+# entries (one step each) of unchanged runs, a region's wall time moved up to +7.6% (22 us, softmax) and its GPU
+# idle up to 38 us (19 -> 57 us, the MLP's first layer), leaving out each trace's first traced step (CUPTI's first
+# use); a host synchronisation after each MLP layer moved the step's wall time +10-12% and its GPU idle 80 us ->
+# 0.9-1.1 ms, the backward pass's idle 40 us -> 0.4-0.5 ms.
+TIMELINE_CATALOG: tuple[MetricInfo, ...] = (
+    MetricInfo(
+        "timeline.wall_time", "wall time", Direction.LOWER_IS_BETTER, Threshold(relative=0.08, absolute=20000.0),
+        "A region's wall time, median over its entries (steps): from its first launch call (or, queued behind "
+        "earlier GPU work, that work's end) to its last kernel's end. 8% and at least 20 us.", time_like=True,
+    ),
+    MetricInfo(
+        "timeline.gpu_idle", "GPU idle", Direction.LOWER_IS_BETTER, Threshold(relative=0.50, absolute=40000.0),
+        "Nanoseconds of the region's wall time with nothing running on the GPU (no kernel, copy or set on any "
+        "stream): a host synchronisation or a starved GPU. 50% and at least 40 us.", time_like=True,
+    ),
+    MetricInfo(
+        "timeline.kernel_duration", "GPU time", Direction.LOWER_IS_BETTER, Threshold(relative=0.10, absolute=2000.0),
+        "A kernel's duration as traced (the GPU's own clocks, not ncu's locked base clocks, other work beside "
+        "it): repeated launches are judged as a sample; 10% and at least 2 us.", time_like=True,
+    ),
+    MetricInfo("timeline.gpu_idle_pct", "GPU idle %", Direction.LOWER_IS_BETTER, OFF,
+               "GPU idle as a share of the region's wall time: shown (a short region's share jumps by points)."),
+    MetricInfo("timeline.launch_overhead", "launch overhead", Direction.LOWER_IS_BETTER, OFF,
+               "Wall time minus the region's own GPU busy time (tritonbench's definition): shown.", time_like=True),
+    MetricInfo("timeline.gpu_busy", "GPU busy", Direction.LOWER_IS_BETTER, OFF,
+               "The union of the region's own kernel, copy and set intervals (overlapping streams counted once): "
+               "shown.", time_like=True),
+    MetricInfo("timeline.kernel_time", "kernel time", Direction.LOWER_IS_BETTER, OFF,
+               "Summed durations of the region's kernels (overlap counted twice): shown.", time_like=True),
+    MetricInfo("timeline.kernel_count", "kernels", Direction.NEUTRAL, OFF,
+               "Kernels the region launched: shown, to say whether the kernels changed."),
+)
+TIMELINE_METRICS: tuple[str, ...] = tuple(m.name for m in TIMELINE_CATALOG)
+
+CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in (*CATALOG, *TIMELINE_CATALOG)}
 
 DEFAULT_KERNEL_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if not is_benchmark_metric(m.name))
 
@@ -171,6 +215,14 @@ MULTI_PASS_METRICS: dict[str, int] = {
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 6,
 }
 DEFAULT_BENCHMARK_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if is_benchmark_metric(m.name))
+
+# DRAM byte counters: their absolute floor grows with the launch's DRAM traffic (read + written): at least
+# TRAFFIC_FLOOR_SHARE of it. Same-code reruns moved a launch's DRAM read by up to 0.55% of its traffic and its
+# write by up to 0.83% (perfgate's H100 MLP pairs; 0.18% on the corpus T4 pair), and torch's RNG kernel (241 MB
+# written) read 19.5 KB -> 36.1 KB on two runs of the same code (GH200): a few KB against a 4 KB floor. Bytes
+# below 1% of a kernel's traffic cannot move its memory time by more than 1% (docs/matching.md, "Floors").
+DRAM_BYTE_METRICS: tuple[str, ...] = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+TRAFFIC_FLOOR_SHARE = 0.01
 
 # Launch facts compared to explain a row ("launch config changed"), never gated.
 LAUNCH_CONFIG_METRICS: tuple[str, ...] = (
@@ -226,4 +278,4 @@ def label_of(metric: str) -> str:
 
 
 def default_thresholds() -> dict[str, Threshold]:
-    return {m.name: m.threshold for m in CATALOG}
+    return {m.name: m.threshold for m in (*CATALOG, *TIMELINE_CATALOG)}

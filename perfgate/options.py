@@ -87,7 +87,8 @@ def resolve_metrics(requested: Sequence[str] | None, configured: Sequence[str] |
 def selection(*, metrics: Sequence[str] | None, thresholds: Mapping[str, Threshold], significance: float,
               allow_device_mismatch: bool, extra_metrics: Sequence[str] = (),
               extra_thresholds: Mapping[str, Threshold] | None = None, collecting: bool = False,
-              kernel_aliases: Mapping[str, str] | None = None) -> CompareOptions:
+              kernel_aliases: Mapping[str, str] | None = None,
+              accept_unpaired_kernels: bool = False) -> CompareOptions:
     """What to compare, and how strictly: the configured (or default) metrics plus ``extra_metrics`` (a
     marker's), the configured thresholds under ``extra_thresholds``.
 
@@ -105,4 +106,5 @@ def selection(*, metrics: Sequence[str] | None, thresholds: Mapping[str, Thresho
         asked = {*(metrics or ()), *extra_metrics, *merged}
         chosen = tuple(m for m in chosen if m not in MULTI_PASS_METRICS or m in asked)
     return CompareOptions(thresholds=merged, metrics=chosen, significance=significance,
-                          allow_device_mismatch=allow_device_mismatch, kernel_aliases=dict(kernel_aliases or {}))
+                          allow_device_mismatch=allow_device_mismatch, kernel_aliases=dict(kernel_aliases or {}),
+                          accept_unpaired_kernels=accept_unpaired_kernels)

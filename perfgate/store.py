@@ -105,16 +105,14 @@ def stale_baselines(stored: Iterable[StoredBaseline], test_ids: Iterable[str],
     file exists but nothing of it was collected (a module skipped for want of torch or a GPU, a collection
     error, a path not passed): its baselines are kept, never called stale on this machine's say-so.
     """
-    from perfgate.gate import baseline_name
-
     ids = list(test_ids)
-    live = {baseline_name(test_id) for test_id in ids}
+    live = set(ids)  # by the test each baseline records: two tests' names can share a stem (gate.own_name)
     collected_files = {test_id.split("::", 1)[0] for test_id in ids}
     root = root or Path.cwd()
     stale: list[StoredBaseline] = []
     unchecked: list[StoredBaseline] = []
     for b in stored:
-        if not b.from_test or b.name in live:
+        if not b.from_test or b.source in live:
             continue
         test_file = b.source.split("::", 1)[0]
         if test_file in collected_files or not (root / test_file).exists():

@@ -92,6 +92,7 @@ SOURCES: dict[str, Callable[[], bytes]] = {
     "details-scaled": lambda: (H100 / "vector_add.rerun.details.csv").read_bytes(),
     "raw": lambda: (H100 / "vector_add.rerun.raw-base.csv").read_bytes(),
     "mlp-raw": lambda: (H100 / "mlp.rerun.raw-base.csv").read_bytes(),
+    "mlp-details": lambda: (H100 / "mlp.rerun.details-base.csv").read_bytes(),
     "stdout": lambda: (H100 / "vector_add.stdout-raw.log").read_bytes(),
     "labels": lambda: (NCU_CSV / "details_default_labels.csv").read_bytes(),
     "bench": lambda: json.dumps(BENCH, indent=1).encode(),
@@ -381,6 +382,7 @@ def _cases() -> list[Case]:
         ("entries-object", json_edit(lambda d: d.update(entries={}))),
     ]
     cases += [Case(f"baseline-{label}", "baseline", build) for label, build in baseline]
+    cases += GARBAGE_OWN
     # Not files: devices, a FIFO nobody writes, a directory, loops; and a file over the size limit.
     cases += [
         Case("dev-zero", "rep", special=symlink_to("/dev/zero")),
@@ -395,7 +397,39 @@ def _cases() -> list[Case]:
     return cases
 
 
+def _set_cells(column: str, value: str, rows_from: int = 1, count: int = 1) -> Build:
+    """``column``'s cell in ``count`` launch rows from the ``rows_from``-th row of the table (the header is 0)."""
+    def change(rows: list[list[str]]) -> list[list[str]]:
+        at = rows[0].index(column)
+        for row in rows[rows_from:rows_from + count]:
+            row[at] = value
+        return rows
+    return edit_rows(change)
+
+
+def _ids_all_zero(rows: list[list[str]]) -> list[list[str]]:
+    for row in rows[1:]:
+        if row and row[0].isdecimal():
+            row[0] = "0"
+    return rows
+
+
+# Inputs that once made a baseline (exit 0) or a pass out of garbage (issue 23, class 5): each must be refused, or
+# end "not measured", exit 2, by ``compare`` on either side and by ``baseline``.
+GARBAGE_OWN = [
+    Case("bench-benchmarks-empty", "bench", json_edit(lambda d: d.update(benchmarks=[]))),
+    Case("bench-fullname-dict", "bench", json_edit(lambda d: d["benchmarks"][0].update(fullname={"a": 1}))),
+    Case("bench-names-empty", "bench", json_edit(lambda d: d["benchmarks"][0].update(fullname="", name=""))),
+    Case("mlp-details-ids-all-zero", "mlp-details", edit_rows(_ids_all_zero)),
+    Case("mlp-raw-id-not-a-number", "mlp-raw", _set_cells("ID", "abc", rows_from=3)),
+    Case("mlp-raw-kernel-name-empty", "mlp-raw", _set_cells("Kernel Name", "", rows_from=3)),
+    Case("mlp-details-kernel-name-empty", "mlp-details", _set_cells("Kernel Name", "", count=10_000)),
+]
 CASES = _cases()
+GARBAGE = list(GARBAGE_OWN)
+# The corpus's own cases that issue 23 turned from a baseline of garbage into a refusal.
+GARBAGE += [case for case in CASES if case.id in ("bench-machine-info-list", "bench-machine-info-string",
+                                                   "bench-name-list")]
 BLOCKED = [case for case in CASES if case.blocked]
 
 
@@ -549,6 +583,14 @@ def test_no_silent_pass_once_compare_flags_one_sided_values(case: Case, tmp_path
     such a value as not measured (exit 2, the reason in the report)."""
     outcome = run_case(case, tmp_path, capsys, monkeypatch)
     assert not outcome.silent, f"{case.id}: silent pass: {outcome.silent}"
+
+
+@pytest.mark.parametrize("case", GARBAGE, ids=[c.id for c in GARBAGE])
+def test_garbage_is_never_a_baseline_nor_a_pass(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome = run_case(case, tmp_path, capsys, monkeypatch)
+    assert [run.status for run in outcome.runs] == [2, 2, 2], _describe(outcome)
+    assert not list((tmp_path / "baselines").rglob("*.json"))
 
 
 def test_corpus_size() -> None:

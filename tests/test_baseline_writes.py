@@ -1,6 +1,6 @@
 """Issue 14, class 5: baseline writes under kill -9, failures and concurrent writers.
 
-A write is a temporary file beside its target (``.NAME.json.XXXXXXXX.tmp``, flocked while its writer
+A write is a temporary file beside its target (``.perfgate-NAME.json.XXXXXXXX.tmp``, flocked while its writer
 lives), flushed to disk, then renamed. ``save_baselines`` writes every changed file's temporary first and
 renames them only then, so a multi-GPU update is all or nothing as far as a filesystem allows; the next
 run removes what a killed writer left, and no reader ever opens a temporary file.
@@ -101,11 +101,12 @@ def test_leftovers_of_a_killed_writer_are_removed_by_the_next_run(capsys: pytest
                                                                   tmp_path: Path) -> None:
     folder = tmp_path / "b" / "nvidia-h100-80gb-hbm3-sm90"
     folder.mkdir(parents=True)
-    leftovers = [folder / ".vector_add.json.k2j4h1x9.tmp", folder / ".other.json.a_b_c_d_.tmp",
-                 tmp_path / "b" / ".x.json.zzzzzzzz.tmp"]
+    leftovers = [folder / ".perfgate-vector_add.json.k2j4h1x9.tmp", folder / ".perfgate-other.json.a_b_c_d_.tmp",
+                 tmp_path / "b" / ".perfgate-x.json.zzzzzzzz.tmp"]
     for path in leftovers:
         path.write_text('{"half": ')
-    keep = [folder / "notes.tmp", folder / ".gitkeep", folder / "x.json.tmp"]  # not perfgate's temporary names
+    # Not perfgate's temporary names (the last: a user's file that looks like one, but for the prefix).
+    keep = [folder / "notes.tmp", folder / ".gitkeep", folder / "x.json.tmp", folder / ".vector_add.json.k2j4h1x9.tmp"]
     for path in keep:
         path.write_text("mine")
     assert main(["baseline", str(H100 / "vector_add.ncu-rep"), "-d", str(tmp_path / "b")]) == 0
@@ -118,8 +119,8 @@ def test_leftovers_of_a_killed_writer_are_removed_by_the_next_run(capsys: pytest
 def test_a_live_writers_temporary_file_is_left_alone(tmp_path: Path) -> None:
     """Cleaning must not break a concurrent writer: its temporary file is flocked, a dead one's is not."""
     fcntl = pytest.importorskip("fcntl")
-    live = tmp_path / ".a.json.livelive.tmp"
-    dead = tmp_path / ".b.json.deaddead.tmp"
+    live = tmp_path / ".perfgate-a.json.livelive.tmp"
+    dead = tmp_path / ".perfgate-b.json.deaddead.tmp"
     live.write_text("{")
     dead.write_text("{")
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
@@ -144,7 +145,7 @@ def test_readers_never_open_a_temporary_file(capsys: pytest.CaptureFixture[str],
     directory = tmp_path / "b"
     assert main(["baseline", str(H100 / "vector_add.ncu-rep"), "-d", str(directory), "--name", "v"]) == 0
     [path] = directory.glob("*/v.json")
-    (path.parent / ".v.json.abcdefgh.tmp").write_text("{ broken")
+    (path.parent / ".perfgate-v.json.abcdefgh.tmp").write_text("{ broken")
     (path.parent / "v.json.tmp").write_text("{ broken")
     capsys.readouterr()
     assert main(["compare", str(directory), str(H100 / "vector_add.rerun.ncu-rep"), "--name", "v"]) == 0

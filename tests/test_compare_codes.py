@@ -145,7 +145,7 @@ def test_joined_metric_values_are_those_of_a_join_by_launch_and_metric(per_launc
         np.testing.assert_array_equal(row[2:4], want[2:4])
 
 
-def test_of_launches_with_the_same_key_the_first_in_the_table_is_compared() -> None:
+def test_launches_are_matched_by_occurrence_in_report_order_whatever_their_ordinal() -> None:
     def launch(number: int, kernel: str, value: float) -> dict[str, Any]:
         return {"kind": "kernel", "kernel": kernel, "demangled": kernel, "region": "", "ordinal": 0, "launch": number,
                 "device": "NVIDIA H100", "cc": "9.0", "grid": "(1, 1, 1)", "block": "(32, 1, 1)",
@@ -154,5 +154,6 @@ def test_of_launches_with_the_same_key_the_first_in_the_table_is_compared() -> N
     base = Measurement(make_table([launch(0, "b", 10.0), launch(1, "a", 1.0), launch(2, "a", 5.0)]), source="base")
     cur = Measurement(make_table([launch(0, "a", 2.0), launch(1, "a", 3.0), launch(2, "b", 10.0)]), source="cur")
     results = compare_tables(base, cur).results
-    assert results["kernel"].tolist() == ["a", "b"]
-    assert results["baseline"].tolist() == [1.0, 10.0] and results["current"].tolist() == [2.0, 10.0]
+    # The occurrence counts launches of one identity in report order: a table whose ordinals repeat loses none.
+    assert results["kernel"].tolist() == ["a", "a", "b"]
+    assert results["baseline"].tolist() == [1.0, 5.0, 10.0] and results["current"].tolist() == [2.0, 3.0, 10.0]

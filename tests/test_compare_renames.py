@@ -189,10 +189,11 @@ def test_a_cublas_heuristic_change_on_the_real_h100_mlp_is_compared() -> None:
     layer = (cur["kernel"] == old) & (cur["region"] == "layer1")
     assert len(set(cur[layer]["launch"].tolist())) == 1
     kernel, grid, value = cur["kernel"].copy(), cur["grid"].copy(), cur["value"].copy()
-    kernel[layer] = new
+    demangled = cur["demangled"].copy()
+    kernel[layer] = demangled[layer] = new
     grid[layer] = "(16, 16, 1)"
     value[layer & (cur["metric"] == TIME)] *= 1.3
-    rerun = rerun.with_table(cur.assign(kernel=kernel, grid=grid, value=value))
+    rerun = rerun.with_table(cur.assign(kernel=kernel, demangled=demangled, grid=grid, value=value))
     comparison = compare_tables(base, rerun)
     renamed = comparison.launches[(comparison.launches["kernel"] == new)]
     assert len(renamed) == 1

@@ -81,3 +81,23 @@ def test_a_group_of_repeated_launches_is_judged_at_its_series_threshold() -> Non
     assert set(comparison.launches["status"].tolist()) == {"unchanged"}
     own = options._replace(series_thresholds={("gemm", "", TIME): Threshold(relative=0.01)})
     assert set(compare_tables(before, after, own).launches["status"].tolist()) == {"regression"}
+
+
+def test_a_launch_that_moved_alone_is_judged_at_its_series_threshold() -> None:
+    rng = np.random.default_rng(24)
+    base = 100_000.0 * (1 + 0.0005 * rng.standard_normal(12))
+    cur = base * (1 + 0.0005 * rng.standard_normal(12))
+    cur[3] *= 1.02  # launch #3 alone: +2%, within the metric's 5% (and its margin), past the series' 1%
+    before, after = _run({"layer_norm": base.tolist()}), _run({"layer_norm": cur.tolist()})
+    options = CompareOptions(thresholds={TIME: Threshold(relative=0.05)})
+    comparison = compare_tables(before, after, options)
+    assert set(comparison.launches["status"].tolist()) == {"unchanged"}
+    assert not [note for note in comparison.notes if "moved alone" in note]
+
+    own = compare_tables(before, after, options._replace(
+        series_thresholds={("layer_norm", "", TIME): Threshold(relative=0.01)}))
+    launches = own.launches
+    assert launches["ordinal"][launches["status"] == "regression"].tolist() == [3]
+    assert (launches["status"] == "unchanged").sum() == 11  # the group as a whole did not move
+    alone = [note for note in own.notes if "moved alone" in note]
+    assert len(alone) == 1 and alone[0].startswith("layer_norm #3") and "past its limit 1%" in alone[0]

@@ -195,7 +195,9 @@ def _page(rng: random.Random, launches: int) -> bytes:
         return rng.choice([_ncu_number(rng), _ncu_number(rng), "", "n/a", "-0", "fast", "true", "1e3"])
 
     columns = [  # per column: a way to make its cells, one column of each kind
-        lambda i: str(i), lambda i: "4242", lambda i: rng.choice(_CELLS[:6]), lambda i: rng.choice(["(256, 1, 1)", ""]),
+        # A kernel name is never empty: a launch without one is refused (issue 23).
+        lambda i: str(i), lambda i: "4242", lambda i: rng.choice([c for c in _CELLS[:6] if c]),
+        lambda i: rng.choice(["(256, 1, 1)", ""]),
         lambda i: "(64, 1, 1)", lambda i: "0", lambda i: "9.0", lambda i: rng.choice(["NVIDIA H100", "", "T4"]),
         lambda i: _ncu_number(rng), lambda i: rng.choice(["1,024", "", "n/a"]), lambda i: metric(),
         lambda i: rng.choice(["65,536", "-0", "0"]), lambda i: rng.choice(["true", "false"]),

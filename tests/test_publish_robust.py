@@ -197,7 +197,7 @@ class FakeTime:
 
 def _client(github: FakeGitHub, fake: FakeTime, policy: RetryPolicy | None = None) -> GitHubClient:
     return GitHubClient(TOKEN, github.api, policy=policy or RetryPolicy(), clock=fake.clock, wall_clock=fake.wall,
-                        sleep=fake.sleep)
+                        sleep=fake.sleep, jitter=lambda: 0.0)
 
 
 def test_default_policy_waits(github: FakeGitHub) -> None:

@@ -1,7 +1,8 @@
 """Collect: turn any supported input file into the normalized table (see ``perfgate.table``).
 
 Supported inputs: ``.ncu-rep`` (ncu_report), ncu CSV (``--csv --page details|raw``),
-pytest-benchmark JSON, and perfgate baseline JSON, each optionally compressed with xz or gzip
+pytest-benchmark JSON, perfgate baseline JSON, and timeline traces (PyTorch profiler Chrome traces,
+Nsight Systems SQLite exports, perfgate's CUPTI trace: ``perfgate.collect.timeline``), each optionally compressed with xz or gzip
 (Nsight Compute reports shrink 5-20x: perfgate's own H100 fixtures are stored as ``.ncu-rep.xz``).
 The format is sniffed from the content, not trusted from the extension.
 """
@@ -70,6 +71,7 @@ def _check_path(path: Path) -> str:
 
 
 _SNIFF_BYTES = 8192
+_SQLITE_MAGIC = b"SQLite format 3\x00"  # an Nsight Systems export (perfgate.collect.timeline.nsys)
 
 
 def _anonymous_pipe(path: Path) -> bool:
@@ -231,7 +233,7 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
 
 def _supported_head(head: bytes) -> bool:
     """Whether a stream's first bytes can start an input perfgate reads (decided before reading the rest)."""
-    if head.startswith((b"NVR\x00", XZ_MAGIC, GZIP_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
+    if head.startswith((b"NVR\x00", XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
         return True
     from perfgate.collect.ncu_csv import looks_like_ncu_csv
 
@@ -251,6 +253,10 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
         from perfgate.collect.ncu_rep import read_ncu_rep
 
         return read_ncu_rep(file_path, metrics)
+    if head.startswith(_SQLITE_MAGIC):
+        from perfgate.collect.timeline import read_nsys_export
+
+        return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):
         from perfgate.baseline import looks_like_baseline, table_from_baseline
         from perfgate.collect.benchmark_json import (
@@ -263,6 +269,10 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
             return table_from_baseline(document, file_path)
         if looks_like_benchmark_json(document):
             return table_from_benchmark_json(document, file_path)
+        from perfgate.collect.timeline import looks_like_trace, table_from_trace
+
+        if looks_like_trace(document):
+            return table_from_trace(document, file_path)
         raise InputError(file_path, "JSON that is neither a perfgate baseline nor pytest-benchmark output",
                          "pass a baseline written by 'perfgate baseline' or a --benchmark-json file")
     from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv

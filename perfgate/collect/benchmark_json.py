@@ -72,6 +72,9 @@ def table_from_benchmark_json(document: Any, path: Path) -> Measurement:
     if not looks_like_benchmark_json(document):
         raise InputError(path, "not a pytest-benchmark JSON file (no \"benchmarks\" list)",
                          "pass the file written by --benchmark-json or saved under .benchmarks/")
+    if not isinstance(document.get("machine_info", {}), dict):
+        raise InputError(path, '"machine_info" is not an object, so the CPU the timings belong to is unknown',
+                         "pass an unmodified pytest-benchmark JSON file")
     device = machine_name(document)
     rows: list[dict[str, object]] = []
     unusable: list[Unusable] = []
@@ -80,7 +83,14 @@ def table_from_benchmark_json(document: Any, path: Path) -> Measurement:
         if not isinstance(bench, dict) or not isinstance(bench.get("stats"), dict):
             raise InputError(path, f"benchmarks[{index}] has no \"stats\" object",
                              "pass an unmodified pytest-benchmark JSON file")
-        name = _text(bench.get("fullname")) or _text(bench.get("name")) or f"benchmark[{index}]"
+        for key in ("fullname", "name", "group"):
+            if bench.get(key) is not None and not isinstance(bench[key], str):
+                raise InputError(path, f'benchmarks[{index}].{key} is not a string',
+                                 "pass an unmodified pytest-benchmark JSON file")
+        name = _text(bench.get("fullname")).strip() or _text(bench.get("name")).strip()
+        if not name:  # a made-up name would match another file's nameless benchmark
+            raise InputError(path, f"benchmarks[{index}] has no name (\"fullname\" and \"name\" are empty)",
+                             "pass an unmodified pytest-benchmark JSON file")
         group = _text(bench.get("group"))
         check_name_length((name, _text(bench.get("name")), group), path, "benchmark name")
         stats = bench["stats"]

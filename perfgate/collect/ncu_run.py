@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.collect.group_watchdog import GroupWatchdog
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import (
     IDENTITY_METRICS,
@@ -145,6 +146,26 @@ def _tail(text: str, lines: int = 40, chars: int = 6000) -> str:
     return kept[-chars:]
 
 
+TAIL_BYTES = 256 * 1024  # what is read of a test's output for its last lines: a test may print gigabytes
+
+
+def read_tail(path: Path, lines: int = 40, chars: int = 6000) -> str:
+    """The last ``lines`` lines (at most ``chars`` characters) of a file, reading only its last ``TAIL_BYTES``:
+    memory and time do not grow with the output (reading 1.5 GB to keep 40 lines once peaked at 4.55 GB)."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(size - TAIL_BYTES, 0))
+            data = handle.read(TAIL_BYTES)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if size > TAIL_BYTES:
+        text = text.split("\n", 1)[-1]  # the first line read is likely cut
+    # rsplit with a limit: the last lines without a string for every line of the window.
+    return "\n".join(text.rstrip().rsplit("\n", lines)[-lines:])[-chars:]
+
+
 def _read(path: Path | None) -> str:
     if path is None:
         return ""
@@ -222,7 +243,8 @@ def run_ncu(command: Sequence[str], *, timeout: float, output_file: Path, log_fi
                           output=f"cannot start {command[0]}: {exc.strerror or exc}", log="")
         timed_out = False
         try:
-            with _terminating_like_interrupt():
+            # The watchdog ends the group should this process die in the wait, SIGKILL included.
+            with _terminating_like_interrupt(), GroupWatchdog(process.pid):
                 returncode: int | None = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -288,8 +310,8 @@ def parse_ncu_version(text: str) -> str | None:
 def ncu_version(ncu: str, timeout: float = 60.0) -> tuple[str | None, str]:
     """(version, problem): problem is "" when ``ncu --version`` worked."""
     try:
-        done = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run([ncu, "--version"], capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=timeout, stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
         return None, f"'{ncu} --version' did not answer within {timeout:g} s"
     except OSError as exc:

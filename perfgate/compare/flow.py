@@ -15,15 +15,21 @@ from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
+    alone_notes,
+    floor_notes,
+    traffic_floor_notes,
     comparison_notes,
     inconclusive_notes,
     launch_change_notes,
     launch_facts,
     rename_notes,
+    unpaired_kernels,
 )
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
     JudgedRows,
+    absolute_floors,
+    own_regressions,
     judge_rows,
     launch_status,
     metric_rules,
@@ -31,6 +37,7 @@ from perfgate.compare.policies import (
 )
 from perfgate.compare.repeats import judge_groups
 from perfgate.compare.series_thresholds import row_limits, shown_thresholds
+from perfgate.compare.sources import check_same_source, for_measurement, is_timeline, region_why
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -76,8 +83,8 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
         launch = frame.row(int(rows.launch_id[index]))
         lacking = "baseline" if np.isnan(rows.baseline[index]) else "current run"
         kernel = str(launch["baseline_kernel"] if lacking == "baseline" else launch["kernel"])
-        key = (str(launch["kind"]), kernel, str(launch["region"]), int(launch["ordinal"]), str(rows.metric[index]),
-               lacking)
+        ordinal = int(launch["ordinal_b"] if lacking == "baseline" else launch["ordinal"])
+        key = (str(launch["kind"]), kernel, str(launch["region"]), ordinal, str(rows.metric[index]), lacking)
         why = reasons.get(key, "not in that input")
         where = (f"region total {launch['kernel']}" if launch["kind"] == KIND_REGION else
                  str(launch["kernel"]) + (f" [{launch['region']}]" if launch["region"] else "") + f" #{launch['ordinal']}")
@@ -88,7 +95,8 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
 def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
     """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
-    options = options or CompareOptions()
+    check_same_source(baseline, current)
+    options = for_measurement(options or CompareOptions(), baseline, current)
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:
@@ -105,12 +113,15 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
 
     rules = metric_rules(rows.names, thresholds)
+    # Each row's limits: its series' own threshold where it has one (``series_thresholds``), else its metric's;
+    # ``floored`` raises the absolute ones to the DRAM traffic floors (``absolute_floors``).
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
                         launches.frame["region"], options.series_thresholds)
-    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, limits.relative, limits.absolute,
-                          options.confidence)
+    floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
+    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
+                          own_regressions(rows, rules, floored), options.confidence)
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
-                        limits)
+                        floored)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
@@ -118,6 +129,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes = comparison_notes(base_name, cur_name, unnamed_device, compared, thresholds, codes, base_side, cur_side,
                              launches.kinds, statuses)
     notes += rename_notes(launches.renames)
+    notes += region_why(baseline, current) if is_timeline(current) else []
 
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
@@ -127,10 +139,17 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
     if options.series_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, limits.spec[order])
+    notes += alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
+    notes += floor_notes(results, groups, order)
+    excused = (own_regressions(rows, rules, limits) & ~own_regressions(rows, rules, floored)
+               & (judged.status == Status.UNCHANGED.value) & judged.gated)
+    notes += traffic_floor_notes(results, excused, floored.absolute, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
+    if not options.accept_unpaired_kernels:
+        unmeasured += unpaired_kernels(launches, statuses)
     position = np.empty(len(launch_order), dtype=np.int64)  # each launch id's row in the launches table
     position[launch_order] = np.arange(len(launch_order))
     return Comparison(

@@ -1,9 +1,11 @@
 """Matching: which launch of the baseline is which launch of the current run.
 
-Launches are matched by their key (kind, kernel, NVTX region, ordinal): the n-th launch of a kernel
-in a region is compared with the n-th launch of the same kernel in the same region. A kernel whose
-name changed is first paired with its baseline name (``renames``), so its launches match under that
-name. A launch on one side only is *missing* (baseline only) or *new* (current only). Each launch of
+Launches are matched by their key (kind, kernel identity, NVTX region, occurrence): the n-th launch of a
+kernel identity (``identity``: full demangled name, grid, block, shared memory) in a region is compared with
+the n-th launch of the same identity in the same region. A kernel whose identity changed (its launch
+configuration, its template arguments, its generated name) is first paired with its baseline identity
+(``renames``), so its launches match under it. A launch on one side only is *missing* (baseline only) or
+*new* (current only). Each launch of
 either side gets an integer id, its row in the matched frame, so that the per-metric join is on ints
 rather than on four string columns.
 """
@@ -17,16 +19,18 @@ import numpy as np
 
 from perfgate.columns import Columns, combined_key, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
+from perfgate.compare.identity import aligned_occurrences, identities, occurrences, shape_parts, shared_memory
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
-from perfgate.table import LAUNCH_KEY
 from perfgate.vocabulary import KIND_KERNEL
 
 # Where a launch was found (the names pandas' merge indicator gave them, kept for the tables that carry them).
 BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY = "both", "left_only", "right_only"
 
-_LAUNCH_COLUMNS = ("launch", *LAUNCH_KEY, "demangled", "device", "grid", "block")
+_LAUNCH_COLUMNS = ("launch", "kind", "kernel", "region", "ordinal", "demangled", "device", "grid", "block")
+# What launches are matched on: the occurrence counts launches of one identity in one region.
+_MATCH_KEY = ("kind", "identity", "region", "occurrence")
 _SIDE_COLUMNS = ("demangled", "device", "grid", "block")  # kept per side, suffixed _b and _c
-# The kernel name launches are matched by: the baseline's name, for a renamed kernel of the current run.
+# The kernel identity launches are matched by: the baseline's, for a renamed kernel of the current run.
 MATCH_KERNEL = "match_kernel"
 
 _SIDES = objects([BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY])
@@ -35,15 +39,17 @@ _SIDES = objects([BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY])
 class MatchedLaunches:
     """Every launch of either side once, in a table whose row number is the launch id.
 
-    ``frame`` has kind, region and ordinal; ``kernel``, the current run's name where the launch is in it,
-    else the baseline's; ``baseline_kernel``, the baseline's ("" for a new launch); ``match_kernel``, the name
+    ``frame`` has kind, region, ordinal (the reader's: among launches of the same function name in the
+    region, the current run's where the launch is in it; ``ordinal_b`` the baseline's, -1 where absent),
+    occurrence (among launches of the same identity);
+    ``kernel``, the current run's name where the launch is in it,
+    else the baseline's; ``baseline_kernel``, the baseline's ("" for a new launch); ``match_kernel``, the identity
     both sides were matched by; ``matched_by``, the rule that paired a renamed kernel ("name" when the names
     agree, "" for a launch on one side only); ``launch_b``/``launch_c``, the launch number in each side (-1
     where absent) and ``demangled``, ``device``, ``grid`` and ``block`` of each side, suffixed ``_b``
-    (baseline) and ``_c`` (current), "" where absent. Launches are in the order of their keys (kind, kernel
-    matched by, region, ordinal). ``side`` says where each launch was found. ``base_ids``/``cur_ids`` give, per
-    row of the baseline/current table, its launch id, or -1 for a launch dropped because an earlier launch had
-    the same key.
+    (baseline) and ``_c`` (current), "" where absent. Launches are in the order of their keys (kind, identity
+    matched by, region, occurrence). ``side`` says where each launch was found. ``base_ids``/``cur_ids`` give, per
+    row of the baseline/current table, its launch id (-1: none).
     """
 
     __slots__ = ("frame", "side", "base_ids", "cur_ids", "renames")
@@ -77,6 +83,19 @@ def _launches(table: Columns) -> Columns:
     return table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
 
 
+def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
+    """Each side's launches (one row each) with their ``identity`` and ``occurrence`` (``identity``)."""
+    base, cur = _launches(baseline), _launches(current)
+    parts = shape_parts(base, cur, baseline, current)
+    sides = []
+    for launches, table in ((base, baseline), (cur, current)):
+        smem = shared_memory(table, launches["launch"]) if parts.shared_memory else filled(len(launches), "")
+        identity = identities(launches, smem, parts)
+        sides.append(launches.assign(identity=identity, occurrence=occurrences(launches, identity)))
+    base, cur = sides
+    return base, cur.assign(occurrence=aligned_occurrences(base, cur))
+
+
 def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
     """Map each row of ``table`` to its launch id (row of the matched frame), -1 if dropped.
     ``launch_numbers``: per launch id, its launch number in ``table`` (-1: not in it)."""
@@ -91,11 +110,11 @@ def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
 
 
 def _stacked_keys(base: Columns, cur: Columns, cur_names: Any) -> Ints:
-    """The sort key of each launch of both sides, the baseline's then the current run's: (kind, name matched
-    by, region, ordinal); ``cur_names``: the names the current run's launches are matched by."""
-    names = np.concatenate([base["kernel"], cur_names])
-    return combined_key(*(sort_ranks(names if key == "kernel" else np.concatenate([base[key], cur[key]]))
-                          for key in LAUNCH_KEY))
+    """The sort key of each launch of both sides, the baseline's then the current run's: (kind, identity matched
+    by, region, occurrence); ``cur_names``: the identities the current run's launches are matched by."""
+    names = np.concatenate([base["identity"], cur_names])
+    return combined_key(*(sort_ranks(names if key == "identity" else np.concatenate([base[key], cur[key]]))
+                          for key in _MATCH_KEY))
 
 
 def _outer_join(keys: Ints, count: int) -> tuple[Ints, Ints, Ints]:
@@ -125,19 +144,23 @@ def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
 
 
 def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
-    """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, name matched
-    by, region, ordinal)."""
+    """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, identity
+    matched by, region, occurrence)."""
     b, c, first = _outer_join(keys, len(base))
     in_base, in_cur = b >= 0, c >= 0
     side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
-    kind, match_kernel, region, ordinal = (np.concatenate([base_key, cur_key])[first] for base_key, cur_key in
-                                           zip((base["kind"], base["kernel"], base["region"], base["ordinal"]),
-                                               (cur["kind"], cur_names, cur["region"], cur["ordinal"]), strict=True))
+    kind, match_kernel, region, occurrence = (
+        np.concatenate([base_key, cur_key])[first] for base_key, cur_key in
+        zip((base["kind"], base["identity"], base["region"], base["occurrence"]),
+            (cur["kind"], cur_names, cur["region"], cur["occurrence"]), strict=True))
     kernel_b = _per_side(base["kernel"], b, "")
     kernel_c = _per_side(cur["kernel"], c, "")
+    ordinal = np.where(in_cur, _per_side(cur["ordinal"], c, -1), _per_side(base["ordinal"], b, -1))
     data: dict[str, Any] = {
         "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b),
         "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
+        "occurrence": occurrence.astype(np.int64, copy=False),
+        "ordinal_b": _per_side(base["ordinal"], b, -1).astype(np.int64),
         MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b,
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
@@ -155,8 +178,8 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: 
 
 
 def _renamed_names(cur: Columns, renames: Renames) -> tuple[list[str], list[str]]:
-    """Per launch of the current run, the name it is matched by and the rule that paired it."""
-    names: list[str] = cur["kernel"].tolist()
+    """Per launch of the current run, the identity it is matched by and the rule that paired it."""
+    names: list[str] = cur["identity"].tolist()
     rules: list[str] = [BY_NAME] * len(cur)
     kernels = (cur["kind"] == KIND_KERNEL).tolist()
     for index, key in enumerate(zip(cur["region"].tolist(), names, strict=True)):
@@ -170,14 +193,9 @@ def match_launches(baseline: Columns, current: Columns,
                    aliases: Mapping[str, str] | None = None) -> MatchedLaunches:
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
-    base, cur = _launches(baseline), _launches(current)
-    keys = _stacked_keys(base, cur, cur["kernel"])
-    # Of launches with the same key, the first in the table.
-    base_kept, cur_kept = first_rows(keys[:len(base)]), first_rows(keys[len(base):])
-    if len(base_kept) < len(base) or len(cur_kept) < len(cur):
-        keys = np.concatenate([keys[:len(base)][base_kept], keys[len(base):][cur_kept]])
-        base, cur = base[base_kept], cur[cur_kept]
-    frame = _joined(base, cur, keys, cur["kernel"], None)
+    base, cur = _identified(baseline, current)
+    keys = _stacked_keys(base, cur, cur["identity"])
+    frame = _joined(base, cur, keys, cur["identity"], None)
     side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():

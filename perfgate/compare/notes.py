@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from perfgate.columns import Columns, factorize, filled, first_rows
-from perfgate.compare.arrays import Bools, Ints, Objects
+from perfgate.columns import Columns, factorize, filled, first_rows, objects
+from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
-from perfgate.compare.renames import RULE_WORDS, Renames
+from perfgate.compare.identity import short_name, shown
+from perfgate.compare.renames import BY_CONFIG, BY_TEMPLATE, RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
-from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, Threshold
+from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, TRAFFIC_FLOOR_SHARE, Threshold
 from perfgate.vocabulary import (
     KIND_BENCHMARK,
     KIND_KERNEL,
@@ -32,7 +33,8 @@ _CONFIG_LABELS = (("launch__registers_per_thread", "registers"),
 def launch_facts(launches: MatchedLaunches, base: SideValues, cur: SideValues,
                  codes: Mapping[str, int]) -> Columns:
     """Per launch id, grid and block and the launch configuration metrics of both sides (``_b``/``_c``)."""
-    facts = launches.frame.select(["grid_b", "grid_c", "block_b", "block_c"])
+    facts = launches.frame.select(["grid_b", "grid_c", "block_b", "block_c", "demangled_b", "demangled_c",
+                                   "kernel", "baseline_kernel"])
     for metric in LAUNCH_CONFIG_METRICS:
         facts = facts.assign(**{f"{metric}_b": base.per_launch(codes[metric], launches.count),
                                 f"{metric}_c": cur.per_launch(codes[metric], launches.count)})
@@ -63,6 +65,15 @@ def launch_change_notes(facts: Columns) -> Objects:
     """Per launch, a note like 'grid (2016, 1, 1) → (504, 1, 1); registers 16 → 18' or ''. Launches with the same
     changes share one note, built once."""
     parts: list[tuple[Ints, list[str]]] = []
+    before, after = facts["demangled_b"], facts["demangled_c"]
+    template: Bools = ((before != "") & (after != "") & (before != after)
+                       & (facts["kernel"] == facts["baseline_kernel"]))
+    if template.any():  # the same function, other template arguments: gemm_tiled<128, 64, 8> → gemm_tiled<64, 64, 8>
+        names = {name: short_name(name) for name in {*before[template].tolist(), *after[template].tolist()}}
+        before, after = before.copy(), after.copy()
+        before[template] = objects([names[n] for n in before[template].tolist()])
+        after[template] = objects([names[n] for n in after[template].tolist()])
+        parts.append(_part_codes(template & (before != after), before, after, "template"))
     for what in ("grid", "block"):
         before, after = facts[f"{what}_b"], facts[f"{what}_c"]
         mask: Bools = (before != "") & (after != "") & (before != after)
@@ -129,13 +140,23 @@ def _capped(lines: list[str], what: str) -> list[str]:
     return [*lines[:_MAX_LISTED], f"… and {len(lines) - _MAX_LISTED} more {what}"]
 
 
+def _names(identities: tuple[str, ...]) -> str:
+    """Kernels by name, with their launch configuration where names alone do not tell them apart."""
+    names = [shown(identity) for identity in identities]
+    detailed = len(set(names)) < len(names)
+    return ", ".join(shown(identity, detailed) for identity in identities)
+
+
 def rename_notes(renames: Renames) -> list[str]:
-    """The renamed kernels paired (old → new, and by which rule), and the ones left ambiguous."""
-    paired = [f"renamed kernel compared under its new name: {old} → {new}{_where(region)} ({RULE_WORDS[rule]})"
-              for (region, new), (old, rule) in renames.pairs.items()]
-    unclear = [f"renamed kernels not paired{_where(a.region)}: {', '.join(a.baseline)} (baseline) and "
-               f"{', '.join(a.current)} (current) all come to {a.known_as} ({RULE_WORDS[a.rule]}) and their "
-               "positions do not tell them apart; pair them with [tool.perfgate] kernel_aliases rules"
+    """The renamed kernels paired (old → new, and by which rule), and the ones left ambiguous. A kernel paired
+    across a launch configuration change is not listed: its "launch config changed" line says so."""
+    paired = [f"{'template arguments changed' if rule == BY_TEMPLATE else 'renamed kernel'}, compared under its "
+              f"new name: {shown(old)} → {shown(new)}{_where(region)} ({RULE_WORDS[rule]})"
+              for (region, new), (old, rule) in renames.pairs.items() if rule != BY_CONFIG]
+    unclear = [f"renamed kernels not paired{_where(a.region)}: {_names(a.baseline)} "
+               f"(baseline) and {_names(a.current)} (current) all come to "
+               f"{shown(a.known_as)} ({RULE_WORDS[a.rule]}) and their positions do not tell them apart; pair them "
+               "with [tool.perfgate] kernel_aliases rules"
                for a in renames.ambiguous]
     return [*_capped(paired, "renamed kernels paired"), *_capped(unclear, "ambiguous renames")]
 
@@ -158,3 +179,85 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
             f"{row['n_current']} launches) reaches beyond its limit {row['threshold']} without lying beyond it: "
             "inconclusive, not failed; more launches or a quieter machine can settle it")
     return _capped(lines, "inconclusive kernels")
+
+
+def unpaired_kernels(launches: MatchedLaunches, statuses: Objects) -> list[tuple[str, str]]:
+    """Per region holding kernels missing and new that no rule paired: (where, cause). Either may be the other
+    renamed, whose change nobody judged, so the comparison is not a pass (``accept_unpaired_kernels`` accepts)."""
+    frame = launches.frame
+    kernel = launches.kinds == KIND_KERNEL
+    lines = []
+    for region in dict.fromkeys(frame["region"][kernel].tolist()):
+        here = kernel & (frame["region"] == region)
+        missing = dict.fromkeys(launches.either("demangled")[here & (statuses == Status.MISSING.value)].tolist())
+        new = dict.fromkeys(launches.either("demangled")[here & (statuses == Status.NEW.value)].tolist())
+        if not missing or not new:
+            continue
+        where = f"region {region}" if region else "launches outside any region"
+
+        def listed(names: dict[str, None]) -> str:
+            shown_names = [short_name(n) for n in names]
+            return ", ".join(shown_names[:4]) + (f" and {len(shown_names) - 4} more" if len(shown_names) > 4 else "")
+
+        # The fix first: a headline keeps the first 200 characters of a cause.
+        lines.append((where, "kernels no rule paired, one may be the other renamed (after review accept them with "
+                             "--accept-unpaired-kernels or accept_unpaired_kernels, or pair them with kernel_aliases): "
+                             f"missing {listed(missing)}; new {listed(new)}"))
+    return lines
+
+
+def _picked(results: Columns, mask: Bools, order: Ints | None) -> Columns:
+    """The rows of ``results`` where ``mask`` (per joined row) holds, in join order."""
+    if order is None:
+        return results[np.flatnonzero(mask)]
+    picked = np.flatnonzero(mask[order])
+    return results[picked[np.argsort(order[picked], kind="stable")]]
+
+
+def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
+    """One line per launch that moved alone among its repeated launches (``alone``), naming the launch."""
+    if not groups.alone.any():
+        return []
+    lines = []
+    for row in _picked(results, groups.alone, order).rows():
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
+            f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
+            f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of "
+            "its kernel's launches: regression")
+    return _capped(lines, "launches that moved alone")
+
+
+def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
+    """One line per group whose change lies beyond its relative limit but was excused by the absolute floor."""
+    if not groups.excused.any():
+        return []
+    rows = _picked(results, groups.excused, order)
+    lines = []
+    for row in rows[first_rows(rows["group"], rows["metric"])].rows():
+        lines.append(
+            f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
+            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] is beyond the relative part of its limit "
+            f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
+            "not failed, excused by the floor")
+    return _capped(lines, "changes excused by a floor")
+
+
+def traffic_floor_notes(results: Columns, excused: Bools, floors: Floats, order: Ints | None = None) -> list[str]:
+    """One line per launch whose DRAM bytes moved past the threshold's limit but within the floor its DRAM traffic
+    sets (``policies.absolute_floors``): not failed, and said."""
+    if not excused.any():
+        return []
+    picked = np.flatnonzero(excused[order] if order is not None else excused)
+    if order is not None:
+        picked = picked[np.argsort(order[picked], kind="stable")]
+    floor_of = floors[order] if order is not None else floors
+    lines = []
+    for index in picked.tolist():
+        row = results.row(index)
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['baseline']:,.0f} → "
+            f"{row['current']:,.0f} bytes ({row['change']:+.1%}) is past its limit {row['threshold']} but within "
+            f"{TRAFFIC_FLOOR_SHARE:.0%} of the launch's DRAM traffic ({floor_of[index] / TRAFFIC_FLOOR_SHARE:,.0f} "
+            "bytes): not failed, excused by the traffic floor")
+    return _capped(lines, "changes excused by the traffic floor")

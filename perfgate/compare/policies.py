@@ -23,7 +23,7 @@ from perfgate.compare.repeats import GroupVerdicts
 from perfgate.compare.series_thresholds import RowLimits
 from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
-from perfgate.metrics import Direction, Threshold, can_fail, direction_of
+from perfgate.metrics import DRAM_BYTE_METRICS, TRAFFIC_FLOOR_SHARE, Direction, Threshold, can_fail, direction_of
 from perfgate.vocabulary import KIND_BENCHMARK, STATUS_ORDER, STATUS_RANK, Status
 
 _WORSE_SIGN = {Direction.LOWER_IS_BETTER: 1.0, Direction.HIGHER_IS_BETTER: -1.0}
@@ -131,16 +131,39 @@ def insignificant_to_unchanged(status: Objects, is_benchmark_time: Bools, names:
 
 
 def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
-    """A time row of a kernel launched repeatedly takes the verdict of its group, judged on the samples
-    of all its launches at once (``repeats``), instead of its own n-th launch against the n-th. Rows that
-    are not comparable (no data, missing, new) keep their status."""
+    """A gated row of a kernel launched repeatedly takes the verdict of its group, judged on the samples
+    of all its launches at once (``repeats``), instead of its own n-th launch against the n-th, except a
+    launch that moved alone (``alone``): its own row stays a regression. Rows that are not comparable (no
+    data, missing, new) keep their status."""
     grouped = np.flatnonzero(groups.group >= 0)
     if not grouped.size:
         return status
     where = grouped[np.isin(status[grouped], _COMPARED)]
     judged: Objects = status.copy()
     judged[where] = groups.status[where]
+    judged[where[groups.alone[where]]] = Status.REGRESSION.value
     return judged
+
+
+def absolute_floors(rows: JoinedRows, rules: MetricRules, absolute: Floats | None = None) -> Floats:
+    """Per row, its absolute limit: the threshold's (``absolute``, per row, where a series has a threshold of its
+    own: ``series_thresholds.row_limits``), and for DRAM bytes at least ``TRAFFIC_FLOOR_SHARE`` of the launch's
+    DRAM traffic (read + written, the baseline's where known): a few KB read more by a kernel that writes 241 MB
+    is cache and refresh noise, not a new access pattern (docs/matching.md, "Floors")."""
+    floors: Floats = (rules.absolute[rows.metric_code] if absolute is None else absolute).copy()
+    dram = np.isin(rows.metric_code, [rows.names.index(m) for m in DRAM_BYTE_METRICS if m in rows.names])
+    if not dram.any():
+        return floors
+    traffic = np.zeros(int(rows.launch_id.max(initial=-1)) + 1)
+    for side in (rows.current, rows.baseline):  # the baseline's wins where both have the value
+        known = dram & np.isfinite(side)
+        by_launch = np.zeros_like(traffic)
+        np.add.at(by_launch, rows.launch_id[known], side[known])
+        has = np.zeros(len(traffic), dtype=bool)
+        has[rows.launch_id[known]] = True
+        traffic = np.where(has, by_launch, traffic)
+    floors[dram] = np.maximum(floors[dram], TRAFFIC_FLOOR_SHARE * traffic[rows.launch_id[dram]])
+    return floors
 
 
 def speed_up_trade_off(status: Objects, gated: Bools, launch_id: Ints, is_time: Bools) -> tuple[Objects, Bools]:
@@ -224,13 +247,23 @@ class JudgedRows(NamedTuple):
     change: Floats
 
 
+def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> Bools:
+    """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
+    single launch's)."""
+    delta, change = relative_change(rows.baseline, rows.current)
+    status = threshold_status(delta, change, rules.worse_sign[rows.metric_code], limits.relative, limits.absolute)
+    own: Bools = status == Status.REGRESSION.value
+    return own
+
+
 def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
                base_samples: Mapping[str, Sequence[float]], cur_samples: Mapping[str, Sequence[float]],
                significance: float, groups: GroupVerdicts | None = None,
                limits: RowLimits | None = None) -> JudgedRows:
     """Apply the row policies in order; a later one overrides an earlier one. ``groups``: the verdicts on
-    repeated launches (``repeats.judge_groups``), if any; ``limits``: each row's limits where some series has a
-    threshold of its own (``series_thresholds``), else the metric's."""
+    repeated launches (``repeats.judge_groups``), if any; ``limits``: each row's relative limit and absolute floor
+    (a series' own threshold where it has one, ``series_thresholds``; the floors of ``absolute_floors``), else
+    the metric's thresholds."""
     delta, change = relative_change(rows.baseline, rows.current)
     code = rows.metric_code
     relative, absolute = (limits.relative, limits.absolute) if limits is not None else (rules.relative[code],

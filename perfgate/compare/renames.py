@@ -6,17 +6,21 @@ regenerated, and cuBLAS or CUTLASS pick ``…_tilesize256x128x8_stage3…`` inst
 ``…_tilesize128x128x8_stage4…`` when a heuristic changes. Without help such a kernel is "missing"
 under its old name and "new" under its new one, and is not compared at all.
 
-Only kernels that are on one side only are considered (a name present on both sides in a region
-keeps its launches), always within one region, and three rules are tried in order:
+A kernel here is an identity (``identity``: demangled name, grid, block, shared memory). Only identities
+that are on one side only are considered (an identity present on both sides in a region keeps its
+launches), always within one region, and these rules are tried in order:
 
-1. ``alias``: the user's rules, ``[tool.perfgate] kernel_aliases`` (a glob pattern -> the name
+1. ``config``: the same demangled name, another launch configuration (grid, block, shared memory).
+2. ``template``: the same function name, other template arguments (``gemm_tiled<128, 64, 8>`` ->
+   ``gemm_tiled<64, 64, 8>``).
+3. ``alias``: the user's rules, ``[tool.perfgate] kernel_aliases`` (a glob pattern -> the name
    the kernels matching it are known by). A missing and a new kernel that come to the same name pair.
-2. ``normalized``: the documented normalization of generated names (:func:`normalized_name`): a
+4. ``normalized``: the documented normalization of generated names (:func:`normalized_name`): a
    missing and a new kernel with the same normalized name pair.
-3. ``position``: a missing and a new kernel launched the same number of times, at the same positions
+5. ``position``: a missing and a new kernel launched the same number of times, at the same positions
    among the kernel launches of their region, with the same grid and block each time.
 
-Under rules 1 and 2 a name shared by several missing or several new kernels is ambiguous: the
+Under rules 1 to 4 a name shared by several missing or several new kernels is ambiguous: the
 position rule may still tell them apart (and a single pair left over is then paired); what it cannot
 is not guessed but listed (a note), and those kernels stay missing and new.
 """
@@ -31,11 +35,15 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from perfgate.columns import Columns
+from perfgate.compare.identity import name_of
 from perfgate.vocabulary import KIND_KERNEL, NO_ENTRIES
 
 # How a launch of the current run found its baseline launch (a column of the launch table).
 BY_NAME, BY_ALIAS, BY_NORMALIZED, BY_POSITION = "name", "alias", "normalized", "position"
+BY_CONFIG, BY_TEMPLATE = "config", "template"
 RULE_WORDS = {
+    BY_CONFIG: "the same kernel with another launch configuration",
+    BY_TEMPLATE: "the same kernel function with other template arguments",
     BY_ALIAS: "a [tool.perfgate] kernel_aliases rule",
     BY_NORMALIZED: "the same name once generated counters and tile shapes are dropped",
     BY_POSITION: "the same region, position and launch configuration",
@@ -80,7 +88,7 @@ def aliased_name(name: str, aliases: Mapping[str, str]) -> str:
 
 
 class Ambiguity(NamedTuple):
-    """Kernels of one region that one rule could not pair one to one."""
+    """Kernels (identities) of one region that one rule could not pair one to one."""
 
     region: str
     rule: str
@@ -90,7 +98,7 @@ class Ambiguity(NamedTuple):
 
 
 class Renames(NamedTuple):
-    """The pairs found: (region, current name) -> (baseline name, rule), in the order found."""
+    """The pairs found: (region, current identity) -> (baseline identity, rule), in the order found."""
 
     pairs: Mapping[tuple[str, str], tuple[str, str]] = NO_ENTRIES
     ambiguous: tuple[Ambiguity, ...] = ()
@@ -124,7 +132,7 @@ class _Side:
         counted: dict[str, int] = {}
         found: dict[tuple[str, str], list[tuple[int, int, str, str]]] = {}
         for region, kernel, ordinal, grid, block in zip(
-                frame["region"].tolist(), frame["kernel"].tolist(), frame["ordinal"].tolist(),
+                frame["region"].tolist(), frame["identity"].tolist(), frame["occurrence"].tolist(),
                 frame["grid"].tolist(), frame["block"].tolist(), strict=True):
             position = counted.get(region, 0)  # the launch's position among its region's launches
             counted[region] = position + 1
@@ -186,15 +194,15 @@ def _one_sided_kernels(base: Columns, cur: Columns) -> tuple[set[tuple[str, str]
     """
     def kernels(side: Columns) -> set[tuple[str, str]]:
         mask = side["kind"] == KIND_KERNEL
-        return set(zip(side["region"][mask].tolist(), side["kernel"][mask].tolist(), strict=True))
+        return set(zip(side["region"][mask].tolist(), side["identity"][mask].tolist(), strict=True))
 
     base_names, cur_names = kernels(base), kernels(cur)
     return base_names - cur_names, cur_names - base_names
 
 
 def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Renames:
-    """Pair the kernels that are in one side's region only. ``base``/``cur``: one row per launch, with
-    columns launch, kind, kernel, region, ordinal, grid and block."""
+    """Pair the kernel identities that are in one side's region only. ``base``/``cur``: one row per launch, with
+    columns launch, kind, kernel (the function name), identity, region, occurrence, grid and block."""
     missing, new = _one_sided_kernels(base, cur)
     regions = sorted({r for r, _ in missing} & {r for r, _ in new})
     if not regions:
@@ -203,9 +211,13 @@ def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Ren
     cur_side = _Side(cur[cur["kind"] == KIND_KERNEL], new)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}
     ambiguous: list[Ambiguity] = []
-    rules: list[tuple[str, Callable[[str], str]]] = [(BY_NORMALIZED, normalized_name)]
+    function = {identity: name for side in (base, cur)
+                for identity, name in zip(side["identity"].tolist(), side["kernel"].tolist(), strict=True)}
+    rules: list[tuple[str, Callable[[str], str]]] = [
+        (BY_CONFIG, name_of), (BY_TEMPLATE, function.__getitem__),
+        (BY_NORMALIZED, lambda identity: normalized_name(function[identity]))]
     if aliases:
-        rules.insert(0, (BY_ALIAS, lambda name: aliased_name(name, aliases)))
+        rules.insert(2, (BY_ALIAS, lambda identity: aliased_name(function[identity], aliases)))
     for region in regions:
         old_names = sorted(n for r, n in missing if r == region)
         new_names = sorted(n for r, n in new if r == region)

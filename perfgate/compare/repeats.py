@@ -1,21 +1,23 @@
-"""Repeated launches: a kernel launched many times is one kernel with many samples of its time.
+"""Repeated launches: a kernel launched many times is one kernel with many samples of each gated metric.
 
-Launches of the same kernel (the name both sides were matched by), in the same NVTX region, with the
-same grid and block, form a *group*. For a gated time-like metric (``metrics.is_time_like``:
-duration) the group's baseline values and current values are two samples, and the group is judged
-once, as a whole, on the shift between them (``statistics.shift_interval``, on log values so the
-shift is a ratio):
+Launches of the same kernel identity (the identity both sides were matched by: demangled name, grid, block,
+shared memory), in the same NVTX region, form a *group*. For every gated metric, time and work counters alike,
+the group's baseline values and current values are two samples, and the group is judged once, as a whole, on
+the shift between them (``statistics.shift_interval``, on log values so the shift is a ratio):
 
-- a regression when the whole interval lies beyond the metric's limit in the worse direction,
-- an improvement when it lies beyond the limit in the better direction,
-- *inconclusive* when it reaches beyond the limit in the worse direction without lying beyond it,
-- unchanged otherwise (an interval that only straddles the improvement limit included).
+- 6 or more launches a side (an interval rule): a regression when the whole interval lies beyond the metric's
+  limit in the worse direction, an improvement when it lies beyond it in the better direction, *inconclusive*
+  when it reaches beyond the limit in the worse direction without lying beyond it, else unchanged;
+- 2 to 5 launches on the smaller side (the small-group rule): the Hodges-Lehmann estimate itself against the
+  limit, as a single launch's change would be (an interval at 95% needs 4 a side and is too wide below 6 to
+  decide; the estimate of a few launches is already steadier than one launch);
+- one launch a side: launch by launch.
 
-The limit is the threshold's relative part, or its absolute part taken relative to the baseline's
-median, whichever is larger (a change must exceed both). A group whose samples are too few for an
-interval at the chosen confidence (with 95%: fewer than 4 launches a side) is compared launch by
-launch, as a single launch always is. Work counters are never grouped: they are near-deterministic
-and stay judged exactly, launch by launch.
+The limit is the threshold's relative part, or its absolute part (the floor) relative to the baseline's median,
+whichever is larger (the threshold is a series' own where it has one: ``series_thresholds``); for a group the
+floor is divided by the square root of the smaller side's launch count: it guards against one launch's jitter,
+which averages out over n launches, so a tightly measured shift on a short kernel is judged by its interval. Exact counters compare exactly: identical values give an interval of
+one point. When both sides hold the same number of launches, each launch is also tested alone (``alone``).
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from perfgate.columns import factorize, filled, median
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
-from perfgate.compare.statistics import interval_rank, shift_interval
-from perfgate.metrics import is_time_like
+from perfgate.compare.alone import moved_alone
+from perfgate.compare.statistics import shift_interval
 from perfgate.vocabulary import KIND_KERNEL, Status
+
+INTERVAL_LAUNCHES = 6  # from this many launches on the smaller side, the interval decides; below, the estimate
 
 
 class GroupVerdicts(NamedTuple):
@@ -39,8 +43,10 @@ class GroupVerdicts(NamedTuple):
 
     Per joined row: ``group`` (-1 where the row was not judged with a group), the sample sizes, the
     medians of both sides, the estimated relative change with its interval, and the group's
-    ``status`` ("" where none). Per launch id: ``launch_group``, the group of every launch of a
-    judged kernel (one-sided launches included), else -1.
+    ``status`` ("" where none), ``alone`` (the launch moved alone: its own row is a regression whatever the
+    group's verdict) and ``excused`` (the group's interval lies beyond the relative limit but not beyond the
+    floor). Per launch id: ``launch_group``, the group of every launch of a judged kernel (one-sided launches
+    included), else -1.
     """
 
     group: Ints
@@ -52,6 +58,8 @@ class GroupVerdicts(NamedTuple):
     low: Floats
     high: Floats
     status: Objects
+    alone: Bools
+    excused: Bools
     launch_group: Ints
     inconclusive: bool = False  # some group's verdict is inconclusive
 
@@ -61,6 +69,7 @@ class GroupVerdicts(NamedTuple):
         return cls(group=np.full(rows, -1, dtype=np.int64), n_baseline=np.zeros(rows, dtype=np.int64),
                    n_current=np.zeros(rows, dtype=np.int64), median_baseline=nan, median_current=nan.copy(),
                    estimate=nan.copy(), low=nan.copy(), high=nan.copy(), status=filled(rows, ""),
+                   alone=np.zeros(rows, dtype=bool), excused=np.zeros(rows, dtype=bool),
                    launch_group=np.full(launches, -1, dtype=np.int64))
 
     @property
@@ -81,12 +90,12 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     return grouped
 
 
-def _limit(relative: float, absolute: float, baseline: float) -> float:
-    """The relative change a group must exceed: the relative limit, or the absolute one relative to the
-    baseline's median, whichever is larger (-1: not given)."""
+def _limit(relative: float, absolute: float, baseline: float, launches: int) -> float:
+    """The relative change a group must exceed: the relative limit, or the floor (the absolute one over the square
+    root of the launch count) relative to the baseline's median, whichever is larger (-1: not given)."""
     limit = max(relative, 0.0)
     if absolute >= 0 and baseline > 0:
-        limit = max(limit, absolute / baseline)
+        limit = max(limit, absolute / np.sqrt(max(launches, 1)) / baseline)
     return limit
 
 
@@ -102,14 +111,45 @@ def group_status(low: float, high: float, worse_sign: float, limit: float) -> st
     return Status.UNCHANGED.value
 
 
+class _Judged(NamedTuple):
+    """One group's verdict on one metric."""
+
+    status: str
+    estimate: float
+    low: float
+    high: float
+    excused: bool
+
+
+def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor: float,
+           confidence: float) -> _Judged | None:
+    """A group's verdict on one metric from its positive values; None when too few (launch by launch)."""
+    smaller = min(base.size, cur.size)
+    if smaller < 2:
+        return None
+    found = shift_interval(np.log(base), np.log(cur), confidence)
+    if found is None:
+        estimate = float(np.median(np.subtract.outer(np.log(cur), np.log(base))))
+        low = high = estimate
+    else:
+        estimate, low, high = found
+    estimate, low, high = (math.expm1(v) for v in (estimate, low, high))
+    limit = _limit(relative, floor, median(base), smaller)
+    decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
+    status = group_status(*decisive, worse_sign, limit)
+    worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
+    excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
+    return _Judged(status, estimate, low, high, excused)
+
+
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
-                 relative: Floats, absolute: Floats, confidence: float) -> GroupVerdicts:
-    """Judge every group of repeated kernel launches on each gated time-like metric. ``worse_sign`` and
-    ``gated`` are per metric code (``policies.MetricRules``), ``relative`` and ``absolute`` per joined row
-    (``series_thresholds.row_limits``: a series may have a threshold of its own)."""
+                 relative: Floats, floors: Floats, past_limit: Bools, confidence: float) -> GroupVerdicts:
+    """Judge every group of repeated kernel launches on each gated metric. ``worse_sign`` and ``gated`` are per
+    metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
+    of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
+    (the row's own change is past its limits in the worse direction) are per row."""
     verdicts = GroupVerdicts.none(len(rows), launches.count)
-    metrics = [code for code, name in enumerate(rows.names)
-               if code < len(gated) and gated[code] and is_time_like(name)]
+    metrics = [code for code in range(len(rows.names)) if code < len(gated) and gated[code]]
     if not metrics or launches.count < 2:
         return verdicts
     group = kernel_groups(launches)
@@ -124,34 +164,36 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         if not selected.size:
             continue
         row_group = group[rows.launch_id[selected]]
-        order = np.argsort(row_group, kind="stable")
+        order = np.argsort(row_group, kind="stable")  # within a group, in occurrence order
         selected, row_group = selected[order], row_group[order]
         starts = np.flatnonzero(np.r_[True, row_group[1:] != row_group[:-1]])
         for members in np.split(selected, starts[1:]):
-            base = rows.baseline[members]
-            cur = rows.current[members]
-            base = base[np.isfinite(base) & (base > 0)]
-            cur = cur[np.isfinite(cur) & (cur > 0)]
-            if interval_rank(base.size, cur.size, confidence) < 1:
-                continue  # too few samples: launch by launch, as a single launch
-            found = shift_interval(np.log(base), np.log(cur), confidence)
-            if found is None:
+            base_all, cur_all = rows.baseline[members], rows.current[members]
+            base_ok = np.isfinite(base_all) & (base_all > 0)
+            cur_ok = np.isfinite(cur_all) & (cur_all > 0)
+            base, cur = base_all[base_ok], cur_all[cur_ok]
+            sign = float(worse_sign[code])
+            floor = float(np.median(floors[members]))
+            group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
+            judged = _judge(base, cur, sign, group_relative, floor, confidence)
+            if judged is None:
                 continue
-            estimate, low, high = (math.expm1(v) for v in found)
-            median_base = median(base)
             shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
             verdicts.group[members] = shown
             verdicts.n_baseline[members] = base.size
             verdicts.n_current[members] = cur.size
-            verdicts.median_baseline[members] = median_base
+            verdicts.median_baseline[members] = median(base)
             verdicts.median_current[members] = median(cur)
-            verdicts.estimate[members] = estimate
-            verdicts.low[members] = low
-            verdicts.high[members] = high
-            status = group_status(low, high, float(worse_sign[code]),
-                                  _limit(float(relative[members[0]]), float(absolute[members[0]]), median_base))
-            verdicts.status[members] = status
-            found_statuses.add(status)
+            verdicts.estimate[members] = judged.estimate
+            verdicts.low[members] = judged.low
+            verdicts.high[members] = judged.high
+            verdicts.status[members] = judged.status
+            verdicts.excused[members] = judged.excused
+            found_statuses.add(judged.status)
+            paired = base_ok & cur_ok
+            if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
+                verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
+                                                              group_relative, past_limit[members[paired]])
     for kernel_group, shown in judged_groups.items():
         verdicts.launch_group[group == kernel_group] = shown
     return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)

@@ -2,7 +2,8 @@
 to every other kernel (``CompareOptions.series_thresholds``; the history learns them from each series' spread).
 
 Where the per-metric limits are read (``policies.judge_rows`` for each row, ``repeats.judge_groups`` for each
-group of repeated launches), the per-row limits made here are read instead. A series threshold applies only to
+group of repeated launches and its per-launch "moved alone" test, ``policies.own_regressions``), the per-row
+limits made here are read instead; the DRAM traffic floors (``policies.absolute_floors``) apply on top. A series threshold applies only to
 a metric that gates: it sizes a gate, it never turns one on or off.
 """
 

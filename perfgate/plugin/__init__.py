@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.config import Settings
+from perfgate.config import SOURCES, Settings
 from perfgate.errors import ConfigError
 from perfgate.options import metrics_arg, positive_seconds, probability, sections_arg, threshold_arg
 from perfgate.plugin.fixture import (
@@ -25,9 +25,11 @@ from perfgate.plugin.fixture import (
     in_profiling_child,
 )
 from perfgate.plugin.marker import MARKER_HELP, MARKER_NAME, parse_marker
+from perfgate.plugin.tracer import ENV_TIMELINE, TimelineRecorder
 
 _DEFAULTS = Settings()
 _CHILD_RECORDER = pytest.StashKey[ChildRecorder]()
+_TIMELINE_RECORDER = pytest.StashKey[TimelineRecorder]()
 SESSION_PLUGIN_NAME = "perfgate-session"
 
 
@@ -93,6 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--perfgate-significance", metavar="P", default=None, type=probability,
                     help="p-value a benchmark slowdown must beat when raw timings exist on both sides (default: "
                          f"[tool.perfgate] significance, else {_DEFAULTS.significance:g})")
+    group.addoption("--perfgate-source", metavar="SOURCE", default=None, choices=SOURCES,
+                    help="what measures the perf tests: ncu (Nsight Compute's counters), timeline (a CUPTI activity "
+                         "trace: region wall time, GPU idle, kernel durations; no counter permission needed), both, "
+                         "or auto (ncu, and the timeline where counters are refused) (default: [tool.perfgate] "
+                         f"source, else {_DEFAULTS.source!r})")
     group.addoption("--perfgate-history", metavar="URL", default=None,
                     help="record each session in this history: sqlite:///PATH or postgresql://... (default: "
                          "[tool.perfgate] history, else off; see docs/history.md)")
@@ -116,6 +123,10 @@ def pytest_configure(config: pytest.Config) -> None:
             recorder = ChildRecorder(Path(result), child_group())
             config.stash[_CHILD_RECORDER] = recorder
             config.pluginmanager.register(recorder, "perfgate-child")
+        if os.environ.get(ENV_TIMELINE):  # the timeline source's child: trace the test instead of NVTX ranges
+            timeline = TimelineRecorder(Path(os.environ[ENV_TIMELINE]))
+            config.stash[_TIMELINE_RECORDER] = timeline
+            config.pluginmanager.register(timeline, "perfgate-timeline")
         return
     if not (config.getoption("perfgate") or config.getoption("perfgate_update")):
         return
@@ -157,4 +168,5 @@ def perfgate(request: pytest.FixtureRequest) -> PerfgateFixture:
     A no-op context manager unless this process is the one Nsight Compute profiles.
     """
     recorder = request.config.stash.get(_CHILD_RECORDER, None)
-    return PerfgateFixture(profiling=in_profiling_child(), recorder=recorder)
+    return PerfgateFixture(profiling=in_profiling_child(), recorder=recorder,
+                           timeline=request.config.stash.get(_TIMELINE_RECORDER, None))

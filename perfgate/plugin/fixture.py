@@ -22,6 +22,7 @@ from typing import Any, Generator, Iterator, Mapping, Sequence
 
 import pytest
 
+from perfgate.plugin.tracer import TimelineRecorder
 from perfgate.vocabulary import NVTX_DOMAIN
 
 ENV_CHILD = "PERFGATE_CHILD"  # "1" in the process that ncu profiles
@@ -152,9 +153,11 @@ class PerfgateFixture:
     entered several times. ``profiling`` is True only inside the profiled child process.
     """
 
-    def __init__(self, *, profiling: bool = False, recorder: ChildRecorder | None = None) -> None:
+    def __init__(self, *, profiling: bool = False, recorder: ChildRecorder | None = None,
+                 timeline: TimelineRecorder | None = None) -> None:
         self._profiling = profiling
         self._recorder = recorder
+        self._timeline = timeline  # the traced child of the timeline source: regions go to its tracer, not NVTX
         self._nvtx: ModuleType | None = None
         self._depth = 0  # regions open now: the test's tag goes around the outermost only
 
@@ -170,6 +173,13 @@ class PerfgateFixture:
 
     @contextlib.contextmanager
     def _profiled_region(self, name: str) -> Iterator[None]:
+        if self._timeline is not None:
+            if self._recorder is not None:
+                self._recorder.note_region(name)
+            tracer = self._timeline.tracer
+            with tracer.region(name) if tracer is not None else contextlib.nullcontext():
+                yield
+            return
         if self._nvtx is None:
             self._nvtx = _import_nvtx()
         tag = None

@@ -75,8 +75,17 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     running = started[-1] if started and started[-1] not in finished else None
     whole_run_failed = (diagnosis.outcome in (NcuOutcome.TIMEOUT, NcuOutcome.ERROR, NcuOutcome.APP_ERROR)
                         or launched.document.get("exitstatus") is None or not launched.export.is_file())
+    if whole_run_failed and diagnosis.outcome == NcuOutcome.TIMEOUT and running is None:
+        # ncu hung outside any test (before the child ran one, or after): alone, each would hang as long again.
+        outcomes: dict[str, GroupOutcome] = {}
+        for nodeid in nodeids:
+            outcomes[nodeid] = ProfileFailed(f"{nodeid} was not profiled: ncu timed out with no test running "
+                                             f"({len(nodeids)} perf tests profiled together):\n{diagnosis.message}"
+                                             + _keep(run_dir, artifacts[nodeid], copy=True))
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return outcomes
     if whole_run_failed:
-        outcomes: dict[str, GroupOutcome] = {n: None for n in nodeids}
+        outcomes = {n: None for n in nodeids}
         if running in outcomes:
             what = diagnosis.message or launched.run.output or f"exit status {launched.run.returncode}"
             verb = "timed out" if diagnosis.outcome == NcuOutcome.TIMEOUT else "was running when the profiled child failed"

@@ -15,9 +15,10 @@ from perfgate.plugin.fixture import check_region_name
 from perfgate.vocabulary import NO_ENTRIES
 
 MARKER_NAME = "perfgate"
-MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout")
+MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout", "accept_unpaired_kernels")
 MARKER_HELP = (
-    "perfgate(kernels=None, metrics=(), thresholds={}, regions=(), timeout=None): a performance test. "
+    "perfgate(kernels=None, metrics=(), thresholds={}, regions=(), timeout=None, accept_unpaired_kernels=False): "
+    "a performance test. "
     "Runs as a plain test; with --perfgate its body runs under Nsight Compute and the kernels launched "
     "inside perfgate.region(...) are compared with the stored baseline."
 )
@@ -31,6 +32,7 @@ class PerfMarker(NamedTuple):
     thresholds: Mapping[str, Threshold] = NO_ENTRIES  # per-metric overrides
     regions: tuple[str, ...] = ()  # profile only these top-level regions (default: all)
     timeout: float | None = None  # seconds for this test under ncu (default: --perfgate-timeout)
+    accept_unpaired_kernels: bool = False  # kernels missing and new in one region pass (else: not measured)
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -74,5 +76,9 @@ def parse_marker(args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> 
         # nan and inf would switch the kill of a hung ncu off.
         raise ConfigError(f"{where}: perfgate marker timeout= must be a positive number of seconds (finite: nan or "
                           f"inf would never stop a hung ncu), got {timeout!r}")
+    accept = kwargs.get("accept_unpaired_kernels", False)
+    if not isinstance(accept, bool):
+        raise ConfigError(f"{where}: perfgate marker accept_unpaired_kernels= must be True or False, got {accept!r}")
     return PerfMarker(kernels=kernels.strip() if kernels else None, metrics=metrics, thresholds=thresholds,
-                      regions=regions, timeout=float(timeout) if timeout is not None else None)
+                      regions=regions, timeout=float(timeout) if timeout is not None else None,
+                      accept_unpaired_kernels=accept)

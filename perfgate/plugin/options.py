@@ -48,7 +48,9 @@ class PluginOptions(NamedTuple):
     keep_artifacts: bool = False
     isolate: bool = False
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
+    accept_unpaired_kernels: bool = False
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
+    source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
     history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
@@ -148,7 +150,9 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         keep_artifacts=bool(opt("perfgate_keep_artifacts")) or settings.keep_artifacts,
         isolate=bool(opt("perfgate_isolate")) or settings.isolate,
         kernel_aliases=settings.kernel_aliases,
+        accept_unpaired_kernels=settings.accept_unpaired_kernels,
         sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
+        source=opt("perfgate_source") or settings.source,
         history=history,
         history_notes=notes,
         history_reference=reference,
@@ -170,4 +174,6 @@ def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None
                      allow_device_mismatch=options.allow_device_mismatch,
                      extra_metrics=marker.metrics if marker else (),
                      extra_thresholds=marker.thresholds if marker else None, collecting=collecting,
-                     kernel_aliases=options.kernel_aliases)
+                     kernel_aliases=options.kernel_aliases,
+                     accept_unpaired_kernels=options.accept_unpaired_kernels
+                     or bool(marker and marker.accept_unpaired_kernels))

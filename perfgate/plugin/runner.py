@@ -9,6 +9,7 @@ for every failure, and for every test with ``keep_artifacts``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -21,7 +22,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
-
 
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_run import (
@@ -114,6 +114,24 @@ class NcuSpec:
     sections: tuple[str, ...] = ()  # ncu --section IDs collected besides the metrics
 
 
+_LIVE_RUNS: set[Path] = set()  # this process's run folders: kept (moved away) or removed by the end
+
+
+def _new_run_dir() -> Path:
+    if not _LIVE_RUNS:
+        atexit.register(remove_live_runs)  # registering twice is harmless: the second call finds nothing
+    run_dir = Path(tempfile.mkdtemp(prefix="perfgate-"))
+    _LIVE_RUNS.add(run_dir)
+    return run_dir
+
+
+def remove_live_runs() -> None:
+    """Remove the run folders not kept or discarded: those of an interrupted session (Ctrl-C, SIGTERM while
+    ncu ran, ``-x``), of the tests of a shared run that never got to their gate. At session end and exit."""
+    while _LIVE_RUNS:
+        shutil.rmtree(_LIVE_RUNS.pop(), ignore_errors=True)
+
+
 class _SharedRun:
     """The folder of one ncu run profiled for several tests: removed when the last of them is done."""
 
@@ -199,6 +217,7 @@ def _keep(run_dir: Path, artifacts: Path, copy: bool = False) -> str:
             shutil.move(str(run_dir), str(artifacts))
     except OSError:
         artifacts = run_dir
+        _LIVE_RUNS.discard(run_dir)  # kept where it is: not removed at exit
     return f"\n(ncu's report, log and the test's output are kept in {_relative(artifacts)})"
 
 
@@ -278,7 +297,7 @@ Progress = Callable[[str], None]
 
 def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: PerfMarker,
             environ: Mapping[str, str], progress: Progress | None = None) -> _Launched:
-    run_dir = Path(tempfile.mkdtemp(prefix="perfgate-"))
+    run_dir = _new_run_dir()
     export, log, result, output = (run_dir / "profile.ncu-rep", run_dir / "ncu.log", run_dir / "child.json",
                                    run_dir / "output.txt")
     program = build_child_command(
@@ -305,6 +324,9 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
     except GpuBusy as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ProfileFailed(str(exc)) from None
+    except BaseException:  # Ctrl-C, SIGTERM (run_ncu stopped ncu): nothing of this run is wanted
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     if progress is not None:
         progress(run_summary(nodeids, run))
     return _Launched(run_dir=run_dir, export=export, run=run, diagnosis=diagnose_ncu_run(run, ncu.timeout),

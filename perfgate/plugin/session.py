@@ -10,6 +10,9 @@ Per GPU perf test (``@pytest.mark.perfgate`` or the ``perfgate`` fixture):
 4. read the ``.ncu-rep``, add per-region totals, and gate it (``perfgate.gate``) against
    ``<baselines>/<gpu-slug>/<baseline name>.json``: fail on a regression with the text diff
 
+``--perfgate-source`` (``perfgate.plugin.sources``) picks who measures: ncu as above, a CUPTI trace of the test
+(``perfgate.plugin.timeline_run``), both, or ncu with the trace where counters are refused (``auto``).
+
 Per pytest-benchmark test: after it passes, its stats are gated the same way against
 ``<baselines>/<cpu-slug>/...``. Every per-test report rides on the TestReport (so it crosses
 pytest-xdist's process boundary as plain data) and the controller writes one session report
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
@@ -34,6 +38,7 @@ from perfgate.plugin.options import (
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.plugin.session_report import SessionReport, shown_path
+from perfgate.plugin import sources
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -127,7 +132,7 @@ class PerfgateSession:
         except ConfigError as exc:
             # from None: the ConfigError would otherwise be shown too ("During handling of ...")
             raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        problem = self.preflight_problem()
+        problem = sources.preflight_for(self.options.source, self.preflight_problem(), self._facts)
         if problem:  # before fixtures: a skipped perf test costs nothing
             self._unavailable(item, problem)
 
@@ -161,6 +166,11 @@ class PerfgateSession:
             self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # An interrupted or -x session leaves run folders no gate kept or discarded; only a session that
+        # profiled has any (and the runner's imports are heavy: a collect-only session must not pay for them).
+        runner = sys.modules.get("perfgate.plugin.runner")
+        if runner is not None:
+            runner.remove_live_runs()
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
         self.results.write()
@@ -271,32 +281,51 @@ class PerfgateSession:
         return outcome
 
     def _profile_and_gate(self, item: pytest.Function) -> None:
+        """Measure the test with the chosen source(s) (``--perfgate-source``) and gate each measurement."""
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
         marker = self.marker_of(item)
-        options = self._compare_options(marker)
+        use_ncu, use_timeline = sources.chosen_sources(self.options.source, self._facts)
+        done: list[Profiled] = []
+        parts: list[sources.GatePart] = []
         try:
-            profiled = self._profile(item, marker)
+            if use_ncu:
+                try:
+                    profiled = self._profile(item, marker)
+                    done.append(profiled)
+                    # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the
+                    # session's.
+                    settings = {**self._settings(), **profiled.measurement.settings}
+                    parts.append(sources.GatePart(
+                        profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings),
+                        self._compare_options(marker), settings, notes=profiled.notes,
+                        footer=f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"))
+                except ProfileSkipped as exc:
+                    if not (exc.unavailable and self.options.source == "auto"):
+                        raise
+                    self._say(f"perfgate: {item.nodeid}: {exc}: measured by the timeline instead (--perfgate-source="
+                              "auto)")
+                    use_timeline = True
+            if use_timeline:
+                gpu, lock_ids = self._gpu_assignment()
+                parts.append(sources.timeline_part(
+                    self._child_spec(item.nodeid), self._compare_options(marker, collecting=False), gpu=gpu,
+                    timeout=marker.timeout or self.options.timeout, lock_ids=lock_ids,
+                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say))
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))
-            self._stash_payload(item, notes=[f"{item.nodeid}: skipped under ncu: {exc}"], status="skipped",
-                                cause=f"skipped under ncu: {exc}")
+            self._stash_payload(item, notes=[f"{item.nodeid}: skipped while measured: {exc}"], status="skipped",
+                                cause=f"skipped while measured: {exc}")
             _skip(str(exc))
         except ProfileFailed as exc:
+            sources.settle(done, keep=True)
             self._fail(item, str(exc))
-        # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the session's.
-        settings = {**self._settings(), **profiled.measurement.settings}
-        measured = profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings)
-        footer = f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"
         try:
-            self._gate(item, measured, options, settings=settings, footer=footer, notes=profiled.notes)
+            self._gate_parts(item, parts)
         except pytest.fail.Exception:
-            profiled.keep()
+            sources.settle(done, keep=True)
             raise
-        if self.options.keep_artifacts:
-            profiled.keep()
-        else:
-            profiled.discard()
+        sources.settle(done, keep=self.options.keep_artifacts)
 
     # ------------------------------------------------------------ benchmarks
 
@@ -346,37 +375,24 @@ class PerfgateSession:
     def _gate(self, item: pytest.Item, current: Measurement, options: CompareOptions,
               settings: dict[str, Any], footer: str = "", notes: Sequence[str] = ()) -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
-        from perfgate.gate import Where, baseline_name, gate
+        self._gate_parts(item, [sources.GatePart(current, options, settings, footer, notes)])
 
+    def _gate_parts(self, item: pytest.Item, parts: Sequence[sources.GatePart]) -> None:
+        """Gate each measurement (ncu's, the timeline's) against its own baseline: one payload, one failure."""
         path, line = self._location(item)
         root = self.config.rootpath
-        where = Where(name=baseline_name(item.nodeid), test=item.nodeid, path=path, line=line)
-        reference = None
-        if self.options.history_reference is not None:  # judged against the base branch's recent runs
-            from perfgate.history.reference import judging_for
-
-            options, reference = judging_for(self.options.history_reference, options, test=item.nodeid)
-        acceptances = None
-        if self.options.update and self.options.history:  # whether the regressions an update carries are accepted
-            from perfgate.history.accept import update_check
-
-            acceptances, problem = update_check(self.options.history, item.nodeid, os.environ)
-            notes = [*notes, *([f"{item.nodeid}: {problem}"] if problem else [])]
         try:
-            result = gate(current, baselines=self.options.baselines, where=where, options=options, settings=settings,
-                          update=self.options.update, strict=self.options.strict, notes=notes,
-                          shown=lambda p: shown_path(p, root), update_hint="pytest --perfgate --perfgate-update",
-                          strict_flag="--perfgate-strict", reference=reference, acceptances=acceptances)
+            judged, acceptances = sources.with_history(parts, item.nodeid, self.options.history_reference,
+                                                       self.options.history if self.options.update else "")
+            gated = sources.gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
+                                       update=self.options.update, strict=self.options.strict,
+                                       shown=lambda p: shown_path(p, root), acceptances=acceptances)
         except PerfgateError as exc:
             self._fail(item, str(exc))
-        self._stash_payload(item, report=result.report, status=result.status,
-                            written=[shown_path(p, root) for p in result.written])
-        if result.regressions:
-            hint = f"\nIf this change is intended, update the baseline: pytest --perfgate --perfgate-update '{item.nodeid}'"
-            pytest.fail("perfgate: performance regression\n" + "\n".join([*result.regressions, *result.problems])
-                        + hint + footer, pytrace=False)
-        if result.problems:
-            pytest.fail("perfgate: " + "\n".join(result.problems), pytrace=False)
+        self._stash_payload(item, report=gated.report, status=gated.status,
+                            written=[shown_path(p, root) for p in gated.written])
+        sources.fail_on(gated, item.nodeid)
+
     # ------------------------------------------------------------ payloads
 
     def _stash_payload(self, item: pytest.Item, *, report: Report | None = None, notes: Sequence[str] = (),

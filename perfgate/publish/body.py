@@ -28,8 +28,10 @@ from perfgate.render import (
     format_change,
     format_value,
     headline,
+    md_escape,
     summary_parts,
 )
+from perfgate.render.untrusted import plain_line
 from perfgate.report import Report, iter_launches, launch_row, result_rows
 from perfgate.vocabulary import Status, Verdict
 
@@ -44,6 +46,8 @@ MARKER = "<!-- perfgate:comment -->"
 FAIL_TAG = "<!-- perfgate:verdict=fail -->"  # lets a later run know this comment reported a regression
 ALL_CLEAR_TAG = "<!-- perfgate:all-clear -->"
 _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_TAG = re.compile(r"<!-- perfgate:[A-Za-z0-9_.:=-]{1,100} -->")
+ACTIONS_BOT = "github-actions[bot]"  # whom GITHUB_TOKEN posts as
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
@@ -119,20 +123,36 @@ def marker(key: str | None) -> str:
 
 
 def is_own_comment(comment: Mapping[str, Any], mark: str, author: str | None) -> bool:
-    """Ours: starts with our marker and is written by ``author`` (default: any bot account).
+    """Ours: its first line is our marker and its author is ``author`` (default: the Actions bot that
+    ``GITHUB_TOKEN`` posts as, ``github-actions[bot]``, of type Bot).
 
-    Anyone can post a comment holding the marker; requiring the bot as author keeps us from
-    overwriting (or being steered by) someone else's comment.
+    Anyone can post a comment holding the marker, another bot included; requiring the token's own
+    identity keeps us from overwriting (or being steered by) someone else's comment.
     """
     body = comment.get("body")
     user = comment.get("user")
     if not isinstance(user, dict):
         user = {}
-    if not isinstance(body, str) or not (body == mark or body.startswith(mark + "\n")):
+    if not isinstance(body, str) or body.split("\n", 1)[0].rstrip("\r") != mark:
         return False
     if author:
         return user.get("login") == author
-    return user.get("type") == "Bot"
+    return user.get("login") == ACTIONS_BOT and user.get("type") == "Bot"
+
+
+def header_tags(body: str) -> set[str]:
+    """perfgate's own tags of a comment: its first lines that are whole ``<!-- perfgate:… -->`` comments.
+
+    Only perfgate writes these lines: every report string in the Markdown below them is escaped
+    (``<`` becomes ``&lt;``), so no report can add a tag, and a tag further down is not read.
+    """
+    tags = set()
+    for line in body.split("\n"):
+        line = line.rstrip("\r")
+        if not _TAG.fullmatch(line):
+            break
+        tags.add(line)
+    return tags
 
 
 def find_comment(comments: Iterable[Mapping[str, Any]], mark: str, author: str | None) -> Mapping[str, Any] | None:
@@ -152,7 +172,7 @@ class CommentPlan:
 
 def plan_comment(failed: bool, existing_body: str | None, *, only_on_regression: bool, all_clear: bool) -> CommentPlan:
     """What to do with the PR comment, from the verdict and the comment already there (if any)."""
-    flagged = existing_body is not None and (FAIL_TAG in existing_body or ALL_CLEAR_TAG in existing_body)
+    flagged = existing_body is not None and bool(header_tags(existing_body) & {FAIL_TAG, ALL_CLEAR_TAG})
     if failed:
         return CommentPlan("update" if existing_body is not None else "create")
     if existing_body is None:
@@ -209,13 +229,9 @@ def annotation_path(path: str | None, workspace: str | None) -> str | None:
     return text
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
 def _plain(text: Any, limit: int) -> str:
     """Annotation text is shown as plain text; keep it to one tidy line without control characters."""
-    cleaned = " ".join(_CONTROL.sub(" ", str(text)).split())
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+    return plain_line(text, limit)
 
 
 def annotatable(report: Report, workspace: str | None = None) -> list[tuple[int, str]]:
@@ -259,7 +275,7 @@ def regression_annotations(report: Report, workspace: str | None = None,
 
 def _summary(report: Report, report_url: str | None, annotated: int, regressed: int) -> str:
     verdict = VERDICT_WORD.get(report["verdict"], "FAIL")
-    lines = [f"**{verdict}**: {headline(report)}", "", " · ".join(summary_parts(report)) or "nothing compared"]
+    lines = [f"**{verdict}**: {md_escape(headline(report), 400)}", "", " · ".join(summary_parts(report)) or "nothing compared"]
     if regressed:
         shown = f"{annotated} of {regressed}" if annotated < regressed else f"{annotated}"
         lines += ["", f"{shown} regression{'s' if regressed != 1 else ''} annotated on the test files."]

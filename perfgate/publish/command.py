@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from perfgate.publish import EXIT_PUBLISH_FAILED
+from perfgate.text import inert as terminal_text  # perfgate.render.untrusted's, without importing render
 
 # What publishing needs is imported when ``publish`` runs: ``perfgate compare`` builds this command's parser too,
 # and should not pay for rendering and GitHub's machinery (~20 ms) it does not use.
@@ -81,8 +82,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="own a separate sticky comment per KEY, for several workflows on one PR "
                            "(default: none, one comment per PR)")
     what.add_argument("--comment-author", metavar="LOGIN",
-                      help="only update a marked comment written by LOGIN (default: any bot account, such as "
-                           "github-actions[bot]; set it when publishing with a personal token)")
+                      help="only update a marked comment written by LOGIN (default: github-actions[bot], whom "
+                           "GITHUB_TOKEN posts as; set it when publishing with a personal or GitHub App token)")
     what.add_argument("--check-name", default="perfgate", metavar="NAME", help="check run name (default: perfgate)")
     what.add_argument("--strict", action="store_true",
                       help="a report that measured nothing (perf tests skipped for want of a GPU, ncu or counter "
@@ -178,7 +179,7 @@ class Publisher:
         else:
             posted = client.create_issue_comment(target.repo, target.pr, body)
             verb = "created"
-        self.say(f"comment: {verb} {posted.get('html_url') or posted.get('id')}")
+        self.say(f"comment: {verb} {terminal_text(posted.get('html_url') or posted.get('id'), 300)}")
 
     def check(self, client: GitHubClient) -> None:
         from perfgate.publish.body import check_run_requests
@@ -194,7 +195,7 @@ class Publisher:
         count = len(create["output"]["annotations"]) + sum(len(u["output"]["annotations"]) for u in updates)
         self.say(f"check run: '{self.args.check_name}' {create['conclusion']} on {target.sha[:12]} with {count} "
                  f"annotation{'s' if count != 1 else ''} ({1 + len(updates)} request{'s' if updates else ''}) "
-                 f"{run.get('html_url') or ''}".rstrip())
+                 f"{terminal_text(run.get('html_url') or '', 300)}".rstrip())
 
 
 class PublishFailure(Exception):
@@ -226,11 +227,12 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     def scrub(line: str) -> str:
         return line.replace(token, "***") if token else line
 
+    # Lines carry what GitHub answered (URLs, messages): no control character reaches the log.
     def out(line: str) -> None:
-        sys.stdout.write(scrub(line) + "\n")
+        sys.stdout.write(terminal_text(scrub(line)) + "\n")
 
     def err(line: str) -> None:
-        sys.stderr.write(scrub(line) + "\n")
+        sys.stderr.write(terminal_text(scrub(line)) + "\n")
 
     publisher = Publisher(args, env, report, target, out)
     if args.history:  # read before anything is posted: a history that cannot be read is a usage error
@@ -247,7 +249,8 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
             err(f"perfgate: error: {exc}")
             failures += 1
     if want_github:
-        from perfgate.publish.github import GitHubClient, GitHubError, RetryPolicy
+        from perfgate.publish.github import GitHubClient, GitHubError
+        from perfgate.publish.retry import RetryPolicy
 
         client = GitHubClient(token, target.api_url,
                               policy=RetryPolicy(max_time=args.max_time, backoff=args.retry_backoff))

@@ -71,6 +71,11 @@ def _get(document: Any, *keys: str) -> Any:
     return document
 
 
+def _pr_number(value: Any) -> int | None:
+    """A pull request number from the payload: a positive int (JSON ``true`` is not one), below 2**31."""
+    return value if type(value) is int and 0 < value < 2**31 else None
+
+
 def _from_event(event: Mapping[str, Any] | None) -> tuple[int | None, str | None, str | None]:
     """(PR number, head sha, page of the run that holds the report) as the payload tells them."""
     if not event:
@@ -78,11 +83,11 @@ def _from_event(event: Mapping[str, Any] | None) -> tuple[int | None, str | None
     pull = event.get("pull_request")
     if isinstance(pull, dict):
         number = pull.get("number", event.get("number"))
-        return (number if isinstance(number, int) else None), _get(pull, "head", "sha"), None
+        return _pr_number(number), _get(pull, "head", "sha"), None
     run = event.get("workflow_run")
     if isinstance(run, dict):
         head = run.get("head_sha") if isinstance(run.get("head_sha"), str) else None
-        prs = [p for p in run.get("pull_requests") or [] if isinstance(p, dict) and isinstance(p.get("number"), int)]
+        prs = [p for p in run.get("pull_requests") or [] if isinstance(p, dict) and _pr_number(p.get("number"))]
         # Several PRs can share a branch: take the one whose head is the tested commit.
         matching = [p for p in prs if _get(p, "head", "sha") == head] or prs
         url = run.get("html_url") if isinstance(run.get("html_url"), str) else None
@@ -131,7 +136,7 @@ def resolve_target(env: Mapping[str, str], event: Mapping[str, Any] | None, *, r
         head = check_sha(env["GITHUB_SHA"], "GITHUB_SHA")
     else:
         head = None
-    if pr is not None and pr <= 0:
+    if pr is not None and _pr_number(pr) is None:
         raise ConfigError(f"--pr {pr} is not a pull request number")
     server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
     run_url = event_run_url

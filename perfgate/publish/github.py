@@ -8,17 +8,20 @@ Facts it relies on (GitHub REST docs, API version 2022-11-28):
   header's ``rel="next"`` URL as given (it may name ``/repositories/{id}/…`` rather than the path
   that was asked for); ``per_page`` is at most 100.
 
-The retry decision is a pure function (:func:`retry_delay`); the client takes its clocks and
-``sleep`` as arguments so tests can check the waits without sleeping. One deadline bounds every
-request of a publish, waits included, so an outage costs at most ``max_time`` seconds.
+The retry decision is a pure function (:func:`perfgate.publish.retry.retry_delay`); the client takes
+its clocks, ``sleep`` and jitter as arguments so tests can check the waits without sleeping. One
+deadline bounds every request of a publish, waits included, so an outage costs at most ``max_time``
+seconds. ``requests``' timeout bounds each read, not a whole request (a server that drips a byte a
+second never trips it), so each request runs in a worker thread the client stops waiting for at the
+deadline (:func:`send_within`).
 """
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,10 +31,16 @@ import requests.auth
 from perfgate import __version__
 from perfgate.errors import PerfgateError
 from perfgate.publish import DEFAULT_API_URL  # noqa: E402  (kept importable from here)
+from perfgate.publish.retry import (  # noqa: F401  (kept importable from here)
+    RETRY_STATUSES,
+    RetryPolicy,
+    is_rate_limited,
+    parse_retry_after,
+    retry_delay,
+)
 
 API_VERSION = "2022-11-28"
 FORK_PUBLISH_WORKFLOW = ".github/workflows/perfgate-fork-publish.yml"
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
 _READ_ONLY = "resource not accessible by integration"
 
 
@@ -45,68 +54,6 @@ class GitHubError(PerfgateError):
         super().__init__(message)
         self.status = status
         self.fatal = fatal
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_time: float = 60.0  # seconds for all requests of one publish, waits included
-    backoff: float = 0.5  # first wait after a 5xx or a network error; doubles on each retry
-    max_backoff: float = 8.0
-    secondary_wait: float = 60.0  # rate limited with no retry-after / reset: GitHub asks for >= 1 minute
-
-
-def _lower(headers: Mapping[str, str]) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in headers.items()}
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """``Retry-After`` as seconds from ``now`` (wall clock): delta-seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def is_rate_limited(status: int | None, headers: Mapping[str, str], message: str = "") -> bool:
-    """A 403 is a rate limit only when the headers or message say so; otherwise it is a permission."""
-    if status == 429:
-        return True
-    if status != 403:
-        return False
-    lowered = _lower(headers)
-    return ("retry-after" in lowered or lowered.get("x-ratelimit-remaining") == "0"
-            or "rate limit" in message.lower())
-
-
-def retry_delay(status: int | None, headers: Mapping[str, str], attempt: int, *, now: float,
-                policy: RetryPolicy = RetryPolicy(), message: str = "") -> float | None:
-    """Seconds to wait before trying again, or None when retrying cannot help.
-
-    ``status`` None means no response (connection error or timeout); ``attempt`` counts the failed
-    tries so far (1 after the first); ``now`` is the wall clock, for ``x-ratelimit-reset``.
-    """
-    backoff: float = min(policy.backoff * 2.0 ** max(attempt - 1, 0), policy.max_backoff)
-    if status is None or status in RETRY_STATUSES:
-        return backoff
-    if not is_rate_limited(status, headers, message):
-        return None
-    lowered = _lower(headers)
-    after = parse_retry_after(lowered.get("retry-after"), now)
-    if after is not None:
-        return after
-    if lowered.get("x-ratelimit-remaining") == "0":
-        try:
-            return max(0.0, float(lowered["x-ratelimit-reset"]) - now)
-        except (KeyError, ValueError):
-            pass
-    return max(policy.secondary_wait, backoff)
 
 
 def parse_link_header(value: str | None) -> dict[str, str]:
@@ -131,15 +78,21 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def _network_reason(exc: requests.RequestException) -> str:
-    text = str(exc)
+    text = str(exc).lower()
     if isinstance(exc, requests.Timeout):
         return "timed out"
     if isinstance(exc, requests.exceptions.SSLError):
         return "TLS error"
-    if "refused" in text.lower():
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return "the answer was cut off"
+    if "refused" in text:
         return "connection refused"
-    if "resolve" in text.lower() or "name or service" in text.lower():
+    if "resolve" in text or "name or service" in text:
         return "host name not found"
+    if "reset" in text or "broken pipe" in text:
+        return "the server closed the connection while the request was sent"
+    if "remotedisconnected" in text or "aborted" in text:
+        return "the server closed the connection without answering"
     return "connection failed"
 
 
@@ -166,6 +119,40 @@ def describe_refusal(method: str, path: str, status: int, message: str) -> str:
     return f"GitHub answered HTTP {status} to {where}: {message}"
 
 
+class DeadlinePassed(Exception):
+    """A request still unanswered when the publish's time was spent."""
+
+
+def send_within(session: requests.Session, seconds: float, method: str, url: str,
+                **kwargs: Any) -> requests.Response:
+    """``session.request`` with its body read, bounded by ``seconds`` in all (connect, headers and body).
+
+    requests' timeout bounds each read, so a server that drips one byte at a time holds it forever; a
+    daemon worker thread makes the request and this stops waiting for it at the deadline. The worker is
+    left to end with its connection: publish gives up after it (the deadline is the whole publish's).
+    """
+    outcome: list[requests.Response | BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            response = session.request(method, url, **kwargs)
+            response.content  # noqa: B018  (the body, read here under the deadline)
+            outcome.append(response)
+        except BaseException as exc:  # handed to the waiting thread, raised there
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="perfgate-github-request", daemon=True).start()
+    if not done.wait(max(seconds, 0.0)):
+        raise DeadlinePassed
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
 class _BearerAuth(requests.auth.AuthBase):
     """The token as session auth, not a default header: requests then never swaps in ~/.netrc
     credentials, and drops the header on a redirect to another host."""
@@ -183,11 +170,13 @@ class GitHubClient:
 
     def __init__(self, token: str, api_url: str = DEFAULT_API_URL, *, policy: RetryPolicy = RetryPolicy(),
                  session: requests.Session | None = None, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+                 wall_clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[], float] = random.random) -> None:
         self._token = token
         self.api_url = api_url.rstrip("/")
         self.policy = policy
-        self._clock, self._wall, self._sleep = clock, wall_clock, sleep
+        self._clock, self._wall, self._sleep, self._jitter = clock, wall_clock, sleep, jitter
+        self._last_answer = ""  # the last HTTP error GitHub answered, for a later network error's message
         self._started = clock()
         self.waits: list[float] = []  # each wait taken before a retry, for the caller's report
         self.session = session or requests.Session()
@@ -235,7 +224,8 @@ class GitHubClient:
 
     def request(self, method: str, url_or_path: str, *, json: Any = None,
                 params: Mapping[str, Any] | None = None) -> requests.Response:
-        """One API call, retried per :func:`retry_delay` until it succeeds or the deadline passes."""
+        """One API call, retried per :func:`retry_delay` until it succeeds, the attempts run out or the
+        deadline passes."""
         url = self._url(url_or_path)
         path = urlsplit(url).path
         deadline = self._started + self.policy.max_time
@@ -250,37 +240,64 @@ class GitHubClient:
             headers: Mapping[str, str] = {}
             message = ""
             try:
-                response = self.session.request(method, url, json=json, params=params,
-                                                timeout=(min(10.0, left), min(30.0, left)))
+                response = send_within(self.session, left, method, url, json=json, params=params,
+                                       timeout=(min(10.0, left), min(30.0, left)))
+            except DeadlinePassed:
+                raise GitHubError(f"gave up on {method} {path}: GitHub had not answered when the "
+                                  f"{self.policy.max_time:g} s limit for publishing (--max-time) was spent "
+                                  f"({self._tries(attempt)})") from None
             except requests.RequestException as exc:
                 message = _network_reason(exc)
             else:
                 if response.status_code < 400:
                     return response
                 status, headers, message = response.status_code, response.headers, self._error_text(response)
-            delay = retry_delay(status, headers, attempt, now=self._wall(), policy=self.policy, message=message)
+                self._last_answer = f"HTTP {status}" + (f": {message}" if message else "")
+            delay = retry_delay(status, headers, attempt, now=self._wall(), policy=self.policy, message=message,
+                                jitter=self._jitter())
+            if delay is None and attempt >= self.policy.max_attempts and (status is None or is_rate_limited(
+                    status, headers, message) or status in RETRY_STATUSES):
+                raise GitHubError(self._exhausted(method, path, status, message, attempt))
             if delay is None:
                 assert status is not None  # network errors always get a delay
                 # 404/422 concern this request; 401/403 would refuse every other one too.
                 raise GitHubError(describe_refusal(method, path, status, message), status=status,
                                   fatal=status not in (404, 422))
-            elapsed = self._clock() - self._started
             if self._clock() + delay > deadline:
-                raise GitHubError(self._give_up(method, path, status, message, attempt, elapsed, delay), status=status)
+                raise GitHubError(self._give_up(method, path, status, message, attempt, delay), status=status)
             self.waits.append(delay)
             self._sleep(delay)
 
-    def _give_up(self, method: str, path: str, status: int | None, message: str, attempts: int, elapsed: float,
+    def _tries(self, attempts: int) -> str:
+        elapsed = self._clock() - self._started
+        return f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
+
+    def _answered(self, status: int | None, message: str) -> str:
+        """What GitHub answered: ``HTTP 429: You have exceeded a secondary rate limit``."""
+        if status is None:
+            return message + (f"; before that GitHub answered {self._last_answer}" if self._last_answer else "")
+        return f"HTTP {status}" + (f": {message}" if message else "")
+
+    def _exhausted(self, method: str, path: str, status: int | None, message: str, attempts: int) -> str:
+        if status is None:
+            return (f"cannot reach GitHub at {self.api_url} ({self._answered(status, message)}) for {method} "
+                    f"{path}: gave up after {self._tries(attempts)}")
+        return (f"GitHub kept refusing {method} {path} ({self._answered(status, message)}): gave up after "
+                f"{self._tries(attempts)}; publish again later")
+
+    def _give_up(self, method: str, path: str, status: int | None, message: str, attempts: int,
                  delay: float) -> str:
         limit = f"the {self.policy.max_time:g} s limit (--max-time)"
-        tries = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
+        tries = self._tries(attempts)
+        answered = self._answered(status, message)
         if status is None:
-            return (f"cannot reach GitHub at {self.api_url} ({message}) for {method} {path}: gave up after {tries}, "
+            return (f"cannot reach GitHub at {self.api_url} ({answered}) for {method} {path}: gave up after {tries}, "
                     f"within {limit}")
         if status in RETRY_STATUSES:
-            return (f"GitHub is unavailable (HTTP {status} on {method} {path}): gave up after {tries}, within "
+            said = f": {message}" if message else ""
+            return (f"GitHub is unavailable (HTTP {status} on {method} {path}{said}): gave up after {tries}, within "
                     f"{limit}; publish again later")
-        return (f"GitHub rate limit on {method} {path} (HTTP {status}): it asks to wait {delay:.0f} s, beyond "
+        return (f"GitHub rate limit on {method} {path} ({answered}): it asks to wait {delay:.0f} s, beyond "
                 f"{limit}; publish again later")
 
     def _json(self, response: requests.Response, what: str) -> Any:

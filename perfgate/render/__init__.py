@@ -29,7 +29,8 @@ from perfgate.render.common import (
     summary_parts,
     verdict_line,
 )
-from perfgate.render.formatting import MAX_NAME, format_change, format_value, md_escape
+from perfgate.render.formatting import format_change, format_value, md_escape
+from perfgate.render.untrusted import MAX_NAME
 from perfgate.render.markdown import MARKDOWN_BUDGET, MARKDOWN_LAUNCHES, render_markdown
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dump_parts, dumps

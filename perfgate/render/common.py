@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import format_change, format_value
-from perfgate.report import Report, launch_row, listed_summary, result_rows
+from perfgate.report import Report, kernel_summary, launch_row, listed_summary, result_rows
 from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Status
 
@@ -97,8 +97,9 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 def headline(report: Report) -> str:
-    """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest."""
-    counts = listed_summary(report)
+    """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest. A kernel
+    judged as one (its repeated launches) counts once."""
+    counts = kernel_summary(report)
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
     unmeasured = report.get("unmeasured") or []
@@ -151,7 +152,8 @@ def summary_parts(report: Report) -> list[str]:
 def verdict_line(report: Report) -> str:
     """The last line of the text report: ``FAIL: 1 regression in 4 compared (1 regression, 3 unchanged)``."""
     verdict = VERDICT_WORD.get(str(report.get("verdict")), "FAIL")
-    return f"{verdict}: {headline(report)} ({', '.join(summary_parts(report)) or 'nothing compared'})"
+    launches = "launches: " if kernel_summary(report) != listed_summary(report) else ""
+    return f"{verdict}: {headline(report)} ({launches}{', '.join(summary_parts(report)) or 'nothing compared'})"
 
 
 def left_out(report: Report, listed: Counter[str], statuses: Iterable[str] | None = None) -> str:

@@ -6,9 +6,9 @@ import math
 from functools import lru_cache
 from typing import Any, Callable
 
+from perfgate.render.untrusted import MAX_NAME, html_text, md_inline
 from perfgate.units import BYTE, BYTE_SYMBOL, SI_PREFIXES, SILENT_UNITS, TIME_UNITS, scale_time
 
-MAX_NAME = 160  # longer (templated) kernel names are cut in tables; the JSON keeps them whole
 
 
 # ---------------------------------------------------------------- number formatting
@@ -112,30 +112,16 @@ def format_change(change: float | None) -> str:
     return f"{change * 100:+.1f}%"
 
 
-# ---------------------------------------------------------------- escaping
-
-_MD_REPLACEMENTS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;", "@": "@&#8203;",
-                    **{ch: "\\" + ch for ch in "\\*_[]~"}}
-_MD_TABLE = str.maketrans(_MD_REPLACEMENTS)
-
+# ---------------------------------------------------------------- escaping (perfgate.render.untrusted)
 
 def md_escape(text: Any, limit: int = MAX_NAME) -> str:
-    """Escape untrusted text for a GitHub Markdown table cell or summary line.
-
-    HTML-significant characters become entities (no raw tags), a pipe cannot end the cell,
-    backticks cannot open code spans, emphasis and link brackets are backslash-escaped, and '@'
-    is followed by a zero-width space so a name like '@octocat' never notifies anyone.
-    """
-    raw = " ".join(str(text).split())  # newlines would end a table row
-    if len(raw) > limit:
-        raw = raw[: limit - 1] + "…"
-    return raw.translate(_MD_TABLE)
+    """Untrusted text as one line of GitHub Markdown: :func:`perfgate.render.untrusted.md_inline`."""
+    return md_inline(text, limit)
 
 
 def html_escape(text: object) -> str:
-    """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
-            .replace("'", "&#39;"))
+    """Untrusted text in HTML: :func:`perfgate.render.untrusted.html_text`."""
+    return html_text(text)
 
 
 def text_length(text: str) -> int:

@@ -24,6 +24,7 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import html_escape
 from perfgate.render.kernels_html import KernelRows, kernel_sections, kernel_table
+from perfgate.render.timeline_html import timeline_sections
 from perfgate.report import Report
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ tr.inconclusive td {{ background: #fff8c5; }}
 {comparisons}
 {kernels}
 {sections}
+{timelines}
 <h2 id="every-launch">Every launch</h2>
 <table id="results">
 <thead><tr><th>Status</th>{test_header}<th>Kernel</th><th>Region</th><th>Metric</th><th>Baseline</th><th>Current</th><th>Change</th><th>Limit</th></tr></thead>
@@ -121,6 +123,7 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
         "facts": " · ".join(facts),
         "kernels": kernel_table(kernels),
         "sections": kernel_sections(kernels),
+        "timelines": timeline_sections(report),
         "headline": _escape(headline(report)),
         "verdict_class": {"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
         "verdict": VERDICT_WORD.get(verdict, "FAIL"),

@@ -52,6 +52,9 @@ class KernelRow(NamedTuple):
     findings_appeared: list[str] | None
     findings_gone: list[str] | None
     metrics: list[MetricSummary]
+    # The ordinals of the launches that failed on their own while their kernel's launches, judged as one, did not
+    # all fail (a launch that moved alone: compare.alone).
+    alone: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -144,6 +147,11 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
 
     group_column = optional.get("group") or []
     group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
+    alone: tuple[int, ...] = ()
+    if group is not None and statuses.get(Status.REGRESSION.value) and any(
+            s in statuses for s in (Status.UNCHANGED.value, Status.INCONCLUSIVE.value, Status.IMPROVEMENT.value)):
+        alone = tuple(int(launches["ordinal"][i]) for i in indexes
+                      if launches["status"][i] == Status.REGRESSION.value)
     return KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
                      kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
                      region=launches["region"][first] or "", test=launches["test"][first],
@@ -152,7 +160,8 @@ def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], 
                                         None),
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                      metrics=_summaries(report, metric_launches(report, indexes) if metrics is None else metrics,
-                                        group, group_stats(report) if stats is None else stats))
+                                        group, group_stats(report) if stats is None else stats),
+                     alone=alone)
 
 
 class MetricLaunches(NamedTuple):
@@ -281,11 +290,15 @@ def findings_text(row: KernelRow, limit: int = 4) -> list[str]:
 def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     """The "why" of a kernel's change, in every format: its bound before and after, the launch configuration
     change, the rule findings that appeared or went, then the explanatory metrics that moved most."""
-    lines = [text for text in (bound_text(row),) if text]
+    bound = bound_text(row)
+    lines = [bound] if bound else []
+    if row.alone:
+        shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
+        lines.insert(0, f"moved alone, past its limit: {shown} (see the notes)")
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
     lines += findings_text(row)
-    sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if lines and lines[0].startswith("bound:") else ()
+    sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
     moved.sort(key=lambda m: -abs(m.change or 0.0))

@@ -123,7 +123,7 @@ def headline_block(report: Report, commits: Sequence[str | None] | None = None) 
     if moved:
         facts.append(f"**commits:** {md_escape(moved)}")
     summary = summary_parts(report)
-    lines = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {headline(report)}", ""]
+    lines = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {md_escape(headline(report), 400)}", ""]
     if facts:
         lines += [" · ".join(facts), ""]
     lines.append(f"Launches: {md_escape(' · '.join(summary))}" if summary else "nothing compared")

@@ -46,9 +46,13 @@ def _launch_lines(item: Shown, report: Report) -> list[str]:
     if launch.get("baseline_kernel") and launch["baseline_kernel"] != launch.get("kernel"):
         name = f"{launch['baseline_kernel']} → {name}"
     lines = [f"{status.upper():<11} {test}{name}{where}"]
+    # A launch of a kernel judged as one (its repeated launches): its rows' statuses are the kernel's, not their own.
+    judged = "; judged with its kernel's repeated launches" if launch.get("group") is not None else ""
     for row in rows:
-        if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged"):
-            lines.append(f"    {row['status']:<11} {metric_line(row)}  [limit {limit_text(row.get('threshold'), row.get('unit'))}]")
+        if row.get("gated") and row.get("status") in ("regression", "improvement", "unchanged", "inconclusive"):
+            how = judged if row.get("status") != "regression" else ""
+            lines.append(f"    {row['status']:<11} {metric_line(row)}  "
+                         f"[limit {limit_text(row.get('threshold'), row.get('unit'))}{how}]")
     if status == Status.NO_DATA.value:
         lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
     if launch.get("launch_change"):

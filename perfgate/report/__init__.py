@@ -67,6 +67,7 @@ from perfgate.report.views import (
     launch_count,
     launch_row,
     launch_rows,
+    kernel_summary,
     listed_summary,
     repeated_totals,
     result_rows,
@@ -77,7 +78,8 @@ __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
     "GroupTable", "LaunchTable", "MetricTable", "Report", "ResultTable", "build_report", "dump_parts", "dumps",
-    "empty_report", "group_stats", "iter_launches", "launch_count", "launch_row", "launch_rows", "listed_summary",
+    "empty_report", "group_stats", "iter_launches", "kernel_summary", "launch_count", "launch_row", "launch_rows",
+    "listed_summary",
     "load_report", "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1",
     "validate_report", "verdict_of",
 ]

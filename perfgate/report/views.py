@@ -17,7 +17,7 @@ from perfgate.report.contract import (
     Report,
     empty_columns,
 )
-from perfgate.vocabulary import REGION_SEPARATOR
+from perfgate.vocabulary import REGION_SEPARATOR, STATUS_RANK, Status
 
 
 def launch_count(report: Report) -> int:
@@ -108,6 +108,33 @@ def listed_summary(report: Report) -> dict[str, int]:
     for index in repeated_totals(report):
         summary[statuses[index]] -= 1
     return summary
+
+
+def kernel_summary(report: Report) -> dict[str, int]:
+    """``listed_summary`` with each kernel judged as one (its repeated launches: one ``group``) counted once, at
+    the worst status of its compared launches (its others when none was compared): what the headline counts."""
+    summary = listed_summary(report)
+    launches: Any = report["launches"]
+    groups = launches.get("group") or []
+    statuses = launches["status"]
+    worst: dict[int, str] = {}
+    for index, group in enumerate(groups):
+        if group is None:
+            continue
+        summary[statuses[index]] -= 1
+        status = statuses[index]
+        held = worst.get(group)
+        if held is None or _kernel_rank(status) < _kernel_rank(held):
+            worst[group] = status
+    for status in worst.values():
+        summary[status] += 1
+    return summary
+
+
+def _kernel_rank(status: str) -> int:
+    """A compared status before new, missing or no data; the worst first."""
+    uncompared = status in (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
+    return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if uncompared else 0)
 
 
 def iter_launches(report: Report, statuses: Iterable[str] | None = None) -> Iterator[int]:

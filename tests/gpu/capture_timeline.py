@@ -10,6 +10,9 @@ TRACER:
 - ``none``: no tracer; the per-step wall times alone (the overhead baseline).
 - ``torch``: torch.profiler (Kineto), regions as ``record_function`` ranges, one ``ProfilerStep`` per step;
   writes OUTPREFIX.pt.trace.json.gz.
+- ``perfgate``: the live timeline source's own tracer (``perfgate.plugin.tracer.CuptiTracer``), regions through
+  its ``region()``, one ``step`` region per measured step; writes OUTPREFIX.cupti.json (what
+  ``pytest --perfgate-source=timeline`` writes): its overhead is the live source's.
 - ``cupti``: NVIDIA's cupti-python activity API (kernels, memcpy/memset, runtime and driver API calls,
   synchronisation, and NVTX markers when NVTX_INJECTION64_PATH points at libcupti); each region's host
   interval from ``cupti.get_timestamp()``; writes OUTPREFIX.cupti.json.gz.
@@ -228,10 +231,48 @@ def versions() -> dict[str, Any]:
     return found
 
 
+def perfgate_tracer(options: Any, step: Callable[..., None], synchronize: Callable[[], None],
+                    summary: dict[str, Any], walls: list[float], out: Path) -> int:
+    """The live source's CuptiTracer around the measured steps (after the warm-up ones, untraced)."""
+    from cupti import cupti
+
+    from perfgate.plugin.tracer import CuptiTracer
+
+    tracer = CuptiTracer(cupti)
+
+    def timed_step() -> None:
+        synchronize()
+        begin = time.perf_counter()
+        step(tracer.region if tracer.enabled else make_region("none", None))
+        synchronize()
+        walls.append(time.perf_counter() - begin)
+
+    for _ in range(options.warmup):
+        timed_step()
+    tracer.start()
+    for index in range(options.iters):
+        begin = int(cupti.get_timestamp())
+        timed_step()
+        tracer.regions.found.append({"name": f"step{index}", "path": f"step{index}", "step": True,
+                                     "thread": threading.get_ident(), "start": begin,
+                                     "end": int(cupti.get_timestamp())})
+    target = Path(str(out) + ".cupti.json")
+    tracer.stop(target)
+    document = json.loads(target.read_text(encoding="utf-8"))
+    summary.update(records=len(document["records"]), dropped=document["dropped"], devices=document["devices"])
+    summary["wall_s"] = walls[options.warmup:]
+    summary["versions"] = versions()
+    Path(str(out) + ".summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    median = sorted(summary["wall_s"])[len(summary["wall_s"]) // 2]
+    print(f"{options.workload} perfgate-tracer {summary['env']}: median step {median * 1e6:.1f} us over "
+          f"{len(summary['wall_s'])}; records {summary['records']}; dropped {summary['dropped']}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload")
-    parser.add_argument("tracer", choices=["none", "torch", "cupti"])
+    parser.add_argument("tracer", choices=["none", "torch", "cupti", "perfgate"])
     parser.add_argument("out")
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
@@ -256,8 +297,9 @@ def main() -> int:
         synchronize()
         walls.append(time.perf_counter() - begin)
 
+    if options.tracer == "perfgate":
+        return perfgate_tracer(options, step, synchronize, summary, walls, out)
     if options.tracer == "torch":
-        import torch
         from torch.profiler import ProfilerActivity, profile, schedule
         target = out.with_name(out.name + ".pt.trace.json")
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],

@@ -57,6 +57,7 @@ def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = 
     df = _launch_rows(df, source)
     starts = _launch_starts(df)
     row_launch = np.cumsum(starts) - 1
+    _refuse_merged_launches(df, starts, row_launch, source)
     first_rows = df[starts]
     count = len(first_rows)
 
@@ -93,7 +94,11 @@ def read_details(df: pd.DataFrame, source: str, wanted: frozenset[str] | None = 
 def _launch_rows(df: pd.DataFrame, source: str) -> pd.DataFrame:
     """The rows that are launches (``framing.launch_mask``), judged on the few distinct "ID" cells."""
     ids = df["ID"].astype("category")  # as parsed, but for a page without rows
-    good = launch_mask([str(c) for c in ids.cat.categories], source)  # categories are inferred: maybe int
+    categories = [str(c) for c in ids.cat.categories]  # categories are inferred: maybe int
+    if not all(map(str.isdecimal, categories)) and "Process ID" in df.columns:
+        processes = df["Process ID"].astype(object).fillna("").astype(str)
+        launch_mask([str(c) for c in df["ID"].astype(object).fillna("")], source, processes.tolist())
+    good = launch_mask(categories, source)
     codes = ids.cat.codes.to_numpy()
     mask = np.where(codes >= 0, good[np.maximum(codes, 0)], False)
     return df if mask.all() else df[mask]
@@ -128,6 +133,23 @@ def _launch_starts(df: pd.DataFrame) -> BoolArray:
             codes = df[column].cat.codes.to_numpy()
             starts[1:] |= codes[1:] != codes[:-1]
     return starts
+
+
+def _refuse_merged_launches(df: pd.DataFrame, starts: BoolArray, row_launch: IntArray, source: str) -> None:
+    """Refuse a page whose IDs do not separate its launches (every ID 0, say): rows of several launches would
+    read as one launch and its metrics' values, all but one, be lost. A launch lists each metric once, so a
+    launch whose first (section, metric) comes again is several launches: O(rows), no sort."""
+    metric = df["Metric Name"].cat.codes.to_numpy()
+    key = metric.astype(np.int64)
+    if "Section Name" in df.columns:
+        section = df["Section Name"].astype("category").cat.codes.to_numpy().astype(np.int64)
+        key = key + (section + 1) * (int(key.max(initial=0)) + 2)
+    repeated = (key == key[starts][row_launch]) & ~starts & (metric >= 0)  # rule rows name no metric
+    if repeated.any():
+        row = int(np.flatnonzero(repeated)[0])
+        raise InputError(source, f'launch ID {df["ID"].iloc[row]} lists metric {df["Metric Name"].iloc[row]!s} '
+                                 "twice: the rows of several launches share one ID, so their values would be lost",
+                         "export the CSV again from ncu (each launch has its own ID), or use the .ncu-rep")
 
 
 def _row_units(df: pd.DataFrame) -> tuple[list[str], FloatArray, IntArray]:

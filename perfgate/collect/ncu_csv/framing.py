@@ -19,6 +19,7 @@ from typing import IO
 import numpy as np
 
 from perfgate.collect.ncu_csv.arrays import BoolArray
+from perfgate.text import inert
 from perfgate.errors import InputError, NcuError
 from perfgate.vocabulary import PERMISSION_FIX
 
@@ -176,20 +177,26 @@ def no_table_error(found: Found, source: str) -> InputError:
     return InputError(source, 'no ncu CSV header ("ID","Process ID",...) found', FIX_CSV)
 
 
-def launch_mask(ids: Sequence[str], source: str) -> BoolArray:
+def launch_mask(ids: Sequence[str], source: str, processes: Sequence[str] | None = None) -> BoolArray:
     """Which "ID" cells ("" where empty) are launches: a number. Raise when none is, or on lines that say ncu
     failed.
 
     Lines that are not CSV rows (ncu's ``==`` lines, application output) land in "ID" with the other
     cells empty: an ``==ERROR==`` line among them raises :class:`NcuError`, binary junk an InputError.
+    ``processes`` (each row's "Process ID" cell) tells a launch row with a bad ID (refused: one of the file's
+    profiled processes) from such a line.
     """
     mask = np.fromiter(map(str.isdecimal, ids), dtype=bool, count=len(ids))
+    profiled = {processes[i] for i in np.flatnonzero(mask).tolist()} if processes is not None else set()
     for index in np.flatnonzero(~mask).tolist():
         cell = ids[index]
         if cell.startswith("==ERROR=="):
             raise ncu_error(cell, source)
         if "\x00" in cell or "\ufffd" in cell:
             raise InputError(source, "binary data inside the CSV table", FIX_REEXPORT)
+        if processes is not None and cell.strip() and processes[index] in profiled:
+            raise InputError(source, f"a launch of process {inert(processes[index], 20)} has the ID "
+                                     f"{inert(cell, 40)!r}, which is not a launch number", FIX_REEXPORT)
     if not mask.any():
         raise InputError(source, "the CSV table has a header but no launch", FIX_NO_KERNELS)
     return mask

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.columns import Array, Columns, Gather, factorize, filled, objects
+from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
 from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
@@ -226,6 +227,9 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> Measuremen
     rows = with_no_data_rows(rows, count)
     launch = rows.launch.astype(np.int64)
     distinct = set(launches.demangled)
+    if any(not name.strip() for name in distinct):  # its baseline entry would match any nameless launch
+        raise InputError(source, "a launch has no kernel name (an empty \"Kernel Name\" cell)",
+                         "export the CSV again from ncu, or use the .ncu-rep")
     check_name_length(distinct, source)
     check_name_length(set(launches.region), source, "NVTX region")
     bare = {d: kernel_function_name(d) if d else "" for d in distinct}

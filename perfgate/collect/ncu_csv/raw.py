@@ -60,11 +60,11 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
     other metric columns: they are never made text."""
     metric_columns = [c for c in header if is_metric_column(c)
                       and (wanted is None or c in wanted or c in IDENTITY_METRICS)]
-    needed = [c for c in header if c == "ID" or is_attribute_column(c)] + metric_columns
+    needed = [c for c in header if c in ("ID", "Process ID") or is_attribute_column(c)] + metric_columns
     by_name = dict(zip(needed, read_raw_columns(data, len(header), [header.index(c) for c in needed]), strict=True))
     if "ID" not in by_name:
         raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
-    launches = _launch_rows(by_name["ID"], source)
+    launches = _launch_rows(by_name["ID"], source, by_name.get("Process ID"))
     if not launches.all():
         by_name = {name: cells.where(launches) for name, cells in by_name.items()}
     count = int(launches.sum())
@@ -101,7 +101,7 @@ _LONGEST_NUMBER = 32
 _LONGEST_ID = 20
 
 
-def _launch_rows(ids: CellColumn, source: str) -> BoolArray:
+def _launch_rows(ids: CellColumn, source: str, processes: CellColumn | None) -> BoolArray:
     """``launch_mask`` of the "ID" cells: all rows at once when every cell is digits, as ncu writes them."""
     cells = ids.byte_rows(_LONGEST_ID)
     if cells is not None and len(ids):
@@ -109,7 +109,7 @@ def _launch_rows(ids: CellColumn, source: str) -> BoolArray:
         inside = np.arange(rows.shape[1]) < lengths[:, None]
         if (lengths > 0).all() and ((rows - np.uint8(ord("0")) < 10) | ~inside).all():
             return np.ones(len(ids), dtype=bool)
-    return launch_mask(ids.texts(), source)
+    return launch_mask(ids.texts(), source, processes.texts() if processes is not None else None)
 
 
 def _metric_values(column: CellColumn, name: str, unit: str,

@@ -1,0 +1,40 @@
+"""The timeline source: kernel launches and per-region wall time, GPU idle and launch overhead from traces.
+
+Nsight Compute replays each kernel alone; it cannot see what happens between kernels (a host
+synchronisation, lost stream overlap, a starved GPU). A trace can. Three formats are read into one
+``Trace`` (``model``) and from there into perfgate's normalized table (``measure``):
+
+- PyTorch profiler / Kineto Chrome traces (``chrome``), ``.json`` or ``.json.gz``;
+- Nsight Systems SQLite exports (``nsys``);
+- perfgate's own CUPTI trace (``cupti_dump``), which the live source of ``pytest --perfgate`` writes.
+
+A trace's measurement carries the setting ``source: timeline``; it is never compared with an Nsight
+Compute report (``perfgate.compare.sources``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from perfgate.collect.timeline.chrome import looks_like_chrome_trace, read_chrome_trace
+from perfgate.collect.timeline.cupti_dump import looks_like_cupti_dump, read_cupti_dump
+from perfgate.collect.timeline.measure import SOURCE_SETTING, TIMELINE, measurement_of
+from perfgate.collect.timeline.nsys import SQLITE_MAGIC, read_nsys_sqlite
+from perfgate.table import Measurement
+
+__all__ = ["SOURCE_SETTING", "SQLITE_MAGIC", "TIMELINE", "looks_like_trace", "read_nsys_export", "table_from_trace"]
+
+
+def looks_like_trace(document: Any) -> bool:
+    return looks_like_chrome_trace(document) or looks_like_cupti_dump(document)
+
+
+def table_from_trace(document: Any, path: Path) -> Measurement:
+    """A parsed Chrome trace or perfgate CUPTI trace as the normalized table."""
+    trace = read_cupti_dump(document, path) if looks_like_cupti_dump(document) else read_chrome_trace(document, path)
+    return measurement_of(trace, path)
+
+
+def read_nsys_export(path: Path) -> Measurement:
+    return measurement_of(read_nsys_sqlite(path), path)

@@ -1,0 +1,139 @@
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``), read with the stdlib's sqlite3, read-only.
+
+Kernels from ``CUPTI_ACTIVITY_KIND_KERNEL`` (names are ids into ``StringIds``), copies and sets from
+``..._MEMCPY``/``..._MEMSET``, launch calls from ``CUPTI_ACTIVITY_KIND_RUNTIME`` (by correlation id), closed
+NVTX ranges from ``NVTX_EVENTS`` (the label in ``text`` or only in ``textId``), GPUs from ``TARGET_INFO_GPU``,
+the nsys version from ``META_DATA_EXPORT`` / ``EXPORT_META_DATA``. Only named columns are read, so columns
+other schema versions or tools add do not matter; text that is not UTF-8 (``TARGET_INFO_SYSTEM_ENV`` holds the
+profiled host's environment) is decoded with replacement characters instead of failing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from perfgate.collect.timeline.model import KERNEL, MEMCPY, MEMSET, Device, GpuOp, Launch, Range, Trace
+from perfgate.collect.timeline.names import bare_name
+from perfgate.errors import InputError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "gridX", "gridY", "gridZ", "blockX",
+                   "blockY", "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        raise InputError(path, f"not a readable SQLite database ({exc})",
+                         "export it again with nsys export --type sqlite") from None
+    return connection
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in connection.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _strings(connection: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    if "StringIds" not in tables:
+        return {}
+    return {int(key): str(value) for key, value in connection.execute("SELECT id, value FROM StringIds")}
+
+
+def _name_of(strings: dict[int, str], *ids: Any) -> str:
+    for key in ids:
+        if isinstance(key, int) and key in strings:
+            return strings[key]
+    return ""
+
+
+def _kernels(connection: sqlite3.Connection, strings: dict[int, str]) -> list[GpuOp]:
+    present = _columns(connection, "CUPTI_ACTIVITY_KIND_KERNEL")
+    names: list[str] = [c for c in ("shortName", "demangledName", "mangledName") if c in present]
+    wanted = [c if c in present else "NULL" for c in _KERNEL_COLUMNS] + (names or ["NULL"])
+    ops = []
+    for row in connection.execute(f"SELECT {', '.join(wanted)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        (start, end, device, stream, correlation, gx, gy, gz, bx, by, bz, registers, static, dynamic) = row[:14]
+        ids = row[14:]
+        demangled = _name_of(strings, *ids[1:], ids[0]) if len(ids) > 1 else _name_of(strings, ids[0])
+        short = _name_of(strings, ids[0]) if names and names[0] == "shortName" else ""
+        ops.append(GpuOp(KERNEL, short or bare_name(demangled), demangled or short, int(start), int(end),
+                         int(device or 0), int(stream or 0), int(correlation if correlation is not None else -1),
+                         grid=(int(gx or 0), int(gy or 0), int(gz or 0)) if gx is not None else None,
+                         block=(int(bx or 0), int(by or 0), int(bz or 0)) if bx is not None else None,
+                         registers=None if registers is None else int(registers),
+                         static_shared=None if static is None else int(static),
+                         dynamic_shared=None if dynamic is None else int(dynamic)))
+    return ops
+
+
+def _memory_ops(connection: sqlite3.Connection, tables: set[str]) -> list[GpuOp]:
+    ops = []
+    for table, kind in (("CUPTI_ACTIVITY_KIND_MEMCPY", MEMCPY), ("CUPTI_ACTIVITY_KIND_MEMSET", MEMSET)):
+        if table in tables:
+            for start, end, device, stream, correlation in connection.execute(
+                    f"SELECT start, end, deviceId, streamId, correlationId FROM {table}"):
+                ops.append(GpuOp(kind, kind, kind, int(start), int(end), int(device or 0), int(stream or 0),
+                                 int(correlation if correlation is not None else -1)))
+    return ops
+
+
+def _launches(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Launch]:
+    launches: dict[int, Launch] = {}
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+        for correlation, thread, start, end in connection.execute(
+                "SELECT correlationId, globalTid, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start"):
+            if correlation is not None and int(correlation) not in launches:
+                launches[int(correlation)] = Launch(int(correlation), str(thread), int(start), int(end))
+    return launches
+
+
+def _ranges(connection: sqlite3.Connection, tables: set[str]) -> list[Range]:
+    if "NVTX_EVENTS" not in tables:
+        return []
+    joined = "LEFT JOIN StringIds s ON n.textId = s.id" if "StringIds" in tables else ""
+    label = "coalesce(n.text, s.value, '')" if joined else "coalesce(n.text, '')"
+    query = (f"SELECT {label}, n.globalTid, n.start, n.end FROM NVTX_EVENTS n {joined} "
+             "WHERE n.end IS NOT NULL AND n.start IS NOT NULL ORDER BY n.start")
+    return [Range(str(name), str(thread), int(start), int(end)) for name, thread, start, end in
+            connection.execute(query)]
+
+
+def _devices(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Device]:
+    if "TARGET_INFO_GPU" not in tables:
+        return {}
+    present = _columns(connection, "TARGET_INFO_GPU")
+    cc = "computeMajor, computeMinor" if {"computeMajor", "computeMinor"} <= present else "NULL, NULL"
+    return {int(key): Device(str(name or ""), f"{major}.{minor}" if major is not None else "")
+            for key, name, major, minor in connection.execute(f"SELECT id, name, {cc} FROM TARGET_INFO_GPU")}
+
+
+def _facts(connection: sqlite3.Connection, tables: set[str]) -> dict[str, str | int | float | bool]:
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if table in tables and {"name", "value"} <= _columns(connection, table):
+            rows = dict(connection.execute(f"SELECT name, value FROM {table}").fetchall())
+            found = {"trace_nsys_version": rows.get("EXPORT_PRODUCT_VERSION"),
+                     "trace_export_schema": rows.get("EXPORT_SCHEMA_VERSION")}
+            return {key: str(value) for key, value in found.items() if value is not None}
+    return {}
+
+
+def read_nsys_sqlite(path: Path) -> Trace:
+    connection = _connect(path)
+    try:
+        tables = {str(row[0]) for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables & {"CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS", "StringIds", "TARGET_INFO_GPU"}:
+            raise InputError(path, "an SQLite database that is no Nsight Systems export",
+                             "pass the file nsys export --type sqlite wrote")
+        strings = _strings(connection, tables)
+        kernels = _kernels(connection, strings) if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else []
+        return Trace("nsys", [*kernels, *_memory_ops(connection, tables)], _launches(connection, tables),
+                     _ranges(connection, tables), _devices(connection, tables), _facts(connection, tables))
+    except sqlite3.Error as exc:
+        raise InputError(path, f"a broken Nsight Systems export ({exc})", "export it again") from None
+    finally:
+        connection.close()

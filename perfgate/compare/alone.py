@@ -1,0 +1,68 @@
+"""One slow launch among many: a launch of a group that moved alone, past its limit and past the group's spread.
+
+A location test (``repeats``) judges where the bulk of a group's launches lies: one launch made 2x slower among
+12 moves the Hodges-Lehmann shift by under 1%. When both sides have the same number of launches of a kernel
+identity, the i-th launch of the baseline and the i-th of the current run are the same call site (a loop's i-th
+layer), so each launch's own change is known. A launch *moved alone* when
+
+1. its own change is past its limit (the metric's threshold, relative and absolute, as for a single launch),
+2. its own change exceeds the group's typical change (the median over its launches) by more than the margin: it
+   moved *apart from* its siblings,
+3. its value lies beyond every baseline launch of the group by more than the margin: a kernel whose timings have
+   two modes (a launch now in the slow mode, its baseline launch in the fast one) does not read as a launch that
+   moved alone while the baseline holds slow-mode launches too, and
+4. its change exceeds the group's typical change by more than ``z`` times the group's measured spread, with ``z``
+   the normal quantile at 1% / n (a family-wise 1% over the n launches). The spread is measured on the better
+   side of the launches' own changes (``group_spread``), which slow launches do not reach.
+
+The margin is the relative limit for a small group (2 to 5 launches a side: too few to measure a spread worth
+the name), half of it from 6 launches a side, where condition 4 measures the spread. Exact counters have no
+spread: a launch whose count moved past its limit while its siblings' did not is flagged.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from perfgate.columns import median
+from perfgate.compare.arrays import Bools, Floats
+
+FAMILY_ALPHA = 0.01  # the chance, over a whole group of unchanged launches, that one is flagged alone
+SMALL_GROUP = 6  # launches a side below which a group is small (``repeats.INTERVAL_LAUNCHES``)
+
+
+@functools.lru_cache(maxsize=512)
+def alone_z(launches: int) -> float:
+    """The spreads a launch's change must exceed the group's by: the normal quantile at FAMILY_ALPHA / n."""
+    import statistics  # here: decimal and fractions cost start-up time
+
+    return statistics.NormalDist().inv_cdf(1.0 - FAMILY_ALPHA / max(launches, 1))
+
+
+def group_spread(worse: Floats) -> float:
+    """The measured spread of a group's own changes (log ratios, worse direction positive): the distance from
+    their median down to their 15.9% quantile (one standard deviation for normal noise). Measured on the better
+    side, which launches that moved alone in the worse direction do not reach: three slow launches of twelve do
+    not hide themselves, and a group that moved as a whole is not truncated at its limit."""
+    return float(median(worse) - np.quantile(worse, 0.159))
+
+
+def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> Bools:
+    """Which launches of a group (paired by occurrence: ``base[i]`` with ``cur[i]``, values > 0) moved alone in
+    the worse direction; ``past_limit``: each launch's own change is past its limit in the worse direction;
+    ``relative``: the relative limit (-1: none)."""
+    found = np.zeros(base.size, dtype=bool)
+    if base.size < 2 or not past_limit.any():
+        return found
+    base_log, cur_log = np.log(base), np.log(cur)
+    worse = worse_sign * (cur_log - base_log)
+    apart = worse - median(worse)
+    limit = np.log1p(max(relative, 0.0))
+    # Small groups measure no spread worth the name: there a launch must move apart by the whole limit.
+    margin = limit if base.size < SMALL_GROUP else limit / 2.0
+    beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin
+    spread = group_spread(worse)
+    alone: Bools = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
+    return alone

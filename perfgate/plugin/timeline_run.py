@@ -1,0 +1,97 @@
+"""Trace one perf test for the timeline source: its body in a child pytest under a CUPTI activity trace.
+
+The parent's side of ``perfgate.plugin.tracer``: start ``python -m pytest NODEID`` (the same child command
+the ncu source runs, without ncu) with ``PERFGATE_TIMELINE`` naming the trace file, serialized per GPU; read
+the child's outcome and its trace (``perfgate.collect.timeline``) into the table the gate compares: the
+kernels launched inside regions, and one row per region with its wall time, GPU idle and launch overhead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from perfgate.collect.ncu_run import build_child_command, run_ncu
+from perfgate.errors import PerfgateError
+from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
+from perfgate.plugin.runner import (
+    LOCK_WAIT,
+    ChildSpec,
+    GpuBusy,
+    ProfileFailed,
+    ProfileSkipped,
+    Profiled,
+    Progress,
+    _child_result,
+    _keep,
+    gpu_locks,
+)
+from perfgate.plugin.tracer import ENV_TIMELINE
+from perfgate.regions import drop_unscoped_launches
+from perfgate.vocabulary import KIND_KERNEL
+
+TRACE_FILE = "trace.cupti.json"
+
+
+def _outcome(document: dict[str, Any], nodeid: str, output: str, returncode: int | None) -> Exception | None:
+    reports = [r for r in document.get("reports", []) or [] if isinstance(r, dict) and r.get("nodeid") == nodeid]
+    failed = [r for r in reports if r.get("outcome") == "failed"]
+    if failed:
+        return ProfileFailed(f"the test failed while traced ({failed[0].get('when')}):\n"
+                             f"{failed[0].get('longrepr') or '(no details)'}")
+    skipped = [r for r in reports if r.get("outcome") == "skipped"]
+    if skipped:
+        return ProfileSkipped(str(skipped[0].get("skip_reason") or "skipped in the traced child"), unavailable=False)
+    if not any(r.get("when") == "call" and r.get("outcome") == "passed" for r in reports):
+        return ProfileFailed(f"the traced test never reported a result: the child crashed or was not collected "
+                             f"(exit status {returncode}):\n{output or '(no output)'}")
+    return None
+
+
+def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[str, ...], artifacts: Path,
+          environ: Mapping[str, str], progress: Progress | None = None) -> Profiled:
+    """Run ``child.nodeid`` traced and read its trace; raise ProfileFailed / ProfileSkipped."""
+    run_dir = Path(tempfile.mkdtemp(prefix="perfgate-timeline-"))
+    target, result, output = run_dir / TRACE_FILE, run_dir / "child.json", run_dir / "output.txt"
+    command = build_child_command(
+        python=sys.executable, nodeid=child.nodeid, rootdir=child.rootdir, basetemp=run_dir / "basetemp",
+        cache_dir=run_dir / "cache", inifile=child.inifile, import_mode=child.import_mode,
+        xdist_loaded=child.xdist_loaded, load_plugin=child.load_plugin)
+    env = {**environ, ENV_CHILD: "1", ENV_CHILD_RESULT: str(result), ENV_TIMELINE: str(target)}
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    if progress is not None:
+        progress(f"perfgate: tracing {child.nodeid} (timeline source, limit {timeout:g} s) ...")
+    try:
+        with gpu_locks(lock_ids, max(timeout, LOCK_WAIT)):
+            run = run_ncu(command, timeout=timeout, output_file=output, env=env, cwd=child.rootdir)
+    except GpuBusy as exc:
+        raise ProfileFailed(str(exc)) from None
+
+    def fail(message: str) -> ProfileFailed:
+        return ProfileFailed(message + _keep(run_dir, artifacts))
+
+    if run.timed_out:
+        raise fail(f"{child.nodeid} timed out while traced (after {timeout:g} s)")
+    outcome = _outcome(_child_result(result) or {}, child.nodeid, run.output, run.returncode)
+    if isinstance(outcome, ProfileSkipped):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise outcome
+    if outcome is not None:
+        raise fail(str(outcome))
+    if not target.is_file():
+        raise fail(f"the traced child wrote no trace (exit status {run.returncode}):\n{run.output}")
+    from perfgate.collect import read_table
+
+    try:
+        measurement = drop_unscoped_launches(read_table(target))
+    except PerfgateError as exc:
+        raise fail(f"cannot read the trace: {exc}") from None
+    table = measurement.table
+    if not (table.equals("kind", KIND_KERNEL) & ~table.equals("region", "")).any():
+        raise fail("the trace holds no kernel launched inside a perfgate.region(...): wrap the GPU work to "
+                   "measure in `with perfgate.region(\"name\"):`")
+    return Profiled(measurement=measurement, notes=[], run_dir=run_dir, artifacts=artifacts)

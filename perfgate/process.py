@@ -1,0 +1,69 @@
+"""How a command meets its process: a stdout whose reader may go away, and signals that end it.
+
+Stdlib only: every command's start-up imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+
+def stdout_gone() -> None:
+    """The reader of stdout went away (``| head``): send what is left to /dev/null, so that neither a later
+    write nor the flush at exit fails again (Python's advice, ``signal`` docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured by a caller)
+        pass
+
+
+def print_out(*parts: str) -> None:
+    """Write to stdout, flushed. A reader that went away is no failure of the command: its exit status still
+    follows the verdict (``compare ... | head`` under pipefail must not turn a regression into success)."""
+    try:
+        sys.stdout.writelines(parts)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_gone()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a command: unwound like Ctrl-C, so temporary files (a pipe's spool, an .xz
+    expansion) are removed by the code that made them."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def terminating_unwinds() -> Iterator[None]:
+    """While a command runs on the main thread, SIGTERM and SIGHUP raise ``Terminated``. A handler someone
+    else installed (or SIG_IGN, as under nohup) is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    installed = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            installed[sig] = signal.signal(sig, unwind)
+    try:
+        yield
+    finally:
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
+__all__ = ["Terminated", "print_out", "stdout_gone", "terminating_unwinds"]
