@@ -160,7 +160,7 @@ class SessionReport:
         if self._written():
             lines.append(f"  {self._written_line()}")
         for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note:
+            if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note:
                 lines.append(f"  {note}")
         if self.files:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))
