@@ -11,7 +11,7 @@ import lzma
 import random
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from conftest import REPO, run_cli
@@ -60,7 +60,7 @@ def redrawn(report: Report, seed: int) -> Report:
     statuses = [draw.choice([s.value for s in Status]) for _ in mixed["launches"]["status"]]
     mixed["launches"]["status"] = statuses
     mixed["summary"] = {s.value: 0 for s in Status} | dict(Counter(statuses))
-    return mixed
+    return cast(Report, mixed)
 
 
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: f"{p.parent.parent.name}-{p.name.split('.')[0]}")
