@@ -183,11 +183,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _configured_path(args: argparse.Namespace, value: str) -> Path:
-    """A path from [tool.perfgate] is relative to the pyproject.toml's folder, as in the plugin."""
-    from perfgate.config import find_pyproject
+    from perfgate.config import configured_path
 
-    pyproject = args.config if args.config is not None else find_pyproject()
-    return Path(value) if pyproject is None else pyproject.resolve().parent / value
+    return configured_path(args.config, value)
 
 
 def _configured_history(args: argparse.Namespace, url: str) -> str:

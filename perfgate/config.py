@@ -65,6 +65,13 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+def configured_path(pyproject: Path | None, value: str) -> Path:
+    """A path from [tool.perfgate] is relative to the folder of the pyproject.toml it came from (``pyproject``,
+    else the nearest one above the current directory), as in the plugin."""
+    found = pyproject if pyproject is not None else find_pyproject()
+    return Path(value) if found is None else found.resolve().parent / value
+
+
 CLOCK_CONTROLS = ("base", "none")  # ncu --clock-control's values that profile ("reset" only resets the clocks)
 CACHE_CONTROLS = ("all", "none")  # ncu --cache-control's values
 

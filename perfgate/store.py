@@ -9,6 +9,7 @@ baselines behind), by collecting the test suite with pytest, and removes them wi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -136,7 +137,22 @@ def format_baseline(b: StoredBaseline) -> str:
             f"from {b.source or '?'}")
 
 
+def baselines_dir(args: argparse.Namespace) -> Path:
+    """``--dir``, else [tool.perfgate] baselines (relative to its pyproject.toml's folder), as ``perfgate
+    baseline`` writes them; shown relative to the current directory when it lies below it."""
+    if args.dir is not None:
+        return Path(args.dir)
+    from perfgate.config import configured_path, load_settings
+
+    directory = configured_path(args.config, load_settings(args.config).baselines)
+    if directory.is_absolute():
+        with contextlib.suppress(ValueError):  # not below the current directory: kept absolute
+            return directory.relative_to(Path.cwd().resolve())
+    return directory
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    args.dir = baselines_dir(args)
     stored = list_baselines(args.dir)
     for device in sorted({b.device for b in stored}):
         mine = [b for b in stored if b.device == device]
@@ -149,6 +165,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
+    args.dir = baselines_dir(args)
     stored = list_baselines(args.dir)
     stale, unchecked = stale_baselines(stored, collect_test_ids(args.pytest_args))
     for b in stale:
@@ -164,21 +181,27 @@ def cmd_stale(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_dir_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-d", "--dir", type=Path, metavar="DIR",
+                        help="baselines directory (default: [tool.perfgate] baselines, else 'baselines')")
+    parser.add_argument("--config", type=Path, metavar="PYPROJECT",
+                        help="pyproject.toml whose [tool.perfgate] to use (default: the nearest one above the "
+                             "current directory)")
+
+
 def register(sub: Any) -> None:
     baselines = sub.add_parser("baselines", help="list stored baselines, or find those of tests that are gone",
                                description="Inspect a baselines directory (one folder per GPU or CPU model).")
     actions = baselines.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     show = actions.add_parser("list", help="every baseline: GPU, name, size, how and when it was measured")
-    show.add_argument("-d", "--dir", type=Path, default=Path("baselines"), metavar="DIR",
-                      help="baselines directory (default: baselines)")
+    _add_dir_options(show)
     show.set_defaults(func=cmd_list)
     stale = actions.add_parser(
         "stale", help="baselines of perf tests pytest no longer collects (renamed or deleted tests)",
         description="Collect the tests (python -m pytest --collect-only; arguments after -- go to pytest) and "
                     "list the baselines written for tests that are not collected any more.")
-    stale.add_argument("-d", "--dir", type=Path, default=Path("baselines"), metavar="DIR",
-                       help="baselines directory (default: baselines)")
+    _add_dir_options(stale)
     stale.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
     stale.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
                        help="what pytest collects, after -- (default: the project's testpaths)")

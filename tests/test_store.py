@@ -46,3 +46,30 @@ def test_stale_finds_baselines_of_tests_that_are_gone_and_keeps_the_unknown(tmp_
     deleted = run_perfgate("baselines", "stale", "--delete", "--", "examples", cwd=tmp_path)
     assert deleted.returncode == 0 and deleted.stdout.count("deleted: ") == 2
     assert [p.name for p in (tmp_path / "baselines").rglob("*.json")] == ["examples.test_torch_softmax__test_softmax.json"]
+
+
+def test_list_and_stale_read_the_baselines_folder_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.perfgate]\nbaselines = "perf/baselines"\n', encoding="utf-8")
+    shutil.copytree(H100, tmp_path / "perf" / "baselines" / H100.name)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "test_cupy_raw_kernel.py").write_text("def test_vector_add():\n    pass\n",
+                                                                    encoding="utf-8")
+    listed = run_perfgate("baselines", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines"
+    # From a folder below the project: the same folder, the one its pyproject.toml names.
+    below = tmp_path / "examples"
+    assert run_perfgate("baselines", "list", cwd=below).stdout == listed.stdout
+
+    stale = run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
+    assert stale.returncode == 0, stale.stderr
+    assert "stale: perf/baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_torch_mlp_layers__" in stale.stdout
+    assert stale.stdout.rstrip().endswith("2 of 3 test baselines under perf/baselines belong to tests that are "
+                                          "gone; pass --delete to remove them")
+
+    # --dir still wins over the configuration, and --config names another pyproject.toml.
+    assert run_perfgate("baselines", "list", "-d", "nowhere", cwd=tmp_path).returncode == 2
+    other = tmp_path / "other.toml"
+    other.write_text('[tool.perfgate]\nbaselines = "none-here"\n', encoding="utf-8")
+    refused = run_perfgate("baselines", "list", "--config", other, cwd=tmp_path)
+    assert refused.returncode == 2 and "none-here" in refused.stderr
