@@ -107,7 +107,8 @@ def carried_in_update(documents: Mapping[tuple[str, str], dict[str, Any]], direc
     """``perfgate baseline``: each new document compared with the file it replaces, with the regressions it
     carries, and the lines that say so. A file that cannot be compared is replaced without a word here, as the
     update replaces it anyway."""
-    from perfgate.baseline import baseline_file, read_baseline
+    from perfgate.baseline import baseline_file
+    from perfgate.collect.baseline_json import read_baseline
     from perfgate.compare import compare_tables
     from perfgate.errors import PerfgateError
 

@@ -18,9 +18,9 @@ from perfgate.baseline import (
     baseline_documents,
     device_slug,
     file_stem,
-    read_baseline,
     save_baselines,
 )
+from perfgate.collect.baseline_json import read_baseline
 from perfgate.carried import AcceptanceCheck, carried_lines, carried_regressions, with_carried
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError

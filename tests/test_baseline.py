@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, corpus_file
 
-from perfgate.baseline import device_slug, read_baseline, write_atomically
+from perfgate.baseline import device_slug, write_atomically
+from perfgate.collect.baseline_json import read_baseline
 from perfgate.cli import main
 
 V3 = "mlp-t4/report_v3_loop_unroll.ncu-rep"

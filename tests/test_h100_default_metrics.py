@@ -18,7 +18,7 @@ import pytest
 
 from conftest import run_perfgate
 
-from perfgate.baseline import read_baseline
+from perfgate.collect.baseline_json import read_baseline
 from perfgate.errors import InputError
 from perfgate.report import launch_rows, listed_summary, repeated_totals, result_rows
 

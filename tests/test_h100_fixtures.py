@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfgate.baseline import read_baseline
+from perfgate.collect.baseline_json import read_baseline
 from perfgate.collect import read_table
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_run import NcuRun, diagnose_ncu_run, profiling_metrics

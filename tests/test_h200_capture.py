@@ -210,7 +210,7 @@ def test_the_committed_baselines_are_what_the_update_session_wrote() -> None:
 
 
 def test_the_committed_baselines_pass_perfgates_own_validation() -> None:
-    from perfgate.baseline import read_baseline
+    from perfgate.collect.baseline_json import read_baseline
 
     for path in sorted(BASELINES.glob("*.json")):
         read_baseline(path)

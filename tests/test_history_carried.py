@@ -11,7 +11,7 @@ from history_helpers import KERNEL_TIME, write_report
 from test_history_reference import _baseline_file
 from test_plugin_benchmark import BENCH_OPTIONS, suite  # noqa: F401  (the fixture)
 
-from perfgate.baseline import read_baseline
+from perfgate.collect.baseline_json import read_baseline
 from perfgate.cli import main
 
 pytest_plugins = ("pytester",)

@@ -20,7 +20,8 @@ import pytest
 from conftest import REPO, run_cli
 
 from perfgate.cli import main
-from perfgate.collect import load_json, read_table
+from perfgate.collect import read_table
+from perfgate.collect.json_input import load_json
 from perfgate.limits import MAX_JSON_DEPTH, MAX_NAME_CHARS, json_depth_exceeds, size_text
 from perfgate.errors import InputError
 

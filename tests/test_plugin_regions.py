@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from plugin_helpers import MLP_T4
 
-from perfgate.baseline import baseline_documents, table_from_baseline
+from perfgate.baseline import baseline_documents
+from perfgate.collect.baseline_json import table_from_baseline
 from perfgate.collect import read_table
 from perfgate.columns import Columns, objects
 from perfgate.compare import CompareOptions, compare_tables

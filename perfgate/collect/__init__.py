@@ -14,28 +14,18 @@ import stat
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from perfgate.limits import (
     ENV_FIFO_WAIT,
     FIX_SIZE,
     fifo_wait_seconds,
-    read_json_file,
     max_input_bytes,
     size_text,
 )
+from perfgate.collect.json_input import load_json
 from perfgate.errors import InputError
 from perfgate.table import Measurement, restrict_metrics
 
-
-
-def load_json(path: Path) -> Any:
-    """Parse a JSON input; one-line InputError for anything that is not plain, finite, shallow JSON.
-
-    Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
-    rendering, ``str()``) can run out of recursion on an untrusted document.
-    """
-    return read_json_file(path, "JSON", "regenerate the file (perfgate or pytest-benchmark)")
 
 
 _PIPE = "pipe"
@@ -258,7 +248,7 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
 
         return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):
-        from perfgate.baseline import looks_like_baseline, table_from_baseline
+        from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
         from perfgate.collect.benchmark_json import (
             looks_like_benchmark_json,
             table_from_benchmark_json,
