@@ -284,13 +284,13 @@ def test_a_run_builds_its_command_s_parser_alone_and_it_parses_the_same(capsys: 
 @pytest.mark.parametrize("columns", [None, "0", "abc", "60", "200"])
 def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> None:
     """The CLI's help formatter finds the width without shutil (start-up), by shutil's rules."""
-    from perfgate.cli import _HelpFormatter
+    from perfgate.cli.common import HelpFormatter
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", columns)
-    assert _HelpFormatter("perfgate")._width == argparse.HelpFormatter("perfgate")._width
+    assert HelpFormatter("perfgate")._width == argparse.HelpFormatter("perfgate")._width
 
 def test_console_script_and_module_entry() -> None:
     """The installed `perfgate` script and `python -m perfgate` are the same CLI, with no traceback."""
@@ -309,7 +309,7 @@ def test_console_script_and_module_entry() -> None:
 def test_perfgate_s_own_process_imports_without_collecting_and_main_in_another_s_changes_nothing(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Start-up: the console script's process imports with the cyclic collector off and freezes what it imported
-    (``cli._importing``), and turns the collector back on; ``main`` called in a process of another program (this
+    (``cli.common.importing``), and turns the collector back on; ``main`` called in a process of another program (this
     one) leaves its collector alone."""
     import gc
 

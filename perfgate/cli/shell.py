@@ -1,0 +1,67 @@
+"""``perfgate``'s process: arguments parsed, the command run, every error one line and its exit status."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn, Sequence
+
+from perfgate.cli.common import run_as_own_process
+from perfgate.cli.parser import COMMANDS, build_parser
+from perfgate.errors import EXIT_OK, EXIT_USAGE, PerfgateError
+from perfgate.process import Terminated, stdout_gone, terminating_unwinds
+from perfgate.text import inert
+
+
+def _tolerant_output() -> None:
+    """Never die on a console that cannot print '→' or 'µ' (cp1252 on Windows, LANG=C)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # pragma: no cover - a detached or closed stream
+                pass
+
+
+def entry() -> NoReturn:
+    """The ``perfgate`` console script and ``python -m perfgate``: ``main`` in a process of its own."""
+    run_as_own_process()
+    sys.exit(main())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # perfgate does no linear algebra, but numpy's OpenBLAS starts a thread per core at import, which costs
+    # ~0.1 s of CPU (a sixth of a small compare). Only for this process: the plugin leaves the user's alone.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _tolerant_output()
+    words = list(sys.argv[1:] if argv is None else argv)
+    # A run names its command first: only that one's parser is built. Anything else (--help, a typo) gets them all.
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    args = parser.parse_args(words)
+    try:
+        with terminating_unwinds():
+            return int(args.func(args))
+    except Terminated as exc:
+        sys.stderr.write("perfgate: terminated\n")
+        return 128 + exc.signum
+    except PerfgateError as exc:
+        # inert: the line can quote a file or kernel name, which must not act on the terminal.
+        sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
+        return exc.exit_status
+    except BrokenPipeError:  # the reader of a listing went away (| head); verdicts are printed by print_out
+        stdout_gone()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write("perfgate: interrupted\n")
+        return 130
+    except Exception as exc:  # the last line of defence for CI, see below
+        # An input perfgate did not foresee (a RecursionError, an AttributeError on a shape nobody expected):
+        # still one line and exit 2, never a traceback and exit 1, which CI would read as "regression".
+        # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.
+        if os.environ.get("PERFGATE_DEBUG"):
+            raise
+        message = inert(exc, max_chars=300)
+        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {message} (rerun with PERFGATE_DEBUG=1 for "
+                         "details and please report it)\n")
+        return EXIT_USAGE
