@@ -27,11 +27,8 @@ from perfgate.errors import PerfgateError
 from perfgate.render import render_text
 from perfgate.report import Report, build_report, merge_reports
 from perfgate.table import Measurement, device_label, devices, empty_table
-from perfgate.vocabulary import Verdict
+from perfgate.verdict import GateStatus, gated_verdict, worst_gate_status
 
-# What one gate run came to, worst first: the plugin's per-test status.
-REGRESSION, NEW, UPDATED, COMPARED = "regression", "new", "updated", "compared"
-_RANK = {REGRESSION: 0, NEW: 1, UPDATED: 2, COMPARED: 3}
 # The side to compare with, from the stored baseline (an empty table where there is none) and the current run;
 # and notes saying where it came from.
 Reference = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]
@@ -94,7 +91,7 @@ class Where:
 @dataclass(frozen=True)
 class GateResult:
     report: Report  # merged over the devices
-    status: str  # REGRESSION, NEW, UPDATED or COMPARED: the worst over the devices
+    status: str  # a GateStatus value: the worst over the devices
     regressions: list[str] = field(default_factory=list)  # the text diff of each regressed device
     problems: list[str] = field(default_factory=list)  # what else fails the gate (strict: a missing baseline)
     written: list[Path] = field(default_factory=list)
@@ -140,7 +137,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)])
         file = baseline_path(baselines, device, cc, name)
         device_notes = list(notes)
-        status = UPDATED if update else COMPARED
+        status = (GateStatus.UPDATED if update else GateStatus.COMPARED).value
         unreadable = None
         if file.is_file():
             try:
@@ -164,7 +161,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         if not file.is_file() and (update or baseline.table.empty):
             missing.append(file)
             if not update:
-                status = NEW
+                status = GateStatus.NEW.value
                 device_notes.append(f"{who}: no baseline for {device_label(device, cc)} at {shown(file)}: reported "
                                     f"as new (create it with {update_hint})")
                 if strict:
@@ -189,7 +186,7 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         statuses.append(status)
         reports.append(report)
     merged = merge_reports(reports) if len(reports) != 1 else reports[0]
-    worst = min(statuses, key=_RANK.__getitem__) if statuses else COMPARED
+    worst = worst_gate_status(statuses)
     return GateResult(report=merged, status=worst, regressions=regressions, problems=problems, written=written,
                       missing=missing, found=len(statuses) - len(missing))
 
@@ -215,11 +212,8 @@ def _unmeasured_problem(unmeasured: Sequence[tuple[str, str]], strict_flag: str)
 
 def _judge(report: Report, regressed: bool, status: str, update: bool, problems: bool, regressions: list[str]) -> str:
     """Set the device's report verdict and return its status; a regression's text diff goes to ``regressions``."""
-    if update:
-        report["verdict"] = Verdict.PASS.value  # the new baseline is this run; changes are shown, not failed
-    elif regressed:
+    if regressed and not update:
         regressions.append(render_text(report).rstrip())
-        status = REGRESSION
-    if problems and not update:
-        report["verdict"] = Verdict.FAIL.value
+        status = GateStatus.REGRESSION.value
+    report["verdict"] = gated_verdict(report["verdict"], update=update, problems=problems)
     return status

@@ -10,7 +10,8 @@ import pytest
 from conftest import run_cli
 
 from perfgate.baseline import baseline_documents, device_slug, file_stem, save_baselines
-from perfgate.gate import COMPARED, NEW, REGRESSION, UPDATED, Where, baseline_name, gate
+from perfgate.gate import Where, baseline_name, gate
+from perfgate.verdict import GateStatus
 from perfgate.options import selection
 from perfgate.table import Measurement, make_table
 
@@ -67,7 +68,7 @@ def test_compare_name_cannot_read_outside_the_folder(capsys: pytest.CaptureFixtu
     slug = device_slug("CPU: Test", "")
     result = gate(_table(150_000.0, device="CPU: Test", cc=""), baselines=inside,
                   where=Where(name=f"../../outside/{slug}/x"), options=OPTIONS, settings={})
-    assert result.status == NEW and result.found == 0
+    assert result.status == GateStatus.NEW and result.found == 0
     assert all(inside in path.parents for path in result.missing)
 
 
@@ -77,17 +78,17 @@ def test_pytest_ids_that_read_alike_keep_their_own_baselines(tmp_path: Path) -> 
     for number, test in enumerate(ids):
         result = gate(_table(100_000.0 * (number + 1)), baselines=tmp_path, where=Where(baseline_name(test), test),
                       options=OPTIONS, settings={}, update=True)
-        assert result.status == UPDATED
+        assert result.status == GateStatus.UPDATED
     files = sorted(tmp_path.rglob("*.json"))
     assert len(files) == len(ids)
     assert sorted(json.loads(f.read_text())["source"] for f in files) == sorted(ids)
     for number, test in enumerate(ids):  # each finds its own: unchanged, and +50% is a regression
         same = gate(_table(100_000.0 * (number + 1)), baselines=tmp_path, where=Where(baseline_name(test), test),
                     options=OPTIONS, settings={})
-        assert same.status == COMPARED, test
+        assert same.status == GateStatus.COMPARED, test
         slower = gate(_table(150_000.0 * (number + 1)), baselines=tmp_path, where=Where(baseline_name(test), test),
                       options=OPTIONS, settings={})
-        assert slower.status == REGRESSION, test
+        assert slower.status == GateStatus.REGRESSION, test
 
 
 def test_the_leftover_cleaner_keeps_a_users_own_tmp_files(tmp_path: Path) -> None:

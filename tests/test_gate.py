@@ -8,7 +8,8 @@ from conftest import run_perfgate
 from typing import Any
 
 from perfgate.baseline import baseline_documents, save_baselines
-from perfgate.gate import COMPARED, NEW, REGRESSION, UPDATED, Where, gate
+from perfgate.gate import Where, gate
+from perfgate.verdict import GateStatus
 from perfgate.options import selection
 from perfgate.report import result_rows
 from perfgate.table import Measurement, make_table
@@ -31,7 +32,7 @@ def test_a_regression_on_one_gpu_is_not_hidden_by_a_missing_baseline_on_another(
     save_baselines(baseline_documents(_table({"NVIDIA A100": 100_000.0}), OPTIONS.wanted_metrics()), tmp_path, "t")
     current = _table({"NVIDIA A100": 150_000.0, "NVIDIA H100": 90_000.0})
     result = gate(current, baselines=tmp_path, where=Where(name="t", test="t.py::t"), options=OPTIONS, settings={})
-    assert result.status == REGRESSION and result.failed
+    assert result.status == GateStatus.REGRESSION and result.failed
     assert len(result.regressions) == 1 and "gemm" in result.regressions[0]
     assert result.found == 1 and [p.parent.name for p in result.missing] == ["nvidia-h100-sm90"]
     assert result.report["verdict"] == "fail"
@@ -46,13 +47,13 @@ def test_a_regression_on_one_gpu_is_not_hidden_by_a_missing_baseline_on_another(
 def test_statuses_new_updated_compared(tmp_path: Path) -> None:
     where = Where(name="t")
     current = _table({"NVIDIA H100": 90_000.0})
-    assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == NEW
+    assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == GateStatus.NEW
     updated = gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={"clock_control": "base"},
                    update=True)
-    assert updated.status == UPDATED and [p.name for p in updated.written] == ["t.json"]
+    assert updated.status == GateStatus.UPDATED and [p.name for p in updated.written] == ["t.json"]
     again = gate(_table({"NVIDIA H100": 91_000.0}), baselines=tmp_path, where=where, options=OPTIONS,
                  settings={"clock_control": "none"})
-    assert again.status == COMPARED and not again.failed
+    assert again.status == GateStatus.COMPARED and not again.failed
     assert any("clock_control 'base' → 'none'" in note for note in again.report["notes"])
 
 
@@ -109,9 +110,9 @@ def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -
         return gate(current._replace(settings={"replay_passes": passes}), baselines=tmp_path, where=where,
                     options=OPTIONS, settings={}, strict=strict)
 
-    assert run(1).status == REGRESSION  # the same replay: a real change of DRAM writes fails
+    assert run(1).status == GateStatus.REGRESSION  # the same replay: a real change of DRAM writes fails
     other = run(13)
-    assert other.status == COMPARED and not other.failed and other.report["verdict"] == "not measured"
+    assert other.status == GateStatus.COMPARED and not other.failed and other.report["verdict"] == "not measured"
     assert other.report["unmeasured"] == [{"test": "t.py::t", "launch": "every launch", "cause": (
         "dram__bytes_write.sum not judged: ncu replayed the kernels differently than for the baseline "
         "(1 replay pass → 13), and this count depends on the replay; record the baseline again with these "
@@ -120,9 +121,9 @@ def test_dram_write_is_not_judged_between_one_pass_and_several(tmp_path: Path) -
     strict = run(13, strict=True)
     assert strict.failed and "a gated value not judged fails" in strict.problems[0]
     slower = _with_write(_table({"NVIDIA H100": 150_000.0}), 19_200_000.0)
-    assert run(13, slower).status == REGRESSION  # the duration is judged as ever
+    assert run(13, slower).status == GateStatus.REGRESSION  # the duration is judged as ever
     unknown = gate(more_writes, baselines=tmp_path, where=where, options=OPTIONS, settings={})
-    assert unknown.status == REGRESSION  # a side that does not say (a CSV export): judged
+    assert unknown.status == GateStatus.REGRESSION  # a side that does not say (a CSV export): judged
 
 
 def test_several_passes_on_both_sides_are_judged_alike(tmp_path: Path) -> None:
@@ -131,4 +132,4 @@ def test_several_passes_on_both_sides_are_judged_alike(tmp_path: Path) -> None:
     base = _with_write(_table({"NVIDIA H100": 100_000.0}), 16_800_000.0)._replace(settings={"replay_passes": 10})
     gate(base, baselines=tmp_path, where=where, options=OPTIONS, settings={"replay_passes": 10}, update=True)
     current = _with_write(_table({"NVIDIA H100": 100_000.0}), 19_200_000.0)._replace(settings={"replay_passes": 13})
-    assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == REGRESSION
+    assert gate(current, baselines=tmp_path, where=where, options=OPTIONS, settings={}).status == GateStatus.REGRESSION

@@ -18,7 +18,8 @@ from plugin_helpers import install_stub_ncu, preload_heavy_modules, stub_calls, 
 from test_plugin_termination import RUN_NCU_TEST, alive, pytest_command, stop, wait_until
 
 from perfgate.collect.ncu_run import TAIL_BYTES, ncu_version, read_tail
-from perfgate.gate import UPDATED, Where, gate
+from perfgate.gate import Where, gate
+from perfgate.verdict import GateStatus
 from perfgate.options import selection
 from perfgate.table import Measurement, make_table
 
@@ -141,6 +142,6 @@ def test_an_update_replaces_a_corrupt_baseline(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="t.json"):
         gate(current, baselines=tmp_path, where=Where("t", "t.py::t"), options=options, settings={})
     result = gate(current, baselines=tmp_path, where=Where("t", "t.py::t"), options=options, settings={}, update=True)
-    assert result.status == UPDATED and corrupt.read_text().startswith("{")
+    assert result.status == GateStatus.UPDATED and corrupt.read_text().startswith("{")
     assert any("could not be read" in note and "replaced" in note for note in result.report["notes"])
     assert gate(current, baselines=tmp_path, where=Where("t", "t.py::t"), options=options, settings={}).found == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NoReturn, cast
 
 from perfgate.config import Settings
-from perfgate.errors import EXIT_OK, EXIT_USAGE, InputError
+from perfgate.errors import EXIT_USAGE, InputError
 from perfgate.options import metrics_arg
 from perfgate.process import print_out
 from perfgate.text import inert
@@ -152,12 +152,14 @@ def importing() -> Iterator[None]:
         gc.enable()
 
 
-def not_measured_status(report: "Report") -> int:
-    """Exit 2 when the report was written but could not vouch for what it was asked (gated values on one side
-    only, nothing compared): unmeasured is not passed. 0 otherwise."""
-    from perfgate.render import headline
+def report_status(report: "Report", failed: bool) -> int:
+    """The exit status for a written report (``perfgate.verdict.exit_status``); a report that could not vouch
+    for what it was asked (gated values on one side only, nothing compared) also says why on stderr."""
+    from perfgate.verdict import exit_status
 
-    if report["verdict"] != "not measured":
-        return EXIT_OK
-    sys.stderr.write(inert(f"perfgate: error: not measured: {headline(report)}", 400) + "\n")
-    return EXIT_USAGE
+    status = exit_status(failed, report["verdict"])
+    if status == EXIT_USAGE:
+        from perfgate.render import headline
+
+        sys.stderr.write(inert(f"perfgate: error: not measured: {headline(report)}", 400) + "\n")
+    return status

@@ -10,16 +10,17 @@ from perfgate.cli.common import (
     add_selection_options,
     format_of,
     importing,
-    not_measured_status,
     output_path,
+    report_status,
     report_stem,
     settings_of,
     usage_error,
     write_output,
 )
-from perfgate.errors import EXIT_REGRESSION, InputError
+from perfgate.errors import InputError
 from perfgate.options import probability, resolve_metrics, threshold_arg
 from perfgate.process import print_out
+from perfgate.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -72,8 +73,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.options import selection
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
-        from perfgate.report import build_report, verdict_of
+        from perfgate.report import build_report
         from perfgate.table import Measurement, empty_table
+        from perfgate.verdict import verdict_of
 
     if args.baseline is None and not args.history:
         usage_error(add_parser, "compare", "BASELINE is required without --history (give BASELINE CURRENT, or CURRENT with "
@@ -127,9 +129,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         del comparison
         # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
         report["verdict"] = verdict_of(report)
-        failed = report["verdict"] == "fail"
+        failed = report["verdict"] == Verdict.FAIL.value
     report["notes"].extend(history_notes)
     write_output(render_parts(report, fmt), args.output)
     if args.output is not None:
         print_out(f"{verdict_line(report)} (report: {args.output})\n")
-    return EXIT_REGRESSION if failed else not_measured_status(report)
+    return report_status(report, failed)

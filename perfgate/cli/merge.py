@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.cli.common import importing, not_measured_status, output_path, write_output
-from perfgate.errors import EXIT_REGRESSION
+from perfgate.cli.common import importing, output_path, report_status, write_output
 from perfgate.process import print_out
+from perfgate.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -34,4 +34,4 @@ def cmd_merge(args: argparse.Namespace) -> int:
     write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
         print_out(verdict_line(merged) + "\n")
-    return EXIT_REGRESSION if merged["verdict"] == "fail" else not_measured_status(merged)
+    return report_status(merged, merged["verdict"] == Verdict.FAIL.value)

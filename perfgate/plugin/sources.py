@@ -121,8 +121,9 @@ def gate_parts(parts: Sequence[GatePart], *, test: str, path: str, line: int | N
                strict: bool, shown: Callable[[Path], str], acceptances: AcceptanceCheck | None = None) -> Gated:
     """Each measurement gated against its own baseline (``perfgate.gate``), or the reference its part names;
     ``acceptances``: what marks the regressions an update carries accepted. PerfgateError as the gate raises it."""
-    from perfgate.gate import _RANK, Where, baseline_name, gate
+    from perfgate.gate import Where, baseline_name, gate
     from perfgate.report.merge import merge_reports
+    from perfgate.verdict import worst_gate_status
 
     results = [gate(part.current, baselines=baselines, options=part.options, settings=part.settings, update=update,
                     where=Where(name=baseline_name(test) + part.suffix, test=test, path=path, line=line),
@@ -130,7 +131,7 @@ def gate_parts(parts: Sequence[GatePart], *, test: str, path: str, line: int | N
                     strict_flag="--perfgate-strict", reference=part.reference, acceptances=acceptances)
                for part in parts]
     report = results[0].report if len(results) == 1 else merge_reports(r.report for r in results)
-    return Gated(report, min((r.status for r in results), key=_RANK.__getitem__),
+    return Gated(report, worst_gate_status(r.status for r in results),
                  [p for r in results for p in r.written], [x for r in results for x in r.regressions],
                  [x for r in results for x in r.problems],
                  "".join(part.footer for part, r in zip(parts, results, strict=True) if r.regressions))

@@ -10,7 +10,10 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, TypedDict, cas
 
 from perfgate import __version__
 from perfgate.errors import InputError
-from perfgate.vocabulary import STATUS_ORDER, Status, Verdict, worst_verdict
+from perfgate.verdict import COMPARED_STATUSES as COMPARED_STATUSES
+from perfgate.verdict import compared_launches as compared_launches
+from perfgate.verdict import verdict_of as verdict_of
+from perfgate.vocabulary import STATUS_ORDER, Status, Verdict
 
 FORMAT_NAME = "perfgate-report"
 FORMAT_VERSION = 2
@@ -38,7 +41,6 @@ ROW_LAUNCH_FIELDS = ("kind", "kernel", "demangled", "region", "ordinal", "device
 
 LAUNCH_STATUSES = tuple(s.value for s in STATUS_ORDER if s is not Status.INFO)
 # A launch in one of these was compared with its baseline; new, missing and no-data launches were not.
-COMPARED_STATUSES = (Status.REGRESSION, Status.INCONCLUSIVE, Status.IMPROVEMENT, Status.UNCHANGED)
 
 
 # ---------------------------------------------------------------- the shape
@@ -99,28 +101,6 @@ def summarize(statuses: Iterable[str]) -> dict[str, int]:
     """Launches counted by status, every launch status present (0 when none)."""
     found = Counter(statuses)
     return {status: found.get(status, 0) for status in LAUNCH_STATUSES}
-
-
-def compared_launches(summary: dict[str, int]) -> int:
-    """How many launches of a report's ``summary`` were compared with their baseline."""
-    return sum(summary.get(s.value, 0) for s in COMPARED_STATUSES)
-
-
-def verdict_of(report: Report) -> str:
-    """The verdict the report's own contents allow, never better than the one it states: a regression
-    fails; perf tests that could not be measured, or nothing compared at all, are "not measured"; a kernel
-    whose change straddles its threshold is "inconclusive"; only then "pass"."""
-    counts = report["summary"]
-    compared = compared_launches(counts)
-    derived = Verdict.PASS.value
-    if counts.get(Status.REGRESSION.value):
-        derived = Verdict.FAIL.value
-    elif report.get("unmeasured") or not compared:
-        derived = Verdict.NOT_MEASURED.value
-    elif counts.get(Status.INCONCLUSIVE.value):
-        derived = Verdict.INCONCLUSIVE.value
-    return worst_verdict(report["verdict"], derived)
-
 
 
 def refuse(source: str, message: str, hint: str = "") -> InputError:

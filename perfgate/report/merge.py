@@ -16,9 +16,9 @@ from perfgate.report.contract import (
     empty_columns,
     empty_report,
     summarize,
-    verdict_of,
 )
-from perfgate.vocabulary import STATUS_RANK, Verdict, worst_verdict
+from perfgate.verdict import merged_verdict
+from perfgate.vocabulary import STATUS_RANK
 
 
 def _reorder(table: dict[str, list[Any]], order: Sequence[int]) -> dict[str, list[Any]]:
@@ -45,8 +45,7 @@ def merge_reports(reports: Iterable[Report]) -> Report:
     merged["notes"].extend(n for n in superseded if n not in merged["notes"])
     _sort_worst_first(merged)
     merged["summary"] = summarize(merged["launches"]["status"])
-    merged["verdict"] = worst_verdict(*verdicts) if verdicts else Verdict.NOT_MEASURED.value
-    merged["verdict"] = verdict_of(merged)
+    merged["verdict"] = merged_verdict(verdicts, merged)
     return merged
 
 
