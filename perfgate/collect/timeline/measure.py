@@ -117,9 +117,9 @@ def _region_rows(trace: Trace, instances: list[RegionInstance], first_launch: in
     rows: list[dict[str, Any]] = []
     for offset, (path, entries) in enumerate(by_path.items()):
         device = _device_of(trace, trace.ops[entries[0].ops[0]].device)
-        count = len(entries)
-        base = {"kind": KIND_REGION, "kernel": path, "region": path, "launch": first_launch + offset,
-                "demangled": f"median of {count} entr{'ies' if count != 1 else 'y'}" if count > 1 else "one entry",
+        # No signature: a region is known by its path (``kernel`` and ``region``), its values are medians
+        # over its entries.
+        base = {"kind": KIND_REGION, "kernel": path, "region": path, "launch": first_launch + offset, "demangled": "",
                 "device": device.name, "cc": device.cc, "grid": "", "block": ""}
         for metric, unit in REGION_UNITS.items():
             rows.append({**base, "metric": metric, "unit": unit,
