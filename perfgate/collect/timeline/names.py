@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 from functools import lru_cache
 from typing import Any
 
@@ -24,8 +25,8 @@ _RUNTIMES = ("libstdc++.so.6", "libc++.1.dylib", "libc++.so.1")  # tried by file
 @lru_cache(maxsize=1)
 def _runtime() -> tuple[Any, Any] | None:
     """(``__cxa_demangle``, libc's ``free``) of the C++ runtime, or None where there is none."""
-    candidates = [*_RUNTIMES, *filter(None, (ctypes.util.find_library(n) for n in ("stdc++", "c++")))]
-    for name in candidates:
+    searched = (ctypes.util.find_library(n) for n in ("stdc++", "c++"))  # lazily: a search starts a process
+    for name in itertools.chain(_RUNTIMES, filter(None, searched)):
         try:
             demangle = ctypes.CDLL(name).__cxa_demangle
             free = ctypes.CDLL(None).free
