@@ -9,7 +9,6 @@ moved: ``region `step`: wall +11%, GPU idle 1.0% → 11%, kernels unchanged``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -116,8 +115,12 @@ def _kernels_moved(baseline: Measurement, current: Measurement, region: str, the
 
 def _cold(settings: Any) -> set[str]:
     """The cold regions a measurement's settings name; none where the setting is absent or malformed."""
+    if not isinstance(settings, dict) or not settings.get(COLD_SETTING):
+        return set()
+    import json  # here: only a trace's measurement has the setting
+
     try:
-        found = json.loads(settings.get(COLD_SETTING) or "[]") if isinstance(settings, dict) else []
+        found = json.loads(settings[COLD_SETTING])
     except (TypeError, ValueError):
         return set()
     return {str(name) for name in found} if isinstance(found, list) else set()
