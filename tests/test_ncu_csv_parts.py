@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pandas as pd
 import pytest
 
 from perfgate.collect.ncu_csv.details import read_details
-from perfgate.collect.ncu_csv.framing import find_header, launch_mask, ncu_error, no_table_error
+from perfgate.collect.ncu_csv.framing import _profiling_lines, find_header, launch_mask, ncu_error, no_table_error
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
 from perfgate.collect.ncu_csv.launches import MetricRows, attribute_cells, per_launch, with_no_data_rows
 from perfgate.collect.ncu_csv.parsing import (
@@ -29,10 +30,9 @@ from perfgate.collect.ncu_csv.parsing import (
     is_metric_column,
     is_push_pop,
     read_details_csv,
+    read_raw_csv,
 )
 from perfgate.collect.ncu_csv.raw import raw_units, read_raw
-from perfgate.collect.ncu_csv import rawcells
-from perfgate.collect.ncu_csv.rawcells import read_raw_columns
 from perfgate.collect.ncu_csv.values import numbers, unit_scale
 from perfgate.errors import InputError, NcuError
 from perfgate.table import COLUMNS
@@ -77,7 +77,7 @@ def _raw(rows: list[list[str]], wanted: frozenset[str] | None = None) -> pd.Data
     handle = io.BytesIO(_csv(rows))
     header = header_fields(handle.readline())
     units = raw_units(handle, header)
-    return read_raw(handle.read(), header, units, "tiny.csv", wanted).table.to_frame()
+    return read_raw(read_raw_csv(handle, header), header, units, "tiny.csv", wanted).table.to_frame()
 
 
 def _value(table: pd.DataFrame, metric: str, launch: int = 0) -> float:
@@ -170,10 +170,10 @@ def test_a_row_longer_than_the_header_is_unparsed() -> None:
     ('"0","a"\n\n  \n"1","b","c"\n', "Expected 2 fields in line 4, saw 3"),  # blank lines count as lines
     ('"0","a"\n"1","b\n', "EOF inside string starting at row 1"),
 ])
-def test_raw_rows_fail_where_pandas_failed(text: str, problem: str) -> None:
-    """The raw page's parse (the csv module) fails where pandas' C parser did, in its words."""
+def test_raw_rows_fail_in_pandas_words(text: str, problem: str) -> None:
+    """The raw page's parse fails as pandas' C parser does, in its words."""
     with pytest.raises(Unparsed, match=problem):
-        read_raw_columns(text.encode(), 2, [0, 1])
+        read_raw_csv(io.BytesIO(text.encode()), ["ID", "A"])
 
 
 def test_raw_rows_as_pandas_gave_them() -> None:
@@ -183,7 +183,8 @@ def test_raw_rows_as_pandas_gave_them() -> None:
             '"1"\n'                 # a short row: filled with ""
             '"2","multi\nline"\n'   # a cell across lines
             '"  "\n')               # a quoted cell of spaces is a row
-    assert [c.texts() for c in read_raw_columns(text.encode(), 2, [0, 1])] == [
+    frame = read_raw_csv(io.BytesIO(text.encode()), ["ID", "A"])
+    assert [frame[name].tolist() for name in ("ID", "A")] == [
         ["0", "==PROF== x", "1", "2", "  "],  # column by column
         ["a", ' "y"', "", "multi\nline", ""]]
 
@@ -314,25 +315,15 @@ def test_raw_units_row_is_consumed() -> None:
     assert handle.readline().startswith(b'"0","1079"')  # the first launch is next
 
 
-def _launch_cells(columns: list[list[str]]) -> list[list[str]]:
-    """The cells of the rows that are launches (ncu's own lines are rows to pandas, never launches)."""
-    keep = launch_mask(columns[0], "x")
-    return [[cell for cell, kept in zip(column, keep, strict=True) if kept] for column in columns]
-
-
-@pytest.mark.parametrize("name", sorted(p.name for p in H100.glob("*raw*.csv")))
-def test_both_ways_of_reading_raw_cells_agree(name: str) -> None:
-    """numpy where the page is as ncu writes it (quotes doubled in the NVTX cells, \\r\\n line ends, ncu's
-    lines between the rows), the csv module for any page: the same cells."""
-    lines = (H100 / name).read_bytes().splitlines(keepends=True)
-    width = len(header_fields(lines[0]))
-    body = b"".join(lines[2:])
-    for page in (body, body.replace(b"\n", b"\r\n"), b"".join([*lines[2:4], b"==PROF== x, y\n", b"\n", *lines[4:]])):
-        plain = rawcells._plain_columns(page, width, range(width))
-        assert plain is not None
-        texts = [column.texts() for column in plain]
-        assert _launch_cells(texts) == _launch_cells(rawcells._csv_columns(page.decode(), width, range(width)))
-    assert any('"' in cell for cell in texts[4])  # the NVTX push/pop cells: "1079  ""perfgate:..."" "
+def test_profiling_lines_counted_or_split() -> None:
+    rng = random.Random(5)
+    prefixes = [b"", b"\n", b"==PROF== a\n==PROF== b\n", b"==PROF== a\nx", b"x\n==PROF== a\n", b"==PROF=="]
+    parts = [b"==PROF== x", b"\n", b"==PROF==", b"a", b"==PR", b"OF==", b"\r"]
+    prefixes += [b"".join(rng.choice(parts) for _ in range(rng.randint(0, 8))) for _ in range(2000)]
+    for prefix in prefixes:
+        lines = prefix.split(b"\n")
+        others = [line for line in lines if not line.startswith(b"==PROF==")]
+        assert _profiling_lines(prefix) == (len(others) < len(lines), others), prefix
 
 
 def test_raw_page_without_units_row() -> None:

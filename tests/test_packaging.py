@@ -109,6 +109,21 @@ def test_the_python_versions_agree() -> None:
     assert workflow["jobs"]["tests"]["strategy"]["matrix"]["python-version"] == classified
 
 
+def test_package_data_names_only_files_that_exist() -> None:
+    """Each package-data pattern matches a file of the package: a pattern for files that are gone is a promise
+    the wheel does not keep."""
+    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["perfgate"]
+    empty = [pattern for pattern in patterns if not list((REPO / "perfgate").glob(pattern))]
+    assert not empty
+
+
+def test_published_dependencies_hold_no_test_or_lint_pins() -> None:
+    """What a user's install pulls in: ranges only (pins belong to the extras CI installs), numpy declared."""
+    dependencies = PYPROJECT["project"]["dependencies"]
+    assert not [d for d in dependencies if "==" in d]
+    assert any(d.startswith("numpy") for d in dependencies) and any(d.startswith("nvtx") for d in dependencies)
+
+
 def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
     with tarfile.open(dists["sdist"]) as archive:
         names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
@@ -116,6 +131,7 @@ def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / ".github").rglob("*.y*ml")}
+    wanted |= {"mkdocs.yml", "CHANGELOG.md"} | {str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md")}
     assert not wanted - names
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
 
@@ -157,6 +173,15 @@ def test_readme_links_are_absolute_so_they_work_on_pypi() -> None:
     assert not relative
     homes = set(re.findall(r"https://github\.com/([\w.-]+/perfgate)\b", README))
     assert homes <= {"perfgate/perfgate"}
+
+
+def test_readme_is_an_introduction_the_docs_hold_the_rest() -> None:
+    """What and why, install, the Quickstart and links: a page a newcomer reads in ten minutes."""
+    assert len(README.splitlines()) <= 300
+    assert "## Quickstart" in README  # .ci/quickstart runs its sh blocks
+    pages = {p.name for p in (REPO / "docs").glob("*.md")}
+    linked = set(re.findall(r"https://github\.com/perfgate/perfgate/blob/main/docs/([\w-]+\.md)", README))
+    assert linked and linked <= pages
 
 
 def test_readme_tells_users_what_to_gitignore() -> None:

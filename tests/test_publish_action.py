@@ -120,11 +120,11 @@ def test_fork_safe_pair() -> None:
 
 # Current (node24) majors, each pinned to the commit of its release tag; the tag is the comment beside it.
 PINNED = re.compile(r"uses: (actions/[\w-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$", re.MULTILINE)
-README = REPO_ROOT / "README.md"
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_tag_and_one_version_everywhere() -> None:
-    files = [ACTION, *sorted(WORKFLOWS.glob("*.yml")), README]
+    files = [ACTION, *sorted(WORKFLOWS.glob("*.yml")), *DOCS]
     pins: dict[str, set[tuple[str, str]]] = {}
     for path in files:
         text = path.read_text()
@@ -135,7 +135,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_tag_and_one_version_everywh
     assert set(pins) == {"actions/checkout", "actions/setup-python", "actions/upload-artifact",
                          "actions/download-artifact", "actions/upload-pages-artifact", "actions/deploy-pages"}
     for action, versions in pins.items():
-        assert len(versions) == 1, (action, versions)  # README's examples show what the workflows use
+        assert len(versions) == 1, (action, versions)  # the docs' examples show what the workflows use
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.yml")), ids=lambda p: p.name)

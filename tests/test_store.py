@@ -10,8 +10,12 @@ from conftest import REPO, run_perfgate
 H100 = REPO / "baselines" / "nvidia-h100-80gb-hbm3-sm90"
 
 
-def test_list_shows_each_baseline_with_how_it_was_measured() -> None:
-    done = run_perfgate("baselines", "list", cwd=REPO)
+def test_list_shows_each_baseline_with_how_it_was_measured(tmp_path: Path) -> None:
+    # A copy of the committed GPU baselines: the checkout's baselines/ may also hold what a run left there
+    # (the Quickstart records baselines/cpu-<your CPU>/).
+    shutil.copytree(H100, tmp_path / "baselines" / H100.name)
+    shutil.copytree(REPO / "baselines" / "nvidia-h200-sm90", tmp_path / "baselines" / "nvidia-h200-sm90")
+    done = run_perfgate("baselines", "list", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines"

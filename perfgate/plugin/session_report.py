@@ -177,6 +177,8 @@ class SessionReport:
             if parts:
                 head += f"; against the previous baselines: {', '.join(parts)}"
             lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
+            if report["unmeasured"]:  # a skipped perf test writes no baseline: say so, an update is no pass
+                lines.append(f"  no baseline written for what was not measured: {headline(report)}")
         else:
             parts = [plural(n, s) for s, n in counts.items() if n]
             tests = {report["launches"]["test"][i] for i in iter_launches(report, ("regression",))}
@@ -197,7 +199,7 @@ class SessionReport:
         if self._written():
             lines.append(f"  {self._written_line()}")
         for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note:
+            if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note:
                 lines.append(f"  {note}")
         if self.files:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))

@@ -110,7 +110,7 @@ def headline(report: Report) -> str:
         causes = Counter(_unmeasured_cause(entry) for entry in unmeasured)
         cause, _ = causes.most_common(1)[0]
         more = f" and {len(causes) - 1} other cause{'s' if len(causes) > 2 else ''}" if len(causes) > 1 else ""
-        return f"{_unmeasured_count(unmeasured)} not measured: {cause[:200]}{more}"
+        return f"{_unmeasured_count(unmeasured)} not measured: {shorten_keeping_fix(cause)}{more}"
     elif not compared:
         return f"nothing compared ({total} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
             if total else "nothing compared"
@@ -121,6 +121,21 @@ def headline(report: Report) -> str:
     if unmeasured:
         head += f"; {_unmeasured_count(unmeasured)} not measured"
     return head
+
+
+HEADLINE_CAUSE_CHARS = 240
+
+
+def shorten_keeping_fix(cause: str, limit: int = HEADLINE_CAUSE_CHARS) -> str:
+    """``cause`` in at most ``limit`` characters, cut at a word, keeping its last clause (what to do about it:
+    the part after the last ``; `` or the last parenthesis) whole when that clause is short enough."""
+    if len(cause) <= limit:
+        return cause
+    start = max(cause.rfind("; "), cause.rfind(" ("))
+    fix = cause[start:] if start > 0 and len(cause) - start <= limit // 2 else ""
+    head = cause[:limit - len(fix) - 1]
+    head = head[:head.rfind(" ")] if " " in head else head
+    return f"{head.rstrip(' ;,:')}…{fix}"
 
 
 def _unmeasured_count(unmeasured: list[dict[str, str]]) -> str:
@@ -192,6 +207,17 @@ def report_devices(report: Report) -> list[str]:
             if name:
                 found.setdefault(name)
     return list(found)
+
+
+def devices_label(devices: Sequence[str]) -> str:
+    """What the measured devices are called: ``GPU``/``GPUs``, ``machine``/``machines`` for pytest-benchmark
+    runs (their device is named ``CPU: <brand>``), ``devices`` for a mix of both."""
+    cpus = sum(1 for d in devices if d.startswith("CPU: "))
+    if cpus == 0:
+        return "GPU" if len(devices) == 1 else "GPUs"
+    if cpus == len(devices):
+        return "machine" if cpus == 1 else "machines"
+    return "devices"
 
 
 def commits_line(commits: Sequence[str | None] | None) -> str:

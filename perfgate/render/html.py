@@ -17,6 +17,7 @@ from perfgate.render.common import (
     VERDICT_WORD,
     commits_line,
     compared_files,
+    devices_label,
     headline,
     report_devices,
     summary_parts,
@@ -112,7 +113,7 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None) -> l
     facts = []
     devices = report_devices(report)
     if devices:
-        facts.append(f"{'GPU' if len(devices) == 1 else 'GPUs'}: {_escape(', '.join(devices))}")
+        facts.append(f"{devices_label(devices)}: {_escape(', '.join(devices))}")
     moved = commits_line(commits)
     if moved:
         facts.append(f"commits: {_escape(moved)}")

@@ -26,6 +26,7 @@ from perfgate.render.common import (
     VERDICT_ICON,
     commits_line,
     compared_files,
+    devices_label,
     headline,
     left_out,
     no_data_side,
@@ -37,7 +38,7 @@ from perfgate.render.common import (
 from perfgate.render.formatting import format_value, md_escape, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
 from perfgate.report import Report, group_stats, listed_summary
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import KIND_BENCHMARK, Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
 NOTES_BUDGET = 6_000
@@ -64,11 +65,21 @@ def short_test(test: str | None) -> str:
     return (test or "").rsplit("::", 1)[-1]
 
 
+# Every default gated metric (4) and a few a team adds; more are counted, and listed in the HTML page.
+MAX_METRICS_IN_ROW = 6
+
+
 def _kernel_cell(row: KernelRow) -> str:
+    name = row.name
     under = [md_escape(short_test(row.test)) if row.test and row.test != row.kernel else "",
              md_escape(row.region) if row.region else ""]
+    if row.kind == KIND_BENCHMARK and "::" in row.kernel:
+        # A benchmark is named by its full test id: the test's name leads, its file goes under it, so a long
+        # path does not widen the column and push "Why" off the comment.
+        path, name = row.kernel.split("::", 1)
+        under = [md_escape(path), *under[1:]]
     where = " · ".join(u for u in under if u)
-    return md_escape(row.name) + (f"<br><sub>{where}</sub>" if where else "")
+    return md_escape(name) + (f"<br><sub>{where}</sub>" if where else "")
 
 
 def _moved_cells(row: KernelRow) -> list[str]:
@@ -83,9 +94,11 @@ def _moved_cells(row: KernelRow) -> list[str]:
         side = "baseline" if all(m.before is None for m in gated) else "current run" if all(
             m.after is None for m in gated) else "either run"
         return [f"no values in the {side}", "", "", ""]
-    moved = row.moved[:3]
+    moved = row.moved[:MAX_METRICS_IN_ROW]
+    more = len(row.moved) - len(moved)
     median = any(m.launches > 1 for m in moved)
-    return ["<br>".join(md_escape(m.label) + (" (median)" if median and m.launches > 1 else "") for m in moved),
+    return ["<br>".join(md_escape(m.label) + (" (median)" if median and m.launches > 1 else "") for m in moved)
+            + (f"<br><sub>and {plural(more, 'more gated metric')}</sub>" if more else ""),
             "<br>".join(md_escape(format_value(m.before, m.unit)) for m in moved),
             "<br>".join(md_escape(format_value(m.after, m.unit)) for m in moved),
             "<br>".join(f"**{md_escape(change_text(m))}**" if m.status == Status.REGRESSION.value
@@ -118,7 +131,7 @@ def headline_block(report: Report, commits: Sequence[str | None] | None = None) 
     devices = report_devices(report)
     facts = []
     if devices:
-        facts.append(f"**{'GPU' if len(devices) == 1 else 'GPUs'}:** {md_escape(', '.join(devices), 400)}")
+        facts.append(f"**{devices_label(devices)}:** {md_escape(', '.join(devices), 400)}")
     moved = commits_line(commits)
     if moved:
         facts.append(f"**commits:** {md_escape(moved)}")

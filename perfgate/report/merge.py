@@ -29,22 +29,66 @@ def merge_reports(reports: Iterable[Report]) -> Report:
     """Combine reports (a matrix of GPU jobs, or one per test) into one; fails if any failed.
 
     Launches are sorted worst first (stable), results follow their launch, and equal metric rows are
-    stored once.
+    stored once. A test measured on the same device in several reports (a job run twice) is kept from the
+    last report that has it, with a note, so its rows are neither doubled nor mixed.
     """
     merged = empty_report()
     verdicts: list[str] = []
     metric_index: dict[tuple[Any, ...], int] = {}
+    reports, superseded = _latest_per_test_and_device(list(reports))
     for report in reports:
         _append(merged, report, metric_index)
         merged["comparisons"].extend(report["comparisons"])
         merged["notes"].extend(n for n in report["notes"] if n not in merged["notes"])
         merged["unmeasured"].extend(u for u in report.get("unmeasured", []) if u not in merged["unmeasured"])
         verdicts.append(report["verdict"])
+    merged["notes"].extend(n for n in superseded if n not in merged["notes"])
     _sort_worst_first(merged)
     merged["summary"] = summarize(merged["launches"]["status"])
     merged["verdict"] = worst_verdict(*verdicts) if verdicts else Verdict.NOT_MEASURED.value
     merged["verdict"] = verdict_of(merged)
     return merged
+
+
+def _latest_per_test_and_device(reports: list[Report]) -> tuple[list[Report], list[str]]:
+    """The reports without the launches of a (test, device) that a later report measured too, and a note for
+    each such test. Launches that name no test (a ``perfgate compare`` report) are all kept."""
+    latest: dict[tuple[str | None, str | None], int] = {}  # (test, device) -> the last report (0-based) that has it
+    kept: list[Report] = []
+    notes: list[str] = []
+    for position in range(len(reports) - 1, -1, -1):
+        report = reports[position]
+        keys = list(zip(report["launches"]["test"], report["launches"]["device"]))
+        drop = {i for i, key in enumerate(keys) if key[0] is not None and latest.get(key, position) > position}
+        notes[:0] = [f"merge: {test} on {device or 'an unnamed device'} is in report {position + 1} and report "
+                     f"{latest[(test, device)] + 1}: kept report {latest[(test, device)] + 1}, the later one"
+                     for test, device in dict.fromkeys(keys[i] for i in drop)]
+        for key in keys:
+            if key[0] is not None:
+                latest.setdefault(key, position)
+        kept.append(_without_launches(report, drop) if drop else report)
+    return kept[::-1], notes
+
+
+def _without_launches(report: Report, drop: set[int]) -> Report:
+    """``report`` less the launches ``drop`` names, their results, and the groups no kept launch is in."""
+    launches = cast("dict[str, list[Any]]", report["launches"])
+    keep = [i for i in range(len(launches["status"])) if i not in drop]
+    position = {old: new for new, old in enumerate(keep)}
+    slim = cast("dict[str, Any]", dict(report))
+    slim["launches"] = {name: [column[i] for i in keep] for name, column in launches.items()}
+    gone = set(launches["test"]) - set(slim["launches"]["test"])
+    slim["comparisons"] = [c for c in report["comparisons"] if c.get("test") not in gone]
+    results = cast("dict[str, list[Any]]", report["results"])
+    rows = [r for r, at in enumerate(results["launch"]) if at in position]
+    slim["results"] = {name: [column[r] for r in rows] for name, column in results.items()}
+    slim["results"]["launch"] = [position[at] for at in slim["results"]["launch"]]
+    if report.get("groups"):
+        groups = cast("dict[str, list[Any]]", report["groups"])
+        live = {g for g in slim["launches"].get("group") or [] if g is not None}
+        rows = [r for r, g in enumerate(groups["group"]) if g in live]
+        slim["groups"] = {name: [column[r] for r in rows] for name, column in groups.items()}
+    return cast(Report, slim)
 
 
 def _append(merged: Report, report: Report, metric_index: dict[tuple[Any, ...], int]) -> None:

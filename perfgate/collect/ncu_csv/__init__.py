@@ -5,12 +5,11 @@ H100 (``tests/data/h100/*.csv``). The reader is a few modules, each with the sou
 
 * ``framing``: where the table sits in ncu's stdout (``==PROF==``/``==WARNING==``/``==ERROR==``
   lines and application output around it) and the errors for files without one;
-* ``parsing``: the columns, the header and the details page's parse, the one pandas call (imported there,
-  only when a details page is read);
+* ``parsing``: the columns, the header and both pages' parse by pandas' C parser (imported there, only
+  when a page is read);
 * ``details``: the details page (one row per launch x metric), and ``labels``: the section
   labels it prints instead of metric names by default;
-* ``raw``: the raw page (one row per launch, a units row), and ``rawcells``: its cells, read without
-  pandas (numpy where the page is as ncu writes it, the csv module otherwise), as pandas read them;
+* ``raw``: the raw page (one row per launch, a units row);
 * ``launches``: per-launch attributes (kernel, NVTX region, device, CC, grid, block) and the table
   built from them, with ``names`` for kernel function names and NVTX push/pop stacks;
 * ``values``: cells to numbers and units to base units (``perfgate.units``);

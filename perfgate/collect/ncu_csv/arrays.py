@@ -11,4 +11,3 @@ IntArray = npt.NDArray[np.integer[Any]]  # codes (metric, unit, launch); their w
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 ObjectArray = npt.NDArray[np.object_]  # cells as the parser gave them: str, or float NaN when empty
-ByteArray = npt.NDArray[np.uint8]  # a page's bytes

@@ -69,7 +69,7 @@ class Found:
 def find_header(handle: IO[bytes]) -> Found:
     """Locate the CSV header line and sort the lines before it (ncu's own, application output)."""
     found = Found()
-    buffer = handle.read(_CHUNK)
+    buffer = bytearray(handle.read(_CHUNK))  # grows in place: ncu's stdout may put a line per launch before the table
     if not buffer:
         found.empty = True
         return found
@@ -90,7 +90,7 @@ def find_header(handle: IO[bytes]) -> Found:
         if not chunk:
             break
         buffer += chunk
-    prefix = buffer[bom:found.offset] if found.offset >= 0 else buffer[bom:]
+    prefix = bytes(buffer[bom:found.offset] if found.offset >= 0 else buffer[bom:])
     if b"\x00" in prefix:
         found.binary = True
         found.report = prefix.startswith(b"NVR\x00")

@@ -1,19 +1,22 @@
-"""The CSV table itself: its columns, its header, and the details page's parse.
+"""The CSV table itself: its columns, its header, and the parse of both pages by pandas' C parser.
 
-The details page (one row per launch x metric) is read by pandas' C parser, imported there and only there:
-the raw page (one row per launch) is read without pandas (``rawcells``), so that reading and comparing raw
-pages never pays for importing it (~0.4 s of CPU). Every column of the details page is parsed (with
-``usecols`` pandas silently accepts rows with too many cells): the columns whose text matters exactly as
-strings, the rest as categories (cheap, and codes to group by). A parse of either page that fails raises
-:class:`Unparsed`, and the reader falls back to filtering lines in Python.
+pandas is imported here and only here, when a table is parsed. Every column is parsed (with ``usecols``
+pandas silently accepts rows with too many cells, and a cell inserted mid-row would shift the others
+unnoticed): on the details page the columns whose text matters exactly as strings, the rest as categories
+(cheap, and codes to group by); on the raw page every cell as its text, which ``values`` turns into numbers
+the one way both pages share. A parse that fails raises :class:`Unparsed`, and the reader falls back to
+filtering lines in Python. The pyarrow engine was measured and not taken: it refuses the ``==PROF==`` lines
+ncu writes between and after the rows, which every stdout export has (see docs/performance.md).
 """
 
 from __future__ import annotations
 
 import csv
 import warnings
-from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING
+from collections.abc import Collection, Sequence
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
 
 from perfgate.collect.ncu_csv.framing import FIX_CSV, FIX_REEXPORT
 from perfgate.errors import InputError
@@ -68,20 +71,42 @@ def check_header(header: Sequence[str], source: str) -> None:
 
 def read_details_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
     """Parse the details page from ``handle``'s position (its header)."""
-    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # here only: the raw page does without
+    # Exact strings where the text matters, categories (cheap, and codes) for everything else.
+    dtype = {c: object if c in TEXT_COLUMNS or is_push_pop(c) else "category" for c in header}
+    return _read_csv(handle, header, dtype=dtype, na_values=[""])
+
+
+def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] = ()) -> pd.DataFrame:
+    """Parse the raw page's rows from ``handle``'s position (after its units row): every cell as its text, "" where
+    empty. Blank lines are skipped; ncu's own lines between rows become rows whose "ID" is no number.
+
+    ``unread``: metric columns whose cells nobody reads. They are still parsed (a row's width is checked against
+    the header's), as numbers where every cell is one, which makes no string per cell; a page where one is not
+    is parsed again, all as text."""
+    if unread:
+        start = handle.tell()
+        numbers = {name: np.float64 for name in unread}
+        try:
+            return _read_csv(handle, header, dtype={name: numbers.get(name, object) for name in header}, names=header,
+                             na_values={name: ["", "n/a", "N/A"] for name in unread}, thousands=",")
+        except Unparsed:
+            handle.seek(start)
+    return _read_csv(handle, header, dtype=object, names=header, na_filter=False)
+
+
+def _read_csv(handle: IO[bytes], columns: list[str], **options: Any) -> pd.DataFrame:
+    """``pandas.read_csv`` of one page with the C parser; :class:`Unparsed` with pandas' words where it fails."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # here only: a .ncu-rep compare does without
 
     try:
         with warnings.catch_warnings():
             # A first row longer than the header makes pandas drop cells with only a warning.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            # Exact strings where the text matters, categories (cheap, and codes) for everything else.
-            dtype = {c: object if c in TEXT_COLUMNS or is_push_pop(c) else "category" for c in header}
-            frame: pd.DataFrame = pd.read_csv(
-                handle, engine="c", index_col=False, keep_default_na=False, na_values=[""], encoding="utf-8",
-                encoding_errors="replace", header=0, dtype=dtype)
+            frame: pd.DataFrame = pd.read_csv(handle, engine="c", index_col=False, keep_default_na=False,
+                                              encoding="utf-8", encoding_errors="replace", **options)
             return frame
     except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError) as exc:
         raise Unparsed(str(exc).replace("Error tokenizing data. C error: ", "").strip()) from None
     except pd.errors.EmptyDataError:
-        empty: pd.DataFrame = pd.DataFrame(columns=header)
+        empty: pd.DataFrame = pd.DataFrame({name: [] for name in columns}, dtype=object)
         return empty

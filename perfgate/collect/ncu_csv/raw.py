@@ -4,16 +4,15 @@ The same leading columns as the details page (``"Kernel Time"`` and no dimension
 layout, as in the NVIDIA forum answer quoted by public parsers), then one column per metric, then
 ONE row of units (empty under the leading columns), then one row per launch, as the fixtures of
 several public parsers show it. Metric columns are told apart by name (a ``__`` and no space), never
-by position. Only the cells of the columns needed are read (``rawcells``), where they lie in the page's
-bytes: a metric's cells become numbers here, column by column, from their bytes where they are numbers as
-ncu prints them (``values.plain_decimals``), else from the text of the column's distinct cells; the leading
-columns and the identity metrics are read as their distinct cells and a code per launch.
+by position. pandas parses the page (``parsing.read_raw_csv``); a metric's cells become numbers here, column
+by column, from the text of its distinct cells; the leading columns and the identity metrics are read as
+their distinct cells and a code per launch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
@@ -31,13 +30,15 @@ from perfgate.collect.ncu_csv.launches import (
     launch_attributes,
 )
 from perfgate.collect.ncu_csv.parsing import header_fields, is_metric_column
-from perfgate.collect.ncu_csv.rawcells import CellColumn, read_raw_columns
-from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable, plain_decimals
+from perfgate.collect.ncu_csv.values import column_numbers, flag_unusable
 from perfgate.errors import InputError
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS
 from perfgate.table import Measurement
 from perfgate.units import to_base
 from perfgate.vocabulary import IDENTITY_METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 
 def raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
@@ -54,19 +55,27 @@ def raw_units(handle: IO[bytes], header: Sequence[str]) -> list[str]:
     return [""] * len(header)
 
 
-def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: str,
+def unread_columns(header: Sequence[str], units: Sequence[str], wanted: frozenset[str] | None) -> list[str]:
+    """The metric columns ``read_raw`` will not read: with ``wanted``, those of other metrics that have a unit (a
+    number's; the identity metrics are always read)."""
+    if wanted is None:
+        return []
+    return [name for name, unit in zip(header, units, strict=False)
+            if unit and is_metric_column(name) and name not in wanted and name not in IDENTITY_METRICS]
+
+
+def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
-    """The table from the raw page's rows (``data``: the bytes after the units row); ``wanted`` (when given) skips
-    other metric columns: they are never made text."""
+    """The table from the raw page's rows (``frame``: every cell as text, from ``parsing.read_raw_csv``);
+    ``wanted`` (when given) skips other metric columns."""
+    if "ID" not in frame.columns:
+        raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
     metric_columns = [c for c in header if is_metric_column(c)
                       and (wanted is None or c in wanted or c in IDENTITY_METRICS)]
-    needed = [c for c in header if c in ("ID", "Process ID") or is_attribute_column(c)] + metric_columns
-    by_name = dict(zip(needed, read_raw_columns(data, len(header), [header.index(c) for c in needed]), strict=True))
-    if "ID" not in by_name:
-        raise InputError(source, 'the raw CSV has no "ID" column', FIX_CSV)
-    launches = _launch_rows(by_name["ID"], source, by_name.get("Process ID"))
+    processes = frame["Process ID"].tolist() if "Process ID" in frame.columns else None
+    launches = launch_mask(frame["ID"].tolist(), source, processes)
     if not launches.all():
-        by_name = {name: cells.where(launches) for name, cells in by_name.items()}
+        frame = frame[launches]
     count = int(launches.sum())
     unit_of = dict(zip(header, units, strict=False))  # a units row longer than the header: extra cells unused
 
@@ -77,9 +86,10 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        column = by_name[name]
+        cells = frame[name].to_numpy(dtype=object)
+        column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
         if name in IDENTITY_METRICS:
-            extra[name] = attribute_cells(name, Coded(*column.distinct()))
+            extra[name] = attribute_cells(name, column)
         values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
@@ -92,45 +102,43 @@ def read_raw(data: bytes, header: Sequence[str], units: Sequence[str], source: s
 
     launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
     rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
-    attributes = {name: Coded(*cells.distinct()) for name, cells in by_name.items() if is_attribute_column(name)}
+    attributes = {name: _coded(frame[name].to_numpy(dtype=object)) for name in frame.columns
+                  if is_attribute_column(name)}
     return build_table(source, launch_attributes(attributes, count, extra), rows)
 
 
-# Cells longer than this are no number ncu prints (18 digits with separators, a point and a sign fit).
-_LONGEST_NUMBER = 32
-_LONGEST_ID = 20
+def _coded(cells: ObjectArray) -> Coded:
+    """A column's cells as codes into its distinct cells, in order of first appearance (``pandas.factorize``; the
+    parse leaves no NaN, every cell is text)."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    codes, distinct = pd.factorize(cells, sort=False)
+    return Coded(codes.astype(np.int64, copy=False), distinct.tolist())
 
 
-def _launch_rows(ids: CellColumn, source: str, processes: CellColumn | None) -> BoolArray:
-    """``launch_mask`` of the "ID" cells: all rows at once when every cell is digits, as ncu writes them."""
-    cells = ids.byte_rows(_LONGEST_ID)
-    if cells is not None and len(ids):
-        rows, lengths = cells
-        inside = np.arange(rows.shape[1]) < lengths[:, None]
-        if (lengths > 0).all() and ((rows - np.uint8(ord("0")) < 10) | ~inside).all():
-            return np.ones(len(ids), dtype=bool)
-    return launch_mask(ids.texts(), source, processes.texts() if processes is not None else None)
+_SAMPLE = 1024
 
 
-def _metric_values(column: CellColumn, name: str, unit: str,
+def _repeats(cells: ObjectArray) -> bool:
+    """Whether a column repeats its cells (an enum, a count that is the same for each launch of a kernel), judged
+    on its first cells: such a column is read once per distinct cell, one of numbers that differ cell by cell."""
+    sample = cells[:_SAMPLE].tolist()
+    return len(set(sample)) <= len(sample) // 2
+
+
+def _metric_values(column: ObjectArray | Coded, name: str, unit: str,
                    wanted: frozenset[str] | None) -> tuple[FloatArray, BoolArray, ObjectArray | None]:
-    """(values, keep, reasons) of a metric's column (``values.column_numbers``, ``values.flag_unusable``): from
-    the cells' bytes where they are numbers as ncu prints them (only the empty ones are then no number, and
-    nothing is unusable), else from the text of its distinct cells (a text metric repeats a few)."""
-    cells = column.byte_rows(_LONGEST_NUMBER)
-    plain = None if cells is None else plain_decimals(*cells)
-    if plain is not None:
-        return plain, ~np.isnan(plain), None
-    # Both read a column cell by cell, but for what holds for all its cells or for one: the same on its distinct
-    # cells.
-    codes, distinct = column.distinct()
-    texts = objects(distinct)
+    """(values, keep, reasons) of a metric's cells (``values.column_numbers``, ``values.flag_unusable``), or of its
+    distinct cells spread to the launches by their codes: each cell is read the same either way."""
+    codes, texts = (column.codes, objects(column.distinct)) if isinstance(column, Coded) else (None, column)
     values, keep = column_numbers(texts)
+    reasons = None
     if np.isnan(values).any() and _numeric(name, unit, values, keep, wanted):
         # n/a, and text where a number belongs ("fast", "0x1F"), are kept as NaN with their reason.
         keep, reasons = flag_unusable(texts, values, keep, np.ones(len(texts), dtype=bool))
-        return values[codes], keep[codes], None if reasons is None else reasons[codes]
-    return values[codes], keep[codes], None
+    if codes is None:
+        return values, keep, reasons
+    return values[codes], keep[codes], None if reasons is None else reasons[codes]
 
 
 def _numeric(name: str, unit: str, values: FloatArray, keep: BoolArray, wanted: frozenset[str] | None) -> bool:

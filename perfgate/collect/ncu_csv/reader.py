@@ -1,8 +1,7 @@
 """Read ncu CSV output into the table: find the table, parse it fast, fall back to a careful parse.
 
-Speed: the header is found in the first chunk(s) (``framing``); the page is parsed from that offset
-(the details page by pandas' C parser, straight from the file: ``parsing``; the raw page without pandas,
-so that reading it never imports it: ``rawcells``), and lines of ncu or the application after the header
+Speed: the header is found in the first chunk(s) (``framing``); the page is parsed from that offset by
+pandas' C parser, straight from the file (``parsing``), and lines of ncu or the application after the header
 come back as rows whose "ID" is not a number, which are dropped (an ``==ERROR==`` among them still
 raises). Only when that parse fails is the text filtered line by line and parsed again.
 """
@@ -31,8 +30,9 @@ from perfgate.collect.ncu_csv.parsing import (
     header_fields,
     is_details,
     read_details_csv,
+    read_raw_csv,
 )
-from perfgate.collect.ncu_csv.raw import raw_units, read_raw
+from perfgate.collect.ncu_csv.raw import raw_units, read_raw, unread_columns
 from perfgate.collect.screen import screen_values
 from perfgate.errors import InputError
 from perfgate.table import Measurement
@@ -118,7 +118,8 @@ def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] |
         handle.seek(offset)
         return read_details(read_details_csv(handle, header), source, wanted)
     units = raw_units(handle, header)
-    return read_raw(handle.read(), header, units, source, wanted)
+    unread = unread_columns(header, units, wanted)
+    return read_raw(read_raw_csv(handle, header, unread), header, units, source, wanted)
 
 
 def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> Measurement:

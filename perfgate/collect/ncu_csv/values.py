@@ -8,11 +8,9 @@ to ``ncu_report``'s base units through ``perfgate.units`` (``"usecond"`` -> ``ns
 -> ``byte/block``), so CSV and ``.ncu-rep`` tables compare. Not handled: locales that swap the
 decimal and thousands marks.
 
-A raw-page column (``column_numbers``) is read cell by cell like the details page's cells, which gives
-what pandas' C parser gave when perfgate used it, but for the columns pandas typed as a whole (true/false,
-integers) and for numbers ncu does not print (more than 15 significant digits, or a power of ten beyond
-22): Python's ``float`` is correctly rounded, pandas' parser could differ in the last bit. A column of
-plain numbers (``plain_decimals``) is read from its bytes with numpy instead, to the same doubles.
+A raw-page column (``column_numbers``) is parsed as text and read cell by cell like the details page's
+cells, with Python's ``float`` (correctly rounded), and typed as a whole where the column says how: true/false
+only is 1 and 0, and ``-0`` in a column of integers only is 0.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perfgate.collect.ncu_csv.arrays import BoolArray, ByteArray, FloatArray, IntArray, ObjectArray
+from perfgate.collect.ncu_csv.arrays import BoolArray, FloatArray, IntArray, ObjectArray
 from perfgate.collect.screen import no_value_reason, not_a_number_reason
 from perfgate.units import to_base
 
@@ -124,9 +122,8 @@ def _convert(cleaned: ObjectArray) -> FloatArray:
 def column_numbers(cells: ObjectArray) -> tuple[FloatArray, BoolArray]:
     """(values, keep) of one raw-page metric column of text cells ("" where empty).
 
-    The filled cells as ``numbers`` reads them, which is what pandas' C parser gave when perfgate used it,
-    but where pandas typed the whole column: a column of true/false only is 1 and 0, and ``-0`` in a column
-    of integers only is 0.
+    The filled cells as ``numbers`` reads them, but where the whole column says how to read it: a column of
+    true/false only is 1 and 0, and ``-0`` in a column of integers only is 0.
     """
     filled: BoolArray = cells != ""
     if filled.all():
@@ -142,57 +139,6 @@ def column_numbers(cells: ObjectArray) -> tuple[FloatArray, BoolArray]:
     elif np.signbit(values[values == 0]).any() and all(_INTEGER.fullmatch(text) for text in cells[filled].tolist()):
         values = values + 0.0  # -0.0 + 0.0 is 0.0
     return values, keep
-
-
-# ``plain_decimals``: each byte's digit value, or what else it is.
-_COMMA, _POINT, _MINUS, _AFTER_END, _OTHER = 10, 11, 12, 13, 14
-_BYTE_CLASSES = np.full(256, _OTHER, dtype=np.uint8)
-_BYTE_CLASSES[np.frombuffer(b"0123456789,.-", dtype=np.uint8)] = np.arange(_MINUS + 1)
-_BYTE_CLASSES[0] = _AFTER_END
-_MOST_DIGITS = 18  # an integer of 18 digits fits in int64 (and is checked against 2**53)
-_POWERS = np.array([float(10**k) for k in range(_MOST_DIGITS + 1)])  # a double exactly up to 10**22
-_EXACT = 2**53  # integers up to this are doubles exactly
-
-
-def plain_decimals(rows: ByteArray, lengths: IntArray) -> FloatArray | None:
-    """What ``column_numbers`` gives for a raw-page column of numbers as ncu prints them (``"1,215,000.50"``,
-    ``"-3"``, ``""``), read from the cells' bytes (``rows``: one cell a row, zero after its ``lengths``); None
-    for any other column, which ``column_numbers`` reads from text.
-
-    A cell is digits, commas (dropped) and at most one point, with a digit at least, after an optional minus.
-    Its digits make an integer m, k of them after the point, and m / 10**k is what ``float`` gives: both are
-    doubles exactly (m up to 2**53, k up to 22) and a division rounds correctly (Clinger's fast path). Empty
-    cells are NaN. Refused: more digits, ``-0`` (``column_numbers`` makes it 0 in a column of integers only).
-    """
-    count, width = rows.shape
-    if not width:
-        return np.full(count, np.nan)  # all empty
-    classes = _BYTE_CLASSES.take(rows.T)  # a row per byte position: each step below is on contiguous vectors
-    if ((classes == _OTHER).any() or (classes[1:] == _MINUS).any()
-            or np.count_nonzero(rows) != int(lengths.sum())):  # a NUL inside a cell
-        return None
-    mantissas = np.zeros(count, dtype=np.int64)  # past 18 digits it overflows, and the column is refused
-    digits = np.zeros(count, dtype=np.int32)
-    fraction = np.zeros(count, dtype=np.int32)  # digits after the point
-    pointed = np.zeros(count, dtype=bool)
-    pointed_twice = np.zeros(count, dtype=bool)
-    for position in classes:
-        digit = position < _COMMA
-        np.multiply(mantissas, 10, out=mantissas, where=digit)
-        np.add(mantissas, position, out=mantissas, where=digit)
-        digits += digit
-        fraction += digit & pointed
-        point = position == _POINT
-        pointed_twice |= pointed & point
-        pointed |= point
-    negative = classes[0] == _MINUS
-    if (pointed_twice.any() or (digits > _MOST_DIGITS).any() or ((digits == 0) & (lengths > 0)).any()
-            or (mantissas > _EXACT).any() or (negative & (mantissas == 0)).any()):
-        return None
-    values: FloatArray = mantissas / _POWERS[fraction]
-    np.negative(values, out=values, where=negative)
-    values[lengths == 0] = np.nan
-    return values
 
 
 def unit_scale(units: Sequence[str]) -> tuple[list[str], FloatArray]:
