@@ -37,7 +37,7 @@ from perfgate.compare.policies import (
 )
 from perfgate.compare.repeats import judge_groups
 from perfgate.compare.series_thresholds import row_limits, shown_thresholds
-from perfgate.compare.sources import check_same_source, for_measurement, is_timeline, region_why
+from perfgate.compare.sources import check_same_source, cold_region_rows, for_measurement, is_timeline, region_why
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -122,6 +122,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                           own_regressions(rows, rules, floored), options.confidence)
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
+    judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
@@ -130,6 +131,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                              launches.kinds, statuses)
     notes += rename_notes(launches.renames)
     notes += region_why(baseline, current) if is_timeline(current) else []
+    notes += cold_notes
 
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
