@@ -1,0 +1,89 @@
+"""The jinja2 environment the Markdown report is laid out with: perfgate's templates, shipped in the wheel
+(``perfgate/render/templates/*.j2``, read through ``importlib.resources``), and a team's own.
+
+A team overrides any template by giving a folder (``[tool.perfgate] templates = "path"``): a file there named
+like one of perfgate's replaces it. Every string from a report reaches a template raw and goes through one of
+the filters of :mod:`perfgate.render.untrusted` (``md``, ``html``, ``plain``); HTML templates (``*.html.j2``)
+are autoescaped. ``StrictUndefined`` turns a misspelt name into an error, and a broken template (syntax or
+name) is one :class:`~perfgate.errors.ConfigError` line naming its file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from perfgate.errors import ConfigError
+from perfgate.render.untrusted import html_text, md_inline, plain_line
+
+_PACKAGE = "perfgate.render"
+_FOLDER = "templates"
+
+
+def _packaged(name: str) -> tuple[str, str, Callable[[], bool]] | None:
+    """A template shipped in the wheel, read with importlib.resources (works from a zip too)."""
+    source = resources.files(_PACKAGE).joinpath(_FOLDER, *name.split("/"))
+    if not source.is_file():
+        return None
+    return source.read_text(encoding="utf-8"), f"perfgate/render/templates/{name}", lambda: True
+
+
+def _loader(folder: Path | None) -> jinja2.BaseLoader:
+    shipped = jinja2.FunctionLoader(_packaged)
+    if folder is None:
+        return shipped
+    return jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(folder)), shipped])
+
+
+@lru_cache(maxsize=8)
+def environment(folder: Path | None = None) -> jinja2.Environment:
+    """The environment for perfgate's templates, with ``folder``'s files (a team's) taking precedence."""
+    if folder is not None and not folder.is_dir():
+        raise ConfigError(f"[tool.perfgate] templates: {folder} is not a folder (give the folder of your "
+                          f"*.j2 files, relative to pyproject.toml)")
+    env = jinja2.Environment(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True,
+                             autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"),
+                                                                 default_for_string=False))
+    env.filters.update(md=md_inline, html=html_text, plain=plain_line)
+    return env
+
+
+def _where(error: Exception, name: str) -> str:
+    """``file:line`` of a template error: the syntax error's own, else the last template frame of the traceback
+    (jinja2 rewrites a rendering error's traceback to the template's file and line)."""
+    if isinstance(error, jinja2.TemplateSyntaxError):
+        return f"{error.filename or error.name or name}:{error.lineno}"
+    found = name
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename.endswith(".j2"):
+            found = f"{trace.tb_frame.f_code.co_filename}:{trace.tb_lineno}"
+        trace = trace.tb_next
+    return found
+
+
+def render_template(name: str, folder: Path | None = None, **context: Any) -> str:
+    """``name`` rendered with ``context``; a broken template is one line naming its file and line."""
+    try:
+        return environment(folder).get_template(name).render(**context)
+    except jinja2.TemplateSyntaxError as error:
+        raise ConfigError(f"{_where(error, name)}: template syntax error: {error.message} (fix the template, "
+                          f"or remove it from the templates folder to use perfgate's)") from None
+    except jinja2.TemplateError as error:
+        raise ConfigError(f"{_where(error, name)}: template error: {error} (fix the template, or remove it "
+                          f"from the templates folder to use perfgate's)") from None
+
+
+def line(name: str, folder: Path | None = None, **context: Any) -> str:
+    """A template that lays out one line or block, without the newline its file ends with."""
+    text = render_template(name, folder, **context)
+    return text[:-1] if text.endswith("\n") else text
+
+
+__all__ = ["environment", "line", "render_template"]
