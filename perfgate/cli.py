@@ -293,7 +293,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report["verdict"] = verdict_of(report)
         failed = report["verdict"] == "fail"
     report["notes"].extend(history_notes)
-    _write_output(render_parts(report, fmt), args.output)
+    templates = _configured_path(args, settings.templates) if settings.templates else None
+    _write_output(render_parts(report, fmt, templates=templates), args.output)
     if args.output is not None:
         print_out(f"{verdict_line(report)} (report: {args.output})\n")
     return EXIT_REGRESSION if failed else _not_measured_status(report)

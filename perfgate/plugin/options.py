@@ -52,6 +52,7 @@ class PluginOptions(NamedTuple):
     source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
+    templates: Path | None = None  # [tool.perfgate] templates: a team's Markdown templates (None: perfgate's)
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -149,7 +150,18 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         source=opt("perfgate_source") or settings.source,
         history=history,
         history_notes=notes,
+        templates=_templates(settings.templates, root),
     )
+
+
+def _templates(folder: str, root: Path) -> Path | None:
+    """A team's templates folder, each of its templates compiled now: a syntax error stops the session before
+    any test runs, not after."""
+    if not folder:
+        return None
+    from perfgate.render.templates import check_templates
+
+    return check_templates(_anchor(folder, root))
 
 
 def _anchored_history(url: str, root: Path) -> str:

@@ -88,12 +88,17 @@ class SessionReport:
         from perfgate.files import write_atomically
         from perfgate.publish.context import commits_from_environment
         from perfgate.publish.summary import append_step_summary
+        from perfgate.errors import ConfigError
         from perfgate.render import render_markdown, render_parts
 
         report = self.build()
         self._report = report
         commits = commits_from_environment(os.environ)
-        markdown = render_markdown(report, commits=commits)
+        try:
+            markdown = render_markdown(report, commits=commits, templates=self.options.templates)
+        except ConfigError as exc:  # a team's template that compiled but failed on this report
+            self._write_error = f"perfgate: error: {exc}"
+            return
         json_file, md_file, html_file = report_files(self.options.report)
         for path, text in ((json_file, render_parts(report, "json")), (md_file, markdown),
                            (html_file, render_parts(report, "html", commits=commits))):

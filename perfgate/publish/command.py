@@ -118,6 +118,7 @@ class Publisher:
         self.failed = report["verdict"] == "fail"
         self._markdown: str | None = None
         self.trend = ""  # the regressed kernels' trend from the history (perfgate.history.trend), if asked
+        self.templates: Path | None = None  # [tool.perfgate] templates: a team's Markdown templates
 
     @property
     def markdown(self) -> str:
@@ -127,7 +128,7 @@ class Publisher:
             from perfgate.render import render_markdown
 
             self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url),
-                                             commits=(self.target.base, self.target.sha))
+                                             commits=(self.target.base, self.target.sha), templates=self.templates)
             if self.trend:
                 self._markdown += "\n" + self.trend
         return self._markdown
@@ -241,6 +242,10 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 
         with open_history(args.history, create=False) as history:
             publisher.trend = trend_markdown(history, report, args.history_branch)
+    from perfgate.config import templates_folder
+
+    publisher.templates = templates_folder()
+    _ = publisher.markdown  # rendered here: a broken template is a usage error before anything is posted
     failures = 0
     if not args.no_summary:
         try:

@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 
 from perfgate.errors import ConfigError
-from perfgate.render.untrusted import html_text, md_inline, plain_line
+from perfgate.render.untrusted import html_text, md_inline, one_line, plain_line
 
 _PACKAGE = "perfgate.render"
 _FOLDER = "templates"
@@ -68,16 +68,30 @@ def _where(error: Exception, name: str) -> str:
     return found
 
 
+def _problem(error: jinja2.TemplateError, name: str) -> str:
+    """The one line a broken template gives: its file and line, what is wrong, and the fix."""
+    what = f"syntax error: {error.message}" if isinstance(error, jinja2.TemplateSyntaxError) else f"error: {error}"
+    return one_line(f"{_where(error, name)}: template {what} (fix the template, or remove it from the templates folder to "
+            f"use perfgate's)")
+
+
+def check_templates(folder: Path) -> Path:
+    """``folder``, after compiling each of its templates: a syntax error is one line naming the file and line."""
+    env = environment(folder)
+    for path in sorted(folder.glob("*.j2")):
+        try:
+            env.get_template(path.name)
+        except jinja2.TemplateSyntaxError as error:
+            raise ConfigError(_problem(error, path.name)) from None
+    return folder
+
+
 def render_template(name: str, folder: Path | None = None, **context: Any) -> str:
     """``name`` rendered with ``context``; a broken template is one line naming its file and line."""
     try:
         return environment(folder).get_template(name).render(**context)
-    except jinja2.TemplateSyntaxError as error:
-        raise ConfigError(f"{_where(error, name)}: template syntax error: {error.message} (fix the template, "
-                          f"or remove it from the templates folder to use perfgate's)") from None
     except jinja2.TemplateError as error:
-        raise ConfigError(f"{_where(error, name)}: template error: {error} (fix the template, or remove it "
-                          f"from the templates folder to use perfgate's)") from None
+        raise ConfigError(_problem(error, name)) from None
 
 
 def line(name: str, folder: Path | None = None, **context: Any) -> str:
@@ -86,4 +100,4 @@ def line(name: str, folder: Path | None = None, **context: Any) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-__all__ = ["environment", "line", "render_template"]
+__all__ = ["check_templates", "environment", "line", "render_template"]
