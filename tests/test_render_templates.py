@@ -34,7 +34,8 @@ def project(tmp: Path, **templates: str) -> Path:
 
 def test_every_shipped_template_is_in_the_package_data() -> None:
     names = sorted(p.name for p in SHIPPED.glob("*.j2"))
-    assert names == ["headline.md.j2", "kernel_row.md.j2", "kernel_table.md.j2", "note.md.j2", "report.md.j2"]
+    assert names == ["all_clear.md.j2", "cut_note.md.j2", "full_report.md.j2", "headline.md.j2", "kernel_row.md.j2",
+                     "kernel_table.md.j2", "note.md.j2", "report.md.j2"]
     assert '"render/templates/*.j2"' in (REPO / "pyproject.toml").read_text()
 
 

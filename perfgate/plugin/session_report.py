@@ -114,7 +114,7 @@ class SessionReport:
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             try:
-                append_step_summary(Path(summary), markdown)
+                append_step_summary(Path(summary), markdown, templates=self.options.templates)
             except OSError as exc:
                 self._write_error = (f"perfgate: cannot append the report to $GITHUB_STEP_SUMMARY ({summary}): "
                                      + (exc.strerror or str(exc)))

@@ -39,7 +39,7 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import format_value, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
-from perfgate.render.templates import line, render_template
+from perfgate.render.templates import render_block, render_template
 from perfgate.report import Report, group_stats, listed_summary
 from perfgate.vocabulary import KIND_BENCHMARK, Status
 
@@ -120,7 +120,7 @@ class _Layout:
         self.gpu_column = gpu_column
 
     def block(self, name: str, **context: Any) -> str:
-        return line(name, self.folder, plural=plural, gpu_column=self.gpu_column, **context)
+        return render_block(name, self.folder, plural=plural, gpu_column=self.gpu_column, **context)
 
     def row(self, row: KernelRow, why: bool) -> str:
         return self.block("kernel_row.md.j2", row=row_view(row, why))
@@ -134,9 +134,11 @@ def headline_block(report: Report, commits: Sequence[str | None] | None = None,
     """The first lines: verdict and headline, the GPUs and commits, the counts, and what was compared."""
     devices = report_devices(report)
     pairs, more = compared_files(report)
-    return line("headline.md.j2", templates, plural=plural, verdict_icon=VERDICT_ICON.get(report["verdict"], "❌"),
-                headline=headline(report), devices=devices, devices_label=devices_label(devices) if devices else "",
-                commits=commits_line(commits), summary=summary_parts(report), compared=pairs, more_compared=more)
+    return render_block("headline.md.j2", templates, plural=plural,
+                        verdict_icon=VERDICT_ICON.get(report["verdict"], "❌"), headline=headline(report),
+                        devices=devices, devices_label=devices_label(devices) if devices else "",
+                        commits=commits_line(commits), summary=summary_parts(report), compared=pairs,
+                        more_compared=more)
 
 
 def _notes(report: Report, layout: _Layout) -> tuple[list[str], int]:

@@ -94,10 +94,10 @@ def render_template(name: str, folder: Path | None = None, **context: Any) -> st
         raise ConfigError(_problem(error, name)) from None
 
 
-def line(name: str, folder: Path | None = None, **context: Any) -> str:
+def render_block(name: str, folder: Path | None = None, **context: Any) -> str:
     """A template that lays out one line or block, without the newline its file ends with."""
     text = render_template(name, folder, **context)
     return text[:-1] if text.endswith("\n") else text
 
 
-__all__ = ["check_templates", "environment", "line", "render_template"]
+__all__ = ["check_templates", "environment", "render_block", "render_template"]
