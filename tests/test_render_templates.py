@@ -116,3 +116,13 @@ def test_the_plugin_stops_on_a_broken_team_template_before_any_test(pytester: py
     errors = [line for line in result.errlines if "note.md.j2" in line]
     assert errors and f"{folder / 'note.md.j2'}:1: template syntax error" in errors[0], result.errlines
     assert "Traceback" not in result.stderr.str() and "test_nothing" not in result.stdout.str()
+
+
+def test_the_documented_example_renders(tmp_path: Path) -> None:
+    """docs/reports.md's ``note.md.j2``, as the page shows it."""
+    page = (REPO / "docs" / "reports.md").read_text()
+    example = page.split("```jinja\n", 1)[1].split("```", 1)[0]
+    project(tmp_path, **{"note.md.j2": example})
+    markdown = render_markdown(hostile_report(True), templates=tmp_path / "team-templates")
+    assert "\n\n> [!WARNING]\n> " in markdown and "([runbook](https://wiki.example.com/perf-runbook))" in markdown
+    assert "<img" not in markdown
