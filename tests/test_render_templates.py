@@ -126,3 +126,20 @@ def test_the_documented_example_renders(tmp_path: Path) -> None:
     markdown = render_markdown(hostile_report(True), templates=tmp_path / "team-templates")
     assert "\n\n> [!WARNING]\n> " in markdown and "([runbook](https://wiki.example.com/perf-runbook))" in markdown
     assert "<img" not in markdown
+
+
+def test_the_plugin_says_in_one_line_when_a_team_template_fails_on_the_report(pytester: pytest.Pytester) -> None:
+    """A template that compiles but names what it is not given fails when the session report is written: one
+    line in the perfgate section, no .md file, no traceback."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    folder = pytester.path / "team-templates"
+    folder.mkdir()
+    (folder / "headline.md.j2").write_text("### {{ verdict_icon }}\n{{ no_such_name }}\n")
+    pytester.makepyprojecttoml('[tool.perfgate]\ntemplates = "team-templates"\n')
+    result = pytester.runpytest_subprocess("--perfgate", "-p", "no:cacheprovider")
+    errors = [line for line in result.outlines if "headline.md.j2" in line]
+    assert errors == [f"perfgate: error: {folder / 'headline.md.j2'}:2: template error: 'no_such_name' is undefined "
+                      "(fix the template, or remove it from the templates folder to use perfgate's)"], result.outlines
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "perfgate-report.md").exists()
+    assert (pytester.path / "perfgate-report.json").is_file() and (pytester.path / "perfgate-report.html").is_file()
