@@ -1,4 +1,4 @@
-"""The Markdown comment and the job summary of every real report stay byte-identical to the digests recorded
+"""The Markdown comment, the job summary and the HTML page of every real report stay byte-identical to the digests recorded
 in ``tests/data/render-digests.json`` (SHA-256 of each output): the session reports recorded on the H100 and
 the H200, ``perfgate compare`` reports of the H100's CSV exports, and the hostile reports a fork could write.
 
@@ -21,7 +21,7 @@ from test_publish_hostile import hostile_report
 
 from perfgate.publish.body import comment_body, full_report_pointer
 from perfgate.publish.summary import STEP_SUMMARY_LIMIT, summary_text
-from perfgate.render import render_markdown
+from perfgate.render import render_html, render_markdown
 from perfgate.report import Report, validate_report
 
 DATA = REPO / "tests" / "data"
@@ -63,6 +63,7 @@ def _outputs(report: Report) -> dict[str, str]:
         "summary-cut": summary_text(plain, 900, URL),
         "budget": render_markdown(report, budget=2_500, top=2),
         "comment-cut": comment_body(published, failed=failed, limit=1_500),
+        "html": render_html(report, commits=COMMITS),
     }
 
 
@@ -79,7 +80,7 @@ def _digests(tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
 def test_every_real_report_renders_the_recorded_markdown(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     found = _digests(tmp_path, capsys)
-    assert len(found) >= 7 * 30  # 20 session reports, 8 compare reports, 2 hostile ones: 7 outputs each
+    assert len(found) >= 8 * 30  # 31 session reports, 8 compare reports, 2 hostile ones: 8 outputs each
     if os.environ.get("PERFGATE_RECORD_DIGESTS"):
         DIGESTS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(DIGESTS.read_text())
