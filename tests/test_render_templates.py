@@ -12,8 +12,10 @@ from github_server import PR, FakeGitHub, actions_env, github, pull_request_even
 from github_server import REPO as GITHUB_REPO
 from test_publish_hostile import hostile_report
 
-from perfgate.render import render_markdown
+from perfgate.render import render_html, render_markdown
+from perfgate.render.common import report_devices
 from perfgate.render.templates import environment
+from perfgate.render.untrusted import html_text
 
 __all__ = ["github"]
 
@@ -35,7 +37,7 @@ def project(tmp: Path, **templates: str) -> Path:
 def test_every_shipped_template_is_in_the_package_data() -> None:
     names = sorted(p.name for p in SHIPPED.glob("*.j2"))
     assert names == ["all_clear.md.j2", "cut_note.md.j2", "full_report.md.j2", "headline.md.j2", "kernel_row.md.j2",
-                     "kernel_table.md.j2", "note.md.j2", "report.md.j2"]
+                     "kernel_table.md.j2", "note.md.j2", "page.html.j2", "report.md.j2"]
     assert '"render/templates/*.j2"' in (REPO / "pyproject.toml").read_text()
 
 
@@ -143,3 +145,23 @@ def test_the_plugin_says_in_one_line_when_a_team_template_fails_on_the_report(py
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert not (pytester.path / "perfgate-report.md").exists()
     assert (pytester.path / "perfgate-report.json").is_file() and (pytester.path / "perfgate-report.html").is_file()
+
+
+def test_a_team_html_page_is_autoescaped_and_gets_every_row(tmp_path: Path) -> None:
+    page = (SHIPPED / "page.html.j2").read_text().replace("<body>\n", '<body>\n<div class="team">{{ devices|join(", ") }}</div>\n')
+    project(tmp_path, **{"page.html.j2": page})
+    report = hostile_report(True)
+    ours, theirs = render_html(report), render_html(report, templates=tmp_path / "team-templates")
+    team = f'<div class="team">{html_text(", ".join(report_devices(report)))}</div>\n'
+    assert "<img" not in team and "&lt;img" in team
+    assert team in theirs and theirs.replace(team, "", 1) == ours
+
+
+def test_a_team_html_page_without_the_rows_is_one_line_exit_2(tmp_path: Path) -> None:
+    page = (SHIPPED / "page.html.j2").read_text().replace("{{ rows }}", "")
+    project(tmp_path, **{"page.html.j2": page})
+    output = tmp_path / "report.html"
+    done = run_perfgate("compare", *PAIR, "-o", output, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "page.html.j2: the page must write {{ rows }}" in done.stderr and "Traceback" not in done.stderr
+    assert not output.exists() and not list(tmp_path.glob(".perfgate-*"))

@@ -101,7 +101,7 @@ class SessionReport:
             self._write_error = f"perfgate: error: {exc}"
         json_file, md_file, html_file = report_files(self.options.report)
         texts = [(json_file, render_parts(report, "json")), *([(md_file, [markdown])] if markdown is not None else []),
-                 (html_file, render_parts(report, "html", commits=commits))]
+                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates))]
         for path, text in texts:
             try:
                 write_atomically(path, text)
@@ -109,6 +109,9 @@ class SessionReport:
                 self._write_error = f"perfgate: cannot write the session report {shown_path(path, self.here)}: " + (
                     exc.strerror or str(exc))
                 return
+            except ConfigError as exc:  # a team's page.html.j2 that failed on this report: no such file
+                self._write_error = f"perfgate: error: {exc}"
+                continue
             self.files.append(path)
         if self.options.history:
             self._history_line = record_session(self.options.history, report, json_file.name)
