@@ -53,7 +53,8 @@ from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
 FORMAT_VERSION = 1
-_TOP_KEYS = {"format", "version", "device", "settings", "source", "entries"}
+# "regressions": what an update carried (perfgate.carried), for the reader of its diff; not read back.
+_TOP_KEYS = {"format", "version", "device", "settings", "source", "entries", "regressions"}
 _ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples", "findings"}
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
 
@@ -164,8 +165,24 @@ def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], list[A
         raise _fail(path, '"settings" must be an object of plain values (strings, numbers, booleans)')
     if not isinstance(document.get("source", ""), str):
         raise _fail(path, '"source" must be a string')
+    if not isinstance(document.get("regressions", []), list):
+        raise _fail(path, '"regressions" must be a list')
     check_name_length((device["name"],), path, "device name")
     return device, entries, settings
+
+
+# A region "signature" that is its entry count (as the H200 timeline fixtures hold): read as none.
+_REGION_ENTRY_COUNT = re.compile(r"one entry|median of \d+ entries")
+
+
+def _signature(kind: str, demangled: str) -> str:
+    """An entry's ``demangled`` as read: a kernel's mangled name (CUPTI's, as a timeline baseline keeps it)
+    demangled, so it matches the traces read today; no signature for a region that stored its entry count."""
+    from perfgate.collect.timeline.names import demangled_name
+
+    if kind == KIND_KERNEL:
+        return demangled_name(demangled)
+    return "" if _REGION_ENTRY_COUNT.fullmatch(demangled) else demangled
 
 
 def _entry_rows(entry: Any, index: int, device: dict[str, Any], path: Path) -> list[dict[str, Any]]:
@@ -193,7 +210,8 @@ def _entry_rows(entry: Any, index: int, device: dict[str, Any], path: Path) -> l
             raise _fail(path, f"{where}.{key} must be a string")
     check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
     base = {
-        "kind": kind, "kernel": name, "demangled": entry.get("demangled", name), "region": entry.get("region", ""),
+        "kind": kind, "kernel": name, "demangled": _signature(kind, entry.get("demangled", name)),
+        "region": entry.get("region", ""),
         "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
         "grid": entry.get("grid", ""), "block": entry.get("block", ""),
     }
@@ -311,6 +329,11 @@ def _current_bytes(path: Path) -> bytes | None:
         return None
 
 
+def baseline_file(directory: Path, device: tuple[str, str], name: str) -> Path:
+    """Where ``save_baselines`` keeps the baseline ``name`` of ``device`` (name, cc)."""
+    return directory / device_slug(*device) / f"{file_stem(name)}.json"
+
+
 def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: str | os.PathLike[str],
                    name: str) -> list[Path]:
     """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
@@ -326,8 +349,7 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "baseline directory is a file", "pass a directory with -d")
-    stem = file_stem(name)
-    planned = [(out_dir / device_slug(*key) / f"{stem}.json", dumps_baseline(doc))
+    planned = [(baseline_file(out_dir, key, name), dumps_baseline(doc))
                for key, doc in sorted(documents.items())]
     for folder in {out_dir, *(path.parent for path, _ in planned)}:
         remove_leftovers(folder)

@@ -88,7 +88,8 @@ def _add_compare(sub: _SubParsers) -> None:
                                          "compressed. BASELINE may also be a baselines directory: CURRENT is then "
                                          "gated like pytest --perfgate does, against DIR/<gpu>/NAME.json for each "
                                          "GPU in it. Exit 0: no regression, 1: regression, 2: unusable input.")
-    compare.add_argument("baseline", type=Path, metavar="BASELINE")
+    compare.add_argument("baseline", type=Path, metavar="BASELINE", nargs="?",
+                         help="the reference (with --history it may be left out: the history is the reference)")
     compare.add_argument("current", type=Path, metavar="CURRENT")
     compare.add_argument("--format", choices=("text", "md", "html", "json"), default=None,
                          help="output format (default: from -o's extension .md/.html/.json, else text)")
@@ -111,8 +112,9 @@ def _add_compare(sub: _SubParsers) -> None:
     compare.add_argument("--strict", action="store_true", default=None,
                          help="with a baselines directory: a GPU with no baseline fails (default: reported as new)")
     compare.add_argument("--history", metavar="URL",
-                         help="size each metric's threshold from its spread in this history's recent base-branch "
-                              "runs, never above the hand-set one (see docs/history.md; default: off)")
+                         help="judge CURRENT against the median of this history's recent base-branch runs (BASELINE "
+                              "where a series has too few) and size each metric's threshold from their spread, never "
+                              "above the hand-set one (see docs/history.md; default: off)")
     compare.add_argument("--history-branch", default="main", metavar="NAME",
                          help="the base branch whose runs --history reads (default: main)")
     _add_selection_options(compare)
@@ -127,6 +129,9 @@ def _add_baseline(sub: _SubParsers) -> None:
     baseline.add_argument("-d", "--dir", type=Path, metavar="DIR",
                           help="baseline directory (default: [tool.perfgate] baselines, else 'baselines')")
     baseline.add_argument("--name", metavar="NAME", help="baseline file name (default: REPORT's stem)")
+    baseline.add_argument("--history", metavar="URL",
+                          help="say which regressions the update carries are accepted in this history (default: "
+                               "[tool.perfgate] history; see docs/history.md)")
     _add_selection_options(baseline)
     baseline.set_defaults(func=cmd_baseline)
 
@@ -183,6 +188,14 @@ def _configured_path(args: argparse.Namespace, value: str) -> Path:
 
     pyproject = args.config if args.config is not None else find_pyproject()
     return Path(value) if pyproject is None else pyproject.resolve().parent / value
+
+
+def _configured_history(args: argparse.Namespace, url: str) -> str:
+    """A relative ``sqlite:///path`` from [tool.perfgate] history is relative to the pyproject.toml's folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not Path(url[len(prefix):]).is_absolute():
+        return prefix + str(_configured_path(args, url[len(prefix):]))
+    return url
 
 
 _REPORT_SUFFIXES = (".ncu-rep", ".csv", ".json", ".log", ".txt")
@@ -250,7 +263,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from perfgate.regions import with_region_totals
         from perfgate.render import LAUNCHES_SHOWN, render_parts, verdict_line
         from perfgate.report import build_report, verdict_of
+        from perfgate.table import Measurement, empty_table
 
+    if args.baseline is None and not args.history:
+        _usage_error("compare", "BASELINE is required without --history (give BASELINE CURRENT, or CURRENT with "
+                                "--history URL)")
     settings = _settings(args)
     options = selection(
         metrics=resolve_metrics(args.metrics, settings.metrics),
@@ -263,17 +280,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     wanted = options.wanted_metrics()
     current = with_region_totals(read_table(args.current, wanted))
     history_notes: list[str] = []
-    if args.history:  # thresholds learned from the history's spread (perfgate.history.noise)
-        from perfgate.history.noise import compare_options_from_history
+    reference = None
+    if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
+        from perfgate.history.reference import compare_history
 
-        options, history_notes = compare_options_from_history(args.history, args.history_branch, options, current)
+        options, reference, history_notes = compare_history(args.history, args.history_branch, options, current)
     fmt = args.format or _format_of(args.output)
-    if args.baseline.is_dir():
+    if args.baseline is not None and args.baseline.is_dir():
         from perfgate.gate import Where, gate  # baselines, stores and their modules: only for a directory
 
         result = gate(current, baselines=args.baseline, where=Where(name=args.name or report_stem(args.current)),
                       options=options, settings={}, strict=bool(args.strict or settings.strict),
-                      update_hint=f"perfgate baseline {args.current} -d {args.baseline}")
+                      update_hint=f"perfgate baseline {args.current} -d {args.baseline}", reference=reference)
         if not result.found:
             # Nothing was compared: never a pass.
             raise InputError(args.baseline, "holds no baseline for "
@@ -282,7 +300,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              "baseline with --name")
         report, failed = result.report, result.failed
     else:
-        baseline = with_region_totals(read_table(args.baseline, wanted))
+        baseline = with_region_totals(read_table(args.baseline, wanted)) if args.baseline is not None else \
+            Measurement(empty_table())
+        if reference is not None:
+            baseline, referred = reference(baseline, current)
+            history_notes[:0] = referred
+            if baseline.table.empty:  # no BASELINE and nothing from the history: never a pass
+                raise InputError(args.current, f"nothing to compare: the history holds no reference for its launches "
+                                 f"on branch {args.history_branch!r} (at least 5 recent runs each) and no BASELINE "
+                                 "was given", "record base-branch runs with 'perfgate history record', or give BASELINE")
         comparison = compare_tables(baseline, current, options)
         del baseline, current  # the tables are done with: their memory serves the report
         # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
@@ -300,6 +326,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if failed else _not_measured_status(report)
 
 
+def _usage_error(command: str, message: str) -> NoReturn:
+    """A usage error found after parsing (one argument needs another): as argparse reports its own, exit 2."""
+    sub = next(a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices[command]
+    parser.error(message)
+
+
 def _not_measured_status(report: "Report") -> int:
     """Exit 2 when the report was written but could not vouch for what it was asked (gated values on one side
     only, nothing compared): unmeasured is not passed. 0 otherwise."""
@@ -313,7 +346,7 @@ def _not_measured_status(report: "Report") -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     with _importing():
-        from perfgate.baseline import baseline_documents, device_slug, file_stem, save_baselines
+        from perfgate.baseline import baseline_documents, baseline_file, save_baselines
         from perfgate.collect import read_table
         from perfgate.compare import CompareOptions
         from perfgate.regions import with_region_totals
@@ -338,10 +371,16 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
                          "make the baseline from a run that measured something")
     if not any(_gates(document, gated) for document in documents.values()):
-        files = ", ".join(str(directory / device_slug(*key) / f"{file_stem(name)}.json") for key in sorted(documents))
+        files = ", ".join(str(baseline_file(directory, key, name)) for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
+    from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
+
+    history = args.history or (settings.history and _configured_history(args, settings.history))
+    documents, carried = carried_in_update(documents, directory, name, measurement, options, history or None)
     for path in save_baselines(documents, directory, name):
         print_out(f"wrote {inert(path)}\n")
+    for line in carried:  # on stderr: stdout lists the files written, one per line
+        sys.stderr.write(line + "\n")
     return EXIT_OK
 
 

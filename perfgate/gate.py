@@ -21,6 +21,7 @@ from perfgate.baseline import (
     read_baseline,
     save_baselines,
 )
+from perfgate.carried import AcceptanceCheck, carried_lines, carried_regressions, with_carried
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError
 from perfgate.render import render_text
@@ -31,6 +32,9 @@ from perfgate.vocabulary import Verdict
 # What one gate run came to, worst first: the plugin's per-test status.
 REGRESSION, NEW, UPDATED, COMPARED = "regression", "new", "updated", "compared"
 _RANK = {REGRESSION: 0, NEW: 1, UPDATED: 2, COMPARED: 3}
+# The side to compare with, from the stored baseline (an empty table where there is none) and the current run;
+# and notes saying where it came from.
+Reference = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -114,8 +118,12 @@ def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) 
 def gate(current: Measurement, *, baselines: Path, where: Where, options: CompareOptions,
          settings: Mapping[str, Any], update: bool = False, strict: bool = False, notes: Sequence[str] = (),
          shown: Callable[[Path], str] = str, update_hint: str = "perfgate baseline",
-         strict_flag: str = "--strict") -> GateResult:
+         strict_flag: str = "--strict", reference: Reference | None = None,
+         acceptances: AcceptanceCheck | None = None) -> GateResult:
     """Compare ``current`` with its stored baseline on each of its devices; with ``update``, store it.
+    ``reference`` (not when updating) turns the stored baseline, or its absence, into the side compared with
+    (``perfgate.history.reference``: the base branch's recent runs) and gives its notes. An update that carries
+    a regression says so (``perfgate.carried``), with who accepted it when ``acceptances`` is given.
 
     Raises PerfgateError for an unreadable baseline or a comparison that cannot be made.
     """
@@ -150,6 +158,10 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
             device_notes.append(f"{who}: the baseline at {shown(file)} could not be read ({unreadable}): replaced")
         else:
             baseline = Measurement(empty_table(), source=shown(file))
+        if reference is not None and not update:
+            baseline, referred = reference(baseline, sub)
+            device_notes.extend(referred)
+        if not file.is_file() and (update or baseline.table.empty):
             missing.append(file)
             if not update:
                 status = NEW
@@ -162,6 +174,11 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
         if update:
             # The compared metrics and launch facts, not the identity attributes ncu was asked for.
             documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)
+            carried = carried_regressions(comparison)
+            if carried and acceptances is not None:
+                carried = acceptances(carried, device)
+            documents = {key: with_carried(document, carried) for key, document in documents.items()}
+            device_notes.extend(carried_lines(carried, who, acceptances is not None))
             paths = save_baselines(documents, baselines, name)
             written.extend(paths)
             device_notes.append(f"{who}: baseline written to {', '.join(shown(p) for p in paths)}")

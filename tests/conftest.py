@@ -8,7 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas  # noqa: F401  (imported once, before any in-process pytester run: see below)
 import pytest
+
+# pytester's in-process runs remove the modules they imported from sys.modules afterwards. pandas' C
+# extensions cannot be imported twice, so a pandas first imported inside such a run comes back half new
+# ("the dtype category is not supported for parsing" in the next test that reads a CSV). Importing it
+# here keeps one pandas for the whole session.
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("PERFGATE_CORPUS", REPO.parent / "shared" / "corpus"))

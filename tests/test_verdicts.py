@@ -59,8 +59,8 @@ def test_one_slow_launch_among_twelve_in_one_region_is_named_and_counted_once(tm
     text = render_text(report)
     assert text.rstrip().endswith("FAIL: 1 regression in 1 compared (launches: 1 regression, 11 unchanged)")
     assert "REGRESSION  layer_norm_kernel #3 [forward]" in text
-    for page in (render_markdown(report), render_html(report)):
-        assert "moved alone, past its limit: #3" in page
+    assert "moved alone, past its limit: \\#3" in render_markdown(report)  # Markdown escapes "#" (render.untrusted)
+    assert "moved alone, past its limit: #3" in render_html(report)
 
 
 def test_changed_template_arguments_are_compared_and_shown(tmp_path: Path) -> None:

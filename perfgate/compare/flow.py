@@ -36,7 +36,8 @@ from perfgate.compare.policies import (
     refuse_if_nothing_comparable,
 )
 from perfgate.compare.repeats import judge_groups
-from perfgate.compare.sources import check_same_source, for_measurement, is_timeline, region_why
+from perfgate.compare.series_thresholds import row_limits, shown_thresholds
+from perfgate.compare.sources import check_same_source, cold_region_rows, for_measurement, is_timeline, region_why
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -112,11 +113,16 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
 
     rules = metric_rules(rows.names, thresholds)
-    floors = absolute_floors(rows, rules)
-    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, rules.relative, floors,
-                          own_regressions(rows, rules, floors), options.confidence)
+    # Each row's limits: its series' own threshold where it has one (``series_thresholds``), else its metric's;
+    # ``floored`` raises the absolute ones to the DRAM traffic floors (``absolute_floors``).
+    limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
+                        launches.frame["region"], options.series_thresholds)
+    floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
+    groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
+                          own_regressions(rows, rules, floored), options.confidence)
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
-                        floors)
+                        floored)
+    judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
@@ -125,6 +131,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                              launches.kinds, statuses)
     notes += rename_notes(launches.renames)
     notes += region_why(baseline, current) if is_timeline(current) else []
+    notes += cold_notes
 
     change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
@@ -132,12 +139,14 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
+    if options.series_thresholds:
+        results, result_metric = shown_thresholds(results, result_metric, limits.spec[order])
     notes += alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += floor_notes(results, groups, order)
-    excused = (own_regressions(rows, rules, rules.absolute[rows.metric_code]) & ~own_regressions(rows, rules, floors)
+    excused = (own_regressions(rows, rules, limits) & ~own_regressions(rows, rules, floored)
                & (judged.status == Status.UNCHANGED.value) & judged.gated)
-    notes += traffic_floor_notes(results, excused, floors, order)
+    notes += traffic_floor_notes(results, excused, floored.absolute, order)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
     notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)

@@ -34,6 +34,9 @@ class CompareOptions(NamedTuple):
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     # Coverage of the interval around the change of a kernel launched repeatedly (see ``repeats``).
     confidence: float = 0.95
+    # Thresholds of single series, (kernel, region, metric) -> threshold, over the metric's for that kernel only
+    # (``series_thresholds``; learned from the history).
+    series_thresholds: Mapping[tuple[str, str, str], Threshold] = NO_ENTRIES
     # Kernels missing and new in the same region that no rule paired are "not measured" (they may be one kernel
     # renamed, whose change nobody judged) unless accepted: ``--accept-unpaired-kernels`` or
     # ``accept_unpaired_kernels`` in [tool.perfgate] or the perfgate marker.

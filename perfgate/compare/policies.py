@@ -20,6 +20,7 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.compare.repeats import GroupVerdicts
+from perfgate.compare.series_thresholds import RowLimits
 from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
 from perfgate.metrics import DRAM_BYTE_METRICS, TRAFFIC_FLOOR_SHARE, Direction, Threshold, can_fail, direction_of
@@ -144,11 +145,12 @@ def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
     return judged
 
 
-def absolute_floors(rows: JoinedRows, rules: MetricRules) -> Floats:
-    """Per row, its absolute limit: the threshold's, and for DRAM bytes at least ``TRAFFIC_FLOOR_SHARE`` of the
-    launch's DRAM traffic (read + written, the baseline's where known): a few KB read more by a kernel that
-    writes 241 MB is cache and refresh noise, not a new access pattern (docs/matching.md, "Floors")."""
-    floors: Floats = rules.absolute[rows.metric_code].copy()
+def absolute_floors(rows: JoinedRows, rules: MetricRules, absolute: Floats | None = None) -> Floats:
+    """Per row, its absolute limit: the threshold's (``absolute``, per row, where a series has a threshold of its
+    own: ``series_thresholds.row_limits``), and for DRAM bytes at least ``TRAFFIC_FLOOR_SHARE`` of the launch's
+    DRAM traffic (read + written, the baseline's where known): a few KB read more by a kernel that writes 241 MB
+    is cache and refresh noise, not a new access pattern (docs/matching.md, "Floors")."""
+    floors: Floats = (rules.absolute[rows.metric_code] if absolute is None else absolute).copy()
     dram = np.isin(rows.metric_code, [rows.names.index(m) for m in DRAM_BYTE_METRICS if m in rows.names])
     if not dram.any():
         return floors
@@ -245,25 +247,28 @@ class JudgedRows(NamedTuple):
     change: Floats
 
 
-def own_regressions(rows: JoinedRows, rules: MetricRules, floors: Floats) -> Bools:
-    """Per row, whether its own change is past its limit in the worse direction (as a single launch's)."""
+def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> Bools:
+    """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
+    single launch's)."""
     delta, change = relative_change(rows.baseline, rows.current)
-    code = rows.metric_code
-    status = threshold_status(delta, change, rules.worse_sign[code], rules.relative[code], floors)
+    status = threshold_status(delta, change, rules.worse_sign[rows.metric_code], limits.relative, limits.absolute)
     own: Bools = status == Status.REGRESSION.value
     return own
 
 
 def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
                base_samples: Mapping[str, Sequence[float]], cur_samples: Mapping[str, Sequence[float]],
-               significance: float, groups: GroupVerdicts | None = None, floors: Floats | None = None) -> JudgedRows:
+               significance: float, groups: GroupVerdicts | None = None,
+               limits: RowLimits | None = None) -> JudgedRows:
     """Apply the row policies in order; a later one overrides an earlier one. ``groups``: the verdicts on
-    repeated launches (``repeats.judge_groups``), if any; ``floors``: each row's absolute limit
-    (``absolute_floors``; the thresholds' where not given)."""
+    repeated launches (``repeats.judge_groups``), if any; ``limits``: each row's relative limit and absolute floor
+    (a series' own threshold where it has one, ``series_thresholds``; the floors of ``absolute_floors``), else
+    the metric's thresholds."""
     delta, change = relative_change(rows.baseline, rows.current)
     code = rows.metric_code
-    absolute = rules.absolute[code] if floors is None else floors
-    status = threshold_status(delta, change, rules.worse_sign[code], rules.relative[code], absolute)
+    relative, absolute = (limits.relative, limits.absolute) if limits is not None else (rules.relative[code],
+                                                                                        rules.absolute[code])
+    status = threshold_status(delta, change, rules.worse_sign[code], relative, absolute)
     gated = rules.gated[code]
     status = info_never_gates(status, gated)
     status = no_data(status, rows.baseline, rows.current)

@@ -14,9 +14,9 @@ the shift between them (``statistics.shift_interval``, on log values so the shif
 - one launch a side: launch by launch.
 
 The limit is the threshold's relative part, or its absolute part (the floor) relative to the baseline's median,
-whichever is larger; for a group the floor is divided by the square root of the smaller side's launch count: it
-guards against one launch's jitter, which averages out over n launches, so a tightly measured shift on a
-short kernel is judged by its interval. Exact counters compare exactly: identical values give an interval of
+whichever is larger (the threshold is a series' own where it has one: ``series_thresholds``); for a group the
+floor is divided by the square root of the smaller side's launch count: it guards against one launch's jitter,
+which averages out over n launches, so a tightly measured shift on a short kernel is judged by its interval. Exact counters compare exactly: identical values give an interval of
 one point. When both sides hold the same number of launches, each launch is also tested alone (``alone``).
 """
 
@@ -144,9 +144,10 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
 
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
                  relative: Floats, floors: Floats, past_limit: Bools, confidence: float) -> GroupVerdicts:
-    """Judge every group of repeated kernel launches on each gated metric. ``worse_sign``, ``gated`` and
-    ``relative`` are per metric code (``policies.MetricRules``); ``floors`` (the absolute limits) and
-    ``past_limit`` (the row's own change is past its limit in the worse direction) are per row."""
+    """Judge every group of repeated kernel launches on each gated metric. ``worse_sign`` and ``gated`` are per
+    metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
+    of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
+    (the row's own change is past its limits in the worse direction) are per row."""
     verdicts = GroupVerdicts.none(len(rows), launches.count)
     metrics = [code for code in range(len(rows.names)) if code < len(gated) and gated[code]]
     if not metrics or launches.count < 2:
@@ -173,7 +174,8 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             base, cur = base_all[base_ok], cur_all[cur_ok]
             sign = float(worse_sign[code])
             floor = float(np.median(floors[members]))
-            judged = _judge(base, cur, sign, float(relative[code]), floor, confidence)
+            group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
+            judged = _judge(base, cur, sign, group_relative, floor, confidence)
             if judged is None:
                 continue
             shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
@@ -191,7 +193,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
             paired = base_ok & cur_ok
             if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
                 verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
-                                                              float(relative[code]), past_limit[members[paired]])
+                                                              group_relative, past_limit[members[paired]])
     for kernel_group, shown in judged_groups.items():
         verdicts.launch_group[group == kernel_group] = shown
     return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)

@@ -10,16 +10,25 @@ moved: ``region `step`: wall +11%, GPU idle 1.0% → 11%, kernels unchanged``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
 from perfgate.table import Measurement
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, is_benchmark_metric
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, Status, is_benchmark_metric
+
+if TYPE_CHECKING:
+    from perfgate.compare.joining import JoinedRows
+    from perfgate.compare.matching import MatchedLaunches
+    from perfgate.compare.policies import JudgedRows
 
 SOURCE_SETTING = "source"
 TIMELINE = "timeline"
+COLD_SETTING = "timeline_cold_regions"  # as ``perfgate.collect.timeline.measure`` writes it
+HOST_TIMES = ("timeline.wall_time", "timeline.gpu_idle", "timeline.gpu_idle_pct", "timeline.launch_overhead")
 
 
 def is_timeline(measurement: Measurement) -> bool:
@@ -102,6 +111,42 @@ def _kernels_moved(baseline: Measurement, current: Measurement, region: str, the
     if time_then and abs(time_now - time_then) / time_then >= 0.05:
         return f"kernel time {_percent(time_then, time_now)}"
     return "kernels unchanged"
+
+
+def _cold(settings: Any) -> set[str]:
+    """The cold regions a measurement's settings name; none where the setting is absent or malformed."""
+    if not isinstance(settings, dict) or not settings.get(COLD_SETTING):
+        return set()
+    import json  # here: only a trace's measurement has the setting
+
+    try:
+        found = json.loads(settings[COLD_SETTING])
+    except (TypeError, ValueError):
+        return set()
+    return {str(name) for name in found} if isinstance(found, list) else set()
+
+
+def cold_region_rows(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches, baseline: Measurement,
+                     current: Measurement) -> tuple[JudgedRows, list[str]]:
+    """A region whose wall time holds a kernel's first launch in the process (on either side) has its host-side
+    times (wall time, GPU idle, launch overhead) shown as info, not judged: CUDA's lazy module loading in the
+    first launch call is host noise of milliseconds (3.9 ms of a 0.28 ms kernel's region on an H200), which
+    moved that region's wall time by 10-19% between runs of unchanged code. Its kernels are still judged."""
+    cold = _cold(baseline.settings) | _cold(current.settings)
+    if not cold or not len(rows.launch_id):
+        return judged, []
+    frame = launches.frame
+    kind, name = frame["kind"][rows.launch_id], frame["kernel"][rows.launch_id]
+    metric = np.asarray(rows.names, dtype=object)[rows.metric_code]
+    hit = (kind == KIND_REGION) & np.isin(name, sorted(cold)) & np.isin(metric, HOST_TIMES)
+    if not hit.any():
+        return judged, []
+    status, gated = judged.status.copy(), judged.gated.copy()
+    status[hit], gated[hit] = Status.INFO.value, False
+    notes = [f"region `{region}`: wall time and GPU idle not judged: the region holds a kernel's first launch in "
+             "the process, whose launch call paid CUDA's lazy module loading (warm the kernel up before the region, "
+             "or set CUDA_MODULE_LOADING=EAGER)" for region in sorted(set(name[hit].tolist()))]
+    return judged._replace(status=status, gated=gated), notes
 
 
 def settings_source(settings: dict[str, Any] | Sequence[Any]) -> str:

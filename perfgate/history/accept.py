@@ -8,10 +8,13 @@ it beside the change, so a regression that was let through keeps its reason.
 from __future__ import annotations
 
 import subprocess
-from typing import Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import InputError
 from perfgate.history.db import History
+
+if TYPE_CHECKING:
+    from perfgate.carried import AcceptanceCheck, Carried
 
 FILTERS = ("gpu", "test", "kernel", "region", "metric")
 
@@ -77,3 +80,42 @@ def acceptance_of(acceptances: Sequence[Acceptance], series: Mapping[str, str], 
     """The latest acceptance that covers ``series``' change at ``commit``."""
     found = [a for a in acceptances if a.covers(series, commit)]
     return found[-1] if found else None
+
+
+def acceptances_at(url: str) -> list[Acceptance]:
+    """Every acceptance in the history at ``url``; none where its SQLite file does not exist yet."""
+    from perfgate.history.db import open_history, sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return []
+    with open_history(url, create=False) as history:
+        return load_acceptances(history)
+
+
+def acceptance_check(acceptances: Sequence[Acceptance], commit: str, test: str | None) -> AcceptanceCheck:
+    """What marks the regressions a baseline update carries as accepted: by an acceptance of their series at
+    ``commit`` (the commit being updated at; ``test`` None: the acceptances that name no test)."""
+    def check(items: Sequence[Carried], gpu: str) -> list[Carried]:
+        marked: list[Carried] = []
+        for item in items:
+            series = {"gpu": gpu, "kernel": item["kernel"], "region": item["region"], "metric": item["metric"],
+                      **({"test": test} if test is not None else {})}
+            found = acceptance_of(acceptances, series, commit)
+            accepted = None if found is None else {"by": found.by, "reason": found.reason, "commit": found.commit}
+            marked.append({**item, "accepted": accepted})  # type: ignore[typeddict-item]
+        return marked
+    return check
+
+
+def update_check(url: str, test: str | None, env: Mapping[str, str]) -> tuple[AcceptanceCheck | None, str]:
+    """For a baseline update with a history configured: what marks its regressions accepted (at the commit being
+    updated at), or None and the line saying why the history could not be read."""
+    from perfgate.errors import PerfgateError
+    from perfgate.history.record import provenance
+
+    try:
+        acceptances = acceptances_at(url)
+    except PerfgateError as exc:
+        return None, f"cannot check acceptances in the history: {exc}"
+    return acceptance_check(acceptances, provenance(env, branch="-", when=None).commit, test), ""

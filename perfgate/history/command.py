@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK
 from perfgate.options import probability
+from perfgate.process import print_out
 from perfgate.text import inert
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         recorded = record_files(history, [str(p) for p in args.reports], when)
     for item in recorded:
         state = "recorded" if item.added else "already recorded"
-        sys.stdout.write(inert(f"{state}: {item.source} ({item.points} series) at {when.commit[:12]} on "
+        print_out(inert(f"{state}: {item.source} ({item.points} series) at {when.commit[:12]} on "
                                f"{when.branch}") + "\n")
     return EXIT_OK
 
@@ -121,7 +121,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
     with open_history(args.db, create=False) as history:
         pages = write_dashboard(history, args.branch, args.output)
-    sys.stdout.write(inert(f"wrote {pages} pages to {args.output}") + "\n")
+    print_out(inert(f"wrote {pages} pages to {args.output}") + "\n")
     return EXIT_OK
 
 
@@ -136,13 +136,13 @@ def cmd_accept(args: argparse.Namespace) -> int:
                             by=args.by or accepted_by(os.environ), when=iso_time(None))
     with open_history(args.db) as history:
         matched = record_acceptance(history, acceptance)
-    sys.stdout.write(inert(f"accepted the change at {commit[:12]} for {matched} series: {args.reason}", 400) + "\n")
+    print_out(inert(f"accepted the change at {commit[:12]} for {matched} series: {args.reason}", 400) + "\n")
     return EXIT_OK
 
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
-        sys.stdout.write(text)
+        print_out(text)
         return
     from perfgate.errors import InputError
     from perfgate.files import write_atomically

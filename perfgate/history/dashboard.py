@@ -18,13 +18,14 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.detect import changes_by_series
+from perfgate.history.findings import RunFindings, load_findings
 from perfgate.history.series import Branch, Series
 
 ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
@@ -88,7 +89,9 @@ def script_json(value: Any) -> Any:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]]) -> str:
+def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]],
+                findings: Sequence[RunFindings] = ()) -> str:
+    """``findings``: the ncu rule findings the kernel's runs carried (none: no run knew them)."""
     facts = group[0].facts
     metrics, data = [], []
     position = {commit: index for index, commit in enumerate(branch.commits)}
@@ -102,7 +105,9 @@ def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict
     payload = {"commits": branch.commits, "metrics": data}
     return str(env.get_template("kernel.html.j2").render(
         root="../", back="../index.html", name=display_name(facts), test=facts["test"], gpu=facts["gpu"],
-        branch=branch.name, metrics=metrics, data=script_json(payload)))
+        branch=branch.name, metrics=metrics, data=script_json(payload), findings_known=bool(findings),
+        findings=[{"commit": f.commit[:12], "appeared": f.appeared, "gone": f.gone}
+                  for f in reversed(findings) if f.appeared or f.gone]))
 
 
 def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -135,6 +140,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     branch, changes = changes_by_series(history, branch_name)
     if not branch.series:
         raise InputError(branch_name, "no run is recorded on this branch", "pass --branch, or record runs first")
+    findings = load_findings(history, branch_name, branch.commits)
     groups: dict[tuple[str, ...], list[Series]] = {}
     for series in branch.series:
         groups.setdefault(kernel_key(series), []).append(series)
@@ -147,7 +153,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     except OSError as exc:
         raise InputError(output, f"cannot write the dashboard ({exc.strerror})", "check the folder is writable") from None
     try:
-        pages = _write_site(staging, env, branch, changes, groups)
+        pages = _write_site(staging, env, branch, changes, groups, findings)
         _swap(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -156,7 +162,8 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
 
 
 def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
-                groups: dict[tuple[str, ...], list[Series]]) -> int:
+                groups: dict[tuple[str, ...], list[Series]],
+                findings: Mapping[tuple[str, ...], list[RunFindings]]) -> int:
     (staging / "static").mkdir()
     (staging / "kernels").mkdir()
     for name in STATIC:
@@ -164,7 +171,8 @@ def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list
     (staging / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
     pages = 0
     for key, group in groups.items():
-        (staging / "kernels" / page_name(key)).write_text(kernel_page(env, branch, group, changes), encoding="utf-8")
+        page = kernel_page(env, branch, group, changes, findings.get(key, []))
+        (staging / "kernels" / page_name(key)).write_text(page, encoding="utf-8")
         pages += 1
     for name, text in index_pages(env, branch, changes, len(groups)):
         (staging / name).write_text(text, encoding="utf-8")

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Sequence
 from perfgate.errors import InputError
 
 DEFAULT_URL = "sqlite:///.perfgate/history.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_SECONDS = 60.0  # how long a SQLite writer waits for another one's transaction
 _MIGRATION_LOCK = 0x70657266  # pg_advisory_xact_lock key: one migrating writer at a time ("perf")
 
@@ -42,6 +42,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         """CREATE TABLE perfgate_acceptances (
              id {id}, commit_sha TEXT NOT NULL, gpu TEXT, test TEXT, kernel TEXT, region TEXT, metric TEXT,
              reason TEXT NOT NULL, accepted_by TEXT NOT NULL, accepted_at TEXT NOT NULL)""",
+    ),
+    # ncu rule findings that appeared or were gone in a run, per kernel (perfgate.history.findings)
+    2: (
+        """CREATE TABLE perfgate_findings (
+             run_id BIGINT NOT NULL REFERENCES perfgate_runs (id), gpu TEXT NOT NULL, test TEXT NOT NULL,
+             kind TEXT NOT NULL, kernel TEXT NOT NULL, region TEXT NOT NULL, appeared TEXT NOT NULL,
+             gone TEXT NOT NULL, PRIMARY KEY (run_id, gpu, test, kind, kernel, region))""",
     ),
 }
 
@@ -224,7 +231,8 @@ def schema_version(history: History) -> int:
 
 
 def migrate(history: History, create: bool = True) -> None:
-    """Bring the schema to ``SCHEMA_VERSION``, one transaction per migration, one migrating writer at a time."""
+    """Bring the schema to ``SCHEMA_VERSION`` in one transaction, one migrating writer at a time (``create``
+    False: only a history that exists, of an older version, is migrated)."""
     history.execute("CREATE TABLE IF NOT EXISTS perfgate_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
     version = schema_version(history)
     if version > SCHEMA_VERSION:
@@ -232,7 +240,7 @@ def migrate(history: History, create: bool = True) -> None:
                          f"reads ({SCHEMA_VERSION})", "upgrade perfgate to use this history")
     if version == SCHEMA_VERSION:
         return
-    if not create:
+    if not create and version == 0:  # nothing here; an older version's history is migrated by any command
         raise InputError(shown_url(history.url), "holds no perfgate history",
                          "record runs first with 'perfgate history record'")
     with history.transaction():

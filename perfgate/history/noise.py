@@ -3,11 +3,11 @@ noise, within the hand-set threshold.
 
 The rule, per series (GPU, test, kernel, region, metric) with at least ``MIN_RUNS`` of the base branch's last
 ``WINDOW`` commits: its robust relative spread ``s = 1.4826 * MAD / |median|`` (a standard deviation where the
-values are normal, untouched by a few outliers), and its learned relative threshold ``max(SIGMAS * s, FLOOR)``.
-The comparison gates per metric, so a metric's threshold is the largest learned one among its series (the
-noisiest kernel decides), never above the hand-set threshold (the default and the ceiling); the hand-set
-absolute part is kept as it is. A metric any of whose series has too little history keeps its hand-set
-threshold, and a note says so ("insufficient data"), never silently.
+values are normal, untouched by a few outliers), and its learned relative threshold ``max(SIGMAS * s, FLOOR)``,
+never above the hand-set threshold (the default and the ceiling); the hand-set absolute part is kept as it is.
+Each series is gated at its own threshold (``CompareOptions.series_thresholds``, (kernel, region, metric) ->
+threshold); a series with too little history keeps the hand-set threshold, and a note says so ("insufficient
+data"), never silently.
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ MAD_TO_SIGMA = 1.4826
 
 
 class Learned(NamedTuple):
-    thresholds: dict[str, Threshold]  # per metric, only those learned (the rest keep their hand-set threshold)
+    series: dict[tuple[str, ...], Threshold]  # per series (SERIES_KEY), only those learned
     notes: list[str]
+
+
+SERIES_KEY = ("gpu", "test", "kind", "kernel", "region", "metric")
 
 
 def series_threshold(values: np.ndarray) -> float:
@@ -49,10 +52,10 @@ def series_threshold(values: np.ndarray) -> float:
 
 def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold],
           wanted: set[tuple[str, ...]] | None = None) -> Learned:
-    """Per metric, the learned threshold of ``series``, capped by ``hand_set``. ``wanted``: the launches the
+    """Per series, the learned threshold of ``series``, capped by ``hand_set``. ``wanted``: the launches the
     current run measured, as (GPU, kind, kernel, region): only their series count (any test), and one with no
     series at all is insufficient data."""
-    learned: dict[str, float] = {}
+    learned: dict[tuple[str, ...], Threshold] = {}
     short: dict[str, int] = {}
     seen: set[tuple[str, ...]] = set()
     for item in series:
@@ -61,31 +64,48 @@ def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold],
             continue
         seen.add(launch)
         metric = item.facts["metric"]
-        limit = hand_set.get(metric)
-        if limit is None or not limit.gating or limit.relative is None:
+        ceiling = hand_set.get(metric)
+        if ceiling is None or not ceiling.gating or ceiling.relative is None:
             continue  # not gated, or gated by an absolute amount only: nothing relative to size
         if len(item.values) < MIN_RUNS:
             short[metric] = short.get(metric, 0) + 1
             continue
-        learned[metric] = max(learned.get(metric, 0.0), series_threshold(item.values))
+        rounded = math.ceil(series_threshold(item.values) * 1000) / 1000  # up to a tenth of a percent: a spec
+        learned[tuple(item.facts[name] for name in SERIES_KEY)] = ceiling._replace(
+            relative=min(rounded, float(ceiling.relative)))
     if wanted is not None and wanted - seen:
         for metric, limit in hand_set.items():  # a launch the base branch never measured
-            if metric in learned and limit.gating and limit.relative is not None:
+            if limit.gating and limit.relative is not None and any(key[-1] == metric for key in learned):
                 short[metric] = short.get(metric, 0) + len(wanted - seen)
-    thresholds: dict[str, Threshold] = {}
+    return Learned(learned, _notes(learned, short, hand_set))
+
+
+def _notes(learned: Mapping[tuple[str, ...], Threshold], short: Mapping[str, int],
+           hand_set: Mapping[str, Threshold]) -> list[str]:
     notes: list[str] = []
-    for metric, relative in sorted(learned.items()):
-        if metric in short:
-            continue
-        ceiling = hand_set[metric]
-        rounded = math.ceil(relative * 1000) / 1000  # up to a tenth of a percent: a spec people read
-        thresholds[metric] = ceiling._replace(relative=min(rounded, float(ceiling.relative or 0.0)))
-        notes.append(f"history: {metric} gated at {thresholds[metric].spec} (learned from its spread on the base "
-                     f"branch; hand-set {ceiling.spec})")
+    for metric in sorted({key[-1] for key in learned}):
+        found = sorted((t.relative or 0.0, t.spec) for key, t in learned.items() if key[-1] == metric)
+        span = found[0][1] if found[0][1] == found[-1][1] else f"{found[0][1]} to {found[-1][1]}"
+        notes.append(f"history: {metric} gated at {span} in {len(found)} series (each learned from its own spread "
+                     f"on the base branch; hand-set {hand_set[metric].spec})")
     for metric, count in sorted(short.items()):
         notes.append(f"history: insufficient data for {count} series of {metric} (fewer than {MIN_RUNS} base-branch "
                      f"runs): its hand-set threshold {hand_set[metric].spec} applies")
-    return Learned(thresholds, notes)
+    return notes
+
+
+def series_thresholds(learned: Mapping[tuple[str, ...], Threshold], test: str | None = None
+                      ) -> dict[tuple[str, str, str], Threshold]:
+    """For ``CompareOptions.series_thresholds``: (kernel, region, metric) -> threshold, of ``test``'s series (None:
+    any test's); a kernel measured on several GPUs or by several tests gets the loosest of its series'."""
+    found: dict[tuple[str, str, str], Threshold] = {}
+    for (_, of_test, _, kernel, region, metric), threshold in learned.items():
+        if test is not None and of_test != test:
+            continue
+        key = (kernel, region, metric)
+        if key not in found or (threshold.relative or 0.0) > (found[key].relative or 0.0):
+            found[key] = threshold
+    return found
 
 
 def learned_thresholds(history: History, branch: str, hand_set: Mapping[str, Threshold],
@@ -100,8 +120,8 @@ def learned_thresholds(history: History, branch: str, hand_set: Mapping[str, Thr
 
 def compare_options_from_history(url: str, branch: str, options: CompareOptions,
                                   current: Measurement) -> tuple[CompareOptions, list[str]]:
-    """``perfgate compare --history``: ``options`` with the compared metrics' learned thresholds (for the launches
-    of ``current``), and the notes for the report."""
+    """``perfgate compare --history``: ``options`` with the learned thresholds of the series of ``current``'s
+    launches, and the notes for the report."""
     from perfgate.history.db import open_history
 
     table = current.table
@@ -110,13 +130,13 @@ def compare_options_from_history(url: str, branch: str, options: CompareOptions,
     compared = set(options.compared_metrics())
     with open_history(url, create=False) as history:
         found = learned_thresholds(history, branch, {m: t for m, t in hand_set.items() if m in compared}, wanted)
-    return options._replace(thresholds={**options.thresholds, **found.thresholds}), found.notes
+    return options._replace(series_thresholds=series_thresholds(found.series)), found.notes
 
 
 def plugin_thresholds(url: str, branch: str, thresholds: Mapping[str, Threshold],
-                      metrics: Sequence[str] | None) -> tuple[dict[str, Threshold], tuple[str, ...]]:
-    """``pytest --perfgate --perfgate-history-thresholds``: the configured thresholds with the learned ones of the
-    compared metrics over every series of ``branch`` (the session's launches are not known before it runs)."""
+                      metrics: Sequence[str] | None) -> Learned:
+    """``pytest --perfgate --perfgate-history-thresholds``: the learned thresholds of every series of ``branch``
+    (each test takes its own, ``series_thresholds(learned, test)``), and the notes."""
     from perfgate.history.db import open_history
     from perfgate.options import selection
 
@@ -124,5 +144,4 @@ def plugin_thresholds(url: str, branch: str, thresholds: Mapping[str, Threshold]
     compared = set(options.compared_metrics())
     hand_set = {m: t for m, t in options.effective_thresholds().items() if m in compared}
     with open_history(url, create=False) as history:
-        found = learned_thresholds(history, branch, hand_set)
-    return {**thresholds, **found.thresholds}, tuple(found.notes)
+        return learned_thresholds(history, branch, hand_set)

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import InputError
 from perfgate.history.db import History
+from perfgate.history.findings import write_findings
 from perfgate.report import Report
 
 MAX_SAMPLES = 1000  # samples kept per point; a longer run of launches keeps its median, minimum and maximum
@@ -142,6 +143,7 @@ def _write_run(history: History, report: Report, points: list[Point], source: st
     ids = series_ids(history, points)
     history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples"),
                         [_point_row(ids[p.series], added[0][0], p.samples) for p in points])
+    write_findings(history, added[0][0], report)
     return Recorded(source, key, len(points), True)
 
 

@@ -104,7 +104,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="record each session in this history: sqlite:///PATH or postgresql://... (default: "
                          "[tool.perfgate] history, else off; see docs/history.md)")
     group.addoption("--perfgate-history-thresholds", action="store_true", default=None,
-                    help="size each metric's threshold from its spread in the history's recent base-branch runs, "
+                    help="judge each test against the median of the history's recent base-branch runs (its "
+                         "baseline where a series has too few) and size each metric's threshold from their spread, "
                          "never above the hand-set one (default: [tool.perfgate] history_thresholds, else off)")
     group.addoption("--perfgate-threshold", metavar="METRIC=SPEC", action="append", default=[],
                     type=threshold_arg,

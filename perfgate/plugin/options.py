@@ -26,6 +26,7 @@ from perfgate.vocabulary import NO_ENTRIES
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
+    from perfgate.history.reference import Reference
     from perfgate.plugin.marker import PerfMarker
 
 
@@ -52,7 +53,8 @@ class PluginOptions(NamedTuple):
     source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
-    templates: Path | None = None  # [tool.perfgate] templates: a team's Markdown templates (None: perfgate's)
+    history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
+    templates: Path | None = None  # [tool.perfgate] templates: a team's templates (None: perfgate's)
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -123,11 +125,15 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         raise ConfigError(f"cannot write the session report: {problem}")
     history = opt("perfgate_history") or _anchored_history(settings.history, root)
     notes: tuple[str, ...] = ()
+    reference = None
     if history and (opt("perfgate_history_thresholds") or settings.history_thresholds):
         from perfgate.history.noise import plugin_thresholds
+        from perfgate.history.reference import plugin_reference
 
-        thresholds, notes = plugin_thresholds(history, settings.history_branch, thresholds,
-                                              resolve_metrics(opt("perfgate_metrics"), settings.metrics))
+        learned = plugin_thresholds(history, settings.history_branch, thresholds,
+                                    resolve_metrics(opt("perfgate_metrics"), settings.metrics))
+        notes = tuple(learned.notes)
+        reference = plugin_reference(history, settings.history_branch)._replace(thresholds=learned.series)
     return PluginOptions(
         update=bool(opt("perfgate_update")),
         strict=bool(opt("perfgate_strict")) or settings.strict,
@@ -150,6 +156,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         source=opt("perfgate_source") or settings.source,
         history=history,
         history_notes=notes,
+        history_reference=reference,
         templates=_templates(settings.templates, root),
     )
 

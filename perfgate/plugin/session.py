@@ -382,9 +382,11 @@ class PerfgateSession:
         path, line = self._location(item)
         root = self.config.rootpath
         try:
-            gated = sources.gate_parts(parts, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
-                               update=self.options.update, strict=self.options.strict,
-                               shown=lambda p: shown_path(p, root))
+            judged, acceptances = sources.with_history(parts, item.nodeid, self.options.history_reference,
+                                                       self.options.history if self.options.update else "")
+            gated = sources.gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
+                                       update=self.options.update, strict=self.options.strict,
+                                       shown=lambda p: shown_path(p, root), acceptances=acceptances)
         except PerfgateError as exc:
             self._fail(item, str(exc))
         self._stash_payload(item, report=gated.report, status=gated.status,

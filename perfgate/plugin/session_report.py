@@ -17,7 +17,8 @@ from perfgate.vocabulary import Verdict, worst_verdict
 if TYPE_CHECKING:
     from perfgate.report import Report
 
-SUMMARY_REGRESSIONS = 50  # regressed launches named in the terminal summary; the report has them all
+SUMMARY_REGRESSIONS = 50  # lines of regressions in the terminal summary; the report has them all
+TIMELINE_PREFIX = "timeline."  # the timeline source's metrics (perfgate.metrics.TIMELINE_METRICS)
 
 
 def shown_path(path: Path, base: Path) -> str:
@@ -33,6 +34,42 @@ def launch_name(launch: Mapping[str, Any]) -> str:
     test, kernel = launch.get("test") or "", str(launch.get("kernel") or "")
     where = f" [{launch['region']}]" if launch.get("region") else ""
     return f"{test}: {kernel}{where}" if test and test != kernel else f"{test or kernel}{where}"
+
+
+def _launch_sources(report: Report, wanted: set[int]) -> dict[int, str]:
+    """Per wanted launch, the source that measured it: ``timeline`` where a timeline metric was compared on it."""
+    results, names = report["results"], report["metrics"]["metric"]
+    found = dict.fromkeys(wanted, "ncu")
+    for at, code in zip(results["launch"], results["metric"], strict=True):
+        if at in wanted and str(names[code]).startswith(TIMELINE_PREFIX):
+            found[at] = "timeline"
+    return found
+
+
+def regression_lines(report: Report, regressed: list[int]) -> list[str]:
+    """One line per (test, source) that regressed, naming its regressed kernels and regions once each: a test
+    gated by both sources, or with a kernel and its region total, is not listed once per launch. The source
+    is said where a test was measured by more than one."""
+    from perfgate.report import launch_row
+
+    sources = _launch_sources(report, set(regressed))
+    measured: dict[str, int] = {}
+    for comparison in report["comparisons"]:
+        test = comparison.get("test") or ""
+        measured[test] = measured.get(test, 0) + 1
+    named: dict[tuple[str, str], list[str]] = {}
+    for index in regressed:
+        row = launch_row(report, index)
+        test, name = str(row.get("test") or ""), launch_name(row)
+        what = name[len(test) + 2:] if test and name.startswith(test + ": ") else ("" if name == test else name)
+        parts = named.setdefault((test, sources[index]), [])
+        if what and what not in parts:
+            parts.append(what)
+    lines = []
+    for (test, source), parts in named.items():
+        who = f"{test} ({source})" if test and measured.get(test, 0) > 1 else test
+        lines.append(f"  REGRESSION {': '.join(p for p in (who, ', '.join(parts)) if p)}")
+    return lines
 
 
 class SessionReport:
@@ -136,7 +173,7 @@ class SessionReport:
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
         from perfgate.render.common import VERDICT_WORD, headline, plural
-        from perfgate.report import iter_launches, launch_row, listed_summary
+        from perfgate.report import iter_launches, listed_summary
 
         report = self._report or self.build()
         counts = listed_summary(report)
@@ -155,15 +192,17 @@ class SessionReport:
                 lines.append(f"  no baseline written for what was not measured: {headline(report)}")
         else:
             parts = [plural(n, s) for s, n in counts.items() if n]
+            tests = {report["launches"]["test"][i] for i in iter_launches(report, ("regression",))}
+            if counts.get("regression") and len(tests) != counts["regression"]:  # launches of fewer tests
+                parts[0] += f" in {plural(len(tests), 'test')}"
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
             if report["unmeasured"] or not parts:
                 lines.append(f"  {headline(report)}")
         if not self.options.update:
-            regressions = list(iter_launches(report, ("regression",)))
-            for index in regressions[:SUMMARY_REGRESSIONS]:
-                lines.append(f"  REGRESSION {launch_name(launch_row(report, index))}")
+            regressions = regression_lines(report, list(iter_launches(report, ("regression",))))
+            lines += regressions[:SUMMARY_REGRESSIONS]
             if len(regressions) > SUMMARY_REGRESSIONS:
-                lines.append(f"  ... and {len(regressions) - SUMMARY_REGRESSIONS:,} more regressions (see the report)")
+                lines.append(f"  ... and {len(regressions) - SUMMARY_REGRESSIONS:,} more (see the report)")
         new = [p["test"] for p in self.payloads if p.get("status") == "new"]
         if new:
             lines.append(f"  {len(new)} test{'s have' if len(new) != 1 else ' has'} no baseline yet (reported as new; "
@@ -171,7 +210,7 @@ class SessionReport:
         if self._written():
             lines.append(f"  {self._written_line()}")
         for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note:
+            if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note:
                 lines.append(f"  {note}")
         if self.files:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))

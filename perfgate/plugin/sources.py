@@ -15,7 +15,10 @@ import pytest
 from perfgate.preflight import PreflightFacts, check_preflight
 
 if TYPE_CHECKING:
+    from perfgate.carried import AcceptanceCheck
     from perfgate.compare import CompareOptions
+    from perfgate.gate import Reference
+    from perfgate.history.reference import Reference as HistoryReference
     from perfgate.plugin.runner import ChildSpec, Profiled
     from perfgate.report import Report
     from perfgate.table import Measurement
@@ -32,6 +35,7 @@ class GatePart(NamedTuple):
     footer: str = ""
     notes: Sequence[str] = ()
     suffix: str = ""
+    reference: Reference | None = None  # the side compared with, from the history (``with_history``)
 
 
 def timeline_instead(facts: PreflightFacts | None) -> bool:
@@ -92,16 +96,39 @@ class Gated(NamedTuple):
     footer: str  # the footers of the measurements that regressed
 
 
+def with_history(parts: Sequence[GatePart], test: str, reference: HistoryReference | None,
+                 update_history: str) -> tuple[list[GatePart], AcceptanceCheck | None]:
+    """Each part judged against the base branch's recent runs in ``reference`` (with its series' learned
+    thresholds), where one is given; and, for an update recorded in the history ``update_history`` (""
+    otherwise), what says whether the regressions it carries are accepted (docs/history.md)."""
+    judged = list(parts)
+    if reference is not None:
+        from perfgate.history.reference import judging_for
+
+        judged = [part._replace(options=options, reference=referred) for part in judged
+                  for options, referred in [judging_for(reference, part.options, test=test)]]
+    if not update_history:
+        return judged, None
+    from perfgate.history.accept import update_check
+
+    acceptances, problem = update_check(update_history, test, os.environ)
+    if problem and judged:  # said once: the parts' reports are merged into one
+        judged[0] = judged[0]._replace(notes=[*judged[0].notes, f"{test}: {problem}"])
+    return judged, acceptances
+
+
 def gate_parts(parts: Sequence[GatePart], *, test: str, path: str, line: int | None, baselines: Path, update: bool,
-               strict: bool, shown: Callable[[Path], str]) -> Gated:
-    """Each measurement gated against its own baseline (``perfgate.gate``); PerfgateError as the gate raises it."""
+               strict: bool, shown: Callable[[Path], str], acceptances: AcceptanceCheck | None = None) -> Gated:
+    """Each measurement gated against its own baseline (``perfgate.gate``), or the reference its part names;
+    ``acceptances``: what marks the regressions an update carries accepted. PerfgateError as the gate raises it."""
     from perfgate.gate import _RANK, Where, baseline_name, gate
     from perfgate.report.merge import merge_reports
 
     results = [gate(part.current, baselines=baselines, options=part.options, settings=part.settings, update=update,
                     where=Where(name=baseline_name(test) + part.suffix, test=test, path=path, line=line),
                     strict=strict, notes=part.notes, shown=shown, update_hint="pytest --perfgate --perfgate-update",
-                    strict_flag="--perfgate-strict") for part in parts]
+                    strict_flag="--perfgate-strict", reference=part.reference, acceptances=acceptances)
+               for part in parts]
     report = results[0].report if len(results) == 1 else merge_reports(r.report for r in results)
     return Gated(report, min((r.status for r in results), key=_RANK.__getitem__),
                  [p for r in results for p in r.written], [x for r in results for x in r.regressions],

@@ -27,7 +27,7 @@ from perfgate.collect.timeline.model import (
     Range,
     Trace,
 )
-from perfgate.collect.timeline.names import bare_name
+from perfgate.collect.timeline.names import bare_name, demangled_name
 from perfgate.errors import InputError
 
 _OPS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
@@ -133,6 +133,6 @@ def _op(kind: str, name: str, start: int, end: int, args: dict[str, Any]) -> Gpu
     if kind != KERNEL:
         return GpuOp(kind, kind, name, start, end, _int(args.get("device")), _int(args.get("stream")), correlation)
     registers = _number(args.get("registers per thread"))  # "shared memory" does not say static or dynamic: left out
-    return GpuOp(KERNEL, bare_name(name), name, start, end, _int(args.get("device")), _int(args.get("stream")),
+    return GpuOp(KERNEL, bare_name(name), demangled_name(name), start, end, _int(args.get("device")), _int(args.get("stream")),
                  correlation, grid=_dims(args.get("grid")), block=_dims(args.get("block")),
                  registers=None if registers is None else int(registers))

@@ -39,7 +39,7 @@ from perfgate.collect.timeline.model import (
     Range,
     Trace,
 )
-from perfgate.collect.timeline.names import bare_name
+from perfgate.collect.timeline.names import bare_name, demangled_name
 from perfgate.errors import InputError
 
 FORMAT_NAME = "perfgate-cupti-trace"
@@ -77,7 +77,7 @@ def _op(kind: str, record: dict[str, Any], start: int, end: int) -> GpuOp:
     if kind != KERNEL:
         return GpuOp(kind, kind, kind, *common)
     name = str(record.get("name", ""))
-    return GpuOp(KERNEL, bare_name(name), name, *common, grid=_dims(record, "grid"), block=_dims(record, "block"),
+    return GpuOp(KERNEL, bare_name(name), demangled_name(name), *common, grid=_dims(record, "grid"), block=_dims(record, "block"),
                  registers=_int(record.get("registers_per_thread")),
                  static_shared=_int(record.get("static_shared_memory")),
                  dynamic_shared=_int(record.get("dynamic_shared_memory")))

@@ -10,6 +10,7 @@ work counts; an instance that launched none has no wall time to measure and is l
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -33,6 +34,9 @@ IDLE_SHARE = "timeline.gpu_idle_pct"
 LAUNCH_OVERHEAD = "timeline.launch_overhead"
 KERNEL_COUNT = "timeline.kernel_count"
 KERNEL_TIME = "timeline.kernel_time"
+# A JSON list of the regions whose wall time holds a kernel's first launch in the traced process (CUDA's lazy
+# module loading): ``perfgate.compare.sources.cold_region_rows`` shows their host-side times unjudged.
+COLD_SETTING = "timeline_cold_regions"
 REGION_UNITS = {WALL_TIME: "ns", GPU_BUSY: "ns", GPU_IDLE: "ns", IDLE_SHARE: "%", LAUNCH_OVERHEAD: "ns",
                 KERNEL_COUNT: "", KERNEL_TIME: "ns"}
 
@@ -117,14 +121,31 @@ def _region_rows(trace: Trace, instances: list[RegionInstance], first_launch: in
     rows: list[dict[str, Any]] = []
     for offset, (path, entries) in enumerate(by_path.items()):
         device = _device_of(trace, trace.ops[entries[0].ops[0]].device)
-        count = len(entries)
-        base = {"kind": KIND_REGION, "kernel": path, "region": path, "launch": first_launch + offset,
-                "demangled": f"median of {count} entr{'ies' if count != 1 else 'y'}" if count > 1 else "one entry",
+        # No signature: a region is known by its path (``kernel`` and ``region``), its values are medians
+        # over its entries.
+        base = {"kind": KIND_REGION, "kernel": path, "region": path, "launch": first_launch + offset, "demangled": "",
                 "device": device.name, "cc": device.cc, "grid": "", "block": ""}
         for metric, unit in REGION_UNITS.items():
             rows.append({**base, "metric": metric, "unit": unit,
                          "value": float(statistics.median(e.values[metric] for e in entries))})
     return rows
+
+
+def cold_regions(trace: Trace, instances: list[RegionInstance]) -> list[str]:
+    """The regions that, in at least half their entries (so in their median), hold a kernel's first launch in
+    the process, whose launch call paid CUDA's lazy module loading. Only for perfgate's own CUPTI trace: its
+    child process is traced from the test's call on, while a profiler trace read by hand may start after
+    warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
+    if trace.format != "cupti":
+        return []
+    first: dict[str, int] = {}
+    for index in sorted((i for i, op in enumerate(trace.ops) if op.kind == KERNEL), key=lambda i: trace.ops[i].start):
+        first.setdefault(trace.ops[index].demangled, index)
+    firsts = set(first.values())
+    entries: dict[str, list[bool]] = defaultdict(list)
+    for instance in instances:
+        entries[instance.path].append(not firsts.isdisjoint(instance.ops))
+    return sorted(path for path, cold in entries.items() if 2 * sum(cold) >= len(cold))
 
 
 def measurement_of(trace: Trace, path: Path) -> Measurement:
@@ -138,6 +159,9 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
+    cold = cold_regions(trace, instances)
+    if cold:
+        settings[COLD_SETTING] = json.dumps(cold)
     drawn = sketch(trace, instances)
     if drawn:
         settings[SKETCH_SETTING] = drawn

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.collect.timeline.model import KERNEL, MEMCPY, MEMSET, Device, GpuOp, Launch, Range, Trace
-from perfgate.collect.timeline.names import bare_name
+from perfgate.collect.timeline.names import bare_name, demangled_name
 from perfgate.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -61,7 +61,7 @@ def _kernels(connection: sqlite3.Connection, strings: dict[int, str]) -> list[Gp
         ids = row[14:]
         demangled = _name_of(strings, *ids[1:], ids[0]) if len(ids) > 1 else _name_of(strings, ids[0])
         short = _name_of(strings, ids[0]) if names and names[0] == "shortName" else ""
-        ops.append(GpuOp(KERNEL, short or bare_name(demangled), demangled or short, int(start), int(end),
+        ops.append(GpuOp(KERNEL, short or bare_name(demangled), demangled_name(demangled) or short, int(start), int(end),
                          int(device or 0), int(stream or 0), int(correlation if correlation is not None else -1),
                          grid=(int(gx or 0), int(gy or 0), int(gz or 0)) if gx is not None else None,
                          block=(int(bx or 0), int(by or 0), int(bz or 0)) if bx is not None else None,

@@ -1,0 +1,204 @@
+"""The reference side built from the history: judge the current run against the recent runs of the base branch,
+not one snapshot.
+
+The rule, per series (GPU, test, kind, kernel, region, metric): the base branch's last ``REFERENCE_COMMITS``
+commits that measured anything (reruns of a commit folded into their median, as everywhere in the history);
+a series measured in at least ``MIN_REFERENCE_RUNS`` of them has as reference the **median** of its values
+there. A series with fewer is *insufficient data*, said in a note of its own: it keeps the baseline file's
+value when one was given, else it has no reference.
+
+The result is a baseline-shaped ``Measurement`` (what ``compare_tables`` takes as its baseline side): the
+baseline file's rows, each value replaced by its series' history median where there is one, and the current
+run's launches the file lacks added with their history medians. Every launch of a repeated kernel gets its
+series' median (a series' value in a run is already the median of its launches), so the group test compares
+the current launches with that one value. The comparison itself is unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+
+import numpy as np
+
+from perfgate.history.db import History
+from perfgate.history.series import commit_order
+from perfgate.metrics import Threshold
+from perfgate.table import Measurement, make_table
+from perfgate.vocabulary import KIND_BENCHMARK, NO_ENTRIES
+
+REFERENCE_COMMITS = 12  # the base branch's latest commits a reference is the median of
+MIN_REFERENCE_RUNS = 5  # a series measured in fewer of them: insufficient data
+NOTES_SHOWN = 20  # insufficient-data notes listed one by one; the rest are counted
+
+if TYPE_CHECKING:
+    from perfgate.compare import CompareOptions
+
+SeriesKey = tuple[str, str, str, str, str, str]  # gpu, test, kind, kernel, region, metric
+ReferenceFor = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]  # as perfgate.gate.Reference
+
+
+class Reference(NamedTuple):
+    """The medians of a branch's recent commits, per series, and what the report says about where they came from."""
+
+    branch: str
+    commits: int  # commits in the window (at most REFERENCE_COMMITS)
+    since: str  # first recording of the window's first commit (ISO-8601 UTC)
+    medians: Mapping[SeriesKey, tuple[float, int]]  # series -> (median, commits that measured it)
+    tests: Mapping[tuple[str, ...], tuple[str, ...]]  # (gpu, kind, kernel, region, metric) -> the tests measuring it
+    thresholds: Mapping[tuple[str, ...], Threshold] = NO_ENTRIES  # per series, learned from its spread (noise)
+
+    @property
+    def label(self) -> str:
+        return f"history: median of {self.commits} runs of {self.branch} since {self.since[:10]}"
+
+    def lookup(self, test: str | None, facts: tuple[str, str, str, str, str]) -> tuple[float, int] | None:
+        """A series' (median, runs); ``test`` None (a report compared by hand): the series of no test, else of the
+        only test that measured it (several tests measuring the same kernel are not guessed between)."""
+        if test is not None:
+            return self.medians.get((facts[0], test, *facts[1:]))
+        found = self.medians.get((facts[0], "", *facts[1:]))
+        if found is not None:
+            return found
+        tests = self.tests.get(facts, ())
+        return self.medians.get((facts[0], tests[0], *facts[1:])) if len(tests) == 1 else None
+
+
+def load_reference(history: History, branch: str) -> Reference:
+    """The last ``REFERENCE_COMMITS`` commits of ``branch``: each series' median over them."""
+    commits, times, run_commit = commit_order(history, branch)
+    start = max(0, len(commits) - REFERENCE_COMMITS)
+    if not commits:
+        return Reference(branch, 0, "", {}, {})
+    runs = [run for run, commit in run_commit.items() if commit >= start]
+    facts = {int(row[0]): tuple(str(v) for v in row[1:]) for row in history.query(
+        "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
+    per_commit: dict[tuple[int, int], list[float]] = {}
+    for chunk in range(0, len(runs), 500):  # bound the statement's parameters
+        part = runs[chunk:chunk + 500]
+        marks = ", ".join("?" * len(part))
+        for series_id, run_id, value in history.query(
+                f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({marks})", part):
+            per_commit.setdefault((int(series_id), run_commit[int(run_id)]), []).append(float(value))
+    values: dict[int, list[float]] = {}
+    for (series_id, _), found in per_commit.items():
+        values.setdefault(series_id, []).append(float(np.median(found)))
+    medians: dict[SeriesKey, tuple[float, int]] = {}
+    tests: dict[tuple[str, ...], list[str]] = {}
+    for series_id, found in values.items():
+        key: Any = facts[series_id]
+        medians[key] = (float(np.median(found)), len(found))
+        tests.setdefault((key[0], *key[2:]), []).append(key[1])
+    return Reference(branch, len(commits) - start, times[start], medians,
+                     {k: tuple(sorted(v)) for k, v in tests.items()})
+
+
+def _facts(row: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+    return (row["device"] or "unknown", row["kind"] or "kernel", row["kernel"], row["region"] or "", row["metric"])
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    return f"{row['kernel']}" + (f" [{row['region']}]" if row["region"] else "") + f" {row['metric']}"
+
+
+def reference_measurement(reference: Reference, baseline: Measurement, current: Measurement,
+                          options: CompareOptions, test: str | None = None) -> tuple[Measurement, list[str]]:
+    """The baseline side for comparing ``current``: ``baseline`` (a file's, possibly empty) with each compared
+    series' history median where the history has enough runs, plus ``current``'s launches it lacks; and the
+    notes that say which reference was used and which gated series had insufficient data."""
+    compared, gated = set(options.compared_metrics()), set(options.gated_metrics())
+    rows: list[dict[str, Any]] = []
+    launches: set[tuple[Any, ...]] = set()
+    used: set[tuple[str, ...]] = set()
+    short: dict[tuple[str, ...], str] = {}  # series -> its insufficient-data note
+    from_history: set[str] = set()  # benchmarks whose values come from the history: the file's timings are not theirs
+    file_name = baseline.source or "the baseline file"
+    for row in baseline.table.rows():
+        launches.add((row["kind"], row["kernel"], row["region"], row["ordinal"]))
+        facts = _facts(row)
+        if row["metric"] in compared:
+            found = reference.lookup(test, facts)
+            if found is not None and found[1] >= MIN_REFERENCE_RUNS:
+                row = {**row, "value": found[0]}
+                used.add(facts)
+                if row["kind"] == KIND_BENCHMARK:
+                    from_history.add(row["kernel"])
+            elif row["metric"] in gated:
+                short[facts] = f"{_where(row)}: {_runs(found)}: judged against {file_name}"
+        rows.append(row)
+    offset = int(baseline.table["launch"].max()) + 1 if len(baseline.table) else 0
+    for row in current.table.rows():
+        if (row["kind"], row["kernel"], row["region"], row["ordinal"]) in launches:
+            continue
+        facts = _facts(row)
+        found = reference.lookup(test, facts)
+        if found is not None and found[1] >= MIN_REFERENCE_RUNS:
+            rows.append({**row, "value": found[0], "launch": row["launch"] + offset})
+            used.add(facts)
+        elif row["metric"] in gated and facts not in short:
+            short[facts] = f"{_where(row)}: {_runs(found)}: no reference"
+    notes = _notes(reference, used, short, file_name if len(baseline.table) else None)
+    source = reference.label + (f"; else {baseline.source}" if short and len(baseline.table) and baseline.source
+                                else "")
+    if not used:
+        return baseline, notes
+    samples = {name: timings for name, timings in baseline.samples.items() if name not in from_history}
+    return baseline._replace(table=make_table(rows), source=source, samples=samples), notes
+
+
+def _runs(found: tuple[float, int] | None) -> str:
+    return (f"insufficient data ({found[1] if found else 0} of the last runs, {MIN_REFERENCE_RUNS} needed)")
+
+
+def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tuple[str, ...], str],
+           file_name: str | None) -> list[str]:
+    if not reference.commits:
+        rest = f"judged against {file_name}" if file_name else "no reference"
+        return [f"history: insufficient data: no run of branch {reference.branch!r} is recorded; {rest}"]
+    notes = [f"reference: {reference.label} for {len(used)} series"
+             + (f"; {file_name} for the others" if file_name and short else "")]
+    listed = sorted(short.values())
+    notes += [f"history: {line}" for line in listed[:NOTES_SHOWN]]
+    if len(listed) > NOTES_SHOWN:
+        notes.append(f"history: insufficient data for {len(listed) - NOTES_SHOWN} more series")
+    return notes
+
+
+def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement
+                    ) -> tuple[CompareOptions, ReferenceFor, list[str]]:
+    """``perfgate compare --history``: the options with learned thresholds (``noise``), what builds the reference
+    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once."""
+    from perfgate.history.db import open_history
+    from perfgate.history.noise import compare_options_from_history
+
+    options, notes = compare_options_from_history(url, branch, options, current)
+    with open_history(url, create=False) as history:
+        reference = load_reference(history, branch)
+    return options, reference_for(reference, options), notes
+
+
+def reference_for(reference: Reference, options: CompareOptions, test: str | None = None) -> ReferenceFor:
+    """``reference_measurement`` for one test, in the form ``perfgate.gate.gate`` takes."""
+    def build(baseline: Measurement, current: Measurement) -> tuple[Measurement, list[str]]:
+        return reference_measurement(reference, baseline, current, options, test)
+    return build
+
+
+def judging_for(reference: Reference, options: CompareOptions, test: str) -> tuple[CompareOptions, ReferenceFor]:
+    """The plugin, for one test: its options with its series' learned thresholds (within the test's own hand-set
+    ones: a marker's thresholds= may be tighter than the session's), and its reference."""
+    from perfgate.history.noise import series_thresholds
+
+    hand_set = options.effective_thresholds()
+    learned = {key: ceiling._replace(relative=min(threshold.relative or 0.0, ceiling.relative))
+               for key, threshold in series_thresholds(reference.thresholds, test).items()
+               if (ceiling := hand_set.get(key[2])) is not None and ceiling.gating and ceiling.relative is not None}
+    options = options._replace(series_thresholds={**learned, **options.series_thresholds})
+    return options, reference_for(reference, options, test)
+
+
+def plugin_reference(url: str, branch: str) -> Reference:
+    """``pytest --perfgate`` learning from the history: the reference every test is judged against, read once."""
+    from perfgate.history.db import open_history
+
+    with open_history(url, create=False) as history:
+        return load_reference(history, branch)
