@@ -47,6 +47,8 @@ class Settings(NamedTuple):
     history: str = ""
     history_branch: str = "main"
     history_thresholds: bool = False
+    # A folder of jinja2 templates overriding perfgate's by file name (docs/reports.md); "" = perfgate's own.
+    templates: str = ""
 
     def replace(self, **changes: Any) -> "Settings":
         return self._replace(**{k: v for k, v in changes.items() if v is not None})
@@ -180,6 +182,15 @@ def _check_values(values: Mapping[str, Any], source: str) -> None:
         if key in values and not values[key].strip():
             raise ConfigError(f"{source}: {key} must not be empty (leave the key out for the default "
                               f"{getattr(Settings(), key)!r})")
+
+
+def templates_folder(pyproject: Path | None = None) -> Path | None:
+    """The folder of ``[tool.perfgate] templates`` (relative to that pyproject.toml), or None for perfgate's own."""
+    path = pyproject if pyproject is not None else find_pyproject()
+    folder = load_settings(path).templates if path is not None else ""
+    if not folder or path is None:
+        return None
+    return path.resolve().parent / Path(folder).expanduser()
 
 
 def load_settings(pyproject: Path | None = None) -> Settings:

@@ -71,6 +71,8 @@ def test_the_wheel_has_the_schema_the_license_and_no_tests(dists: dict[str, Path
         (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert archive.read(license_file) == (REPO / "LICENSE").read_bytes()
     assert {"perfgate/py.typed", "perfgate/render/html.py"} <= names
+    shipped = {f"perfgate/render/templates/{p.name}" for p in (REPO / "perfgate/render/templates").glob("*.j2")}
+    assert shipped and shipped <= names  # the Markdown report's templates (perfgate.render.templates)
     assert not [n for n in names if n.startswith(("tests/", "examples/")) or n.endswith(".pyc")]
 
 

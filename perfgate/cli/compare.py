@@ -11,6 +11,7 @@ from perfgate.cli.common import (
     format_of,
     importing,
     output_path,
+    project_path,
     report_status,
     report_stem,
     settings_of,
@@ -131,7 +132,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         report["verdict"] = verdict_of(report)
         failed = report["verdict"] == Verdict.FAIL.value
     report["notes"].extend(history_notes)
-    write_output(render_parts(report, fmt), args.output)
+    templates = project_path(args, settings.templates) if settings.templates else None
+    write_output(render_parts(report, fmt, templates=templates), args.output)
     if args.output is not None:
         print_out(f"{verdict_line(report)} (report: {args.output})\n")
     return report_status(report, failed)

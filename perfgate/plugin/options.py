@@ -54,6 +54,7 @@ class PluginOptions(NamedTuple):
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
     history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
+    templates: Path | None = None  # [tool.perfgate] templates: a team's templates (None: perfgate's)
 
 
 def _anchor(value: str, base: Path) -> Path:
@@ -156,7 +157,18 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         history=history,
         history_notes=notes,
         history_reference=reference,
+        templates=_templates(settings.templates, root),
     )
+
+
+def _templates(folder: str, root: Path) -> Path | None:
+    """A team's templates folder, each of its templates compiled now: a syntax error stops the session before
+    any test runs, not after."""
+    if not folder:
+        return None
+    from perfgate.render.templates import check_templates
+
+    return check_templates(_anchor(folder, root))
 
 
 def _anchored_history(url: str, root: Path) -> str:

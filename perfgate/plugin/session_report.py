@@ -124,32 +124,43 @@ class SessionReport:
         a file that cannot be written becomes one line in the terminal summary, not a traceback."""
         from perfgate.files import write_atomically
         from perfgate.publish.context import commits_from_environment
+        from perfgate.errors import ConfigError
         from perfgate.publish.summary import append_step_summary
         from perfgate.render import render_markdown, render_parts
 
         report = self.build()
         self._report = report
         commits = commits_from_environment(os.environ)
-        markdown = render_markdown(report, commits=commits)
+        markdown: str | None = None
+        try:
+            markdown = render_markdown(report, commits=commits, templates=self.options.templates)
+        except ConfigError as exc:  # a team's template that compiled but failed on this report: no .md file
+            self._write_error = f"perfgate: error: {exc}"
         json_file, md_file, html_file = report_files(self.options.report)
-        for path, text in ((json_file, render_parts(report, "json")), (md_file, markdown),
-                           (html_file, render_parts(report, "html", commits=commits))):
+        texts = [(json_file, render_parts(report, "json")), *([(md_file, [markdown])] if markdown is not None else []),
+                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates))]
+        for path, text in texts:
             try:
                 write_atomically(path, text)
             except OSError as exc:
                 self._write_error = f"perfgate: cannot write the session report {shown_path(path, self.here)}: " + (
                     exc.strerror or str(exc))
                 return
+            except ConfigError as exc:  # a team's page.html.j2 that failed on this report: no such file
+                self._write_error = f"perfgate: error: {exc}"
+                continue
             self.files.append(path)
         if self.options.history:
             self._history_line = record_session(self.options.history, report, json_file.name)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
+        if summary and markdown is not None:
             try:
-                append_step_summary(Path(summary), markdown)
+                append_step_summary(Path(summary), markdown, templates=self.options.templates)
             except OSError as exc:
                 self._write_error = (f"perfgate: cannot append the report to $GITHUB_STEP_SUMMARY ({summary}): "
                                      + (exc.strerror or str(exc)))
+            except ConfigError as exc:  # a team's cut_note.md.j2 that failed
+                self._write_error = f"perfgate: error: {exc}"
 
     def _written(self) -> list[str]:
         return [w for p in self.payloads for w in p.get("written", [])]

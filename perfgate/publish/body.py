@@ -18,6 +18,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -31,6 +32,7 @@ from perfgate.render import (
     md_escape,
     summary_parts,
 )
+from perfgate.render.templates import render_block
 from perfgate.render.untrusted import plain_line
 from perfgate.report import Report, iter_launches, launch_row, result_rows
 from perfgate.vocabulary import Status, Verdict
@@ -72,11 +74,9 @@ def safe_url(url: str | None) -> str | None:
     return quote(url.strip(), safe=":/?#&=%+,;~@!$*'-._")  # no spaces, parentheses, brackets or quotes
 
 
-def full_report_pointer(report_url: str | None) -> str:
-    url = safe_url(report_url)
-    if url:
-        return f"The full report is in the [workflow run's artifacts]({url})."
-    return "The full report is the JSON/HTML report this job wrote (upload it as an artifact to link it here)."
+def full_report_pointer(report_url: str | None, templates: Path | None = None) -> str:
+    """The sentence that says where the whole report is (``full_report.md.j2``)."""
+    return render_block("full_report.md.j2", templates, url=safe_url(report_url))
 
 
 def fit(text: str, limit: int, note: str, measure: Callable[[str], int] = text_length) -> str:
@@ -107,8 +107,10 @@ def fit(text: str, limit: int, note: str, measure: Callable[[str], int] = text_l
     return body + close * depth + tail
 
 
-def truncation_note(limit: int, what: str, report_url: str | None) -> str:
-    return f"> ⚠️ Cut to fit GitHub's limit of {limit:,} characters for {what}. {full_report_pointer(report_url)}"
+def truncation_note(limit: int, what: str, report_url: str | None, templates: Path | None = None) -> str:
+    """The last line of a text cut to ``limit`` (``cut_note.md.j2``); ``what`` "job summary" for the 1 MiB one."""
+    return render_block("cut_note.md.j2", templates, limit=limit, what=what,
+                pointer=full_report_pointer(report_url, templates))
 
 
 # ---------------------------------------------------------------- the sticky comment
@@ -188,17 +190,20 @@ def plan_comment(failed: bool, existing_body: str | None, *, only_on_regression:
 
 
 def comment_body(markdown: str, *, failed: bool, key: str | None = None, report_url: str | None = None,
-                 all_clear_sha: str | None = None, all_clear: bool = False, limit: int = COMMENT_LIMIT) -> str:
-    """Marker + (all-clear line) + the Markdown report, cut to ``limit`` with a pointer to the full one."""
+                 all_clear_sha: str | None = None, all_clear: bool = False, limit: int = COMMENT_LIMIT,
+                 templates: Path | None = None) -> str:
+    """Marker + (all-clear line) + the Markdown report, cut to ``limit`` with a pointer to the full one.
+
+    The marker and tag lines are perfgate's protocol (how a later run finds and reads its comment), not
+    layout: no template writes them."""
     head = [marker(key)]
     if failed:
         head.append(FAIL_TAG)
     if all_clear:
         head.append(ALL_CLEAR_TAG)
-        commit = f" as of {all_clear_sha[:12]}" if all_clear_sha else ""
-        head.append(f"**✅ All clear:** the regression this comment reported earlier is gone{commit}.\n")
+        head.append(render_block("all_clear.md.j2", templates, sha=all_clear_sha or "") + "\n")
     prefix = "\n".join(head) + "\n"
-    note = truncation_note(limit, "a comment", report_url)
+    note = truncation_note(limit, "a comment", report_url, templates)
     return prefix + fit(markdown, limit - text_length(prefix), note)
 
 
@@ -273,19 +278,21 @@ def regression_annotations(report: Report, workspace: str | None = None,
     return found
 
 
-def _summary(report: Report, report_url: str | None, annotated: int, regressed: int) -> str:
+def _summary(report: Report, report_url: str | None, annotated: int, regressed: int,
+             templates: Path | None) -> str:
     verdict = VERDICT_WORD.get(report["verdict"], "FAIL")
     lines = [f"**{verdict}**: {md_escape(headline(report), 400)}", "", " · ".join(summary_parts(report)) or "nothing compared"]
     if regressed:
         shown = f"{annotated} of {regressed}" if annotated < regressed else f"{annotated}"
         lines += ["", f"{shown} regression{'s' if regressed != 1 else ''} annotated on the test files."]
-    lines += ["", full_report_pointer(report_url)]
+    lines += ["", full_report_pointer(report_url, templates)]
     return "\n".join(lines)
 
 
 def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: str,
                        report_url: str | None = None, strict: bool = False,
-                       workspace: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                       workspace: str | None = None,
+                       templates: Path | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The POST creating the check run (with the first 50 annotations) and the PATCHes adding the rest.
 
     ``markdown`` is ``render_markdown(report)``, rendered once by the caller for every publication.
@@ -294,9 +301,9 @@ def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: st
     kept = regression_annotations(report, workspace, MAX_ANNOTATIONS)
     output = {
         "title": _plain(headline(report), 255),
-        "summary": fit(_summary(report, report_url, len(kept), every), CHECK_TEXT_LIMIT, ""),
+        "summary": fit(_summary(report, report_url, len(kept), every, templates), CHECK_TEXT_LIMIT, ""),
         "text": fit(markdown, CHECK_TEXT_LIMIT,
-                    truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url)),
+                    truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url, templates)),
     }
     create: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": "completed",
                               "conclusion": conclusion(report, strict),

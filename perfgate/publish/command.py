@@ -37,6 +37,7 @@ class Publisher:
         self.failed = report["verdict"] == "fail"
         self._markdown: str | None = None
         self.trend = ""  # the regressed kernels' trend from the history (perfgate.history.trend), if asked
+        self.templates: Path | None = None  # [tool.perfgate] templates: a team's Markdown templates
 
     @property
     def markdown(self) -> str:
@@ -45,11 +46,22 @@ class Publisher:
             from perfgate.publish.body import full_report_pointer
             from perfgate.render import render_markdown
 
-            self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url),
-                                             commits=(self.target.base, self.target.sha))
+            self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url, self.templates),
+                                             commits=(self.target.base, self.target.sha), templates=self.templates)
             if self.trend:
                 self._markdown += "\n" + self.trend
         return self._markdown
+
+    def lay_out(self) -> None:
+        """Render every template a publication may use, so that a broken one is a usage error before anything
+        is posted (``ConfigError``)."""
+        from perfgate.publish.body import comment_body, truncation_note
+
+        _ = self.markdown
+        comment_body("", failed=False, report_url=self.report_url, all_clear=True, all_clear_sha=self.target.sha,
+                     limit=0, templates=self.templates)
+        for what in ("a check run", "job summary"):
+            truncation_note(0, what, self.report_url, self.templates)
 
     def say(self, line: str) -> None:
         self._out(f"perfgate: {line}")
@@ -61,7 +73,7 @@ class Publisher:
         if not path:
             return
         try:
-            written = append_step_summary(Path(path), self.markdown, self.report_url)
+            written = append_step_summary(Path(path), self.markdown, self.report_url, templates=self.templates)
         except OSError as exc:
             raise PublishFailure(f"cannot append the job summary to {path} ({exc.strerror})") from None
         self.say(f"job summary: appended {written:,} bytes" if written else "job summary: full (1 MiB), skipped")
@@ -91,7 +103,7 @@ class Publisher:
             self.say(f"comment: nothing posted, {plan.reason}")
             return
         body = comment_body(self.markdown, failed=self.failed, key=self.args.comment_id, report_url=self.report_url,
-                            all_clear=plan.all_clear, all_clear_sha=target.sha)
+                            all_clear=plan.all_clear, all_clear_sha=target.sha, templates=self.templates)
         if existing is not None:
             posted = client.update_issue_comment(target.repo, int(existing["id"]), body)
             verb = "updated" + (" into an all-clear" if plan.all_clear else "")
@@ -107,7 +119,7 @@ class Publisher:
         assert target.repo is not None and target.sha is not None
         create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
                                              report_url=self.report_url, strict=self.args.strict,
-                                             workspace=self.env.get("GITHUB_WORKSPACE"))
+                                             workspace=self.env.get("GITHUB_WORKSPACE"), templates=self.templates)
         run = client.create_check_run(target.repo, create)
         for update in updates:
             client.update_check_run(target.repo, int(run["id"]), update)
@@ -160,6 +172,10 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 
         with open_history(args.history, create=False) as history:
             publisher.trend = trend_markdown(history, report, args.history_branch)
+    from perfgate.config import templates_folder
+
+    publisher.templates = templates_folder()
+    publisher.lay_out()
     failures = 0
     if not args.no_summary:
         try:

@@ -15,6 +15,7 @@ network fetches.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Callable
 
 from perfgate.render.common import (
@@ -45,11 +46,11 @@ def render_json(report: Report) -> str:
     return dumps(report)
 
 
-def render_html(report: Report, commits: Sequence[str | None] | None = None) -> str:
-    """One self-contained HTML file with every launch."""
+def render_html(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None) -> str:
+    """One self-contained HTML file with every launch; ``templates``: a team's folder of templates."""
     from perfgate.render.html import render_html as html
 
-    return html(report, commits=commits)
+    return html(report, commits=commits, templates=templates)
 
 
 # The most launches each human format can list: a report built for it needs no metric rows past them.
@@ -67,14 +68,17 @@ def render(report: Report, fmt: str) -> str:
     return RENDERERS[fmt](report)
 
 
-def render_parts(report: Report, fmt: str, commits: Sequence[str | None] | None = None) -> Iterable[str]:
+def render_parts(report: Report, fmt: str, commits: Sequence[str | None] | None = None,
+                 templates: Path | None = None) -> Iterable[str]:
     """The text of ``render(report, fmt)`` in parts, for a file writer: the JSON a table column at a time, the HTML
     page in pieces, so that neither exists whole (50k launches: 40 MB of JSON; 72 MB of HTML, held as 4 bytes a
-    character). ``commits``: as ``render_html`` takes them."""
+    character). ``commits``: as ``render_html`` takes them; ``templates``: a team's folder of templates."""
     if fmt == "json":
         return dump_parts(report)
     if fmt == "html":
         from perfgate.render.html import render_html_chunks
 
-        return render_html_chunks(report, commits=commits)
+        return render_html_chunks(report, commits=commits, templates=templates)
+    if fmt == "md":
+        return [render_markdown(report, commits=commits, templates=templates)]
     return [render(report, fmt)]

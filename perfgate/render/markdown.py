@@ -10,14 +10,16 @@ first, then inconclusive, no data, missing) with what moved, the change against 
 then the notes. Rows are added while they fit ``budget`` (GitHub counts UTF-16 code units; a comment holds
 65,536); what did not fit is counted in a last line.
 
-Every name from the code under test goes through :func:`md_escape`. Plain Python rather than a
-template: the row-by-row budget needs to know each row's size as it is added.
+Python chooses what is shown (the rows that fit ``budget``, measured as each is laid out) and the templates in
+``perfgate/render/templates`` lay it out (:mod:`perfgate.render.templates`); every string from the report
+reaches them raw and goes through their ``md`` filter (:func:`perfgate.render.untrusted.md_inline`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from perfgate.render.common import (
@@ -35,8 +37,9 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import format_value, md_escape, text_length
+from perfgate.render.formatting import format_value, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
+from perfgate.render.templates import render_block, render_template
 from perfgate.report import Report, group_stats, listed_summary
 from perfgate.vocabulary import KIND_BENCHMARK, Status
 
@@ -69,170 +72,158 @@ def short_test(test: str | None) -> str:
 MAX_METRICS_IN_ROW = 6
 
 
-def _kernel_cell(row: KernelRow) -> str:
+def _names(row: KernelRow) -> tuple[str, list[str]]:
+    """The kernel's name and what goes under it (its test and region), raw."""
     name = row.name
-    under = [md_escape(short_test(row.test)) if row.test and row.test != row.kernel else "",
-             md_escape(row.region) if row.region else ""]
+    under = [short_test(row.test) if row.test and row.test != row.kernel else "", row.region or ""]
     if row.kind == KIND_BENCHMARK and "::" in row.kernel:
         # A benchmark is named by its full test id: the test's name leads, its file goes under it, so a long
         # path does not widen the column and push "Why" off the comment.
         path, name = row.kernel.split("::", 1)
-        under = [md_escape(path), *under[1:]]
-    where = " · ".join(u for u in under if u)
-    return md_escape(name) + (f"<br><sub>{where}</sub>" if where else "")
+        under = [path, under[1]]
+    return name, [u for u in under if u]
 
 
-def _moved_cells(row: KernelRow) -> list[str]:
-    """Metric, before, after, Δ (limit): one line per metric that moved the kernel's status."""
+def _message(row: KernelRow) -> str | None:
+    """What stands in the metric columns of a kernel with no values to compare; None when it has them."""
     status = row.status
     if status == Status.MISSING.value:
-        return ["not in the current run", "", "", ""]
+        return "not in the current run"
     if status == Status.NEW.value:
-        return ["new: no baseline", "", "", ""]
+        return "new: no baseline"
     if status == Status.NO_DATA.value:
         gated = [m for m in row.metrics if m.gated]
         side = "baseline" if all(m.before is None for m in gated) else "current run" if all(
             m.after is None for m in gated) else "either run"
-        return [f"no values in the {side}", "", "", ""]
+        return f"no values in the {side}"
+    return None
+
+
+def row_view(row: KernelRow, why: bool) -> dict[str, Any]:
+    """What ``kernel_row.md.j2`` lays out: the numbers formatted, every string from the report raw."""
+    name, under = _names(row)
     moved = row.moved[:MAX_METRICS_IN_ROW]
-    more = len(row.moved) - len(moved)
     median = any(m.launches > 1 for m in moved)
-    return ["<br>".join(md_escape(m.label) + (" (median)" if median and m.launches > 1 else "") for m in moved)
-            + (f"<br><sub>and {plural(more, 'more gated metric')}</sub>" if more else ""),
-            "<br>".join(md_escape(format_value(m.before, m.unit)) for m in moved),
-            "<br>".join(md_escape(format_value(m.after, m.unit)) for m in moved),
-            "<br>".join(f"**{md_escape(change_text(m))}**" if m.status == Status.REGRESSION.value
-                        else md_escape(change_text(m)) for m in moved)
-            + ("<br>" if moved else "") + "<sub>limit " + ", ".join(dict.fromkeys(md_escape(m.limit)
-                                                                     for m in moved)) + "</sub>"]
+    return {"icon": STATUS_ICON.get(row.status, ""), "name": name, "under": under, "device": row.device or "",
+            "launches": launches_label(row) or "1", "message": _message(row),
+            "moved": [{"label": m.label, "median": median and m.launches > 1, "before": format_value(m.before, m.unit),
+                       "after": format_value(m.after, m.unit), "change": change_text(m), "limit": m.limit,
+                       "regression": m.status == Status.REGRESSION.value} for m in moved],
+            "more": len(row.moved) - len(moved), "why": why_lines(row, others=1)[:4] if why else None}
 
 
-def _row(row: KernelRow, gpu_column: bool, why: bool) -> str:
-    cells = [STATUS_ICON.get(row.status, ""), _kernel_cell(row)]
-    if gpu_column:
-        cells.append(md_escape(row.device or ""))
-    cells.append(launches_label(row) or "1")
-    cells += _moved_cells(row)
-    if why:
-        cells.append("<br>".join(md_escape(line, 300) for line in why_lines(row, others=1)[:4]))
-    return "| " + " | ".join(cells) + " |"
+class _Layout:
+    """The templates (perfgate's, or a team's from ``folder``) with what every one of them is given."""
+
+    def __init__(self, folder: Path | None, gpu_column: bool) -> None:
+        self.folder = folder
+        self.gpu_column = gpu_column
+
+    def block(self, name: str, **context: Any) -> str:
+        return render_block(name, self.folder, plural=plural, gpu_column=self.gpu_column, **context)
+
+    def row(self, row: KernelRow, why: bool) -> str:
+        return self.block("kernel_row.md.j2", row=row_view(row, why))
+
+    def table(self, rows: list[str], why: bool, opening: str | None = None) -> str:
+        return self.block("kernel_table.md.j2", rows=rows, why=why, opening=opening)
 
 
-def _head(gpu_column: bool, why: bool) -> list[str]:
-    names = ["", "Kernel", *(["GPU"] if gpu_column else []), "Launches", "Metric", "Before", "After", "Δ",
-             *(["Why"] if why else [])]
-    rules = ["---", "---", *(["---"] if gpu_column else []), "---:", "---", "---:", "---:", "---:",
-             *(["---"] if why else [])]
-    return ["| " + " | ".join(names) + " |", "|" + "|".join(rules) + "|"]
-
-
-def headline_block(report: Report, commits: Sequence[str | None] | None = None) -> list[str]:
+def headline_block(report: Report, commits: Sequence[str | None] | None = None,
+                   templates: Path | None = None) -> str:
     """The first lines: verdict and headline, the GPUs and commits, the counts, and what was compared."""
     devices = report_devices(report)
-    facts = []
-    if devices:
-        facts.append(f"**{devices_label(devices)}:** {md_escape(', '.join(devices), 400)}")
-    moved = commits_line(commits)
-    if moved:
-        facts.append(f"**commits:** {md_escape(moved)}")
-    summary = summary_parts(report)
-    lines = [f"### {VERDICT_ICON.get(report['verdict'], '❌')} perfgate: {md_escape(headline(report), 400)}", ""]
-    if facts:
-        lines += [" · ".join(facts), ""]
-    lines.append(f"Launches: {md_escape(' · '.join(summary))}" if summary else "nothing compared")
     pairs, more = compared_files(report)
-    for baseline, current in pairs:
-        lines += ["", f"Baseline {md_escape(baseline)} vs current {md_escape(current)}."]
-    if more:
-        lines += ["", f"And {plural(more, 'more comparison')}."]
-    return lines
+    return render_block("headline.md.j2", templates, plural=plural,
+                        verdict_icon=VERDICT_ICON.get(report["verdict"], "❌"), headline=headline(report),
+                        devices=devices, devices_label=devices_label(devices) if devices else "",
+                        commits=commits_line(commits), summary=summary_parts(report), compared=pairs,
+                        more_compared=more)
 
 
-def _notes(report: Report) -> list[str]:
+def _notes(report: Report, layout: _Layout) -> tuple[list[str], int]:
+    """The notes that fit ``NOTES_BUDGET``, laid out, and how many did not."""
     notes: list[str] = []
     room = _Budget(NOTES_BUDGET)
     all_notes = [*unmeasured_notes(report), *report["notes"]]
     for count, note in enumerate(all_notes):
-        line = f"> {md_escape(note, 400)}"
-        if not room.take(line + "\n"):
-            notes += ["", f"> … and {len(all_notes) - count:,} more notes (the JSON report has them all)"]
-            break
-        notes += ["", line]
-    return notes
+        text = layout.block("note.md.j2", note=note)
+        if not room.take(text + "\n"):
+            return notes, len(all_notes) - count
+        notes.append(text)
+    return notes, 0
 
 
 def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
-                    commits: Sequence[str | None] | None = None, top: int = COMMENT_TOP) -> str:
+                    commits: Sequence[str | None] | None = None, top: int = COMMENT_TOP,
+                    templates: Path | None = None) -> str:
     """Markdown for a PR comment or job summary: one row per kernel, those that need attention first.
 
     ``full_report`` is the sentence that says where every launch is (``publish`` links the workflow run's
     artifacts, which hold the HTML report); by default it names the JSON and HTML reports. ``commits`` is
-    (base, head) when known.
+    (base, head) when known. ``templates``: a team's folder of templates overriding perfgate's.
     """
     where = full_report or "The JSON and HTML reports list every launch."
-    head = headline_block(report, commits)
-    notes = _notes(report)
-    left = _Budget(budget - sum(text_length(s) + 1 for s in [*head, *notes]) - 600)  # 600: the left-out line
-    devices = {d for d in report["launches"]["device"] if d}
-    gpu_column = len(devices) > 1
+    layout = _Layout(templates, len({d for d in report["launches"]["device"] if d}) > 1)
+    head = headline_block(report, commits, templates)
+    notes, notes_left = _notes(report, layout)
+    fixed = [head, *notes] + ([f"> … and {notes_left:,} more notes (the JSON report has them all)"] if notes_left
+                              else [])
+    # Each note follows a blank line; 600: the left-out line.
+    left = _Budget(budget - sum(text_length(s) + 1 for s in fixed) - (len(fixed) - 1) - 600)
     stats = group_stats(report)
     counts = listed_summary(report)
     listed: Counter[str] = Counter()
-    body: list[str] = []
+    fill = _Filler(report, layout, left, listed, stats)
+    sections: dict[str, Any] = {}
     attention = kernel_groups(report, _ATTENTION) if any(counts[s] for s in _ATTENTION) else []
     cut = False
     if attention:
-        table = _head(gpu_column, True)
         first, rest = attention[:top], attention[top:]
-        rows, count = _fill(report, first, left, listed, stats, lambda r: _row(r, gpu_column, True), table)
-        body += rows
+        sections["attention"], count = fill(first, True)
         cut = count < len(first)
         if rest and not cut:
-            opening = (f"<details><summary>and {plural(len(rest), 'more kernel')} that "
-                       f"need{'s' if len(rest) == 1 else ''} attention</summary>")
-            more, count = _fill(report, rest, left, listed, stats, lambda r: _row(r, gpu_column, True), table,
-                                opening=opening)
-            body += more
+            opening = (f"and {plural(len(rest), 'more kernel')} that "
+                       f"need{'s' if len(rest) == 1 else ''} attention")
+            sections["more_table"], count = fill(rest, True, opening)
+            sections["more_attention"] = len(rest)
             cut = count < len(rest)
-            body += ["", f"And {plural(len(rest), 'more kernel')} that need{'s' if len(rest) == 1 else ''} "
-                         f"attention{' (above)' if count else ''}. {where}"]
     others = [s for s in _OTHERS if counts[s]]
     if others and not cut:
         seen = {k[0] for k in attention}
         kernels = [k for k in kernel_groups(report, others) if k[0] not in seen]
         if kernels:
-            opening = (f"<details><summary>{plural(len(kernels), 'other kernel')} "
-                       f"({', '.join(others)})</summary>")
-            body += _fill(report, kernels, left, listed, stats, lambda r: _row(r, gpu_column, False),
-                          _head(gpu_column, False), opening=opening)[0]
-    tail = []
-    missing = left_out(report, listed)
-    if missing:
-        tail = ["", f"> ⚠️ Not listed here, to fit a PR comment: {md_escape(missing)} launches. {where}"]
-    return "\n".join([*head, *body, *notes, *tail]) + "\n"
+            opening = f"{plural(len(kernels), 'other kernel')} ({', '.join(others)})"
+            sections["others"] = fill(kernels, False, opening)[0]
+    return render_template("report.md.j2", templates, plural=plural, head=head, notes=notes, notes_left=notes_left,
+                           where=where, missing=left_out(report, listed),
+                           **{"attention": "", "more_table": "", "more_attention": 0, "others": "", **sections})
 
 
-def _fill(report: Report, kernels: list[list[int]], left: _Budget, listed: Counter[str],
-          stats: dict[tuple[int, int], dict[str, Any]], write: Any, table: list[str],
-          opening: str | None = None) -> tuple[list[str], int]:
-    """The table (in ``<details>`` under ``opening``) with as many kernel rows as fit, and their count."""
-    frame = ["", opening, ""] if opening else [""]
-    closing = ["", "</details>"] if opening else []
-    if not left.take("\n".join([*frame, *table, *closing])):
-        return [], 0
-    rows: list[str] = []
-    statuses = report["launches"]["status"]
-    for indexes in kernels:
-        if indexes[0] >= MARKDOWN_LAUNCHES:
-            break
-        row = write(kernel_row(report, indexes, stats))
-        if not left.take(row):
-            break
-        rows.append(row)
-        listed.update(statuses[i] for i in indexes)
-    if not rows:
-        return [], 0
-    return [*frame, *table, *rows, *closing], len(rows)
+class _Filler:
+    """Tables of kernel rows, as many as fit the budget left, counting the launches they list."""
+
+    def __init__(self, report: Report, layout: _Layout, left: _Budget, listed: Counter[str],
+                 stats: dict[tuple[int, int], dict[str, Any]]) -> None:
+        self.report, self.layout, self.left, self.listed, self.stats = report, layout, left, listed, stats
+
+    def __call__(self, kernels: list[list[int]], why: bool, opening: str | None = None) -> tuple[str, int]:
+        """The table (in ``<details>`` under ``opening``) with as many kernel rows as fit, and their count."""
+        if not self.left.take(self.layout.table([], why, opening)):
+            return "", 0
+        rows: list[str] = []
+        statuses = self.report["launches"]["status"]
+        for indexes in kernels:
+            if indexes[0] >= MARKDOWN_LAUNCHES:
+                break
+            row = self.layout.row(kernel_row(self.report, indexes, self.stats), why)
+            if not self.left.take(row):
+                break
+            rows.append(row)
+            self.listed.update(statuses[i] for i in indexes)
+        if not rows:
+            return "", 0
+        return self.layout.table(rows, why, opening), len(rows)
 
 
 __all__ = ["COMMENT_TOP", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "headline_block", "no_data_side",
