@@ -233,7 +233,15 @@ def schema_version(history: History) -> int:
 def migrate(history: History, create: bool = True) -> None:
     """Bring the schema to ``SCHEMA_VERSION`` in one transaction, one migrating writer at a time (``create``
     False: only a history that exists, of an older version, is migrated)."""
-    history.execute("CREATE TABLE IF NOT EXISTS perfgate_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    meta = "CREATE TABLE IF NOT EXISTS perfgate_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
+    if history.dialect == "postgresql":
+        # Two PostgreSQL sessions running CREATE TABLE IF NOT EXISTS at once can both try to add the table to
+        # the catalog ("pg_type_typname_nsp_index"): the first writers of a new history create it in turn.
+        with history.transaction():
+            history.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+            history.execute(meta)
+    else:
+        history.execute(meta)
     version = schema_version(history)
     if version > SCHEMA_VERSION:
         raise InputError(shown_url(history.url), f"history schema version {version} is newer than this perfgate "
