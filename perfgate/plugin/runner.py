@@ -333,21 +333,31 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
                      document=_child_result(result) or {})
 
 
-def _test_outcome(launched: _Launched, nodeid: str, marker: PerfMarker) -> ProfileFailed | ProfileSkipped | None:
-    """How the test itself went in the child: failed, skipped, or None when it passed."""
-    reports = launched.reports(nodeid)
+def child_outcome(reports: list[dict[str, Any]], *, how: str, child: str,
+                  never: str) -> ProfileFailed | ProfileSkipped | None:
+    """How the test itself went in a child (its ChildRecorder reports): failed, skipped, or None when it passed.
+
+    ``how`` ends "the test failed while ...", ``child`` names the child in the default skip reason, and
+    ``never`` is the message when the test reported no result at all (a crash, not collected).
+    """
     failed = [r for r in reports if r.get("outcome") == "failed"]
     if failed:
-        return ProfileFailed(f"the test failed while profiled under ncu ({failed[0].get('when')}):\n"
+        return ProfileFailed(f"the test failed while {how} ({failed[0].get('when')}):\n"
                              f"{failed[0].get('longrepr') or '(no details)'}")
     skipped = [r for r in reports if r.get("outcome") == "skipped"]
     if skipped:
-        return ProfileSkipped(skipped[0].get("skip_reason") or "skipped in the profiled child", unavailable=False)
+        return ProfileSkipped(str(skipped[0].get("skip_reason") or f"skipped in the {child} child"), unavailable=False)
     if not any(r.get("when") == "call" and r.get("outcome") == "passed" for r in reports):
-        said = launched.diagnosis.message or launched.run.output or "(no output)"
-        return ProfileFailed(f"the profiled test never reported a result: the child crashed, was not collected, "
-                             f"or ncu could not start it (exit status {launched.run.returncode}):\n{said}")
+        return ProfileFailed(never)
     return None
+
+
+def _test_outcome(launched: _Launched, nodeid: str, marker: PerfMarker) -> ProfileFailed | ProfileSkipped | None:
+    """How the test itself went in the ncu child."""
+    said = launched.diagnosis.message or launched.run.output or "(no output)"
+    return child_outcome(launched.reports(nodeid), how="profiled under ncu", child="profiled",
+                         never="the profiled test never reported a result: the child crashed, was not collected, "
+                               f"or ncu could not start it (exit status {launched.run.returncode}):\n{said}")
 
 
 def _unplaced_note(nodeid: str, unplaced: int) -> list[str]:

@@ -27,6 +27,7 @@ from perfgate.plugin.runner import (
     Progress,
     _child_result,
     _keep,
+    child_outcome,
     gpu_locks,
 )
 from perfgate.plugin.tracer import ENV_TIMELINE
@@ -38,17 +39,9 @@ TRACE_FILE = "trace.cupti.json"
 
 def _outcome(document: dict[str, Any], nodeid: str, output: str, returncode: int | None) -> Exception | None:
     reports = [r for r in document.get("reports", []) or [] if isinstance(r, dict) and r.get("nodeid") == nodeid]
-    failed = [r for r in reports if r.get("outcome") == "failed"]
-    if failed:
-        return ProfileFailed(f"the test failed while traced ({failed[0].get('when')}):\n"
-                             f"{failed[0].get('longrepr') or '(no details)'}")
-    skipped = [r for r in reports if r.get("outcome") == "skipped"]
-    if skipped:
-        return ProfileSkipped(str(skipped[0].get("skip_reason") or "skipped in the traced child"), unavailable=False)
-    if not any(r.get("when") == "call" and r.get("outcome") == "passed" for r in reports):
-        return ProfileFailed(f"the traced test never reported a result: the child crashed or was not collected "
-                             f"(exit status {returncode}):\n{output or '(no output)'}")
-    return None
+    return child_outcome(reports, how="traced", child="traced",
+                         never="the traced test never reported a result: the child crashed or was not collected "
+                               f"(exit status {returncode}):\n{output or '(no output)'}")
 
 
 def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[str, ...], artifacts: Path,
