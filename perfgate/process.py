@@ -35,11 +35,12 @@ def print_out(*parts: str) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a command: unwound like Ctrl-C, so temporary files (a pipe's spool, an .xz
-    expansion) are removed by the code that made them."""
+    """SIGTERM or SIGHUP during a command or while ncu runs: unwound like Ctrl-C, so temporary files (a pipe's
+    spool, an .xz expansion) are removed by the code that made them, and pytest ends its session as
+    interrupted."""
 
     def __init__(self, signum: int) -> None:
-        super().__init__(signum)
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
         self.signum = signum
 
 

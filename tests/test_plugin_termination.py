@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from plugin_helpers import install_stub_ncu, stub_calls
 
-from perfgate.collect.ncu_run import Terminated, _terminating_like_interrupt
+from perfgate.collect.ncu_run import _terminating_like_interrupt
+from perfgate.process import Terminated
 
 
 def alive(pid: int) -> bool:

@@ -24,21 +24,19 @@ how NVIDIA's own nsight-python drives ncu (``nsight/collection/ncu.py``: ``--nvt
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perfgate.collect.group_watchdog import GroupWatchdog
 from perfgate.errors import ConfigError
+from perfgate.process import terminating_unwinds
 from perfgate.vocabulary import (
     IDENTITY_METRICS,
     NVTX_DOMAIN,
@@ -189,39 +187,13 @@ def _kill_group(process: subprocess.Popen[bytes], grace: float) -> None:
             continue
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived while ncu ran: unwound like Ctrl-C, once ncu's process group is stopped."""
-
-
-_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
-@contextlib.contextmanager
-def _terminating_like_interrupt() -> Iterator[None]:
-    """While ncu runs, SIGTERM/SIGHUP raise ``Terminated`` (a KeyboardInterrupt) in the waiting thread.
-
-    ncu runs in a session of its own (so that a timeout can kill everything it started), hence a signal sent
-    to pytest's process group never reaches it: with the default action (die at once) SIGTERM, which is what
-    CI sends to cancel a job, left ncu and the profiled test running on the GPU. Raised as an exception, it
-    goes through ``run_ncu``'s cleanup as Ctrl-C does, and pytest ends the session as interrupted. A handler
-    someone else installed (or SIG_IGN) is left alone; off the main thread nothing can be installed.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    installed: dict[int, Any] = {}
-
-    def raise_terminated(signum: int, frame: object) -> None:
-        raise Terminated(f"terminated by {signal.Signals(signum).name}")
-
-    for sig in _TERMINATING:
-        if signal.getsignal(sig) is signal.SIG_DFL:
-            installed[sig] = signal.signal(sig, raise_terminated)
-    try:
-        yield
-    finally:
-        for sig, previous in installed.items():
-            signal.signal(sig, previous)
+# While ncu runs, SIGTERM/SIGHUP raise ``Terminated`` (a KeyboardInterrupt) in the waiting thread. ncu runs in a
+# session of its own (so that a timeout can kill everything it started), hence a signal sent to pytest's process
+# group never reaches it: with the default action (die at once) SIGTERM, which is what CI sends to cancel a job,
+# left ncu and the profiled test running on the GPU. Raised as an exception, it goes through ``run_ncu``'s cleanup
+# as Ctrl-C does. A handler someone else installed (or SIG_IGN) is left alone; off the main thread nothing can be
+# installed.
+_terminating_like_interrupt = terminating_unwinds
 
 
 def run_ncu(command: Sequence[str], *, timeout: float, output_file: Path, log_file: Path | None = None,
