@@ -8,13 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas  # noqa: F401  (imported once, before any in-process pytester run: see below)
+import jinja2  # noqa: F401  (imported once, before any in-process pytester run: see below)
+import pandas  # noqa: F401  (the same)
 import pytest
 
-# pytester's in-process runs remove the modules they imported from sys.modules afterwards. pandas' C
-# extensions cannot be imported twice, so a pandas first imported inside such a run comes back half new
-# ("the dtype category is not supported for parsing" in the next test that reads a CSV). Importing it
-# here keeps one pandas for the whole session.
+# pytester's in-process runs remove the modules they imported from sys.modules afterwards. A library first
+# imported inside such a run comes back half new in the next test: pandas' C extensions cannot be imported
+# twice ("the dtype category is not supported for parsing"), and jinja2's Namespace class is no longer
+# the one its runtime checks ("cannot assign attribute on non-namespace object"). Importing both here
+# keeps one of each for the whole session.
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("PERFGATE_CORPUS", REPO.parent / "shared" / "corpus"))
