@@ -1,27 +1,28 @@
-"""``perfgate publish REPORT.json``: job summary, sticky PR comment and check run.
-
-Exit status: 0 published, or nothing to publish, whatever the verdict (the gate is ``compare`` /
-``pytest --perfgate``; ``--fail-on-regression`` opts in to 1 for a failing report); 2 unusable
-report or usage; 3 publishing failed: GitHub refused or was unreachable, or the job summary could
-not be written (one line each on stderr, never a traceback, never the token).
+"""The publications of ``perfgate publish REPORT.json`` (``perfgate.cli.publish``): the job summary, the sticky PR
+comment and the check run, each rendered from one Markdown text of the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
-from perfgate.publish import EXIT_PUBLISH_FAILED
-from perfgate.text import inert as terminal_text  # perfgate.render.untrusted's, without importing render
+from perfgate.publish.body import (
+    check_run_requests,
+    comment_body,
+    find_comment,
+    full_report_pointer,
+    marker,
+    plan_comment,
+    truncation_note,
+)
+from perfgate.publish.summary import append_step_summary
+from perfgate.render import render_markdown
+from perfgate.text import inert as terminal_text
 
-# What publishing needs is imported when ``publish`` runs: ``perfgate compare`` builds this command's parser too,
-# and should not pay for rendering and GitHub's machinery (~20 ms) it does not use.
-if TYPE_CHECKING:  # requests is imported only when something is published
+if TYPE_CHECKING:
     from perfgate.publish.context import Target
     from perfgate.publish.github import GitHubClient
     from perfgate.report import Report
@@ -43,9 +44,6 @@ class Publisher:
     def markdown(self) -> str:
         """The report as Markdown, rendered once for the summary, the comment and the check run."""
         if self._markdown is None:
-            from perfgate.publish.body import full_report_pointer
-            from perfgate.render import render_markdown
-
             self._markdown = render_markdown(self.report, full_report=full_report_pointer(self.report_url, self.templates),
                                              commits=(self.target.base, self.target.sha), templates=self.templates)
             if self.trend:
@@ -55,8 +53,6 @@ class Publisher:
     def lay_out(self) -> None:
         """Render every template a publication may use, so that a broken one is a usage error before anything
         is posted (``ConfigError``)."""
-        from perfgate.publish.body import comment_body, truncation_note
-
         _ = self.markdown
         comment_body("", failed=False, report_url=self.report_url, all_clear=True, all_clear_sha=self.target.sha,
                      limit=0, templates=self.templates)
@@ -67,8 +63,6 @@ class Publisher:
         self._out(f"perfgate: {line}")
 
     def summary(self) -> None:
-        from perfgate.publish.summary import append_step_summary
-
         path = self.env.get("GITHUB_STEP_SUMMARY")
         if not path:
             return
@@ -79,8 +73,6 @@ class Publisher:
         self.say(f"job summary: appended {written:,} bytes" if written else "job summary: full (1 MiB), skipped")
 
     def comment(self, client: GitHubClient) -> None:
-        from perfgate.publish.body import comment_body, find_comment, marker, plan_comment
-
         target = self.target
         if target.pr is None:
             self.say("comment: skipped, no pull request in the event payload (pass --pr)")
@@ -113,8 +105,6 @@ class Publisher:
         self.say(f"comment: {verb} {terminal_text(posted.get('html_url') or posted.get('id'), 300)}")
 
     def check(self, client: GitHubClient) -> None:
-        from perfgate.publish.body import check_run_requests
-
         target = self.target
         assert target.repo is not None and target.sha is not None
         create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
@@ -131,75 +121,3 @@ class Publisher:
 
 class PublishFailure(Exception):
     """A publication that failed for a reason other than GitHub (the job summary file)."""
-
-
-def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    from perfgate.publish.body import marker
-    from perfgate.publish.context import load_event, resolve_target
-    from perfgate.report import load_report
-
-    env = os.environ if env is None else env
-    report = load_report(args.report)
-    target = resolve_target(env, load_event(env.get("GITHUB_EVENT_PATH")), repo=args.repo, pr=args.pr, sha=args.sha)
-    marker(args.comment_id)  # a bad key is a usage error before anything is posted
-    token = (env.get(args.token_env) or "").strip()
-    want_github = not (args.no_comment and args.no_check)
-    if want_github:
-        if not token:
-            raise ConfigError(f"{args.token_env} is not set: publishing to GitHub needs a token (in Actions: "
-                              f"env: {args.token_env}: ${{{{ github.token }}}}), or pass --no-comment --no-check")
-        if any(not ch.isprintable() or ch.isspace() for ch in token):
-            raise ConfigError(f"{args.token_env} holds whitespace or control characters; it is not a token")
-        if target.repo is None:
-            raise ConfigError("no repository: pass --repo OWNER/NAME or set GITHUB_REPOSITORY")
-    if not args.no_check and not target.sha:
-        raise ConfigError("no commit for the check run: pass --sha, or run in GitHub Actions (GITHUB_SHA)")
-
-    def scrub(line: str) -> str:
-        return line.replace(token, "***") if token else line
-
-    # Lines carry what GitHub answered (URLs, messages): no control character reaches the log.
-    def out(line: str) -> None:
-        sys.stdout.write(terminal_text(scrub(line)) + "\n")
-
-    def err(line: str) -> None:
-        sys.stderr.write(terminal_text(scrub(line)) + "\n")
-
-    publisher = Publisher(args, env, report, target, out)
-    if args.history:  # read before anything is posted: a history that cannot be read is a usage error
-        from perfgate.history.db import open_history
-        from perfgate.history.trend import trend_markdown
-
-        with open_history(args.history, create=False) as history:
-            publisher.trend = trend_markdown(history, report, args.history_branch)
-    from perfgate.config import templates_folder
-
-    publisher.templates = templates_folder()
-    publisher.lay_out()
-    failures = 0
-    if not args.no_summary:
-        try:
-            publisher.summary()
-        except PublishFailure as exc:
-            err(f"perfgate: error: {exc}")
-            failures += 1
-    if want_github:
-        from perfgate.publish.github import GitHubClient, GitHubError
-        from perfgate.publish.retry import RetryPolicy
-
-        client = GitHubClient(token, target.api_url,
-                              policy=RetryPolicy(max_time=args.max_time, backoff=args.retry_backoff))
-        steps = ([] if args.no_comment else [publisher.comment]) + ([] if args.no_check else [publisher.check])
-        for step in steps:
-            try:
-                step(client)
-            except GitHubError as exc:
-                err(f"perfgate: error: {client.scrub(str(exc))}")
-                failures += 1
-                if exc.fatal:  # the same token / outage would refuse the rest too
-                    break
-    if failures:
-        return EXIT_PUBLISH_FAILED
-    if args.fail_on_regression and publisher.failed:
-        return EXIT_REGRESSION
-    return EXIT_OK
