@@ -210,6 +210,8 @@ def given_to_command(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 
 def _given(value: Any) -> bool:
+    """Whether the command line set a value: an empty word (``--perfgate-ncu=``) keeps the configured one, as an
+    empty list does (no ``--threshold``); ``--perfgate-sections=none``'s empty tuple is a value."""
     return value is not None and value != "" and value != []
 
 
