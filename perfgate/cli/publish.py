@@ -68,7 +68,24 @@ def add_parser(sub: SubParsers) -> None:
                        help="link to the full report in truncated texts and the check run (default: the page of "
                             "the workflow run that uploaded it, from GITHUB_SERVER_URL/GITHUB_REPOSITORY/"
                             "GITHUB_RUN_ID or the workflow_run payload)")
-    what = parser.add_argument_group("what to publish")
+    _add_what(parser.add_argument_group("what to publish"))
+    how = parser.add_argument_group("GitHub access")
+    how.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
+                     help="environment variable holding the token; never pass a token on the command line "
+                          "(default: GITHUB_TOKEN)")
+    how.add_argument("--max-time", type=_seconds, default=60.0, metavar="SECONDS",
+                     help="total time for all GitHub requests, retries and waits included (default: 60)")
+    how.add_argument("--retry-backoff", type=_seconds, default=0.5, metavar="SECONDS",
+                     help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
+                          "GitHub says (default: 0.5)")
+    history = parser.add_argument_group("history (docs/history.md)")
+    history.add_argument("--history", metavar="URL",
+                         help="add each regressed kernel's trend on the base branch from this history (default: none)")
+    add_arguments(history, "publish")
+    parser.set_defaults(func=cmd_publish)
+
+
+def _add_what(what: argparse._ArgumentGroup) -> None:
     what.add_argument("--no-comment", action="store_true", help="do not post the PR comment (default: post it)")
     what.add_argument("--no-check", action="store_true", help="do not create a check run (default: create one)")
     what.add_argument("--no-summary", action="store_true",
@@ -92,26 +109,12 @@ def add_parser(sub: SubParsers) -> None:
     what.add_argument("--fail-on-regression", action="store_true",
                       help="exit 1 when the report failed, after publishing (default: exit 0, the verdict belongs "
                            "to compare / pytest)")
-    how = parser.add_argument_group("GitHub access")
-    how.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
-                     help="environment variable holding the token; never pass a token on the command line "
-                          "(default: GITHUB_TOKEN)")
-    how.add_argument("--max-time", type=_seconds, default=60.0, metavar="SECONDS",
-                     help="total time for all GitHub requests, retries and waits included (default: 60)")
-    how.add_argument("--retry-backoff", type=_seconds, default=0.5, metavar="SECONDS",
-                     help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
-                          "GitHub says (default: 0.5)")
-    history = parser.add_argument_group("history (docs/history.md)")
-    history.add_argument("--history", metavar="URL",
-                         help="add each regressed kernel's trend on the base branch from this history (default: none)")
-    add_arguments(history, "publish")
-    parser.set_defaults(func=cmd_publish)
 
 
 def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     from perfgate.publish.body import marker
     from perfgate.publish.context import load_event, resolve_target
-    from perfgate.publish.publisher import Publisher
+    from perfgate.publish.publisher import Choices, Publisher
     from perfgate.report import load_report
 
     env = os.environ if env is None else env
@@ -123,7 +126,10 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     want_github = not (args.no_comment and args.no_check)
     _refuse_unpublishable(args, token, target, want_github)
     out, err = _scrubbed(sys.stdout, token), _scrubbed(sys.stderr, token)
-    publisher = Publisher(args, env, report, target, out)
+    choices = Choices(report_url=args.report_url, comment_id=args.comment_id, comment_author=args.comment_author,
+                      only_on_regression=args.only_on_regression, all_clear=args.all_clear,
+                      check_name=args.check_name, strict=args.strict)
+    publisher = Publisher(choices, env, report, target, out)
     if args.history:  # read before anything is posted: a history that cannot be read is a usage error
         from perfgate.history.db import open_history
         from perfgate.history.trend import trend_markdown

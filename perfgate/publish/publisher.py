@@ -4,8 +4,8 @@ comment and the check run, each rendered from one Markdown text of the report.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,13 +28,26 @@ if TYPE_CHECKING:
     from perfgate.report import Report
 
 
+@dataclass(frozen=True)
+class Choices:
+    """What ``perfgate publish`` was asked for, beyond where (``Target``): its options of the same names."""
+
+    report_url: str | None = None
+    comment_id: str | None = None
+    comment_author: str | None = None
+    only_on_regression: bool = False
+    all_clear: bool = False
+    check_name: str = "perfgate"
+    strict: bool = False
+
+
 class Publisher:
     """Runs the publications of one ``publish``; every line it prints passes through ``scrub``."""
 
-    def __init__(self, args: argparse.Namespace, env: Mapping[str, str], report: Report, target: Target,
+    def __init__(self, choices: Choices, env: Mapping[str, str], report: Report, target: Target,
                  out: Callable[[str], None]) -> None:
-        self.args, self.env, self.report, self.target, self._out = args, env, report, target, out
-        self.report_url = args.report_url or target.run_url
+        self.choices, self.env, self.report, self.target, self._out = choices, env, report, target, out
+        self.report_url = choices.report_url or target.run_url
         self.failed = report["verdict"] == "fail"
         self._markdown: str | None = None
         self.trend = ""  # the regressed kernels' trend from the history (perfgate.history.trend), if asked
@@ -86,15 +99,15 @@ class Publisher:
                 self.say(f"comment: skipped, PR #{target.pr}'s head is {str(head_sha)[:12]}, not the tested "
                          f"commit {target.sha[:12]} (a newer push, or a PR number that does not belong to this run)")
                 return
-        mark = marker(self.args.comment_id)
-        existing = find_comment(client.iter_issue_comments(target.repo, target.pr), mark, self.args.comment_author)
+        mark = marker(self.choices.comment_id)
+        existing = find_comment(client.iter_issue_comments(target.repo, target.pr), mark, self.choices.comment_author)
         existing_body = existing.get("body") if existing else None
         plan = plan_comment(self.failed, existing_body if isinstance(existing_body, str) else None,
-                            only_on_regression=self.args.only_on_regression, all_clear=self.args.all_clear)
+                            only_on_regression=self.choices.only_on_regression, all_clear=self.choices.all_clear)
         if plan.action == "skip":
             self.say(f"comment: nothing posted, {plan.reason}")
             return
-        body = comment_body(self.markdown, failed=self.failed, key=self.args.comment_id, report_url=self.report_url,
+        body = comment_body(self.markdown, failed=self.failed, key=self.choices.comment_id, report_url=self.report_url,
                             all_clear=plan.all_clear, all_clear_sha=target.sha, templates=self.templates)
         if existing is not None:
             posted = client.update_issue_comment(target.repo, int(existing["id"]), body)
@@ -107,14 +120,14 @@ class Publisher:
     def check(self, client: GitHubClient) -> None:
         target = self.target
         assert target.repo is not None and target.sha is not None
-        create, updates = check_run_requests(self.report, self.markdown, name=self.args.check_name, head_sha=target.sha,
-                                             report_url=self.report_url, strict=self.args.strict,
+        create, updates = check_run_requests(self.report, self.markdown, name=self.choices.check_name, head_sha=target.sha,
+                                             report_url=self.report_url, strict=self.choices.strict,
                                              workspace=self.env.get("GITHUB_WORKSPACE"), templates=self.templates)
         run = client.create_check_run(target.repo, create)
         for update in updates:
             client.update_check_run(target.repo, int(run["id"]), update)
         count = len(create["output"]["annotations"]) + sum(len(u["output"]["annotations"]) for u in updates)
-        self.say(f"check run: '{self.args.check_name}' {create['conclusion']} on {target.sha[:12]} with {count} "
+        self.say(f"check run: '{self.choices.check_name}' {create['conclusion']} on {target.sha[:12]} with {count} "
                  f"annotation{'s' if count != 1 else ''} ({1 + len(updates)} request{'s' if updates else ''}) "
                  f"{terminal_text(run.get('html_url') or '', 300)}".rstrip())
 
