@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from perfgate.collect.ncu_run import build_child_command, run_ncu
+from perfgate.plugin.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
 from perfgate.plugin.runner import (
