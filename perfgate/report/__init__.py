@@ -35,7 +35,7 @@ first. A v1 result row is ``{**launches[r.launch], **metrics[r.metric], **the re
 be computed (no data, or a zero baseline). ``summary`` counts launches by status.
 """
 
-from perfgate.report.build import build_report, dump_parts, dumps
+from perfgate.report.build import build_report, build_view, dump_parts, dumps
 from perfgate.report.contract import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -62,6 +62,7 @@ from perfgate.report.upgrade import upgrade_v1
 from perfgate.limits import MAX_FINDINGS
 from perfgate.report.validate import load_report, validate_report
 from perfgate.report.views import (
+    ReportView,
     group_stats,
     iter_launches,
     launch_count,
@@ -77,7 +78,8 @@ from perfgate.report.views import (
 __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
-    "GroupTable", "LaunchTable", "MetricTable", "Report", "ResultTable", "build_report", "dump_parts", "dumps",
+    "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report", "build_view",
+    "dump_parts", "dumps",
     "empty_report", "group_stats", "iter_launches", "kernel_summary", "launch_count", "launch_row", "launch_rows",
     "listed_summary",
     "load_report", "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1",
