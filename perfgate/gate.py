@@ -99,9 +99,9 @@ class GateResult:
         return bool(self.regressions or self.problems)
 
 
-def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
-    changed = [f"{k} {before[k]!r} → {now[k]!r}" for k in ("clock_control", "cache_control")
-               if k in before and k in now and before[k] != now[k]]
+def _settings_note(who: str, before: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    changed = [f"{k} {before[k]!r} → {current[k]!r}" for k in ("clock_control", "cache_control")
+               if k in before and k in current and before[k] != current[k]]
     if not changed:
         return None
     return f"{who}: measured with different ncu settings than the baseline ({'; '.join(changed)}): numbers may " \

@@ -1,12 +1,13 @@
 """The JSON report: the one contract between compare, the renderers, ``merge`` and ``publish``.
 
-This package defines the report's shape (``contract``: the TypedDicts, column names, limits), builds it
-from a Comparison and writes it (``build``), reads and validates an untrusted one (``validate``: an
-artifact a fork's code wrote), upgrades version 1 reports (``upgrade``), merges reports (``merge``), and
-gives row views for the few launches a human format shows (``views``). It imports only the standard
-library, and orjson when it writes a report: ``publish`` and ``merge`` never pay for pandas.
+``contract`` declares it once: each table's columns (kind, meaning, allowed values), the fields, the limits,
+and the TypedDicts mypy checks it with; ``schema`` makes the JSON Schema shipped as
+``perfgate/schemas/report-v2.schema.json`` from that declaration. ``build`` turns a Comparison into a report
+and writes it; ``validate`` reads and checks an untrusted one (an artifact a fork's code wrote), ``upgrade``
+turns a version 1 report into version 2, ``merge`` combines reports, and ``views`` holds what a human format
+reads of one (``ReportView``: a report, or one ``build_view`` made with only the rows that format lists).
 
-Version 2 is what perfgate writes; version 1 (row lists) is still read and upgraded on load. Tables are
+Version 2 is what perfgate writes; version 1 (row lists) is read too, and upgraded on load. Tables are
 column-oriented, each a JSON object of equally long arrays, so launch facts are stored once per
 launch and metric facts once per metric, and ``pandas.DataFrame(report["results"])`` loads a table::
 
