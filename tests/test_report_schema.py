@@ -65,6 +65,37 @@ def test_the_shipped_schema_is_made_from_the_contract() -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(SHIPPED.read_text(encoding="utf-8")))
 
 
+_KIND_WORDS = {"str": "string", "str?": "string or null", "int": "integer", "int?": "integer or null",
+               "row": "row number", "number?": "number or null", "bool?": "boolean or null",
+               "strs?": "list of strings or null"}
+DOCS = REPO / "docs" / "reports.md"
+COLUMNS_START, COLUMNS_END = "<!-- columns -->\n", "<!-- end of columns -->\n"
+
+
+def columns_markdown() -> str:
+    """The reference's tables of columns (docs/reports.md), made from the contract."""
+    parts = []
+    for table, columns in TABLES.items():
+        parts.append(f"\n**`{table}`**\n\n| column | type | meaning |\n|---|---|---|\n")
+        for name, column in {**columns, **(OPTIONAL_LAUNCHES if table == "launches" else {})}.items():
+            about = column.about + ("".join([" One of ", ", ".join(f"`{v}`" for v in column.values), "."])
+                                    if column.values else "")
+            if table == "launches" and name in OPTIONAL_LAUNCHES:
+                about += " *Added within version 2.*"
+            parts.append(f"| `{name}` | {_KIND_WORDS[column.kind]} | {about} |\n")
+    return "".join(parts) + "\n"
+
+
+def test_the_documented_columns_are_the_contracts() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    head, rest = text.split(COLUMNS_START)
+    documented, tail = rest.split(COLUMNS_END)
+    if os.environ.get("PERFGATE_RECORD_SCHEMA"):
+        DOCS.write_text(head + COLUMNS_START + columns_markdown() + COLUMNS_END + tail, encoding="utf-8")
+        documented = columns_markdown()
+    assert documented == columns_markdown(), "run with PERFGATE_RECORD_SCHEMA=1"
+
+
 # Each column kind and the type its TypedDict declares for its values.
 KIND_TYPES = {"str": str, "str?": Optional[str], "int": int, "int?": Optional[int], "row": int,
               "number?": Optional[float], "bool?": Optional[bool], "strs?": Optional[list[str]]}

@@ -78,11 +78,12 @@ LAUNCHES: dict[str, Column] = {
 # rename rule paired it, its repeated-launch group, and the Nsight Compute rule findings that appeared or
 # disappeared (null: not known, because a side carries no rule results).
 OPTIONAL_LAUNCHES: dict[str, Column] = {
-    "baseline_kernel": Column("str?", "The kernel's name in the baseline when a rename rule paired it; else null."),
-    "group": Column("int?", "The repeated-launch group judged as one sample (a row of 'groups' names it); null when "
-                            "judged alone."),
-    "findings_appeared": Column("strs?", "Nsight Compute rule findings the current side has and the baseline has "
-                                         "not; null when not known (a side carries no rule results)."),
+    "baseline_kernel": Column("str?", "The kernel's name in the baseline when a rename rule paired it with another "
+                                      "name (shown 'old → new'); else null."),
+    "group": Column("int?", "The repeated-launch group the launch was judged in, as one sample (rows of 'groups' "
+                            "name it); null when judged alone. Ids are per report: merge renumbers them."),
+    "findings_appeared": Column("strs?", "Nsight Compute rule findings ('Rule: Title') the current side has and the "
+                                         "baseline has not; null when not known (a side carries no rule results)."),
     "findings_gone": Column("strs?", "Nsight Compute rule findings the baseline has and the current side has not; "
                                      "null when not known."),
 }
@@ -113,9 +114,10 @@ GROUPS: dict[str, Column] = {
     "n_current": Column("int", "How many current launches the group holds."),
     "median_baseline": Column("number?", "The median of the baseline launches' values."),
     "median_current": Column("number?", "The median of the current launches' values."),
-    "estimate": Column("number?", "The estimated relative change (0.05 is +5%)."),
-    "ci_low": Column("number?", "The low end of the change's confidence interval."),
-    "ci_high": Column("number?", "The high end of the change's confidence interval."),
+    "estimate": Column("number?", "The relative change (0.05 is +5%) the Hodges-Lehmann shift between the sides "
+                                  "gives."),
+    "ci_low": Column("number?", "The low end of the change's 95% confidence interval."),
+    "ci_high": Column("number?", "The high end of the change's 95% confidence interval."),
 }
 TABLES: dict[str, dict[str, Column]] = {"launches": LAUNCHES, "metrics": METRICS, "results": RESULTS,
                                         "groups": GROUPS}
