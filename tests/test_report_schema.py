@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 import pytest
 from conftest import REPO, run_cli
+from github_server import PR, FakeGitHub, actions_env, assert_clean, github, pull_request_event, run_publish
+from github_server import REPO as GITHUB_REPO
 from plugin_helpers import CORPUS, preload_heavy_modules, use_stub_ncu
 from timeline_helpers import OURS
 
@@ -40,6 +42,7 @@ from perfgate.report.contract import OPTIONAL_LAUNCHES, OPTIONAL_REPORT_FIELDS, 
 from perfgate.report.schema import SCHEMA_PATH, report_schema, schema_text
 
 jsonschema = pytest.importorskip("jsonschema", reason="the test extra installs jsonschema")
+__all__ = ["github"]
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
 
@@ -272,6 +275,16 @@ def test_garbage_is_refused_by_the_schema_and_by_every_reader(tmp_path: Path, ca
     status, out, err = run_cli(capsys, "merge", path, "-o", tmp_path / "merged.json")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(path) in err, err
     assert "Traceback" not in err and not (tmp_path / "merged.json").exists()
+
+
+@pytest.mark.parametrize("name", ["a kind unknown", "a value a string", "verdict maybe", "findings not strings"])
+def test_publish_refuses_garbage_in_one_line_and_posts_nothing(github: FakeGitHub, tmp_path: Path, name: str) -> None:
+    path = tmp_path / "artifact.json"
+    path.write_text(json.dumps(GARBAGE[name](_written())), encoding="utf-8")
+    run = run_publish(path, actions_env(github, tmp_path, event=pull_request_event(tmp_path)))
+    assert run.returncode == 2 and len(run.output.strip().splitlines()) == 1 and str(path) in run.output, run.output
+    assert_clean(run)
+    assert github.comments_on(GITHUB_REPO, PR) == [] and not github.check_runs
 
 
 def test_files_that_are_no_json_report_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
