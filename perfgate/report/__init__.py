@@ -3,7 +3,8 @@
 ``contract`` declares it once: each table's columns (kind, meaning, allowed values), the fields, the limits,
 and the TypedDicts mypy checks it with; ``schema`` makes the JSON Schema shipped as
 ``perfgate/schemas/report-v2.schema.json`` from that declaration. ``build`` turns a Comparison into a report
-and writes it; ``validate`` reads and checks an untrusted one (an artifact a fork's code wrote), ``upgrade``
+(numpy's work: loaded on first use of ``build_report`` or ``build_view``, so that ``merge``, ``publish`` and the
+session report of a run whose perf tests were all skipped do without it), ``write`` writes one; ``validate`` reads and checks an untrusted one (an artifact a fork's code wrote), ``upgrade``
 turns a version 1 report into version 2, ``merge`` combines reports, and ``views`` holds what a human format
 reads of one (``ReportView``: a report, or one ``build_view`` made with only the rows that format lists).
 
@@ -36,7 +37,8 @@ first. A v1 result row is ``{**launches[r.launch], **metrics[r.metric], **the re
 be computed (no data, or a zero baseline). ``summary`` counts launches by status.
 """
 
-from perfgate.report.build import build_report, build_view, dump_parts, dumps
+from typing import TYPE_CHECKING, Any
+
 from perfgate.report.contract import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -62,6 +64,7 @@ from perfgate.report.merge import merge_reports
 from perfgate.report.upgrade import upgrade_v1
 from perfgate.limits import MAX_FINDINGS
 from perfgate.report.validate import load_report, validate_report
+from perfgate.report.write import dump_parts, dumps
 from perfgate.report.views import (
     ReportView,
     group_stats,
@@ -86,3 +89,15 @@ __all__ = [
     "load_report", "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1",
     "validate_report", "verdict_of",
 ]
+
+if TYPE_CHECKING:
+    from perfgate.report.build import build_report, build_view
+
+
+def __getattr__(name: str) -> Any:
+    """``build_report`` and ``build_view``, imported on first use (PEP 562): see the docstring."""
+    if name in ("build_report", "build_view"):
+        from perfgate.report import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
