@@ -9,7 +9,7 @@ from typing import Any, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import Report, group_stats, repeated_totals, result_span
+from perfgate.report import ReportView, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -92,7 +92,7 @@ def _row_status(statuses: Counter[str]) -> str:
     return min(compared or statuses, key=lambda s: STATUS_RANK.get(s, 99))
 
 
-def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list[list[int]]:
+def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> list[list[int]]:
     """Launch indexes grouped by kernel (test, GPU, kind, kernel, its baseline name, region), in report order
     (worst first), without the region totals that only repeat their one kernel; ``statuses`` keeps the kernels
     with a launch in one of them."""
@@ -125,7 +125,7 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values)
 
 
-def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
+def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
                metrics: list[MetricLaunches] | None = None) -> KernelRow:
     """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized; ``metrics`` are
     its :func:`metric_launches` when worked out already (the HTML page's, in numpy)."""
@@ -187,7 +187,7 @@ def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
     return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
 
 
-def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
+def _rows_by_metric(report: ReportView, indexes: list[int]) -> dict[int, list[int]]:
     """The result rows of launches ``indexes`` by metric code, in report order (codes in order of appearance)."""
     codes = report["results"]["metric"]
     spans = [span for span in (result_span(report, index) for index in indexes) if span[1] > span[0]]
@@ -205,7 +205,7 @@ def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
     return by_code
 
 
-def metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
+def metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunches]:
     """Each metric of launches ``indexes`` over them, in order of appearance: one launch's values as they are,
     the medians of several (``perfgate.render.result_arrays.metric_launches`` is the same in numpy)."""
     results = report["results"]
@@ -225,7 +225,7 @@ def metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
     return out
 
 
-def _summaries(report: Report, aggregated: list[MetricLaunches], group: int | None,
+def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int | None,
                stats: dict[tuple[int, int], dict[str, Any]]) -> list[MetricSummary]:
     metrics = report["metrics"]
     out = []
