@@ -58,8 +58,7 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
         measured[:] = False
         measured[order] = True
     parts, owner = table_rows(report, arrays, measured)
-    part_sizes = np.fromiter(map(len, map(str.encode, parts)), dtype=np.float64, count=len(parts))
-    sizes = np.bincount(owner, weights=part_sizes, minlength=count)
+    sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
     if count <= LISTED_MAX and sizes.sum() <= room:
         rows: list[str] = parts.tolist()
         return LaunchTable(rows, None, "")
@@ -74,6 +73,14 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
     left = room - int(sizes[fits].sum()) - utf8_size(note)
     rows = parts[listed[owner]].tolist()
     return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
+
+
+def _utf8_sizes(parts: Any) -> Any:
+    """Each part's size in UTF-8: its length, encoded only where it is not ASCII (a unit's µ, an arrow)."""
+    sizes = np.fromiter(map(len, parts), dtype=np.float64, count=len(parts))
+    wide = np.flatnonzero(~np.fromiter(map(str.isascii, parts), dtype=bool, count=len(parts)))
+    sizes[wide] = np.fromiter(map(len, map(str.encode, parts[wide])), dtype=np.float64, count=len(wide))
+    return sizes
 
 
 def launch_groups(report: Report) -> Any:
