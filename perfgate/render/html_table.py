@@ -3,9 +3,6 @@ together from the report's columns in numpy: its 80,000 rows at 10,000 launches 
 launch's cells, a metric's label, each distinct number's text), made once each and joined once. The rows of
 some launches can be asked for (``listed``), each part with the launch it belongs to, so that the page can
 keep to its size (``perfgate.render.html_bound``).
-
-Its own module so that numpy is loaded only for a report with launches: the plugin writes the HTML of a
-session whose perf tests were all skipped without it.
 """
 
 from __future__ import annotations
@@ -134,8 +131,8 @@ def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequen
     value. The suffix (the markup that follows) spares the table a part in each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
-    # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
-    # formatted from the report's own value, as the row-by-row renderer did.
+    # Beyond 2**53 a float does not hold every integer: such a value (an int in a report read back) is
+    # formatted from the report's own value.
     with np.errstate(invalid="ignore"):
         number = np.abs(picked) < 2.0 ** 53
         whole = (np.floor(picked) == picked) & (np.abs(picked) < 1e9)
