@@ -76,18 +76,18 @@ def test_the_page_names_the_json_report_written_beside_it() -> None:
     assert "Every launch is in the JSON report perfgate-report.json." in page
 
 
-def _many_regressed(launches: int, kernels: int, name_length: int = 120) -> Report:
-    """Every one of ``launches`` regressed, spread over ``kernels`` kernels with long names: the worst case for
-    the page's size (every launch needs attention, a kernel table and sections full of names)."""
+def _many_regressed(launches: int, kernels: int, name_length: int = 120, status: str = "regression") -> Report:
+    """Every one of ``launches`` regressed (or of ``status``), spread over ``kernels`` kernels with long names: the
+    worst case for the page's size (every launch needs attention, a kernel table and sections full of names)."""
     kernel = [f"k{i % kernels:05d}_" + "t" * name_length for i in range(launches)]
     table: dict[str, list[Any]] = {
         "kind": ["kernel"] * launches, "kernel": kernel, "demangled": [f"void {k}(float *, int)" for k in kernel],
         "region": ["step"] * launches, "ordinal": [i // kernels for i in range(launches)],
-        "status": ["regression"] * launches, "device": ["H100"] * launches, "launch_change": [None] * launches,
+        "status": [status] * launches, "device": ["H100"] * launches, "launch_change": [None] * launches,
         "test": ["tests/test_model.py::test_step"] * launches, "path": [None] * launches, "line": [None] * launches}
-    rows = [(launch, metric, base, base * (1 + change), change, status, gated)
+    rows = [(launch, metric, base, base * (1 + change), change, result, gated)
             for launch in range(launches)
-            for metric, base, change, status, gated in ((0, 1000.0 + launch % 7, 0.2, "regression", True),
+            for metric, base, change, result, gated in ((0, 1000.0 + launch % 7, 0.2, status, True),
                                                         (1, 4e6, 0.01, "unchanged", True),
                                                         (4, 50.0, -0.3, "info", False))]
     results = {key: [row[i] for row in rows] for i, key in enumerate(("launch", "metric", "baseline", "current",
@@ -117,6 +117,16 @@ def test_thousands_of_regressed_kernels_keep_to_the_bound_and_count_what_is_left
     assert listed + sum(counts) + int(rest.group(2).replace(",", "")) == 20_000
     assert re.search(r'id="kernels-truncated">The first [\d,]+ of 5,000 kernels are listed', page)
     assert re.search(r'id="sections-truncated">Sections for the first \d+ of 5,000', page)
+
+
+def test_a_page_with_nothing_to_attend_to_summarizes_every_launch() -> None:
+    report = validate_report(json.loads(dumps(_many_regressed(12_000, kernels=3, status="unchanged"))), "calm")
+    page = render_html(report)
+    assert len(page.encode("utf-8")) <= PAGE_BYTES
+    assert 'id="launches-summarized">0 of 12,000 launches are listed here' in page
+    assert "<tbody>\n</tbody>" in _table(page, "results")
+    summarized = _table(page, "summarized-table")
+    assert re.findall(r'<td class="num" rowspan="2">([\d,]+)<br>', summarized) == ["4,000"] * 3
 
 
 def test_a_small_page_lists_every_launch() -> None:

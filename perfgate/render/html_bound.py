@@ -70,7 +70,7 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
             f"next, as many as keep this page under {PAGE_BYTES // 1_000_000} MB. The other {count - len(fits):,} "
             'are summarized per kernel under "Summarized launches". Every launch is in the JSON report'
             + (f" {json_report}." if json_report else " (perfgate compare … --format json)."))
-    left = room - int(sizes[fits].sum()) - utf8_size(note)
+    left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
     rows = parts[listed[owner]].tolist()
     return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
 
