@@ -9,7 +9,6 @@ stays in the JSON report.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,49 +131,45 @@ def summary_section(report: Report, arrays: ResultArrays, groups: Any, unlisted:
     left = room - utf8_size(head) - utf8_size(tail) - 600  # 600: the closing line's room
     out: list[str] = []
     order = np.lexsort((kernel[firsts], worst)).tolist() if len(firsts) else []
-    for shown, k in enumerate(order):
-        rows = _kernel_rows(report, arrays, members[firsts[k]:ends[k]].tolist(), test_column)
+    for k in order:
+        rows = _kernel_rows(report, arrays, members[firsts[k]:ends[k]], test_column)
         left -= utf8_size(rows)
         if left < 0:
             break
         out.append(rows)
-    else:
-        shown = len(order)
-    rest = [members[firsts[k]:ends[k]] for k in order[shown:]]
+    rest = [members[firsts[k]:ends[k]] for k in order[len(out):]]
     closing = ""
     if rest:
         left_out = np.concatenate(rest)
         closing = (f'<p class="meta" id="summarized-rest">And {len(rest):,} more kernel{"s" * (len(rest) != 1)} '
                    f'with {len(left_out):,} launch{"es" * (len(left_out) != 1)} '
-                   f"({_status_counts(report, left_out.tolist())}), not listed: the page would pass its size.</p>\n")
+                   f"({_status_counts(arrays, left_out)}), not listed: the page would pass its size.</p>\n")
     return head + "".join(out) + tail + closing
 
 
-def _status_counts(report: Report, members: Sequence[int]) -> str:
-    column = report["launches"]["status"]
-    counted: dict[str, int] = {}
-    for index in members:
-        counted[column[index]] = counted.get(column[index], 0) + 1
-    ordered = sorted(counted.items(), key=lambda item: STATUS_RANK.get(item[0], len(STATUS_RANK)))
-    return ", ".join(f"{n:,} {html_escape(status)}" for status, n in ordered)
+def _status_counts(arrays: ResultArrays, members: Any) -> str:
+    """``2,400 regression, 7 unchanged``: launches ``members`` counted by status, the worst first."""
+    counts = np.bincount(arrays.launch_status[members], minlength=len(arrays.names)).tolist()
+    ordered = sorted((STATUS_RANK.get(name, len(STATUS_RANK)), name, n) for name, n in zip(arrays.names, counts) if n)
+    return ", ".join(f"{n:,} {html_escape(name)}" for _, name, n in ordered)
 
 
-def _kernel_rows(report: Report, arrays: ResultArrays, members: list[int], test_column: bool) -> str:
+def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column: bool) -> str:
     """A kernel's summary rows: one per gated metric of launches ``members`` (one row without any)."""
     launches: Any = report["launches"]
     metrics = report["metrics"]
-    first = members[0]
+    first = int(members[0])
     renamed = (launches.get("baseline_kernel") or [None] * (first + 1))[first]
     name = launches["kernel"][first]
     name = f"{renamed} → {name}" if renamed and renamed != name else name
-    gated = [m for m in metric_launches(report, arrays, members) if m.gated]
+    gated = [m for m in metric_launches(report, arrays, members.tolist()) if m.gated]
     span = f' rowspan="{len(gated)}"' if len(gated) > 1 else ""
     who = ((f'<td class="kernel"{span}>{html_escape(launches["test"][first] or "")}</td>' if test_column else "")
            + f'<td class="kernel"{span}>{html_escape(name)}</td><td{span}>{html_escape(launches["region"][first] or "")}'
            f'</td><td class="num"{span}>{len(members):,}<br><span class="meta">'
-           f"{_status_counts(report, members)}</span></td>")
+           f"{_status_counts(arrays, members)}</span></td>")
     if not gated:
-        status = worst_status(dict.fromkeys(launches["status"][i] for i in members))
+        status = worst_status(dict.fromkeys(arrays.names[code] for code in arrays.launch_status[members].tolist()))
         return (f'<tr class="{status.replace(" ", "-")}"><td>{html_escape(status)}</td>{who}'
                 '<td colspan="5" class="meta">no gated metric</td></tr>\n')
     out = []
