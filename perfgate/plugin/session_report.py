@@ -138,7 +138,8 @@ class SessionReport:
             self._write_error = f"perfgate: error: {exc}"
         json_file, md_file, html_file = report_files(self.options.report)
         texts = [(json_file, render_parts(report, "json")), *([(md_file, [markdown])] if markdown is not None else []),
-                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates))]
+                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates,
+                                          json_report=json_file.name))]
         for path, text in texts:
             try:
                 write_atomically(path, text)

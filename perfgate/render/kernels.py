@@ -1,8 +1,9 @@
 """Kernel rows: a report's launches grouped per kernel (the repeated launches of a loop), with the medians,
-the repeated-launch judgement and the "why" every format shows. Stdlib only."""
+the repeated-launch judgement and the "why" every format shows."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from operator import itemgetter
 from typing import Any, Iterable, NamedTuple
@@ -118,11 +119,7 @@ def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> 
 
 
 def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    import statistics  # here: with decimal and fractions ~5 ms, which a compare of single launches never needs
-
-    return statistics.median(values)
+    return statistics.median(values) if values else None
 
 
 def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
@@ -178,8 +175,13 @@ class MetricLaunches(NamedTuple):
 
 
 def _rank(status: str) -> int:
-    """A metric's status over its launches is the worst compared one; new, missing or no data only when none."""
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if status in _UNCOMPARED else 0)
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """A metric's status over its launches: the first worst compared one; new, missing or no data only when
+    none is compared."""
+    return min(statuses, key=_rank)
 
 
 def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
@@ -235,7 +237,7 @@ def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int 
             metric=str(metrics["metric"][code] or ""), label=str(metrics["label"][code] or metrics["metric"][code]),
             unit=str(metrics["unit"][code] or ""), threshold=str(metrics["threshold"][code] or ""),
             direction=str(metrics["direction"][code] or ""), gated=values.gated,
-            status=min(values.statuses, key=_rank),  # the first worst, as over rows
+            status=worst_status(values.statuses),
             before=values.before, after=values.after, change=values.change, launches=values.launches)
         judged = stats.get((group, code)) if group is not None else None
         if judged is not None:  # the group's medians and interval stand for its launches
