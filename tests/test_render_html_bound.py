@@ -167,3 +167,17 @@ def test_the_bounded_page_opens_in_chromium_with_its_summary(changed_page: Path)
     summarized = dom[dom.index('<table id="summarized-table">'):]
     assert "matrix_addition2D" in summarized and "improvement" in summarized
     assert dom.rstrip().endswith("</html>") and "perfgate " in dom[-300:]  # parsed to its end
+
+
+@pytest.mark.parametrize("fmt", ["md", "text"])
+def test_a_cut_comment_or_log_still_names_every_regressed_kernel(changed_page: Path, fmt: str) -> None:
+    """2,400 launches of each regressed kernel: more than a PR comment's and a CI log's launches. The cut
+    listing names each kernel before any kernel's second launch, so the second regressed kernel is not lost
+    behind the first one's launches."""
+    folder = changed_page.parent
+    base, cur = csv_pair(folder, "raw", LAUNCHES, changed=True)
+    done = run_perfgate("compare", base, cur, "--format", fmt)
+    assert done.returncode == 1, done.stderr
+    for kernel in ("gemm\\_kernel", "softmax\\_kernel") if fmt == "md" else ("gemm_kernel", "softmax_kernel"):
+        assert kernel in done.stdout, kernel
+    assert "improvements launches" not in done.stdout

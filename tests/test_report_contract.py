@@ -230,8 +230,8 @@ def test_markdown_of_10000_regressions_fits_one_comment_and_says_what_it_left_ou
     listed = markdown.count("| ❌ |")  # one row per kernel: here each kernel was launched once
     assert 100 < listed < 10_000
     assert "<details><summary>and 9990 more kernels that need attention</summary>" in markdown
-    assert (f"Not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
-            "2,000 unchanged launches. The JSON and HTML reports list every launch.") in markdown
+    assert (f"Launches not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
+            "2,000 unchanged. The JSON and HTML reports list every launch.") in markdown
     for line in markdown.splitlines():
         assert not line.startswith("|") or line.endswith("|")
     assert markdown.count("<details>") == markdown.count("</details>")

@@ -10,7 +10,7 @@ from typing import Any, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import ReportView, group_stats, repeated_totals, result_span
+from perfgate.report import ReportView, group_stats, kernel_keys, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -98,12 +98,8 @@ def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> 
     (worst first), without the region totals that only repeat their one kernel; ``statuses`` keeps the kernels
     with a launch in one of them."""
     launches = report["launches"]
-    optional: Any = launches
-    renamed = optional.get("baseline_kernel") or [None] * len(launches["status"])
-    keys = zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
-               launches["region"])
     groups: dict[tuple[Any, ...], list[int]] = {}
-    for index, key in enumerate(keys):
+    for index, key in enumerate(kernel_keys(launches)):
         members = groups.get(key)
         if members is None:
             groups[key] = [index]

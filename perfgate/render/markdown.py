@@ -214,8 +214,6 @@ class _Filler:
         rows: list[str] = []
         statuses = self.report["launches"]["status"]
         for indexes in kernels:
-            if indexes[0] >= MARKDOWN_LAUNCHES:
-                break
             row = self.layout.row(kernel_row(self.report, indexes, self.stats), why)
             if not self.left.take(row):
                 break

@@ -68,7 +68,9 @@ from perfgate.report.write import dump_parts, dumps
 from perfgate.report.views import (
     ReportView,
     group_stats,
+    first_launches,
     iter_launches,
+    kernel_keys,
     launch_count,
     launch_row,
     launch_rows,
@@ -84,7 +86,7 @@ __all__ = [
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
     "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report", "build_view",
     "dump_parts", "dumps",
-    "empty_report", "group_stats", "iter_launches", "kernel_summary", "launch_count", "launch_row", "launch_rows",
+    "empty_report", "first_launches", "group_stats", "iter_launches", "kernel_keys", "kernel_summary", "launch_count", "launch_row", "launch_rows",
     "listed_summary",
     "load_report", "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1",
     "validate_report", "verdict_of",

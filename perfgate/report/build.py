@@ -22,7 +22,7 @@ from perfgate.report.contract import (
     empty_columns,
     summarize,
 )
-from perfgate.report.views import ReportView
+from perfgate.report.views import ReportView, first_launches
 from perfgate.vocabulary import Status
 
 
@@ -70,7 +70,13 @@ def _tables(comparison: Comparison, test: str | None, path: str | None, line: in
             unchanged_results: bool, results_of_first: int | None, result_arrays: bool) -> dict[str, Any]:
     """Everything of a report but its format, version and generator."""
     launches = _launch_columns(comparison, test, path, line)
-    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first)
+    firsts = None
+    if results_of_first is not None and len(launches["status"]) > results_of_first:
+        # Each kernel's first launch (and its first that changed) keeps its results too: a cut listing names
+        # every kernel before any kernel's second launch.
+        changed = set(launches["status"]) - {Status.UNCHANGED.value}
+        firsts = np.union1d(first_launches(launches), first_launches(launches, changed)).astype(np.int64)
+    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first, firsts)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
     table = {"launch": launch_of, "metric": metric_codes, "status": results["status"],
@@ -119,8 +125,8 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
     return launches
 
 
-def _kept_results(comparison: Comparison, unchanged_results: bool,
-                  results_of_first: int | None) -> tuple[Any, Any, Any]:
+def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None,
+                  firsts: Any = None) -> tuple[Any, Any, Any]:
     """The result rows the report keeps, grouped by launch in launch order, each one's launch row, and which rows
     of the Comparison's results they are (None: all, as they are)."""
     frame, results = comparison.launches, comparison.results
@@ -139,7 +145,10 @@ def _kept_results(comparison: Comparison, unchanged_results: bool,
     if not unchanged_results:
         keep &= frame["status"][launch_of] != Status.UNCHANGED.value
     if results_of_first is not None:
-        keep &= launch_of < results_of_first
+        shown = launch_of < results_of_first
+        if firsts is not None:
+            shown |= np.isin(launch_of, firsts)
+        keep &= shown
     grouped = bool((launch_of[1:] >= launch_of[:-1]).all())  # a Comparison's results are, by launch
     if grouped and keep.all():
         return results, launch_of, None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from typing import Any, Iterable, Iterator, TypedDict, cast
+from typing import Any, Iterable, Iterator, Mapping, TypedDict, cast
 
 from perfgate.report.contract import (
     GROUP_COLUMNS,
@@ -157,6 +157,29 @@ def _kernel_rank(status: str) -> int:
     """A compared status before new, missing or no data; the worst first."""
     uncompared = status in (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if uncompared else 0)
+
+
+def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
+    """Per launch, the kernel it belongs to as the human formats group launches: test, GPU, kind, kernel, its
+    baseline name, region."""
+    renamed = launches.get("baseline_kernel") or [None] * len(launches["status"])
+    return zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
+               launches["region"])
+
+
+def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None) -> list[int]:
+    """Each kernel's first launch (``kernel_keys``), optionally its first with one of ``statuses``, in launch order:
+    what a cut listing names before any kernel's second launch, so that no kernel that needs attention goes
+    unnamed."""
+    wanted = set(statuses) if statuses is not None else None
+    status = launches["status"]
+    seen: set[tuple[Any, ...]] = set()
+    firsts = []
+    for index, key in enumerate(kernel_keys(launches)):
+        if key not in seen and (wanted is None or status[index] in wanted):
+            seen.add(key)
+            firsts.append(index)
+    return firsts
 
 
 def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:
