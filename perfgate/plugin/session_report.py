@@ -173,10 +173,10 @@ class SessionReport:
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
         from perfgate.render.common import VERDICT_WORD, headline, plural
-        from perfgate.report import iter_launches, listed_summary
+        from perfgate.report import iter_launches, kernel_summary
 
         report = self._report or self.build()
-        counts = listed_summary(report)
+        counts = kernel_summary(report)  # as compare's headline: a kernel judged as one counts once
         verdict = report["verdict"]
         failed = verdict == Verdict.FAIL.value
         if self.options.update:
@@ -193,7 +193,7 @@ class SessionReport:
         else:
             parts = [plural(n, s) for s, n in counts.items() if n]
             tests = {report["launches"]["test"][i] for i in iter_launches(report, ("regression",))}
-            if counts.get("regression") and len(tests) != counts["regression"]:  # launches of fewer tests
+            if counts.get("regression") and len(tests) != counts["regression"]:  # kernels of fewer tests
                 parts[0] += f" in {plural(len(tests), 'test')}"
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
             if report["unmeasured"] or not parts:
