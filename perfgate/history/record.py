@@ -26,6 +26,7 @@ from perfgate.collect import GZIP_MAGIC, XZ_MAGIC
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
+from perfgate.history.verdicts import point_gate
 from perfgate.limits import max_input_bytes, parse_json, size_text
 from perfgate.report import MAX_REPORT_BYTES, Report, load_report, validate_report
 
@@ -46,6 +47,7 @@ class Point(NamedTuple):
     unit: str
     direction: str
     samples: tuple[float, ...]
+    gate: str | None = None  # the gate's verdict on the series in this run (perfgate.history.verdicts)
 
 
 class Recorded(NamedTuple):
@@ -95,10 +97,11 @@ def report_points(report: Report) -> list[Point]:
     launches, metrics, results = report["launches"], report["metrics"], report["results"]
     collected: dict[tuple[str, str, str, str, str, str], list[float]] = {}
     facts: dict[tuple[str, str, str, str, str, str], tuple[str, str]] = {}
+    statuses: dict[tuple[str, str, str, str, str, str], set[str]] = {}
     devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
                                                launches["kernel"], launches["region"])
     names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
-    for at, code, value in zip(results["launch"], results["metric"], results["current"]):
+    for at, code, value, status in zip(results["launch"], results["metric"], results["current"], results["status"]):
         if value is None:
             continue
         key = (devices[at] or "unknown", tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
@@ -106,8 +109,10 @@ def report_points(report: Report) -> list[Point]:
         if key not in collected:
             collected[key] = []
             facts[key] = (units[code] or "", directions[code] or "")
+            statuses[key] = set()
         collected[key].append(float(value))
-    return [Point(key, *facts[key], tuple(values)) for key, values in collected.items()]
+        statuses[key].add(status)
+    return [Point(key, *facts[key], tuple(values), point_gate(statuses[key])) for key, values in collected.items()]
 
 
 def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:
@@ -147,8 +152,8 @@ def _write_run(history: History, report: Report, points: list[Point], source: st
     if not added:
         return Recorded(source, key, len(points), False)
     ids = series_ids(history, points)
-    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples"),
-                        [_point_row(ids[p.series], added[0][0], p.samples) for p in points])
+    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples", "gate"),
+                        [(*_point_row(ids[p.series], added[0][0], p.samples), p.gate) for p in points])
     write_findings(history, added[0][0], report)
     return Recorded(source, key, len(points), True)
 
