@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from perfgate.plugin.options import PluginOptions, report_files
 from perfgate.vocabulary import Verdict, worst_verdict
@@ -209,9 +209,9 @@ class SessionReport:
                          "create with --perfgate-update)")
         if self._written():
             lines.append(f"  {self._written_line()}")
-        for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note:
-                lines.append(f"  {note}")
+        shown = [note for note in report["notes"]
+                 if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note]
+        lines += [f"  {line}" for line in collapsed_notes(shown, {str(p["test"]) for p in self.payloads})]
         if self.files:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))
         if self._write_error:
@@ -219,6 +219,27 @@ class SessionReport:
         if self._history_line:
             lines.append(self._history_line)
         return lines
+
+
+def collapsed_notes(notes: Sequence[str], tests: Collection[str], named: int = 3) -> list[str]:
+    """Notes that say the same after their test id (one cause for a whole group of perf tests: a package missing
+    in the profiled child, counters refused) as one line naming the tests; the others as they are, in order."""
+    by_text: dict[str, list[str]] = {}
+    for note in notes:
+        test, _, text = note.partition(": ")
+        if test in tests and text:
+            owners = by_text.setdefault(text, [])
+            owners += [test] if test not in owners else []
+        else:
+            by_text.setdefault(note, [])
+    lines = []
+    for text, owners in by_text.items():
+        if len(owners) < 2:
+            lines.append(f"{owners[0]}: {text}" if owners else text)
+            continue
+        more = f" and {len(owners) - named} more" if len(owners) > named else ""
+        lines.append(f"{len(owners)} perf tests ({', '.join(owners[:named])}{more}): {text}")
+    return lines
 
 
 def record_session(url: str, report: Report, source: str) -> str:
