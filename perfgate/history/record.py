@@ -26,7 +26,7 @@ from perfgate.collect import GZIP_MAGIC, XZ_MAGIC
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
-from perfgate.history.verdicts import point_gate
+from perfgate.history.verdicts import GATE_RANK, worse_gate
 from perfgate.limits import max_input_bytes, parse_json, size_text
 from perfgate.report import MAX_REPORT_BYTES, Report, load_report, validate_report
 
@@ -97,7 +97,7 @@ def report_points(report: Report) -> list[Point]:
     launches, metrics, results = report["launches"], report["metrics"], report["results"]
     collected: dict[tuple[str, str, str, str, str, str], list[float]] = {}
     facts: dict[tuple[str, str, str, str, str, str], tuple[str, str]] = {}
-    statuses: dict[tuple[str, str, str, str, str, str], set[str]] = {}
+    gates: dict[tuple[str, str, str, str, str, str], str] = {}  # only the few points the gate judged changed
     devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
                                                launches["kernel"], launches["region"])
     names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
@@ -109,10 +109,10 @@ def report_points(report: Report) -> list[Point]:
         if key not in collected:
             collected[key] = []
             facts[key] = (units[code] or "", directions[code] or "")
-            statuses[key] = set()
         collected[key].append(float(value))
-        statuses[key].add(status)
-    return [Point(key, *facts[key], tuple(values), point_gate(statuses[key])) for key, values in collected.items()]
+        if status in GATE_RANK:
+            gates[key] = worse_gate(gates.get(key), status)
+    return [Point(key, *facts[key], tuple(values), gates.get(key)) for key, values in collected.items()]
 
 
 def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:

@@ -24,10 +24,21 @@ GATE_STATUSES = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.IMPR
 RUNS_PER_QUERY = 500  # run ids per statement: bounds its parameters
 
 
+GATE_RANK = {status: rank for rank, status in enumerate(GATE_STATUSES)}
+
+
+def worse_gate(held: str | None, status: str) -> str:
+    """The worse of a point's gate status so far (None: none yet) and one more of its launches' (in GATE_RANK)."""
+    return status if held is None or GATE_RANK[status] < GATE_RANK[held] else held
+
+
 def point_gate(statuses: Iterable[str]) -> str | None:
     """The worst gate status among a point's launches (a kernel launched repeatedly has one per launch)."""
-    found = set(statuses)
-    return next((status for status in GATE_STATUSES if status in found), None)
+    held: str | None = None
+    for status in statuses:
+        if status in GATE_RANK:
+            held = worse_gate(held, status)
+    return held
 
 
 def newest_gate_verdicts(history: History, branch: Branch) -> dict[int, str]:
