@@ -78,6 +78,22 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
     assert all(red[m] == 0 for m, found in marks.items() if not found), red  # no mark where the gate passed
 
 
+def test_an_accepted_regression_in_the_newest_run_says_who_and_why(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    for index in range(5):
+        _record(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [100.0]}), index)
+    _record(url, write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, status="regression"), 5)
+    assert main(["accept", "--db", url, "--commit", "05" + "cd" * 19, "--kernel", "gemm", "--by", "ada",
+                 "--reason", "<b>bigger</b> tiles"]) == 0
+    site = tmp_path / "site"
+    assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "(gate, newest run)" in index and '<span class="accepted">(accepted)</span>' in index
+    page = next((site / "kernels").iterdir()).read_text(encoding="utf-8")
+    gate_row = re.search(r'<tr class="gate">(.*?)</tr>', page, re.S).group(1)  # type: ignore[union-attr]
+    assert "+50.0%" in gate_row and "accepted by ada: &lt;b&gt;bigger&lt;/b&gt; tiles" in gate_row
+
+
 def test_a_later_run_without_a_regression_clears_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index, (value, status) in enumerate([(100.0, "unchanged")] * 6 + [(150.0, "regression"), (100.0, "unchanged")]):

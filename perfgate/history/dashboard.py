@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from perfgate.errors import InputError
+from perfgate.history.accept import acceptance_of, load_acceptances
 from perfgate.history.db import History
 from perfgate.history.detect import changes_by_series
 from perfgate.history.findings import RunFindings, load_findings
@@ -94,7 +95,8 @@ def script_json(value: Any) -> Any:
 def _gate_view(verdict: dict[str, Any]) -> dict[str, Any]:
     """The gate's verdict on a series' newest run, in the place of a change point's row."""
     return {"commit": verdict["commit"][:12], "direction": verdict["status"], "text": f"{verdict['change']:+.1%}",
-            "before": number(verdict["before"]), "after": number(verdict["after"]), "gate": True, "accepted": None}
+            "before": number(verdict["before"]), "after": number(verdict["after"]), "gate": True,
+            "accepted": verdict.get("accepted")}
 
 
 def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]],
@@ -153,13 +155,17 @@ def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]
 
 def newest_runs(history: History, branch: Branch,
                 changes: dict[int, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
-    """Per series, the gate's verdict on its newest run where no change point covers that run."""
+    """Per series, the gate's verdict on its newest run where no change point covers that run, with the
+    acceptance that covers it (``perfgate accept`` of that commit), as a change point has."""
     index = {commit: at for at, commit in enumerate(branch.commits)}
     by_id = {series.id: series for series in branch.series}
+    acceptances = load_acceptances(history)
     found = {}
     for series_id, status in newest_gate_verdicts(history, branch).items():
         verdict = newest_verdict(branch, by_id[series_id], status, changes[series_id], index)
         if verdict is not None:
+            accepted = acceptance_of(acceptances, by_id[series_id].facts, verdict["commit"])
+            verdict["accepted"] = None if accepted is None else {"by": accepted.by, "reason": accepted.reason}
             found[series_id] = verdict
     return found
 
