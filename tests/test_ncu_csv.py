@@ -208,7 +208,9 @@ def test_default_details_agree_with_the_real_reports() -> None:
 
 def test_section_label_table_matches_the_sections_stored_in_real_reports() -> None:
     """Each (section, label) -> (name, unit) entry as the section definitions inside a real report say."""
-    pytest.importorskip("ncu_report")
+    ncu_report = pytest.importorskip("ncu_report")
+    if not hasattr(ncu_report.IAction, "sections"):  # 2026.2.0, perfgate's lowest ncu-report, has none
+        pytest.skip("this ncu_report cannot list a report's sections (a newer ncu-report checks the table)")
     # In a fresh process: ncu_report keeps section definitions process-wide, and a report loaded
     # earlier (another test) can change the units this one reports.
     import json

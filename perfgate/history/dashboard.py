@@ -23,10 +23,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from perfgate.errors import InputError
+from perfgate.history.accept import acceptance_of, load_acceptances
 from perfgate.history.db import History
 from perfgate.history.detect import changes_by_series
 from perfgate.history.findings import RunFindings, load_findings
 from perfgate.history.series import Branch, Series
+from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
+from perfgate.vocabulary import NO_ENTRIES, Status
 
 ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
 SPARK_POINTS = 40  # latest commits a sparkline shows
@@ -78,7 +81,7 @@ def _change_view(change: dict[str, Any]) -> dict[str, Any]:
     return {"commit": change["commit"][:12], "direction": change["direction"], "text": f"{change['change']:+.1%}",
             "before": number(change["before"]), "after": number(change["after"]),
             "confidence": f"{change['confidence']:.1%}", "creep": change["creep"],
-            "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"]}
+            "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"], "gate": False}
 
 
 def script_json(value: Any) -> Any:
@@ -89,18 +92,30 @@ def script_json(value: Any) -> Any:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+def _gate_view(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The gate's verdict on a series' newest run, in the place of a change point's row."""
+    return {"commit": verdict["commit"][:12], "direction": verdict["status"], "text": f"{verdict['change']:+.1%}",
+            "before": number(verdict["before"]), "after": number(verdict["after"]), "gate": True,
+            "accepted": verdict.get("accepted")}
+
+
 def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]],
-                findings: Sequence[RunFindings] = ()) -> str:
-    """``findings``: the ncu rule findings the kernel's runs carried (none: no run knew them)."""
+                findings: Sequence[RunFindings] = (), newest: Mapping[int, dict[str, Any]] = NO_ENTRIES) -> str:
+    """``findings``: the ncu rule findings the kernel's runs carried (none: no run knew them); ``newest``: per
+    series, the gate's verdict on its newest run where no change point covers it (``perfgate.history.verdicts``)."""
     facts = group[0].facts
     metrics, data = [], []
     position = {commit: index for index, commit in enumerate(branch.commits)}
     for number_, series in enumerate(sorted(group, key=lambda s: s.facts["metric"])):
         element = f"chart-{number_}"
-        marks = [{"x": position[c["commit"]], "direction": c["direction"]} for c in changes[series.id]]
+        marks = [{"x": position[c["commit"]], "direction": c["direction"], "gate": False} for c in changes[series.id]]
+        gate = newest.get(series.id)
+        if gate is not None:
+            marks.append({"x": gate["x"], "direction": gate["status"], "gate": True})
         data.append({"element": element, "metric": series.facts["metric"], "unit": series.facts["unit"],
                      "x": series.commits.tolist(), "y": series.values.tolist(), "changes": marks})
         metrics.append({"metric": series.facts["metric"], "element": element, "anchor": f"m{number_}",
+                        "gate": _gate_view(gate) if gate is not None else None,
                         "changes": [_change_view(c) for c in reversed(changes[series.id])]})
     payload = {"commits": branch.commits, "metrics": data}
     return str(env.get_template("kernel.html.j2").render(
@@ -110,20 +125,22 @@ def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict
                   for f in reversed(findings) if f.appeared or f.gone]))
 
 
-def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]],
+                newest: Mapping[int, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for series in sorted(branch.series, key=lambda s: (kernel_key(s), s.facts["metric"])):
         last = changes[series.id][-1] if changes[series.id] else None
+        gate = newest.get(series.id)  # the newest run: later than any change point
         rows.append({"gpu": series.facts["gpu"], "test": series.facts["test"], "name": display_name(series.facts),
                      "metric": series.facts["metric"], "latest": number(float(series.values[-1])),
                      "spark": sparkline(series.values), "href": "kernels/" + page_name(kernel_key(series)),
-                     "change": _change_view(last) if last else None})
+                     "change": _gate_view(gate) if gate else _change_view(last) if last else None})
     return rows
 
 
-def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
-                kernels: int) -> Iterable[tuple[str, str]]:
-    rows = _index_rows(branch, changes)
+def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]], kernels: int,
+                newest: Mapping[int, dict[str, Any]] = NO_ENTRIES) -> Iterable[tuple[str, str]]:
+    rows = _index_rows(branch, changes, newest)
     count = max((len(rows) + ROWS_PER_PAGE - 1) // ROWS_PER_PAGE, 1)
     names = ["index.html", *(f"index-{n}.html" for n in range(2, count + 1))]
     written = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -132,7 +149,25 @@ def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]
         yield name, str(env.get_template("index.html.j2").render(
             root="", branch=branch.name, commits=len(branch.commits), total=kernels, series=len(branch.series),
             changes=sum(len(c) for c in changes.values()), written=written, pages=pages,
+            flagged=sum(1 for v in newest.values() if v["status"] == Status.REGRESSION.value),
             rows=rows[number_ * ROWS_PER_PAGE:(number_ + 1) * ROWS_PER_PAGE]))
+
+
+def newest_runs(history: History, branch: Branch,
+                changes: dict[int, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
+    """Per series, the gate's verdict on its newest run where no change point covers that run, with the
+    acceptance that covers it (``perfgate accept`` of that commit), as a change point has."""
+    index = {commit: at for at, commit in enumerate(branch.commits)}
+    by_id = {series.id: series for series in branch.series}
+    acceptances = load_acceptances(history)
+    found = {}
+    for series_id, status in newest_gate_verdicts(history, branch).items():
+        verdict = newest_verdict(branch, by_id[series_id], status, changes[series_id], index)
+        if verdict is not None:
+            accepted = acceptance_of(acceptances, by_id[series_id].facts, verdict["commit"])
+            verdict["accepted"] = None if accepted is None else {"by": accepted.by, "reason": accepted.reason}
+            found[series_id] = verdict
+    return found
 
 
 def write_dashboard(history: History, branch_name: str, output: Path) -> int:
@@ -141,6 +176,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     if not branch.series:
         raise InputError(branch_name, "no run is recorded on this branch", "pass --branch, or record runs first")
     findings = load_findings(history, branch_name, branch.commits)
+    newest = newest_runs(history, branch, changes)
     groups: dict[tuple[str, ...], list[Series]] = {}
     for series in branch.series:
         groups.setdefault(kernel_key(series), []).append(series)
@@ -153,7 +189,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     except OSError as exc:
         raise InputError(output, f"cannot write the dashboard ({exc.strerror})", "check the folder is writable") from None
     try:
-        pages = _write_site(staging, env, branch, changes, groups, findings)
+        pages = _write_site(staging, env, branch, changes, groups, findings, newest)
         _swap(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -163,7 +199,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
 
 def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
                 groups: dict[tuple[str, ...], list[Series]],
-                findings: Mapping[tuple[str, ...], list[RunFindings]]) -> int:
+                findings: Mapping[tuple[str, ...], list[RunFindings]], newest: Mapping[int, dict[str, Any]]) -> int:
     (staging / "static").mkdir()
     (staging / "kernels").mkdir()
     for name in STATIC:
@@ -171,10 +207,10 @@ def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list
     (staging / ".nojekyll").write_text("", encoding="utf-8")  # GitHub Pages: serve the files as they are
     pages = 0
     for key, group in groups.items():
-        page = kernel_page(env, branch, group, changes, findings.get(key, []))
+        page = kernel_page(env, branch, group, changes, findings.get(key, []), newest)
         (staging / "kernels" / page_name(key)).write_text(page, encoding="utf-8")
         pages += 1
-    for name, text in index_pages(env, branch, changes, len(groups)):
+    for name, text in index_pages(env, branch, changes, len(groups), newest):
         (staging / name).write_text(text, encoding="utf-8")
         pages += 1
     return pages

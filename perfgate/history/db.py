@@ -16,7 +16,7 @@ from typing import Any, Iterator, Sequence
 from perfgate.errors import InputError
 
 DEFAULT_URL = "sqlite:///.perfgate/history.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_SECONDS = 60.0  # how long a SQLite writer waits for another one's transaction
 _MIGRATION_LOCK = 0x70657266  # pg_advisory_xact_lock key: one migrating writer at a time ("perf")
 
@@ -50,6 +50,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
              kind TEXT NOT NULL, kernel TEXT NOT NULL, region TEXT NOT NULL, appeared TEXT NOT NULL,
              gone TEXT NOT NULL, PRIMARY KEY (run_id, gpu, test, kind, kernel, region))""",
     ),
+    # the gate's verdict on a point when its run was measured (perfgate.history.verdicts); null: none recorded
+    3: ("ALTER TABLE perfgate_points ADD COLUMN gate TEXT",),
 }
 
 

@@ -71,6 +71,10 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     if diagnosis.outcome == NcuOutcome.NO_PERMISSION:
         shutil.rmtree(run_dir, ignore_errors=True)
         return {n: ProfileSkipped(diagnosis.message, unavailable=True) for n in nodeids}
+    session_ended = launched.document.get("exitstatus") is not None and diagnosis.outcome != NcuOutcome.TIMEOUT
+    if session_ended and _none_passed(launched, nodeids, marker):  # the child's exit status is its tests' failures
+        shared = _SharedRun(run_dir, len(nodeids))
+        return {n: _settled(launched, _test_outcome(launched, n, marker), artifacts[n], shared) for n in nodeids}
     started, finished = launched.document.get("started", []), launched.document.get("finished", [])
     running = started[-1] if started and started[-1] not in finished else None
     whole_run_failed = (diagnosis.outcome in (NcuOutcome.TIMEOUT, NcuOutcome.ERROR, NcuOutcome.APP_ERROR)
@@ -112,6 +116,13 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     return outcomes
 
 
+def _none_passed(launched: _Launched, nodeids: Sequence[str], marker: PerfMarker) -> bool:
+    """Every test of the group failed or was skipped in the child, before any launch (a package missing there, a
+    fixture all of them use): their own outcomes stand, as a failing test's does in a group that launched
+    kernels, and the cause is met once rather than again in a run of each test alone."""
+    return all(_test_outcome(launched, nodeid, marker) is not None for nodeid in nodeids)
+
+
 def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: PerfMarker, artifacts: Path,
                   shared: _SharedRun) -> GroupOutcome:
     outcome = _test_outcome(launched, nodeid, marker)
@@ -122,6 +133,13 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
             return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
+    return _settled(launched, outcome, artifacts, shared)
+
+
+def _settled(launched: _Launched, outcome: ProfileFailed | ProfileSkipped | None, artifacts: Path,
+             shared: _SharedRun) -> GroupOutcome:
+    """A test of the group that failed or was skipped (None: profiled again alone): a failure keeps the run's
+    files in its artifacts."""
     if isinstance(outcome, ProfileFailed):
         said = _keep(launched.run_dir, artifacts, copy=True)
         shared.release()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from perfgate.plugin.options import PluginOptions, report_files
 from perfgate.vocabulary import Verdict, worst_verdict
@@ -174,10 +174,10 @@ class SessionReport:
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
         from perfgate.render.common import VERDICT_WORD, headline, plural
-        from perfgate.report import iter_launches, listed_summary
+        from perfgate.report import iter_launches, kernel_summary
 
         report = self._report or self.build()
-        counts = listed_summary(report)
+        counts = kernel_summary(report)  # as compare's headline: a kernel judged as one counts once
         verdict = report["verdict"]
         failed = verdict == Verdict.FAIL.value
         if self.options.update:
@@ -194,7 +194,7 @@ class SessionReport:
         else:
             parts = [plural(n, s) for s, n in counts.items() if n]
             tests = {report["launches"]["test"][i] for i in iter_launches(report, ("regression",))}
-            if counts.get("regression") and len(tests) != counts["regression"]:  # launches of fewer tests
+            if counts.get("regression") and len(tests) != counts["regression"]:  # kernels of fewer tests
                 parts[0] += f" in {plural(len(tests), 'test')}"
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
             if report["unmeasured"] or not parts:
@@ -210,9 +210,9 @@ class SessionReport:
                          "create with --perfgate-update)")
         if self._written():
             lines.append(f"  {self._written_line()}")
-        for note in report["notes"]:
-            if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note:
-                lines.append(f"  {note}")
+        shown = [note for note in report["notes"]
+                 if ": skipped" in note or ": failed" in note or "not gated" in note or "carries a regression" in note]
+        lines += [f"  {line}" for line in collapsed_notes(shown, {str(p["test"]) for p in self.payloads})]
         if self.files:
             lines.append("report: " + ", ".join(shown_path(p, self.here) for p in self.files))
         if self._write_error:
@@ -220,6 +220,27 @@ class SessionReport:
         if self._history_line:
             lines.append(self._history_line)
         return lines
+
+
+def collapsed_notes(notes: Sequence[str], tests: Collection[str], named: int = 3) -> list[str]:
+    """Notes that say the same after their test id (one cause for a whole group of perf tests: a package missing
+    in the profiled child, counters refused) as one line naming the tests; the others as they are, in order."""
+    by_text: dict[str, list[str]] = {}
+    for note in notes:
+        test, _, text = note.partition(": ")
+        if test in tests and text:
+            owners = by_text.setdefault(text, [])
+            owners += [test] if test not in owners else []
+        else:
+            by_text.setdefault(note, [])
+    lines = []
+    for text, owners in by_text.items():
+        if len(owners) < 2:
+            lines.append(f"{owners[0]}: {text}" if owners else text)
+            continue
+        more = f" and {len(owners) - named} more" if len(owners) > named else ""
+        lines.append(f"{len(owners)} perf tests ({', '.join(owners[:named])}{more}): {text}")
+    return lines
 
 
 def record_session(url: str, report: Report, source: str) -> str:

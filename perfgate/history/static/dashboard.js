@@ -8,19 +8,27 @@
   const width = () => Math.max(320, Math.min(1100, document.body.clientWidth - 40));
 
   function changeMarks(chart, changes) {
-    // Each change point: a vertical dashed line at its commit (red: regression, green: improvement).
+    // Each change point: a vertical dashed line at its commit (red: regression, green: improvement). The gate's
+    // verdict on the newest run (no change point can sit there yet): a dotted line labelled "gate".
     const ctx = chart.ctx;
     const top = chart.bbox.top, height = chart.bbox.height;
     ctx.save();
-    ctx.setLineDash([5, 4]);
     ctx.lineWidth = 2;
+    ctx.font = "12px system-ui, sans-serif";
     for (const change of changes) {
       const x = Math.round(chart.valToPos(change.x, "x", true));
-      ctx.strokeStyle = change.direction === "regression" ? "#b3261e" : change.direction === "improvement" ? "#1a7f37" : "#8250df";
+      const color = change.direction === "regression" ? "#b3261e" : change.direction === "improvement" ? "#1a7f37" : "#8250df";
+      ctx.strokeStyle = color;
+      ctx.setLineDash(change.gate ? [2, 3] : [5, 4]);
       ctx.beginPath();
       ctx.moveTo(x, top);
       ctx.lineTo(x, top + height);
       ctx.stroke();
+      if (change.gate) {
+        ctx.fillStyle = color;
+        ctx.textAlign = "right";
+        ctx.fillText("gate: " + change.direction, x - 4, top + 14);
+      }
     }
     ctx.restore();
   }

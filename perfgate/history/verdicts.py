@@ -1,0 +1,81 @@
+"""The gate's verdict on each series' newest run: what change-point detection cannot see yet.
+
+E-divisive places a change only with enough points on both sides of it (``changes.MIN_SIDE`` runs after it; an
+exact counter's step must hold for 2 runs), so a regression in a series' newest run is no change point until
+later runs confirm it. The gate judged that run when it was measured (against its baseline, or against the
+history's reference), and the report recorded says so per launch and metric: the history keeps the worst of it
+per point (``perfgate_points.gate``), and the dashboard shows the newest run's verdict where no change point
+covers that run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from perfgate.history.db import History
+from perfgate.history.detect import relative
+from perfgate.history.series import Branch, Series, commit_order
+from perfgate.vocabulary import Status
+
+# The gate's statuses a point keeps, worst first; the others (unchanged, new, info...) say nothing to chart.
+GATE_STATUSES = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.IMPROVEMENT.value)
+RUNS_PER_QUERY = 500  # run ids per statement: bounds its parameters
+
+
+GATE_RANK = {status: rank for rank, status in enumerate(GATE_STATUSES)}
+
+
+def worse_gate(held: str | None, status: str) -> str:
+    """The worse of a point's gate status so far (None: none yet) and one more of its launches' (in GATE_RANK)."""
+    return status if held is None or GATE_RANK[status] < GATE_RANK[held] else held
+
+
+def point_gate(statuses: Iterable[str]) -> str | None:
+    """The worst gate status among a point's launches (a kernel launched repeatedly has one per launch)."""
+    held: str | None = None
+    for status in statuses:
+        if status in GATE_RANK:
+            held = worse_gate(held, status)
+    return held
+
+
+def newest_gate_verdicts(history: History, branch: Branch) -> dict[int, str]:
+    """Per series id, the gate's verdict on its newest commit (the latest run of that commit: a rerun's verdict
+    replaces the earlier one's), where that verdict was one of ``GATE_STATUSES``."""
+    if not branch.series:
+        return {}
+    _, _, run_commit = commit_order(history, branch.name)
+    newest = {int(series.commits[-1]) for series in branch.series}
+    runs = sorted(run for run, commit in run_commit.items() if commit in newest)  # ids grow with recording
+    latest: dict[tuple[int, int], tuple[int, str | None]] = {}
+    for start in range(0, len(runs), RUNS_PER_QUERY):
+        part = runs[start:start + RUNS_PER_QUERY]
+        for series_id, run_id, gate in history.query(
+                f"SELECT series_id, run_id, gate FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
+                part):
+            key = (int(series_id), run_commit[int(run_id)])
+            if key not in latest or latest[key][0] < int(run_id):
+                latest[key] = (int(run_id), gate)
+    found: dict[int, str] = {}
+    for series in branch.series:
+        entry = latest.get((series.id, int(series.commits[-1])))
+        if entry is not None and entry[1] in GATE_STATUSES:
+            found[series.id] = str(entry[1])
+    return found
+
+
+def newest_verdict(branch: Branch, series: Series, status: str, changes: Sequence[Mapping[str, Any]],
+                   commit_index: Mapping[str, int]) -> dict[str, Any] | None:
+    """The newest run's gate verdict as the dashboard shows it: the newest value against the median of the runs
+    since the series' last change point; None when a change point already sits at that run (or it is the only
+    run). ``commit_index``: each commit's place in ``branch.commits``."""
+    last = len(series.values) - 1
+    commit = branch.commits[int(series.commits[-1])]
+    if last < 1 or any(change["commit"] == commit for change in changes):
+        return None
+    since = max((int(np.searchsorted(series.commits, commit_index[c["commit"]])) for c in changes), default=0)
+    before, after = float(np.median(series.values[since:last])), float(series.values[last])
+    return {"commit": commit, "status": status, "before": before, "after": after, "change": relative(before, after),
+            "x": int(series.commits[-1])}
