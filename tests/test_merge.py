@@ -154,3 +154,27 @@ def test_a_merged_matrix_gets_one_comment_and_one_check(matrix: tuple[Path, Path
     assert "1 regression in 5 compared" in comment["body"]
     (check,) = github.check_runs.values()
     assert (check["head_sha"], check["conclusion"]) == (HEAD_SHA, "failure")
+
+
+def test_merge_reads_reports_kept_compressed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """perfgate's own session reports are kept as .json.xz: merge (and publish, through the same reader) takes
+    them as they are, xz or gzip, with the same result as the expanded file."""
+    import gzip
+
+    packed = Path(__file__).resolve().parent / "data" / "h100" / "default-metrics" / "sessions" / "regression.json.xz"
+    text = lzma.decompress(packed.read_bytes())
+    plain, gz = tmp_path / "plain.json", tmp_path / "report.json.gz"
+    plain.write_bytes(text)
+    gz.write_bytes(gzip.compress(text))
+    merged = []
+    for source in (plain, packed, gz):
+        out = tmp_path / f"merged-{source.name}.json"
+        assert main(["merge", str(source), "-o", str(out)]) == 1  # the regression
+        merged.append(json.loads(out.read_text())["launches"])
+    capsys.readouterr()
+    assert merged[0] == merged[1] == merged[2]
+    broken = tmp_path / "cut.json.xz"
+    broken.write_bytes(packed.read_bytes()[:200])
+    assert main(["merge", str(broken), "-o", str(tmp_path / "never.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "broken compressed file" in err and not (tmp_path / "never.json").exists()

@@ -11,24 +11,18 @@ report twice adds nothing, while a rerun of the same commit (other values) is a 
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import hashlib
 import json
-import lzma
 import os
 import statistics
 import subprocess
-import zlib
-from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
-from perfgate.collect import GZIP_MAGIC, XZ_MAGIC
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
 from perfgate.history.verdicts import GATE_RANK, worse_gate
-from perfgate.limits import max_input_bytes, parse_json, size_text
-from perfgate.report import MAX_REPORT_BYTES, Report, load_report, validate_report
+from perfgate.report import Report, load_report
 
 MAX_SAMPLES = 1000  # samples kept per point; a longer run of launches keeps its median, minimum and maximum
 SERIES_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric")
@@ -182,36 +176,9 @@ def _all_series(history: History) -> dict[tuple[str, ...], int]:
         "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
 
 
-def read_report(path: str) -> Report:
-    """A perfgate JSON report, plain or compressed with xz or gzip (``report.json.xz``: how perfgate's own H100
-    and H200 session reports are kept, and what ``compare`` reads), validated as ``load_report`` does."""
-    file = Path(path)
-    try:
-        with file.open("rb") as fh:
-            head = fh.read(len(XZ_MAGIC))
-    except OSError:
-        head = b""  # load_report names the cause
-    if not head.startswith((XZ_MAGIC, GZIP_MAGIC)):
-        return load_report(file)
-    opener = lzma.open if head.startswith(XZ_MAGIC) else gzip.open
-    limit = min(MAX_REPORT_BYTES, max_input_bytes())
-    try:
-        with opener(file, "rb") as packed:
-            data = packed.read(limit + 1)  # bounded: a small file may expand without end
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
-        raise InputError(file, f"broken compressed file ({exc})", "copy or download the report again") from None
-    if len(data) > limit:
-        raise InputError(file, f"expands to more than {size_text(limit)}; not a report perfgate wrote")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(file, "not UTF-8 text once expanded; expected a JSON report") from None
-    return validate_report(parse_json(text, file, "download or write the report again"), str(file))
-
-
 def record_files(history: History, paths: Sequence[str], when: Provenance) -> list[Recorded]:
     """Validate every report first: one that fails is refused before anything is written."""
-    reports = [(str(path), read_report(path)) for path in paths]
+    reports = [(str(path), load_report(path)) for path in paths]
     points = [report_points(report) for _, report in reports]
     for (path, _), found in zip(reports, points):
         if not found:

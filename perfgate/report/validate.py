@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import math
 import os
+import zlib
 from pathlib import Path
 from typing import Any, cast
 
 from perfgate.errors import InputError
-from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, read_json_file
+from perfgate.collect import GZIP_MAGIC, XZ_MAGIC
+from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, max_input_bytes, parse_json, read_json_file, size_text
 from perfgate.report.contract import (
     COLUMN_KINDS,
     FORMAT_NAME,
@@ -178,12 +182,46 @@ def _check_comparison(source: str, index: int, comparison: Any) -> ComparisonInf
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:
-    """Read and validate a report file that may come from an untrusted artifact (v1 or v2)."""
+    """Read and validate a report file that may come from an untrusted artifact (v1 or v2), plain or compressed
+    with xz or gzip."""
     file = Path(path)
     if not file.is_file():
         raise InputError(file, "no such file" if not file.exists() else "not a file", "check the path")
     if file.stat().st_size > MAX_REPORT_BYTES:
         raise InputError(file, f"larger than {MAX_REPORT_BYTES // 2**20} MiB; not a report perfgate wrote")
     # An untrusted artifact: refused here if it is not plain, finite, shallow JSON.
-    document = read_json_file(file, "a JSON report", "download or write the report again")
+    packed = _compression(file)
+    if packed is None:
+        document = read_json_file(file, "a JSON report", "download or write the report again")
+    else:
+        document = parse_json(_expanded(file, packed), file, "download or write the report again")
     return validate_report(document, str(file))
+
+
+def _compression(file: Path) -> Any:
+    """``lzma.open`` or ``gzip.open`` for a report kept compressed (``report.json.xz``: how perfgate's own H100
+    and H200 session reports are kept), else None."""
+    try:
+        with file.open("rb") as fh:
+            head = fh.read(len(XZ_MAGIC))
+    except OSError:
+        return None  # read_json_file names the cause
+    if head.startswith(XZ_MAGIC):
+        return lzma.open
+    return gzip.open if head.startswith(GZIP_MAGIC) else None
+
+
+def _expanded(file: Path, opener: Any) -> str:
+    """The report's text, expanded up to the report limit: a small file may expand without end."""
+    limit = min(MAX_REPORT_BYTES, max_input_bytes())
+    try:
+        with opener(file, "rb") as packed:
+            data = packed.read(limit + 1)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise InputError(file, f"broken compressed file ({exc})", "copy or download the report again") from None
+    if len(data) > limit:
+        raise InputError(file, f"expands to more than {size_text(limit)}; not a report perfgate wrote")
+    try:
+        return str(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(file, "not UTF-8 text once expanded; expected a JSON report") from None
