@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from perfgate.collect.ncu_csv.names import kernel_function_name
 from perfgate.columns import Columns, factorize, objects
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.vocabulary import KIND_KERNEL
@@ -110,8 +111,6 @@ def occurrences(launches: Columns, identity: Objects) -> Ints:
 def short_name(demangled: str) -> str:
     """``gemm_tiled<128, 64, 8>`` of ``void ns::gemm_tiled<128, 64, 8>(float *, int)``: the function name with its
     template arguments, without return type, namespaces or parameters."""
-    from perfgate.collect.ncu_csv.names import kernel_function_name  # here: its package imports csv and dataclasses
-
     bare = kernel_function_name(demangled)
     name = demangled.strip()
     if name.endswith(")"):

@@ -49,18 +49,16 @@ RULE_WORDS = {
     BY_POSITION: "the same region, position and launch configuration",
 }
 
-# Patterns as text, compiled (and cached by ``re``) when a run has kernels to pair: most have none, and
-# compiling them costs start-up time (see ``perfgate``'s docstring).
 # TorchInductor/Triton (triton_poi_fused_add_0, triton_red_fused_sum_3, triton_tem_fused_mm_1) and XLA
 # (fusion_12, loop_add_fusion_3, input_reduce_fusion.1) number the kernels they generate.
-_COUNTED = r"^triton_|fusion"
-_TRAILING_COUNTER = r"[_.]\d+$"
+_COUNTED = re.compile(r"^triton_|fusion")
+_TRAILING_COUNTER = re.compile(r"[_.]\d+$")
 # cuBLAS, cuBLASLt (nvjet) and CUTLASS name the kernel their heuristics chose by its tile, warp and
 # stage shapes and its alignment: sm80_xmma_gemm_…_tilesize128x128x8_stage3_warpsize2x2x1_…_aligna4_…,
 # ampere_sgemm_128x64_tn, cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4, nvjet_hsh_128x256_64x4_2x1_v….
-_LIBRARY = (r"(?i)^(?:sm\d+_xmma|(?:maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_|cutlass|nvjet)"
-            r"|cublas")
-_SHAPE_TOKEN = r"(?i)^(?:(?:tilesize|warpsize|tile|cluster)?\d+(?:x\d+)+|stage\d+|align[a-z]?\d+)$"
+_LIBRARY = re.compile(r"(?i)^(?:sm\d+_xmma|(?:maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_|cutlass|nvjet)"
+                      r"|cublas")
+_SHAPE_TOKEN = re.compile(r"(?i)^(?:(?:tilesize|warpsize|tile|cluster)?\d+(?:x\d+)+|stage\d+|align[a-z]?\d+)$")
 
 
 def normalized_name(name: str) -> str:
@@ -71,10 +69,10 @@ def normalized_name(name: str) -> str:
     - cuBLAS/cuBLASLt/CUTLASS kernels lose their tile, warp and stage shapes and alignments:
       ``ampere_sgemm_128x64_tn`` -> ``ampere_sgemm_tn``.
     """
-    if re.search(_COUNTED, name):
-        return re.sub(_TRAILING_COUNTER, "", name)
-    if re.search(_LIBRARY, name):
-        return "_".join(token for token in name.split("_") if not re.match(_SHAPE_TOKEN, token))
+    if _COUNTED.search(name):
+        return _TRAILING_COUNTER.sub("", name)
+    if _LIBRARY.search(name):
+        return "_".join(token for token in name.split("_") if not _SHAPE_TOKEN.match(token))
     return name
 
 
