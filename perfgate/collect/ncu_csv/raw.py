@@ -64,6 +64,13 @@ def unread_columns(header: Sequence[str], units: Sequence[str], wanted: frozense
             if unit and is_metric_column(name) and name not in wanted and name not in IDENTITY_METRICS]
 
 
+def number_columns(header: Sequence[str], units: Sequence[str], wanted: frozenset[str] | None) -> list[str]:
+    """The metric columns ``read_raw`` reads as numbers alone: those with a unit (a number's), but the identity
+    metrics (read as text: launch facts)."""
+    return [name for name, unit in zip(header, units, strict=False)
+            if unit and is_metric_column(name) and (wanted is None or name in wanted) and name not in IDENTITY_METRICS]
+
+
 def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the raw page's rows (``frame``: every cell as text, from ``parsing.read_raw_csv``);
@@ -86,11 +93,14 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        cells = frame[name].to_numpy(dtype=object)
-        column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
-        if name in IDENTITY_METRICS:
-            extra[name] = attribute_cells(name, column)
-        values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
+        if frame[name].dtype == np.float64:  # parsed as numbers (``parsing.read_raw_csv``): every cell a plain one
+            values, keep, reasons = frame[name].to_numpy(), np.ones(count, dtype=bool), None
+        else:
+            cells = frame[name].to_numpy(dtype=object)
+            column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
+            if name in IDENTITY_METRICS:
+                extra[name] = attribute_cells(name, column)
+            values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
         base, factor = to_base(unit_of.get(name, ""))
