@@ -12,14 +12,22 @@ rather than on four string columns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
 
-from perfgate.columns import Columns, combined_key, filled, first_rows, objects, sort_ranks
+from perfgate.columns import Columns, Gather, combined_key, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
-from perfgate.compare.identity import aligned_occurrences, identities, occurrences, shape_parts, shared_memory
+from perfgate.compare.codes import Coded, distinct_coded, joined_codes, sorted_ranks
+from perfgate.compare.identity import (
+    aligned_occurrences,
+    identities,
+    no_shared_memory,
+    occurrences,
+    shape_parts,
+    shared_memory,
+)
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.vocabulary import KIND_KERNEL
 
@@ -79,8 +87,12 @@ class MatchedLaunches:
 
 
 def _launches(table: Columns) -> Columns:
-    """One row per launch: its first in the table."""
-    return table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
+    """One row per launch: its first in the table; its text columns held as codes into their distinct values
+    (``Gather``), which the stages below group and count by."""
+    launches = table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
+    coded = {name: Gather(values, codes) for name in _LAUNCH_COLUMNS if launches.dtype(name) == object
+             for codes, values in [distinct_coded(launches, name)]}
+    return launches.assign(**coded)
 
 
 def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
@@ -89,9 +101,10 @@ def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
     parts = shape_parts(base, cur, baseline, current)
     sides = []
     for launches, table in ((base, baseline), (cur, current)):
-        smem = shared_memory(table, launches["launch"]) if parts.shared_memory else filled(len(launches), "")
-        identity = identities(launches, smem, parts)
-        sides.append(launches.assign(identity=identity, occurrence=occurrences(launches, identity)))
+        smem = shared_memory(table, launches["launch"]) if parts.shared_memory else no_shared_memory(len(launches))
+        identity_codes, identity_values = identities(launches, smem, parts)
+        sides.append(launches.assign(identity=Gather(identity_values, identity_codes),
+                                     occurrence=occurrences(launches, (identity_codes, identity_values))))
     base, cur = sides
     return base, cur.assign(occurrence=aligned_occurrences(base, cur))
 
@@ -109,12 +122,12 @@ def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
     return ids
 
 
-def _stacked_keys(base: Columns, cur: Columns, cur_names: Any) -> Ints:
+def _stacked_keys(base: Columns, cur: Columns, cur_names: Coded) -> Ints:
     """The sort key of each launch of both sides, the baseline's then the current run's: (kind, identity matched
     by, region, occurrence); ``cur_names``: the identities the current run's launches are matched by."""
-    names = np.concatenate([base["identity"], cur_names])
-    return combined_key(*(sort_ranks(names if key == "identity" else np.concatenate([base[key], cur[key]]))
-                          for key in _MATCH_KEY))
+    return combined_key(*(sorted_ranks([base.coded("identity"), cur_names]) if key == "identity" else
+                          sort_ranks(np.concatenate([base[key], cur[key]])) if key == "occurrence" else
+                          sorted_ranks([base.coded(key), cur.coded(key)]) for key in _MATCH_KEY))
 
 
 def _outer_join(keys: Ints, count: int) -> tuple[Ints, Ints, Ints]:
@@ -143,16 +156,15 @@ def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
     return np.where(rows >= 0, column[np.maximum(rows, 0)], fill)
 
 
-def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
+def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Coded, cur_rules: Objects | None) -> Columns:
     """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, identity
     matched by, region, occurrence)."""
     b, c, first = _outer_join(keys, len(base))
     in_base, in_cur = b >= 0, c >= 0
     side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
-    kind, match_kernel, region, occurrence = (
-        np.concatenate([base_key, cur_key])[first] for base_key, cur_key in
-        zip((base["kind"], base["identity"], base["region"], base["occurrence"]),
-            (cur["kind"], cur_names, cur["region"], cur["occurrence"]), strict=True))
+    kind, region, occurrence = (np.concatenate([base[key], cur[key]])[first] for key in ("kind", "region", "occurrence"))
+    name_codes, names = joined_codes([base.coded("identity"), cur_names])
+    match_kernel = names[name_codes[first]]
     kernel_b = _per_side(base["kernel"], b, "")
     kernel_c = _per_side(cur["kernel"], c, "")
     ordinal = np.where(in_cur, _per_side(cur["ordinal"], c, -1), _per_side(base["ordinal"], b, -1))
@@ -169,7 +181,7 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: 
     if cur_rules is None:
         data["matched_by"] = objects(["", BY_NAME])[matched.astype(np.intp)]
     else:
-        data["matched_by"] = _per_side(objects(cur_rules), np.where(matched, c, -1), "")
+        data["matched_by"] = _per_side(cur_rules, np.where(matched, c, -1), "")
     for name in _SIDE_COLUMNS:
         data[f"{name}_b"] = _per_side(base[name], b, "")
         data[f"{name}_c"] = _per_side(cur[name], c, "")
@@ -177,16 +189,21 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: 
     return Columns(data, len(first))
 
 
-def _renamed_names(cur: Columns, renames: Renames) -> tuple[list[str], list[str]]:
+def _renamed_names(cur: Columns, renames: Renames) -> tuple[Coded, Objects]:
     """Per launch of the current run, the identity it is matched by and the rule that paired it."""
-    names: list[str] = cur["identity"].tolist()
-    rules: list[str] = [BY_NAME] * len(cur)
-    kernels = (cur["kind"] == KIND_KERNEL).tolist()
-    for index, key in enumerate(zip(cur["region"].tolist(), names, strict=True)):
-        found = renames.pairs.get(key) if kernels[index] else None
+    regions, identities = distinct_coded(cur, "region"), distinct_coded(cur, "identity")
+    kernels = np.flatnonzero(cur.equals("kind", KIND_KERNEL))
+    size = len(identities[1]) + 1
+    pairs, inverse = np.unique(regions[0][kernels] * size + identities[0][kernels], return_inverse=True)
+    names = dict.fromkeys(identities[1].tolist())
+    name_codes, rules = identities[0].copy(), filled(len(cur), BY_NAME)
+    for index, pair in enumerate(pairs.tolist()):
+        found = renames.pairs.get((regions[1][pair // size], identities[1][pair % size]))
         if found is not None:
-            names[index], rules[index] = found
-    return names, rules
+            names.setdefault(found[0])
+            rows = kernels[inverse.reshape(-1) == index]
+            name_codes[rows], rules[rows] = list(names).index(found[0]), found[1]
+    return (name_codes, objects(list(names))), rules
 
 
 def match_launches(baseline: Columns, current: Columns,
@@ -194,15 +211,15 @@ def match_launches(baseline: Columns, current: Columns,
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
     base, cur = _identified(baseline, current)
-    keys = _stacked_keys(base, cur, cur["identity"])
-    frame = _joined(base, cur, keys, cur["identity"], None)
+    keys = _stacked_keys(base, cur, cur.coded("identity"))
+    frame = _joined(base, cur, keys, cur.coded("identity"), None)
     side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
         renames = find_renames(base, cur, aliases or {})
     if renames:
         names, rules = _renamed_names(cur, renames)
-        frame = _joined(base, cur, _stacked_keys(base, cur, objects(names)), objects(names), rules)
+        frame = _joined(base, cur, _stacked_keys(base, cur, names), names, rules)
         side = frame["side"]
     return MatchedLaunches(frame=frame, side=side, base_ids=_launch_ids(baseline, frame["launch_b"]),
                            cur_ids=_launch_ids(current, frame["launch_c"]), renames=renames)

@@ -251,8 +251,9 @@ def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> 
     """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
     single launch's)."""
     delta, change = relative_change(rows.baseline, rows.current)
-    status = threshold_status(delta, change, rules.worse_sign[rows.metric_code], limits.relative, limits.absolute)
-    own: Bools = status == Status.REGRESSION.value
+    # ``threshold_status``'s regression, without its statuses as strings.
+    own: Bools = (beyond_limits(delta, change, limits.relative, limits.absolute)
+                  & (delta * rules.worse_sign[rows.metric_code] > 0))
     return own
 
 

@@ -35,6 +35,7 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from perfgate.columns import Columns
+from perfgate.compare.codes import counts_by_pair, distinct_coded
 from perfgate.compare.identity import name_of
 from perfgate.vocabulary import KIND_KERNEL, NO_ENTRIES
 
@@ -191,11 +192,20 @@ def _one_sided_kernels(base: Columns, cur: Columns) -> tuple[set[tuple[str, str]
     In sets of both sides' names: a rerun of 10,000 launches is the usual case, and has none.
     """
     def kernels(side: Columns) -> set[tuple[str, str]]:
-        mask = side["kind"] == KIND_KERNEL
-        return set(zip(side["region"][mask].tolist(), side["identity"][mask].tolist(), strict=True))
+        rows = np.flatnonzero(side.equals("kind", KIND_KERNEL))
+        return set(counts_by_pair(distinct_coded(side, "region"), distinct_coded(side, "identity"), rows))
 
     base_names, cur_names = kernels(base), kernels(cur)
     return base_names - cur_names, cur_names - base_names
+
+
+def _function_names(side: Columns) -> dict[str, str]:
+    """Each identity's function name: its last launch's."""
+    identities, kernels = distinct_coded(side, "identity"), distinct_coded(side, "kernel")
+    last = np.full(len(identities[1]), -1, dtype=np.int64)
+    np.maximum.at(last, identities[0], np.arange(len(side), dtype=np.int64))
+    present = np.flatnonzero(last >= 0)
+    return dict(zip(identities[1][present].tolist(), kernels[1][kernels[0][last[present]]].tolist(), strict=True))
 
 
 def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Renames:
@@ -209,8 +219,7 @@ def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Ren
     cur_side = _Side(cur[cur["kind"] == KIND_KERNEL], new)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}
     ambiguous: list[Ambiguity] = []
-    function = {identity: name for side in (base, cur)
-                for identity, name in zip(side["identity"].tolist(), side["kernel"].tolist(), strict=True)}
+    function = {**_function_names(base), **_function_names(cur)}
     rules: list[tuple[str, Callable[[str], str]]] = [
         (BY_CONFIG, name_of), (BY_TEMPLATE, function.__getitem__),
         (BY_NORMALIZED, lambda identity: normalized_name(function[identity]))]
