@@ -90,7 +90,7 @@ def _launches(table: Columns) -> Columns:
     """One row per launch: its first in the table; its text columns held as codes into their distinct values
     (``Gather``), which the stages below group and count by."""
     launches = table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
-    coded = {name: Gather(values, codes) for name in _LAUNCH_COLUMNS if launches.dtype(name) == object
+    coded = {name: Gather(values, codes) for name in _LAUNCH_COLUMNS if launches.dtype(name).kind == "O"
              for codes, values in [distinct_coded(launches, name)]}
     return launches.assign(**coded)
 
