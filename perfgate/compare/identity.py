@@ -39,7 +39,7 @@ class ShapeParts(NamedTuple):
 def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Columns) -> ShapeParts:
     """The configuration parts known on both sides (``base``/``cur``: one row per launch)."""
     def known(launches: Columns, column: str) -> bool:
-        kernels = launches[column][launches["kind"] == KIND_KERNEL]
+        kernels = launches.picked(column, np.flatnonzero(launches.equals("kind", KIND_KERNEL)))
         return bool(kernels.size) and bool((kernels != "").any())
 
     def has_shared(table: Columns) -> bool:
@@ -47,8 +47,8 @@ def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Col
         return any(name in SHARED_MEMORY_METRICS for name in names.tolist())
 
     def demangled(launches: Columns) -> bool:  # names beyond the bare function name (not a CSV's "function" base)
-        kernels = launches["kind"] == KIND_KERNEL
-        return bool((launches["demangled"][kernels] != launches["kernel"][kernels]).any())
+        kernels = np.flatnonzero(launches.equals("kind", KIND_KERNEL))
+        return bool((launches.picked("demangled", kernels) != launches.picked("kernel", kernels)).any())
 
     return ShapeParts(grid=known(base, "grid") and known(cur, "grid"),
                       block=known(base, "block") and known(cur, "block"),

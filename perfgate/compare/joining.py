@@ -23,6 +23,14 @@ def metric_codes(names: Iterable[str]) -> dict[str, int]:
     return {name: i for i, name in enumerate(dict.fromkeys(names))}
 
 
+def relative_change(baseline: Floats, current: Floats) -> tuple[Floats, Floats]:
+    """``(delta, change)``: current - baseline, and that delta relative to |baseline| (±inf from 0)."""
+    delta = current - baseline
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = np.where(baseline != 0, delta / np.abs(baseline), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
+    return delta, change
+
+
 class SideValues:
     """One table's columns as numpy arrays, with metric names coded against the shared codes."""
 
@@ -77,7 +85,7 @@ class JoinedRows:
     unit where it has one, else the baseline's; ``names``, every metric name, in code order.
     """
 
-    __slots__ = ("launch_id", "metric_code", "baseline", "current", "unit", "names")
+    __slots__ = ("launch_id", "metric_code", "baseline", "current", "unit", "names", "_changes")
 
     def __init__(self, *, launch_id: Ints, metric_code: Ints, baseline: Floats, current: Floats, unit: Objects,
                  names: tuple[str, ...]) -> None:
@@ -87,6 +95,13 @@ class JoinedRows:
         self.current: Final = current
         self.unit: Final = unit
         self.names: Final = names
+        self._changes: tuple[Floats, Floats] | None = None
+
+    def changes(self) -> tuple[Floats, Floats]:
+        """``relative_change`` of each entry, made once: every judgement of the rows reads it."""
+        if self._changes is None:
+            self._changes = relative_change(self.baseline, self.current)
+        return self._changes
 
     def __len__(self) -> int:
         return len(self.launch_id)

@@ -79,6 +79,11 @@ class MatchedLaunches:
         kinds: Objects = self.frame["kind"]
         return kinds
 
+    def either_coded(self, name: str) -> Coded:
+        """``either``, as codes into distinct values."""
+        codes, values = joined_codes([self.frame.coded(f"{name}_b"), self.frame.coded(f"{name}_c")])
+        return np.where(self.side == BASELINE_ONLY, codes[:self.count], codes[self.count:]), values
+
     def either(self, name: str) -> Objects:
         """A per-side column (demangled, device, grid, block): the current run's where the launch is in it,
         else the baseline's."""
@@ -156,24 +161,34 @@ def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
     return np.where(rows >= 0, column[np.maximum(rows, 0)], fill)
 
 
+def _coded_per_side(column: Coded, rows: Ints, fill: str) -> Gather:
+    """``_per_side`` of a coded column of text, as a ``Gather`` of its values and ``fill``."""
+    codes, values = column
+    taken = np.full(len(rows), len(values), dtype=np.int64)
+    present = rows >= 0
+    taken[present] = codes[rows[present]]
+    return Gather(objects([*values.tolist(), fill]), taken)
+
+
 def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Coded, cur_rules: Objects | None) -> Columns:
     """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, identity
     matched by, region, occurrence)."""
     b, c, first = _outer_join(keys, len(base))
     in_base, in_cur = b >= 0, c >= 0
     side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
-    kind, region, occurrence = (np.concatenate([base[key], cur[key]])[first] for key in ("kind", "region", "occurrence"))
-    name_codes, names = joined_codes([base.coded("identity"), cur_names])
-    match_kernel = names[name_codes[first]]
-    kernel_b = _per_side(base["kernel"], b, "")
-    kernel_c = _per_side(cur["kernel"], c, "")
+    kind, region, match_kernel = (Gather(values, codes[first]) for codes, values in (
+        joined_codes([base.coded("kind"), cur.coded("kind")]), joined_codes([base.coded("region"), cur.coded("region")]),
+        joined_codes([base.coded("identity"), cur_names])))
+    occurrence = np.concatenate([base["occurrence"], cur["occurrence"]])[first]
+    kernel_b = _coded_per_side(base.coded("kernel"), b, "").made()
+    kernel_c = _coded_per_side(cur.coded("kernel"), c, "").made()
     ordinal = np.where(in_cur, _per_side(cur["ordinal"], c, -1), _per_side(base["ordinal"], b, -1))
     data: dict[str, Any] = {
-        "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b),
-        "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
+        "kind": kind, "kernel": np.where(in_cur, kernel_c, kernel_b),
+        "region": region, "ordinal": ordinal.astype(np.int64, copy=False),
         "occurrence": occurrence.astype(np.int64, copy=False),
         "ordinal_b": _per_side(base["ordinal"], b, -1).astype(np.int64),
-        MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b,
+        MATCH_KERNEL: match_kernel, "baseline_kernel": kernel_b,
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
     }
@@ -183,8 +198,8 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Coded, cur_rules
     else:
         data["matched_by"] = _per_side(cur_rules, np.where(matched, c, -1), "")
     for name in _SIDE_COLUMNS:
-        data[f"{name}_b"] = _per_side(base[name], b, "")
-        data[f"{name}_c"] = _per_side(cur[name], c, "")
+        data[f"{name}_b"] = _coded_per_side(base.coded(name), b, "")
+        data[f"{name}_c"] = _coded_per_side(cur.coded(name), c, "")
     data["side"] = side
     return Columns(data, len(first))
 

@@ -215,8 +215,8 @@ def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Ren
     regions = sorted({r for r, _ in missing} & {r for r, _ in new})
     if not regions:
         return Renames()
-    base_side = _Side(base[base["kind"] == KIND_KERNEL], missing)
-    cur_side = _Side(cur[cur["kind"] == KIND_KERNEL], new)
+    base_side = _Side(base[base.equals("kind", KIND_KERNEL)], missing)
+    cur_side = _Side(cur[cur.equals("kind", KIND_KERNEL)], new)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}
     ambiguous: list[Ambiguity] = []
     function = {**_function_names(base), **_function_names(cur)}

@@ -29,6 +29,7 @@ import numpy as np
 
 from perfgate.columns import factorize, filled, median
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
+from perfgate.compare.codes import distinct_coded
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.alone import moved_alone
@@ -82,8 +83,9 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     where the launch is in it); -1 for a launch that is not a kernel's."""
     frame = launches.frame
     codes = np.zeros(launches.count, dtype=np.int64)
-    for column in (frame[MATCH_KERNEL], frame["region"], launches.either("grid"), launches.either("block")):
-        found, uniques = factorize(column)
+    for coded, _ in (distinct_coded(frame, MATCH_KERNEL), distinct_coded(frame, "region"),
+                     launches.either_coded("grid"), launches.either_coded("block")):
+        found, uniques = factorize(coded)  # numbered in order of first appearance, as the values would be
         codes = codes * (len(uniques) + 1) + found
     _, group = np.unique(codes, return_inverse=True)
     grouped: Ints = np.where(launches.kinds == KIND_KERNEL, group.astype(np.int64), -1)
