@@ -98,8 +98,8 @@ def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] =
             frame = _read_csv(handle, header, dtype=_number_types(header, [*parsed_unread, *parsed_read]),
                               names=header, na_values={name: ["", "n/a", "N/A"] for name in parsed_unread}
                               | {name: [""] for name in parsed_read}, thousands=",", **_correctly_rounded(pd))
-            launches = frame["ID"].map(str.isdecimal).to_numpy(dtype=bool) if "ID" in frame.columns else None
-            if all(_plain_numbers(frame[name].to_numpy(), launches) for name in parsed_read):
+            ids = frame["ID"].to_numpy(dtype=object) if "ID" in frame.columns else None
+            if all(_plain_numbers(frame[name].to_numpy(), ids) for name in parsed_read):
                 return frame
         except Unparsed:
             pass
@@ -119,13 +119,14 @@ def _number_types(header: Sequence[str], numbers: Collection[str]) -> dict[str, 
     return {name: np.float64 if name in chosen else object for name in header}
 
 
-def _plain_numbers(values: npt.NDArray[np.float64], launches: npt.NDArray[np.bool_] | None) -> bool:
-    """A column parsed as numbers that the text path reads the same in every launch's row (``launches``: an "ID"
-    that is a number; ncu's lines between rows have none): no empty or NaN cell (which the text path tells apart),
-    no ``-0`` (which it reads as 0 in a column of integers)."""
-    if launches is not None:
-        values = values[launches]
-    return not (np.isnan(values).any() or np.signbit(values[values == 0]).any())
+def _plain_numbers(values: npt.NDArray[np.float64], ids: npt.NDArray[np.object_] | None) -> bool:
+    """A column parsed as numbers that the text path reads the same in every launch's row (an "ID" that is a
+    number, of ``ids``; ncu's lines between rows have none, and no value): no empty or NaN cell (which the text
+    path tells apart), no ``-0`` (which it reads as 0 in a column of integers)."""
+    unread = np.flatnonzero(np.isnan(values))
+    if unread.size and (ids is None or any(str(cell).isdecimal() for cell in ids[unread].tolist())):
+        return False
+    return not np.signbit(values[values == 0]).any()
 
 
 def _read_csv(handle: IO[bytes], columns: list[str], **options: Any) -> pd.DataFrame:

@@ -171,7 +171,8 @@ def _launch_major(value_blocks: list[FloatArray], keep_blocks: list[BoolArray],
         return empty, empty, np.zeros(0), None
     # (launches x metrics) flattened row by row.
     matrix = np.column_stack(value_blocks)
-    present = np.column_stack(keep_blocks).reshape(-1)
+    kept = np.column_stack(keep_blocks).reshape(-1)
+    present = slice(None) if kept.all() else kept  # every cell kept: no copy through the mask
     m = len(value_blocks)
     launch = np.repeat(np.arange(count), m)[present]
     metric_codes = np.tile(np.arange(m), count)[present]
