@@ -1,8 +1,8 @@
 """Columns: a table as named numpy arrays of one length, the form every stage of the engine passes on.
 
-Not a pandas DataFrame: importing pandas costs ~0.4 s of CPU, more than reading and comparing a report of a
-few launches takes, so pandas is imported only where it earns that (parsing ncu's CSV details page, in
-``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
+Not a pandas DataFrame: importing pandas costs more than reading and comparing a ``.ncu-rep`` of a few launches
+(the goal is 3x loading it with ``ncu_report``), so pandas is imported where ncu's CSV pages are parsed
+(``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
 bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones that share
 the arrays they did not change.
 

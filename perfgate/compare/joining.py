@@ -70,7 +70,7 @@ class SideValues:
         """The sorted distinct (launch, metric) keys of ``rows``, and the row each key takes its value from.
 
         Of rows with the same key the last one wins (``np.unique`` on the reversed rows): unlike
-        ``per_launch``. Kept as it has always been, since changing it could change a verdict.
+        ``per_launch``. Kept so: the other choice could change a verdict.
         """
         keys = self.ids[rows] * width + self.metric[rows]
         unique_keys, first = np.unique(keys[::-1], return_index=True)

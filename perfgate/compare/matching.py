@@ -31,7 +31,7 @@ from perfgate.compare.identity import (
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.vocabulary import KIND_KERNEL
 
-# Where a launch was found (the names pandas' merge indicator gave them, kept for the tables that carry them).
+# Where a launch was found (in the words of pandas' merge indicator, which the tables that carry them use).
 BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY = "both", "left_only", "right_only"
 
 _LAUNCH_COLUMNS = ("launch", "kind", "kernel", "region", "ordinal", "demangled", "device", "grid", "block")

@@ -1,12 +1,13 @@
 """The CSV table itself: its columns, its header, and the parse of both pages by pandas' C parser.
 
-pandas is imported here and only here, when a table is parsed. Every column is parsed (with ``usecols``
+pandas is imported in this package only, when a table is parsed. Every column is parsed (with ``usecols``
 pandas silently accepts rows with too many cells, and a cell inserted mid-row would shift the others
 unnoticed): on the details page the columns whose text matters exactly as strings, the rest as categories
-(cheap, and codes to group by); on the raw page every cell as its text, which ``values`` turns into numbers
-the one way both pages share. A parse that fails raises :class:`Unparsed`, and the reader falls back to
-filtering lines in Python. The pyarrow engine was measured and not taken: it refuses the ``==PROF==`` lines
-ncu writes between and after the rows, which every stdout export has (see docs/performance.md).
+(cheap, and codes to group by); on the raw page the metric columns as numbers where every launch's cell is a
+plain number, else every cell as its text, which ``values`` turns into numbers the one way both pages share.
+A parse that fails raises :class:`Unparsed`, and the reader falls back to filtering lines in Python. The
+pyarrow engine was measured and not taken: it refuses the ``==PROF==`` lines ncu writes between and after the
+rows, which every stdout export has (see docs/performance.md).
 """
 
 from __future__ import annotations

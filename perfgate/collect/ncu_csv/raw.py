@@ -4,9 +4,9 @@ The same leading columns as the details page (``"Kernel Time"`` and no dimension
 layout, as in the NVIDIA forum answer quoted by public parsers), then one column per metric, then
 ONE row of units (empty under the leading columns), then one row per launch, as the fixtures of
 several public parsers show it. Metric columns are told apart by name (a ``__`` and no space), never
-by position. pandas parses the page (``parsing.read_raw_csv``); a metric's cells become numbers here, column
-by column, from the text of its distinct cells; the leading columns and the identity metrics are read as
-their distinct cells and a code per launch.
+by position. pandas parses the page (``parsing.read_raw_csv``): a metric column of plain numbers as numbers;
+the cells of any other become numbers here, column by column, from the text of its distinct cells; the leading
+columns and the identity metrics are read as their distinct cells and a code per launch.
 """
 
 from __future__ import annotations
