@@ -1,8 +1,8 @@
 """Columns: a table as named numpy arrays of one length, the form every stage of the engine passes on.
 
-Not a pandas DataFrame: importing pandas costs ~0.4 s of CPU, more than reading and comparing a report of a
-few launches takes, so pandas is imported only where it earns that (parsing ncu's CSV details page, in
-``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
+Not a pandas DataFrame: importing pandas costs more than reading and comparing a ``.ncu-rep`` of a few launches
+(the goal is 3x loading it with ``ncu_report``), so pandas is imported where ncu's CSV pages are parsed
+(``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
 bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones that share
 the arrays they did not change.
 
@@ -79,13 +79,8 @@ def _integer_codes(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
 
 
 def median(values: npt.NDArray[np.float64]) -> float:
-    """``np.median`` of values without NaN, the same number: without its check for NaN, which imports
-    ``numpy.ma`` (15 ms of a comparison's CPU, the first time)."""
-    half = values.size // 2
-    if values.size % 2:
-        return float(np.partition(values, half)[half])
-    middle = np.partition(values, [half - 1, half])[half - 1:half + 1]
-    return float((middle[0] + middle[1]) / 2.0)
+    """The median of values without NaN, as a Python float."""
+    return float(np.median(values))
 
 
 def first_rows(*keys: Array) -> npt.NDArray[np.intp]:

@@ -16,10 +16,10 @@ from perfgate.compare.policies import (
     no_data,
     one_sided,
     refuse_if_nothing_comparable,
-    relative_change,
     speed_up_trade_off,
     threshold_status,
 )
+from perfgate.compare.joining import relative_change
 from perfgate.errors import InputError
 from perfgate.metrics import OFF, Threshold
 from perfgate.vocabulary import Status

@@ -19,7 +19,8 @@ from perfgate.collect.timeline.attribute import attribute
 from perfgate.collect.timeline.chrome import read_chrome_trace
 from perfgate.collect.timeline.cupti_dump import read_cupti_dump
 from perfgate.collect.timeline.measure import region_instances
-from perfgate.compare.policies import beyond_limits, relative_change
+from perfgate.compare.joining import relative_change
+from perfgate.compare.policies import beyond_limits
 from perfgate.metrics import TIMELINE_CATALOG
 
 GATED = [m for m in TIMELINE_CATALOG if m.threshold.gating and m.name != "timeline.kernel_duration"]

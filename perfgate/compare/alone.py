@@ -9,7 +9,7 @@ layer), so each launch's own change is known. A launch *moved alone* when
 2. its own change exceeds the group's typical change (the median over its launches) by more than the margin: it
    moved *apart from* its siblings,
 3. its value lies beyond every baseline launch of the group by more than the margin: a kernel whose timings have
-   two modes (a launch now in the slow mode, its baseline launch in the fast one) does not read as a launch that
+   two modes (a launch in the slow mode, its baseline launch in the fast one) does not read as a launch that
    moved alone while the baseline holds slow-mode launches too, and
 4. its change exceeds the group's typical change by more than ``z`` times the group's measured spread, with ``z``
    the normal quantile at 1% / n (a family-wise 1% over the n launches). The spread is measured on the better
@@ -23,6 +23,7 @@ spread: a launch whose count moved past its limit while its siblings' did not is
 from __future__ import annotations
 
 import functools
+import statistics
 
 import numpy as np
 
@@ -36,8 +37,6 @@ SMALL_GROUP = 6  # launches a side below which a group is small (``repeats.INTER
 @functools.lru_cache(maxsize=512)
 def alone_z(launches: int) -> float:
     """The spreads a launch's change must exceed the group's by: the normal quantile at FAMILY_ALPHA / n."""
-    import statistics  # here: decimal and fractions cost start-up time
-
     return statistics.NormalDist().inv_cdf(1.0 - FAMILY_ALPHA / max(launches, 1))
 
 

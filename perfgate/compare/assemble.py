@@ -78,7 +78,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "ordinal": per_launch("ordinal"),
         "metric": per_metric(str),
         "label": per_metric(label_of),
-        "unit": per_row(rows.unit),
+        "unit": Gather(rows.units[1], rows.units[0][take]),
         "baseline": per_row(rows.baseline),
         "current": per_row(rows.current),
         "change": per_row(np.where(no_value, np.nan, judged.change)),
@@ -97,13 +97,13 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "ci_low": per_row(groups.low),
         "ci_high": per_row(groups.high),
     }, len(take))
-    return table, _metric_facts(rows.metric_code, rows.unit, len(names))[take]
+    return table, _metric_facts(rows.metric_code, rows.units[0], len(names))[take]
 
 
-def _metric_facts(code: Ints, unit: Objects, codes: int) -> Ints:
-    """Per row, a number only rows of the same metric and unit share: the metric code where each metric has one
-    unit (the units compared with one of each metric's, cheaper than coding them), else with the unit's code."""
-    unit_of = np.empty(codes, dtype=object)
+def _metric_facts(code: Ints, unit: Ints, codes: int) -> Ints:
+    """Per row, a number only rows of the same metric and unit share (``unit``: codes into distinct units): the
+    metric code where each metric has one unit, else with the unit's code."""
+    unit_of = np.empty(codes, dtype=np.int64)
     unit_of[code] = unit  # one row's unit of each metric: any is fine
     if (unit == unit_of[code]).all():
         return code

@@ -4,6 +4,7 @@ judge repeated launches as groups, judge rows, assemble."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,9 +26,11 @@ from perfgate.compare.notes import (
     rename_notes,
     unpaired_kernels,
 )
+from perfgate.compare.arrays import Ints, Objects
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
     JudgedRows,
+    MetricRules,
     absolute_floors,
     own_regressions,
     judge_rows,
@@ -35,8 +38,8 @@ from perfgate.compare.policies import (
     metric_rules,
     refuse_if_nothing_comparable,
 )
-from perfgate.compare.repeats import judge_groups
-from perfgate.compare.series_thresholds import row_limits, shown_thresholds
+from perfgate.compare.repeats import GroupVerdicts, judge_groups
+from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
 from perfgate.compare.sources import check_same_source, cold_region_rows, for_measurement, is_timeline, region_why
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
@@ -92,27 +95,35 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
     return lines
 
 
-def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
-    """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
-    InputError when launches match but no gated metric has values on both sides."""
-    check_same_source(baseline, current)
-    options = for_measurement(options or CompareOptions(), baseline, current)
-    replay = replay_change(baseline.settings, current.settings)
-    not_judged: list[tuple[str, str]] = []
-    if replay:
-        options, not_judged = not_judged_across_replays(options, replay)
-    base_devices, cur_devices = devices(baseline.table), devices(current.table)
-    check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
-    thresholds = options.effective_thresholds()
-    compared = options.compared_metrics()
+class _Judgement(NamedTuple):
+    """What the stages up to the launches' statuses found: the matched launches, the joined rows and their
+    verdicts."""
 
+    compared: tuple[str, ...]
+    codes: dict[str, int]
+    launches: MatchedLaunches
+    base_side: SideValues
+    cur_side: SideValues
+    rows: JoinedRows
+    rules: MetricRules
+    limits: RowLimits
+    floored: RowLimits
+    groups: GroupVerdicts
+    judged: JudgedRows
+    statuses: Objects
+    cold_notes: list[str]
+
+
+def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
+    """Match the launches, join their values and judge them: groups of repeated launches, then rows, then
+    launches."""
+    compared = options.compared_metrics()
     launches = match_launches(baseline.table, current.table, options.kernel_aliases)
     codes = metric_codes([*compared, *LAUNCH_CONFIG_METRICS])
     base_side = SideValues(baseline.table, launches.base_ids, codes)
     cur_side = SideValues(current.table, launches.cur_ids, codes)
     rows = join_metrics(base_side, cur_side, codes, compared, launches.kinds)
-
-    rules = metric_rules(rows.names, thresholds)
+    rules = metric_rules(rows.names, options.effective_thresholds())
     # Each row's limits: its series' own threshold where it has one (``series_thresholds``), else its metric's;
     # ``floored`` raises the absolute ones to the DRAM traffic floors (``absolute_floors``).
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
@@ -124,31 +135,56 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                         floored)
     judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
+    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, groups, judged,
+                      statuses, cold_notes)
+
+
+def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
+    """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
+    rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
+    notes = alone_notes(results, groups, order)
+    notes += inconclusive_notes(results, groups, options.confidence, order)
+    notes += floor_notes(results, groups, order)
+    excused = (own_regressions(rows, rules, found.limits) & ~own_regressions(rows, rules, found.floored)
+               & (judged.status == Status.UNCHANGED.value) & judged.gated)
+    notes += traffic_floor_notes(results, excused, found.floored.absolute, order)
+    return notes
+
+
+def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
+    """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
+    InputError when launches match but no gated metric has values on both sides."""
+    check_same_source(baseline, current)
+    options = for_measurement(options or CompareOptions(), baseline, current)
+    replay = replay_change(baseline.settings, current.settings)
+    not_judged: list[tuple[str, str]] = []
+    if replay:
+        options, not_judged = not_judged_across_replays(options, replay)
+    base_devices, cur_devices = devices(baseline.table), devices(current.table)
+    check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
+    found = _judgement(baseline, current, options)
+    launches, rows, judged, groups, statuses = found.launches, found.rows, found.judged, found.groups, found.statuses
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
-    refuse_if_nothing_comparable(statuses, judged.status, judged.gated, compared, base_name, cur_name)
+    refuse_if_nothing_comparable(statuses, judged.status, judged.gated, found.compared, base_name, cur_name)
     unnamed_device = any(not name for name, _ in (*base_devices, *cur_devices)) and not options.allow_device_mismatch
-    notes = comparison_notes(base_name, cur_name, unnamed_device, compared, thresholds, codes, base_side, cur_side,
-                             launches.kinds, statuses)
+    thresholds = options.effective_thresholds()
+    notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
+                             found.base_side, found.cur_side, launches.kinds, statuses)
     notes += rename_notes(launches.renames)
     notes += region_why(baseline, current) if is_timeline(current) else []
-    notes += cold_notes
+    notes += found.cold_notes
 
-    change_notes = launch_change_notes(launch_facts(launches, base_side, cur_side, codes))
+    change_notes = launch_change_notes(launch_facts(launches, found.base_side, found.cur_side, found.codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
     appeared, gone = finding_changes(launches, baseline, current)
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
     if options.series_thresholds:
-        results, result_metric = shown_thresholds(results, result_metric, limits.spec[order])
-    notes += alone_notes(results, groups, order)
-    notes += inconclusive_notes(results, groups, options.confidence, order)
-    notes += floor_notes(results, groups, order)
-    excused = (own_regressions(rows, rules, limits) & ~own_regressions(rows, rules, floored)
-               & (judged.status == Status.UNCHANGED.value) & judged.gated)
-    notes += traffic_floor_notes(results, excused, floored.absolute, order)
+        results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
+    notes += _result_notes(found, results, order, options)
     notes += significance_notes(launch_frame, baseline.samples, current.samples)
-    notes += unusable_notes(baseline, compared) + unusable_notes(current, compared)
+    notes += unusable_notes(baseline, found.compared) + unusable_notes(current, found.compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     if not options.accept_unpaired_kernels:
         unmeasured += unpaired_kernels(launches, statuses)

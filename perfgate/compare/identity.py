@@ -17,8 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from perfgate.collect.ncu_csv.names import kernel_function_name
 from perfgate.columns import Columns, factorize, objects
-from perfgate.compare.arrays import Ints, Objects
+from perfgate.compare.arrays import Ints
+from perfgate.compare.codes import Coded, combined, counts_by_pair, distinct_coded
 from perfgate.vocabulary import KIND_KERNEL
 
 SHARED_MEMORY_METRICS = ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic")
@@ -37,7 +39,7 @@ class ShapeParts(NamedTuple):
 def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Columns) -> ShapeParts:
     """The configuration parts known on both sides (``base``/``cur``: one row per launch)."""
     def known(launches: Columns, column: str) -> bool:
-        kernels = launches[column][launches["kind"] == KIND_KERNEL]
+        kernels = launches.picked(column, np.flatnonzero(launches.equals("kind", KIND_KERNEL)))
         return bool(kernels.size) and bool((kernels != "").any())
 
     def has_shared(table: Columns) -> bool:
@@ -45,8 +47,8 @@ def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Col
         return any(name in SHARED_MEMORY_METRICS for name in names.tolist())
 
     def demangled(launches: Columns) -> bool:  # names beyond the bare function name (not a CSV's "function" base)
-        kernels = launches["kind"] == KIND_KERNEL
-        return bool((launches["demangled"][kernels] != launches["kernel"][kernels]).any())
+        kernels = np.flatnonzero(launches.equals("kind", KIND_KERNEL))
+        return bool((launches.picked("demangled", kernels) != launches.picked("kernel", kernels)).any())
 
     return ShapeParts(grid=known(base, "grid") and known(cur, "grid"),
                       block=known(base, "block") and known(cur, "block"),
@@ -54,8 +56,9 @@ def shape_parts(base: Columns, cur: Columns, base_table: Columns, cur_table: Col
                       demangled=demangled(base) == demangled(cur))
 
 
-def shared_memory(table: Columns, launches: Ints) -> Objects:
-    """Per launch number in ``launches``, its static and dynamic shared memory per block as text ("" unknown)."""
+def shared_memory(table: Columns, launches: Ints) -> Coded:
+    """Per launch number in ``launches``, its static and dynamic shared memory per block as text ("" unknown), as
+    codes into the distinct texts."""
     codes, names = table.coded("metric")
     numbers = table["launch"].astype(np.int64, copy=False)
     size = int(max(int(numbers.max(initial=-1)), int(launches.max(initial=-1)))) + 1
@@ -66,38 +69,49 @@ def shared_memory(table: Columns, launches: Ints) -> Objects:
         if matching.size:
             rows = np.flatnonzero(codes == matching[0])[::-1]  # of a launch's rows, the first wins
             value[numbers[rows]] = table["value"][rows]
-        parts.append(np.nan_to_num(value[launches], nan=-1.0).tolist())  # -1: not known (NaN never equals itself)
-    text: dict[tuple[float, float], str] = {}
-    for pair in zip(*parts):
-        if pair not in text:  # each distinct pair formatted once
-            text[pair] = "/".join(f"{v:g}" if v >= 0 else "" for v in pair)
-    return objects([text[pair] for pair in zip(*parts)])
+        distinct, inverse = np.unique(np.nan_to_num(value[launches], nan=-1.0), return_inverse=True)
+        parts.append((inverse.reshape(-1).astype(np.int64), distinct))  # -1: not known (NaN never equals itself)
+    found, first = combined(*parts)
+    pairs = zip(*(values[part_codes[first]].tolist() for part_codes, values in parts))
+    return found, objects(["/".join(f"{v:g}" if v >= 0 else "" for v in pair) for pair in pairs])
 
 
-def identities(launches: Columns, smem: Objects, parts: ShapeParts) -> Objects:
-    """Per launch (one row each), its identity: the demangled name (the function name where none, or where one
-    side has only function names), grid, block and shared memory, those both sides know. Benchmarks and region
-    totals are known by their name alone."""
-    names = launches["kernel"].astype(object)
-    if parts.demangled:
-        names = np.where(launches["demangled"] != "", launches["demangled"], names).astype(object)
-    kernel = launches["kind"] == KIND_KERNEL
-    found: Objects = names.copy()
-    for used, column in ((parts.grid, launches["grid"]), (parts.block, launches["block"]),
-                         (parts.shared_memory, smem)):
-        if used:
-            found = found + _SEPARATOR + column  # object arrays of str: concatenated element by element
-    found[~kernel] = launches["kernel"][~kernel]
-    return found
+def no_shared_memory(count: int) -> Coded:
+    """``shared_memory`` where it takes no part in identities: "" for every launch."""
+    return np.zeros(count, dtype=np.int64), objects([""])
 
 
-def occurrences(launches: Columns, identity: Objects) -> Ints:
+def identities(launches: Columns, smem: Coded, parts: ShapeParts) -> Coded:
+    """Per launch (one row each), its identity, as codes into the distinct identities: the demangled name (the
+    function name where none, or where one side has only function names), grid, block and shared memory, those
+    both sides know. Benchmarks and region totals are known by their name alone."""
+    kernel = launches.equals("kind", KIND_KERNEL)
+    kernel_coded = (kernel.astype(np.int64), objects([False, True]))
+    used = [coded for known, coded in ((True, distinct_coded(launches, "kernel")),
+                                        (parts.demangled, distinct_coded(launches, "demangled")),
+                                        (parts.grid, distinct_coded(launches, "grid")),
+                                        (parts.block, distinct_coded(launches, "block")),
+                                        (parts.shared_memory, smem)) if known]
+    found, first = combined(kernel_coded, *used)
+    texts = []
+    for row in first.tolist():
+        name, *rest = (values[codes[row]] for codes, values in used)
+        if not kernel[row]:
+            texts.append(name)
+            continue
+        if parts.demangled:
+            demangled, *rest = rest
+            name = demangled if demangled != "" else name
+        for part in rest:
+            name = name + _SEPARATOR + part
+        texts.append(name)
+    text_codes, distinct = factorize(objects(texts))  # two combinations may read the same
+    return text_codes[found], distinct
+
+
+def occurrences(launches: Columns, identity: Coded) -> Ints:
     """Per launch, its index among the launches of the same (kind, identity, region), in report order."""
-    key = np.zeros(len(launches), dtype=np.int64)
-    for column in (launches["kind"], identity, launches["region"]):
-        codes, distinct = factorize(column)
-        key = key * (len(distinct) + 1) + codes
-    key = factorize(key)[0]
+    key = combined(distinct_coded(launches, "kind"), identity, distinct_coded(launches, "region"))[0]
     order = np.lexsort((launches["launch"], key))  # by key, then report order
     sorted_key = key[order]
     starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
@@ -110,8 +124,6 @@ def occurrences(launches: Columns, identity: Objects) -> Ints:
 def short_name(demangled: str) -> str:
     """``gemm_tiled<128, 64, 8>`` of ``void ns::gemm_tiled<128, 64, 8>(float *, int)``: the function name with its
     template arguments, without return type, namespaces or parameters."""
-    from perfgate.collect.ncu_csv.names import kernel_function_name  # here: its package imports csv and dataclasses
-
     bare = kernel_function_name(demangled)
     name = demangled.strip()
     if name.endswith(")"):
@@ -222,11 +234,8 @@ def _in_order(launches: Columns, region: str) -> Ints:
 def _regions_counted_apart(base: Columns, cur: Columns) -> list[str]:
     """The regions where an identity launched on both sides is launched a different number of times."""
     def counted(launches: Columns) -> dict[tuple[str, str], int]:
-        kernel = launches["kind"] == KIND_KERNEL
-        found: dict[tuple[str, str], int] = {}
-        for key in zip(launches["region"][kernel].tolist(), launches["identity"][kernel].tolist()):
-            found[key] = found.get(key, 0) + 1
-        return found
+        kernels = np.flatnonzero(launches.equals("kind", KIND_KERNEL))
+        return counts_by_pair(distinct_coded(launches, "region"), distinct_coded(launches, "identity"), kernels)
 
     before, after = counted(base), counted(cur)
     return sorted({region for (region, identity), n in after.items() if before.get((region, identity), n) != n})

@@ -12,8 +12,9 @@ from typing import Final
 
 import numpy as np
 
-from perfgate.columns import Columns, filled, objects
+from perfgate.columns import Columns, objects
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
+from perfgate.compare.codes import Coded
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
 from perfgate.vocabulary import KIND_BENCHMARK
 
@@ -21,6 +22,14 @@ from perfgate.vocabulary import KIND_BENCHMARK
 def metric_codes(names: Iterable[str]) -> dict[str, int]:
     """A code for each distinct name, in order of first appearance."""
     return {name: i for i, name in enumerate(dict.fromkeys(names))}
+
+
+def relative_change(baseline: Floats, current: Floats) -> tuple[Floats, Floats]:
+    """``(delta, change)``: current - baseline, and that delta relative to |baseline| (±inf from 0)."""
+    delta = current - baseline
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = np.where(baseline != 0, delta / np.abs(baseline), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
+    return delta, change
 
 
 class SideValues:
@@ -34,10 +43,9 @@ class SideValues:
         self.value: Floats = table["value"].astype(float, copy=False)
         self._table = table
 
-    def units(self, rows: Ints) -> Objects:
-        """The unit of each of ``rows``."""
-        units: Objects = self._table.picked("unit", rows)
-        return units
+    def unit_codes(self) -> Coded:
+        """Each row's unit, as codes into the units."""
+        return self._table.coded("unit")
 
     def per_launch(self, code: int, count: int) -> Floats:
         """The value of one metric for each launch id; NaN where absent. Of duplicates, the first wins."""
@@ -62,7 +70,7 @@ class SideValues:
         """The sorted distinct (launch, metric) keys of ``rows``, and the row each key takes its value from.
 
         Of rows with the same key the last one wins (``np.unique`` on the reversed rows): unlike
-        ``per_launch``. Kept as it has always been, since changing it could change a verdict.
+        ``per_launch``. Kept so: the other choice could change a verdict.
         """
         keys = self.ids[rows] * width + self.metric[rows]
         unique_keys, first = np.unique(keys[::-1], return_index=True)
@@ -77,19 +85,33 @@ class JoinedRows:
     unit where it has one, else the baseline's; ``names``, every metric name, in code order.
     """
 
-    __slots__ = ("launch_id", "metric_code", "baseline", "current", "unit", "names")
+    __slots__ = ("launch_id", "metric_code", "baseline", "current", "units", "names", "_changes")
 
-    def __init__(self, *, launch_id: Ints, metric_code: Ints, baseline: Floats, current: Floats, unit: Objects,
+    def __init__(self, *, launch_id: Ints, metric_code: Ints, baseline: Floats, current: Floats, units: Coded,
                  names: tuple[str, ...]) -> None:
         self.launch_id: Final = launch_id
         self.metric_code: Final = metric_code
         self.baseline: Final = baseline
         self.current: Final = current
-        self.unit: Final = unit
+        self.units: Final = units  # each entry's unit, as codes into distinct units
         self.names: Final = names
+        self._changes: tuple[Floats, Floats] | None = None
+
+    def changes(self) -> tuple[Floats, Floats]:
+        """``relative_change`` of each entry, made once: every judgement of the rows reads it."""
+        if self._changes is None:
+            self._changes = relative_change(self.baseline, self.current)
+        return self._changes
 
     def __len__(self) -> int:
         return len(self.launch_id)
+
+    @property
+    def unit(self) -> Objects:
+        """Each entry's unit (made when asked: the stages read the codes)."""
+        codes, values = self.units
+        unit: Objects = values[codes]
+        return unit
 
     @property
     def metric(self) -> Objects:
@@ -167,10 +189,20 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     all_keys, base_taken, cur_taken = _joined_keys(base, base_rows, cur, cur_rows, bare * width + filler, width,
                                                    len(kinds))
     base_value, cur_value = np.full(len(all_keys), np.nan), np.full(len(all_keys), np.nan)
-    unit = filled(len(all_keys), "")
     base_at, cur_at = np.flatnonzero(base_taken >= 0), np.flatnonzero(cur_taken >= 0)
     base_value[base_at], cur_value[cur_at] = base.value[base_taken[base_at]], cur.value[cur_taken[cur_at]]
     base_only = base_at[cur_taken[base_at] < 0]  # the current run's unit wins
-    unit[base_only], unit[cur_at] = base.units(base_taken[base_only]), cur.units(cur_taken[cur_at])
+    (base_units, cur_units), units = _shared_codes(base.unit_codes(), cur.unit_codes(), "")
+    unit = np.full(len(all_keys), len(units) - 1, dtype=np.int64)  # the last unit: "" (none)
+    unit[base_only], unit[cur_at] = base_units[base_taken[base_only]], cur_units[cur_taken[cur_at]]
     return JoinedRows(launch_id=all_keys // width, metric_code=all_keys % width, baseline=base_value,
-                      current=cur_value, unit=unit, names=tuple(extended))
+                      current=cur_value, units=(unit, units), names=tuple(extended))
+
+
+def _shared_codes(base: Coded, cur: Coded, last: str) -> tuple[tuple[Ints, Ints], Objects]:
+    """Both sides' codes into one set of distinct values, ``last`` the last of them (whether a side has it or not)."""
+    distinct = [value for value in dict.fromkeys([*base[1].tolist(), *cur[1].tolist()]) if value != last]
+    index = {value: code for code, value in enumerate([*distinct, last])}
+    codes = tuple(np.array([index[v] for v in values.tolist()], dtype=np.int64)[side_codes] if len(values) else
+                  np.zeros(len(side_codes), dtype=np.int64) for side_codes, values in (base, cur))
+    return (codes[0], codes[1]), objects(list(index))

@@ -12,18 +12,26 @@ rather than on four string columns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
 
-from perfgate.columns import Columns, combined_key, filled, first_rows, objects, sort_ranks
+from perfgate.columns import Columns, Gather, combined_key, filled, first_rows, objects, sort_ranks
 from perfgate.compare.arrays import Ints, Objects
-from perfgate.compare.identity import aligned_occurrences, identities, occurrences, shape_parts, shared_memory
+from perfgate.compare.codes import Coded, distinct_coded, joined_codes, sorted_ranks
+from perfgate.compare.identity import (
+    aligned_occurrences,
+    identities,
+    no_shared_memory,
+    occurrences,
+    shape_parts,
+    shared_memory,
+)
 from perfgate.compare.renames import BY_NAME, Renames, find_renames
 from perfgate.vocabulary import KIND_KERNEL
 
-# Where a launch was found (the names pandas' merge indicator gave them, kept for the tables that carry them).
+# Where a launch was found (in the words of pandas' merge indicator, which the tables that carry them use).
 BOTH_SIDES, BASELINE_ONLY, CURRENT_ONLY = "both", "left_only", "right_only"
 
 _LAUNCH_COLUMNS = ("launch", "kind", "kernel", "region", "ordinal", "demangled", "device", "grid", "block")
@@ -71,6 +79,11 @@ class MatchedLaunches:
         kinds: Objects = self.frame["kind"]
         return kinds
 
+    def either_coded(self, name: str) -> Coded:
+        """``either``, as codes into distinct values."""
+        codes, values = joined_codes([self.frame.coded(f"{name}_b"), self.frame.coded(f"{name}_c")])
+        return np.where(self.side == BASELINE_ONLY, codes[:self.count], codes[self.count:]), values
+
     def either(self, name: str) -> Objects:
         """A per-side column (demangled, device, grid, block): the current run's where the launch is in it,
         else the baseline's."""
@@ -79,8 +92,12 @@ class MatchedLaunches:
 
 
 def _launches(table: Columns) -> Columns:
-    """One row per launch: its first in the table."""
-    return table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
+    """One row per launch: its first in the table; its text columns held as codes into their distinct values
+    (``Gather``), which the stages below group and count by."""
+    launches = table.select(_LAUNCH_COLUMNS)[first_rows(table["launch"])]
+    coded = {name: Gather(values, codes) for name in _LAUNCH_COLUMNS if launches.dtype(name).kind == "O"
+             for codes, values in [distinct_coded(launches, name)]}
+    return launches.assign(**coded)
 
 
 def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
@@ -89,9 +106,10 @@ def _identified(baseline: Columns, current: Columns) -> tuple[Columns, Columns]:
     parts = shape_parts(base, cur, baseline, current)
     sides = []
     for launches, table in ((base, baseline), (cur, current)):
-        smem = shared_memory(table, launches["launch"]) if parts.shared_memory else filled(len(launches), "")
-        identity = identities(launches, smem, parts)
-        sides.append(launches.assign(identity=identity, occurrence=occurrences(launches, identity)))
+        smem = shared_memory(table, launches["launch"]) if parts.shared_memory else no_shared_memory(len(launches))
+        identity_codes, identity_values = identities(launches, smem, parts)
+        sides.append(launches.assign(identity=Gather(identity_values, identity_codes),
+                                     occurrence=occurrences(launches, (identity_codes, identity_values))))
     base, cur = sides
     return base, cur.assign(occurrence=aligned_occurrences(base, cur))
 
@@ -109,12 +127,12 @@ def _launch_ids(table: Columns, launch_numbers: Ints) -> Ints:
     return ids
 
 
-def _stacked_keys(base: Columns, cur: Columns, cur_names: Any) -> Ints:
+def _stacked_keys(base: Columns, cur: Columns, cur_names: Coded) -> Ints:
     """The sort key of each launch of both sides, the baseline's then the current run's: (kind, identity matched
     by, region, occurrence); ``cur_names``: the identities the current run's launches are matched by."""
-    names = np.concatenate([base["identity"], cur_names])
-    return combined_key(*(sort_ranks(names if key == "identity" else np.concatenate([base[key], cur[key]]))
-                          for key in _MATCH_KEY))
+    return combined_key(*(sorted_ranks([base.coded("identity"), cur_names]) if key == "identity" else
+                          sort_ranks(np.concatenate([base[key], cur[key]])) if key == "occurrence" else
+                          sorted_ranks([base.coded(key), cur.coded(key)]) for key in _MATCH_KEY))
 
 
 def _outer_join(keys: Ints, count: int) -> tuple[Ints, Ints, Ints]:
@@ -143,25 +161,34 @@ def _per_side(column: Any, rows: Ints, fill: Any) -> Any:
     return np.where(rows >= 0, column[np.maximum(rows, 0)], fill)
 
 
-def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: Sequence[str] | None) -> Columns:
+def _coded_per_side(column: Coded, rows: Ints, fill: str) -> Gather:
+    """``_per_side`` of a coded column of text, as a ``Gather`` of its values and ``fill``."""
+    codes, values = column
+    taken = np.full(len(rows), len(values), dtype=np.int64)
+    present = rows >= 0
+    taken[present] = codes[rows[present]]
+    return Gather(objects([*values.tolist(), fill]), taken)
+
+
+def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Coded, cur_rules: Objects | None) -> Columns:
     """The matched frame: both sides' launches joined on their ``keys`` (``_stacked_keys``: kind, identity
     matched by, region, occurrence)."""
     b, c, first = _outer_join(keys, len(base))
     in_base, in_cur = b >= 0, c >= 0
     side = _SIDES[np.where(in_base & in_cur, 0, np.where(in_base, 1, 2))]
-    kind, match_kernel, region, occurrence = (
-        np.concatenate([base_key, cur_key])[first] for base_key, cur_key in
-        zip((base["kind"], base["identity"], base["region"], base["occurrence"]),
-            (cur["kind"], cur_names, cur["region"], cur["occurrence"]), strict=True))
-    kernel_b = _per_side(base["kernel"], b, "")
-    kernel_c = _per_side(cur["kernel"], c, "")
+    kind, region, match_kernel = (Gather(values, codes[first]) for codes, values in (
+        joined_codes([base.coded("kind"), cur.coded("kind")]), joined_codes([base.coded("region"), cur.coded("region")]),
+        joined_codes([base.coded("identity"), cur_names])))
+    occurrence = np.concatenate([base["occurrence"], cur["occurrence"]])[first]
+    kernel_b = _coded_per_side(base.coded("kernel"), b, "").made()
+    kernel_c = _coded_per_side(cur.coded("kernel"), c, "").made()
     ordinal = np.where(in_cur, _per_side(cur["ordinal"], c, -1), _per_side(base["ordinal"], b, -1))
     data: dict[str, Any] = {
-        "kind": kind.astype(object, copy=False), "kernel": np.where(in_cur, kernel_c, kernel_b),
-        "region": region.astype(object, copy=False), "ordinal": ordinal.astype(np.int64, copy=False),
+        "kind": kind, "kernel": np.where(in_cur, kernel_c, kernel_b),
+        "region": region, "ordinal": ordinal.astype(np.int64, copy=False),
         "occurrence": occurrence.astype(np.int64, copy=False),
         "ordinal_b": _per_side(base["ordinal"], b, -1).astype(np.int64),
-        MATCH_KERNEL: match_kernel.astype(object, copy=False), "baseline_kernel": kernel_b,
+        MATCH_KERNEL: match_kernel, "baseline_kernel": kernel_b,
         "launch_b": _per_side(base["launch"], b, -1).astype(np.int64),
         "launch_c": _per_side(cur["launch"], c, -1).astype(np.int64),
     }
@@ -169,24 +196,29 @@ def _joined(base: Columns, cur: Columns, keys: Ints, cur_names: Any, cur_rules: 
     if cur_rules is None:
         data["matched_by"] = objects(["", BY_NAME])[matched.astype(np.intp)]
     else:
-        data["matched_by"] = _per_side(objects(cur_rules), np.where(matched, c, -1), "")
+        data["matched_by"] = _per_side(cur_rules, np.where(matched, c, -1), "")
     for name in _SIDE_COLUMNS:
-        data[f"{name}_b"] = _per_side(base[name], b, "")
-        data[f"{name}_c"] = _per_side(cur[name], c, "")
+        data[f"{name}_b"] = _coded_per_side(base.coded(name), b, "")
+        data[f"{name}_c"] = _coded_per_side(cur.coded(name), c, "")
     data["side"] = side
     return Columns(data, len(first))
 
 
-def _renamed_names(cur: Columns, renames: Renames) -> tuple[list[str], list[str]]:
+def _renamed_names(cur: Columns, renames: Renames) -> tuple[Coded, Objects]:
     """Per launch of the current run, the identity it is matched by and the rule that paired it."""
-    names: list[str] = cur["identity"].tolist()
-    rules: list[str] = [BY_NAME] * len(cur)
-    kernels = (cur["kind"] == KIND_KERNEL).tolist()
-    for index, key in enumerate(zip(cur["region"].tolist(), names, strict=True)):
-        found = renames.pairs.get(key) if kernels[index] else None
+    regions, identities = distinct_coded(cur, "region"), distinct_coded(cur, "identity")
+    kernels = np.flatnonzero(cur.equals("kind", KIND_KERNEL))
+    size = len(identities[1]) + 1
+    pairs, inverse = np.unique(regions[0][kernels] * size + identities[0][kernels], return_inverse=True)
+    names = dict.fromkeys(identities[1].tolist())
+    name_codes, rules = identities[0].copy(), filled(len(cur), BY_NAME)
+    for index, pair in enumerate(pairs.tolist()):
+        found = renames.pairs.get((regions[1][pair // size], identities[1][pair % size]))
         if found is not None:
-            names[index], rules[index] = found
-    return names, rules
+            names.setdefault(found[0])
+            rows = kernels[inverse.reshape(-1) == index]
+            name_codes[rows], rules[rows] = list(names).index(found[0]), found[1]
+    return (name_codes, objects(list(names))), rules
 
 
 def match_launches(baseline: Columns, current: Columns,
@@ -194,15 +226,15 @@ def match_launches(baseline: Columns, current: Columns,
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
     ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
     base, cur = _identified(baseline, current)
-    keys = _stacked_keys(base, cur, cur["identity"])
-    frame = _joined(base, cur, keys, cur["identity"], None)
+    keys = _stacked_keys(base, cur, cur.coded("identity"))
+    frame = _joined(base, cur, keys, cur.coded("identity"), None)
     side: Objects = frame["side"]
     renames = Renames()
     if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
         renames = find_renames(base, cur, aliases or {})
     if renames:
         names, rules = _renamed_names(cur, renames)
-        frame = _joined(base, cur, _stacked_keys(base, cur, objects(names)), objects(names), rules)
+        frame = _joined(base, cur, _stacked_keys(base, cur, names), names, rules)
         side = frame["side"]
     return MatchedLaunches(frame=frame, side=side, base_ids=_launch_ids(baseline, frame["launch_b"]),
                            cur_ids=_launch_ids(current, frame["launch_c"]), renames=renames)

@@ -57,14 +57,6 @@ def metric_rules(names: Sequence[str], thresholds: Mapping[str, Threshold]) -> M
                        absolute=np.array(absolute, dtype=float))
 
 
-def relative_change(baseline: Floats, current: Floats) -> tuple[Floats, Floats]:
-    """``(delta, change)``: current - baseline, and that delta relative to |baseline| (±inf from 0)."""
-    delta = current - baseline
-    with np.errstate(divide="ignore", invalid="ignore"):
-        change = np.where(baseline != 0, delta / np.abs(baseline), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
-    return delta, change
-
-
 def beyond_limits(delta: Floats, change: Floats, relative: Floats, absolute: Floats) -> Bools:
     """A change counts only when it exceeds *every* limit given (relative AND absolute; -1: none)."""
     beyond: Bools = (np.where(relative >= 0, np.abs(change) > relative, True)
@@ -250,9 +242,10 @@ class JudgedRows(NamedTuple):
 def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> Bools:
     """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
     single launch's)."""
-    delta, change = relative_change(rows.baseline, rows.current)
-    status = threshold_status(delta, change, rules.worse_sign[rows.metric_code], limits.relative, limits.absolute)
-    own: Bools = status == Status.REGRESSION.value
+    delta, change = rows.changes()
+    # ``threshold_status``'s regression, without its statuses as strings.
+    own: Bools = (beyond_limits(delta, change, limits.relative, limits.absolute)
+                  & (delta * rules.worse_sign[rows.metric_code] > 0))
     return own
 
 
@@ -264,7 +257,7 @@ def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
     repeated launches (``repeats.judge_groups``), if any; ``limits``: each row's relative limit and absolute floor
     (a series' own threshold where it has one, ``series_thresholds``; the floors of ``absolute_floors``), else
     the metric's thresholds."""
-    delta, change = relative_change(rows.baseline, rows.current)
+    delta, change = rows.changes()
     code = rows.metric_code
     relative, absolute = (limits.relative, limits.absolute) if limits is not None else (rules.relative[code],
                                                                                         rules.absolute[code])

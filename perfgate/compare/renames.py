@@ -35,6 +35,7 @@ from fnmatch import fnmatchcase
 import numpy as np
 
 from perfgate.columns import Columns
+from perfgate.compare.codes import counts_by_pair, distinct_coded
 from perfgate.compare.identity import name_of
 from perfgate.vocabulary import KIND_KERNEL, NO_ENTRIES
 
@@ -49,18 +50,16 @@ RULE_WORDS = {
     BY_POSITION: "the same region, position and launch configuration",
 }
 
-# Patterns as text, compiled (and cached by ``re``) when a run has kernels to pair: most have none, and
-# compiling them costs start-up time (see ``perfgate``'s docstring).
 # TorchInductor/Triton (triton_poi_fused_add_0, triton_red_fused_sum_3, triton_tem_fused_mm_1) and XLA
 # (fusion_12, loop_add_fusion_3, input_reduce_fusion.1) number the kernels they generate.
-_COUNTED = r"^triton_|fusion"
-_TRAILING_COUNTER = r"[_.]\d+$"
+_COUNTED = re.compile(r"^triton_|fusion")
+_TRAILING_COUNTER = re.compile(r"[_.]\d+$")
 # cuBLAS, cuBLASLt (nvjet) and CUTLASS name the kernel their heuristics chose by its tile, warp and
 # stage shapes and its alignment: sm80_xmma_gemm_…_tilesize128x128x8_stage3_warpsize2x2x1_…_aligna4_…,
 # ampere_sgemm_128x64_tn, cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4, nvjet_hsh_128x256_64x4_2x1_v….
-_LIBRARY = (r"(?i)^(?:sm\d+_xmma|(?:maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_|cutlass|nvjet)"
-            r"|cublas")
-_SHAPE_TOKEN = r"(?i)^(?:(?:tilesize|warpsize|tile|cluster)?\d+(?:x\d+)+|stage\d+|align[a-z]?\d+)$"
+_LIBRARY = re.compile(r"(?i)^(?:sm\d+_xmma|(?:maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_|cutlass|nvjet)"
+                      r"|cublas")
+_SHAPE_TOKEN = re.compile(r"(?i)^(?:(?:tilesize|warpsize|tile|cluster)?\d+(?:x\d+)+|stage\d+|align[a-z]?\d+)$")
 
 
 def normalized_name(name: str) -> str:
@@ -71,10 +70,10 @@ def normalized_name(name: str) -> str:
     - cuBLAS/cuBLASLt/CUTLASS kernels lose their tile, warp and stage shapes and alignments:
       ``ampere_sgemm_128x64_tn`` -> ``ampere_sgemm_tn``.
     """
-    if re.search(_COUNTED, name):
-        return re.sub(_TRAILING_COUNTER, "", name)
-    if re.search(_LIBRARY, name):
-        return "_".join(token for token in name.split("_") if not re.match(_SHAPE_TOKEN, token))
+    if _COUNTED.search(name):
+        return _TRAILING_COUNTER.sub("", name)
+    if _LIBRARY.search(name):
+        return "_".join(token for token in name.split("_") if not _SHAPE_TOKEN.match(token))
     return name
 
 
@@ -193,11 +192,20 @@ def _one_sided_kernels(base: Columns, cur: Columns) -> tuple[set[tuple[str, str]
     In sets of both sides' names: a rerun of 10,000 launches is the usual case, and has none.
     """
     def kernels(side: Columns) -> set[tuple[str, str]]:
-        mask = side["kind"] == KIND_KERNEL
-        return set(zip(side["region"][mask].tolist(), side["identity"][mask].tolist(), strict=True))
+        rows = np.flatnonzero(side.equals("kind", KIND_KERNEL))
+        return set(counts_by_pair(distinct_coded(side, "region"), distinct_coded(side, "identity"), rows))
 
     base_names, cur_names = kernels(base), kernels(cur)
     return base_names - cur_names, cur_names - base_names
+
+
+def _function_names(side: Columns) -> dict[str, str]:
+    """Each identity's function name: its last launch's."""
+    identities, kernels = distinct_coded(side, "identity"), distinct_coded(side, "kernel")
+    last = np.full(len(identities[1]), -1, dtype=np.int64)
+    np.maximum.at(last, identities[0], np.arange(len(side), dtype=np.int64))
+    present = np.flatnonzero(last >= 0)
+    return dict(zip(identities[1][present].tolist(), kernels[1][kernels[0][last[present]]].tolist(), strict=True))
 
 
 def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Renames:
@@ -207,12 +215,11 @@ def find_renames(base: Columns, cur: Columns, aliases: Mapping[str, str]) -> Ren
     regions = sorted({r for r, _ in missing} & {r for r, _ in new})
     if not regions:
         return Renames()
-    base_side = _Side(base[base["kind"] == KIND_KERNEL], missing)
-    cur_side = _Side(cur[cur["kind"] == KIND_KERNEL], new)
+    base_side = _Side(base[base.equals("kind", KIND_KERNEL)], missing)
+    cur_side = _Side(cur[cur.equals("kind", KIND_KERNEL)], new)
     pairs: dict[tuple[str, str], tuple[str, str]] = {}
     ambiguous: list[Ambiguity] = []
-    function = {identity: name for side in (base, cur)
-                for identity, name in zip(side["identity"].tolist(), side["kernel"].tolist(), strict=True)}
+    function = {**_function_names(base), **_function_names(cur)}
     rules: list[tuple[str, Callable[[str], str]]] = [
         (BY_CONFIG, name_of), (BY_TEMPLATE, function.__getitem__),
         (BY_NORMALIZED, lambda identity: normalized_name(function[identity]))]

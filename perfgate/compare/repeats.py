@@ -29,6 +29,7 @@ import numpy as np
 
 from perfgate.columns import factorize, filled, median
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
+from perfgate.compare.codes import distinct_coded
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.alone import moved_alone
@@ -82,8 +83,9 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     where the launch is in it); -1 for a launch that is not a kernel's."""
     frame = launches.frame
     codes = np.zeros(launches.count, dtype=np.int64)
-    for column in (frame[MATCH_KERNEL], frame["region"], launches.either("grid"), launches.either("block")):
-        found, uniques = factorize(column)
+    for coded, _ in (distinct_coded(frame, MATCH_KERNEL), distinct_coded(frame, "region"),
+                     launches.either_coded("grid"), launches.either_coded("block")):
+        found, uniques = factorize(coded)  # numbered in order of first appearance, as the values would be
         codes = codes * (len(uniques) + 1) + found
     _, group = np.unique(codes, return_inverse=True)
     grouped: Ints = np.where(launches.kinds == KIND_KERNEL, group.astype(np.int64), -1)
@@ -142,6 +144,35 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     return _Judged(status, estimate, low, high, excused)
 
 
+def _series(rows: JoinedRows, group: Ints, repeated: Bools, metrics: list[int]) -> list[Ints]:
+    """The rows of each (gated metric, group of repeated launches), in the order they are judged: by metric code,
+    then group; within one, in occurrence order."""
+    gated = np.zeros(len(rows.names), dtype=bool)
+    gated[metrics] = True
+    selected = np.flatnonzero(gated[rows.metric_code] & repeated[rows.launch_id])
+    if not selected.size:
+        return []
+    key = rows.metric_code[selected] * (int(group.max()) + 1) + group[rows.launch_id[selected]]
+    order = np.argsort(key, kind="stable")
+    selected, key = selected[order], key[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return np.split(selected, starts[1:])
+
+
+def _record(verdicts: GroupVerdicts, members: Ints, shown: int, judged: _Judged, base: Floats, cur: Floats) -> None:
+    """Write a group's verdict on one metric into its rows."""
+    verdicts.group[members] = shown
+    verdicts.n_baseline[members] = base.size
+    verdicts.n_current[members] = cur.size
+    verdicts.median_baseline[members] = median(base)
+    verdicts.median_current[members] = median(cur)
+    verdicts.estimate[members] = judged.estimate
+    verdicts.low[members] = judged.low
+    verdicts.high[members] = judged.high
+    verdicts.status[members] = judged.status
+    verdicts.excused[members] = judged.excused
+
+
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
                  relative: Floats, floors: Floats, past_limit: Bools, confidence: float) -> GroupVerdicts:
     """Judge every group of repeated kernel launches on each gated metric. ``worse_sign`` and ``gated`` are per
@@ -159,41 +190,25 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
     repeated = np.where(group >= 0, sizes[np.maximum(group, 0)] >= 2, False)
     judged_groups: dict[int, int] = {}  # kernel group -> the id shown (in order of judging)
     found_statuses: set[str] = set()
-    for code in metrics:
-        selected = np.flatnonzero((rows.metric_code == code) & repeated[rows.launch_id])
-        if not selected.size:
+    for members in _series(rows, group, repeated, metrics):
+        code = int(rows.metric_code[members[0]])
+        base_all, cur_all = rows.baseline[members], rows.current[members]
+        base_ok = np.isfinite(base_all) & (base_all > 0)
+        cur_ok = np.isfinite(cur_all) & (cur_all > 0)
+        base, cur = base_all[base_ok], cur_all[cur_ok]
+        sign = float(worse_sign[code])
+        floor = float(np.median(floors[members]))
+        group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
+        judged = _judge(base, cur, sign, group_relative, floor, confidence)
+        if judged is None:
             continue
-        row_group = group[rows.launch_id[selected]]
-        order = np.argsort(row_group, kind="stable")  # within a group, in occurrence order
-        selected, row_group = selected[order], row_group[order]
-        starts = np.flatnonzero(np.r_[True, row_group[1:] != row_group[:-1]])
-        for members in np.split(selected, starts[1:]):
-            base_all, cur_all = rows.baseline[members], rows.current[members]
-            base_ok = np.isfinite(base_all) & (base_all > 0)
-            cur_ok = np.isfinite(cur_all) & (cur_all > 0)
-            base, cur = base_all[base_ok], cur_all[cur_ok]
-            sign = float(worse_sign[code])
-            floor = float(np.median(floors[members]))
-            group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
-            judged = _judge(base, cur, sign, group_relative, floor, confidence)
-            if judged is None:
-                continue
-            shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
-            verdicts.group[members] = shown
-            verdicts.n_baseline[members] = base.size
-            verdicts.n_current[members] = cur.size
-            verdicts.median_baseline[members] = median(base)
-            verdicts.median_current[members] = median(cur)
-            verdicts.estimate[members] = judged.estimate
-            verdicts.low[members] = judged.low
-            verdicts.high[members] = judged.high
-            verdicts.status[members] = judged.status
-            verdicts.excused[members] = judged.excused
-            found_statuses.add(judged.status)
-            paired = base_ok & cur_ok
-            if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
-                verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
-                                                              group_relative, past_limit[members[paired]])
+        shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
+        _record(verdicts, members, shown, judged, base, cur)
+        found_statuses.add(judged.status)
+        paired = base_ok & cur_ok
+        if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
+            verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
+                                                          group_relative, past_limit[members[paired]])
     for kernel_group, shown in judged_groups.items():
         verdicts.launch_group[group == kernel_group] = shown
     return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)

@@ -1,5 +1,5 @@
 """``perfgate compare`` of a small ``.ncu-rep`` (a few launches) against the ``ncu_report`` floor: loading
-both reports with ncu_report and reading every metric of every launch (issue 10: at most 2x).
+both reports with ncu_report and reading every metric of every launch (issue 25: at most 3x).
 
 The precise goal runs with ``--benchmark-enable``; ``import numpy`` alone, the one heavy import left on this
 path, is measured beside it and lands in ``extra_info``. In the normal suite, the checks that keep the goal
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from conftest import corpus_file  # noqa: E402
 
-GOAL = 2.0
+GOAL = 3.0  # issue 25 (issue 10 asked 2x)
 REPORTS = ["esmm-a10g/5c6231e.ncu-rep", "mlp-t4/report_v3_loop_unroll.ncu-rep", "kernelAC-2080ti/profile.ncu-rep"]
 OUR_REPORT = HERE.parent / "data" / "h100" / "default-metrics" / "vector_add.ncu-rep"  # in every checkout
 # What a text compare of a small report does without: pandas (its import costs more than the whole floor), the

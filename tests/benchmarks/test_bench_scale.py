@@ -8,9 +8,11 @@ Two kinds of test:
   rounds, HTML on the details page, JSON and HTML on the raw page (the costliest formats). It asserts peak
   memory only, with room for a loaded machine (CPU time on a shared 2-core machine moves too much to be a
   test; it is printed), and the JSON report's size.
-* ``test_bench_csv_compare`` holds the goal (1.5x the floor's CPU and peak memory, any format, 1k to 50k
-  launches, both pages; 500k is measured with ``scale.py``) and runs only with ``--benchmark-enable``;
-  pytest-benchmark times perfgate's run and records both ratios in ``extra_info``.
+* ``test_bench_csv_compare`` holds the goal (issue 25: 1.5x the floor's CPU and peak memory, any format, 1k to
+  50k launches, both pages) and runs only with ``--benchmark-enable``; pytest-benchmark times perfgate's run
+  and records both ratios in ``extra_info``. ``test_bench_csv_compare_500k`` holds it on the raw page at 500k
+  launches (229 MB a file; text and JSON), where it is not met yet (docs/performance.md): an expected failure
+  that says by how much.
 """
 
 from __future__ import annotations
@@ -58,4 +60,20 @@ def test_bench_csv_compare(benchmark, launches: int, page: str, fmt: str,  # typ
                                 peak_mib=round(pair.median("ours", "peak")))
     if fmt == "json":
         benchmark.extra_info["json_bytes"] = (tmp_path / "report.json").stat().st_size
+    assert pair.cpu_ratio <= GOAL and pair.peak_ratio <= GOAL, benchmark.extra_info
+
+
+@pytest.mark.xfail(reason="not met yet: 1.9-2.1x the floor at 500k launches (docs/performance.md)", strict=False)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_bench_csv_compare_500k(benchmark, fmt: str, scale_data: Path,  # type: ignore[no-untyped-def]
+                                tmp_path: Path) -> None:
+    if benchmark.disabled:
+        pytest.skip("a precise goal on large inputs: run with --benchmark-enable")
+    base, cur = csv_pair(scale_data, "raw", 500_000, changed=True)
+    floor, ours = csv_commands(base, cur, fmt, tmp_path / f"report.{fmt}")
+    pair = interleaved(floor, ours, repeat=3)
+    benchmark.pedantic(measure, args=(ours,), rounds=1, iterations=1)
+    benchmark.extra_info.update(cpu_ratio=round(pair.cpu_ratio, 3), peak_ratio=round(pair.peak_ratio, 3),
+                                floor_cpu=round(pair.median("floor", "cpu"), 3),
+                                cpu=round(pair.median("ours", "cpu"), 3))
     assert pair.cpu_ratio <= GOAL and pair.peak_ratio <= GOAL, benchmark.extra_info

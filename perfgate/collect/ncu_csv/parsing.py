@@ -1,12 +1,13 @@
 """The CSV table itself: its columns, its header, and the parse of both pages by pandas' C parser.
 
-pandas is imported here and only here, when a table is parsed. Every column is parsed (with ``usecols``
+pandas is imported in this package only, when a table is parsed. Every column is parsed (with ``usecols``
 pandas silently accepts rows with too many cells, and a cell inserted mid-row would shift the others
 unnoticed): on the details page the columns whose text matters exactly as strings, the rest as categories
-(cheap, and codes to group by); on the raw page every cell as its text, which ``values`` turns into numbers
-the one way both pages share. A parse that fails raises :class:`Unparsed`, and the reader falls back to
-filtering lines in Python. The pyarrow engine was measured and not taken: it refuses the ``==PROF==`` lines
-ncu writes between and after the rows, which every stdout export has (see docs/performance.md).
+(cheap, and codes to group by); on the raw page the metric columns as numbers where every launch's cell is a
+plain number, else every cell as its text, which ``values`` turns into numbers the one way both pages share.
+A parse that fails raises :class:`Unparsed`, and the reader falls back to filtering lines in Python. The
+pyarrow engine was measured and not taken: it refuses the ``==PROF==`` lines ncu writes between and after the
+rows, which every stdout export has (see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Collection, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from perfgate.collect.ncu_csv.framing import FIX_CSV, FIX_REEXPORT
 from perfgate.errors import InputError
@@ -76,22 +78,56 @@ def read_details_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
     return _read_csv(handle, header, dtype=dtype, na_values=[""])
 
 
-def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] = ()) -> pd.DataFrame:
+def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] = (),
+                 numeric: Collection[str] = ()) -> pd.DataFrame:
     """Parse the raw page's rows from ``handle``'s position (after its units row): every cell as its text, "" where
     empty. Blank lines are skipped; ncu's own lines between rows become rows whose "ID" is no number.
 
     ``unread``: metric columns whose cells nobody reads. They are still parsed (a row's width is checked against
-    the header's), as numbers where every cell is one, which makes no string per cell; a page where one is not
-    is parsed again, all as text."""
-    if unread:
-        start = handle.tell()
-        numbers = {name: np.float64 for name in unread}
+    the header's), as numbers where every cell is one, which makes no string per cell. ``numeric``: metric columns
+    that are read, parsed as numbers (``float``'s, correctly rounded) where every cell of them is a plain number:
+    no cell empty, ``n/a`` or ``-0`` (those the text path reads, ``values.column_numbers``). Where a cell is not,
+    the page is parsed again with those columns as text, then all as text."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+
+    start = handle.tell()
+    attempts = [(unread, numeric), (unread, ())] if numeric else [(unread, ())]
+    for parsed_unread, parsed_read in attempts:
+        if not parsed_unread and not parsed_read:
+            break
         try:
-            return _read_csv(handle, header, dtype={name: numbers.get(name, object) for name in header}, names=header,
-                             na_values={name: ["", "n/a", "N/A"] for name in unread}, thousands=",")
+            frame = _read_csv(handle, header, dtype=_number_types(header, [*parsed_unread, *parsed_read]),
+                              names=header, na_values={name: ["", "n/a", "N/A"] for name in parsed_unread}
+                              | {name: [""] for name in parsed_read}, thousands=",", **_correctly_rounded(pd))
+            ids = frame["ID"].to_numpy(dtype=object) if "ID" in frame.columns else None
+            if all(_plain_numbers(frame[name].to_numpy(), ids) for name in parsed_read):
+                return frame
         except Unparsed:
-            handle.seek(start)
+            pass
+        handle.seek(start)
     return _read_csv(handle, header, dtype=object, names=header, na_filter=False)
+
+
+def _correctly_rounded(pd: Any) -> dict[str, str]:
+    """The option that has pandas read a number as Python's ``float`` does (correctly rounded): its one converter
+    from pandas 3.1 (fast_float), ``round_trip`` before (Python's own)."""
+    major, minor = (int(part) for part in pd.__version__.split(".")[:2])
+    return {} if (major, minor) >= (3, 1) else {"float_precision": "round_trip"}
+
+
+def _number_types(header: Sequence[str], numbers: Collection[str]) -> dict[str, Any]:
+    chosen = set(numbers)
+    return {name: np.float64 if name in chosen else object for name in header}
+
+
+def _plain_numbers(values: npt.NDArray[np.float64], ids: npt.NDArray[np.object_] | None) -> bool:
+    """A column parsed as numbers that the text path reads the same in every launch's row (an "ID" that is a
+    number, of ``ids``; ncu's lines between rows have none, and no value): no empty or NaN cell (which the text
+    path tells apart), no ``-0`` (which it reads as 0 in a column of integers)."""
+    unread = np.flatnonzero(np.isnan(values))
+    if unread.size and (ids is None or any(str(cell).isdecimal() for cell in ids[unread].tolist())):
+        return False
+    return not np.signbit(values[values == 0]).any()
 
 
 def _read_csv(handle: IO[bytes], columns: list[str], **options: Any) -> pd.DataFrame:

@@ -4,9 +4,9 @@ The same leading columns as the details page (``"Kernel Time"`` and no dimension
 layout, as in the NVIDIA forum answer quoted by public parsers), then one column per metric, then
 ONE row of units (empty under the leading columns), then one row per launch, as the fixtures of
 several public parsers show it. Metric columns are told apart by name (a ``__`` and no space), never
-by position. pandas parses the page (``parsing.read_raw_csv``); a metric's cells become numbers here, column
-by column, from the text of its distinct cells; the leading columns and the identity metrics are read as
-their distinct cells and a code per launch.
+by position. pandas parses the page (``parsing.read_raw_csv``): a metric column of plain numbers as numbers;
+the cells of any other become numbers here, column by column, from the text of its distinct cells; the leading
+columns and the identity metrics are read as their distinct cells and a code per launch.
 """
 
 from __future__ import annotations
@@ -64,6 +64,13 @@ def unread_columns(header: Sequence[str], units: Sequence[str], wanted: frozense
             if unit and is_metric_column(name) and name not in wanted and name not in IDENTITY_METRICS]
 
 
+def number_columns(header: Sequence[str], units: Sequence[str], wanted: frozenset[str] | None) -> list[str]:
+    """The metric columns ``read_raw`` reads as numbers alone: those with a unit (a number's), but the identity
+    metrics (read as text: launch facts)."""
+    return [name for name, unit in zip(header, units, strict=False)
+            if unit and is_metric_column(name) and (wanted is None or name in wanted) and name not in IDENTITY_METRICS]
+
+
 def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the raw page's rows (``frame``: every cell as text, from ``parsing.read_raw_csv``);
@@ -86,11 +93,14 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
     numeric_names: list[str] = []
     numeric_units: list[str] = []
     for name in metric_columns:
-        cells = frame[name].to_numpy(dtype=object)
-        column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
-        if name in IDENTITY_METRICS:
-            extra[name] = attribute_cells(name, column)
-        values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
+        if frame[name].dtype == np.float64:  # parsed as numbers (``parsing.read_raw_csv``): every cell a plain one
+            values, keep, reasons = frame[name].to_numpy(), np.ones(count, dtype=bool), None
+        else:
+            cells = frame[name].to_numpy(dtype=object)
+            column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
+            if name in IDENTITY_METRICS:
+                extra[name] = attribute_cells(name, column)
+            values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
         if not keep.any():
             continue  # a string-valued (or entirely empty) metric
         base, factor = to_base(unit_of.get(name, ""))
@@ -161,7 +171,8 @@ def _launch_major(value_blocks: list[FloatArray], keep_blocks: list[BoolArray],
         return empty, empty, np.zeros(0), None
     # (launches x metrics) flattened row by row.
     matrix = np.column_stack(value_blocks)
-    present = np.column_stack(keep_blocks).reshape(-1)
+    kept = np.column_stack(keep_blocks).reshape(-1)
+    present = slice(None) if kept.all() else kept  # every cell kept: no copy through the mask
     m = len(value_blocks)
     launch = np.repeat(np.arange(count), m)[present]
     metric_codes = np.tile(np.arange(m), count)[present]
