@@ -23,6 +23,7 @@ from perfgate.limits import (
     size_text,
 )
 from perfgate.collect.json_input import load_json
+from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
 from perfgate.errors import InputError
 from perfgate.table import Measurement, restrict_metrics
 
@@ -223,7 +224,7 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
 
 def _supported_head(head: bytes) -> bool:
     """Whether a stream's first bytes can start an input perfgate reads (decided before reading the rest)."""
-    if head.startswith((b"NVR\x00", XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
+    if head.startswith((NCU_REP_MAGIC, XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
         return True
     from perfgate.collect.ncu_csv import looks_like_ncu_csv
 
@@ -239,7 +240,7 @@ def _unrecognized(path: Path) -> InputError:
 
 def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> Measurement:
     """Hand an uncompressed file to its reader, sniffed from its first bytes ``head``."""
-    if head.startswith(b"NVR\x00") or file_path.suffix == ".ncu-rep":
+    if head.startswith(NCU_REP_MAGIC) or file_path.suffix == ".ncu-rep":
         from perfgate.collect.ncu_rep import read_ncu_rep
 
         return read_ncu_rep(file_path, metrics)

@@ -10,7 +10,6 @@ for every failure, and for every test with ``keep_artifacts``.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import re
@@ -18,12 +17,13 @@ import shlex
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from perfgate.collect.ncu_csv import read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
+from perfgate.collect.ncu_rep_framing import MAGIC
 from perfgate.collect.ncu_run import (
     NcuDiagnosis,
     NcuRun,
@@ -33,13 +33,13 @@ from perfgate.collect.ncu_run import (
     run_ncu,
 )
 from perfgate.errors import PerfgateError
+from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_GROUP, ENV_CHILD_RESULT
 from perfgate.plugin.marker import PerfMarker
 from perfgate.regions import add_region_totals, drop_unscoped_launches
-from perfgate.table import Measurement
+from perfgate.table import Measurement, restrict_metrics
 from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
 
-LOCK_WAIT = 600.0  # seconds a perf test waits at least for its GPU's lock
 ARTIFACTS = "perfgate-artifacts"  # beside the session report: what ncu left for a perf test
 
 
@@ -53,41 +53,6 @@ class ProfileSkipped(Exception):
     def __init__(self, reason: str, *, unavailable: bool) -> None:
         super().__init__(reason)
         self.unavailable = unavailable
-
-
-class GpuBusy(PerfgateError):
-    pass
-
-
-@contextlib.contextmanager
-def gpu_locks(gpu_ids: Sequence[str], timeout: float, folder: Path | None = None) -> Iterator[None]:
-    """Hold an exclusive lock per GPU while profiling: one profiled test per GPU at a time, across
-    xdist workers and concurrent sessions. Locks are taken in sorted order (no deadlock)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - ncu profiling is Linux-only here
-        yield
-        return
-    folder = folder or Path(tempfile.gettempdir())
-    deadline = time.monotonic() + timeout
-    handles = []
-    try:
-        for gpu in sorted(set(gpu_ids)):
-            handle = open(folder / f"perfgate-gpu-{''.join(c if c.isalnum() else '_' for c in gpu)}.lock", "a+")
-            handles.append(handle)
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise GpuBusy(f"GPU {gpu} stayed busy for {timeout:g} s (another perfgate run holds "
-                                      f"{handle.name})") from None
-                    time.sleep(0.05)
-        yield
-    finally:
-        for handle in handles:
-            handle.close()  # closing releases the flock
 
 
 @dataclass(frozen=True)
@@ -173,13 +138,10 @@ class Profiled:
 
 def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -> Measurement:
     with export.open("rb") as fh:
-        is_ncu_rep = fh.read(4) == b"NVR\x00"
+        is_ncu_rep = fh.read(len(MAGIC)) == MAGIC
     if is_ncu_rep:
         return read_ncu_rep(export, metrics, region_names=regions)
     # ncu's CSV in the export's place: what the stand-in ncu of perfgate's own tests writes.
-    from perfgate.collect.ncu_csv import read_ncu_csv
-    from perfgate.table import restrict_metrics
-
     return restrict_metrics(read_ncu_csv(export, metrics), metrics)
 
 

@@ -17,10 +17,9 @@ from typing import Any, Mapping
 from perfgate.collect.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
+from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.runner import (
-    LOCK_WAIT,
     ChildSpec,
-    GpuBusy,
     ProfileFailed,
     ProfileSkipped,
     Profiled,
@@ -28,7 +27,6 @@ from perfgate.plugin.runner import (
     _child_result,
     _keep,
     child_outcome,
-    gpu_locks,
 )
 from perfgate.plugin.tracer import ENV_TIMELINE
 from perfgate.regions import drop_unscoped_launches
