@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from perfgate.collect import read_table
 from perfgate.collect.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
@@ -75,8 +76,6 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
         raise fail(str(outcome))
     if not target.is_file():
         raise fail(f"the traced child wrote no trace (exit status {run.returncode}):\n{run.output}")
-    from perfgate.collect import read_table
-
     try:
         measurement = drop_unscoped_launches(read_table(target))
     except PerfgateError as exc:
