@@ -1,28 +1,23 @@
 """The session's one report: built from the payloads every perf test or benchmark left on its TestReport,
 written (JSON, Markdown, HTML, the GitHub step summary) and summarized in the terminal.
 
-Stdlib and perfgate's pandas-free report, renderers and history store only: ``--perfgate`` registers it before
-any perf test runs.
+Stdlib and perfgate's pandas-free report, renderers and history store only, and those imported by the functions
+that build and write the report at the session's end: ``--perfgate`` registers this module before any perf test
+runs, and ``--perfgate --collect-only``, which writes no report, costs at most 1.10x the plugin-free collection
+(tests/benchmarks/test_bench_plugin_startup.py).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from perfgate.errors import ConfigError, PerfgateError
-from perfgate.files import write_atomically
-from perfgate.history.db import open_history, shown_url
-from perfgate.history.record import provenance, record_report, report_points
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.publish.context import commits_from_environment
-from perfgate.publish.summary import append_step_summary
-from perfgate.render import render_markdown, render_parts
-from perfgate.render.common import VERDICT_WORD, headline, plural
-from perfgate.report import Report, empty_report, iter_launches, launch_row, listed_summary, merge_reports, verdict_of
-from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Verdict, worst_verdict
+
+if TYPE_CHECKING:
+    from perfgate.report import Report
 
 SUMMARY_REGRESSIONS = 50  # lines of regressions in the terminal summary; the report has them all
 TIMELINE_PREFIX = "timeline."  # the timeline source's metrics (perfgate.metrics.TIMELINE_METRICS)
@@ -57,6 +52,7 @@ def regression_lines(report: Report, regressed: list[int]) -> list[str]:
     """One line per (test, source) that regressed, naming its regressed kernels and regions once each: a test
     gated by both sources, or with a kernel and its region total, is not listed once per launch. The source
     is said where a test was measured by more than one."""
+    from perfgate.report import launch_row
 
     sources = _launch_sources(report, set(regressed))
     measured: dict[str, int] = {}
@@ -93,6 +89,8 @@ class SessionReport:
 
     def build(self) -> Report:
         """The merged report; a perf test that failed to be measured fails it, one not measured is listed."""
+        from perfgate.report import empty_report, merge_reports, verdict_of
+        from perfgate.report.contract import compared_launches
 
         reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
         merged = merge_reports(reports) if reports else empty_report()
@@ -126,6 +124,11 @@ class SessionReport:
     def write(self) -> None:
         """Write the JSON, .md and .html reports (each atomically: no partial file, no temp file left);
         a file that cannot be written becomes one line in the terminal summary, not a traceback."""
+        from perfgate.files import write_atomically
+        from perfgate.publish.context import commits_from_environment
+        from perfgate.errors import ConfigError
+        from perfgate.publish.summary import append_step_summary
+        from perfgate.render import render_markdown, render_parts
 
         report = self.build()
         self._report = report
@@ -171,6 +174,8 @@ class SessionReport:
 
     def summary_lines(self) -> list[str]:
         """The terminal summary: the verdict, the regressed launches, what was not measured, the files written."""
+        from perfgate.render.common import VERDICT_WORD, headline, plural
+        from perfgate.report import iter_launches, listed_summary
 
         report = self._report or self.build()
         counts = listed_summary(report)
@@ -220,6 +225,9 @@ class SessionReport:
 
 def record_session(url: str, report: Report, source: str) -> str:
     """Record the session's report in the history; the terminal line that says so, or why it could not."""
+    from perfgate.errors import PerfgateError
+    from perfgate.history.db import open_history, shown_url
+    from perfgate.history.record import provenance, record_report, report_points
 
     if not report_points(report):
         return f"perfgate: history: nothing measured, nothing recorded in {shown_url(url)}"
