@@ -15,18 +15,16 @@ from typing import Mapping, Sequence, Union
 from perfgate.columns import factorize, objects
 from perfgate.plugin.fixture import group_tags
 from perfgate.plugin.marker import PerfMarker
+from perfgate.plugin.run_folders import Profiled, SharedRun, keep_artifacts
 from perfgate.plugin.runner import (
     ChildSpec,
     NcuSpec,
-    Profiled,
     ProfileFailed,
     ProfileSkipped,
     Progress,
-    _keep,
     _launch,
     _Launched,
     _read_report,
-    _SharedRun,
     _test_outcome,
     _unplaced_note,
     no_kernels_message,
@@ -81,7 +79,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
         for nodeid in nodeids:
             outcomes[nodeid] = ProfileFailed(f"{nodeid} was not profiled: ncu timed out with no test running "
                                              f"({len(nodeids)} perf tests profiled together):\n{diagnosis.message}"
-                                             + _keep(run_dir, artifacts[nodeid], copy=True))
+                                             + keep_artifacts(run_dir, artifacts[nodeid], copy=True))
         shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes
     if whole_run_failed:
@@ -91,7 +89,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
             verb = "timed out" if diagnosis.outcome == NcuOutcome.TIMEOUT else "was running when the profiled child failed"
             outcomes[running] = ProfileFailed(f"{running} {verb} under ncu ({len(nodeids)} perf tests profiled "
                                               f"together; the others are profiled again one by one):\n{what}"
-                                              + _keep(run_dir, artifacts[running]))
+                                              + keep_artifacts(run_dir, artifacts[running]))
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes
@@ -105,7 +103,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     if not any(len(part.table) for part in parts.values()):  # no launch carries a test's tag: do not guess
         shutil.rmtree(run_dir, ignore_errors=True)
         return {n: None for n in nodeids}
-    shared = _SharedRun(run_dir, len(nodeids))
+    shared = SharedRun(run_dir, len(nodeids))
     outcomes = {}
     for nodeid in nodeids:
         outcomes[nodeid] = _group_member(launched, nodeid, parts[nodeid], marker, artifacts[nodeid], shared)
@@ -113,7 +111,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
 
 
 def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: PerfMarker, artifacts: Path,
-                  shared: _SharedRun) -> GroupOutcome:
+                  shared: SharedRun) -> GroupOutcome:
     outcome = _test_outcome(launched, nodeid, marker)
     if outcome is None:
         kept = drop_unscoped_launches(part)
@@ -123,7 +121,7 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     if isinstance(outcome, ProfileFailed):
-        said = _keep(launched.run_dir, artifacts, copy=True)
+        said = keep_artifacts(launched.run_dir, artifacts, copy=True)
         shared.release()
         return ProfileFailed(str(outcome) + said)
     shared.release()

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
@@ -37,6 +36,7 @@ from perfgate.plugin.options import (
     resolve_options,
 )
 from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
+from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
 from perfgate.plugin import sources
 from perfgate.text import inert
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     # first needs it, not when --perfgate registers this session: collecting stays as cheap as without.
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome
-    from perfgate.plugin.runner import ChildSpec, NcuSpec, Profiled
+    from perfgate.plugin.runner import ChildSpec, NcuSpec
     from perfgate.report import Report
     from perfgate.table import Measurement
 
@@ -166,11 +166,7 @@ class PerfgateSession:
             self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        # An interrupted or -x session leaves run folders no gate kept or discarded; only a session that
-        # profiled has any (and the runner's imports are heavy: a collect-only session must not pay for them).
-        runner = sys.modules.get("perfgate.plugin.runner")
-        if runner is not None:
-            runner.remove_live_runs()
+        remove_live_runs()  # an interrupted or -x session leaves run folders no gate kept or discarded
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
         self.results.write()
@@ -224,7 +220,6 @@ class PerfgateSession:
 
     def _artifacts(self, nodeid: str) -> Path:
         from perfgate.gate import baseline_name
-        from perfgate.plugin.runner import ARTIFACTS
 
         return self.options.report.parent / ARTIFACTS / baseline_name(nodeid)
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
     from perfgate.gate import Reference
     from perfgate.history.reference import Reference as HistoryReference
-    from perfgate.plugin.runner import ChildSpec, Profiled
+    from perfgate.plugin.run_folders import Profiled
+    from perfgate.plugin.runner import ChildSpec
     from perfgate.report import Report
     from perfgate.table import Measurement
 
