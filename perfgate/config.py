@@ -16,10 +16,15 @@ from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, parse_threshold
 from perfgate.vocabulary import NO_ENTRIES
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.10 only
 
 
 class Settings(NamedTuple):
-    """Everything configurable, with its default. One source of truth for CLI and plugin help."""
+    """Every ``[tool.perfgate]`` key with its type and default; ``perfgate.option_table`` says which options set
+    each one."""
 
     baselines: str = "baselines"  # directory of baseline files, one subfolder per GPU
     metrics: tuple[str, ...] | None = None  # compared metrics; None = the curated defaults
@@ -65,13 +70,6 @@ def find_pyproject(start: Path | None = None) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-def configured_path(pyproject: Path | None, value: str) -> Path:
-    """A path from [tool.perfgate] is relative to the folder of the pyproject.toml it came from (``pyproject``,
-    else the nearest one above the current directory), as in the plugin."""
-    found = pyproject if pyproject is not None else find_pyproject()
-    return Path(value) if found is None else found.resolve().parent / value
 
 
 CLOCK_CONTROLS = ("base", "none")  # ncu --clock-control's values that profile ("reset" only resets the clocks)
@@ -184,25 +182,11 @@ def _check_values(values: Mapping[str, Any], source: str) -> None:
                               f"{getattr(Settings(), key)!r})")
 
 
-def templates_folder(pyproject: Path | None = None) -> Path | None:
-    """The folder of ``[tool.perfgate] templates`` (relative to that pyproject.toml), or None for perfgate's own."""
-    path = pyproject if pyproject is not None else find_pyproject()
-    folder = load_settings(path).templates if path is not None else ""
-    if not folder or path is None:
-        return None
-    return path.resolve().parent / Path(folder).expanduser()
-
-
 def load_settings(pyproject: Path | None = None) -> Settings:
     """Settings from the nearest pyproject.toml (or defaults when there is none)."""
     path = pyproject if pyproject is not None else find_pyproject()
     if path is None:
         return Settings()
-    # Imported here: a run outside any project (no pyproject.toml) never pays for it.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.10 only
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

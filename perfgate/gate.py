@@ -9,6 +9,8 @@ is not hidden by a missing baseline on another).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +46,6 @@ def baseline_name(test_id: str) -> str:
     stem = path.removesuffix(".py")
     raw = stem.replace("/", ".") + "__" + rest.replace("::", ".")
     name = _UNSAFE.sub("_", raw).strip("._") or "baseline"
-    import hashlib  # here: ~4 ms of start-up that a compare of two files never needs
-
     digest = hashlib.sha1(test_id.encode()).hexdigest()
     if _UNSAFE.search(raw.replace("[", "").replace("]", "")):
         name += "-" + digest[:8]  # parameter ids like [α] and [β] would otherwise share one file
@@ -64,16 +64,12 @@ def own_name(directory: Path, name: str, test: str | None) -> str:
     then ``name`` and a hash of the test id. The first test to write a name keeps it; each other gets its own."""
     if not test:
         return name
-    import json
-
     for file in directory.glob(f"*/{file_stem(name)}.json"):
         try:
             source = json.loads(file.read_bytes()).get("source")
         except (OSError, ValueError, AttributeError):
             continue  # unreadable: read_baseline says why, once it is this test's
         if isinstance(source, str) and "::" in source and source != test:
-            import hashlib
-
             return f"{name}-{hashlib.sha1(test.encode()).hexdigest()[:12]}"
     return name
 
@@ -103,9 +99,9 @@ class GateResult:
         return bool(self.regressions or self.problems)
 
 
-def _settings_note(who: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
-    changed = [f"{k} {before[k]!r} → {now[k]!r}" for k in ("clock_control", "cache_control")
-               if k in before and k in now and before[k] != now[k]]
+def _settings_note(who: str, before: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    changed = [f"{k} {before[k]!r} → {current[k]!r}" for k in ("clock_control", "cache_control")
+               if k in before and k in current and before[k] != current[k]]
     if not changed:
         return None
     return f"{who}: measured with different ncu settings than the baseline ({'; '.join(changed)}): numbers may " \
@@ -124,71 +120,116 @@ def gate(current: Measurement, *, baselines: Path, where: Where, options: Compar
 
     Raises PerfgateError for an unreadable baseline or a comparison that cannot be made.
     """
-    who = where.test or where.name
-    name = own_name(baselines, where.name, where.test)
-    reports: list[Report] = []
-    regressions: list[str] = []
-    problems: list[str] = []
-    written: list[Path] = []
-    statuses: list[str] = []
-    missing: list[Path] = []
+    run = _Run(baselines=baselines, where=where, name=own_name(baselines, where.name, where.test), options=options,
+               settings=settings, update=update, strict=strict, notes=notes, shown=shown, update_hint=update_hint,
+               strict_flag=strict_flag, reference=reference, acceptances=acceptances)
+    found = _Found()
     table = current.table
     for device, cc in devices(table):
-        sub = current.with_table(table[(table["device"] == device) & (table["cc"] == cc)])
-        file = baseline_path(baselines, device, cc, name)
-        device_notes = list(notes)
-        status = (GateStatus.UPDATED if update else GateStatus.COMPARED).value
-        unreadable = None
-        if file.is_file():
-            try:
-                baseline = read_baseline(file)._replace(source=shown(file))
-            except PerfgateError as exc:
-                if not update:
-                    raise
-                unreadable = exc  # an update replaces a corrupt baseline: it is what the update is for
-        if file.is_file() and unreadable is None:
-            note = _settings_note(who, baseline.settings, settings)
-            if note:
-                device_notes.append(note)
-        elif unreadable is not None:
-            baseline = Measurement(empty_table(), source=shown(file))
-            device_notes.append(f"{who}: the baseline at {shown(file)} could not be read ({unreadable}): replaced")
-        else:
-            baseline = Measurement(empty_table(), source=shown(file))
-        if reference is not None and not update:
-            baseline, referred = reference(baseline, sub)
-            device_notes.extend(referred)
-        if not file.is_file() and (update or baseline.table.empty):
-            missing.append(file)
-            if not update:
-                status = GateStatus.NEW.value
-                device_notes.append(f"{who}: no baseline for {device_label(device, cc)} at {shown(file)}: reported "
-                                    f"as new (create it with {update_hint})")
-                if strict:
-                    problems.append(f"no baseline for {device_label(device, cc)} at {shown(file)} ({strict_flag}); "
-                                    f"create it with {update_hint}")
-        comparison = _compared(baseline, sub, options, update, who, device_notes)
-        if update:
-            # The compared metrics and launch facts, not the identity attributes ncu was asked for.
-            documents = baseline_documents(sub, options.wanted_metrics(), settings=dict(settings), source=who)
-            carried = carried_regressions(comparison)
-            if carried and acceptances is not None:
-                carried = acceptances(carried, device)
-            documents = {key: with_carried(document, carried) for key, document in documents.items()}
-            device_notes.extend(carried_lines(carried, who, acceptances is not None))
-            paths = save_baselines(documents, baselines, name)
-            written.extend(paths)
-            device_notes.append(f"{who}: baseline written to {', '.join(shown(p) for p in paths)}")
-        elif strict and comparison.unmeasured:
-            problems.append(_unmeasured_problem(comparison.unmeasured, strict_flag))
-        report = build_report(comparison, test=where.test, path=where.path, line=where.line, notes=device_notes)
-        status = _judge(report, comparison.regressed, status, update, bool(problems), regressions)
-        statuses.append(status)
-        reports.append(report)
-    merged = merge_reports(reports) if len(reports) != 1 else reports[0]
-    worst = worst_gate_status(statuses)
-    return GateResult(report=merged, status=worst, regressions=regressions, problems=problems, written=written,
-                      missing=missing, found=len(statuses) - len(missing))
+        _gate_device(run, current.with_table(table[(table["device"] == device) & (table["cc"] == cc)]), device, cc,
+                     found)
+    merged = merge_reports(found.reports) if len(found.reports) != 1 else found.reports[0]
+    return GateResult(report=merged, status=worst_gate_status(found.statuses), regressions=found.regressions,
+                      problems=found.problems, written=found.written, missing=found.missing,
+                      found=len(found.statuses) - len(found.missing))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one ``gate`` call asked for (its arguments), the same for each device."""
+
+    baselines: Path
+    where: Where
+    name: str  # the baseline file name: own_name's
+    options: CompareOptions
+    settings: Mapping[str, Any]
+    update: bool
+    strict: bool
+    notes: Sequence[str]
+    shown: Callable[[Path], str]
+    update_hint: str
+    strict_flag: str
+    reference: Reference | None
+    acceptances: AcceptanceCheck | None
+
+    @property
+    def who(self) -> str:
+        return self.where.test or self.where.name
+
+
+@dataclass
+class _Found:
+    """What the devices gated so far came to: their reports and gate statuses, and what ``GateResult`` lists."""
+
+    reports: list[Report] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    regressions: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    missing: list[Path] = field(default_factory=list)
+
+
+def _gate_device(run: _Run, current: Measurement, device: str, cc: str, found: _Found) -> None:
+    """Gate the launches of one device against its baseline file; the outcome goes to ``found``."""
+    file = baseline_path(run.baselines, device, cc, run.name)
+    notes = list(run.notes)
+    baseline = _stored_baseline(run, file, notes)
+    if run.reference is not None and not run.update:
+        baseline, referred = run.reference(baseline, current)
+        notes.extend(referred)
+    status = (GateStatus.UPDATED if run.update else GateStatus.COMPARED).value
+    if not file.is_file() and (run.update or baseline.table.empty):
+        found.missing.append(file)
+        if not run.update:
+            status = GateStatus.NEW.value
+            where = f"{device_label(device, cc)} at {run.shown(file)}"
+            notes.append(f"{run.who}: no baseline for {where}: reported as new (create it with {run.update_hint})")
+            if run.strict:
+                found.problems.append(f"no baseline for {where} ({run.strict_flag}); create it with {run.update_hint}")
+    comparison = _compared(baseline, current, run.options, run.update, run.who, notes)
+    if run.update:
+        found.written.extend(_write_baseline(run, current, comparison, device, notes))
+    elif run.strict and comparison.unmeasured:
+        found.problems.append(_unmeasured_problem(comparison.unmeasured, run.strict_flag))
+    report = build_report(comparison, test=run.where.test, path=run.where.path, line=run.where.line, notes=notes)
+    found.statuses.append(_judge(report, comparison.regressed, status, run.update, bool(found.problems),
+                                 found.regressions))
+    found.reports.append(report)
+
+
+def _stored_baseline(run: _Run, file: Path, notes: list[str]) -> Measurement:
+    """The baseline stored in ``file`` (an empty one where there is none); an update replaces an unreadable one
+    (it is what the update is for), and ``notes`` says so, or that it was measured with other ncu settings."""
+    empty = Measurement(empty_table(), source=run.shown(file))
+    if not file.is_file():
+        return empty
+    try:
+        baseline = read_baseline(file)._replace(source=run.shown(file))
+    except PerfgateError as exc:
+        if not run.update:
+            raise
+        notes.append(f"{run.who}: the baseline at {run.shown(file)} could not be read ({exc}): replaced")
+        return empty
+    note = _settings_note(run.who, baseline.settings, run.settings)
+    if note:
+        notes.append(note)
+    return baseline
+
+
+def _write_baseline(run: _Run, current: Measurement, comparison: Comparison, device: str,
+                    notes: list[str]) -> list[Path]:
+    """Store ``current`` as the device's baseline, with the regressions it carries (and who accepted them)."""
+    # The compared metrics and launch facts, not the identity attributes ncu was asked for.
+    documents = baseline_documents(current, run.options.wanted_metrics(), settings=dict(run.settings),
+                                   source=run.who)
+    carried = carried_regressions(comparison)
+    if carried and run.acceptances is not None:
+        carried = run.acceptances(carried, device)
+    documents = {key: with_carried(document, carried) for key, document in documents.items()}
+    notes.extend(carried_lines(carried, run.who, run.acceptances is not None))
+    paths = save_baselines(documents, run.baselines, run.name)
+    notes.append(f"{run.who}: baseline written to {', '.join(run.shown(p) for p in paths)}")
+    return paths
 
 
 def _compared(baseline: Measurement, current: Measurement, options: CompareOptions, update: bool, who: str,

@@ -2,8 +2,8 @@
 
 ``perfgate compare`` and ``pytest --perfgate`` take the same kinds of values (metric lists,
 ``METRIC=SPEC`` thresholds, seconds) and choose what to compare the same way, so both parse and
-select here, as pytest-benchmark shares its option helpers between its plugin and its CLI.
-Import-light (stdlib and perfgate.metrics): the plugin imports it when pytest starts.
+select here, as pytest-benchmark shares its option helpers between its plugin and its CLI. The options
+themselves are declared once, in ``perfgate.option_table``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from perfgate.config import check_sections
+from perfgate.config import check_clock_control, check_sections
 from perfgate.errors import ConfigError
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
@@ -41,6 +41,14 @@ def sections_arg(text: str) -> tuple[str, ...]:
         return ()
     try:
         return check_sections(names, "--perfgate-sections")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def clock_control_arg(text: str) -> str:
+    """``base`` or ``none``."""
+    try:
+        return check_clock_control(text, "--perfgate-clock-control")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -96,7 +104,7 @@ def selection(*, metrics: Sequence[str] | None, thresholds: Mapping[str, Thresho
     (``MULTI_PASS_METRICS``) stay out unless asked for by name; measured on an H100 they turn one replay
     pass per kernel into ten. Comparing reports that already hold them costs nothing, so then they stay.
     """
-    from perfgate.compare import CompareOptions
+    from perfgate.compare import CompareOptions  # numpy: the plugin imports this module when pytest starts
 
     merged = {**thresholds, **(extra_thresholds or {})}
     chosen = tuple(metrics) if metrics is not None else (*DEFAULT_KERNEL_METRICS, *DEFAULT_BENCHMARK_METRICS)

@@ -1,15 +1,17 @@
-"""``perfgate baselines``: what a baselines directory holds, and which baselines no test uses any more.
+"""What a baselines directory holds, and which baselines no test uses any more (``perfgate baselines list|stale``,
+in ``perfgate.cli.baselines``).
 
 A baselines directory has one folder per GPU (or CPU) model and one JSON file per test or report
-(see perfgate.baseline). ``list`` shows them with how they were measured and how old they are;
-``stale`` finds the files of perf tests that no longer exist (renamed or deleted tests leave their
-baselines behind), by collecting the test suite with pytest, and removes them with ``--delete``.
+(see perfgate.baseline). ``list_baselines`` reads them with how they were measured and when;
+``stale_baselines`` finds the files of perf tests that no longer exist (renamed or deleted tests leave their
+baselines behind), from the tests pytest collects (``collect_test_ids``).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -35,8 +37,6 @@ class StoredBaseline:
 
 def _commit_times(directory: Path) -> dict[Path, float]:
     """Each file's last commit time, from one ``git log`` call; {} outside a git checkout."""
-    import subprocess  # here: every perfgate command builds this module's parser, few run git
-
     try:
         done = subprocess.run(["git", "log", "--format=@%ct", "--name-only", "--", "."], cwd=directory,
                               capture_output=True, text=True, timeout=60, check=False)
@@ -60,8 +60,6 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     if not directory.is_dir():
         raise InputError(directory, "is not a baselines directory",
                          "pass the folder that holds one subfolder per GPU, e.g. baselines")
-    import json  # here: the parser registers this command for every perfgate command, which mostly never list
-
     times = _commit_times(directory)
     found: list[StoredBaseline] = []
     for path in sorted(directory.glob("*/*.json")):
@@ -85,8 +83,6 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
 
 def collect_test_ids(pytest_args: Sequence[str], cwd: Path | None = None) -> list[str]:
     """The node ids pytest collects with ``pytest_args`` (``--collect-only -q``), in a child process."""
-    import subprocess
-
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args]
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False, timeout=600)
     if done.returncode not in (0, 5):  # 5: no tests collected
@@ -119,17 +115,3 @@ def stale_baselines(stored: Iterable[StoredBaseline], test_ids: Iterable[str],
         else:
             unchecked.append(b)
     return stale, unchecked
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    days = (time.time() - seconds) / 86400
-    return "today" if days < 1 else f"{days:.0f} day{'s' if round(days) != 1 else ''} ago"
-
-
-def format_baseline(b: StoredBaseline) -> str:
-    how = ", ".join(f"{k} {b.settings[k]}" for k in ("clock_control", "cache_control", "ncu_version")
-                    if k in b.settings) or "made from a report"
-    return (f"{b.device}/{b.name}.json  {b.entries} entries, {b.metrics} metrics; {how}; {_age(b.committed)}; "
-            f"from {b.source or '?'}")

@@ -82,7 +82,7 @@ IDENTITY_METRICS: tuple[str, ...] = (*DEVICE_METRICS, *DIM_METRICS)
 
 
 class NcuOutcome(str, enum.Enum):
-    """What one profiled run of ncu came to (perfgate.collect.ncu_run.diagnose_ncu_run)."""
+    """What one profiled run of ncu came to (perfgate.plugin.ncu_run.diagnose_ncu_run)."""
 
     OK = "ok"
     TIMEOUT = "timeout"

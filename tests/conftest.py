@@ -12,11 +12,17 @@ import jinja2  # noqa: F401  (imported once, before any in-process pytester run:
 import pandas  # noqa: F401  (the same)
 import pytest
 
+try:
+    import psycopg  # noqa: F401  (the same, where the postgres extra is installed)
+except ImportError:
+    pass
+
 # pytester's in-process runs remove the modules they imported from sys.modules afterwards. A library first
 # imported inside such a run comes back half new in the next test: pandas' C extensions cannot be imported
 # twice ("the dtype category is not supported for parsing"), and jinja2's Namespace class is no longer
 # the one its runtime checks ("cannot assign attribute on non-namespace object"). Importing both here
-# keeps one of each for the whole session.
+# keeps one of each for the whole session. psycopg likewise: a second copy's
+# ``psycopg.Error`` does not catch the first copy's ``OperationalError``.
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("PERFGATE_CORPUS", REPO.parent / "shared" / "corpus"))

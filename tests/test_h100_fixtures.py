@@ -22,7 +22,7 @@ import pytest
 from perfgate.collect.baseline_json import read_baseline
 from perfgate.collect import read_table
 from perfgate.collect.ncu_rep import read_ncu_rep
-from perfgate.collect.ncu_run import NcuRun, diagnose_ncu_run, profiling_metrics
+from perfgate.plugin.ncu_run import NcuRun, diagnose_ncu_run, profiling_metrics
 from perfgate.compare import compare_tables
 from perfgate.errors import InputError
 from perfgate.plugin.marker import parse_marker

@@ -118,3 +118,35 @@ def test_each_reader_imports_first_in_a_fresh_interpreter(module: str) -> None:
 def test_the_command_line_is_in_no_import_circle() -> None:
     for circle in _circles():
         assert not any(name == "perfgate.cli" or name.startswith("perfgate.cli.") for name in circle), circle
+
+
+def _room(name: str) -> str:
+    """The shell a module belongs to (``cli``, ``plugin``), ``api`` for the package root (the public names, from
+    every room, imported on first use), else ``engine``."""
+    if name == "perfgate":
+        return "api"
+    for shell in ("cli", "plugin"):
+        if name == f"perfgate.{shell}" or name.startswith(f"perfgate.{shell}."):
+            return shell
+    return "shell" if name == "perfgate.__main__" else "engine"
+
+
+def test_the_engine_imports_neither_shell_and_the_shells_not_each_other() -> None:
+    """The two shells (the command line, the pytest plugin) sit over the engine: the engine never imports either,
+    and neither imports the other. Modules only the plugin runs (ncu's command lines, the preflight) are in it."""
+    for name, path in MODULES.items():
+        room = _room(name)
+        for target in _imported(name, path):
+            if target == "perfgate":
+                continue  # ``__version__``: importing the root loads only errors and vocabulary
+            if room == "engine":
+                assert _room(target) == "engine", f"{name} (engine) imports {target}"
+            elif room in ("cli", "plugin"):
+                assert _room(target) in (room, "engine"), f"{name} ({room}) imports {target}"
+
+
+def test_plugin_only_modules_live_in_the_plugin() -> None:
+    assert "perfgate.plugin.ncu_run" in MODULES and "perfgate.plugin.preflight" in MODULES
+    users = {name for name, path in MODULES.items()
+             if {"perfgate.plugin.ncu_run", "perfgate.plugin.preflight"} & _imported(name, path)}
+    assert users and all(_room(name) == "plugin" for name in users), users

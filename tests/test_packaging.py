@@ -26,7 +26,7 @@ else:
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 HOME = "https://github.com/perfgate/perfgate"
-SCHEMA = "perfgate/schemas/baseline-v1.schema.json"
+SCHEMAS = ("perfgate/schemas/baseline-v1.schema.json", "perfgate/schemas/report-v2.schema.json")
 
 
 def _setuptools_is_new_enough() -> bool:
@@ -67,7 +67,8 @@ def wheel_metadata(wheel: Path) -> Any:
 def test_the_wheel_has_the_schema_the_license_and_no_tests(dists: dict[str, Path]) -> None:
     with zipfile.ZipFile(dists["wheel"]) as archive:
         names = set(archive.namelist())
-        assert archive.read(SCHEMA) == (REPO / SCHEMA).read_bytes()
+        for schema in SCHEMAS:
+            assert archive.read(schema) == (REPO / schema).read_bytes()
         (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
         assert archive.read(license_file) == (REPO / "LICENSE").read_bytes()
     assert {"perfgate/py.typed", "perfgate/render/html.py"} <= names
@@ -129,7 +130,7 @@ def test_published_dependencies_hold_no_test_or_lint_pins() -> None:
 def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
     with tarfile.open(dists["sdist"]) as archive:
         names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
-    wanted = {"LICENSE", "README.md", "pyproject.toml", "action.yml", SCHEMA, "tests/conftest.py"}
+    wanted = {"LICENSE", "README.md", "pyproject.toml", "action.yml", *SCHEMAS, "tests/conftest.py"}
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
     wanted |= {str(p.relative_to(REPO)) for p in (REPO / ".github").rglob("*.y*ml")}

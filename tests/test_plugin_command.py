@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.collect.ncu_run import (
+from perfgate.plugin.ncu_run import (
     APP_ERROR,
     ERROR,
     NO_KERNELS,
@@ -263,7 +263,7 @@ def test_long_baseline_names_stay_short_and_distinct() -> None:
 
 def test_multi_pass_why_metrics_are_collected_only_when_asked_for(tmp_path: Path) -> None:
     """On an H100 the default set fits in 1 replay pass; the two speed-of-light percentages make it 10."""
-    from perfgate.collect.ncu_run import profiling_metrics
+    from perfgate.plugin.ncu_run import profiling_metrics
     from perfgate.metrics import MULTI_PASS_METRICS, parse_threshold
     from perfgate.plugin.options import PluginOptions, compare_options_for
 

@@ -17,7 +17,7 @@ import pytest
 from plugin_helpers import install_stub_ncu, preload_heavy_modules, stub_calls, use_stub_ncu
 from test_plugin_termination import RUN_NCU_TEST, alive, pytest_command, stop, wait_until
 
-from perfgate.collect.ncu_run import TAIL_BYTES, ncu_version, read_tail
+from perfgate.plugin.ncu_run import TAIL_BYTES, ncu_version, read_tail
 from perfgate.gate import Where, gate
 from perfgate.verdict import GateStatus
 from perfgate.options import selection

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.preflight import (
+from perfgate.plugin.preflight import (
     ENV_ASSUME_GPU,
     PreflightFacts,
     check_preflight,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from plugin_helpers import install_stub_ncu, stub_calls
 
-from perfgate.collect.ncu_run import _terminating_like_interrupt
+from perfgate.plugin.ncu_run import _terminating_like_interrupt
 from perfgate.process import Terminated
 
 
@@ -75,7 +75,7 @@ def wait_until(condition, seconds: float = 20.0) -> bool:
 RUN_NCU_TEST = """
 import sys
 from pathlib import Path
-from perfgate.collect.ncu_run import run_ncu
+from perfgate.plugin.ncu_run import run_ncu
 
 def test_profiled(tmp_path):
     script = ("import subprocess, sys, time\\n"

@@ -145,7 +145,7 @@ def test_5000_regressions_fit_githubs_limits(github: FakeGitHub, tmp_path: Path)
     body = comment["body"]
     # The Markdown itself is bounded to fit: the first regressions, then what was left out and where it is.
     assert COMMENT_LIMIT - 4000 < len(body) <= COMMENT_LIMIT
-    assert "Not listed here, to fit a PR comment: 4," in body
+    assert "Launches not listed here, to fit a PR comment: 4," in body
     pointer = "[workflow run's artifacts](https://github.com/octo/kernels/actions/runs/9001)"
     assert pointer in body and body.rstrip().endswith(pointer + ".")
     assert_rows_whole(body)

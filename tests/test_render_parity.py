@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO, run_cli
 from test_publish_hostile import hostile_report
 
-from perfgate.publish.body import comment_body, full_report_pointer
+from perfgate.publish.body import check_run_requests, comment_body, full_report_pointer
 from perfgate.publish.summary import STEP_SUMMARY_LIMIT, summary_text
 from perfgate.render import render_html, render_markdown
 from perfgate.report import Report, validate_report
@@ -64,7 +64,15 @@ def _outputs(report: Report) -> dict[str, str]:
         "budget": render_markdown(report, budget=2_500, top=2),
         "comment-cut": comment_body(published, failed=failed, limit=1_500),
         "html": render_html(report, commits=COMMITS),
+        "check-run": _check_run_summary(report, URL),
+        "check-run-local": _check_run_summary(report, None),
     }
+
+
+def _check_run_summary(report: Report, url: str | None) -> str:
+    """The check run's summary (``check_summary.md.j2``), with the annotation count it states."""
+    create, _ = check_run_requests(report, "", name="perfgate", head_sha="0" * 40, report_url=url, workspace="/w")
+    return str(create["output"]["summary"])
 
 
 def _digests(tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
@@ -80,7 +88,7 @@ def _digests(tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
 def test_every_real_report_renders_the_recorded_markdown(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     found = _digests(tmp_path, capsys)
-    assert len(found) >= 8 * 30  # 31 session reports, 8 compare reports, 2 hostile ones: 8 outputs each
+    assert len(found) >= 10 * 30  # 31 session reports, 8 compare reports, 2 hostile ones: 10 outputs each
     if os.environ.get("PERFGATE_RECORD_DIGESTS"):
         DIGESTS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     recorded = json.loads(DIGESTS.read_text())

@@ -8,10 +8,21 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, run_cli, run_perfgate
-from github_server import PR, FakeGitHub, actions_env, github, pull_request_event, run_publish, write_report
+from github_server import (
+    PR,
+    FakeGitHub,
+    actions_env,
+    github,
+    launch,
+    make_report,
+    pull_request_event,
+    run_publish,
+    write_report,
+)
 from github_server import REPO as GITHUB_REPO
 from test_publish_hostile import hostile_report
 
+from perfgate.publish.body import MAX_ANNOTATIONS, check_run_requests, check_summary
 from perfgate.render import render_html, render_markdown
 from perfgate.render.common import report_devices
 from perfgate.render.templates import environment
@@ -36,7 +47,7 @@ def project(tmp: Path, **templates: str) -> Path:
 
 def test_every_shipped_template_is_in_the_package_data() -> None:
     names = sorted(p.name for p in SHIPPED.glob("*.j2"))
-    assert names == ["all_clear.md.j2", "cut_note.md.j2", "full_report.md.j2", "headline.md.j2", "kernel_row.md.j2",
+    assert names == ["all_clear.md.j2", "check_summary.md.j2", "cut_note.md.j2", "full_report.md.j2", "headline.md.j2", "kernel_row.md.j2",
                      "kernel_table.md.j2", "note.md.j2", "page.html.j2", "report.md.j2"]
     assert '"render/templates/*.j2"' in (REPO / "pyproject.toml").read_text()
 
@@ -165,3 +176,23 @@ def test_a_team_html_page_without_the_rows_is_one_line_exit_2(tmp_path: Path) ->
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "page.html.j2: the page must write {{ rows }}" in done.stderr and "Traceback" not in done.stderr
     assert not output.exists() and not list(tmp_path.glob(".perfgate-*"))
+
+
+def test_the_check_run_summary_says_how_many_regressions_are_annotated() -> None:
+    """More regressions than a check run takes annotations: the summary says how many of them it shows."""
+    many = make_report([launch(f"k{i}", test=f"t.py::test_{i}", path="t.py", line=i + 1)
+                        for i in range(MAX_ANNOTATIONS + 2)])
+    create, updates = check_run_requests(many, "", name="perfgate", head_sha="0" * 40)
+    summary = create["output"]["summary"]
+    assert f"\n\n{MAX_ANNOTATIONS} of {MAX_ANNOTATIONS + 2} regressions annotated on the test files.\n\n" in summary
+    assert len(updates) == MAX_ANNOTATIONS // 50 - 1
+    one = make_report([launch("k", test="t.py::test", path="t.py", line=3)])
+    assert "\n\n1 regression annotated on the test files.\n\n" in check_summary(one, None, 1, 1)
+    assert "annotated" not in check_summary(make_report([launch("k", status="unchanged")]), None, 0, 0)
+
+
+def test_a_team_check_summary_template_replaces_perfgates(tmp_path: Path) -> None:
+    project(tmp_path, **{"check_summary.md.j2": "{{ verdict }} / {{ headline|md(400) }} / {{ annotated }}\n"})
+    report = make_report([launch("k<img>", test="t.py::test", path="t.py", line=3)])
+    assert check_summary(report, None, 1, 1, tmp_path / "team-templates") == \
+        "FAIL / 1 regression in 1 compared / 1"

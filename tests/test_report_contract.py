@@ -116,8 +116,8 @@ def test_json_is_far_smaller_than_rows_repeating_launch_facts() -> None:
     (lambda r: r["results"]["launch"].__setitem__(0, 99), 'must name a row of "launches"'),
     (lambda r: r["results"]["metric"].__setitem__(0, -1), 'must name a row of "metrics"'),
     (lambda r: r["results"]["launch"].reverse(), "grouped by launch"),
-    (lambda r: r["results"]["status"].__setitem__(0, "fine"), "unknown status 'fine'"),
-    (lambda r: r["launches"]["status"].__setitem__(0, "info"), '"info"'),
+    (lambda r: r["results"]["status"].__setitem__(0, "fine"), "row 0: status 'fine' is not one of"),
+    (lambda r: r["launches"]["status"].__setitem__(0, "info"), '"launches.status" row 0: status \'info\' is not one'),
     (lambda r: r["launches"]["kernel"].__setitem__(0, None), '"launches.kernel" row 0: must be a string'),
     (lambda r: r["launches"]["line"].__setitem__(0, "3"), '"launches.line" row 0'),
     (lambda r: r["launches"]["status"].pop(), "differ in length"),
@@ -230,8 +230,8 @@ def test_markdown_of_10000_regressions_fits_one_comment_and_says_what_it_left_ou
     listed = markdown.count("| ❌ |")  # one row per kernel: here each kernel was launched once
     assert 100 < listed < 10_000
     assert "<details><summary>and 9990 more kernels that need attention</summary>" in markdown
-    assert (f"Not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
-            "2,000 unchanged launches. The JSON and HTML reports list every launch.") in markdown
+    assert (f"Launches not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
+            "2,000 unchanged. The JSON and HTML reports list every launch.") in markdown
     for line in markdown.splitlines():
         assert not line.startswith("|") or line.endswith("|")
     assert markdown.count("<details>") == markdown.count("</details>")

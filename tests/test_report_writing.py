@@ -15,7 +15,8 @@ from perfgate.columns import Columns
 from perfgate.compare import Comparison, compare_tables
 from perfgate.files import write_atomically
 from perfgate.regions import with_region_totals
-from perfgate.report import build_report, dump_parts, dumps
+from perfgate.render import LAUNCHES_SHOWN, render_markdown, render_text
+from perfgate.report import build_report, build_view, dump_parts, dumps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from csvgen import write_raw_csv  # noqa: E402
@@ -36,8 +37,8 @@ def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: C
                                                                    first: int | None) -> None:
     assert comparison.result_launch is not None
     by_key = comparison._replace(result_launch=None)
-    assert build_report(comparison, unchanged_results=unchanged, results_of_first=first) == \
-        build_report(by_key, unchanged_results=unchanged, results_of_first=first)
+    assert build_view(comparison, unchanged_results=unchanged, results_of_first=first) == \
+        build_view(by_key, unchanged_results=unchanged, results_of_first=first)
 
 
 @pytest.mark.parametrize(("unchanged", "first"), [(True, None), (False, None), (True, 7), (False, 50)])
@@ -46,9 +47,22 @@ def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_mak
                                                                                  first: int | None) -> None:
     assert comparison.result_metric is not None
     by_columns = comparison._replace(result_metric=None)
-    report = build_report(comparison, unchanged_results=unchanged, results_of_first=first)
-    assert report == build_report(by_columns, unchanged_results=unchanged, results_of_first=first)
-    assert len(report["metrics"]["metric"]) > 1
+    view = build_view(comparison, unchanged_results=unchanged, results_of_first=first)
+    assert view == build_view(by_columns, unchanged_results=unchanged, results_of_first=first)
+    assert len(view["metrics"]["metric"]) > 1
+
+
+def test_a_view_renders_as_its_whole_report_and_is_no_report(comparison: Comparison) -> None:
+    """The text and Markdown of a view (the rows they do not list left out) are its report's; a view has no
+    "format", so nothing reads it as a report."""
+    report = build_report(comparison)
+    text = build_view(comparison, unchanged_results=False, results_of_first=LAUNCHES_SHOWN["text"])
+    markdown = build_view(comparison, results_of_first=LAUNCHES_SHOWN["md"])
+    assert render_text(text) == render_text(report) and render_markdown(markdown) == render_markdown(report)
+    assert len(text["results"]["launch"]) < len(report["results"]["launch"])
+    assert not {"format", "version", "generator"} & set(text)
+    assert {**report, "results": text["results"], "groups": text["groups"]} == \
+        build_report(comparison, unchanged_results=False, results_of_first=LAUNCHES_SHOWN["text"])
 
 
 def test_results_follow_their_launches_in_display_order(comparison: Comparison) -> None:

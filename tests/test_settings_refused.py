@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, run_cli
 
 from perfgate.cli import main
-from perfgate.collect.ncu_run import run_ncu
+from perfgate.plugin.ncu_run import run_ncu
 from perfgate.config import load_settings, settings_from_table
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from perfgate.cli.common import add_selection_options, importing, project_history, project_path, report_stem, settings_of
+from perfgate.cli.common import report_stem, settings_for
 from perfgate.errors import EXIT_OK, InputError
-from perfgate.options import resolve_metrics
+from perfgate.option_table import add_arguments
 from perfgate.process import print_out
 from perfgate.text import inert
+from perfgate.vocabulary import KIND_REGION
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -23,28 +24,22 @@ def add_parser(sub: SubParsers) -> None:
                               description="Write REPORT's metrics as baseline JSON under DIR/<gpu>/NAME.json, one "
                                           "file per GPU found in the report, atomically.")
     baseline.add_argument("report", type=Path, metavar="REPORT")
-    baseline.add_argument("-d", "--dir", type=Path, metavar="DIR",
-                          help="baseline directory (default: [tool.perfgate] baselines, else 'baselines')")
     baseline.add_argument("--name", metavar="NAME", help="baseline file name (default: REPORT's stem)")
-    baseline.add_argument("--history", metavar="URL",
-                          help="say which regressions the update carries are accepted in this history (default: "
-                               "[tool.perfgate] history; see docs/history.md)")
-    add_selection_options(baseline)
+    add_arguments(baseline, "baseline")
     baseline.set_defaults(func=cmd_baseline)
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    with importing():
-        from perfgate.baseline import baseline_documents, baseline_file, save_baselines
-        from perfgate.collect import read_table
-        from perfgate.compare import CompareOptions
-        from perfgate.regions import with_region_totals
-
-    settings = settings_of(args)
-    options = CompareOptions(thresholds=settings.thresholds, metrics=resolve_metrics(args.metrics, settings.metrics))
-    measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
+    from perfgate.baseline import baseline_documents, baseline_file, save_baselines
+    from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
+    from perfgate.collect import read_table
+    from perfgate.compare import CompareOptions
     from perfgate.compare.sources import for_measurement
+    from perfgate.regions import with_region_totals
 
+    settings = settings_for(args, "baseline")
+    options = CompareOptions(thresholds=settings.thresholds, metrics=settings.metrics)
+    measurement = with_region_totals(read_table(args.report, options.wanted_metrics()))
     options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "
@@ -54,7 +49,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     gated = options.gated_metrics()
     _refuse_unusable(args.report, measurement, gated)
     documents = baseline_documents(measurement, options.wanted_metrics(), source=args.report.name)
-    directory = args.dir if args.dir is not None else project_path(args, settings.baselines)
+    directory = Path(settings.baselines)
     name = args.name or report_stem(args.report)
     if not documents:
         raise InputError(args.report, "holds no launch or benchmark: its baseline would gate nothing",
@@ -62,10 +57,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if not any(_gates(document, gated) for document in documents.values()):
         files = ", ".join(str(baseline_file(directory, key, name)) for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
-    from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
-
-    history = args.history or (settings.history and project_history(args, settings.history))
-    documents, carried = carried_in_update(documents, directory, name, measurement, options, history or None)
+    documents, carried = carried_in_update(documents, directory, name, measurement, options, settings.history or None)
     for path in save_baselines(documents, directory, name):
         print_out(f"wrote {inert(path)}\n")
     for line in carried:  # on stderr: stdout lists the files written, one per line
@@ -101,7 +93,6 @@ def _refuse_unusable(report: Path, measurement: "Measurement", gated: Sequence[s
     null, as ncu said: real reports do that, and compare then shows the launch as having no value."""
     from perfgate.collect.screen import is_no_value
     from perfgate.table import unusable_records
-    from perfgate.vocabulary import KIND_REGION
 
     bad = [r for r in unusable_records(measurement)
            if r["metric"] in gated and r["kind"] != KIND_REGION and not is_no_value(r["reason"])]

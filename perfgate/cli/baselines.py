@@ -6,43 +6,59 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK
-from perfgate.store import collect_test_ids, format_baseline, list_baselines, stale_baselines
+from perfgate.option_table import add_arguments
+from perfgate.store import StoredBaseline, collect_test_ids, list_baselines, stale_baselines
+
+if TYPE_CHECKING:
+    from perfgate.cli.common import SubParsers
 
 
 def baselines_dir(args: argparse.Namespace) -> Path:
     """``--dir``, else [tool.perfgate] baselines (relative to its pyproject.toml's folder), as ``perfgate
     baseline`` writes them; shown relative to the current directory when it lies below it."""
-    if args.dir is not None:
-        return Path(args.dir)
-    from perfgate.config import configured_path, load_settings
-
-    directory = configured_path(args.config, load_settings(args.config).baselines)
-    if directory.is_absolute():
+    directory = Path(settings_for(args, "baselines").baselines)
+    if args.baselines is None and directory.is_absolute():
         with contextlib.suppress(ValueError):  # not below the current directory: kept absolute
             return directory.relative_to(Path.cwd().resolve())
     return directory
 
 
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    days = (time.time() - seconds) / 86400
+    return "today" if days < 1 else f"{days:.0f} day{'s' if round(days) != 1 else ''} ago"
+
+
+def format_baseline(b: StoredBaseline) -> str:
+    how = ", ".join(f"{k} {b.settings[k]}" for k in ("clock_control", "cache_control", "ncu_version")
+                    if k in b.settings) or "made from a report"
+    return (f"{b.device}/{b.name}.json  {b.entries} entries, {b.metrics} metrics; {how}; {_age(b.committed)}; "
+            f"from {b.source or '?'}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    args.dir = baselines_dir(args)
-    stored = list_baselines(args.dir)
+    directory = baselines_dir(args)
+    stored = list_baselines(directory)
     for device in sorted({b.device for b in stored}):
         mine = [b for b in stored if b.device == device]
         sys.stdout.write(f"{device}: {len(mine)} baseline{'s' if len(mine) != 1 else ''}\n")
         for b in mine:
             sys.stdout.write(f"  {format_baseline(b)}\n")
     if not stored:
-        sys.stdout.write(f"{args.dir}: no baselines\n")
+        sys.stdout.write(f"{directory}: no baselines\n")
     return EXIT_OK
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
-    args.dir = baselines_dir(args)
-    stored = list_baselines(args.dir)
+    directory = baselines_dir(args)
+    stored = list_baselines(directory)
     stale, unchecked = stale_baselines(stored, collect_test_ids(args.pytest_args))
     for b in stale:
         if args.delete:
@@ -52,32 +68,24 @@ def cmd_stale(args: argparse.Namespace) -> int:
         sys.stdout.write(f"not checked: {b.path} (nothing of {b.source.split('::', 1)[0]} was collected here: "
                          "skipped, a collection error, or not among the paths given)\n")
     tested = sum(1 for b in stored if b.from_test)
-    sys.stdout.write(f"{len(stale)} of {tested} test baselines under {args.dir} belong to tests that are gone"
+    sys.stdout.write(f"{len(stale)} of {tested} test baselines under {directory} belong to tests that are gone"
                      + ("" if args.delete or not stale else "; pass --delete to remove them") + "\n")
     return EXIT_OK
 
 
-def _add_dir_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-d", "--dir", type=Path, metavar="DIR",
-                        help="baselines directory (default: [tool.perfgate] baselines, else 'baselines')")
-    parser.add_argument("--config", type=Path, metavar="PYPROJECT",
-                        help="pyproject.toml whose [tool.perfgate] to use (default: the nearest one above the "
-                             "current directory)")
-
-
-def register(sub: Any) -> None:
+def add_parser(sub: SubParsers) -> None:
     baselines = sub.add_parser("baselines", help="list stored baselines, or find those of tests that are gone",
                                description="Inspect a baselines directory (one folder per GPU or CPU model).")
     actions = baselines.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     show = actions.add_parser("list", help="every baseline: GPU, name, size, how and when it was measured")
-    _add_dir_options(show)
+    add_arguments(show, "baselines")
     show.set_defaults(func=cmd_list)
     stale = actions.add_parser(
         "stale", help="baselines of perf tests pytest no longer collects (renamed or deleted tests)",
         description="Collect the tests (python -m pytest --collect-only; arguments after -- go to pytest) and "
                     "list the baselines written for tests that are not collected any more.")
-    _add_dir_options(stale)
+    add_arguments(stale, "baselines")
     stale.add_argument("--delete", action="store_true", help="remove them (default: only list them)")
     stale.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARGS",
                        help="what pytest collects, after -- (default: the project's testpaths)")

@@ -3,7 +3,6 @@ runs them (exit statuses there)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,14 +10,14 @@ from perfgate.history.command import cmd_accept, cmd_changes, cmd_dashboard, cmd
 from perfgate.options import probability
 
 if TYPE_CHECKING:
-    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    from perfgate.cli.common import SubParsers
 
 
 DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $PERFGATE_HISTORY, else "
            "sqlite:///.perfgate/history.sqlite)")
 
 
-def register(sub: _SubParsers) -> None:
+def add_parser(sub: SubParsers) -> None:
     """Add ``history`` (with its subcommands) to perfgate's command line."""
     history = sub.add_parser("history", help="record runs, find change points, write the trend dashboard",
                              description="perfgate's memory of every run (see docs/history.md).")
@@ -29,7 +28,7 @@ def register(sub: _SubParsers) -> None:
     _add_dashboard(commands)
 
 
-def register_accept(sub: _SubParsers) -> None:
+def add_accept_parser(sub: SubParsers) -> None:
     """Add ``accept``: who accepted which change, and why."""
     accept = sub.add_parser("accept", help="record that a change was accepted, by whom and why",
                             description="Record in the history that the change at COMMIT of the series matching "
@@ -45,7 +44,7 @@ def register_accept(sub: _SubParsers) -> None:
     accept.set_defaults(func=cmd_accept)
 
 
-def _add_record(commands: _SubParsers) -> None:
+def _add_record(commands: SubParsers) -> None:
     record = commands.add_parser("record", help="record the current side of JSON reports",
                                  description="Record the current side of perfgate JSON reports (a pytest --perfgate "
                                              "session report or a compare --format json report) in the history. "
@@ -60,7 +59,7 @@ def _add_record(commands: _SubParsers) -> None:
     record.set_defaults(func=cmd_record)
 
 
-def _add_changes(commands: _SubParsers) -> None:
+def _add_changes(commands: SubParsers) -> None:
     changes = commands.add_parser("changes", help="list change points per series",
                                   description="Find change points in every series of a branch (E-divisive means "
                                               "with a t-test, as Apache Otava/Hunter).")
@@ -75,7 +74,7 @@ def _add_changes(commands: _SubParsers) -> None:
     changes.set_defaults(func=cmd_changes)
 
 
-def _add_dashboard(commands: _SubParsers) -> None:
+def _add_dashboard(commands: SubParsers) -> None:
     dashboard = commands.add_parser("dashboard", help="write the static trend dashboard",
                                     description="Write a static site (GitHub Pages ready, works offline): an index "
                                                 "of series, one page per kernel with charts over commits.")

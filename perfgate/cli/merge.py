@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.cli.common import importing, output_path, report_status, write_output
+from perfgate.cli.common import output_path, report_status, write_output
 from perfgate.process import print_out
 from perfgate.vocabulary import Verdict
 
@@ -24,9 +24,8 @@ def add_parser(sub: SubParsers) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    with importing():
-        from perfgate.render import render_parts, verdict_line
-        from perfgate.report import load_report, merge_reports
+    from perfgate.render import render_parts, verdict_line
+    from perfgate.report import load_report, merge_reports
 
     # The same strict reading as publish: reports from other jobs are artifacts, not trusted data.
     reports = [load_report(path) for path in args.reports]

@@ -6,8 +6,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from perfgate.cli.common import run_as_own_process
-from perfgate.cli.parser import COMMANDS, build_parser
+from perfgate.cli.parser import build_parser
 from perfgate.errors import EXIT_OK, EXIT_USAGE, PerfgateError
 from perfgate.process import Terminated, stdout_gone, terminating_unwinds
 from perfgate.text import inert
@@ -25,20 +24,16 @@ def _tolerant_output() -> None:
 
 
 def entry() -> NoReturn:
-    """The ``perfgate`` console script and ``python -m perfgate``: ``main`` in a process of its own."""
-    run_as_own_process()
+    """The ``perfgate`` console script and ``python -m perfgate``."""
     sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # perfgate does no linear algebra, but numpy's OpenBLAS starts a thread per core at import, which costs
-    # ~0.1 s of CPU (a sixth of a small compare). Only for this process: the plugin leaves the user's alone.
+    # perfgate does no linear algebra, and numpy's OpenBLAS would start a thread per core for it. Only for this
+    # process: the plugin leaves the user's alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     _tolerant_output()
-    words = list(sys.argv[1:] if argv is None else argv)
-    # A run names its command first: only that one's parser is built. Anything else (--help, a typo) gets them all.
-    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
-    args = parser.parse_args(words)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         with terminating_unwinds():
             return int(args.func(args))

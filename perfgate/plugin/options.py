@@ -1,27 +1,20 @@
-"""The plugin's effective options: command line over ``[tool.perfgate]`` over defaults, built once.
-
-Import-light (pytest and stdlib, perfgate's settings and option helpers): the plugin resolves these
-before any heavy module loads, so a bad option is a usage error before the first test.
+"""The plugin's effective options: command line over ``[tool.perfgate]`` over defaults (``perfgate.option_table``),
+built once when the session starts, so a bad option is a usage error before the first test.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Mapping, NamedTuple
 
 import pytest
 
-from perfgate.config import (
-    Settings,
-    check_clock_control,
-    check_timeout,
-    find_pyproject,
-    load_settings,
-)
+from perfgate.config import Settings, find_pyproject, load_settings
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold
-from perfgate.options import resolve_metrics, selection
+from perfgate.option_table import PLUGIN_OPTIONS, resolve
+from perfgate.options import selection
 from perfgate.vocabulary import NO_ENTRIES
 
 if TYPE_CHECKING:
@@ -55,11 +48,6 @@ class PluginOptions(NamedTuple):
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
     history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
     templates: Path | None = None  # [tool.perfgate] templates: a team's templates (None: perfgate's)
-
-
-def _anchor(value: str, base: Path) -> Path:
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else base / path
 
 
 def find_plugin_pyproject(config: pytest.Config) -> Path | None:
@@ -99,84 +87,52 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
     defaults of ``baselines`` and ``report``, are relative to that pyproject.toml's folder (the rootdir
     when there is no pyproject.toml)."""
     pyproject = find_plugin_pyproject(config)
-    settings = load_settings(pyproject) if pyproject is not None else Settings()
-    here = config.invocation_params.dir
+    configured = load_settings(pyproject) if pyproject is not None else Settings()
     root = pyproject.parent if pyproject is not None else config.rootpath
-
-    def opt(name: str) -> Any:
-        return config.getoption(name)
-
-    thresholds = dict(settings.thresholds)
-    thresholds.update(dict(opt("perfgate_threshold") or []))
-    clock = check_clock_control(opt("perfgate_clock_control") or settings.clock_control, "--perfgate-clock-control")
-    cache = opt("perfgate_cache_control") or settings.cache_control
-    if cache not in ("all", "none"):
-        raise ConfigError(f"cache_control must be 'all' or 'none', got {cache!r}")
-    if opt("perfgate_report"):
-        value = opt("perfgate_report")
-        report = _anchor(value, here)
-        problem = _report_path_problem(f"--perfgate-report={value}", value, report)
-    else:
-        report = _anchor(settings.report, root)
-        configured = settings.report != Settings().report
-        label = f"[tool.perfgate] report = {settings.report!r}" if configured else f"the default report path {report}"
-        problem = _report_path_problem(label, settings.report if configured else str(report), report)
-    if problem:
-        raise ConfigError(f"cannot write the session report: {problem}")
-    history = opt("perfgate_history") or _anchored_history(settings.history, root)
+    given = {option.key: config.getoption(option.plugin_dest) for option in PLUGIN_OPTIONS if option.key}
+    settings = resolve(configured, given, root, config.invocation_params.dir)
+    report = Path(settings.report)
+    _check_report_path(given["report"], configured.report, report)
     notes: tuple[str, ...] = ()
     reference = None
-    if history and (opt("perfgate_history_thresholds") or settings.history_thresholds):
+    if settings.history and settings.history_thresholds:
         from perfgate.history.noise import plugin_thresholds
         from perfgate.history.reference import plugin_reference
 
-        learned = plugin_thresholds(history, settings.history_branch, thresholds,
-                                    resolve_metrics(opt("perfgate_metrics"), settings.metrics))
+        learned = plugin_thresholds(settings.history, settings.history_branch, settings.thresholds, settings.metrics)
         notes = tuple(learned.notes)
-        reference = plugin_reference(history, settings.history_branch)._replace(thresholds=learned.series)
+        reference = plugin_reference(settings.history, settings.history_branch)._replace(thresholds=learned.series)
     return PluginOptions(
-        update=bool(opt("perfgate_update")),
-        strict=bool(opt("perfgate_strict")) or settings.strict,
-        baselines=_anchor(opt("perfgate_baselines"), here) if opt("perfgate_baselines") else _anchor(
-            settings.baselines, root),
-        report=report,
-        ncu=opt("perfgate_ncu") or settings.ncu,
-        clock_control=clock,
-        cache_control=cache,
-        timeout=check_timeout(float(opt("perfgate_timeout") or settings.timeout), "--perfgate-timeout"),
-        thresholds=thresholds,
-        metrics=resolve_metrics(opt("perfgate_metrics"), settings.metrics),
-        significance=opt("perfgate_significance") or settings.significance,
-        allow_device_mismatch=settings.allow_device_mismatch,
-        keep_artifacts=bool(opt("perfgate_keep_artifacts")) or settings.keep_artifacts,
-        isolate=bool(opt("perfgate_isolate")) or settings.isolate,
-        kernel_aliases=settings.kernel_aliases,
-        accept_unpaired_kernels=settings.accept_unpaired_kernels,
-        sections=settings.sections if opt("perfgate_sections") is None else opt("perfgate_sections"),
-        source=opt("perfgate_source") or settings.source,
-        history=history,
-        history_notes=notes,
-        history_reference=reference,
-        templates=_templates(settings.templates, root),
-    )
+        update=bool(config.getoption("perfgate_update")), strict=settings.strict, baselines=Path(settings.baselines),
+        report=report, ncu=settings.ncu, clock_control=settings.clock_control, cache_control=settings.cache_control,
+        timeout=settings.timeout, thresholds=settings.thresholds, metrics=settings.metrics,
+        significance=settings.significance, allow_device_mismatch=settings.allow_device_mismatch,
+        keep_artifacts=settings.keep_artifacts, isolate=settings.isolate, kernel_aliases=settings.kernel_aliases,
+        accept_unpaired_kernels=settings.accept_unpaired_kernels, sections=settings.sections, source=settings.source,
+        history=settings.history, history_notes=notes, history_reference=reference,
+        templates=_templates(settings.templates))
 
 
-def _templates(folder: str, root: Path) -> Path | None:
+def _check_report_path(given: str | None, configured: str, report: Path) -> None:
+    """Refuse a session report path that cannot be written, naming where it came from, before any test runs."""
+    if given:
+        problem = _report_path_problem(f"--perfgate-report={given}", given, report)
+    elif configured != Settings().report:
+        problem = _report_path_problem(f"[tool.perfgate] report = {configured!r}", configured, report)
+    else:
+        problem = _report_path_problem(f"the default report path {report}", str(report), report)
+    if problem:
+        raise ConfigError(f"cannot write the session report: {problem}")
+
+
+def _templates(folder: str) -> Path | None:
     """A team's templates folder, each of its templates compiled now: a syntax error stops the session before
     any test runs, not after."""
     if not folder:
         return None
-    from perfgate.render.templates import check_templates
+    from perfgate.render.templates import check_templates  # jinja2: only when a team has templates
 
-    return check_templates(_anchor(folder, root))
-
-
-def _anchored_history(url: str, root: Path) -> str:
-    """A relative ``sqlite:///path`` from ``[tool.perfgate] history`` is relative to the pyproject.toml's folder."""
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not Path(url[len(prefix):]).is_absolute():
-        return prefix + str(root / url[len(prefix):])
-    return url
+    return check_templates(Path(folder))
 
 
 def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None,

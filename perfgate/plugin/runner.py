@@ -1,6 +1,6 @@
 """Profile one perf test: its body in a child pytest under ncu, serialized per GPU; then read what ncu left.
 
-The command lines are built by pure functions (``perfgate.collect.ncu_run``); this module runs them,
+The command lines are built by pure functions (``perfgate.plugin.ncu_run``); this module runs them,
 classifies the outcome and turns ncu's report into the table the gate compares. Failures come back as
 ``ProfileFailed`` (the test fails with that message) or ``ProfileSkipped`` (the test is skipped, or,
 strict, failed); ncu's report, log, command and the test's output are moved beside the session report
@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from perfgate.collect.ncu_csv import read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_rep_framing import MAGIC
-from perfgate.collect.ncu_run import (
+from perfgate.plugin.ncu_run import (
     NcuDiagnosis,
     NcuRun,
     build_child_command,

@@ -35,7 +35,7 @@ from perfgate.plugin.options import (
     compare_options_for,
     resolve_options,
 )
-from perfgate.preflight import PreflightFacts, check_preflight, gather_facts
+from perfgate.plugin.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
 from perfgate.plugin import sources
@@ -105,7 +105,7 @@ class PerfgateSession:
             self._facts = gather_facts(self.options.ncu)
             self._problem = check_preflight(self._facts)
             if self._problem is None and self._facts.ncu_path is not None:
-                from perfgate.collect.ncu_run import ncu_version
+                from perfgate.plugin.ncu_run import ncu_version
 
                 version, problem = ncu_version(self._facts.ncu_path)
                 self._ncu_version = version
@@ -207,7 +207,7 @@ class PerfgateSession:
                          load_plugin=bool(os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")))
 
     def _ncu_spec(self, marker: PerfMarker, timeout: float | None = None) -> NcuSpec:
-        from perfgate.collect.ncu_run import profiling_metrics
+        from perfgate.plugin.ncu_run import profiling_metrics
         from perfgate.plugin.runner import NcuSpec
 
         assert self._facts is not None and self._facts.ncu_path is not None  # preflight passed in setup

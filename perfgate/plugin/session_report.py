@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from perfgate.errors import ConfigError, PerfgateError
 from perfgate.plugin.options import PluginOptions, report_files
 from perfgate.vocabulary import Verdict, worst_verdict
 
@@ -126,7 +127,6 @@ class SessionReport:
         a file that cannot be written becomes one line in the terminal summary, not a traceback."""
         from perfgate.files import write_atomically
         from perfgate.publish.context import commits_from_environment
-        from perfgate.errors import ConfigError
         from perfgate.publish.summary import append_step_summary
         from perfgate.render import render_markdown, render_parts
 
@@ -140,7 +140,8 @@ class SessionReport:
             self._write_error = f"perfgate: error: {exc}"
         json_file, md_file, html_file = report_files(self.options.report)
         texts = [(json_file, render_parts(report, "json")), *([(md_file, [markdown])] if markdown is not None else []),
-                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates))]
+                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates,
+                                          json_report=json_file.name))]
         for path, text in texts:
             try:
                 write_atomically(path, text)
@@ -225,7 +226,6 @@ class SessionReport:
 
 def record_session(url: str, report: Report, source: str) -> str:
     """Record the session's report in the history; the terminal line that says so, or why it could not."""
-    from perfgate.errors import PerfgateError
     from perfgate.history.db import open_history, shown_url
     from perfgate.history.record import provenance, record_report, report_points
 

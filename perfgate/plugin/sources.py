@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import pytest
 
-from perfgate.preflight import PreflightFacts, check_preflight
+from perfgate.plugin.preflight import PreflightFacts, check_preflight
 
 if TYPE_CHECKING:
     from perfgate.carried import AcceptanceCheck

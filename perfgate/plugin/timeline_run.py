@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from perfgate.collect import read_table
-from perfgate.collect.ncu_run import build_child_command, run_ncu
+from perfgate.plugin.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
 from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks

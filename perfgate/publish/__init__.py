@@ -1,6 +1,6 @@
 """Publishing a report to GitHub: a sticky PR comment, a check run, the job summary.
 
-``perfgate publish REPORT.json`` (see :mod:`perfgate.publish.command`). The modules split
+``perfgate publish REPORT.json`` (see :mod:`perfgate.cli.publish` and :mod:`perfgate.publish.publisher`). The modules split
 computing from I/O: ``context`` resolves where to publish from the environment and event
 payload, ``body`` builds every text and request payload, ``summary`` and ``github`` are the
 only ones that write a file or touch the network.

@@ -29,7 +29,6 @@ from perfgate.render import (
     format_change,
     format_value,
     headline,
-    md_escape,
     summary_parts,
 )
 from perfgate.render.templates import render_block
@@ -278,15 +277,13 @@ def regression_annotations(report: Report, workspace: str | None = None,
     return found
 
 
-def _summary(report: Report, report_url: str | None, annotated: int, regressed: int,
-             templates: Path | None) -> str:
-    verdict = VERDICT_WORD.get(report["verdict"], "FAIL")
-    lines = [f"**{verdict}**: {md_escape(headline(report), 400)}", "", " · ".join(summary_parts(report)) or "nothing compared"]
-    if regressed:
-        shown = f"{annotated} of {regressed}" if annotated < regressed else f"{annotated}"
-        lines += ["", f"{shown} regression{'s' if regressed != 1 else ''} annotated on the test files."]
-    lines += ["", full_report_pointer(report_url, templates)]
-    return "\n".join(lines)
+def check_summary(report: Report, report_url: str | None, annotated: int, regressed: int,
+                  templates: Path | None = None) -> str:
+    """The check run's summary (``check_summary.md.j2``): ``annotated`` of the ``regressed`` launches that know
+    their test file carry an annotation."""
+    return render_block("check_summary.md.j2", templates, verdict=VERDICT_WORD.get(report["verdict"], "FAIL"),
+                        headline=headline(report), summary=summary_parts(report), annotated=annotated,
+                        regressed=regressed, pointer=full_report_pointer(report_url, templates))
 
 
 def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: str,
@@ -301,7 +298,7 @@ def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: st
     kept = regression_annotations(report, workspace, MAX_ANNOTATIONS)
     output = {
         "title": _plain(headline(report), 255),
-        "summary": fit(_summary(report, report_url, len(kept), every, templates), CHECK_TEXT_LIMIT, ""),
+        "summary": fit(check_summary(report, report_url, len(kept), every, templates), CHECK_TEXT_LIMIT, ""),
         "text": fit(markdown, CHECK_TEXT_LIMIT,
                     truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url, templates)),
     }

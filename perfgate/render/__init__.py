@@ -3,8 +3,8 @@
 Renderers are pure: report in, string out, and they take a report, never a Comparison, so a merged
 or downloaded report renders exactly like a fresh one. The human formats are bounded by what needs
 attention (regressions, then no data / missing / new, then improvements; the rest is counted): text
-lists at most 50 launches, Markdown fits one PR comment and says what it left out. JSON and HTML
-hold every launch.
+lists at most 50 launches, Markdown fits one PR comment and says what it left out, HTML holds every
+launch up to 5 MB and past that summarizes the launches that need no attention. JSON holds every launch.
 
 Names of kernels, tests and metrics come from the user's (possibly a fork's) code, so every renderer
 treats them as untrusted: Markdown escapes them so they cannot inject HTML, break a table or
@@ -46,11 +46,13 @@ def render_json(report: Report) -> str:
     return dumps(report)
 
 
-def render_html(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None) -> str:
-    """One self-contained HTML file with every launch; ``templates``: a team's folder of templates."""
+def render_html(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None,
+                json_report: str | None = None) -> str:
+    """One self-contained HTML file of at most 5 MB; ``templates``: a team's folder of templates;
+    ``json_report``: the JSON report's file name, which the page names where it summarizes launches."""
     from perfgate.render.html import render_html as html
 
-    return html(report, commits=commits, templates=templates)
+    return html(report, commits=commits, templates=templates, json_report=json_report)
 
 
 # The most launches each human format can list: a report built for it needs no metric rows past them.
@@ -69,16 +71,16 @@ def render(report: Report, fmt: str) -> str:
 
 
 def render_parts(report: Report, fmt: str, commits: Sequence[str | None] | None = None,
-                 templates: Path | None = None) -> Iterable[str]:
-    """The text of ``render(report, fmt)`` in parts, for a file writer: the JSON a table column at a time, the HTML
-    page in pieces, so that neither exists whole (50k launches: 40 MB of JSON; 72 MB of HTML, held as 4 bytes a
-    character). ``commits``: as ``render_html`` takes them; ``templates``: a team's folder of templates."""
+                 templates: Path | None = None, json_report: str | None = None) -> Iterable[str]:
+    """The text of ``render(report, fmt)`` in parts, for a file writer: the JSON a table column at a time (50k
+    launches: 40 MB), the HTML page in pieces. ``commits``: as ``render_html`` takes them; ``templates``: a team's
+    folder of templates; ``json_report``: the JSON report's file name, which the HTML page names."""
     if fmt == "json":
         return dump_parts(report)
     if fmt == "html":
         from perfgate.render.html import render_html_chunks
 
-        return render_html_chunks(report, commits=commits, templates=templates)
+        return render_html_chunks(report, commits=commits, templates=templates, json_report=json_report)
     if fmt == "md":
         return [render_markdown(report, commits=commits, templates=templates)]
     return [render(report, fmt)]

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import format_change, format_value
-from perfgate.report import Report, kernel_summary, launch_row, listed_summary, result_rows
+from perfgate.report import ReportView, kernel_summary, launch_row, listed_summary, result_rows
 from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Status
 
@@ -68,13 +68,13 @@ class Shown:
 
     __slots__ = ("index", "launch", "rows")
 
-    def __init__(self, report: Report, index: int) -> None:
+    def __init__(self, report: ReportView, index: int) -> None:
         self.index = index
         self.launch = launch_row(report, index)
         self.rows = result_rows(report, index)
 
 
-def shown(report: Report, indexes: Iterable[int]) -> Iterable[Shown]:
+def shown(report: ReportView, indexes: Iterable[int]) -> Iterable[Shown]:
     return (Shown(report, i) for i in indexes)
 
 
@@ -96,7 +96,7 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 
-def headline(report: Report) -> str:
+def headline(report: ReportView) -> str:
     """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest. A kernel
     judged as one (its repeated launches) counts once."""
     counts = kernel_summary(report)
@@ -145,7 +145,7 @@ def _unmeasured_count(unmeasured: list[dict[str, str]]) -> str:
     return " and ".join(parts + ([plural(values, "gated value")] if values else []))
 
 
-def unmeasured_notes(report: Report | dict[str, Any], limit: int = 20) -> list[str]:
+def unmeasured_notes(report: ReportView | dict[str, Any], limit: int = 20) -> list[str]:
     """The gated values one side lacks (entries that name a launch), as note lines; the skipped perf tests
     are already in the notes."""
     entries = [e for e in report.get("unmeasured") or [] if e.get("launch")]
@@ -159,19 +159,19 @@ def _unmeasured_cause(entry: dict[str, str]) -> str:
     return f"{entry['launch']}: {entry['cause']}" if entry.get("launch") else entry["cause"]
 
 
-def summary_parts(report: Report) -> list[str]:
+def summary_parts(report: ReportView) -> list[str]:
     """``60 regressions``, ``2 improvements``, ``3 unchanged``: launches counted by status."""
     return [plural(n, status) for status, n in listed_summary(report).items() if n]
 
 
-def verdict_line(report: Report) -> str:
+def verdict_line(report: ReportView) -> str:
     """The last line of the text report: ``FAIL: 1 regression in 4 compared (1 regression, 3 unchanged)``."""
     verdict = VERDICT_WORD.get(str(report.get("verdict")), "FAIL")
     launches = "launches: " if kernel_summary(report) != listed_summary(report) else ""
     return f"{verdict}: {headline(report)} ({launches}{', '.join(summary_parts(report)) or 'nothing compared'})"
 
 
-def left_out(report: Report, listed: Counter[str], statuses: Iterable[str] | None = None) -> str:
+def left_out(report: ReportView, listed: Counter[str], statuses: Iterable[str] | None = None) -> str:
     """``9,850 regressions, 120 improvements``: the launches of ``statuses`` a format did not list."""
     wanted = set(statuses) if statuses is not None else None
     parts = []
@@ -196,7 +196,7 @@ def source_label(path: str | None) -> str:
     return text
 
 
-def report_devices(report: Report) -> list[str]:
+def report_devices(report: ReportView) -> list[str]:
     """The GPUs (or CPUs) the report measured, each once: the comparisons' current devices, else the launches'."""
     found: dict[str, None] = {}
     for comparison in report["comparisons"]:
@@ -229,7 +229,7 @@ def commits_line(commits: Sequence[str | None] | None) -> str:
     return " → ".join(p for p in parts if p)
 
 
-def compared_files(report: Report, limit: int = 3) -> tuple[list[tuple[str, str]], int]:
+def compared_files(report: ReportView, limit: int = 3) -> tuple[list[tuple[str, str]], int]:
     """The (baseline, current) file labels of the report's comparisons that name no test, each pair once: the
     first ``limit``, and how many more there are (a merged report may hold hundreds)."""
     pairs = list(dict.fromkeys((source_label(c["baseline"]), source_label(c["current"]))

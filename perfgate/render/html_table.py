@@ -1,9 +1,8 @@
-"""The HTML report's table of every launch (one row per gated metric of each launch, then its "why" row), put
+"""The HTML report's table of launches (one row per gated metric of each launch, then its "why" row), put
 together from the report's columns in numpy: its 80,000 rows at 10,000 launches are parts that repeat (a
-launch's cells, a metric's label, each distinct number's text), made once each and joined once.
-
-Its own module so that numpy is loaded only for a report with launches: the plugin writes the HTML of a
-session whose perf tests were all skipped without it.
+launch's cells, a metric's label, each distinct number's text), made once each and joined once. The rows of
+some launches can be asked for (``listed``), each part with the launch it belongs to, so that the page can
+keep to its size (``perfgate.render.html_bound``).
 """
 
 from __future__ import annotations
@@ -132,8 +131,8 @@ def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequen
     value. The suffix (the markup that follows) spares the table a part in each row."""
     picked = values[rows]
     out = np.empty(len(rows), dtype=object)
-    # Beyond 2**53 a float no longer holds every integer: such a value (an int in a report read back) is
-    # formatted from the report's own value, as the row-by-row renderer did.
+    # Beyond 2**53 a float does not hold every integer: such a value (an int in a report read back) is
+    # formatted from the report's own value.
     with np.errstate(invalid="ignore"):
         number = np.abs(picked) < 2.0 ** 53
         whole = (np.floor(picked) == picked) & (np.abs(picked) < 1e9)
@@ -240,7 +239,7 @@ class _WhyRows:
     (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
 
     def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays,
-                 missing: list[Callable[[Any], str]]) -> None:
+                 missing: list[Callable[[Any], str]], listed: np.ndarray) -> None:
         launches, results = report["launches"], report["results"]
         launch, change = columns.launch, columns.change
         with np.errstate(invalid="ignore"):
@@ -251,13 +250,13 @@ class _WhyRows:
         has_config = np.array([bool(text) for text in changes], dtype=bool)[change_of]
         stirred = ((np.bincount(launch[moved | improved], minlength=len(change_of)) > 0)
                    & columns.statuses(*_EXPLAINED)[columns.launch_status])
-        wanted = has_config | stirred
+        wanted = (has_config | stirred) & listed
         # Each launch's ungated moved metrics, the largest change first (ties in report order), at most _REASONS.
         named = np.flatnonzero(moved & ~columns.gated & wanted[launch])
         rank = _ranks(launch[named], -np.abs(change[named]))
         named, rank = named[rank < _REASONS], rank[rank < _REASONS]
         reasons = np.bincount(launch[named], minlength=len(change_of))
-        self.launches = np.flatnonzero(has_config | (reasons > 0))
+        self.launches = np.flatnonzero((has_config & listed) | (reasons > 0))
         # A row: its start (with the configuration change and "why: ", as the row has them), then per reason
         # the metric's label (after "; " but the first), the baseline, the current value and the change; its end.
         self.sizes = 2 + 4 * reasons[self.launches]
@@ -312,17 +311,21 @@ def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda value: "—" if value is None or value != value else text_of(value)
 
 
-def table_rows(report: Report, columns: ResultArrays) -> list[str]:
-    """The ``<tbody>`` rows, as the parts to join: each launch's gated metrics (and the rows that say new,
+def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None = None) -> tuple[Any, np.ndarray]:
+    """The ``<tbody>`` rows of the launches ``listed`` (a mask over launches; every launch without it) as the parts
+    to join, and the launch each part belongs to: each launch's gated metrics (and the rows that say new,
     missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
     launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
     by numpy indexing, not 80,000 string formats."""
+    if listed is None:
+        listed = np.ones(len(columns.launch_status), dtype=bool)
     facts = _Metrics(report)
     results = report["results"]
     # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
     table_missing = [_table_missing(writer.text) for writer in facts.writers]
     why_missing = [_why_missing(writer.text) for writer in facts.writers]
     shown = _shown(columns)
+    shown = shown[listed[columns.launch[shown]]]
     codes, launch = columns.metric[shown], columns.launch[shown]
     heads = np.empty(len(columns.names), dtype=object)
     for code in np.unique(columns.status[shown]).tolist():
@@ -337,15 +340,17 @@ def table_rows(report: Report, columns: ResultArrays) -> list[str]:
            _number_texts(columns.current, results["current"], shown, codes, facts.writers, table_missing,
                          '</td>\n<td class="num">'),
            _change_texts(columns.change, results["change"], shown), tails[codes]]
-    why = _WhyRows(report, facts, columns, why_missing)
+    why = _WhyRows(report, facts, columns, why_missing, listed)
     # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
     why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
     starts = len(row) * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]
     parts = np.empty(len(row) * len(shown) + len(why.parts), dtype=object)
+    owner = np.empty(len(parts), dtype=np.intp)
     for offset, column in enumerate(row):
         parts[starts + offset] = column
+        owner[starts + offset] = launch
     why_starts = len(row) * np.searchsorted(launch, why.launches, side="right") + why_ends[:-1]
-    parts[np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))] = why.parts
-    del row, why  # their arrays of parts, before the list of them all: the peak of a page of 50,000 launches
-    texts: list[str] = parts.tolist()
-    return texts
+    at = np.repeat(why_starts - why_ends[:-1], why.sizes) + np.arange(len(why.parts))
+    parts[at] = why.parts
+    owner[at] = np.repeat(why.launches, why.sizes)
+    return parts, owner

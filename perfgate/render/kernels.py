@@ -1,15 +1,16 @@
 """Kernel rows: a report's launches grouped per kernel (the repeated launches of a loop), with the medians,
-the repeated-launch judgement and the "why" every format shows. Stdlib only."""
+the repeated-launch judgement and the "why" every format shows."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from operator import itemgetter
 from typing import Any, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, limit_text
-from perfgate.report import Report, group_stats, repeated_totals, result_span
+from perfgate.report import ReportView, group_stats, kernel_keys, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -92,17 +93,13 @@ def _row_status(statuses: Counter[str]) -> str:
     return min(compared or statuses, key=lambda s: STATUS_RANK.get(s, 99))
 
 
-def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list[list[int]]:
+def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> list[list[int]]:
     """Launch indexes grouped by kernel (test, GPU, kind, kernel, its baseline name, region), in report order
     (worst first), without the region totals that only repeat their one kernel; ``statuses`` keeps the kernels
     with a launch in one of them."""
     launches = report["launches"]
-    optional: Any = launches
-    renamed = optional.get("baseline_kernel") or [None] * len(launches["status"])
-    keys = zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
-               launches["region"])
     groups: dict[tuple[Any, ...], list[int]] = {}
-    for index, key in enumerate(keys):
+    for index, key in enumerate(kernel_keys(launches)):
         members = groups.get(key)
         if members is None:
             groups[key] = [index]
@@ -118,14 +115,10 @@ def kernel_groups(report: Report, statuses: Iterable[str] | None = None) -> list
 
 
 def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    import statistics  # here: with decimal and fractions ~5 ms, which a compare of single launches never needs
-
-    return statistics.median(values)
+    return statistics.median(values) if values else None
 
 
-def kernel_row(report: Report, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
+def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
                metrics: list[MetricLaunches] | None = None) -> KernelRow:
     """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized; ``metrics`` are
     its :func:`metric_launches` when worked out already (the HTML page's, in numpy)."""
@@ -178,8 +171,13 @@ class MetricLaunches(NamedTuple):
 
 
 def _rank(status: str) -> int:
-    """A metric's status over its launches is the worst compared one; new, missing or no data only when none."""
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if status in _UNCOMPARED else 0)
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """A metric's status over its launches: the first worst compared one; new, missing or no data only when
+    none is compared."""
+    return min(statuses, key=_rank)
 
 
 def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
@@ -187,7 +185,7 @@ def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
     return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
 
 
-def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
+def _rows_by_metric(report: ReportView, indexes: list[int]) -> dict[int, list[int]]:
     """The result rows of launches ``indexes`` by metric code, in report order (codes in order of appearance)."""
     codes = report["results"]["metric"]
     spans = [span for span in (result_span(report, index) for index in indexes) if span[1] > span[0]]
@@ -205,7 +203,7 @@ def _rows_by_metric(report: Report, indexes: list[int]) -> dict[int, list[int]]:
     return by_code
 
 
-def metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
+def metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunches]:
     """Each metric of launches ``indexes`` over them, in order of appearance: one launch's values as they are,
     the medians of several (``perfgate.render.result_arrays.metric_launches`` is the same in numpy)."""
     results = report["results"]
@@ -225,7 +223,7 @@ def metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
     return out
 
 
-def _summaries(report: Report, aggregated: list[MetricLaunches], group: int | None,
+def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int | None,
                stats: dict[tuple[int, int], dict[str, Any]]) -> list[MetricSummary]:
     metrics = report["metrics"]
     out = []
@@ -235,7 +233,7 @@ def _summaries(report: Report, aggregated: list[MetricLaunches], group: int | No
             metric=str(metrics["metric"][code] or ""), label=str(metrics["label"][code] or metrics["metric"][code]),
             unit=str(metrics["unit"][code] or ""), threshold=str(metrics["threshold"][code] or ""),
             direction=str(metrics["direction"][code] or ""), gated=values.gated,
-            status=min(values.statuses, key=_rank),  # the first worst, as over rows
+            status=worst_status(values.statuses),
             before=values.before, after=values.after, change=values.change, launches=values.launches)
         judged = stats.get((group, code)) if group is not None else None
         if judged is not None:  # the group's medians and interval stand for its launches

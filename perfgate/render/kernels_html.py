@@ -10,8 +10,6 @@ kernels and sections are shown, and how many are not, is stated on the page.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
@@ -25,14 +23,14 @@ from perfgate.render.kernels import (
     launches_label,
     why_lines,
 )
+from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.report import Report, group_stats
 from perfgate.vocabulary import Status
 
-if TYPE_CHECKING:
-    from perfgate.render.result_arrays import ResultArrays
-
-KERNEL_ROWS = 500  # rows of the kernel table; every launch stays in the table below it
+KERNEL_ROWS = 500  # rows of the kernel table; every launch stays in the JSON report
+KERNEL_TABLE_BYTES = 1_000_000  # and the most bytes they take (long names), for the page's bound
 SECTIONS = 50  # sections of regressed or inconclusive kernels
+SECTIONS_BYTES = 1_000_000  # and the most bytes they take (a section lists every collected metric)
 _SECTION_STATUSES = (Status.REGRESSION.value, Status.INCONCLUSIVE.value)
 
 # Nsight Compute's section grouping, by metric name: the first group whose test matches holds the metric.
@@ -74,8 +72,6 @@ class KernelRows:
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            from perfgate.render.result_arrays import metric_launches  # numpy: only for a report with launches
-
             assert self._arrays is not None  # a kernel is launches
             metrics = metric_launches(self.report, self._arrays, indexes)
             found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, metrics)
@@ -96,6 +92,8 @@ def kernel_table(rows: KernelRows) -> str:
            '<table id="kernel-table"><thead><tr><th>Status</th><th>Kernel</th><th>Test · GPU · region</th>'
            '<th>Launches</th><th>Metric</th><th>Baseline</th><th>Current</th><th>Change</th><th>Limit</th>'
            '<th>Why</th></tr></thead><tbody>']
+    room = KERNEL_TABLE_BYTES
+    listed = 0
     for indexes in kernels[:KERNEL_ROWS]:
         row = rows.row(indexes)
         moved = row.moved[:3]
@@ -110,13 +108,18 @@ def kernel_table(rows: KernelRows) -> str:
                  "<br>".join(html_escape(m.limit) for m in moved),
                  "<br>".join(html_escape(line) for line in why)]
         classes = ["", "", "", "num", "", "num", "num", "num", "", "why"]
-        out.append(f'<tr class="{row.status.replace(" ", "-")}">'
-                   + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>" for c, v in zip(classes, cells))
-                   + "</tr>")
+        line = (f'<tr class="{row.status.replace(" ", "-")}">'
+                + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>" for c, v in zip(classes, cells))
+                + "</tr>")
+        room -= len(line.encode("utf-8"))
+        if room < 0:
+            break
+        out.append(line)
+        listed += 1
     out.append("</tbody></table>")
-    if len(kernels) > KERNEL_ROWS:
-        out.append(f'<p class="meta" id="kernels-truncated">The first {KERNEL_ROWS:,} of {len(kernels):,} kernels '
-                   f'are listed; every launch is in the table "Every launch" below.</p>')
+    if len(kernels) > listed:
+        out.append(f'<p class="meta" id="kernels-truncated">The first {listed:,} of {len(kernels):,} kernels '
+                   f'are listed; the launches below and the JSON report hold them all.</p>')
     return "\n".join(out) + "\n"
 
 
@@ -127,10 +130,18 @@ def kernel_sections(rows: KernelRows) -> str:
         return ""
     shown = [row for row in map(rows.row, kernels[:SECTIONS]) if row.status in _SECTION_STATUSES]
     out = ['<h2 id="investigate">Regressed and inconclusive kernels</h2>']
+    room = SECTIONS_BYTES
+    drawn = 0
     for number, row in enumerate(shown):
-        out.append(_section(row, number))
-    if len(kernels) > SECTIONS:
-        out.append(f'<p class="meta" id="sections-truncated">Sections for the first {SECTIONS} of {len(kernels):,} '
+        section = _section(row, number)
+        room -= len(section.encode("utf-8"))
+        if room < 0:
+            break
+        out.append(section)
+        drawn += 1
+    if len(kernels) > SECTIONS or drawn < len(shown):
+        first = SECTIONS if drawn == len(shown) else drawn
+        out.append(f'<p class="meta" id="sections-truncated">Sections for the first {first} of {len(kernels):,} '
                    f'regressed or inconclusive kernels; the others are in the tables.</p>')
     return "\n".join(out) + "\n"
 

@@ -40,7 +40,7 @@ from perfgate.render.common import (
 from perfgate.render.formatting import format_value, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
 from perfgate.render.templates import render_block, render_template
-from perfgate.report import Report, group_stats, listed_summary
+from perfgate.report import ReportView, group_stats, listed_summary
 from perfgate.vocabulary import KIND_BENCHMARK, Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
@@ -129,7 +129,7 @@ class _Layout:
         return self.block("kernel_table.md.j2", rows=rows, why=why, opening=opening)
 
 
-def headline_block(report: Report, commits: Sequence[str | None] | None = None,
+def headline_block(report: ReportView, commits: Sequence[str | None] | None = None,
                    templates: Path | None = None) -> str:
     """The first lines: verdict and headline, the GPUs and commits, the counts, and what was compared."""
     devices = report_devices(report)
@@ -141,7 +141,7 @@ def headline_block(report: Report, commits: Sequence[str | None] | None = None,
                         more_compared=more)
 
 
-def _notes(report: Report, layout: _Layout) -> tuple[list[str], int]:
+def _notes(report: ReportView, layout: _Layout) -> tuple[list[str], int]:
     """The notes that fit ``NOTES_BUDGET``, laid out, and how many did not."""
     notes: list[str] = []
     room = _Budget(NOTES_BUDGET)
@@ -154,7 +154,7 @@ def _notes(report: Report, layout: _Layout) -> tuple[list[str], int]:
     return notes, 0
 
 
-def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
+def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
                     commits: Sequence[str | None] | None = None, top: int = COMMENT_TOP,
                     templates: Path | None = None) -> str:
     """Markdown for a PR comment or job summary: one row per kernel, those that need attention first.
@@ -203,7 +203,7 @@ def render_markdown(report: Report, budget: int = MARKDOWN_BUDGET, full_report: 
 class _Filler:
     """Tables of kernel rows, as many as fit the budget left, counting the launches they list."""
 
-    def __init__(self, report: Report, layout: _Layout, left: _Budget, listed: Counter[str],
+    def __init__(self, report: ReportView, layout: _Layout, left: _Budget, listed: Counter[str],
                  stats: dict[tuple[int, int], dict[str, Any]]) -> None:
         self.report, self.layout, self.left, self.listed, self.stats = report, layout, left, listed, stats
 
@@ -214,8 +214,6 @@ class _Filler:
         rows: list[str] = []
         statuses = self.report["launches"]["status"]
         for indexes in kernels:
-            if indexes[0] >= MARKDOWN_LAUNCHES:
-                break
             row = self.layout.row(kernel_row(self.report, indexes, self.stats), why)
             if not self.left.take(row):
                 break

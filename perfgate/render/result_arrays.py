@@ -1,8 +1,6 @@
-"""A report's results as numpy arrays, made once for the HTML page: its table of every launch
+"""A report's results as numpy arrays, made once for the HTML page: its table of launches
 (``perfgate.render.html_table``) and its kernel view, whose kernels of a loop have thousands of launches
 (:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy).
-
-Its own module so that numpy is loaded only for a report with launches.
 """
 
 from __future__ import annotations

@@ -17,14 +17,14 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
-from perfgate.report import Report, iter_launches
+from perfgate.report import ReportView, first_launches, iter_launches
 from perfgate.text import inert
 from perfgate.vocabulary import Status
 
 TEXT_LAUNCHES = 50  # a CI log shows the first 50 launches that need attention; the rest are counted
 
 
-def _header(report: Report) -> list[str]:
+def _header(report: ReportView) -> list[str]:
     lines = []
     for comparison in report["comparisons"]:
         base_devices, cur_devices = comparison["baseline_devices"], comparison["current_devices"]
@@ -36,7 +36,7 @@ def _header(report: Report) -> list[str]:
     return lines
 
 
-def _launch_lines(item: Shown, report: Report) -> list[str]:
+def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     launch, rows = item.launch, item.rows
     status = str(launch["status"])
     where = f" [{launch['region']}]" if launch.get("region") else ""
@@ -67,15 +67,30 @@ def _launch_lines(item: Shown, report: Report) -> list[str]:
     return lines
 
 
-def render_text(report: Report, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
+def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int) -> list[int]:
+    """The first ``limit`` launches to list, in report order; when they are cut, each kernel's first launch to
+    list is among them before any kernel's second (kernels past the cut are named, not only the worst one's
+    launches)."""
+    candidates = list(iter_launches(report, statuses))
+    if len(candidates) <= limit:
+        return candidates
+    wanted = set(candidates)
+    firsts = [i for i in first_launches(report["launches"], statuses) if i in wanted][:limit]
+    chosen = set(firsts)
+    for index in candidates:
+        if len(chosen) >= limit:
+            break
+        chosen.add(index)
+    return sorted(chosen)
+
+
+def render_text(report: ReportView, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
     """Verdict, the launches that need attention (regressions first, at most ``limit``), a count of
     those left out, then the one-line summary."""
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
-    for index in iter_launches(report, statuses):
-        if sum(listed.values()) >= limit:
-            break
+    for index in _listed_launches(report, statuses, limit):
         item = Shown(report, index)
         listed[str(item.launch["status"])] += 1
         lines.extend(_launch_lines(item, report))

@@ -19,6 +19,7 @@ SKETCH_SETTING = "timeline_sketch"
 WIDTH, LABEL, LANE, GAP, AXIS = 960, 120, 16, 4, 22
 COLOURS = {"own": "#0969da", "other": "#8c959f", "memcpy": "#bf8700", "memset": "#8250df"}
 MAX_SKETCH_CHARS = 2_000_000
+TIMELINES_BYTES = 500_000  # the figures drawn, for the page's bound; each sketch is in the JSON report's settings
 
 
 def _regions(settings: Any) -> dict[str, dict[str, Any]]:
@@ -104,8 +105,10 @@ def _svg(side: str, region: dict[str, Any], scale: float) -> str:
 
 
 def timeline_sections(report: Report) -> str:
-    """One figure per region with a sketch on either side: baseline above current on one time scale."""
+    """One figure per region with a sketch on either side: baseline above current on one time scale; those that
+    fit :data:`TIMELINES_BYTES`, then a line that counts the others."""
     out: list[str] = []
+    room, left_out = TIMELINES_BYTES, 0
     for comparison in report["comparisons"]:
         settings = comparison.get("settings") or {}
         base, cur = _regions(settings.get("baseline")), _regions(settings.get("current"))
@@ -116,9 +119,18 @@ def timeline_sections(report: Report) -> str:
             scale = max(region["wall"] for _, region in sides)
             test = comparison.get("test")
             where = f" ({html_escape(str(test))})" if test else ""
-            out.append(f'<figure class="region-timeline"><figcaption>region <code>{html_escape(name)}</code>{where}'
-                       "</figcaption>" + "<br>".join(_svg(side, region, scale) for side, region in sides)
-                       + "</figure>")
+            figure = (f'<figure class="region-timeline"><figcaption>region <code>{html_escape(name)}</code>{where}'
+                      "</figcaption>" + "<br>".join(_svg(side, region, scale) for side, region in sides)
+                      + "</figure>")
+            room -= len(figure.encode("utf-8"))
+            if room < 0:
+                left_out += 1
+                continue
+            out.append(figure)
+    if left_out:
+        out.append(f'<p class="meta" id="timelines-left-out">{left_out:,} more region timeline'
+                   f'{"s" * (left_out != 1)} not drawn, to keep the page small; the JSON report holds each '
+                   "region's sketch.</p>")
     if not out:
         return ""
     legend = ('<p class="meta">Each region\'s median entry, baseline above current on one time scale: its own '

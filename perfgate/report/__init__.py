@@ -1,12 +1,14 @@
 """The JSON report: the one contract between compare, the renderers, ``merge`` and ``publish``.
 
-This package defines the report's shape (``contract``: the TypedDicts, column names, limits), builds it
-from a Comparison and writes it (``build``), reads and validates an untrusted one (``validate``: an
-artifact a fork's code wrote), upgrades version 1 reports (``upgrade``), merges reports (``merge``), and
-gives row views for the few launches a human format shows (``views``). It imports only the standard
-library, and orjson when it writes a report: ``publish`` and ``merge`` never pay for pandas.
+``contract`` declares it once: each table's columns (kind, meaning, allowed values), the fields, the limits,
+and the TypedDicts mypy checks it with; ``schema`` makes the JSON Schema shipped as
+``perfgate/schemas/report-v2.schema.json`` from that declaration. ``build`` turns a Comparison into a report
+(numpy's work: loaded on first use of ``build_report`` or ``build_view``, so that ``merge``, ``publish`` and the
+session report of a run whose perf tests were all skipped do without it), ``write`` writes one; ``validate`` reads and checks an untrusted one (an artifact a fork's code wrote), ``upgrade``
+turns a version 1 report into version 2, ``merge`` combines reports, and ``views`` holds what a human format
+reads of one (``ReportView``: a report, or one ``build_view`` made with only the rows that format lists).
 
-Version 2 is what perfgate writes; version 1 (row lists) is still read and upgraded on load. Tables are
+Version 2 is what perfgate writes; version 1 (row lists) is read too, and upgraded on load. Tables are
 column-oriented, each a JSON object of equally long arrays, so launch facts are stored once per
 launch and metric facts once per metric, and ``pandas.DataFrame(report["results"])`` loads a table::
 
@@ -35,7 +37,8 @@ first. A v1 result row is ``{**launches[r.launch], **metrics[r.metric], **the re
 be computed (no data, or a zero baseline). ``summary`` counts launches by status.
 """
 
-from perfgate.report.build import build_report, dump_parts, dumps
+from typing import TYPE_CHECKING, Any
+
 from perfgate.report.contract import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -61,9 +64,13 @@ from perfgate.report.merge import merge_reports
 from perfgate.report.upgrade import upgrade_v1
 from perfgate.limits import MAX_FINDINGS
 from perfgate.report.validate import load_report, validate_report
+from perfgate.report.write import dump_parts, dumps
 from perfgate.report.views import (
+    ReportView,
     group_stats,
+    first_launches,
     iter_launches,
+    kernel_keys,
     launch_count,
     launch_row,
     launch_rows,
@@ -77,9 +84,22 @@ from perfgate.report.views import (
 __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
-    "GroupTable", "LaunchTable", "MetricTable", "Report", "ResultTable", "build_report", "dump_parts", "dumps",
-    "empty_report", "group_stats", "iter_launches", "kernel_summary", "launch_count", "launch_row", "launch_rows",
+    "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report", "build_view",
+    "dump_parts", "dumps",
+    "empty_report", "first_launches", "group_stats", "iter_launches", "kernel_keys", "kernel_summary", "launch_count", "launch_row", "launch_rows",
     "listed_summary",
     "load_report", "merge_reports", "repeated_totals", "result_rows", "result_span", "summarize", "upgrade_v1",
     "validate_report", "verdict_of",
 ]
+
+if TYPE_CHECKING:
+    from perfgate.report.build import build_report, build_view
+
+
+def __getattr__(name: str) -> Any:
+    """``build_report`` and ``build_view``, imported on first use (PEP 562): see the docstring."""
+    if name in ("build_report", "build_view"):
+        from perfgate.report import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,15 +1,16 @@
-"""Build the report from a Comparison, and write it as JSON text.
-
-numpy is imported inside the builder only, orjson inside the writer: reading and rendering a report never
-need either.
-"""
+"""Build the report (or a view for a human format) from a Comparison: numpy's work, in the one module of this
+package that imports it (``perfgate.report`` loads it on first use of ``build_report`` or ``build_view``)."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
+from typing import Any, Iterable, cast
+
+import numpy as np
 
 from perfgate import __version__
+from perfgate.columns import factorize, first_rows, objects
+from perfgate.compare import Comparison
 from perfgate.report.contract import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -17,17 +18,12 @@ from perfgate.report.contract import (
     METRIC_COLUMNS,
     RESULT_COLUMNS,
     GroupTable,
-    LaunchTable,
-    MetricTable,
     Report,
-    ResultTable,
     empty_columns,
     summarize,
 )
+from perfgate.report.views import ReportView, first_launches
 from perfgate.vocabulary import Status
-
-if TYPE_CHECKING:  # keep this package free of numpy: publish and merge only need plain data
-    from perfgate.compare import Comparison
 
 
 _FLOAT_RESULTS = ("baseline", "current", "change", "delta")
@@ -35,8 +31,6 @@ _FLOAT_RESULTS = ("baseline", "current", "change", "delta")
 
 def _finite_list(column: Any) -> list[float | None]:
     """A float column as Python floats, NaN and ±inf as None (JSON has neither)."""
-    import numpy as np
-
     values = np.asarray(column, dtype=float)
     finite = np.isfinite(values)
     if finite.all():
@@ -51,17 +45,38 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
                  results_of_first: int | None = None, result_arrays: bool = False) -> Report:
     """Turn a Comparison into the report; ``test``/``path``/``line`` attribute every launch to a test.
 
-    For a human format only, never for a report that is written as JSON: ``unchanged_results=False``
-    leaves out the metric rows of unchanged launches, and ``results_of_first=N`` those of every launch
-    after the first N (launches come worst first); the launches and the summary stay whole. The
-    terminal view never shows the rows left out, and on 10,000 launches they are most of the work.
-
     Only for a report that is written as JSON (``dump_parts``) and nothing else: ``result_arrays=True`` leaves
     the results table's columns numpy arrays (null as NaN), which ``dump_parts`` writes as they are. As
     Python lists, the 400,000 results of 50k launches (eight columns) took ~60 MB more at the peak.
+
+    ``unchanged_results`` and ``results_of_first`` are ``build_view``'s, for ``perfgate compare``'s call of this
+    function until it builds its text and Markdown with ``build_view``: with either, the result is a view.
     """
+    tables = _tables(comparison, test, path, line, notes, unchanged_results, results_of_first, result_arrays)
+    return cast(Report, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "generator": f"perfgate {__version__}",
+                         **tables})
+
+
+def build_view(comparison: Comparison, *, unchanged_results: bool = True,
+               results_of_first: int | None = None) -> ReportView:
+    """The Comparison as a human format renders it: every launch and the summary whole, and ``results`` with
+    the metric rows of only the launches it lists: ``unchanged_results=False`` leaves out those of unchanged
+    launches, ``results_of_first=N`` those of every launch after the first N (launches come worst first). The
+    terminal view never shows the rows left out, and on 10,000 launches they are most of the work."""
+    return cast(ReportView, _tables(comparison, None, None, None, (), unchanged_results, results_of_first, False))
+
+
+def _tables(comparison: Comparison, test: str | None, path: str | None, line: int | None, notes: Iterable[str],
+            unchanged_results: bool, results_of_first: int | None, result_arrays: bool) -> dict[str, Any]:
+    """Everything of a report but its format, version and generator."""
     launches = _launch_columns(comparison, test, path, line)
-    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first)
+    firsts = None
+    if results_of_first is not None and len(launches["status"]) > results_of_first:
+        # Each kernel's first launch (and its first that changed) keeps its results too: a cut listing names
+        # every kernel before any kernel's second launch.
+        changed = set(launches["status"]) - {Status.UNCHANGED.value}
+        firsts = np.union1d(first_launches(launches), first_launches(launches, changed)).astype(np.int64)
+    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first, firsts)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
     table = {"launch": launch_of, "metric": metric_codes, "status": results["status"],
@@ -72,9 +87,6 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
         table = {name: _finite_list(column) if name in _FLOAT_RESULTS else column.tolist()
                  for name, column in table.items()}
     return {
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "generator": f"perfgate {__version__}",
         "verdict": comparison.verdict,
         "summary": summarize(launches["status"]),
         "comparisons": [{
@@ -83,9 +95,9 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
             "current_devices": list(comparison.current_devices),
             "settings": comparison.settings, "test": test,
         }],
-        "launches": cast(LaunchTable, launches),
-        "metrics": cast(MetricTable, metrics),
-        "results": cast(ResultTable, table),
+        "launches": launches,
+        "metrics": metrics,
+        "results": table,
         "notes": [*comparison.notes, *notes],
         "unmeasured": [{"test": test or "", "launch": launch, "cause": cause} for launch, cause in comparison.unmeasured],
         "groups": _group_table(comparison.results, metrics),
@@ -113,12 +125,10 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
     return launches
 
 
-def _kept_results(comparison: Comparison, unchanged_results: bool,
-                  results_of_first: int | None) -> tuple[Any, Any, Any]:
+def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None,
+                  firsts: Any = None) -> tuple[Any, Any, Any]:
     """The result rows the report keeps, grouped by launch in launch order, each one's launch row, and which rows
     of the Comparison's results they are (None: all, as they are)."""
-    import numpy as np
-
     frame, results = comparison.launches, comparison.results
     if not len(results):
         return results, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -135,7 +145,10 @@ def _kept_results(comparison: Comparison, unchanged_results: bool,
     if not unchanged_results:
         keep &= frame["status"][launch_of] != Status.UNCHANGED.value
     if results_of_first is not None:
-        keep &= launch_of < results_of_first
+        shown = launch_of < results_of_first
+        if firsts is not None:
+            shown |= np.isin(launch_of, firsts)
+        keep &= shown
     grouped = bool((launch_of[1:] >= launch_of[:-1]).all())  # a Comparison's results are, by launch
     if grouped and keep.all():
         return results, launch_of, None
@@ -149,10 +162,6 @@ def _metric_rows(results: Any, hint: Any = None) -> tuple[dict[str, list[Any]], 
     """Metric facts once: each distinct (metric, label, unit, threshold, direction) is one metrics row;
     returns that table and each result's row of it. ``hint``: per result, a number that only results with the
     same facts share (``Comparison.result_metric``): the facts of the first result of each are compared only."""
-    import numpy as np
-
-    from perfgate.columns import factorize, first_rows
-
     if hint is not None and len(results):
         candidates = results.select(METRIC_COLUMNS)[first_rows(hint)]
         metrics, candidate_codes = _metric_rows(candidates)
@@ -169,8 +178,6 @@ def _metric_rows(results: Any, hint: Any = None) -> tuple[dict[str, list[Any]], 
 def _text_codes(column: Any) -> tuple[Any, int]:
     """Codes of a column's values as text, missing (None, NaN) as "", and how many there are. The few distinct
     values are converted, not the rows."""
-    from perfgate.columns import factorize, objects
-
     codes, uniques = factorize(column)
     texts = ["" if value is None or value != value else str(value) for value in uniques.tolist()]
     if len(set(texts)) == len(texts):
@@ -181,8 +188,6 @@ def _text_codes(column: Any) -> tuple[Any, int]:
 
 def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
     """The optional launch columns of a Comparison's launch table (null where it has none)."""
-    import numpy as np
-
     columns: dict[str, list[Any]] = {}
     if "baseline_kernel" in frame.columns:
         old, new = frame["baseline_kernel"], frame["kernel"]
@@ -215,10 +220,6 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
-    import numpy as np
-
-    from perfgate.columns import first_rows
-
     judged = np.flatnonzero(results["group"] >= 0)
     if not len(judged):
         return cast(GroupTable, table)
@@ -236,64 +237,3 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
             number = float(row[name])
             table[name].append(number if math.isfinite(number) else None)
     return cast(GroupTable, table)
-
-
-# ---------------------------------------------------------------- writing
-
-_TABLES = ("launches", "metrics", "results", "groups")
-
-
-def dumps(report: Report) -> str:
-    """The report as JSON text: one top-level field, table column or comparison per line.
-
-    Values are encoded by orjson, whose shortest round-trip floats (Ryu) cost a twentieth of the json module's
-    ``repr`` of each float: the 400,000 results of 50k launches are 1.6M numbers. The line breaks are added
-    around its output, so a diff or a pager stays usable.
-    """
-    return "".join(dump_parts(report))
-
-
-def dump_parts(report: Report) -> Iterator[str]:
-    """The text of ``dumps`` in parts (at most a table column each), whose concatenation it is: written part by
-    part, the text of a large report never exists at once (one "→" of a launch change makes a Python string
-    of it take 2 bytes per character)."""
-    encode = _encoder()
-    yield "{\n"
-    for index, (key, value) in enumerate(report.items()):
-        name = encode(key)
-        if index:
-            yield ",\n"
-        if key in _TABLES and isinstance(value, dict):
-            yield f"{name}: {{\n"
-            for number, (column, values) in enumerate(value.items()):
-                yield (",\n  " if number else "  ") + encode(column) + ": " + encode(values)
-            yield "\n}"
-        elif key in ("comparisons", "notes") and isinstance(value, list) and value:
-            yield f"{name}: [\n" + ",\n".join(f"  {encode(item)}" for item in value) + "\n]"
-        else:
-            yield f"{name}: {encode(value)}"
-    yield "\n}\n"
-
-
-def _encoder() -> Callable[[Any], str]:
-    """The JSON text of a value: a list, or a numpy array (``build_report(result_arrays=True)``) whose NaN and
-    ±inf are null."""
-    import json  # both here, not at import: a text report, the plugin's start-up and reading a report need neither
-
-    import orjson
-
-    numpy_too = orjson.OPT_SERIALIZE_NUMPY
-    # Values orjson refuses (an integer beyond 64 bits, in a report read back) take the json module's text.
-    fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-
-    def encode(value: Any) -> str:
-        if getattr(getattr(value, "dtype", None), "kind", "") == "O":  # strings or None: orjson takes a list
-            value = value.tolist()
-        try:
-            return orjson.dumps(value, option=numpy_too).decode()
-        except orjson.JSONEncodeError:
-            if hasattr(value, "dtype"):  # an array orjson does not take (not contiguous, or an unusual dtype)
-                value = _finite_list(value) if value.dtype.kind == "f" else value.tolist()
-            return fallback(value)
-
-    return encode

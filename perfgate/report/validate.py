@@ -8,10 +8,17 @@ from pathlib import Path
 from typing import Any, cast
 
 from perfgate.errors import InputError
-from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS
+from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, read_json_file
 from perfgate.report.contract import (
+    COLUMN_KINDS,
     FORMAT_NAME,
     GROUP_COLUMNS,
+    GROUPS,
+    LAUNCHES,
+    METRICS,
+    OPTIONAL_LAUNCHES,
+    RESULTS,
+    Column,
     MAX_REPORT_BYTES,
     MAX_ROWS,
     READ_VERSIONS,
@@ -25,31 +32,25 @@ from perfgate.report.contract import (
     verdict_of,
 )
 from perfgate.report.upgrade import upgrade_v1
-from perfgate.vocabulary import STATUS_RANK, VERDICT_RANK, Status, Verdict
+from perfgate.vocabulary import VERDICT_RANK, Verdict
 
 
-def _check_column(source: str, table: str, name: str, values: list[Any], kind: str) -> None:
-    """Check (and for numbers, clean) one column in place; ``kind`` names the allowed types."""
-    where = f'"{table}.{name}"'
+def _check_column(source: str, table: str, name: str, values: list[Any], column: Column) -> None:
+    """Check (and for numbers, clean) one column in place against its declaration."""
+    kind = column.kind
     if kind == "str":
         bad = next((i for i, v in enumerate(values) if type(v) is not str), None)
-        wanted = "a string"
     elif kind == "str?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not str), None)
-        wanted = "a string or null"
-    elif kind == "int":
+    elif kind in ("int", "row"):  # a row's existence is checked with its table's length
         bad = next((i for i, v in enumerate(values) if type(v) is not int), None)
-        wanted = "an integer"
     elif kind == "int?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not int), None)
-        wanted = "an integer or null"
     elif kind == "strs?":
         bad = next((i for i, v in enumerate(values) if v is not None and not (
             type(v) is list and len(v) <= MAX_FINDINGS and all(type(x) is str and len(x) <= MAX_FINDING_CHARS for x in v))), None)
-        wanted = f"a list of at most {MAX_FINDINGS} short strings, or null"
     elif kind == "bool?":
         bad = next((i for i, v in enumerate(values) if v is not None and type(v) is not bool), None)
-        wanted = "true, false or null"
     else:  # "number?": finite numbers; a non-finite one (1e999 parses as inf) becomes null
         bad = None
         for i, v in enumerate(values):
@@ -60,42 +61,33 @@ def _check_column(source: str, table: str, name: str, values: list[Any], kind: s
             elif kind_of is not int and v is not None:
                 bad = i
                 break
-        wanted = "a number or null"
     if bad is not None:
-        raise refuse(source, f"{where} row {bad}: must be {wanted}")
-
-
-_LAUNCH_TYPES = {"kind": "str?", "kernel": "str", "demangled": "str?", "region": "str?", "ordinal": "int",
-                 "status": "str", "device": "str?", "launch_change": "str?", "test": "str?", "path": "str?",
-                 "line": "int?"}
-_METRIC_TYPES = {"metric": "str?", "label": "str?", "unit": "str?", "threshold": "str?", "direction": "str?"}
-_RESULT_TYPES = {"launch": "int", "metric": "int", "baseline": "number?", "current": "number?", "change": "number?",
-                 "delta": "number?", "status": "str", "gated": "bool?"}
-
-
-_OPTIONAL_LAUNCH_TYPES = {"baseline_kernel": "str?", "group": "int?", "findings_appeared": "strs?",
-                          "findings_gone": "strs?"}
-_GROUP_TYPES = {"group": "int", "metric": "int", "n_baseline": "int", "n_current": "int", "median_baseline": "number?",
-                "median_current": "number?", "estimate": "number?", "ci_low": "number?", "ci_high": "number?"}
+        raise refuse(source, f'"{table}.{name}" row {bad}: must be {COLUMN_KINDS[kind]}')
+    if column.values:
+        allowed = set(column.values)
+        unknown = next((i for i, v in enumerate(values) if v is not None and v not in allowed), None)
+        if unknown is not None:
+            raise refuse(source, f'"{table}.{name}" row {unknown}: {name} {values[unknown]!r} is not one of '
+                                 f'{", ".join(map(repr, column.values))}')
 
 
 def _check_groups(source: str, document: dict[str, Any], metrics: int) -> None:
     """The optional ``groups`` table (absent in older reports: empty)."""
     if document.get("groups") is None:
         document["groups"] = empty_columns(GROUP_COLUMNS)
-    _check_table(source, document, "groups", _GROUP_TYPES)
+    _check_table(source, document, "groups", GROUPS)
     codes = document["groups"]["metric"]
     if codes and (min(codes) < 0 or max(codes) >= metrics):
         raise refuse(source, '"groups.metric" must name a row of "metrics"')
 
 
-def _check_table(source: str, document: dict[str, Any], table: str, types: dict[str, str],
-                 optional: dict[str, str] | None = None) -> int:
+def _check_table(source: str, document: dict[str, Any], table: str, types: dict[str, Column],
+                 optional: dict[str, Column] | None = None) -> int:
     columns = document.get(table)
     if not isinstance(columns, dict):
         raise refuse(source, f'report "{table}" must be an object of columns')
     length = None
-    for name, kind in (*types.items(), *(optional or {}).items()):
+    for name, column in (*types.items(), *(optional or {}).items()):
         values = columns.get(name)
         if values is None and optional and name in optional:
             values = columns[name] = [None] * (length or 0)  # an older report: not known
@@ -107,7 +99,7 @@ def _check_table(source: str, document: dict[str, Any], table: str, types: dict[
             raise refuse(source, f'report "{table}" columns differ in length')
         if length > MAX_ROWS:
             raise refuse(source, f'report "{table}" has more than {MAX_ROWS:,} rows; not a report perfgate wrote')
-        _check_column(source, table, name, values, kind)
+        _check_column(source, table, name, values, column)
     document[table] = {name: columns[name] for name in (*types, *(optional or {}))}  # unknown columns are dropped
     return length or 0
 
@@ -131,15 +123,9 @@ def validate_report(document: Any, source: str) -> Report:
         raise refuse(source, f'report "verdict" must be one of {", ".join(repr(v.value) for v in Verdict)}')
     if version == 1:
         document = upgrade_v1(document, source)
-    launches = _check_table(source, document, "launches", _LAUNCH_TYPES, _OPTIONAL_LAUNCH_TYPES)
-    metrics = _check_table(source, document, "metrics", _METRIC_TYPES)
-    results = _check_table(source, document, "results", _RESULT_TYPES)
-    statuses = document["launches"]["status"]
-    unknown = next((s for s in (*statuses, *document["results"]["status"]) if s not in STATUS_RANK), None)
-    if unknown is not None:
-        raise refuse(source, f"report has unknown status {unknown!r}")
-    if Status.INFO.value in statuses:
-        raise refuse(source, 'a launch\'s status cannot be "info"')
+    launches = _check_table(source, document, "launches", LAUNCHES, OPTIONAL_LAUNCHES)
+    metrics = _check_table(source, document, "metrics", METRICS)
+    results = _check_table(source, document, "results", RESULTS)
     pointers = document["results"]["launch"]
     if results and (min(pointers) < 0 or max(pointers) >= launches):
         raise refuse(source, '"results.launch" must name a row of "launches"')
@@ -160,7 +146,7 @@ def validate_report(document: Any, source: str) -> Report:
     if not isinstance(document.get("generator"), str):
         document["generator"] = None
     document["unmeasured"] = _check_unmeasured(source, document.get("unmeasured", []))
-    document["summary"] = summarize(statuses)
+    document["summary"] = summarize(document["launches"]["status"])
     document["verdict"] = verdict_of(cast(Report, document))
     return cast(Report, {key: document[key] for key in REPORT_FIELDS})
 
@@ -198,8 +184,6 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         raise InputError(file, "no such file" if not file.exists() else "not a file", "check the path")
     if file.stat().st_size > MAX_REPORT_BYTES:
         raise InputError(file, f"larger than {MAX_REPORT_BYTES // 2**20} MiB; not a report perfgate wrote")
-    from perfgate.limits import read_json_file
-
     # An untrusted artifact: refused here if it is not plain, finite, shallow JSON.
     document = read_json_file(file, "a JSON report", "download or write the report again")
     return validate_report(document, str(file))

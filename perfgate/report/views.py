@@ -1,10 +1,11 @@
-"""Row views of a report: the few launches a human format shows, shaped as version 1 rows."""
+"""What a human format (text, Markdown, a PR comment, annotations) reads of a report: the ``ReportView`` type, and
+row views of the few launches it shows, shaped as version 1 rows."""
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, Iterable, Iterator, Mapping, TypedDict, cast
 
 from perfgate.report.contract import (
     GROUP_COLUMNS,
@@ -13,18 +14,38 @@ from perfgate.report.contract import (
     OPTIONAL_LAUNCH_COLUMNS,
     RESULT_VALUES,
     ROW_LAUNCH_FIELDS,
+    ComparisonInfo,
     GroupTable,
-    Report,
+    LaunchTable,
+    MetricTable,
+    ResultTable,
     empty_columns,
 )
 from perfgate.vocabulary import REGION_SEPARATOR, STATUS_RANK, Status
 
 
-def launch_count(report: Report) -> int:
+class ReportView(TypedDict):
+    """What the human formats render: a ``Report`` (every report is a view), or one built for a human format only
+    (``build_view``), whose ``results`` hold the metric rows of only the launches that format lists. A view is no
+    file format (no "format", "version" or "generator"): mypy refuses one where a ``Report`` is written or merged.
+    """
+
+    verdict: str
+    summary: dict[str, int]
+    comparisons: list[ComparisonInfo]
+    launches: LaunchTable
+    metrics: MetricTable
+    results: ResultTable
+    notes: list[str]
+    unmeasured: list[dict[str, str]]
+    groups: GroupTable
+
+
+def launch_count(report: ReportView) -> int:
     return len(report["launches"]["status"])
 
 
-def launch_row(report: Report, index: int) -> dict[str, Any]:
+def launch_row(report: ReportView, index: int) -> dict[str, Any]:
     """One launch as a v1 launch row: ``{"kind", "kernel", ..., "line"}``."""
     launches = cast("dict[str, list[Any]]", report["launches"])
     row = {name: launches[name][index] for name in LAUNCH_COLUMNS}
@@ -34,25 +55,25 @@ def launch_row(report: Report, index: int) -> dict[str, Any]:
     return row
 
 
-def launch_rows(report: Report) -> list[dict[str, Any]]:
+def launch_rows(report: ReportView) -> list[dict[str, Any]]:
     columns = [report["launches"][name] for name in LAUNCH_COLUMNS]  # type: ignore[literal-required]
     return [dict(zip(LAUNCH_COLUMNS, values)) for values in zip(*columns)]
 
 
-def group_stats(report: Report) -> dict[tuple[int, int], dict[str, Any]]:
+def group_stats(report: ReportView) -> dict[tuple[int, int], dict[str, Any]]:
     """The ``groups`` table keyed by (group, metric row): the statistics of each repeated-launch judgement."""
     groups = report.get("groups") or cast(GroupTable, empty_columns(GROUP_COLUMNS))
     columns = [groups[name] for name in GROUP_COLUMNS]  # type: ignore[literal-required]
     return {(row[0], row[1]): dict(zip(GROUP_COLUMNS, row)) for row in zip(*columns)}
 
 
-def result_span(report: Report, launch: int) -> tuple[int, int]:
+def result_span(report: ReportView, launch: int) -> tuple[int, int]:
     """The rows of ``results`` that belong to ``launch`` (they are contiguous)."""
     column = report["results"]["launch"]
     return bisect_left(column, launch), bisect_right(column, launch)
 
 
-def result_rows(report: Report, launch: int | None = None) -> list[dict[str, Any]]:
+def result_rows(report: ReportView, launch: int | None = None) -> list[dict[str, Any]]:
     """Result rows shaped as in version 1: the launch's facts, the metric's, then the result's own.
 
     ``launch`` limits them to that launch's rows (found by bisection: cheap for a few launches).
@@ -69,7 +90,7 @@ def result_rows(report: Report, launch: int | None = None) -> list[dict[str, Any
     return rows
 
 
-def repeated_totals(report: Report) -> frozenset[int]:
+def repeated_totals(report: ReportView) -> frozenset[int]:
     """Region totals that only repeat their region's one kernel launch: same test, GPU and status.
 
     A region holding one kernel launch (``perfgate.region("vector_add")`` around one launch) gets a total
@@ -100,7 +121,7 @@ def repeated_totals(report: Report) -> frozenset[int]:
     return frozenset(repeated)
 
 
-def listed_summary(report: Report) -> dict[str, int]:
+def listed_summary(report: ReportView) -> dict[str, int]:
     """The report's launch counts by status without the region totals that repeat their one kernel: what the
     human formats list and count (the JSON ``summary`` counts every compared launch)."""
     summary = dict(report["summary"])
@@ -110,13 +131,10 @@ def listed_summary(report: Report) -> dict[str, int]:
     return summary
 
 
-def kernel_summary(report: Report) -> dict[str, int]:
+def kernel_summary(report: ReportView) -> dict[str, int]:
     """``listed_summary`` with each kernel judged as one (its repeated launches: one ``group``) counted once, at
     the worst status of its compared launches (its others when none was compared): what the headline counts.
-
-    One pass over the launches with each status ranked once: a rank per launch cost 1 s of a 50k-launch text
-    compare under cProfile. numpy is no faster here (building its arrays from the columns is the same pass)
-    and rendering a report does not load it."""
+    Each distinct status is ranked once, not each launch: a report may hold 500k launches."""
     summary = listed_summary(report)
     launches: Any = report["launches"]
     groups = launches.get("group") or []
@@ -141,7 +159,30 @@ def _kernel_rank(status: str) -> int:
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if uncompared else 0)
 
 
-def iter_launches(report: Report, statuses: Iterable[str] | None = None) -> Iterator[int]:
+def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
+    """Per launch, the kernel it belongs to as the human formats group launches: test, GPU, kind, kernel, its
+    baseline name, region."""
+    renamed = launches.get("baseline_kernel") or [None] * len(launches["status"])
+    return zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
+               launches["region"])
+
+
+def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None) -> list[int]:
+    """Each kernel's first launch (``kernel_keys``), optionally its first with one of ``statuses``, in launch order:
+    what a cut listing names before any kernel's second launch, so that no kernel that needs attention goes
+    unnamed."""
+    wanted = set(statuses) if statuses is not None else None
+    status = launches["status"]
+    seen: set[tuple[Any, ...]] = set()
+    firsts = []
+    for index, key in enumerate(kernel_keys(launches)):
+        if key not in seen and (wanted is None or status[index] in wanted):
+            seen.add(key)
+            firsts.append(index)
+    return firsts
+
+
+def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:
     """Indexes of the launches to list, in report order (worst first), optionally only those with ``statuses``;
     without the region totals that only repeat their one kernel (``repeated_totals``)."""
     column = report["launches"]["status"]

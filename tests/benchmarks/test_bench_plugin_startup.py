@@ -1,10 +1,10 @@
 """Cheap until a perf test runs: collecting a 2,000-test suite with perfgate installed, and with
-``--perfgate`` on, costs no more than with ``-p no:perfgate`` (issue 10: at most 1.05x), and nothing
+``--perfgate`` on, costs no more than with ``-p no:perfgate`` (issue 25: at most 1.10x), and nothing
 heavy (pandas, numpy, ncu_report, the gate) is imported before the first perf test or benchmark runs.
 
 The speed is measured in CPU time of each pytest process (``scale.measure``), the three variants
 interleaved, median of the per-round ratios. In the normal suite the limit is 1.15x (what importing
-pandas alone would add is ~1.4x); the precise 1.05x is the benchmark's, with ``--benchmark-enable``:
+pandas alone would add is ~1.4x); the precise 1.10x is the benchmark's, with ``--benchmark-enable``:
 ``python -m pytest tests/benchmarks/test_bench_plugin_startup.py --benchmark-enable -p no:xdist -s``.
 
 One process's CPU time moves by 5-10% on a shared VM, as much as the goal, so the benchmark asserts the goal
@@ -31,7 +31,7 @@ ROUNDS = 5
 # The benchmark's CPU ratio takes more rounds: one process's CPU time moves by a few percent on a shared VM.
 PRECISE_ROUNDS = 15
 ATTEMPTS = 3
-GENEROUS, GOAL = 1.15, 1.05
+GENEROUS, GOAL = 1.15, 1.10
 HEAVY = ("pandas", "numpy", "jinja2", "ncu_report", "perfgate.compare", "perfgate.gate", "perfgate.plugin.runner",
          "perfgate.collect", "perfgate.table", "nvtx")
 COLLECT = ("--collect-only", "-q", "-p", "no:cacheprovider")
@@ -111,7 +111,7 @@ def test_collecting_2000_tests_costs_no_more_with_the_plugin(suite: Path) -> Non
 @pytest.mark.parametrize("variant", ["installed", "--perfgate"])
 def test_bench_collect_2000_tests(suite: Path, benchmark, variant: str) -> None:  # type: ignore[no-untyped-def]
     """The CPU ratio over more rounds, with ``--benchmark-enable`` (in ``extra_info``; once as a smoke test
-    otherwise). It asserts what load cannot break: the precise 1.05x is asserted on instructions (below), as
+    otherwise). It asserts what load cannot break: the precise 1.10x is asserted on instructions (below), as
     this ratio measured 0.95-1.08x on the development VM for a cost of ~2%."""
     benchmark.pedantic(_collect, args=(suite, *VARIANTS[variant]), rounds=3, iterations=1)
     if benchmark.disabled:
@@ -128,9 +128,10 @@ def test_nothing_heavy_is_imported_before_a_perf_test_runs(suite: Path, tmp_path
     loaded = tmp_path / "loaded.txt"
     out = _check(suite, *extra, f"--perfgate-report={tmp_path / 'report.json'}",
                  env=_environ(LOADED_MODULES_FILE=str(loaded)))
-    # Neither perfgate nor pytest's own plugins pulled in pandas & co; a run writes the session report, whose
-    # Markdown and HTML page jinja2 lays out (perfgate.render.templates).
-    allowed = set() if "--collect-only" in extra else {"jinja2"}
+    # Neither perfgate nor pytest's own plugins pulled in pandas & co; a run writes the session report after its
+    # last test, whose Markdown and HTML page jinja2 lays out (perfgate.render.templates), the page's table of
+    # launches with numpy (perfgate.render.html_table).
+    allowed = set() if "--collect-only" in extra else {"jinja2", "numpy"}
     assert set(loaded.read_text().split()) <= allowed, out[-1000:]
 
 
@@ -157,7 +158,7 @@ def _instructions(suite: Path, *extra: str) -> int:
 @pytest.mark.parametrize("variant", ["installed", "--perfgate"])
 def test_bench_collect_2000_tests_instructions(suite: Path, benchmark,  # type: ignore[no-untyped-def]
                                                variant: str) -> None:
-    """The 1.05x goal in instructions, where CPU time is too noisy to tell 1% from 5% (valgrind: ~25 s a run)."""
+    """The 1.10x goal in instructions, where CPU time is too noisy to tell 1% from 5% (valgrind: ~25 s a run)."""
     if benchmark.disabled or shutil.which("valgrind") is None:
         pytest.skip("counts instructions under valgrind: with --benchmark-enable, where valgrind is installed")
     _check(suite, *COLLECT, *VARIANTS[variant])  # warms .pyc files

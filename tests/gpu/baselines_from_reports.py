@@ -14,7 +14,7 @@ from pathlib import Path
 
 from perfgate.baseline import baseline_documents, save_baselines
 from perfgate.collect import read_table  # noqa: F401  (decompression of .xz inputs)
-from perfgate.collect.ncu_run import profiling_metrics
+from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.gate import baseline_name
 from perfgate.plugin.marker import parse_marker
 from perfgate.plugin.options import PluginOptions, compare_options_for

@@ -53,7 +53,7 @@ if want probe; then
     $PY -c "import torch, cupy, pandas, jinja2, pytest, pytest_benchmark, nvtx, perfgate; \
 print('torch', torch.__version__, 'cupy', cupy.__version__, 'pandas', pandas.__version__, 'pytest', pytest.__version__, \
 'nvtx', getattr(nvtx, '__version__', '?'), 'perfgate', perfgate.__file__)"
-    $PY -c "from perfgate.preflight import gather_facts, check_preflight as c; f = gather_facts('ncu'); print(f); print('preflight:', c(f))"
+    $PY -c "from perfgate.plugin.preflight import gather_facts, check_preflight as c; f = gather_facts('ncu'); print(f); print('preflight:', c(f))"
     $PY -c "from perfgate.collect.ncu_rep import find_ncu_report_module as f; m = f(); print('ncu_report', m.__file__)"
     ls -d "$(dirname "$(readlink -f "$(which ncu)")")"/../nsight-compute*/extras/python /opt/nvidia/nsight-compute/*/extras/python
     file "$(readlink -f "$(which ncu)")"; head -c 400 "$(readlink -f "$(which ncu)")" | strings | head -12
@@ -74,7 +74,7 @@ fi
 CLOCK=${CLOCK:-base}
 echo "$CLOCK" >"$W/clock-control.txt"
 say "clock control: $CLOCK"
-if ! $PY -c "from perfgate.preflight import gather_facts, check_preflight as c; raise SystemExit(c(gather_facts('ncu')) is not None)"; then
+if ! $PY -c "from perfgate.plugin.preflight import gather_facts, check_preflight as c; raise SystemExit(c(gather_facts('ncu')) is not None)"; then
   export PERFGATE_ASSUME_GPU=1; say "preflight saw no GPU: PERFGATE_ASSUME_GPU=1"; echo assume-gpu >>"$W/clock-control.txt"
 fi
 
@@ -194,7 +194,7 @@ fi
 if want metricpasses && (( $(left) > 100 )); then
   say "replay passes per metric (first launch of a CuPy program)"
   prog="import cupy; a = cupy.ones(1 << 22, dtype=cupy.float32); b = a + a; cupy.cuda.Device().synchronize()"
-  metrics=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
+  metrics=$($PY -c "from perfgate.plugin.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
   for m in launch__grid_size $(echo "$metrics" | tr ',' ' ') lts__t_sectors.sum "$metrics"; do
     ncu --clock-control base --cache-control all --launch-count 1 --metrics "$m" "$PY" -c "$prog" >"$W/pass.log" 2>&1
     echo -e "$(grep -o '[0-9]* pass[es]*' "$W/pass.log" | head -1)\t$m" | tee -a "$W/passes-per-metric.tsv"
@@ -229,7 +229,7 @@ PY
     --metrics gpu__time_duration.sum,device__attribute_display_name --export "$W/nested.ncu-rep" --force-overwrite \
     "$PY" "$W/nested.py" >"$W/nested.log" 2>&1
   $PY -c "from perfgate.collect.ncu_rep import read_ncu_rep as r; t = r('$W/nested.ncu-rep').table; print(t[['kernel', 'region']].drop_duplicates().to_string())" 2>&1 | tee "$W/nested.txt"
-  cheap=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(m for m in p(C().wanted_metrics()) if 'throughput' not in m))")
+  cheap=$($PY -c "from perfgate.plugin.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(m for m in p(C().wanted_metrics()) if 'throughput' not in m))")
   prog="import cupy; a = cupy.ones(1 << 22, dtype=cupy.float32); b = a + a; cupy.cuda.Device().synchronize()"
   ncu --clock-control base --launch-count 1 --metrics "$cheap" "$PY" -c "$prog" >"$W/pass.log" 2>&1
   echo -e "$(grep -o '[0-9]* pass[es]*' "$W/pass.log" | head -1)\t$cheap" | tee -a "$W/passes-per-metric.tsv"
@@ -239,7 +239,7 @@ if want sections && (( $(left) > 120 )); then  # which ncu section's rules name 
   say "sections: each of ncu's sections alone on the regressed vector add (passes, findings)"
   mkdir -p "$W/sections"
   ncu --list-sections >"$W/sections/list.txt" 2>&1
-  metrics=$($PY -c "from perfgate.collect.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
+  metrics=$($PY -c "from perfgate.plugin.ncu_run import profiling_metrics as p; from perfgate.compare import CompareOptions as C; print(','.join(p(C().wanted_metrics())))")
   cat >"$W/sections/va.py" <<'PY'
 import os
 import cupy

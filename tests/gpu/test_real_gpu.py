@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from perfgate.preflight import check_preflight, gather_facts
+from perfgate.plugin.preflight import check_preflight, gather_facts
 from perfgate.report import launch_rows, result_rows
 
 _UNAVAILABLE = check_preflight(gather_facts("ncu"))

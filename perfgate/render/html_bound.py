@@ -1,0 +1,187 @@
+"""The HTML page's launches, kept to a page a browser opens (:data:`PAGE_BYTES`) at any number of launches.
+
+A page lists every launch while they fit. Past that it lists in full the launches that need attention
+(regressed, inconclusive, new, missing, without data), each kernel's first ones before any kernel's next, as
+many as fit, and summarizes the others: a row per kernel and gated metric with the count of its launches,
+their medians and the change of the medians. Kernels past the room left are counted in one line. Every launch
+stays in the JSON report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfgate.columns import factorize, objects
+from perfgate.render.formatting import format_change, format_value, html_escape, limit_text
+from perfgate.render.html_table import table_rows
+from perfgate.render.kernels import worst_status
+from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.report import Report
+from perfgate.vocabulary import STATUS_RANK, Status
+
+PAGE_BYTES = 5_000_000  # the page's bound, in UTF-8 bytes: a browser opens it
+LISTED_MAX = 10_000  # launches whose rows are laid out to be measured: a launch's rows take 300 bytes at least
+SUMMARY_ROOM = 1_000_000  # the most of the table's room set aside for the summary when launches are left out
+ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.NEW.value, Status.MISSING.value,
+             Status.NO_DATA.value)
+_GROUP_COLUMNS = ("test", "device", "kind", "kernel", "baseline_kernel", "region")  # a kernel, as kernel_groups
+
+
+@dataclass(frozen=True)
+class LaunchTable:
+    """The launches on a page: the ``<tbody>`` rows of those listed (parts to join), the line that says how many
+    are summarized (None when every launch is listed) and the summary's section ("" then)."""
+
+    rows: list[str]
+    note: str | None
+    summary: str
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None) -> LaunchTable:
+    """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
+    where the page can name it."""
+    count = len(arrays.launch_status)
+    groups = launch_groups(report)
+    ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
+    order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
+    order = order[:LISTED_MAX]
+    measured = np.ones(count, dtype=bool)
+    if count > LISTED_MAX:
+        measured[:] = False
+        measured[order] = True
+    parts, owner = table_rows(report, arrays, measured)
+    sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
+    if count <= LISTED_MAX and sizes.sum() <= room:
+        rows: list[str] = parts.tolist()
+        return LaunchTable(rows, None, "")
+    fits = order[np.cumsum(sizes[order]) <= room - min(room // 4, SUMMARY_ROOM)]
+    listed = np.zeros(count, dtype=bool)
+    listed[fits] = True
+    note = (f"{len(fits):,} of {count:,} launches are listed here: those that need attention (regressed, "
+            "inconclusive, new, missing or without data), each kernel's first launches before any kernel's "
+            f"next, as many as keep this page under {PAGE_BYTES // 1_000_000} MB. The other {count - len(fits):,} "
+            'are summarized per kernel under "Summarized launches". Every launch is in the JSON report'
+            + (f" {json_report}." if json_report else " (perfgate compare … --format json)."))
+    left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
+    rows = parts[listed[owner]].tolist()
+    return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
+
+
+def _utf8_sizes(parts: Any) -> Any:
+    """Each part's size in UTF-8: its length, encoded only where it is not ASCII (a unit's µ, an arrow)."""
+    sizes = np.fromiter(map(len, parts), dtype=np.float64, count=len(parts))
+    wide = np.flatnonzero(~np.fromiter(map(str.isascii, parts), dtype=bool, count=len(parts)))
+    sizes[wide] = np.fromiter(map(len, map(str.encode, parts[wide])), dtype=np.float64, count=len(wide))
+    return sizes
+
+
+def launch_groups(report: Report) -> Any:
+    """Each launch's kernel (as ``kernel_groups`` groups them: test, GPU, kind, kernel, its baseline name,
+    region), numbered in order of first appearance."""
+    launches: Any = report["launches"]
+    count = len(launches["status"])
+    codes = np.zeros(count, dtype=np.int64)
+    for name in _GROUP_COLUMNS:
+        column = launches.get(name) or [None] * count
+        mine, distinct = factorize(objects(column))
+        codes = factorize(codes * len(distinct) + mine)[0]
+    return codes
+
+
+def _attention_first(attention: Any, groups: Any, ranks: Any) -> Any:
+    """The launches that need attention in the order they are listed: each kernel's first before any kernel's
+    second (so that every such kernel has launches in the table), the worst status first, then report order."""
+    wanted = np.flatnonzero(attention)
+    kernel = groups[wanted]
+    by_kernel = np.argsort(kernel, kind="stable")
+    firsts = np.flatnonzero(np.r_[True, kernel[by_kernel][1:] != kernel[by_kernel][:-1]])
+    sizes = np.diff(np.r_[firsts, len(wanted)])
+    nth = np.empty(len(wanted), dtype=np.int64)
+    nth[by_kernel] = np.arange(len(wanted)) - np.repeat(firsts, sizes)
+    return wanted[np.lexsort((wanted, ranks[wanted], nth))]
+
+
+_SUMMARY_HEAD = ('<h2 id="summarized">Summarized launches</h2>\n<p class="meta">The launches not listed above, one '
+                 'row per kernel and gated metric: the baseline and current values are the medians over the '
+                 'launches, the change is theirs.</p>\n<table id="summarized-table"><thead><tr><th>Status</th>{test}'
+                 '<th>Kernel</th><th>Region</th><th>Launches</th><th>Metric</th><th>Baseline</th><th>Current</th>'
+                 '<th>Change</th><th>Limit</th></tr></thead>\n<tbody>\n')
+
+
+def summary_section(report: Report, arrays: ResultArrays, groups: Any, unlisted: Any, ranks: Any,
+                    room: int) -> str:
+    """``<h2>Summarized launches</h2>`` and the rows of the kernels of launches ``unlisted``, the worst first,
+    in ``room`` bytes; then a line that counts the kernels left out."""
+    test_column = any(report["launches"]["test"])
+    head = _SUMMARY_HEAD.format(test="<th>Test</th>" if test_column else "")
+    tail = "</tbody></table>\n"
+    kernel = groups[unlisted]
+    by_kernel = np.argsort(kernel, kind="stable")
+    members, kernel = unlisted[by_kernel], kernel[by_kernel]
+    firsts = np.flatnonzero(np.r_[True, kernel[1:] != kernel[:-1]]) if len(kernel) else np.zeros(0, np.intp)
+    ends = np.r_[firsts[1:], len(members)]
+    worst = np.minimum.reduceat(ranks[members], firsts) if len(firsts) else firsts
+    left = room - utf8_size(head) - utf8_size(tail) - 600  # 600: the closing line's room
+    out: list[str] = []
+    order = np.lexsort((kernel[firsts], worst)).tolist() if len(firsts) else []
+    for k in order:
+        rows = _kernel_rows(report, arrays, members[firsts[k]:ends[k]], test_column)
+        left -= utf8_size(rows)
+        if left < 0:
+            break
+        out.append(rows)
+    rest = [members[firsts[k]:ends[k]] for k in order[len(out):]]
+    closing = ""
+    if rest:
+        left_out = np.concatenate(rest)
+        closing = (f'<p class="meta" id="summarized-rest">And {len(rest):,} more kernel{"s" * (len(rest) != 1)} '
+                   f'with {len(left_out):,} launch{"es" * (len(left_out) != 1)} '
+                   f"({_status_counts(arrays, left_out)}), not listed: the page would pass its size.</p>\n")
+    return head + "".join(out) + tail + closing
+
+
+def _status_counts(arrays: ResultArrays, members: Any) -> str:
+    """``2,400 regression, 7 unchanged``: launches ``members`` counted by status, the worst first."""
+    counts = np.bincount(arrays.launch_status[members], minlength=len(arrays.names)).tolist()
+    ordered = sorted((STATUS_RANK.get(name, len(STATUS_RANK)), name, n) for name, n in zip(arrays.names, counts) if n)
+    return ", ".join(f"{n:,} {html_escape(name)}" for _, name, n in ordered)
+
+
+def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column: bool) -> str:
+    """A kernel's summary rows: one per gated metric of launches ``members`` (one row without any)."""
+    launches: Any = report["launches"]
+    metrics = report["metrics"]
+    first = int(members[0])
+    renamed = (launches.get("baseline_kernel") or [None] * (first + 1))[first]
+    name = launches["kernel"][first]
+    name = f"{renamed} → {name}" if renamed and renamed != name else name
+    gated = [m for m in metric_launches(report, arrays, members.tolist()) if m.gated]
+    span = f' rowspan="{len(gated)}"' if len(gated) > 1 else ""
+    who = ((f'<td class="kernel"{span}>{html_escape(launches["test"][first] or "")}</td>' if test_column else "")
+           + f'<td class="kernel"{span}>{html_escape(name)}</td><td{span}>{html_escape(launches["region"][first] or "")}'
+           f'</td><td class="num"{span}>{len(members):,}<br><span class="meta">'
+           f"{_status_counts(arrays, members)}</span></td>")
+    if not gated:
+        status = worst_status(dict.fromkeys(arrays.names[code] for code in arrays.launch_status[members].tolist()))
+        return (f'<tr class="{status.replace(" ", "-")}"><td>{html_escape(status)}</td>{who}'
+                '<td colspan="5" class="meta">no gated metric</td></tr>\n')
+    out = []
+    for number, summary in enumerate(gated):
+        status = worst_status(summary.statuses)
+        unit = str(metrics["unit"][summary.code] or "")
+        label = str(metrics["label"][summary.code] or metrics["metric"][summary.code])
+        limit = limit_text(str(metrics["threshold"][summary.code] or ""), unit)
+        out.append(f'<tr class="{status.replace(" ", "-")}"><td>{html_escape(status)}</td>'
+                   f'{who if number == 0 else ""}<td>{html_escape(label)}</td>'
+                   f'<td class="num">{html_escape(format_value(summary.before, unit))}</td>'
+                   f'<td class="num">{html_escape(format_value(summary.after, unit))}</td>'
+                   f'<td class="num">{html_escape(format_change(summary.change))}</td>'
+                   f"<td>{html_escape(limit)}</td></tr>\n")
+    return "".join(out)
