@@ -29,12 +29,14 @@ reads well in a PR diff.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 import numpy as np
 
@@ -73,16 +75,12 @@ def file_stem(name: str) -> str:
     ``%2E.%2Fx``), so a name can neither leave the baselines folder nor share another name's file. Letters,
     digits, ``-``, ``_`` and inner dots are kept, so the names perf tests get (``gate.baseline_name``) are
     their own file names. A stem over ``MAX_STEM`` bytes is cut and given a hash of the whole name."""
-    from urllib.parse import quote
-
     if not name:
         raise ConfigError("a baseline name must not be empty (--name)")
     stem = quote(name, safe="-_.")
     if stem.startswith("."):  # ".", "..", and names that would be hidden (or look like a temporary file)
         stem = "%2E" + stem[1:]
     if len(stem) > MAX_STEM:
-        import hashlib
-
         stem = stem[:MAX_STEM - 17].rstrip("%") + "-" + hashlib.sha1(name.encode()).hexdigest()[:16]
     return stem
 

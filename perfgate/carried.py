@@ -8,12 +8,18 @@ medians before and after.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 
 import numpy as np
 
-from perfgate.compare import Comparison
+from perfgate.baseline import baseline_file
+from perfgate.collect.baseline_json import read_baseline
+from perfgate.compare import Comparison, compare_tables
+from perfgate.errors import PerfgateError
+from perfgate.history.accept import acceptance_check, acceptances_at
+from perfgate.history.record import provenance
 from perfgate.text import inert
 from perfgate.vocabulary import Status
 
@@ -107,11 +113,6 @@ def carried_in_update(documents: Mapping[tuple[str, str], dict[str, Any]], direc
     """``perfgate baseline``: each new document compared with the file it replaces, with the regressions it
     carries, and the lines that say so. A file that cannot be compared is replaced without a word here, as the
     update replaces it anyway."""
-    from perfgate.baseline import baseline_file
-    from perfgate.collect.baseline_json import read_baseline
-    from perfgate.compare import compare_tables
-    from perfgate.errors import PerfgateError
-
     check = _history_check(history) if history else None
     marked: dict[tuple[str, str], dict[str, Any]] = {}
     lines: list[str] = []
@@ -134,9 +135,4 @@ def carried_in_update(documents: Mapping[tuple[str, str], dict[str, Any]], direc
 
 def _history_check(url: str) -> AcceptanceCheck:
     """Acceptances of the commit being updated at (as ``perfgate accept`` defaults it), from ``url``."""
-    import os
-
-    from perfgate.history.accept import acceptance_check, acceptances_at
-    from perfgate.history.record import provenance
-
     return acceptance_check(acceptances_at(url), provenance(os.environ, branch="-", when=None).commit, None)

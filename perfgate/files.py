@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -56,10 +57,8 @@ def _locked_temp(path: Path) -> tuple[int, str]:
 
     The lock tells a concurrent ``remove_leftovers`` that a live writer owns the file (a killed writer's
     lock is released by the kernel). One created but not yet locked may be removed by such a cleaner; the
-    name then no longer leads to our file, and a new one is made.
+    name then leads to no file of ours, and a new one is made.
     """
-    import tempfile  # here: only writers need it
-
     while True:
         fd, name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX, dir=path.parent)
         _lock(fd, wait=True)

@@ -19,11 +19,14 @@ Stdlib only.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from perfgate.errors import InputError
 
 MAX_INPUT_BYTES = 4 << 30
 MAX_NAME_CHARS = 1 << 16
@@ -70,8 +73,6 @@ FIX_SIZE = f"perfgate reads inputs up to this size; raise it with {ENV_MAX_INPUT
 
 def check_name_length(names: Iterable[object], source: object, what: str = "kernel name") -> None:
     """Raise InputError when one of ``names`` is a str longer than ``MAX_NAME_CHARS``."""
-    from perfgate.errors import InputError
-
     for name in names:
         if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
             raise InputError(source, f"a {what} of {len(name):,} characters (perfgate reads names up to "
@@ -114,10 +115,6 @@ def parse_json(text: str, source: object, fix: str) -> Any:
     Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
     rendering, ``str()``) can run out of recursion on an untrusted document.
     """
-    import json
-
-    from perfgate.errors import InputError
-
     too_deep = InputError(source, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", fix)
     try:
         document = json.loads(text, parse_constant=_reject_constant)
@@ -135,8 +132,6 @@ def parse_json(text: str, source: object, fix: str) -> Any:
 
 def read_json_file(path: Path, what: str, fix: str) -> Any:
     """``parse_json`` of a UTF-8 file; one-line InputError when it cannot be read (``what`` it should hold)."""
-    from perfgate.errors import InputError
-
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -1,6 +1,6 @@
 """How a command meets its process: a stdout whose reader may go away, and signals that end it.
 
-Stdlib only: every command's start-up imports it.
+Stdlib only: every command imports it.
 """
 
 from __future__ import annotations

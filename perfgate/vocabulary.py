@@ -1,7 +1,7 @@
 """The words every stage shares: statuses, verdicts, kinds, ncu outcomes, and a few facts about ncu.
 
-Stdlib only and import-light: the pytest plugin, the renderers and ``publish`` import it while
-staying cheap. Each fact lives here once; modules import it rather than restating it.
+Stdlib only: the pytest plugin (with ``--perfgate`` off too), the renderers and ``publish`` import it. Each fact
+lives here once; modules import it rather than restating it.
 """
 
 from __future__ import annotations

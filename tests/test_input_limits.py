@@ -274,7 +274,7 @@ def test_framing_refuses_a_header_followed_by_junk_at_once(capsys: pytest.Captur
 
 def test_framing_walks_a_large_report_without_reading_it(tmp_path: Path) -> None:
     """The walk seeks from block to block: a report of many blocks costs a few bytes read per block."""
-    from perfgate.collect.ncu_rep import check_framing
+    from perfgate.collect.ncu_rep_framing import check_framing
 
     block = (16).to_bytes(4, "little") + b"\x08" + bytes(15)
     path = tmp_path / "big.ncu-rep"

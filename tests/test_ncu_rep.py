@@ -10,7 +10,8 @@ import pytest
 from conftest import NCU_REP, corpus_file
 
 from perfgate.collect import read_table
-from perfgate.collect.ncu_rep import check_framing, read_ncu_rep
+from perfgate.collect.ncu_rep import read_ncu_rep
+from perfgate.collect.ncu_rep_framing import check_framing
 from perfgate.errors import InputError
 from perfgate.table import COLUMNS, devices
 

@@ -190,7 +190,7 @@ def test_readme_is_an_introduction_the_docs_hold_the_rest() -> None:
 def test_readme_tells_users_what_to_gitignore() -> None:
     """The names perfgate writes by default, in the README's .gitignore block and in this repository's."""
     from perfgate.config import Settings
-    from perfgate.plugin.runner import ARTIFACTS
+    from perfgate.plugin.run_folders import ARTIFACTS
 
     report_stem = Path(Settings().report).stem
     (block,) = re.findall(r"```gitignore\n(.*?)```", README, re.DOTALL)

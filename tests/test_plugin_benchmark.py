@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from plugin_helpers import preload_heavy_modules, read_json
 
-from perfgate.plugin.runner import GpuBusy, gpu_locks
+from perfgate.plugin.gpu_lock import GpuBusy, gpu_locks
 from perfgate.plugin.session_report import launch_name
 from perfgate.render import render_text
 from perfgate.report import launch_rows, validate_report

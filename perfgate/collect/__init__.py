@@ -9,8 +9,12 @@ The format is sniffed from the content, not trusted from the extension.
 
 from __future__ import annotations
 
+import gzip
+import lzma
 import os
+import select
 import stat
+import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -22,7 +26,13 @@ from perfgate.limits import (
     max_input_bytes,
     size_text,
 )
+from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
+from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
 from perfgate.collect.json_input import load_json
+from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
+from perfgate.collect.ncu_rep import read_ncu_rep
+from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
+from perfgate.collect.timeline import looks_like_trace, read_nsys_export, table_from_trace
 from perfgate.errors import InputError
 from perfgate.table import Measurement, restrict_metrics
 
@@ -72,8 +82,6 @@ def _anonymous_pipe(path: Path) -> bool:
 
 def _first_bytes(fd: int, path: Path) -> bytes:
     """Up to ``_SNIFF_BYTES`` from a pipe opened non-blocking; waits for a FIFO's writer at most ``fifo_wait_seconds``."""
-    import select
-
     deadline = time.monotonic() + fifo_wait_seconds()
     anonymous = _anonymous_pipe(path)
     head = b""
@@ -105,8 +113,6 @@ def _spool(source: Path) -> Path:
     Refused early: a stream whose first bytes are no supported format (nothing more is read), and a
     stream longer than ``max_input_bytes()`` (the partial copy is removed).
     """
-    import tempfile
-
     limit = max_input_bytes()
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
@@ -148,9 +154,6 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def _decompress(source: Path, head: bytes, folder: Path) -> Path:
     """Expand an xz or gzip file into ``folder``, keeping its inner name (``mlp.ncu-rep.xz`` -> ``mlp.ncu-rep``)."""
-    import gzip
-    import lzma
-
     inner_name = source.name[: -len(source.suffix)] if source.suffix in (".xz", ".gz") else source.name
     target = folder / (inner_name or "input")
     opener = lzma.open if head.startswith(XZ_MAGIC) else gzip.open
@@ -209,8 +212,6 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
         raise InputError(file_path, "empty file",
                          "expected a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a perfgate baseline")
     if head.startswith((XZ_MAGIC, GZIP_MAGIC)):
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
             try:
@@ -223,10 +224,8 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
 
 def _supported_head(head: bytes) -> bool:
     """Whether a stream's first bytes can start an input perfgate reads (decided before reading the rest)."""
-    if head.startswith((b"NVR\x00", XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
+    if head.startswith((NCU_REP_MAGIC, XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
         return True
-    from perfgate.collect.ncu_csv import looks_like_ncu_csv
-
     text = head.decode("utf-8", errors="replace")
     return looks_like_ncu_csv(text) or "==PROF==" in text or "==ERROR==" in text
 
@@ -239,34 +238,20 @@ def _unrecognized(path: Path) -> InputError:
 
 def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> Measurement:
     """Hand an uncompressed file to its reader, sniffed from its first bytes ``head``."""
-    if head.startswith(b"NVR\x00") or file_path.suffix == ".ncu-rep":
-        from perfgate.collect.ncu_rep import read_ncu_rep
-
+    if head.startswith(NCU_REP_MAGIC) or file_path.suffix == ".ncu-rep":
         return read_ncu_rep(file_path, metrics)
     if head.startswith(_SQLITE_MAGIC):
-        from perfgate.collect.timeline import read_nsys_export
-
         return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):
-        from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
-        from perfgate.collect.benchmark_json import (
-            looks_like_benchmark_json,
-            table_from_benchmark_json,
-        )
-
         document = load_json(file_path)
         if looks_like_baseline(document):
             return table_from_baseline(document, file_path)
         if looks_like_benchmark_json(document):
             return table_from_benchmark_json(document, file_path)
-        from perfgate.collect.timeline import looks_like_trace, table_from_trace
-
         if looks_like_trace(document):
             return table_from_trace(document, file_path)
         raise InputError(file_path, "JSON that is neither a perfgate baseline nor pytest-benchmark output",
                          "pass a baseline written by 'perfgate baseline' or a --benchmark-json file")
-    from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
-
     text_head = head.decode("utf-8", errors="replace")
     # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
     if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:

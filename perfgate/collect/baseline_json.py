@@ -13,6 +13,7 @@ from typing import Any
 
 from perfgate.collect.json_input import load_json
 from perfgate.collect.screen import shown, value_problem
+from perfgate.collect.timeline.names import demangled_name
 from perfgate.errors import InputError
 from perfgate.limits import FIX_SIZE, MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length, max_input_bytes, size_text
 from perfgate.table import Measurement, make_table
@@ -111,8 +112,6 @@ _REGION_ENTRY_COUNT = re.compile(r"one entry|median of \d+ entries")
 def _signature(kind: str, demangled: str) -> str:
     """An entry's ``demangled`` as read: a kernel's mangled name (CUPTI's, as a timeline baseline keeps it)
     demangled, so it matches the traces read today; no signature for a region that stored its entry count."""
-    from perfgate.collect.timeline.names import demangled_name
-
     if kind == KIND_KERNEL:
         return demangled_name(demangled)
     return "" if _REGION_ENTRY_COUNT.fullmatch(demangled) else demangled

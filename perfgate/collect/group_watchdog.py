@@ -18,7 +18,8 @@ from types import TracebackType
 DONE = b"d"
 GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL, as run_ncu's own timeout handling
 
-# ``python -S -c``: no site, no perfgate, so the watchdog costs a few milliseconds to start.
+# ``python -S -c``: the stdlib only, without site-packages: nothing installed in the test's environment runs in
+# the watchdog.
 _WATCHDOG = """\
 import os, signal, sys, time
 fd, group, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])

@@ -1,10 +1,7 @@
 """Read Nsight Compute ``.ncu-rep`` files through NVIDIA's ``ncu_report`` module.
 
 ``ncu_report`` happily "loads" an empty, random or truncated file and returns zero or only the
-first few launches, so before trusting it we walk the file's framing ourselves: a report is the
-magic ``NVR\\0``, a u32 version, a u16 tag and a u32-length header, then u32-length-prefixed
-blocks that end exactly at end of file (checked on every report in the corpus, ncu 2019-2025).
-A file cut anywhere fails that walk, so a truncated upload never turns into "kernels missing".
+first few launches, so before trusting it the file's framing is walked (``ncu_rep_framing``).
 """
 
 from __future__ import annotations
@@ -13,12 +10,12 @@ import importlib
 import math
 import os
 import re
-import struct
+import shutil
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 
 from perfgate.limits import check_name_length
@@ -28,6 +25,7 @@ from perfgate.collect.screen import (
     screen_values,
     shown,
 )
+from perfgate.collect.ncu_rep_framing import check_framing
 from perfgate.collect.rules import action_findings
 from perfgate.errors import InputError
 from perfgate.table import (
@@ -46,9 +44,6 @@ from perfgate.vocabulary import (
     REGION_SEPARATOR,
     REPLAY_PASSES,
 )
-
-MAGIC = b"NVR\x00"
-
 
 # The part of ncu_report's API read here. ncu_report is a SWIG module without stubs: these
 # protocols say what perfgate relies on (names and shapes as in its 2025-2026 releases).
@@ -126,8 +121,6 @@ def _nsight_python_dirs() -> list[Path]:
     in that folder's ``extras/python``, not beside the launcher. Standalone installs go to
     ``/opt/nvidia/nsight-compute/<version>``.
     """
-    import shutil
-
     roots: list[Path] = []
     ncu = shutil.which("ncu")
     installs: list[Path] = []
@@ -145,61 +138,6 @@ def _newest_first(folders: Iterable[Path]) -> list[Path]:
         return tuple(int(part) for part in re.findall(r"\d+", path.name))
 
     return sorted((p for p in folders if p.is_dir()), key=version, reverse=True)
-
-
-# Every block of a version-2 report (and its header) is a protobuf message whose first byte is the key
-# of field 1 as a varint (0x08): seen on all 437 blocks of the corpus and the H100 fixtures. A file with
-# a valid header and zeros after it walks as blocks of length 0 and used to pass the walk, then cost
-# ncu_report about 0.9 s and 32 MB per MiB; checking each block's first byte refuses it at once.
-_BLOCK_KEY = 0x08
-_HEADER_SIZE = 14  # magic, u32 version, u16 tag, u32 header length
-
-
-def check_framing(path: Path) -> None:
-    """Raise InputError unless ``path`` is a complete Nsight Compute report.
-
-    Walks the blocks with seeks (a few bytes read per block, never the whole file), so the check costs
-    the same for a 30 MB report as for a 3 GB one.
-    """
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            _walk_blocks(path, fh, size)
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from exc
-
-
-def _walk_blocks(path: Path, fh: BinaryIO, size: int) -> None:
-    head = fh.read(_HEADER_SIZE + 1)
-    if size == 0:
-        raise InputError(path, "empty file, not an Nsight Compute report", "re-run ncu with -o/--export")
-    if head[:4] != MAGIC:
-        raise InputError(path, "not an Nsight Compute report (no NVR header)",
-                         "pass a .ncu-rep written by ncu -o, an ncu --csv output, a pytest-benchmark JSON "
-                         "or a perfgate baseline")
-    if len(head) < _HEADER_SIZE:
-        raise InputError(path, "truncated Nsight Compute report (header cut short)", "copy or download it again")
-    version = struct.unpack_from("<I", head, 4)[0]
-    if version != 2:
-        return  # an unknown layout: let ncu_report judge it rather than refuse a valid newer file
-    damaged = InputError(path, "damaged Nsight Compute report (a block that is not one of ncu's records)",
-                         "the file was overwritten or corrupted; copy or download it again, or re-run ncu")
-    header_length = struct.unpack_from("<I", head, 10)[0]
-    if header_length == 0 or (len(head) > _HEADER_SIZE and head[_HEADER_SIZE] != _BLOCK_KEY):
-        raise damaged
-    offset = _HEADER_SIZE + header_length
-    while offset + 4 <= size:
-        fh.seek(offset)
-        frame = fh.read(5)
-        if len(frame) < 4:
-            break  # the file shrank while being read
-        length = struct.unpack_from("<I", frame, 0)[0]
-        if length == 0 or (len(frame) == 5 and frame[4] != _BLOCK_KEY):
-            raise damaged
-        offset += 4 + length
-    if offset != size:
-        raise InputError(path, f"truncated Nsight Compute report ({size:,} bytes, the last block is cut short)",
-                         "the file was not fully written or copied; copy or download it again, or re-run ncu")
 
 
 _NUMERIC_TYPES = (1, 2, 3)  # ncu_report's MetricType: counter, ratio, throughput

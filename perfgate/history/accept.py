@@ -10,8 +10,9 @@ from __future__ import annotations
 import subprocess
 from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
-from perfgate.errors import InputError
-from perfgate.history.db import History
+from perfgate.errors import InputError, PerfgateError
+from perfgate.history.db import History, open_history, sqlite_path
+from perfgate.history.record import provenance
 
 if TYPE_CHECKING:
     from perfgate.carried import AcceptanceCheck, Carried
@@ -84,8 +85,6 @@ def acceptance_of(acceptances: Sequence[Acceptance], series: Mapping[str, str], 
 
 def acceptances_at(url: str) -> list[Acceptance]:
     """Every acceptance in the history at ``url``; none where its SQLite file does not exist yet."""
-    from perfgate.history.db import open_history, sqlite_path
-
     path = sqlite_path(url)
     if path is not None and not path.exists():
         return []
@@ -111,9 +110,6 @@ def acceptance_check(acceptances: Sequence[Acceptance], commit: str, test: str |
 def update_check(url: str, test: str | None, env: Mapping[str, str]) -> tuple[AcceptanceCheck | None, str]:
     """For a baseline update with a history configured: what marks its regressions accepted (at the commit being
     updated at), or None and the line saying why the history could not be read."""
-    from perfgate.errors import PerfgateError
-    from perfgate.history.record import provenance
-
     try:
         acceptances = acceptances_at(url)
     except PerfgateError as exc:

@@ -3,6 +3,9 @@ holds their parsers).
 
 Exit status: 0 = done, 2 = bad input (a report that fails validation, a history that cannot be opened).
 ``history changes`` exits 0 whatever it finds: it reports, the gate is ``compare``'s and the plugin's.
+
+The change-point search (scipy) and the dashboard (jinja2) are imported by the command that uses them, so that
+``perfgate history record`` in a CI job pays for neither.
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ import argparse
 import os
 from pathlib import Path
 
-from perfgate.errors import EXIT_OK
+from perfgate.errors import EXIT_OK, InputError
+from perfgate.files import write_atomically
+from perfgate.history.accept import Acceptance, accepted_by, record_acceptance
+from perfgate.history.db import open_history
+from perfgate.history.record import iso_time, provenance, record_files
 from perfgate.process import print_out
 from perfgate.text import inert
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from perfgate.history.db import open_history
-    from perfgate.history.record import provenance, record_files
-
     when = provenance(os.environ, args.commit, args.branch, args.when)
     with open_history(args.db) as history:
         recorded = record_files(history, [str(p) for p in args.reports], when)
@@ -31,7 +35,6 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_changes(args: argparse.Namespace) -> int:
-    from perfgate.history.db import open_history
     from perfgate.history.detect import find_changes, render_changes
 
     with open_history(args.db, create=False) as history:
@@ -43,7 +46,6 @@ def cmd_changes(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     from perfgate.history.dashboard import write_dashboard
-    from perfgate.history.db import open_history
 
     with open_history(args.db, create=False) as history:
         pages = write_dashboard(history, args.branch, args.output)
@@ -52,10 +54,6 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from perfgate.history.accept import Acceptance, accepted_by, record_acceptance
-    from perfgate.history.db import open_history
-    from perfgate.history.record import iso_time, provenance
-
     commit = args.commit or provenance(os.environ, branch="-", when=None).commit
     acceptance = Acceptance(commit=commit.lower(), gpu=args.gpu, test=args.test, kernel=args.kernel,
                             region=args.region, metric=args.metric, reason=args.reason,
@@ -70,9 +68,6 @@ def _write(text: str, output: Path | None) -> None:
     if output is None:
         print_out(text)
         return
-    from perfgate.errors import InputError
-    from perfgate.files import write_atomically
-
     try:
         write_atomically(output, [text])
     except OSError as exc:

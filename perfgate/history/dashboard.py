@@ -20,7 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import jinja2
 import numpy as np
+from markupsafe import Markup
 
 from perfgate.errors import InputError
 from perfgate.history.accept import acceptance_of, load_acceptances
@@ -39,8 +41,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _environment() -> Any:
-    import jinja2
-
     return jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
@@ -86,8 +86,6 @@ def _change_view(change: dict[str, Any]) -> dict[str, Any]:
 
 def script_json(value: Any) -> Any:
     """JSON for a ``<script type="application/json">`` block: no '<', '>' or '&' can end or open an element."""
-    from markupsafe import Markup
-
     text = json.dumps(value, separators=(",", ":"), allow_nan=False)
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 

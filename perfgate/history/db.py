@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
+import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -113,7 +115,7 @@ class History:
             with self._errors(), self.connection.transaction():
                 yield
             return
-        self.execute("BEGIN IMMEDIATE")  # takes the write lock now: no upgrade deadlock between writers
+        self.execute("BEGIN IMMEDIATE")  # takes the write lock at once: no upgrade deadlock between writers
         try:
             yield
         except BaseException:
@@ -144,8 +146,6 @@ class History:
 
 
 def _is_database_error(exc: BaseException) -> bool:
-    import sqlite3
-
     if isinstance(exc, sqlite3.Error):
         return True
     psycopg = _psycopg_or_none()
@@ -153,8 +153,6 @@ def _is_database_error(exc: BaseException) -> bool:
 
 
 def _psycopg_or_none() -> Any:
-    import sys
-
     return sys.modules.get("psycopg")  # loaded only when a PostgreSQL history was opened
 
 
@@ -197,8 +195,6 @@ def open_history(url: str | None = None, *, create: bool = True) -> History:
 
 
 def _open_sqlite(url: str, path: Path, create: bool) -> History:
-    import sqlite3
-
     if not path.exists() and not create:
         raise InputError(path, "no history here", "record runs first with 'perfgate history record', or pass --db")
     if path.is_dir():

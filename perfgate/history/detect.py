@@ -14,6 +14,8 @@ from perfgate.history.accept import acceptance_of, load_acceptances
 from perfgate.history.changes import P_VALUE, change_points
 from perfgate.history.db import History
 from perfgate.history.series import Branch, Series, load_branch
+from perfgate.render.formatting import md_escape
+from perfgate.text import inert
 
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
@@ -103,8 +105,6 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
                           allow_nan=False, default=str) + "\n"
     if fmt == "md":
         return _markdown(changes)
-    from perfgate.text import inert
-
     if not changes:
         return "no change points\n"
     lines = []
@@ -119,8 +119,6 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
 
 
 def _markdown(changes: Sequence[dict[str, Any]]) -> str:
-    from perfgate.render.formatting import md_escape
-
     if not changes:
         return "No change points.\n"
     lines = ["| | change | metric | kernel | commit | before → after | confidence | note |",

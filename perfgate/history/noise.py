@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.db import History
+from perfgate.history.db import History, open_history
 from perfgate.history.series import Series, load_branch
 from perfgate.metrics import Threshold
+from perfgate.options import selection
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
@@ -122,8 +123,6 @@ def compare_options_from_history(url: str, branch: str, options: CompareOptions,
                                   current: Measurement) -> tuple[CompareOptions, list[str]]:
     """``perfgate compare --history``: ``options`` with the learned thresholds of the series of ``current``'s
     launches, and the notes for the report."""
-    from perfgate.history.db import open_history
-
     table = current.table
     wanted = set(zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region"))))
     hand_set = options.effective_thresholds()
@@ -137,9 +136,6 @@ def plugin_thresholds(url: str, branch: str, thresholds: Mapping[str, Threshold]
                       metrics: Sequence[str] | None) -> Learned:
     """``pytest --perfgate --perfgate-history-thresholds``: the learned thresholds of every series of ``branch``
     (each test takes its own, ``series_thresholds(learned, test)``), and the notes."""
-    from perfgate.history.db import open_history
-    from perfgate.options import selection
-
     options = selection(metrics=metrics, thresholds=thresholds, significance=0.01, allow_device_mismatch=False)
     compared = set(options.compared_metrics())
     hand_set = {m: t for m, t in options.effective_thresholds().items() if m in compared}

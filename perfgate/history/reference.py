@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from perfgate.history.db import History
+from perfgate.history.db import History, open_history
+from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
 from perfgate.metrics import Threshold
 from perfgate.table import Measurement, make_table
@@ -167,9 +168,6 @@ def compare_history(url: str, branch: str, options: CompareOptions, current: Mea
                     ) -> tuple[CompareOptions, ReferenceFor, list[str]]:
     """``perfgate compare --history``: the options with learned thresholds (``noise``), what builds the reference
     side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once."""
-    from perfgate.history.db import open_history
-    from perfgate.history.noise import compare_options_from_history
-
     options, notes = compare_options_from_history(url, branch, options, current)
     with open_history(url, create=False) as history:
         reference = load_reference(history, branch)
@@ -186,8 +184,6 @@ def reference_for(reference: Reference, options: CompareOptions, test: str | Non
 def judging_for(reference: Reference, options: CompareOptions, test: str) -> tuple[CompareOptions, ReferenceFor]:
     """The plugin, for one test: its options with its series' learned thresholds (within the test's own hand-set
     ones: a marker's thresholds= may be tighter than the session's), and its reference."""
-    from perfgate.history.noise import series_thresholds
-
     hand_set = options.effective_thresholds()
     learned = {key: ceiling._replace(relative=min(threshold.relative or 0.0, ceiling.relative))
                for key, threshold in series_thresholds(reference.thresholds, test).items()
@@ -198,7 +194,5 @@ def judging_for(reference: Reference, options: CompareOptions, test: str) -> tup
 
 def plugin_reference(url: str, branch: str) -> Reference:
     """``pytest --perfgate`` learning from the history: the reference every test is judged against, read once."""
-    from perfgate.history.db import open_history
-
     with open_history(url, create=False) as history:
         return load_reference(history, branch)

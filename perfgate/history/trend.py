@@ -15,6 +15,7 @@ from perfgate.history.changes import P_VALUE
 from perfgate.history.db import History
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
+from perfgate.render.formatting import md_escape
 from perfgate.report import Report, iter_launches, launch_row, result_rows
 
 TREND_COMMITS = 20  # base-branch commits a trend shows, before the current value
@@ -51,8 +52,6 @@ def _creep(branch: Any, series: Series) -> str:
 
 def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     """The section, or "" when nothing regressed."""
-    from perfgate.render.formatting import md_escape
-
     rows = _regressed_rows(report)
     if not rows:
         return ""

@@ -159,7 +159,7 @@ class PerfgateFixture:
         self._recorder = recorder
         self._timeline = timeline  # the traced child of the timeline source: regions go to its tracer, not NVTX
         self._nvtx: ModuleType | None = None
-        self._depth = 0  # regions open now: the test's tag goes around the outermost only
+        self._depth = 0  # regions open: the test's tag goes around the outermost only
 
     @property
     def profiling(self) -> bool:

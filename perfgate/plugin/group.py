@@ -15,18 +15,16 @@ from typing import Mapping, Sequence, Union
 from perfgate.columns import factorize, objects
 from perfgate.plugin.fixture import group_tags
 from perfgate.plugin.marker import PerfMarker
+from perfgate.plugin.run_folders import Profiled, SharedRun, keep_artifacts
 from perfgate.plugin.runner import (
     ChildSpec,
     NcuSpec,
-    Profiled,
     ProfileFailed,
     ProfileSkipped,
     Progress,
-    _keep,
     _launch,
     _Launched,
     _read_report,
-    _SharedRun,
     _test_outcome,
     _unplaced_note,
     no_kernels_message,
@@ -85,7 +83,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
         for nodeid in nodeids:
             outcomes[nodeid] = ProfileFailed(f"{nodeid} was not profiled: ncu timed out with no test running "
                                              f"({len(nodeids)} perf tests profiled together):\n{diagnosis.message}"
-                                             + _keep(run_dir, artifacts[nodeid], copy=True))
+                                             + keep_artifacts(run_dir, artifacts[nodeid], copy=True))
         shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes
     if whole_run_failed:
@@ -95,7 +93,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
             verb = "timed out" if diagnosis.outcome == NcuOutcome.TIMEOUT else "was running when the profiled child failed"
             outcomes[running] = ProfileFailed(f"{running} {verb} under ncu ({len(nodeids)} perf tests profiled "
                                               f"together; the others are profiled again one by one):\n{what}"
-                                              + _keep(run_dir, artifacts[running]))
+                                              + keep_artifacts(run_dir, artifacts[running]))
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes
@@ -109,7 +107,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
     if not any(len(part.table) for part in parts.values()):  # no launch carries a test's tag: do not guess
         shutil.rmtree(run_dir, ignore_errors=True)
         return {n: None for n in nodeids}
-    shared = _SharedRun(run_dir, len(nodeids))
+    shared = SharedRun(run_dir, len(nodeids))
     outcomes = {}
     for nodeid in nodeids:
         outcomes[nodeid] = _group_member(launched, nodeid, parts[nodeid], marker, artifacts[nodeid], shared)
@@ -124,7 +122,7 @@ def _none_passed(launched: _Launched, nodeids: Sequence[str], marker: PerfMarker
 
 
 def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: PerfMarker, artifacts: Path,
-                  shared: _SharedRun) -> GroupOutcome:
+                  shared: SharedRun) -> GroupOutcome:
     outcome = _test_outcome(launched, nodeid, marker)
     if outcome is None:
         kept = drop_unscoped_launches(part)
@@ -141,7 +139,7 @@ def _settled(launched: _Launched, outcome: ProfileFailed | ProfileSkipped | None
     """A test of the group that failed or was skipped (None: profiled again alone): a failure keeps the run's
     files in its artifacts."""
     if isinstance(outcome, ProfileFailed):
-        said = _keep(launched.run_dir, artifacts, copy=True)
+        said = keep_artifacts(launched.run_dir, artifacts, copy=True)
         shared.release()
         return ProfileFailed(str(outcome) + said)
     shared.release()

@@ -9,21 +9,18 @@ for every failure, and for every test with ``keep_artifacts``.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
-import os
 import re
 import shlex
 import shutil
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from perfgate.collect.ncu_csv import read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
+from perfgate.collect.ncu_rep_framing import MAGIC
 from perfgate.plugin.ncu_run import (
     NcuDiagnosis,
     NcuRun,
@@ -33,15 +30,13 @@ from perfgate.plugin.ncu_run import (
     run_ncu,
 )
 from perfgate.errors import PerfgateError
+from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_GROUP, ENV_CHILD_RESULT
 from perfgate.plugin.marker import PerfMarker
+from perfgate.plugin.run_folders import Profiled, child_result, keep_artifacts, new_run_dir
 from perfgate.regions import add_region_totals, drop_unscoped_launches
-from perfgate.table import Measurement
+from perfgate.table import Measurement, restrict_metrics
 from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
-
-LOCK_WAIT = 600.0  # seconds a perf test waits at least for its GPU's lock
-ARTIFACTS = "perfgate-artifacts"  # beside the session report: what ncu left for a perf test
-
 
 class ProfileFailed(Exception):
     """The perf test fails with this message (ncu's words, the test's own failure...)."""
@@ -53,41 +48,6 @@ class ProfileSkipped(Exception):
     def __init__(self, reason: str, *, unavailable: bool) -> None:
         super().__init__(reason)
         self.unavailable = unavailable
-
-
-class GpuBusy(PerfgateError):
-    pass
-
-
-@contextlib.contextmanager
-def gpu_locks(gpu_ids: Sequence[str], timeout: float, folder: Path | None = None) -> Iterator[None]:
-    """Hold an exclusive lock per GPU while profiling: one profiled test per GPU at a time, across
-    xdist workers and concurrent sessions. Locks are taken in sorted order (no deadlock)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - ncu profiling is Linux-only here
-        yield
-        return
-    folder = folder or Path(tempfile.gettempdir())
-    deadline = time.monotonic() + timeout
-    handles = []
-    try:
-        for gpu in sorted(set(gpu_ids)):
-            handle = open(folder / f"perfgate-gpu-{''.join(c if c.isalnum() else '_' for c in gpu)}.lock", "a+")
-            handles.append(handle)
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise GpuBusy(f"GPU {gpu} stayed busy for {timeout:g} s (another perfgate run holds "
-                                      f"{handle.name})") from None
-                    time.sleep(0.05)
-        yield
-    finally:
-        for handle in handles:
-            handle.close()  # closing releases the flock
 
 
 @dataclass(frozen=True)
@@ -114,72 +74,12 @@ class NcuSpec:
     sections: tuple[str, ...] = ()  # ncu --section IDs collected besides the metrics
 
 
-_LIVE_RUNS: set[Path] = set()  # this process's run folders: kept (moved away) or removed by the end
-
-
-def _new_run_dir() -> Path:
-    if not _LIVE_RUNS:
-        atexit.register(remove_live_runs)  # registering twice is harmless: the second call finds nothing
-    run_dir = Path(tempfile.mkdtemp(prefix="perfgate-"))
-    _LIVE_RUNS.add(run_dir)
-    return run_dir
-
-
-def remove_live_runs() -> None:
-    """Remove the run folders not kept or discarded: those of an interrupted session (Ctrl-C, SIGTERM while
-    ncu ran, ``-x``), of the tests of a shared run that never got to their gate. At session end and exit."""
-    while _LIVE_RUNS:
-        shutil.rmtree(_LIVE_RUNS.pop(), ignore_errors=True)
-
-
-class _SharedRun:
-    """The folder of one ncu run profiled for several tests: removed when the last of them is done."""
-
-    def __init__(self, run_dir: Path, members: int) -> None:
-        self.run_dir = run_dir
-        self.members = members
-
-    def release(self) -> None:
-        self.members -= 1
-        if self.members <= 0:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class Profiled:
-    measurement: Measurement  # the launches in regions, with per-region totals
-    notes: list[str]
-    run_dir: Path  # ncu's report, log, command and the test's output, until kept or discarded
-    artifacts: Path  # where they are kept
-    shared: _SharedRun | None = None  # set when the run profiled several tests
-
-    @property
-    def report_file(self) -> Path:
-        return self.artifacts / "profile.ncu-rep"
-
-    def keep(self) -> str:
-        if self.shared is None:
-            return _keep(self.run_dir, self.artifacts)
-        said = _keep(self.run_dir, self.artifacts, copy=True)
-        self.shared.release()
-        return said
-
-    def discard(self) -> None:
-        if self.shared is None:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-        else:
-            self.shared.release()
-
-
 def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -> Measurement:
     with export.open("rb") as fh:
-        is_ncu_rep = fh.read(4) == b"NVR\x00"
+        is_ncu_rep = fh.read(len(MAGIC)) == MAGIC
     if is_ncu_rep:
         return read_ncu_rep(export, metrics, region_names=regions)
     # ncu's CSV in the export's place: what the stand-in ncu of perfgate's own tests writes.
-    from perfgate.collect.ncu_csv import read_ncu_csv
-    from perfgate.table import restrict_metrics
-
     return restrict_metrics(read_ncu_csv(export, metrics), metrics)
 
 
@@ -192,40 +92,6 @@ def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] 
     measurement = drop_unscoped_launches(measurement)
     unplaced = launches_read - len(set(measurement.table["launch"].tolist()))
     return add_region_totals(measurement), unplaced
-
-
-def _child_result(path: Path) -> dict[str, Any] | None:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return document if isinstance(document, dict) else None
-
-
-def _keep(run_dir: Path, artifacts: Path, copy: bool = False) -> str:
-    """Move (or copy, when other tests share the run) ncu's report, log and the test's output beside the
-    session report (CI can upload them)."""
-    for scratch in ("basetemp", "cache"):
-        shutil.rmtree(run_dir / scratch, ignore_errors=True)
-    try:
-        if artifacts.exists():
-            shutil.rmtree(artifacts)
-        artifacts.parent.mkdir(parents=True, exist_ok=True)
-        if copy:
-            shutil.copytree(run_dir, artifacts)
-        else:
-            shutil.move(str(run_dir), str(artifacts))
-    except OSError:
-        artifacts = run_dir
-        _LIVE_RUNS.discard(run_dir)  # kept where it is: not removed at exit
-    return f"\n(ncu's report, log and the test's output are kept in {_relative(artifacts)})"
-
-
-def _relative(path: Path) -> str:
-    try:
-        return os.path.relpath(path, Path.cwd())
-    except ValueError:  # another drive (Windows)
-        return str(path)
 
 
 def no_kernels_message(marker: PerfMarker, regions: Sequence[str], ncu_said: bool) -> str:
@@ -297,7 +163,7 @@ Progress = Callable[[str], None]
 
 def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: PerfMarker,
             environ: Mapping[str, str], progress: Progress | None = None) -> _Launched:
-    run_dir = _new_run_dir()
+    run_dir = new_run_dir()
     export, log, result, output = (run_dir / "profile.ncu-rep", run_dir / "ncu.log", run_dir / "child.json",
                                    run_dir / "output.txt")
     program = build_child_command(
@@ -330,7 +196,7 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
     if progress is not None:
         progress(run_summary(nodeids, run))
     return _Launched(run_dir=run_dir, export=export, run=run, diagnosis=diagnose_ncu_run(run, ncu.timeout),
-                     document=_child_result(result) or {})
+                     document=child_result(result) or {})
 
 
 def child_outcome(reports: list[dict[str, Any]], *, how: str, child: str,
@@ -376,7 +242,7 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
     run_dir, diagnosis = launched.run_dir, launched.diagnosis
 
     def fail(message: str) -> ProfileFailed:
-        return ProfileFailed(message + _keep(run_dir, artifacts))
+        return ProfileFailed(message + keep_artifacts(run_dir, artifacts))
 
     if diagnosis.outcome == NcuOutcome.TIMEOUT:
         raise fail(f"{child.nodeid} timed out under ncu: {diagnosis.message}")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, NoReturn, Sequence
 
@@ -37,6 +36,7 @@ from perfgate.plugin.options import (
     resolve_options,
 )
 from perfgate.plugin.preflight import PreflightFacts, check_preflight, gather_facts
+from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
 from perfgate.plugin import sources
 from perfgate.text import inert
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     # first needs it, not when --perfgate registers this session: collecting stays as cheap as without.
     from perfgate.compare import CompareOptions
     from perfgate.plugin.group import GroupOutcome
-    from perfgate.plugin.runner import ChildSpec, NcuSpec, Profiled
+    from perfgate.plugin.runner import ChildSpec, NcuSpec
     from perfgate.report import Report
     from perfgate.table import Measurement
 
@@ -166,11 +166,7 @@ class PerfgateSession:
             self.results.payloads.append(payload)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        # An interrupted or -x session leaves run folders no gate kept or discarded; only a session that
-        # profiled has any (and the runner's imports are heavy: a collect-only session must not pay for them).
-        runner = sys.modules.get("perfgate.plugin.runner")
-        if runner is not None:
-            runner.remove_live_runs()
+        remove_live_runs()  # an interrupted or -x session leaves run folders no gate kept or discarded
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # xdist workers hand their payloads to the controller, which writes one report
         self.results.write()
@@ -224,7 +220,6 @@ class PerfgateSession:
 
     def _artifacts(self, nodeid: str) -> Path:
         from perfgate.gate import baseline_name
-        from perfgate.plugin.runner import ARTIFACTS
 
         return self.options.report.parent / ARTIFACTS / baseline_name(nodeid)
 
@@ -329,41 +324,19 @@ class PerfgateSession:
 
     # ------------------------------------------------------------ benchmarks
 
-    def _machine(self) -> dict[str, Any]:
-        """pytest-benchmark's own machine info (through its public hooks), so the CPU name matches
-        what ``--benchmark-json`` files and ``perfgate baseline`` on them would use."""
-        if self._machine_info is None:
-            hook = self.config.hook
-            info = hook.pytest_benchmark_generate_machine_info(config=self.config)
-            hook.pytest_benchmark_update_machine_info(config=self.config, machine_info=info)
-            self._machine_info = dict(info or {})
-        return self._machine_info
-
     def _gate_benchmark(self, item: pytest.Item) -> None:
         fixture = getattr(item, "funcargs", {}).get("benchmark")
         if fixture is None or not type(fixture).__module__.startswith("pytest_benchmark"):
             return  # another plugin's "benchmark" fixture (pytest-codspeed...): not ours to read
-        if getattr(fixture, "disabled", False):
-            note = (f"{item.nodeid}: benchmark not gated: pytest-benchmark is disabled (--benchmark-disable, or "
-                    "pytest-xdist is active; pass --benchmark-enable)")
-            self._stash_payload(item, notes=[note], status="not gated", cause=note.split(": ", 1)[1])
-            return
-        stats = getattr(fixture, "stats", None)
-        if stats is None or getattr(fixture, "has_error", False):
-            note = f"{item.nodeid}: benchmark not gated: the benchmark fixture measured nothing"
-            self._stash_payload(item, notes=[note], status="not gated", cause=note.split(": ", 1)[1])
-            return
-        import pytest_benchmark
+        from perfgate.plugin import benchmarks
 
-        from perfgate.collect.benchmark_json import table_from_benchmark_json
-
-        bench = stats.as_dict(include_data=True)
-        document = {"machine_info": self._machine(), "benchmarks": [bench],
-                    "version": getattr(pytest_benchmark, "__version__", "")}
-        measured = table_from_benchmark_json(document, Path(item.nodeid))._replace(
-                           source=f"{item.nodeid} (pytest-benchmark)")
-        settings = {"timer": str(bench.get("options", {}).get("timer", "")),
-                    "pytest_benchmark": document["version"]}
+        reason = benchmarks.ungated_reason(fixture)
+        if reason is not None:
+            self._stash_payload(item, notes=[f"{item.nodeid}: {reason}"], status="not gated", cause=reason)
+            return
+        if self._machine_info is None:
+            self._machine_info = benchmarks.machine_info(self.config)
+        measured, settings = benchmarks.benchmark_measurement(item.nodeid, fixture, self._machine_info)
         self._gate(item, measured, self._compare_options(), settings=settings)
 
     # ------------------------------------------------------------ compare / update

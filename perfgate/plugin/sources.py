@@ -1,7 +1,9 @@
 """What measures a perf test (``--perfgate-source``): the pieces of the timeline source the session uses.
 
-Import-light (stdlib, pytest, perfgate's preflight): the session imports ``GatePart`` when ``--perfgate`` is on;
-the tracing machinery (``perfgate.plugin.timeline_run``) loads when a test is traced.
+Import-light (stdlib, pytest, perfgate's preflight): the session imports ``GatePart`` when ``--perfgate`` is on,
+before any perf test runs, and ``--perfgate --collect-only`` costs at most 1.10x the plugin-free collection
+(tests/benchmarks/test_bench_plugin_startup.py). So the gate, the history and the tracing machinery
+(``perfgate.plugin.timeline_run``) are imported by the functions that gate or trace a test.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
     from perfgate.gate import Reference
     from perfgate.history.reference import Reference as HistoryReference
-    from perfgate.plugin.runner import ChildSpec, Profiled
+    from perfgate.plugin.run_folders import Profiled
+    from perfgate.plugin.runner import ChildSpec
     from perfgate.report import Report
     from perfgate.table import Measurement
 

@@ -14,21 +14,18 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from perfgate.collect import read_table
 from perfgate.plugin.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
+from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
+from perfgate.plugin.run_folders import Profiled, child_result, keep_artifacts
 from perfgate.plugin.runner import (
-    LOCK_WAIT,
     ChildSpec,
-    GpuBusy,
     ProfileFailed,
     ProfileSkipped,
-    Profiled,
     Progress,
-    _child_result,
-    _keep,
     child_outcome,
-    gpu_locks,
 )
 from perfgate.plugin.tracer import ENV_TIMELINE
 from perfgate.regions import drop_unscoped_launches
@@ -65,11 +62,11 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
         raise ProfileFailed(str(exc)) from None
 
     def fail(message: str) -> ProfileFailed:
-        return ProfileFailed(message + _keep(run_dir, artifacts))
+        return ProfileFailed(message + keep_artifacts(run_dir, artifacts))
 
     if run.timed_out:
         raise fail(f"{child.nodeid} timed out while traced (after {timeout:g} s)")
-    outcome = _outcome(_child_result(result) or {}, child.nodeid, run.output, run.returncode)
+    outcome = _outcome(child_result(result) or {}, child.nodeid, run.output, run.returncode)
     if isinstance(outcome, ProfileSkipped):
         shutil.rmtree(run_dir, ignore_errors=True)
         raise outcome
@@ -77,8 +74,6 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
         raise fail(str(outcome))
     if not target.is_file():
         raise fail(f"the traced child wrote no trace (exit status {run.returncode}):\n{run.output}")
-    from perfgate.collect import read_table
-
     try:
         measurement = drop_unscoped_launches(read_table(target))
     except PerfgateError as exc:

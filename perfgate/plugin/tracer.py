@@ -21,8 +21,10 @@ Tracers, the first that can run:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -118,8 +120,6 @@ class CuptiTracer:
         return self.regions.entered(name, self.cupti.get_timestamp)
 
     def stop(self, target: Path) -> None:
-        import ctypes
-
         self.cupti.activity_flush_all(1)
         dropped = ctypes.c_size_t(0)
         # (context, stream id, where to write the count): NULL context, the global queue.
@@ -203,8 +203,6 @@ class ReplayTracer:
         return contextlib.nullcontext()
 
     def stop(self, target: Path) -> None:
-        import shutil
-
         shutil.copyfile(self.recorded, target)
 
 

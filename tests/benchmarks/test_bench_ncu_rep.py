@@ -4,7 +4,7 @@ both reports with ncu_report and reading every metric of every launch (issue 25:
 The precise goal runs with ``--benchmark-enable``; ``import numpy`` alone, the one heavy import left on this
 path, is measured beside it and lands in ``extra_info``. In the normal suite, the checks that keep the goal
 within reach run: the compare imports no pandas (importing it cost ~0.45 s of CPU, three times the floor), and
-a text compare none of the modules it was made to do without (``NOT_FOR_A_TEXT_COMPARE``).
+a text compare none of the modules it does not need (``NOT_FOR_A_TEXT_COMPARE``).
 """
 
 from __future__ import annotations

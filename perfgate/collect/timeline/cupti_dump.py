@@ -1,4 +1,4 @@
-"""perfgate's CUPTI trace: what the live timeline source writes (``perfgate.plugin.timeline``) and reads back.
+"""perfgate's CUPTI trace: what the live timeline source writes (``perfgate.plugin.tracer``) and reads back.
 
 A JSON document, optionally gzip-compressed (``*.cupti.json.gz``)::
 

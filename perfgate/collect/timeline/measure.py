@@ -156,6 +156,7 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     rows = _kernel_rows(trace, attribution)
     instances = region_instances(trace, attribution)
     rows += _region_rows(trace, instances, first_launch=len(rows) and rows[-1]["launch"] + 1)
+    # sketch reads this module's RegionInstance: imported here, the two stay out of an import circle.
     from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
