@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from perfgate.history.accept import acceptance_of, load_acceptances
 from perfgate.history.changes import P_VALUE, change_points
 from perfgate.history.db import History
-from perfgate.history.series import Branch, Series, load_branch
+from perfgate.history.series import Branch, Series, load_branch, relative
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert
 
@@ -29,10 +29,6 @@ def direction_word(change: float, direction: str) -> str:
     if direction == "higher":
         return "regression" if change < 0 else "improvement"
     return "change"
-
-
-def relative(before: float, after: float) -> float:
-    return after / before - 1.0 if before else (0.0 if after == before else float("inf"))
 
 
 def series_changes(branch: Branch, series: Series, p_value: float, min_change: float) -> list[dict[str, Any]]:

@@ -72,3 +72,8 @@ def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,
             value = np.array([np.median(part) for part in np.split(value, first[1:])])
             commits = unique
         yield Series(int(series_ids[start]), facts[int(series_ids[start])], commits, value)
+
+
+def relative(before: float, after: float) -> float:
+    """The change from ``before`` to ``after`` as a fraction (0.25: 25% more)."""
+    return after / before - 1.0 if before else (0.0 if after == before else float("inf"))

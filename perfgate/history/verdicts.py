@@ -15,8 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from perfgate.history.db import History
-from perfgate.history.detect import relative
-from perfgate.history.series import Branch, Series, commit_order
+from perfgate.history.series import Branch, Series, commit_order, relative
 from perfgate.vocabulary import Status
 
 # The gate's statuses a point keeps, worst first; the others (unchanged, new, info...) say nothing to chart.

@@ -71,7 +71,7 @@ def profile_group(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker
         return {n: ProfileSkipped(diagnosis.message, unavailable=True) for n in nodeids}
     session_ended = launched.document.get("exitstatus") is not None and diagnosis.outcome != NcuOutcome.TIMEOUT
     if session_ended and _none_passed(launched, nodeids, marker):  # the child's exit status is its tests' failures
-        shared = _SharedRun(run_dir, len(nodeids))
+        shared = SharedRun(run_dir, len(nodeids))
         return {n: _settled(launched, _test_outcome(launched, n, marker), artifacts[n], shared) for n in nodeids}
     started, finished = launched.document.get("started", []), launched.document.get("finished", [])
     running = started[-1] if started and started[-1] not in finished else None
@@ -135,7 +135,7 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
 
 
 def _settled(launched: _Launched, outcome: ProfileFailed | ProfileSkipped | None, artifacts: Path,
-             shared: _SharedRun) -> GroupOutcome:
+             shared: SharedRun) -> GroupOutcome:
     """A test of the group that failed or was skipped (None: profiled again alone): a failure keeps the run's
     files in its artifacts."""
     if isinstance(outcome, ProfileFailed):
