@@ -167,7 +167,7 @@ CATALOG: tuple[MetricInfo, ...] = (
 
 # The timeline source's metrics (``perfgate.collect.timeline``; docs/timeline.md). Kept apart from CATALOG: ncu
 # cannot collect them, and a comparison of traces compares these instead of ncu's (``TIMELINE_METRICS``).
-# Thresholds from the H200 fixtures (tests/data/h200/timeline, tests/test_timeline_thresholds.py): between single
+# Thresholds from the H200 fixtures (tests/data/h200/timeline, tests/timeline/test_timeline_thresholds.py): between single
 # entries (one step each) of unchanged runs, a region's wall time moved up to +7.6% (22 us, softmax) and its GPU
 # idle up to 38 us (19 -> 57 us, the MLP's first layer), leaving out each trace's first traced step (CUPTI's first
 # use); a host synchronisation after each MLP layer moved the step's wall time +10-12% and its GPU idle 80 us ->

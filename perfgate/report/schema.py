@@ -1,7 +1,7 @@
 """The JSON Schema of the report, made from the contract's declarations (``perfgate.report.contract``).
 
 ``perfgate/schemas/report-v2.schema.json`` is :func:`schema_text`'s output, shipped in the wheel for other
-tools; ``tests/test_report_schema.py`` asserts that the file and the declarations agree (and writes the file
+tools; ``tests/engine/test_report_schema.py`` asserts that the file and the declarations agree (and writes the file
 again with ``PERFGATE_RECORD_SCHEMA=1``). What a schema cannot say (columns of one table are equally long,
 ``results.launch`` names an existing launch, results are grouped by launch) is in the descriptions, and the
 reader (``perfgate.report.validate``) checks it.

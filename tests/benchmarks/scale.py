@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from csvgen import write_details_csv, write_raw_csv  # noqa: E402
+from helpers.csvgen import write_details_csv, write_raw_csv  # noqa: E402
 
 METRICS = 20
 FORMATS = ("json", "text", "md", "html")

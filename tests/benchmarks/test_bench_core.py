@@ -23,7 +23,7 @@ from perfgate.render.html import render_html_chunks
 from perfgate.report import build_report, dumps, merge_reports, validate_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import corpus_file  # noqa: E402
+from helpers.common import corpus_file  # noqa: E402
 from scale import csv_pair  # noqa: E402
 
 LAUNCHES = 10_000

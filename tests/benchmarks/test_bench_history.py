@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from history_data import fill_history, write_big_report  # noqa: E402
-from history_helpers import fresh_postgres_database  # noqa: E402
+from helpers.history import fresh_postgres_database  # noqa: E402
 
 from perfgate.history.dashboard import write_dashboard  # noqa: E402
 from perfgate.history.db import open_history  # noqa: E402

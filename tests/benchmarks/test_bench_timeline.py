@@ -17,7 +17,7 @@ from scale import interleaved, measure
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from timeline_helpers import corpus_trace  # noqa: E402
+from helpers.timeline import corpus_trace  # noqa: E402
 
 GOAL = 3.0
 FLOOR = "import gzip, json, sys\nfor path in sys.argv[1:]:\n    json.load(gzip.open(path, 'rt'))\n"

@@ -5,7 +5,7 @@ alarms (a run with nothing past its limit that did not pass: fail or not measure
 regression of at least 1.5x its threshold that passed, or an ambiguous rename that passed), misattributions (a
 caught regression that fails a launch other than the slow ones, by kernel, region and occurrence) and slow launches
 left unnamed (a caught regression that does not fail every slow launch: one measured within its own limit).
-The normal suite runs a reduced, seeded version (tests/test_verdicts.py); this is the full one.
+The normal suite runs a reduced, seeded version (tests/engine/test_verdicts.py); this is the full one.
 """
 
 from __future__ import annotations

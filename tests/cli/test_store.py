@@ -1,0 +1,75 @@
+"""``perfgate baselines list|stale`` on real baseline files and a real pytest collection."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from helpers.common import REPO, run_perfgate
+
+H100 = REPO / "baselines" / "nvidia-h100-80gb-hbm3-sm90"
+
+
+def test_list_shows_each_baseline_with_how_it_was_measured(tmp_path: Path) -> None:
+    # A copy of the committed GPU baselines: the checkout's baselines/ may also hold what a run left there
+    # (the Quickstart records baselines/cpu-<your CPU>/).
+    shutil.copytree(H100, tmp_path / "baselines" / H100.name)
+    shutil.copytree(REPO / "baselines" / "nvidia-h200-sm90", tmp_path / "baselines" / "nvidia-h200-sm90")
+    done = run_perfgate("baselines", "list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines"
+    assert any("examples.test_torch_mlp_layers__test_mlp_layer_by_layer.json  32 entries" in line
+               and "clock_control base, cache_control all, ncu_version 2025.3.1.0" in line
+               and "from examples/test_torch_mlp_layers.py::test_mlp_layer_by_layer" in line for line in lines)
+
+
+def test_stale_finds_baselines_of_tests_that_are_gone_and_keeps_the_unknown(tmp_path: Path) -> None:
+    (tmp_path / "baselines").mkdir()
+    shutil.copytree(H100, tmp_path / "baselines" / H100.name)
+    tests = tmp_path / "examples"
+    tests.mkdir()
+    # test_vector_add is renamed; the softmax module exists but is skipped here; the MLP module is gone.
+    (tests / "test_cupy_raw_kernel.py").write_text("def test_vector_add_v2():\n    pass\n", encoding="utf-8")
+    (tests / "test_torch_softmax.py").write_text("import pytest\npytest.skip('no GPU', allow_module_level=True)\n",
+                                                 encoding="utf-8")
+    done = run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "stale: baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_cupy_raw_kernel__test_vector_add.json" in out
+    assert "stale: baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_torch_mlp_layers__test_mlp_layer_by_layer" in out
+    assert "not checked: baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_torch_softmax__test_softmax.json" in out
+    assert out.rstrip().endswith("2 of 3 test baselines under baselines belong to tests that are gone; pass --delete "
+                                 "to remove them")
+    assert len(list((tmp_path / "baselines").rglob("*.json"))) == 3
+
+    deleted = run_perfgate("baselines", "stale", "--delete", "--", "examples", cwd=tmp_path)
+    assert deleted.returncode == 0 and deleted.stdout.count("deleted: ") == 2
+    assert [p.name for p in (tmp_path / "baselines").rglob("*.json")] == ["examples.test_torch_softmax__test_softmax.json"]
+
+
+def test_list_and_stale_read_the_baselines_folder_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.perfgate]\nbaselines = "perf/baselines"\n', encoding="utf-8")
+    shutil.copytree(H100, tmp_path / "perf" / "baselines" / H100.name)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "test_cupy_raw_kernel.py").write_text("def test_vector_add():\n    pass\n",
+                                                                    encoding="utf-8")
+    listed = run_perfgate("baselines", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines"
+    # From a folder below the project: the same folder, the one its pyproject.toml names.
+    below = tmp_path / "examples"
+    assert run_perfgate("baselines", "list", cwd=below).stdout == listed.stdout
+
+    stale = run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
+    assert stale.returncode == 0, stale.stderr
+    assert "stale: perf/baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_torch_mlp_layers__" in stale.stdout
+    assert stale.stdout.rstrip().endswith("2 of 3 test baselines under perf/baselines belong to tests that are "
+                                          "gone; pass --delete to remove them")
+
+    # --dir still wins over the configuration, and --config names another pyproject.toml.
+    assert run_perfgate("baselines", "list", "-d", "nowhere", cwd=tmp_path).returncode == 2
+    other = tmp_path / "other.toml"
+    other.write_text('[tool.perfgate]\nbaselines = "none-here"\n', encoding="utf-8")
+    refused = run_perfgate("baselines", "list", "--config", other, cwd=tmp_path)
+    assert refused.returncode == 2 and "none-here" in refused.stderr

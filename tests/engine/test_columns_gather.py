@@ -1,0 +1,105 @@
+"""Columns held as ``Gather``s (``values[rows]``, made when read) read as the arrays they stand for (issue 10).
+
+The raw CSV reader holds a launch's columns and a metric's name and unit so, and the comparison its results: every
+way of reading a table (a column, ``take``, ``row``, ``rows``, ``concat``, ``coded``, ``picked``, ``equals``) must
+give what the same table of plain arrays gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfgate.collect import read_table
+from perfgate.columns import Columns, Gather, objects
+from perfgate.compare import compare_tables
+from perfgate.regions import with_region_totals
+from perfgate.table import COLUMNS, Measurement
+
+DATA = Path(__file__).parents[1] / "data" / "ncu-csv"
+
+
+def _plain(table: Columns) -> Columns:
+    """The same table with every column made: the reference (``table`` itself is left as it is)."""
+    made = _fresh(table)
+    return Columns({name: np.array(made[name], copy=True) for name in made.columns}, len(table))
+
+
+def _fresh(table: Columns) -> Columns:
+    """A copy whose ``Gather``s are not made yet (reading a column makes it in that table only)."""
+    return Columns(dict(table._data), len(table))
+
+
+def _same(left: Columns, right: Columns) -> None:
+    assert left.columns == right.columns and len(left) == len(right)
+    for name in left.columns:
+        assert left[name].dtype == right[name].dtype, name
+        assert left[name].tolist() == right[name].tolist() or (
+            left[name].dtype.kind == "f" and np.array_equal(left[name], right[name], equal_nan=True)), name
+
+
+def _gathered(rng: np.random.Generator, size: int) -> Columns:
+    launch = np.sort(rng.integers(0, 6, size))
+    return Columns({
+        "kernel": Gather(objects([f"k{i % 3}" for i in range(6)]), launch),
+        "ordinal": Gather(np.arange(6, dtype=np.int64) % 2, launch),  # shares its rows with "kernel"
+        "launch": launch,
+        "metric": Gather(objects(["a", "b", "a", ""]), rng.integers(0, 4, size)),  # "a" twice: values may repeat
+        "value": rng.random(size),
+    }, size)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_gathered_table_reads_as_its_plain_arrays(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 40))
+    table = _gathered(rng, size)
+    plain = _plain(table)
+    _same(_fresh(table), plain)
+    picks: list[Any] = [rng.random(size) < 0.5, rng.integers(0, max(size, 1), 7) if size else [], slice(1, None, 2)]
+    for rows in picks:
+        _same(_fresh(table)[rows], plain[rows])
+        _same(_fresh(table).take(rows).take(slice(None, None, -1)), plain.take(rows).take(slice(None, None, -1)))
+    assert list(_fresh(table).rows()) == list(plain.rows())
+    for index in range(size):
+        assert _fresh(table).row(index) == plain.row(index)
+    _same(Columns.concat([_fresh(table), _fresh(table)[::2]]), Columns.concat([plain, plain[::2]]))
+    for name in ("kernel", "ordinal", "metric", "value"):
+        codes, values = _fresh(table).coded(name)
+        assert values[codes].tolist() == plain[name].tolist()
+        positions = rng.integers(0, max(size, 1), 5) if size else np.zeros(0, dtype=np.int64)
+        assert _fresh(table).picked(name, positions).tolist() == plain[name][positions].tolist()
+        assert _fresh(table).dtype(name) == plain[name].dtype
+    for value in ("a", "", "k1", "none"):
+        for name in ("kernel", "metric"):
+            assert _fresh(table).equals(name, value).tolist() == (plain[name] == value).tolist()
+
+
+def test_take_picks_shared_rows_once_and_a_column_is_made_once() -> None:
+    table = _gathered(np.random.default_rng(0), 20)[np.arange(10)]
+    kernel, ordinal = table._data["kernel"], table._data["ordinal"]
+    assert isinstance(kernel, Gather) and isinstance(ordinal, Gather) and kernel.rows is ordinal.rows
+    assert isinstance(table._data["metric"], Gather)
+    assert table["kernel"] is table["kernel"]  # made on the first read, then kept
+
+
+@pytest.mark.parametrize("name", ["raw.csv", "raw_legacy.csv", "raw_nvtx.csv"])
+def test_the_raw_readers_table_is_the_table_of_its_plain_columns(name: str) -> None:
+    read = read_table(DATA / name)
+    gathered = [column for column in COLUMNS if isinstance(read.table._data[column], Gather)]
+    assert gathered == [c for c in COLUMNS if c not in ("launch", "value")]
+    measurement = with_region_totals(read)  # region totals (raw_nvtx.csv) are appended: the columns made
+    plain = measurement.with_table(_plain(measurement.table))
+    _same(_fresh(measurement.table), plain.table)
+    gathered_result = compare_tables(_with_fresh(measurement), _with_fresh(measurement))
+    plain_result = compare_tables(plain, plain)
+    _same(_plain(gathered_result.results), _plain(plain_result.results))
+    _same(_plain(gathered_result.launches), _plain(plain_result.launches))
+    assert gathered_result.notes == plain_result.notes
+
+
+def _with_fresh(measurement: Measurement) -> Measurement:
+    return measurement.with_table(_fresh(measurement.table))

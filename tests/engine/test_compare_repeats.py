@@ -1,0 +1,338 @@
+"""Repeated launches are one kernel with many samples (issue 9, section 3).
+
+The benchmark-style checks of the issue (not timed): 10 reruns of 40 launches with 1.5% Gaussian
+noise raise no alarm, a +8% shift is caught and reported as one kernel, and a real multi-launch
+report split in two halves passes. Then the rules one by one, the statistics against brute force,
+and generated CSV files through the reader.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfgate.collect import read_table
+from perfgate.compare import CompareOptions, Comparison, compare_tables
+from perfgate.columns import Columns
+from perfgate.compare.statistics import interval_rank, shift_interval
+from perfgate.table import Measurement, make_table
+from perfgate.vocabulary import Status
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.common import REPO  # noqa: E402
+from helpers.csvgen import write_details_csv  # noqa: E402
+
+TIME, INST, READ = "gpu__time_duration.sum", "smsp__inst_executed.sum", "dram__bytes_read.sum"
+H100 = REPO / "tests" / "data" / "h100"
+LAUNCHES, NOISE, TYPICAL = 40, 0.015, 85_000.0  # launches per run, run-to-run noise (sd), duration in ns
+
+
+def _table(durations: Any, source: str, *, kernel: str = "gemm_kernel", grid: str = "(64, 1, 1)",
+           instructions: Any = None, region: str = "loop", start: int = 0) -> Measurement:
+    """One launch of ``kernel`` per duration, in ``region``; instructions 1,000,000 each unless given."""
+    counts = instructions if instructions is not None else [1_000_000.0] * len(durations)
+    rows: list[dict[str, Any]] = []
+    for ordinal, (duration, count) in enumerate(zip(durations, counts, strict=True)):
+        for metric, value in ((TIME, duration), (INST, count), (READ, 4_000_000.0)):
+            rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": region,
+                         "ordinal": ordinal, "launch": start + ordinal, "device": "NVIDIA H100", "cc": "9.0",
+                         "grid": grid, "block": "(256, 1, 1)", "metric": metric, "unit": "", "value": float(value)})
+    return Measurement(make_table(rows), source=source)
+
+
+def _noisy(rng: np.random.Generator, shift: float = 0.0, n: int = LAUNCHES) -> Any:
+    return TYPICAL * (1.0 + shift) * (1.0 + NOISE * rng.standard_normal(n))
+
+
+def _time_rows(comparison: Comparison) -> Columns:
+    return comparison.results[comparison.results["metric"] == TIME]
+
+
+def _first_of_each(rows: Columns, column: str) -> Columns:
+    """The first row of each distinct value of ``column``, in table order (pandas' ``drop_duplicates``)."""
+    _, first = np.unique(rows[column], return_index=True)
+    return rows[np.sort(first)]
+
+
+# ---------------------------------------------------------------- the issue's checks
+
+
+def test_ten_reruns_of_forty_noisy_launches_raise_no_false_alarm() -> None:
+    rng = np.random.default_rng(2024)
+    alarms_launch_by_launch = 0
+    for _ in range(10):
+        comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng), "cur"))
+        assert comparison.verdict == "pass" and not comparison.inconclusive
+        assert comparison.counts()[Status.UNCHANGED.value] == 1  # one kernel, not 40 launches
+        rows = _time_rows(comparison)
+        assert (rows["status"] == Status.UNCHANGED.value).all()
+        assert (rows["n_baseline"] == LAUNCHES).all() and (rows["n_current"] == LAUNCHES).all()
+        assert (rows["ci_low"] > -0.02).all() and (rows["ci_high"] < 0.02).all()
+        # The per-launch detail is kept: judged n-th against n-th, this same noise would have failed.
+        alarms_launch_by_launch += bool((rows["change"] > 0.05).any())
+    assert alarms_launch_by_launch >= 2  # the issue measured about 3 in 10
+
+
+def test_an_eight_percent_shift_is_caught_and_reported_as_one_kernel() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, 0.08), "cur"))
+        assert comparison.verdict == "fail"
+        counts = comparison.counts()
+        assert counts[Status.REGRESSION.value] == 1 and sum(counts.values()) == 1
+        rows = _time_rows(comparison)
+        assert len(set(rows["group"].tolist())) == 1 and (rows["status"] == Status.REGRESSION.value).all()
+        row = rows.row(0)
+        # What `gemm_kernel ×40: duration +8.1% [+7.4%, +8.8%]` is made of.
+        assert (row["n_baseline"], row["n_current"]) == (LAUNCHES, LAUNCHES)
+        assert 0.05 < row["ci_low"] < row["estimate"] < row["ci_high"] < 0.11
+        assert row["median_current"] / row["median_baseline"] == pytest.approx(1.08, abs=0.02)
+    # Launch by launch, some of these launches moved less than the 5% limit: the issue's "5 unchanged".
+    assert (rows["change"] < 0.05).any()
+
+
+def _halves(measurement: Measurement) -> tuple[Measurement, Measurement]:
+    """The launches of each kernel (same name, region and launch configuration) dealt alternately into
+    two tables; the last launch of an odd count, and a kernel launched once, have no partner and are
+    left out. Ordinals are renumbered so that a kernel launched with several configurations lines up."""
+    keys = ["kind", "kernel", "region", "grid", "block"]
+    table = measurement.table.to_frame()
+    launches = table.drop_duplicates("launch").sort_values("launch")
+    by_kernel = launches.groupby(keys, sort=False)
+    launches = launches.assign(_index=by_kernel.cumcount(), _size=by_kernel["launch"].transform("size"),
+                               _first=by_kernel["launch"].transform("min"))
+    usable = launches["_index"] < launches["_size"] - launches["_size"] % 2
+    halves = []
+    for parity in (0, 1):
+        chosen = launches[usable & (launches["_index"] % 2 == parity)].sort_values(
+            ["kind", "kernel", "region", "_first", "launch"])
+        ordinal = dict(zip(chosen["launch"], chosen.groupby(["kind", "kernel", "region"]).cumcount(), strict=True))
+        half = table[table["launch"].isin(ordinal).to_numpy()].reset_index(drop=True)
+        half["ordinal"] = half["launch"].map(ordinal).astype("int64")
+        halves.append(measurement.with_table(make_table(half)))
+    return halves[0], halves[1]
+
+
+def test_the_real_h100_mlp_report_split_in_two_halves_passes() -> None:
+    table = read_table(H100 / "mlp.ncu-rep.xz")
+    base, cur = _halves(table)
+    comparison = compare_tables(base, cur)
+    assert comparison.verdict == "pass" and not comparison.inconclusive
+    assert comparison.counts()[Status.MISSING.value] == comparison.counts()[Status.NEW.value] == 0
+    # backward's repeated kernels, two launches a side: judged as one each by the small-group rule (the estimate).
+    assert len(comparison.launches) == 7 and (comparison.launches["group"] >= 0).sum() == 6
+
+
+def test_both_real_h100_mlp_runs_pooled_and_split_in_two_halves_pass_as_distributions() -> None:
+    first, rerun = read_table(H100 / "mlp.ncu-rep.xz"), read_table(H100 / "mlp.rerun.ncu-rep.xz")
+    pooled = Columns.concat([first.table, rerun.table.assign(launch=rerun.table["launch"] + 1000)])
+    base, cur = _halves(Measurement(make_table(pooled), source="mlp x2"))
+    comparison = compare_tables(base, cur)
+    assert comparison.verdict == "pass" and not comparison.inconclusive
+    rows = _time_rows(comparison)
+    judged = _first_of_each(rows[rows["group"] >= 0], "group")
+    # backward's GEMM, Kernel2 and reduce_kernel (4 a side) and its elementwise kernel (3 a side).
+    assert len(judged) == 4 and set(judged["n_baseline"]) == set(judged["n_current"]) == {3, 4}
+    assert set(judged["kernel"]) >= {"Kernel2", "reduce_kernel"}
+    assert (judged["status"] == Status.UNCHANGED.value).all()
+
+
+def test_the_real_h100_mlp_rerun_judges_backwards_repeated_kernels_as_one_each() -> None:
+    comparison = compare_tables(read_table(H100 / "mlp.ncu-rep.xz"), read_table(H100 / "mlp.rerun.ncu-rep.xz"))
+    assert comparison.verdict == "pass"
+    assert len(comparison.launches) == 26
+    # three groups of four launches, one of three, and -1
+    assert len(set(comparison.launches["group"].tolist())) == 5
+    assert sum(comparison.counts().values()) == 26 - 3 * 4 - 3 + 4
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def test_an_interval_that_straddles_the_limit_is_inconclusive_shown_and_not_failed() -> None:
+    rng = np.random.default_rng(11)
+    comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, 0.05), "cur"))
+    row = _time_rows(comparison).row(0)
+    assert row["ci_low"] < 0.05 < row["ci_high"]
+    assert row["status"] == Status.INCONCLUSIVE.value
+    assert comparison.verdict == "inconclusive" and not comparison.regressed
+    assert comparison.inconclusive  # never a silent pass: the verdict layer can say so
+    assert comparison.counts()[Status.INCONCLUSIVE.value] == 1
+    assert comparison.counts()[Status.UNCHANGED.value] == 0
+    [note] = [n for n in comparison.notes if "inconclusive" in n]
+    assert note.startswith("gemm_kernel in region 'loop' ×40: duration +")
+    assert "95% interval over 40 and 40 launches" in note and "5%+2000" in note
+
+
+def test_an_eight_percent_speed_up_is_one_improvement_and_a_straddling_one_is_unchanged() -> None:
+    rng = np.random.default_rng(3)
+    faster = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, -0.08), "cur"))
+    assert faster.counts()[Status.IMPROVEMENT.value] == 1 and faster.verdict == "pass"
+    rng = np.random.default_rng(11)
+    maybe = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, -0.05), "cur"))
+    row = _time_rows(maybe).row(0)
+    assert row["ci_low"] < -0.05 < row["ci_high"]
+    assert row["status"] == Status.UNCHANGED.value and not maybe.inconclusive
+
+
+def test_the_absolute_limit_holds_for_a_group_too() -> None:
+    # A 2.4 µs kernel 10% slower: 240 ns, under the 2 µs the default threshold also asks for.
+    rng = np.random.default_rng(5)
+    small = 2_400.0 / TYPICAL
+    comparison = compare_tables(_table(_noisy(rng) * small, "base"), _table(_noisy(rng, 0.10) * small, "cur"))
+    row = _time_rows(comparison).row(0)
+    assert row["ci_low"] > 0.05 and row["status"] == Status.UNCHANGED.value
+    strict = compare_tables(_table(_noisy(rng) * small, "base"), _table(_noisy(rng, 0.10) * small, "cur"),
+                            CompareOptions(thresholds={TIME: _threshold("5%")}))
+    assert strict.counts()[Status.REGRESSION.value] == 1
+
+
+def _threshold(spec: str) -> Any:
+    from perfgate.metrics import parse_threshold
+
+    return parse_threshold(spec)
+
+
+def test_work_counters_are_grouped_and_a_launch_whose_exact_count_moved_alone_is_named() -> None:
+    rng = np.random.default_rng(13)
+    counts = [1_000_000.0] * LAUNCHES
+    grown = list(counts)
+    grown[7] *= 1.03  # one launch executed 3% more instructions: beyond the 1% limit
+    comparison = compare_tables(_table(_noisy(rng), "base", instructions=counts),
+                                _table(_noisy(rng), "cur", instructions=grown))
+    results = comparison.results
+    inst = results[results["metric"] == INST]
+    assert list(inst[inst["status"] == Status.REGRESSION.value]["ordinal"]) == [7]
+    # Judged as one group (exact counts: the estimate is exactly 0), the one launch flagged as moved alone.
+    assert (inst["group"] >= 0).all() and (inst["estimate"] == 0).all()
+    assert (_time_rows(comparison)["status"] == Status.UNCHANGED.value).all()
+    launches = comparison.launches
+    assert list(launches[launches["status"] == Status.REGRESSION.value]["ordinal"]) == [7]
+    assert comparison.counts()[Status.REGRESSION.value] == 1 and sum(comparison.counts().values()) == 1
+
+
+def test_a_single_launch_or_a_few_are_compared_as_before() -> None:
+    for n in (1, 3):
+        base = _table([100_000.0] * n, "base")
+        cur = _table([100_000.0] * (n - 1) + [110_000.0], "cur")
+        comparison = compare_tables(base, cur)
+        rows = _time_rows(comparison)
+        rows = rows[np.argsort(rows["ordinal"], kind="stable")]
+        if n == 1:
+            assert (rows["group"] == -1).all() and np.isnan(rows["ci_low"]).all() and (rows["n_current"] == 0).all()
+        else:  # the small-group rule: the group unchanged on its estimate, the slow launch flagged alone
+            assert (rows["group"] >= 0).all() and (rows["n_current"] == n).all() and (rows["estimate"] == 0).all()
+        assert list(rows["status"]) == ["unchanged"] * (n - 1) + ["regression"]
+        assert comparison.counts()[Status.REGRESSION.value] == 1
+
+
+def test_groups_are_per_kernel_region_and_launch_configuration() -> None:
+    rng = np.random.default_rng(17)
+    base = Columns.concat([_table(_noisy(rng), "base", grid="(64, 1, 1)").table,
+                           _table(_noisy(rng), "base", kernel="other", start=100).table,
+                           _table(_noisy(rng), "base", region="epilogue", start=200).table])
+    cur = Columns.concat([_table(_noisy(rng, 0.08), "cur", grid="(64, 1, 1)").table,
+                          _table(_noisy(rng), "cur", kernel="other", start=100).table,
+                          _table(_noisy(rng), "cur", region="epilogue", start=200).table])
+    comparison = compare_tables(Measurement(make_table(base), source="base"), Measurement(make_table(cur), source="cur"))
+    assert len(set(comparison.launches["group"].tolist())) == 3
+    assert comparison.counts() | {} == {**{s.value: 0 for s in Status if s is not Status.INFO},
+                                        Status.REGRESSION.value: 1, Status.UNCHANGED.value: 2}
+    regressed = comparison.launches[comparison.launches["status"] == Status.REGRESSION.value]
+    assert set(regressed["kernel"]) == {"gemm_kernel"} and set(regressed["region"]) == {"loop"}
+
+
+def test_more_launches_than_the_baseline_are_new_launches_and_more_samples() -> None:
+    rng = np.random.default_rng(19)
+    comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, n=LAUNCHES + 5), "cur"))
+    rows = _time_rows(comparison)
+    assert (rows["n_baseline"] == LAUNCHES).all() and (rows["n_current"] == LAUNCHES + 5).all()
+    assert (rows["status"] == Status.NEW.value).sum() == 5
+    assert comparison.counts()[Status.UNCHANGED.value] == 1 and comparison.verdict == "pass"
+
+
+def test_launches_without_a_value_are_left_out_of_the_samples() -> None:
+    rng = np.random.default_rng(23)
+    durations = _noisy(rng, 0.08)
+    durations[:3] = math.nan
+    comparison = compare_tables(_table(_noisy(rng), "base"), _table(durations, "cur"))
+    rows = _time_rows(comparison)
+    assert (rows["n_current"] == LAUNCHES - 3).all()
+    assert (rows["status"] == Status.NO_DATA.value).sum() == 3
+    assert (rows["status"] == Status.REGRESSION.value).sum() == LAUNCHES - 3
+
+
+def test_a_lower_confidence_narrows_the_interval() -> None:
+    rng = np.random.default_rng(29)
+    base, cur = _table(_noisy(rng), "base"), _table(_noisy(rng, 0.03), "cur")
+    wide = _time_rows(compare_tables(base, cur)).row(0)
+    narrow = _time_rows(compare_tables(base, cur, CompareOptions(confidence=0.8))).row(0)
+    assert narrow["ci_high"] - narrow["ci_low"] < wide["ci_high"] - wide["ci_low"]
+    assert narrow["estimate"] == wide["estimate"]
+
+
+def test_generated_ncu_csv_reruns_with_repeated_kernels_pass_as_one_row_per_kernel(tmp_path: Path) -> None:
+    # csvgen: 5 kernels launched 40 times each, ~1% run-to-run jitter; the same code measured twice.
+    base, cur, slower = tmp_path / "base.csv", tmp_path / "cur.csv", tmp_path / "slower.csv"
+    write_details_csv(base, 200, 8, seed=1, run=1)
+    write_details_csv(cur, 200, 8, seed=1, run=2)
+    write_details_csv(slower, 200, 8, seed=1, run=3, scale=1.08)
+    comparison = compare_tables(read_table(base), read_table(cur))
+    assert comparison.verdict == "pass"
+    assert comparison.counts()[Status.UNCHANGED.value] == 5  # kernels, not 200 launches
+    judged = _first_of_each(_time_rows(comparison), "group")
+    assert len(judged) == 5 and set(judged["n_baseline"]) == {40}
+    failed = compare_tables(read_table(base), read_table(slower))
+    assert failed.counts()[Status.REGRESSION.value] == 5
+    assert (_time_rows(failed)["status"] == Status.REGRESSION.value).all()
+
+
+# ---------------------------------------------------------------- the statistics
+
+
+def _brute_force_rank(n1: int, n2: int, confidence: float) -> int:
+    """k from the exact distribution of U, by enumerating every arrangement of the two samples."""
+    counts = np.zeros(n1 * n2 + 1)
+    for chosen in itertools.combinations(range(n1 + n2), n1):
+        u = sum(sum(1 for j in range(n1 + n2) if j not in chosen and j < i) for i in chosen)
+        counts[u] += 1
+    cumulative = np.cumsum(counts) / counts.sum()
+    return int(np.searchsorted(cumulative, (1 - confidence) / 2, side="right"))
+
+
+@pytest.mark.parametrize(("n1", "n2"), [(1, 1), (2, 2), (3, 3), (3, 4), (4, 4), (3, 5), (2, 8), (4, 6), (5, 5),
+                                         (6, 7)])
+def test_the_interval_rank_is_the_exact_mann_whitney_one(n1: int, n2: int) -> None:
+    for confidence in (0.9, 0.95, 0.99):
+        assert interval_rank(n1, n2, confidence) == _brute_force_rank(n1, n2, confidence)
+
+
+def test_the_interval_rank_of_large_samples_follows_the_normal_approximation() -> None:
+    assert interval_rank(10, 10, 0.95) == 24  # tables: U critical value 23 at 5% two-sided
+
+    def normal(n1: int, n2: int) -> int:
+        pairs = n1 * n2
+        return math.floor(pairs / 2 + 0.5 - 1.959964 * math.sqrt(pairs * (n1 + n2 + 1) / 12))
+
+    assert abs(interval_rank(100, 100, 0.95) - normal(100, 100)) <= 1  # exact, and close to the approximation
+    assert interval_rank(101, 100, 0.95) == normal(101, 100)  # past 10,000 pairs: the approximation
+
+
+@pytest.mark.parametrize("n", [5, 40, 300])
+def test_the_shift_and_its_interval_are_the_order_statistics_of_the_pairwise_differences(n: int) -> None:
+    rng = np.random.default_rng(n)
+    x, y = rng.normal(0.0, 0.01, n), rng.normal(0.03, 0.01, n + 1)
+    differences = np.sort(np.subtract.outer(y, x).ravel())
+    k = interval_rank(n, n + 1, 0.95)
+    estimate, low, high = shift_interval(x, y, 0.95)  # type: ignore[misc]
+    tolerance = 2e-5  # samples of 300 are searched, not sorted
+    assert low == pytest.approx(differences[k - 1], abs=tolerance)
+    assert high == pytest.approx(differences[-k], abs=tolerance)
+    assert estimate == pytest.approx(np.median(differences), abs=tolerance)
+    assert shift_interval(x[:2], y[:2], 0.95) is None

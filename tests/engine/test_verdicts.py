@@ -1,0 +1,119 @@
+"""The verdict suite, reduced and seeded (tests/verdicts: the full one is ``python tests/verdicts/runner.py``).
+
+Not timed: it checks what a gate tells its users on the shapes real GPU code produces (docs/matching.md).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "verdicts"))
+from runner import figures, run_all, run_generated  # noqa: E402
+from scenarios import (  # noqa: E402
+    inserted_op,
+    slow_among_12,
+    template_change,
+    triton_renames,
+    write_run,
+)
+
+from perfgate.collect import read_table  # noqa: E402
+from perfgate.compare import CompareOptions, compare_tables  # noqa: E402
+
+
+def test_the_reduced_suite_keeps_false_alarms_misses_and_attribution_within_their_goals() -> None:
+    outcomes = run_all(reruns=4, seed=7, scale=4)
+    found = figures(outcomes)
+    assert found["unchanged runs"] >= 60 and found["regression runs"] >= 80
+    assert found["false alarm rate"] <= 0.02, [o for o in outcomes if o.false_alarm]
+    assert found["miss rate"] <= 0.05, [o for o in outcomes if o.miss]
+    assert found["misattributed"] == 0, [o for o in outcomes if o.misattributed]
+    assert found["unnamed"] <= 0.05 * found["regression runs"]
+
+
+def _compare(scenario, seed: int, tmp_path: Path, options: CompareOptions | None = None):  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+    base, cur = tmp_path / "base.csv", tmp_path / "cur.csv"
+    write_run(base, scenario.baseline, rng)
+    write_run(cur, scenario.current, rng)
+    return compare_tables(read_table(base), read_table(cur), options)
+
+
+def test_one_slow_launch_among_twelve_in_one_region_is_named_and_counted_once(tmp_path: Path) -> None:
+    comparison = _compare(slow_among_12(1, "one region", 2.0), 3, tmp_path)
+    assert comparison.verdict == "fail"
+    launches = comparison.launches
+    failing = launches[launches["status"] == "regression"]
+    assert failing["ordinal"].tolist() == [3] and failing["region"].tolist() == ["forward"]
+    assert comparison.counts()["regression"] == 1 and sum(comparison.counts().values()) == 1
+    note = next(n for n in comparison.notes if "moved alone" in n)
+    assert note.startswith("layer_norm_kernel #3 in region 'forward': duration +")
+    from perfgate.render import render_html, render_markdown, render_text
+    from perfgate.report import build_report
+
+    report = build_report(comparison)
+    text = render_text(report)
+    assert text.rstrip().endswith("FAIL: 1 regression in 1 compared (launches: 1 regression, 11 unchanged)")
+    assert "REGRESSION  layer_norm_kernel #3 [forward]" in text
+    assert "moved alone, past its limit: \\#3" in render_markdown(report)  # Markdown escapes "#" (render.untrusted)
+    assert "moved alone, past its limit: #3" in render_html(report)
+
+
+def test_changed_template_arguments_are_compared_and_shown(tmp_path: Path) -> None:
+    comparison = _compare(template_change(True), 5, tmp_path)
+    assert comparison.verdict == "fail"
+    changed = comparison.launches[comparison.launches["launch_change"] != ""]
+    assert changed["launch_change"].tolist() == ["template gemm_tiled<64, 64, 8> → gemm_tiled<64, 32, 8>"]
+    assert changed["status"].tolist() == ["regression"]
+    assert any(n.startswith("template arguments changed, compared under its new name: gemm_tiled<64, 64, 8> → "
+                            "gemm_tiled<64, 32, 8>") for n in comparison.notes)
+
+
+def test_an_op_inserted_among_pytorch_elementwise_launches_is_new_and_the_others_pass(tmp_path: Path) -> None:
+    comparison = _compare(inserted_op(False), 9, tmp_path)
+    assert comparison.verdict == "pass"
+    launches = comparison.launches
+    new = launches[launches["status"] == "new"]
+    assert len(new) == 3 and all("FillFunctor" in name for name in new["demangled"].tolist())
+
+
+def test_ambiguous_renames_over_a_regression_are_not_measured_unless_accepted(tmp_path: Path) -> None:
+    scenario = triton_renames(True)
+    comparison = _compare(scenario, 11, tmp_path)
+    assert comparison.verdict == "not measured"
+    where, cause = comparison.unmeasured[0]
+    assert where == "launches outside any region" and "triton_red_fused_sum_0" in cause
+    assert "--accept-unpaired-kernels" in cause
+    accepted = _compare(scenario, 11, tmp_path, CompareOptions(accept_unpaired_kernels=True))
+    assert accepted.verdict == "pass"
+
+
+@pytest.mark.parametrize("launches", [40, 52])
+def test_a_tight_eight_percent_shift_on_a_short_kernel_is_not_hidden_by_the_floor(launches: int,
+                                                                                   tmp_path: Path) -> None:
+    from scenarios import Launch, kernel
+
+    short = kernel("void small_kernel(float *)", 17.0)
+    base = [Launch(short, "step")] * launches
+    cur = [Launch(short, "step", time=1.08)] * launches
+    from scenarios import Scenario
+
+    comparison = _compare(Scenario("floor", "17 us", "regression", base, cur), 13, tmp_path)
+    assert comparison.verdict == "fail"
+
+
+def test_the_full_runner_prints_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    from runner import main
+
+    assert main(["--reruns", "1", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "false alarms" in out and out.splitlines()[0].startswith("family")
+
+
+def test_a_generated_run_reads_as_the_ncu_details_page(tmp_path: Path) -> None:
+    outcome = run_generated(slow_among_12(0, "no NVTX", 1.0), 1, tmp_path)
+    assert outcome.verdict == "pass" and not outcome.false_alarm

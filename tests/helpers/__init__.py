@@ -1,0 +1,1 @@
+"""Helpers the test rooms share (not tests themselves): real servers, generators, runners."""

@@ -1,0 +1,87 @@
+"""Planted change points for validating ``perfgate history changes``: seeded series with known steps, creeps,
+exact-counter steps and noise only, and the precision and recall of a detector on them.
+
+Run it to print the figures quoted in docs/history.md::
+
+    PYTHONPATH=. python tests/helpers/history_planted.py
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+COMMITS = 200
+TOLERANCE = 2  # a change found within this many commits of the planted one counts as found
+
+
+class Planted(NamedTuple):
+    family: str
+    values: np.ndarray
+    changes: tuple[int, ...]  # indexes of the first point after each planted change
+
+
+def planted_series(seed: int = 26, per_family: int = 50) -> Iterator[Planted]:
+    rng = np.random.default_rng(seed)
+    for _ in range(per_family):
+        at = int(rng.integers(20, COMMITS - 20))
+        size = float(rng.choice([-1, 1]) * rng.uniform(0.03, 0.10))
+        level = np.where(np.arange(COMMITS) < at, 100.0, 100.0 * (1 + size))
+        yield Planted("step", level + rng.normal(0, 1.0, COMMITS), (at,))
+    for _ in range(per_family):
+        steps = tuple(sorted(int(x) for x in rng.choice(np.arange(25, COMMITS - 25, 30), 4, replace=False)))
+        level = 100.0 * 1.02 ** np.searchsorted(steps, np.arange(COMMITS), side="right")
+        yield Planted("creep", level + rng.normal(0, 0.5, COMMITS), steps)
+    for _ in range(per_family):
+        at = int(rng.integers(5, COMMITS - 5))
+        base = float(rng.integers(1_000, 10_000_000))
+        yield Planted("exact", np.where(np.arange(COMMITS) < at, base, base + int(rng.integers(1, 1000))), (at,))
+    for _ in range(per_family):
+        yield Planted("noise", 100.0 + rng.normal(0, 1.0, COMMITS), ())
+
+
+class Score(NamedTuple):
+    family: str
+    planted: int
+    found: int
+    true_positives: int
+
+    @property
+    def precision(self) -> float:
+        return self.true_positives / self.found if self.found else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.true_positives / self.planted if self.planted else 1.0
+
+
+def matched(planted: Sequence[int], found: Sequence[int], tolerance: int = TOLERANCE) -> int:
+    """How many planted changes a found one lies within ``tolerance`` of (each found one counts once)."""
+    left = list(found)
+    hits = 0
+    for at in planted:
+        near = [f for f in left if abs(f - at) <= tolerance]
+        if near:
+            left.remove(min(near, key=lambda f: abs(f - at)))
+            hits += 1
+    return hits
+
+
+def score(detect: Callable[[np.ndarray], Sequence[int]], series: Sequence[Planted]) -> dict[str, Score]:
+    totals: dict[str, list[int]] = {}
+    for item in series:
+        found = detect(item.values)
+        counts = totals.setdefault(item.family, [0, 0, 0])
+        counts[0] += len(item.changes)
+        counts[1] += len(found)
+        counts[2] += matched(item.changes, found)
+    return {family: Score(family, *counts) for family, counts in totals.items()}
+
+
+if __name__ == "__main__":
+    from perfgate.history.changes import change_points
+
+    results = score(lambda v: [c.position for c in change_points(v)], list(planted_series()))
+    for s in results.values():
+        print(f"{s.family:6} planted {s.planted:4} found {s.found:4} precision {s.precision:.3f} recall {s.recall:.3f}")

@@ -1,0 +1,125 @@
+"""perfgate history changes: E-divisive with a t-test on planted series (steps, creeps, exact-counter steps,
+noise only) and on real series (the H100 reruns, the public corpus's consecutive commits)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import history as history_helpers
+from helpers.history import INSTRUCTIONS, KERNEL_TIME, write_report
+from helpers.history_planted import planted_series, score
+from perfgate.cli import main
+from perfgate.history.changes import best_split, change_points, t_test
+
+history_url = history_helpers.history_url
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO.parent / "shared" / "corpus" / "ncu-rep" / "esmm-a10g"
+
+
+def test_planted_precision_and_recall() -> None:
+    results = score(lambda v: [c.position for c in change_points(v)], list(planted_series()))
+    for family in ("step", "creep", "exact"):
+        assert results[family].recall >= 0.95, results[family]
+        assert results[family].precision >= 0.9, results[family]
+    assert results["noise"].found <= 5  # 50 noise-only series of 200 commits at p = 0.001
+
+
+def test_energy_split_and_t_test() -> None:
+    values = np.r_[np.zeros(10), np.ones(10)] + np.tile([0.0, 0.01], 10)
+    assert best_split(values) == 10
+    assert t_test(np.array([5.0, 5.0]), np.array([6.0, 6.0])) == 0.0
+    assert t_test(np.array([5.0, 5.0]), np.array([5.0, 5.0])) == 1.0
+    assert best_split(np.ones(5)) == -1
+
+
+def test_an_exact_counter_names_its_commit_and_a_one_point_blip_is_no_change() -> None:
+    values = [5000.0] * 30 + [5003.0] + [5000.0] * 9 + [5200.0] * 20
+    found = change_points(values)
+    assert [(c.position, c.before, c.after, c.exact) for c in found] == [(40, 5000.0, 5200.0, True)]
+
+
+def _record_series(url: str, tmp_path: Path, values: list[tuple[float, float]], branch: str = "main") -> None:
+    for index, (time, instructions) in enumerate(values):
+        report = write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [time],
+                                                            ("gemm", INSTRUCTIONS): [instructions]})
+        assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:040x}", "--branch", branch,
+                     "--when", f"2026-01-01T00:{index // 60:02d}:{index % 60:02d}Z"]) == 0
+
+
+def test_changes_json_names_the_exact_commit_and_the_creep(history_url: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(3)
+    times = 100 * 1.025 ** np.searchsorted([20, 40, 60], np.arange(80), side="right") + rng.normal(0, 0.3, 80)
+    counts = np.where(np.arange(80) < 50, 4096.0, 4352.0)
+    _record_series(history_url, tmp_path, list(zip(times.tolist(), counts.tolist())))
+    _record_series(history_url, tmp_path / "..", [(1.0, 1.0)] * 3, branch="other")  # not on main
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", history_url, "--format", "json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    exact = [c for c in changes if c["metric"] == INSTRUCTIONS]
+    assert len(exact) == 1 and exact[0]["commit"] == f"{50:040x}" and exact[0]["exact"]
+    assert exact[0]["change"] == pytest.approx(4352 / 4096 - 1) and exact[0]["direction"] == "regression"
+    creep = sorted((c for c in changes if c["metric"] == KERNEL_TIME), key=lambda c: c["time"])
+    assert [c["commit"] for c in creep] == [f"{i:040x}" for i in (20, 40, 60)]
+    assert all(c["creep"] for c in creep) and all(c["change"] < 0.03 for c in creep)
+    assert creep[-1]["cumulative"] == pytest.approx(1.025 ** 3 - 1, abs=0.005)
+    for key in ("gpu", "test", "kernel", "region", "metric", "commit", "change", "direction", "before", "after",
+                "confidence"):
+        assert key in creep[0]
+
+
+def test_an_accepted_change_shows_who_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    _record_series(url, tmp_path, [(100.0, 4096.0)] * 5 + [(100.0, 8192.0)] * 5)
+    commit = f"{5:040x}"
+    assert main(["accept", "--db", url, "--commit", commit[:10], "--metric", INSTRUCTIONS, "--by", "ada",
+                 "--reason", "doubled the unroll on purpose"]) == 0
+    assert main(["accept", "--db", url, "--commit", commit, "--kernel", "nope", "--reason", "x"]) == 2
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", url, "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert f"REGRESSION +100.0% {INSTRUCTIONS} gemm" in out and "exactly" in out
+    assert "  accepted by ada: doubled the unroll on purpose" in out
+    assert main(["history", "changes", "--db", url, "--format", "md"]) == 0
+    assert "accepted by ada: doubled the unroll on purpose" in capsys.readouterr().out
+
+
+def test_changes_on_a_missing_history_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["history", "changes", "--db", f"sqlite:///{tmp_path / 'none.sqlite'}"]) == 2
+    assert "no history here" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_the_h100_reruns_have_no_change_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Six real sessions of unchanged code (the update and five gates): every series is noise only."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    sessions = REPO / "tests" / "data" / "h100" / "default-metrics" / "sessions"
+    for index, name in enumerate(("update", "gate1", "gate2", "gate3", "gate4", "gate5")):
+        report = tmp_path / f"{name}.json"
+        report.write_bytes(lzma.decompress((sessions / f"{name}.json.xz").read_bytes()))
+        assert main(["history", "record", str(report), "--db", url, "--commit", f"c{index}", "--branch", "main",
+                     "--when", f"2026-11-22T0{index}:00:00Z"]) == 0
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus (the public ESMM A10G reports) is absent")
+def test_the_esmm_corpus_commits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ESMM-Research's four consecutive commits on an A10G: b644635 -> a62323b measured the same kernels
+    twice, so nothing there may be called a change."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    files = ["e22c00d", "b644635", "5c6231e", "a62323b_output"]
+    for index, (before, after) in enumerate(zip(files, files[1:])):
+        report = tmp_path / f"{after}.json"
+        main(["compare", str(CORPUS / f"{before}.ncu-rep"), str(CORPUS / f"{after}.ncu-rep"), "-o", str(report)])
+        assert main(["history", "record", str(report), "--db", url, "--commit", after[:7], "--branch", "main",
+                     "--when", f"2026-01-0{index + 1}T00:00:00Z"]) == 0
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
+    assert [c for c in json.loads(capsys.readouterr().out) if c["commit"] == "a62323b"] == []

@@ -1,0 +1,134 @@
+"""``pytest --perfgate-source=timeline|both|auto`` end to end with no GPU: real pytester runs whose traced child
+runs the real test and, in place of tracing (``PERFGATE_TIMELINE_REPLAY``), writes a trace recorded on an H200
+(tests/data/h200/timeline). Everything after the capture is the real code: the child's outcome, reading the
+trace, the baselines written and read, the gate, the session report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.plugin import preload_heavy_modules, read_json, stub_calls, use_stub_ncu
+
+from helpers.timeline import OURS
+
+pytest_plugins = ("pytester",)
+preload_heavy_modules()
+
+PERF_TEST = """
+import pytest
+
+def test_mlp(perfgate):
+    for name in ("layer0", "layer1", "layer2", "layer3", "backward"):
+        with perfgate.region(name):
+            pass
+"""
+
+BASELINE = Path("baselines") / "nvidia-h200-sm90" / "test_perf__test_mlp.timeline.json"
+
+
+class Env:
+    def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pytester, self.monkeypatch = pytester, monkeypatch
+        self.ncu, self.calls_file = use_stub_ncu(pytester, monkeypatch, also_clear=("PERFGATE_TIMELINE",))
+
+    def replay(self, recorded: str) -> None:
+        self.monkeypatch.setenv("PERFGATE_TIMELINE_REPLAY", str(OURS / recorded))
+
+    def run(self, *args: str) -> pytest.RunResult:
+        return self.pytester.runpytest("--perfgate", f"--perfgate-ncu={self.ncu}", "-rsx", *args)
+
+    def report(self) -> dict[str, Any]:
+        return read_json(self.pytester.path / "perfgate-report.json")
+
+
+@pytest.fixture
+def env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Env:
+    pytester.makepyfile(test_perf=PERF_TEST)
+    return Env(pytester, monkeypatch)
+
+
+def test_replayed_trace_writes_a_timeline_baseline(env: Env) -> None:
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    result = env.run("--perfgate-source=timeline", "--perfgate-update")
+    result.assert_outcomes(passed=1)
+    baseline = read_json(env.pytester.path / BASELINE)
+    assert baseline["settings"]["source"] == "timeline"
+    names = {(e["kind"], e["name"]) for e in baseline["entries"]}
+    assert {("region", "step"), ("region", "layer1"), ("region", "backward")} <= names
+    assert not stub_calls(env.calls_file)  # the timeline source never starts ncu
+
+
+def test_replayed_rerun_passes_and_replayed_sync_fails_on_the_step(env: Env) -> None:
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    env.run("--perfgate-source=timeline", "--perfgate-update").assert_outcomes(passed=1)
+    env.replay("mlp.torch.b.pt.trace.json.gz")
+    env.run("--perfgate-source=timeline").assert_outcomes(passed=1)
+    env.replay("mlp.sync.torch.pt.trace.json.gz")
+    result = env.run("--perfgate-source=timeline")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "region `step`: wall +10%, GPU idle 0.9% → 9.4%, kernels unchanged" in text
+    assert "wall time" in text
+    assert env.report()["verdict"] == "fail"
+    page = (env.pytester.path / "perfgate-report.html").read_text(encoding="utf-8")
+    assert page.count('<svg class="timeline"') == 12  # each region, baseline above current
+
+
+def test_source_from_pyproject(env: Env) -> None:
+    env.pytester.makepyprojecttoml('[tool.perfgate]\nsource = "timeline"\n')
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    env.run("--perfgate-update").assert_outcomes(passed=1)
+    assert (env.pytester.path / BASELINE).is_file()
+
+
+def test_bad_source_in_pyproject_is_a_usage_error(env: Env) -> None:
+    env.pytester.makepyprojecttoml('[tool.perfgate]\nsource = "nsys"\n')
+    result = env.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "source must be one of ncu, timeline, both, auto" in result.stderr.str()
+
+
+def test_auto_traces_where_counters_are_refused(env: Env) -> None:
+    """ncu says ERR_NVGPUCTRPERM (the stub's noperm mode): auto measures the test with the timeline instead."""
+    env.monkeypatch.setenv("PERFGATE_STUB_MODE", "noperm")
+    env.monkeypatch.setenv("PERFGATE_STUB_REPORT", "/nonexistent")
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    result = env.run("--perfgate-source=auto", "--perfgate-update")
+    result.assert_outcomes(passed=1)
+    assert "measured by the timeline instead" in result.stdout.str()
+    assert (env.pytester.path / BASELINE).is_file()
+
+
+def test_ncu_source_with_counters_refused_still_skips(env: Env) -> None:
+    env.monkeypatch.setenv("PERFGATE_STUB_MODE", "noperm")
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    env.run("--perfgate-source=ncu").assert_outcomes(skipped=1)
+    assert not (env.pytester.path / BASELINE).exists()
+
+
+def test_trace_without_kernels_in_regions_fails_with_one_reason(env: Env, tmp_path: Path) -> None:
+    empty = tmp_path / "cpu.json"
+    empty.write_text('{"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1, '
+                     '"dur": 1, "pid": 1, "tid": 1, "args": {"correlation": 3}}]}', encoding="utf-8")
+    env.monkeypatch.setenv("PERFGATE_TIMELINE_REPLAY", str(empty))
+    result = env.run("--perfgate-source=timeline")
+    result.assert_outcomes(failed=1)
+    assert "no kernels" in result.stdout.str()
+
+
+def test_both_gates_ncu_and_the_replayed_trace_each_against_its_own_baseline(env: Env) -> None:
+    from helpers.plugin import corpus_report
+
+    env.monkeypatch.setenv("PERFGATE_STUB_REPORT", str(corpus_report("report_v3_loop_unroll")))
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    env.run("--perfgate-source=both", "--perfgate-update").assert_outcomes(passed=1)
+    assert len(stub_calls(env.calls_file)) >= 1
+    ncu_baselines = [p for p in (env.pytester.path / "baselines").rglob("*.json") if ".timeline." not in p.name]
+    assert ncu_baselines and read_json(ncu_baselines[0])["settings"].get("source") != "timeline"
+    assert read_json(env.pytester.path / BASELINE)["settings"]["source"] == "timeline"
+    env.replay("mlp.sync.torch.pt.trace.json.gz")
+    result = env.run("--perfgate-source=both")
+    result.assert_outcomes(failed=1)
+    assert "region `step`: wall +10%" in result.stdout.str()

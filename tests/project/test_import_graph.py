@@ -1,0 +1,152 @@
+"""perfgate's modules import one another without circles: the readers (``perfgate.collect``) and the baseline
+writer (``perfgate.baseline``) each import in a fresh interpreter, and no import, at module level or inside a
+function, closes a circle through them."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.common import REPO
+
+PACKAGE = REPO / "perfgate"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """The perfgate modules ``name`` imports anywhere in its code (a ``from pkg import x`` counts for pkg.x
+    when that is a module, else for pkg)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            wanted = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, up level-1 packages
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            wanted = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in wanted:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _circles() -> list[set[str]]:
+    """The import graph's strongly connected components of more than one module (Tarjan's, iteratively)."""
+    graph = {name: _imported(name, path) for name, path in MODULES.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, targets = work[-1]
+            for target in targets:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        circles.append(component)
+    return circles
+
+
+def test_the_graph_holds_the_imports_made_inside_functions() -> None:
+    assert "perfgate.cli.baselines" in _imported("perfgate.cli.parser", MODULES["perfgate.cli.parser"])
+    assert "perfgate.collect.baseline_json" in _imported("perfgate.collect", MODULES["perfgate.collect"])
+
+
+def test_reading_and_writing_baselines_are_in_no_import_circle() -> None:
+    for circle in _circles():
+        assert "perfgate.baseline" not in circle, circle
+        readers = {name for name in circle if name == "perfgate.collect" or name.startswith("perfgate.collect.")}
+        assert not readers or readers == circle, f"collect's readers in a circle with {sorted(circle - readers)}"
+
+
+READERS = sorted(name for name in MODULES if name == "perfgate.collect" or (
+    name.startswith("perfgate.collect.") and name.count(".") == 2)) + ["perfgate.baseline", "perfgate.gate"]
+
+
+@pytest.mark.parametrize("module", READERS)
+def test_each_reader_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=REPO,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_command_line_is_in_no_import_circle() -> None:
+    for circle in _circles():
+        assert not any(name == "perfgate.cli" or name.startswith("perfgate.cli.") for name in circle), circle
+
+
+def _room(name: str) -> str:
+    """The shell a module belongs to (``cli``, ``plugin``), ``api`` for the package root (the public names, from
+    every room, imported on first use), else ``engine``."""
+    if name == "perfgate":
+        return "api"
+    for shell in ("cli", "plugin"):
+        if name == f"perfgate.{shell}" or name.startswith(f"perfgate.{shell}."):
+            return shell
+    return "shell" if name == "perfgate.__main__" else "engine"
+
+
+def test_the_engine_imports_neither_shell_and_the_shells_not_each_other() -> None:
+    """The two shells (the command line, the pytest plugin) sit over the engine: the engine never imports either,
+    and neither imports the other. Modules only the plugin runs (ncu's command lines, the preflight) are in it."""
+    for name, path in MODULES.items():
+        room = _room(name)
+        for target in _imported(name, path):
+            if target == "perfgate":
+                continue  # ``__version__``: importing the root loads only errors and vocabulary
+            if room == "engine":
+                assert _room(target) == "engine", f"{name} (engine) imports {target}"
+            elif room in ("cli", "plugin"):
+                assert _room(target) in (room, "engine"), f"{name} ({room}) imports {target}"
+
+
+def test_plugin_only_modules_live_in_the_plugin() -> None:
+    assert "perfgate.plugin.ncu_run" in MODULES and "perfgate.plugin.preflight" in MODULES
+    users = {name for name, path in MODULES.items()
+             if {"perfgate.plugin.ncu_run", "perfgate.plugin.preflight"} & _imported(name, path)}
+    assert users and all(_room(name) == "plugin" for name in users), users

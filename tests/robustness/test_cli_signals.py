@@ -1,0 +1,58 @@
+"""SIGTERM or SIGHUP to ``perfgate compare`` / ``baseline`` leaves nothing in TMPDIR: the spool of a pipe being
+read is removed on the way out, and the exit status says which signal ended it (issue 23, class 7)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+H100 = REPO / "tests" / "data" / "h100"
+
+
+def _wait_for(condition, seconds: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+@pytest.mark.parametrize("command", ["compare", "baseline"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_a_pipe_is_spooled_leaves_no_temporary_file(tmp_path: Path, sig: signal.Signals,
+                                                                   command: str) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    fifo = tmp_path / "report.csv"
+    os.mkfifo(fifo)
+    args = ([str(H100 / "vector_add.rerun.raw-base.csv"), str(fifo)] if command == "compare"
+            else [str(fifo), "-d", str(tmp_path / "baselines")])
+    # Default dispositions, whatever this suite inherited (a background job ignores some signals).
+    start = ("import signal, sys; signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+             "signal.signal(signal.SIGHUP, signal.SIG_DFL); from perfgate.cli import entry; "
+             "sys.argv = ['perfgate', *sys.argv[1:]]; entry()")
+    process = subprocess.Popen([sys.executable, "-c", start, command, *args], cwd=REPO,
+                               env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = os.open(fifo, os.O_WRONLY)  # blocks until perfgate opens the pipe
+    try:
+        os.write(writer, (H100 / "vector_add.rerun.raw-base.csv").read_bytes()[:10_000])  # past the 8 KiB perfgate sniffs first
+        assert _wait_for(lambda: any(scratch.iterdir())), "perfgate never spooled the pipe"
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(writer)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + sig, (out, err)  # as a shell reports a signal
+    assert err == "perfgate: terminated\n" and "Traceback" not in err
+    assert list(scratch.iterdir()) == []

@@ -1,0 +1,116 @@
+"""``perfgate compare`` / ``baseline`` with traces: real CLI runs on perfgate's own H200 traces and the corpus."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.common import REPO, run_cli
+from helpers.timeline import OURS, corpus_trace
+
+def regressions(document: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(kind, kernel, metric) of each regression in a JSON report (its tables are columns)."""
+    launches, metrics, results = document["launches"], document["metrics"], document["results"]
+    return {(launches["kind"][at], launches["kernel"][at], metrics["metric"][metric])
+            for at, metric, status in zip(results["launch"], results["metric"], results["status"], strict=True)
+            if status == "regression"}
+
+
+UNCHANGED_GROUPS = [
+    ["mlp.cupti.a.cupti.json.gz", "mlp.cupti.b.cupti.json.gz", "mlp.cupti.c.cupti.json.gz"],
+    ["mlp.torch.a.pt.trace.json.gz", "mlp.torch.b.pt.trace.json.gz"],
+    ["mlp.sync.cupti.cupti.json.gz", "mlp.sync.cupti.b.cupti.json.gz"],
+    ["softmax.cupti.a.cupti.json.gz", "softmax.cupti.b.cupti.json.gz"],
+    ["vector_add.cupti.a.cupti.json.gz", "vector_add.cupti.b.cupti.json.gz"],
+]
+UNCHANGED_PAIRS = [pair for group in UNCHANGED_GROUPS for pair in itertools.permutations(group, 2)]
+
+
+@pytest.mark.parametrize(("base", "cur"), UNCHANGED_PAIRS)
+def test_unchanged_reruns_pass(capsys: pytest.CaptureFixture[str], base: str, cur: str) -> None:
+    """No false alarm between re-runs of the same code, in either direction."""
+    status, out, err = run_cli(capsys, "compare", OURS / base, OURS / cur)
+    assert status == 0, out + err
+    assert "PASS" in out
+
+
+@pytest.mark.parametrize(("base", "cur"), [
+    ("mlp.cupti.a.cupti.json.gz", "mlp.sync.cupti.cupti.json.gz"),
+    ("mlp.cupti.b.cupti.json.gz", "mlp.sync.cupti.b.cupti.json.gz"),
+    ("mlp.torch.a.pt.trace.json.gz", "mlp.sync.torch.pt.trace.json.gz"),
+])
+def test_planted_sync_fails_on_wall_and_idle_blaming_no_kernel(capsys: pytest.CaptureFixture[str], base: str,
+                                                               cur: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    status, out, err = run_cli(capsys, "compare", OURS / base, OURS / cur, "--format", "json", "-o", report)
+    assert status == 1, out + err
+    document = json.loads(report.read_text(encoding="utf-8"))
+    failed = regressions(document)
+    assert ("region", "step", "timeline.wall_time") in failed
+    assert ("region", "step", "timeline.gpu_idle") in failed
+    assert not [f for f in failed if f[0] == "kernel"]  # the kernels did not change: none is blamed
+    assert any(n.startswith("region `step`: wall +") and n.endswith("kernels unchanged") for n in document["notes"])
+
+
+def test_text_says_what_moved(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "compare", OURS / "mlp.torch.a.pt.trace.json.gz",
+                             OURS / "mlp.sync.torch.pt.trace.json.gz")
+    assert status == 1
+    assert "region `step`: wall +10%, GPU idle 0.9% → 9.4%, kernels unchanged" in out
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_region_rows_in_markdown_and_html(capsys: pytest.CaptureFixture[str], fmt: str, tmp_path: Path) -> None:
+    out_file = tmp_path / f"report.{fmt}"
+    status, _, err = run_cli(capsys, "compare", OURS / "mlp.cupti.a.cupti.json.gz",
+                             OURS / "mlp.sync.cupti.cupti.json.gz", "--format", fmt, "-o", out_file)
+    assert status == 1, err
+    text = out_file.read_text(encoding="utf-8")
+    assert "wall time" in text and "GPU idle" in text and "kernels unchanged" in text
+
+
+def test_slower_kernel_fails_on_the_kernel(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    status, _, _ = run_cli(capsys, "compare", OURS / "vector_add.cupti.a.cupti.json.gz",
+                           OURS / "vector_add.regressed.cupti.cupti.json.gz", "--format", "json", "-o", report)
+    assert status == 1
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert ("kernel", "vector_add", "timeline.kernel_duration") in regressions(document)
+
+
+def test_trace_and_ncu_report_are_never_compared(capsys: pytest.CaptureFixture[str]) -> None:
+    report = REPO / "tests" / "data" / "h100" / "mlp.ncu-rep.xz"
+    status, out, err = run_cli(capsys, "compare", report, OURS / "mlp.torch.a.pt.trace.json.gz")
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "a timeline trace cannot be compared with" in lines[0], err
+
+
+def test_baseline_from_a_trace_gates_the_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, out, err = run_cli(capsys, "baseline", OURS / "mlp.torch.a.pt.trace.json.gz", "--dir", tmp_path,
+                               "--name", "mlp")
+    assert status == 0, out + err
+    [written] = list(tmp_path.rglob("mlp.json"))
+    document = json.loads(written.read_text(encoding="utf-8"))
+    assert document["settings"]["source"] == "timeline"
+    assert run_cli(capsys, "compare", written, OURS / "mlp.torch.b.pt.trace.json.gz")[0] == 0
+    assert run_cli(capsys, "compare", written, OURS / "mlp.sync.torch.pt.trace.json.gz")[0] == 1
+    status, _, err = run_cli(capsys, "compare", written, REPO / "tests" / "data" / "h100" / "mlp.ncu-rep.xz")
+    assert status == 2 and "cannot be compared" in err
+
+
+def test_corpus_pair_of_different_gpus_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_cli(capsys, "compare", corpus_trace("hta/trace_diff_control.json.gz"),
+                             corpus_trace("hta/trace_diff_test.json.gz"))
+    assert status == 2 and "not comparable" in err
+
+
+def test_corpus_unchanged_h100_pair_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same nvFuser kernel profiled twice (README: nothing changed, the gate must pass it)."""
+    status, out, err = run_cli(capsys, "compare", corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite"),
+                               corpus_trace("nvfuser-h100/report2_df8f397.sqlite"))
+    assert status == 0, out + err
