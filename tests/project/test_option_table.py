@@ -16,7 +16,7 @@ from perfgate.cli import build_parser
 from perfgate.config import Settings, settings_from_table
 from perfgate.option_table import COMMAND, OPTIONS, PLUGIN, PLUGIN_OPTIONS, Option, resolve
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SECTION = "## Every option"
 
 
