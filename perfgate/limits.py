@@ -28,6 +28,9 @@ from typing import Any
 
 from perfgate.errors import InputError
 
+XZ_MAGIC = b"\xfd7zXZ\x00"  # a file's first bytes when compressed with xz
+GZIP_MAGIC = b"\x1f\x8b"  # ... with gzip
+
 MAX_INPUT_BYTES = 4 << 30
 MAX_NAME_CHARS = 1 << 16
 MAX_JSON_DEPTH = 64

@@ -22,6 +22,8 @@ from pathlib import Path
 from perfgate.limits import (
     ENV_FIFO_WAIT,
     FIX_SIZE,
+    GZIP_MAGIC,
+    XZ_MAGIC,
     fifo_wait_seconds,
     max_input_bytes,
     size_text,
@@ -148,8 +150,6 @@ def _spool(source: Path) -> Path:
     return spooled
 
 
-XZ_MAGIC = b"\xfd7zXZ\x00"
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _decompress(source: Path, head: bytes, folder: Path) -> Path:

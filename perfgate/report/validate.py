@@ -11,8 +11,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from perfgate.errors import InputError
-from perfgate.collect import GZIP_MAGIC, XZ_MAGIC
-from perfgate.limits import MAX_FINDING_CHARS, MAX_FINDINGS, max_input_bytes, parse_json, read_json_file, size_text
+from perfgate.limits import (
+    GZIP_MAGIC,
+    MAX_FINDING_CHARS,
+    MAX_FINDINGS,
+    XZ_MAGIC,
+    max_input_bytes,
+    parse_json,
+    read_json_file,
+    size_text,
+)
 from perfgate.report.contract import (
     COLUMN_KINDS,
     FORMAT_NAME,
