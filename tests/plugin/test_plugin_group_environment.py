@@ -32,7 +32,8 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str,
     monkeypatch.setenv("PERFGATE_STUB_REPORT", "regions")
     monkeypatch.setenv("PERFGATE_STUB_MODE", mode)
     pytester.makepyfile(test_ops=SUITE)
-    result = pytester.runpytest("--perfgate", f"--perfgate-ncu={ncu}", "-p", "no:randomly", *args)
+    # -rN: no short test summary, whose lines pytest cuts to the terminal's width except under CI=true
+    result = pytester.runpytest("--perfgate", f"--perfgate-ncu={ncu}", "-p", "no:randomly", "-rN", *args)
     return result, len(stub_calls(calls))
 
 
