@@ -20,7 +20,7 @@ exec > >(tee -a "$OUT/log.txt") 2>&1
 say() { echo "[$(printf '%4d' "$SECONDS") s] $*"; }
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 left() { echo $((BUDGET - SECONDS)); }
-EXAMPLES="examples --ignore=examples/cpu"
+EXAMPLES=(examples --ignore=examples/cpu)
 
 session() {  # session NAME SOURCE pytest-args...: one pytest --perfgate run, its report and output kept
   local name=$1 source=$2; shift 2
@@ -46,8 +46,8 @@ if want setup; then
 fi
 
 if want timeline; then
-  session tl-update timeline $EXAMPLES --perfgate-update
-  for ((i = 1; i <= RUNS; i++)); do session "tl-gate$i" timeline $EXAMPLES; done
+  session tl-update timeline "${EXAMPLES[@]}" --perfgate-update
+  for ((i = 1; i <= RUNS; i++)); do session "tl-gate$i" timeline "${EXAMPLES[@]}"; done
 fi
 
 if want sync; then  # expected: exit 1, the MLP test failing on wall time / GPU idle with "kernels unchanged"
@@ -56,8 +56,8 @@ if want sync; then  # expected: exit 1, the MLP test failing on wall time / GPU 
 fi
 
 if want both; then
-  session both-update both $EXAMPLES --perfgate-update
-  for ((i = 1; i <= RUNS; i++)); do session "both-gate$i" both $EXAMPLES; done
+  session both-update both "${EXAMPLES[@]}" --perfgate-update
+  for ((i = 1; i <= RUNS; i++)); do session "both-gate$i" both "${EXAMPLES[@]}"; done
 fi
 
 if want overhead; then  # the live tracer (perfgate.plugin.tracer.CuptiTracer) against the same steps unprofiled
