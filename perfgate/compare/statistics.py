@@ -6,7 +6,6 @@ import functools
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,7 +48,6 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 _EXACT_PAIRS = 10_000  # up to this many pairs (n1 * n2) the null distribution of U is computed exactly
 _DIRECT_PAIRS = 65_536  # up to this many pairs the differences are formed and partitioned directly
-_FORMED_PAIRS = 200_000  # differences formed once a bracket holds no more
 _TOLERANCE = 1e-5  # how closely a bound is located otherwise (in log units: 0.001%)
 
 
@@ -87,16 +85,29 @@ def interval_rank(n1: int, n2: int, confidence: float) -> int:
     return max(0, math.floor(pairs / 2.0 + 0.5 - z * sigma))
 
 
-def _positions(x: Floats, y: Floats, values: npt.NDArray[np.floating[Any]]) -> Ints:
-    """For each value t (a row) and each x[i] (a column), how many y[j] are <= x[i] + t: summed over a row,
-    how many differences y[j] - x[i] are <= t (one binary search per x)."""
-    found: Ints = np.searchsorted(y, (x[None, :] + values[:, None]).ravel(), side="right").reshape(values.size, -1)
-    return found
+class _Sample:
+    """A sorted sample as its distinct values and how many times each occurs: timings repeat (a clock's
+    resolution), so a count over the distinct values costs a few hundred binary searches, not one per launch."""
+
+    def __init__(self, values: Floats) -> None:
+        self.sorted = values
+        starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+        self.values: Floats = values[starts]
+        self.times: Ints = np.diff(np.r_[starts, values.size])
+        self.below: Ints = np.r_[0, np.cumsum(self.times)]  # below[k]: how many values precede the k-th distinct
 
 
-def _starting_brackets(x: Floats, y: Floats, ranks: Ints) -> tuple[Floats, Floats, Ints, Ints]:
-    """Per rank, (lo, hi) with count(lo) < rank <= count(hi) and their ``_positions``: narrow ones guessed from
-    a normal approximation of the shift and checked, the whole range of differences where a guess fails."""
+def _counts_at_or_below(x: _Sample, y: _Sample, values: Floats) -> Ints:
+    """For each value t, how many differences y[j] - x[i] are <= t (one binary search per distinct x)."""
+    found = np.searchsorted(y.values, (x.values[None, :] + values[:, None]).ravel(), side="right")
+    counts: Ints = (y.below[found].reshape(values.size, -1) * x.times).sum(axis=1)
+    return counts
+
+
+def _starting_brackets(x_sample: _Sample, y_sample: _Sample, ranks: Ints) -> tuple[Floats, Floats]:
+    """Per rank, (lo, hi) with count(lo) < rank <= count(hi): narrow ones guessed from a normal
+    approximation of the shift and checked, the whole range of differences where a guess fails."""
+    x, y = x_sample.sorted, y_sample.sorted
     width = float(y[-1] - x[0]) - float(y[0] - x[-1])
     whole_lo, whole_hi = float(y[0] - x[-1]) - max(width, 1.0) * 1e-9, float(y[-1] - x[0])
     x_mid, y_mid = median(x), median(y)
@@ -105,97 +116,27 @@ def _starting_brackets(x: Floats, y: Floats, ranks: Ints) -> tuple[Floats, Float
     pairs = n1 * n2
     error = spread * math.sqrt(math.pi / 3.0 * (1.0 / n1 + 1.0 / n2))  # of the shift, for normal noise
     guess = (y_mid - x_mid) + (ranks - pairs / 2.0) / math.sqrt(pairs * (n1 + n2 + 1) / 12.0) * error
-    guess_lo, guess_hi = guess - 2.0 * error - _TOLERANCE, guess + 2.0 * error + _TOLERANCE
-    at_lo, at_hi = _positions(x, y, guess_lo), _positions(x, y, guess_hi)
-    lo_fails, hi_fails = at_lo.sum(axis=1) >= ranks, at_hi.sum(axis=1) < ranks
-    lo: Floats = np.where(lo_fails, whole_lo, guess_lo)
-    hi: Floats = np.where(hi_fails, whole_hi, guess_hi)
-    if lo_fails.any():
-        at_lo[lo_fails] = _positions(x, y, lo[lo_fails])
-    if hi_fails.any():
-        at_hi[hi_fails] = _positions(x, y, hi[hi_fails])
-    return lo, hi, at_lo, at_hi
-
-
-class _RankSearch:
-    """What is known of count(t) = #{differences <= t} around one rank: count(lo) < rank <= count(hi), with
-    each x's position among y at both ends. Once few differences lie in (lo, hi], they are formed, and
-    count(t) for t inside is counted over them alone (the others are <= lo or > hi)."""
-
-    def __init__(self, x: Floats, y: Floats, rank: int, lo: float, hi: float, at_lo: Ints, at_hi: Ints) -> None:
-        self.x, self.y, self.rank = x, y, rank
-        self.lo, self.hi, self.at_lo, self.at_hi = lo, hi, at_lo, at_hi
-        self.count_lo, self.count_hi = int(at_lo.sum()), int(at_hi.sum())
-        self.inside: tuple[Floats, Floats] | None = None
-
-    @property
-    def open_pairs(self) -> int:
-        return self.count_hi - self.count_lo
-
-    def learn(self, t: float, at_t: Ints) -> None:
-        """Narrow to what a full search at ``t`` found."""
-        count = int(at_t.sum())
-        if count >= self.rank and t < self.hi:
-            self.hi, self.at_hi, self.count_hi, self.inside = t, at_t, count, None
-        elif count < self.rank and t > self.lo:
-            self.lo, self.at_lo, self.count_lo, self.inside = t, at_t, count, None
-
-    def reached(self, t: float) -> bool | None:
-        """count(t) >= rank, or None when only a full search can tell."""
-        if t <= self.lo or t >= self.hi:
-            return t >= self.hi
-        if self.open_pairs > _FORMED_PAIRS:
-            return None
-        if self.inside is None:
-            widths = self.at_hi - self.at_lo
-            starts = np.repeat(self.at_lo - np.cumsum(widths) + widths, widths)
-            self.inside = np.repeat(self.x, widths), self.y[starts + np.arange(starts.size)]
-        x_inside, y_inside = self.inside
-        return self.count_lo + int(np.count_nonzero(y_inside <= x_inside + t)) >= self.rank
-
-
-def _interpolate(searches: list[_RankSearch]) -> None:
-    """Narrow each search holding too many differences with two searches around where count(t) = rank
-    falls if the differences spread evenly in (lo, hi] (bisection alone halves them per search)."""
-    wide = [s for s in searches if s.open_pairs > _FORMED_PAIRS]
-    if not wide:
-        return
-    probes = []
-    for s in wide:
-        guess = s.lo + (s.rank - s.count_lo) / s.open_pairs * (s.hi - s.lo)
-        half = (s.hi - s.lo) * _FORMED_PAIRS / 4.0 / s.open_pairs
-        probes += [guess - half, guess + half]
-    found = _positions(wide[0].x, wide[0].y, np.array(probes))
-    for i, s in enumerate(wide):
-        s.learn(probes[2 * i], found[2 * i])
-        s.learn(probes[2 * i + 1], found[2 * i + 1])
+    lo, hi = guess - 2.0 * error - _TOLERANCE, guess + 2.0 * error + _TOLERANCE
+    counts = _counts_at_or_below(x_sample, y_sample, np.concatenate([lo, hi]))
+    return (np.where(counts[:ranks.size] < ranks, lo, whole_lo),
+            np.where(counts[ranks.size:] >= ranks, hi, whole_hi))
 
 
 def _pairwise_order_statistics(x: Floats, y: Floats, ranks: Ints) -> Floats:
     """The ``ranks``-th smallest (1-based) of the differences y[j] - x[i]; ``x`` and ``y`` sorted.
 
     Few pairs: formed and partitioned. Many: located within ``_TOLERANCE`` by bisection on the value,
-    without forming them all (count(t) = #{differences <= t} costs one binary search per x, or a count over
-    the few differences left inside what earlier searches bracketed: ``_RankSearch``).
+    without forming them (count(t) = #{differences <= t} costs one binary search per x).
     """
     if x.size * y.size <= _DIRECT_PAIRS:
         differences = np.subtract.outer(y, x).ravel()
         found: Floats = np.partition(differences, ranks - 1)[ranks - 1]
         return found
-    lo, hi, at_lo, at_hi = _starting_brackets(x, y, ranks)
-    searches = [_RankSearch(x, y, int(ranks[r]), float(lo[r]), float(hi[r]), at_lo[r], at_hi[r])
-                for r in range(ranks.size)]
-    for _ in range(2):
-        _interpolate(searches)
+    x_sample, y_sample = _Sample(x), _Sample(y)
+    lo, hi = _starting_brackets(x_sample, y_sample, ranks)
     while float((hi - lo).max()) > _TOLERANCE:
         mid = (lo + hi) / 2.0
-        known = [s.reached(float(t)) for s, t in zip(searches, mid)]
-        unknown = [r for r, k in enumerate(known) if k is None]
-        if unknown:
-            for r, at_mid in zip(unknown, _positions(x, y, mid[unknown])):
-                searches[r].learn(float(mid[r]), at_mid)
-                known[r] = searches[r].reached(float(mid[r]))
-        reached = np.array(known, dtype=bool)
+        reached = _counts_at_or_below(x_sample, y_sample, mid) >= ranks
         hi = np.where(reached, mid, hi)
         lo = np.where(reached, lo, mid)
     return hi
