@@ -341,7 +341,7 @@ def test_the_shift_and_its_interval_are_the_order_statistics_of_the_pairwise_dif
 @pytest.mark.parametrize("decimals", [None, 3, 1])
 def test_searched_order_statistics_of_large_samples_match_brute_force_with_and_without_ties(
         decimals: int | None) -> None:
-    """1,500 x 1,501 launches: bracketed, then counted over the differences left inside the brackets."""
+    """1,500 x 1,501 launches: searched by bisection (counted over the distinct values), not sorted."""
     rng = np.random.default_rng(7)
     x, y = rng.normal(0.0, 0.05, 1500), rng.normal(0.01, 0.05, 1501)
     if decimals is not None:  # many equal differences: a bracket cannot narrow below a tie
