@@ -336,3 +336,19 @@ def test_the_shift_and_its_interval_are_the_order_statistics_of_the_pairwise_dif
     assert high == pytest.approx(differences[-k], abs=tolerance)
     assert estimate == pytest.approx(np.median(differences), abs=tolerance)
     assert shift_interval(x[:2], y[:2], 0.95) is None
+
+
+@pytest.mark.parametrize("decimals", [None, 3, 1])
+def test_searched_order_statistics_of_large_samples_match_brute_force_with_and_without_ties(
+        decimals: int | None) -> None:
+    """1,500 x 1,501 launches: searched by bisection (counted over the distinct values), not sorted."""
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(0.0, 0.05, 1500), rng.normal(0.01, 0.05, 1501)
+    if decimals is not None:  # many equal differences: a bracket cannot narrow below a tie
+        x, y = np.round(x, decimals), np.round(y, decimals)
+    differences = np.sort(np.subtract.outer(y, x).ravel())
+    k = interval_rank(1500, 1501, 0.95)
+    estimate, low, high = shift_interval(x, y, 0.95)  # type: ignore[misc]
+    for found, exact in ((low, differences[k - 1]), (high, differences[-k]),
+                         (estimate, differences[(differences.size + 1) // 2 - 1])):
+        assert exact - 1e-9 <= found <= exact + 2e-5

@@ -187,10 +187,9 @@ def _dims_with_fallback(dims: list[str], extra: dict[str, Attribute], what: str)
             for d, *xyz in zip(dims, x, y, z, strict=True)]
 
 
-def _ordinals(kernel: Sequence[str], region: Sequence[str]) -> IntArray:
+def _ordinals(kernel_codes: IntArray, region: Sequence[str]) -> IntArray:
     """Per launch (in report order), its 0-based index among the launches of the same (kernel, region): what
     ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping strings."""
-    kernel_codes, _ = factorize(objects(kernel))
     region_codes, _ = factorize(objects(region))
     key = kernel_codes * (int(region_codes.max(initial=0)) + 1) + region_codes
     order = np.argsort(key, kind="stable")
@@ -226,22 +225,23 @@ def build_table(source: str, launches: Launches, rows: MetricRows) -> Measuremen
     count = len(launches.demangled)
     rows = with_no_data_rows(rows, count)
     launch = rows.launch.astype(np.int64)
-    distinct = set(launches.demangled)
+    demangled_codes, demangled = factorize(objects(launches.demangled))
+    distinct = demangled.tolist()
     if any(not name.strip() for name in distinct):  # its baseline entry would match any nameless launch
         raise InputError(source, "a launch has no kernel name (an empty \"Kernel Name\" cell)",
                          "export the CSV again from ncu, or use the .ncu-rep")
-    check_name_length(distinct, source)
+    check_name_length(set(distinct), source)
     check_name_length(set(launches.region), source, "NVTX region")
-    bare = {d: kernel_function_name(d) if d else "" for d in distinct}
-    kernel = [bare[d] for d in launches.demangled]
+    bare_codes, bare = factorize(objects([kernel_function_name(d) if d else "" for d in distinct]))
+    kernel_codes = bare_codes[demangled_codes]  # each distinct name's function name made once
     # A launch's columns repeat on each of its rows, a metric's name and unit on each of its: held as values
     # and codes (``columns.Gather``), made only if a later stage reads the whole column.
     data: dict[str, Array | Gather] = {
         "kind": Gather(filled(count, KIND_KERNEL), launch),
-        "kernel": Gather(objects(kernel), launch),
-        "demangled": Gather(objects(launches.demangled), launch),
+        "kernel": Gather(bare[kernel_codes], launch),
+        "demangled": Gather(demangled[demangled_codes], launch),
         "region": Gather(objects(launches.region), launch),
-        "ordinal": Gather(_ordinals(kernel, launches.region), launch),
+        "ordinal": Gather(_ordinals(kernel_codes, launches.region), launch),
         "launch": launch,
         "device": Gather(objects(launches.device), launch),
         "cc": Gather(objects(launches.cc), launch),

@@ -82,7 +82,7 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
     processes = frame["Process ID"].tolist() if "Process ID" in frame.columns else None
     launches = launch_mask(frame["ID"].tolist(), source, processes)
     if not launches.all():
-        frame = frame[launches]
+        frame = _launch_rows(frame, launches)
     count = int(launches.sum())
     unit_of = dict(zip(header, units, strict=False))  # a units row longer than the header: extra cells unused
 
@@ -115,6 +115,14 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
     attributes = {name: _coded(frame[name].to_numpy(dtype=object)) for name in frame.columns
                   if is_attribute_column(name)}
     return build_table(source, launch_attributes(attributes, count, extra), rows)
+
+
+def _launch_rows(frame: pd.DataFrame, launches: BoolArray) -> pd.DataFrame:
+    """The rows of ``frame`` that are launches: a slice (no copy) where they are one run, as where ncu's lines
+    come only before and after the table."""
+    at = np.flatnonzero(launches)
+    rows: pd.DataFrame = frame.iloc[at[0]:at[-1] + 1] if at[-1] - at[0] + 1 == at.size else frame[launches]
+    return rows
 
 
 def _coded(cells: ObjectArray) -> Coded:
