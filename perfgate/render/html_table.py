@@ -240,7 +240,7 @@ class _WhyRows:
 
     def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays,
                  missing: list[Callable[[Any], str]], listed: np.ndarray) -> None:
-        launches, results = report["launches"], report["results"]
+        launches, results = report["launches"], columns.values
         launch, change = columns.launch, columns.change
         with np.errstate(invalid="ignore"):
             moved = columns.of_status("info") & (np.abs(change) >= 0.01) & np.array(facts.explains, dtype=bool)[
@@ -320,7 +320,7 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
     if listed is None:
         listed = np.ones(len(columns.launch_status), dtype=bool)
     facts = _Metrics(report)
-    results = report["results"]
+    results = columns.values
     # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
     table_missing = [_table_missing(writer.text) for writer in facts.writers]
     why_missing = [_why_missing(writer.text) for writer in facts.writers]

@@ -1,6 +1,8 @@
 """A report's results as numpy arrays, made once for the HTML page: its table of launches
 (``perfgate.render.html_table``) and its kernel view, whose kernels of a loop have thousands of launches
-(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy).
+(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy). The results may be lists
+(a report read back) or numpy arrays (``build_report(result_arrays=True)``, which ``perfgate compare`` builds for
+the page: 400,000 results are not made Python lists only to be made arrays again).
 """
 
 from __future__ import annotations
@@ -35,22 +37,60 @@ def _float_or_nan(value: Any) -> float:
         return math.nan
 
 
+class ReportedValues(Sequence[Any]):
+    """A float column of numpy results read as the report's lists hold it: None for NaN and ±inf (JSON has
+    neither), Python floats else."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, at: Any) -> Any:
+        if not isinstance(at, (int, np.integer)):
+            raise TypeError("one value at a time")
+        value = float(self._values[at])
+        return value if math.isfinite(value) else None
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """A float column of numpy results with ±inf as NaN, as the report's lists read (None: NaN)."""
+    values = np.asarray(values, dtype=float)
+    finite: np.ndarray = np.where(np.isfinite(values), values, np.nan)
+    return finite
+
+
 class ResultArrays:
-    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
+    """The results columns as arrays: statuses as codes into ``names``, None as NaN; ``values``: the baseline,
+    current and change columns as the report's lists hold them, for the values a float does not hold."""
 
     def __init__(self, report: Report) -> None:
         results, launches = report["results"], report["launches"]
-        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
+        if isinstance(results["status"], np.ndarray):
+            status, found = factorize(results["status"])
+            self.names = list(dict.fromkeys([*found.tolist(), *dict.fromkeys(launches["status"])]))
+            self.status = np.asarray(status, dtype=np.intp)
+        else:
+            self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]),
+                                             *dict.fromkeys(launches["status"])]))
+            code_of = {name: code for code, name in enumerate(self.names)}
+            self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
+                                      count=len(results["status"]))
         code_of = {name: code for code, name in enumerate(self.names)}
-        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
-                                  count=len(results["status"]))
         self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
                                          count=len(launches["status"]))
-        self.launch = np.array(results["launch"], dtype=np.intp)
-        self.metric = np.array(results["metric"], dtype=np.intp)
-        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
-        self.baseline, self.current, self.change = (floats(results[name]) for name in ("baseline", "current",
-                                                                                         "change"))
+        self.launch = np.asarray(results["launch"], dtype=np.intp)
+        self.metric = np.asarray(results["metric"], dtype=np.intp)
+        self.gated = np.asarray(results["gated"], dtype=bool)  # null reads as not gated
+        self.in_arrays = isinstance(results["baseline"], np.ndarray)
+        names = ("baseline", "current", "change")
+        if self.in_arrays:
+            self.baseline, self.current, self.change = (_finite(results[name]) for name in names)
+            self.values: dict[str, Sequence[Any]] = {name: ReportedValues(results[name]) for name in names}
+        else:
+            self.baseline, self.current, self.change = (floats(results[name]) for name in names)
+            self.values = {name: results[name] for name in names}
 
     def statuses(self, *names: str) -> np.ndarray:
         """Which status codes are one of ``names`` (a mask indexed by code)."""
@@ -75,9 +115,9 @@ _ONE_BY_ONE = 16  # launches below which a kernel is summarized in Python: numpy
 
 def metric_launches(report: Report, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
     """:func:`perfgate.render.kernels.metric_launches` of a kernel's launches ``indexes``, in numpy."""
-    if len(indexes) < _ONE_BY_ONE:
+    if len(indexes) < _ONE_BY_ONE and not arrays.in_arrays:
         return metric_launches_one_by_one(report, indexes)
-    results = report["results"]
+    results = arrays.values
     rows = arrays.rows_of(indexes)
     by_code, codes = factorize(arrays.metric[rows])
     out = []
