@@ -24,6 +24,7 @@ from perfgate.vocabulary import STATUS_RANK, Status
 
 PAGE_BYTES = 5_000_000  # the page's bound, in UTF-8 bytes: a browser opens it
 LISTED_MAX = 10_000  # launches whose rows are laid out to be measured: a launch's rows take 300 bytes at least
+FIRST_LAID_OUT = 4_096  # of those, laid out first: a page lists ~2,600 launches of 8 gated metrics
 SUMMARY_ROOM = 1_000_000  # the most of the table's room set aside for the summary when launches are left out
 ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.NEW.value, Status.MISSING.value,
              Status.NO_DATA.value)
@@ -52,16 +53,16 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
     order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
     order = order[:LISTED_MAX]
-    measured = np.ones(count, dtype=bool)
-    if count > LISTED_MAX:
-        measured[:] = False
-        measured[order] = True
-    parts, owner = table_rows(report, arrays, measured)
-    sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
-    if count <= LISTED_MAX and sizes.sum() <= room:
-        rows: list[str] = parts.tolist()
-        return LaunchTable(rows, None, "")
-    fits = order[np.cumsum(sizes[order]) <= room - min(room // 4, SUMMARY_ROOM)]
+    budget = room - min(room // 4, SUMMARY_ROOM)  # for the listed launches: the rest is the summary's
+    if count <= LISTED_MAX:
+        parts, owner = table_rows(report, arrays)
+        sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
+        if sizes.sum() <= room:
+            rows: list[str] = parts.tolist()
+            return LaunchTable(rows, None, "")
+    else:
+        parts, owner, sizes, order = _first_rows(report, arrays, order, budget)
+    fits = order[np.cumsum(sizes[order]) <= budget]
     listed = np.zeros(count, dtype=bool)
     listed[fits] = True
     note = (f"{len(fits):,} of {count:,} launches are listed here: those that need attention (regressed, "
@@ -72,6 +73,30 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
     left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
     rows = parts[listed[owner]].tolist()
     return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
+
+
+def _first_rows(report: Report, arrays: ResultArrays, order: Any, budget: int) -> tuple[Any, Any, Any, Any]:
+    """The rows of the first launches of ``order``, laid out :data:`FIRST_LAID_OUT` at a time until they pass
+    ``budget`` bytes (a page lists a few thousand of the 10,000 it may): the parts (in launch order) and each
+    one's launch, each launch's size in bytes, and the launches of ``order`` laid out. A launch's rows are the
+    same whichever others are laid out with them."""
+    count = len(arrays.launch_status)
+    sizes = np.zeros(count)
+    laid_out: list[tuple[Any, Any]] = []
+    done = 0
+    while done < len(order) and (not laid_out or sizes[order[:done]].sum() <= budget):
+        chunk = order[done:done + (FIRST_LAID_OUT if not laid_out else len(order))]
+        wanted = np.zeros(count, dtype=bool)
+        wanted[chunk] = True
+        parts, owner = table_rows(report, arrays, wanted)
+        sizes += np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
+        laid_out.append((parts, owner))
+        done += len(chunk)
+    if not laid_out:
+        return np.empty(0, dtype=object), np.zeros(0, dtype=np.intp), sizes, order
+    owner = np.concatenate([owner for _, owner in laid_out])
+    by_launch = np.argsort(owner, kind="stable")  # a launch's parts stay in their order
+    return np.concatenate([parts for parts, _ in laid_out])[by_launch], owner[by_launch], sizes, order[:done]
 
 
 def _utf8_sizes(parts: Any) -> Any:
