@@ -17,7 +17,7 @@ import numpy as np
 from perfgate.columns import factorize, objects
 from perfgate.render.formatting import format_change, format_value, html_escape, limit_text
 from perfgate.render.html_table import table_rows
-from perfgate.render.kernels import worst_status
+from perfgate.render.kernels import without_repeated_totals, worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.report import Report
 from perfgate.vocabulary import STATUS_RANK, Status
@@ -45,11 +45,12 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None) -> LaunchTable:
+def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None,
+                 groups: Any = None) -> LaunchTable:
     """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
-    where the page can name it."""
+    where the page can name it; ``groups``: the report's :func:`launch_groups` where the caller has them."""
     count = len(arrays.launch_status)
-    groups = launch_groups(report)
+    groups = launch_groups(report) if groups is None else groups
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
     order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
     order = order[:LISTED_MAX]
@@ -118,6 +119,16 @@ def launch_groups(report: Report) -> Any:
         mine, distinct = factorize(objects(column))
         codes = factorize(codes * len(distinct) + mine)[0]
     return codes
+
+
+def kernels_of(report: Report, groups: Any) -> list[list[int]]:
+    """:func:`perfgate.render.kernels.kernel_groups` of every launch, from its :func:`launch_groups` (numbered in
+    order of first appearance, as ``kernel_groups`` orders kernels): grouped in numpy, not a dict of 50,000 keys."""
+    if not len(groups):
+        return []
+    by_kernel = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(groups[by_kernel][1:] != groups[by_kernel][:-1]) + 1
+    return without_repeated_totals(report, [kernel.tolist() for kernel in np.split(by_kernel, starts)])
 
 
 def _attention_first(attention: Any, groups: Any, ranks: Any) -> Any:

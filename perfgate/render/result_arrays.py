@@ -66,7 +66,10 @@ class ResultArrays:
     current and change columns as the report's lists hold them, for the values a float does not hold."""
 
     def __init__(self, report: Report) -> None:
-        results, launches = report["results"], report["launches"]
+        results: Any = report["results"]  # lists, or numpy arrays (build_report(result_arrays=True))
+        launches = report["launches"]
+        self.names: list[str]
+        self.status: np.ndarray
         if isinstance(results["status"], np.ndarray):
             status, found = factorize(results["status"])
             self.names = list(dict.fromkeys([*found.tolist(), *dict.fromkeys(launches["status"])]))
@@ -85,9 +88,10 @@ class ResultArrays:
         self.gated = np.asarray(results["gated"], dtype=bool)  # null reads as not gated
         self.in_arrays = isinstance(results["baseline"], np.ndarray)
         names = ("baseline", "current", "change")
+        self.values: dict[str, Sequence[Any]]
         if self.in_arrays:
             self.baseline, self.current, self.change = (_finite(results[name]) for name in names)
-            self.values: dict[str, Sequence[Any]] = {name: ReportedValues(results[name]) for name in names}
+            self.values = {name: ReportedValues(results[name]) for name in names}
         else:
             self.baseline, self.current, self.change = (floats(results[name]) for name in names)
             self.values = {name: results[name] for name in names}
