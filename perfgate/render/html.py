@@ -49,7 +49,7 @@ def render_html(report: Report, commits: Sequence[str | None] | None = None, tem
     return "".join(page_parts(report, commits, templates, json_report))
 
 
-_CHUNK = 4096  # parts of the page joined into one piece for a writer: ~200 kB
+_CHUNK = 256  # parts of the page (a launch's rows are one) joined into one piece for a writer: ~300 kB
 
 
 def render_html_chunks(report: Report, commits: Sequence[str | None] | None = None,
@@ -62,7 +62,7 @@ def render_html_chunks(report: Report, commits: Sequence[str | None] | None = No
 
 def page_parts(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None,
                json_report: str | None = None) -> list[str]:
-    """The page as the parts to join: the top, the table's rows (parts most of them share), the bottom.
+    """The page as the parts to join: the top, the table's rows (a text per launch), the bottom.
 
     The frame is ``page.html.j2`` (autoescaped); the rows go where it writes ``rows``, found by a mark drawn at
     random for each page, which no report can hold. The frame is rendered once without launches to measure the

@@ -33,7 +33,7 @@ _GROUP_COLUMNS = ("test", "device", "kind", "kernel", "baseline_kernel", "region
 
 @dataclass(frozen=True)
 class LaunchTable:
-    """The launches on a page: the ``<tbody>`` rows of those listed (parts to join), the line that says how many
+    """The launches on a page: the ``<tbody>`` rows of those listed (a text per launch), the line that says how many
     are summarized (None when every launch is listed) and the summary's section ("" then)."""
 
     rows: list[str]
@@ -56,13 +56,11 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
     order = order[:LISTED_MAX]
     budget = room - min(room // 4, SUMMARY_ROOM)  # for the listed launches: the rest is the summary's
     if count <= LISTED_MAX:
-        parts, owner = table_rows(report, arrays)
-        sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
+        rows, launches, sizes = _launch_rows(*table_rows(report, arrays), count)
         if sizes.sum() <= room:
-            rows: list[str] = parts.tolist()
             return LaunchTable(rows, None, "")
     else:
-        parts, owner, sizes, order = _first_rows(report, arrays, order, budget)
+        rows, launches, sizes, order = _first_rows(report, arrays, order, budget)
     fits = order[np.cumsum(sizes[order]) <= budget]
     listed = np.zeros(count, dtype=bool)
     listed[fits] = True
@@ -72,40 +70,47 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
             'are summarized per kernel under "Summarized launches". Every launch is in the JSON report'
             + (f" {json_report}." if json_report else " (perfgate compare … --format json)."))
     left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
-    rows = parts[listed[owner]].tolist()
+    rows = [row for row, kept in zip(rows, listed[launches].tolist()) if kept]
     return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
 
 
-def _first_rows(report: Report, arrays: ResultArrays, order: Any, budget: int) -> tuple[Any, Any, Any, Any]:
+def _first_rows(report: Report, arrays: ResultArrays, order: Any, budget: int) -> tuple[list[str], Any, Any, Any]:
     """The rows of the first launches of ``order``, laid out :data:`FIRST_LAID_OUT` at a time until they pass
-    ``budget`` bytes (a page lists a few thousand of the 10,000 it may): the parts (in launch order) and each
-    one's launch, each launch's size in bytes, and the launches of ``order`` laid out. A launch's rows are the
-    same whichever others are laid out with them."""
+    ``budget`` bytes (a page lists a few thousand of the 10,000 it may), as :func:`_launch_rows` gives them (in
+    launch order), and the launches of ``order`` laid out. A launch's rows are the same whichever others are laid
+    out with them."""
     count = len(arrays.launch_status)
     sizes = np.zeros(count)
-    laid_out: list[tuple[Any, Any]] = []
+    rows: list[str] = []
+    launches: list[Any] = []
     done = 0
-    while done < len(order) and (not laid_out or sizes[order[:done]].sum() <= budget):
-        chunk = order[done:done + (FIRST_LAID_OUT if not laid_out else len(order))]
+    while done < len(order) and (not launches or sizes[order[:done]].sum() <= budget):
+        chunk = order[done:done + (FIRST_LAID_OUT if not launches else len(order))]
         wanted = np.zeros(count, dtype=bool)
         wanted[chunk] = True
-        parts, owner = table_rows(report, arrays, wanted)
-        sizes += np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
-        laid_out.append((parts, owner))
+        texts, laid_out, chunk_sizes = _launch_rows(*table_rows(report, arrays, wanted), count)
+        rows += texts
+        launches.append(laid_out)
+        sizes += chunk_sizes
         done += len(chunk)
-    if not laid_out:
-        return np.empty(0, dtype=object), np.zeros(0, dtype=np.intp), sizes, order
-    owner = np.concatenate([owner for _, owner in laid_out])
-    by_launch = np.argsort(owner, kind="stable")  # a launch's parts stay in their order
-    return np.concatenate([parts for parts, _ in laid_out])[by_launch], owner[by_launch], sizes, order[:done]
+    every = np.concatenate(launches) if launches else np.zeros(0, dtype=np.intp)
+    by_launch = np.argsort(every).tolist()
+    return [rows[i] for i in by_launch], every[by_launch], sizes, order[:done]
 
 
-def _utf8_sizes(parts: Any) -> Any:
-    """Each part's size in UTF-8: its length, encoded only where it is not ASCII (a unit's µ, an arrow)."""
-    sizes = np.fromiter(map(len, parts), dtype=np.float64, count=len(parts))
-    wide = np.flatnonzero(~np.fromiter(map(str.isascii, parts), dtype=bool, count=len(parts)))
-    sizes[wide] = np.fromiter(map(len, map(str.encode, parts[wide])), dtype=np.float64, count=len(wide))
-    return sizes
+def _launch_rows(parts: Any, owner: Any, count: int) -> tuple[list[str], Any, Any]:
+    """Each launch's rows as one text, from the table's parts and each one's launch (``owner``, ascending); the
+    launches, in that order; each of ``count`` launches' size in UTF-8 (0 for one without rows)."""
+    sizes = np.zeros(count)
+    if not len(owner):
+        return [], np.zeros(0, dtype=np.intp), sizes
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    texts = parts.tolist()
+    bounds = [*starts.tolist(), len(texts)]
+    rows = ["".join(texts[start:stop]) for start, stop in zip(bounds[:-1], bounds[1:])]
+    launches = owner[starts]
+    sizes[launches] = [len(row) if row.isascii() else len(row.encode("utf-8")) for row in rows]
+    return rows, launches, sizes
 
 
 def launch_groups(report: Report) -> Any:
