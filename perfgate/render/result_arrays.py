@@ -122,22 +122,45 @@ def metric_launches(report: Report, arrays: ResultArrays, indexes: list[int]) ->
     if len(indexes) < _ONE_BY_ONE and not arrays.in_arrays:
         return metric_launches_one_by_one(report, indexes)
     results = arrays.values
-    rows = arrays.rows_of(indexes)
-    by_code, codes = factorize(arrays.metric[rows])
+    codes, by_metric, grid = _metric_rows(arrays, arrays.rows_of(indexes), len(indexes))
+    befores, afters = (_grid_medians(values, grid) for values in (arrays.baseline, arrays.current))
     out = []
-    for code_of, code in enumerate(codes.tolist()):
-        mine = rows[by_code == code_of]
+    for at, (code, mine) in enumerate(zip(codes, by_metric)):
         if len(mine) == 1:
             i = int(mine[0])
             before, after, change = results["baseline"][i], results["current"][i], results["change"][i]
         else:
-            before = _median(arrays.baseline, mine, results["baseline"])
-            after = _median(arrays.current, mine, results["current"])
+            before = befores[at] if at in befores else _median(arrays.baseline, mine, results["baseline"])
+            after = afters[at] if at in afters else _median(arrays.current, mine, results["current"])
             change = after / before - 1 if before and after is not None else None
         statuses = factorize(arrays.status[mine])[1].tolist()
         out.append(MetricLaunches(code=code, launches=len(mine), statuses=tuple(arrays.names[s] for s in statuses),
                                   gated=bool(arrays.gated[mine].any()), before=before, after=after, change=change))
     return out
+
+
+def _metric_rows(arrays: ResultArrays, rows: np.ndarray, count: int) -> tuple[list[int], list[np.ndarray], Any]:
+    """The metrics of result ``rows`` (of ``count`` launches) in order of appearance: each one's code and rows;
+    and the rows as a grid of a row per launch where every launch holds the same metrics in the same order (the
+    launches of a loop), else None."""
+    by_code, codes = factorize(arrays.metric[rows])
+    width = len(codes)
+    if width and len(rows) == count * width and (by_code.reshape(count, width) == np.arange(width)).all():
+        grid = rows.reshape(count, width)
+        return codes.tolist(), list(grid.T), grid
+    return codes.tolist(), [rows[by_code == code] for code in range(width)], None
+
+
+def _grid_medians(values: np.ndarray, grid: Any) -> dict[int, float]:
+    """The median of ``values`` over each column of ``grid`` (a metric's rows), in one numpy call, for the columns
+    without NaN and with every value below 2**53 (``_median`` takes the others); ``np.median`` along an axis is
+    ``np.median`` of each column, to the bit."""
+    if grid is None or len(grid) < 2:
+        return {}
+    picked = values[grid]
+    usable = np.flatnonzero(~(np.isnan(picked) | (np.abs(picked) >= _EXACT)).any(axis=0))
+    medians = np.median(picked[:, usable], axis=0).tolist() if len(usable) else []
+    return dict(zip(usable.tolist(), medians))
 
 
 def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> float | None:
