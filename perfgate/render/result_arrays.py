@@ -152,15 +152,13 @@ def _metric_rows(arrays: ResultArrays, rows: np.ndarray, count: int) -> tuple[li
 
 
 def _grid_medians(values: np.ndarray, grid: Any) -> dict[int, float]:
-    """The median of ``values`` over each column of ``grid`` (a metric's rows), in one numpy call, for the columns
-    without NaN and with every value below 2**53 (``_median`` takes the others); ``np.median`` along an axis is
-    ``np.median`` of each column, to the bit."""
+    """The median of ``values`` over each column of ``grid`` (a metric's rows) without NaN and with every value
+    below 2**53 (``_median`` takes the others), by column number: the checks made for every column at once."""
     if grid is None or len(grid) < 2:
         return {}
-    picked = values[grid]
-    usable = np.flatnonzero(~(np.isnan(picked) | (np.abs(picked) >= _EXACT)).any(axis=0))
-    medians = np.median(picked[:, usable], axis=0).tolist() if len(usable) else []
-    return dict(zip(usable.tolist(), medians))
+    picked = np.ascontiguousarray(values[grid].T)  # a row per metric
+    usable = np.flatnonzero(~(np.isnan(picked) | (np.abs(picked) >= _EXACT)).any(axis=1))
+    return {at: median(picked[at]) for at in usable.tolist()}
 
 
 def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> float | None:
