@@ -126,8 +126,9 @@ def _compare_files(args: argparse.Namespace, current: Measurement, options: Comp
     comparison = compare_tables(baseline, current, options)
     del baseline, current  # the tables are done with: their memory serves the report
     # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
+    # JSON and HTML read the results as numpy arrays (render.result_arrays): no list of 400,000 rows is made.
     report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
-                          result_arrays=fmt == "json")
+                          result_arrays=fmt in ("json", "html"))
     del comparison
     # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
     report["verdict"] = verdict_of(report)

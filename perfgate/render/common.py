@@ -96,10 +96,11 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 
-def headline(report: ReportView) -> str:
+def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
     """What the verdict rests on, in a few words: regressions, then what was not measured, then the rest. A kernel
-    judged as one (its repeated launches) counts once."""
-    counts = kernel_summary(report)
+    judged as one (its repeated launches) counts once; ``counts``: the report's ``kernel_summary`` where the caller
+    has it (it goes through every launch)."""
+    counts = kernel_summary(report) if counts is None else counts
     regressions = counts.get("regression", 0)
     total = sum(counts.values())
     unmeasured = report.get("unmeasured") or []
@@ -167,8 +168,9 @@ def summary_parts(report: ReportView) -> list[str]:
 def verdict_line(report: ReportView) -> str:
     """The last line of the text report: ``FAIL: 1 regression in 4 compared (1 regression, 3 unchanged)``."""
     verdict = VERDICT_WORD.get(str(report.get("verdict")), "FAIL")
-    launches = "launches: " if kernel_summary(report) != listed_summary(report) else ""
-    return f"{verdict}: {headline(report)} ({launches}{', '.join(summary_parts(report)) or 'nothing compared'})"
+    counts = kernel_summary(report)
+    launches = "launches: " if counts != listed_summary(report) else ""
+    return f"{verdict}: {headline(report, counts)} ({launches}{', '.join(summary_parts(report)) or 'nothing compared'})"
 
 
 def left_out(report: ReportView, listed: Counter[str], statuses: Iterable[str] | None = None) -> str:

@@ -31,7 +31,7 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, launch_table, utf8_size
+from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, kernels_of, launch_groups, launch_table, utf8_size
 from perfgate.render.kernels_html import KernelRows, kernel_sections, kernel_table
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.render.templates import render_template
@@ -49,7 +49,7 @@ def render_html(report: Report, commits: Sequence[str | None] | None = None, tem
     return "".join(page_parts(report, commits, templates, json_report))
 
 
-_CHUNK = 4096  # parts of the page joined into one piece for a writer: ~200 kB
+_CHUNK = 256  # parts of the page (a launch's rows are one) joined into one piece for a writer: ~300 kB
 
 
 def render_html_chunks(report: Report, commits: Sequence[str | None] | None = None,
@@ -62,7 +62,7 @@ def render_html_chunks(report: Report, commits: Sequence[str | None] | None = No
 
 def page_parts(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None,
                json_report: str | None = None) -> list[str]:
-    """The page as the parts to join: the top, the table's rows (parts most of them share), the bottom.
+    """The page as the parts to join: the top, the table's rows (a text per launch), the bottom.
 
     The frame is ``page.html.j2`` (autoescaped); the rows go where it writes ``rows``, found by a mark drawn at
     random for each page, which no report can hold. The frame is rendered once without launches to measure the
@@ -74,7 +74,8 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
     facts = ([f"{devices_label(devices)}: {', '.join(devices)}"] if devices else []) + (
         [f"commits: {moved}"] if moved else [])
     arrays = ResultArrays(report) if report["launches"]["status"] else None  # None: a report without launches
-    kernels = KernelRows(report, arrays)
+    groups = launch_groups(report) if arrays is not None else None  # each launch's kernel: the tables share them
+    kernels = KernelRows(report, arrays, kernels_of(report, groups) if groups is not None else None)
     mark = f"<!-- rows {secrets.token_hex(16)} -->"
     given: dict[str, Any] = dict(
         headline=headline(report), facts=facts, summary=summary_parts(report),
@@ -86,7 +87,7 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
         generator=report["generator"])
     frame = _frame(templates, mark, given, LaunchTable([], None, ""))
     table = LaunchTable([], None, "") if arrays is None else launch_table(
-        report, arrays, PAGE_BYTES - utf8_size(frame[0]) - utf8_size(frame[1]) - _FRAME_SLACK, json_report)
+        report, arrays, PAGE_BYTES - utf8_size(frame[0]) - utf8_size(frame[1]) - _FRAME_SLACK, json_report, groups)
     top, bottom = _frame(templates, mark, given, table) if table.note is not None else frame
     return [top, *table.rows, bottom]
 

@@ -17,13 +17,14 @@ import numpy as np
 from perfgate.columns import factorize, objects
 from perfgate.render.formatting import format_change, format_value, html_escape, limit_text
 from perfgate.render.html_table import table_rows
-from perfgate.render.kernels import worst_status
+from perfgate.render.kernels import without_repeated_totals, worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.report import Report
 from perfgate.vocabulary import STATUS_RANK, Status
 
 PAGE_BYTES = 5_000_000  # the page's bound, in UTF-8 bytes: a browser opens it
 LISTED_MAX = 10_000  # launches whose rows are laid out to be measured: a launch's rows take 300 bytes at least
+FIRST_LAID_OUT = 4_096  # of those, laid out first: a page lists ~2,600 launches of 8 gated metrics
 SUMMARY_ROOM = 1_000_000  # the most of the table's room set aside for the summary when launches are left out
 ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.NEW.value, Status.MISSING.value,
              Status.NO_DATA.value)
@@ -32,7 +33,7 @@ _GROUP_COLUMNS = ("test", "device", "kind", "kernel", "baseline_kernel", "region
 
 @dataclass(frozen=True)
 class LaunchTable:
-    """The launches on a page: the ``<tbody>`` rows of those listed (parts to join), the line that says how many
+    """The launches on a page: the ``<tbody>`` rows of those listed (a text per launch), the line that says how many
     are summarized (None when every launch is listed) and the summary's section ("" then)."""
 
     rows: list[str]
@@ -44,24 +45,23 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None) -> LaunchTable:
+def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None,
+                 groups: Any = None) -> LaunchTable:
     """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
-    where the page can name it."""
+    where the page can name it; ``groups``: the report's :func:`launch_groups` where the caller has them."""
     count = len(arrays.launch_status)
-    groups = launch_groups(report)
+    groups = launch_groups(report) if groups is None else groups
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
     order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
     order = order[:LISTED_MAX]
-    measured = np.ones(count, dtype=bool)
-    if count > LISTED_MAX:
-        measured[:] = False
-        measured[order] = True
-    parts, owner = table_rows(report, arrays, measured)
-    sizes = np.bincount(owner, weights=_utf8_sizes(parts), minlength=count)
-    if count <= LISTED_MAX and sizes.sum() <= room:
-        rows: list[str] = parts.tolist()
-        return LaunchTable(rows, None, "")
-    fits = order[np.cumsum(sizes[order]) <= room - min(room // 4, SUMMARY_ROOM)]
+    budget = room - min(room // 4, SUMMARY_ROOM)  # for the listed launches: the rest is the summary's
+    if count <= LISTED_MAX:
+        rows, launches, sizes = _launch_rows(*table_rows(report, arrays), count)
+        if sizes.sum() <= room:
+            return LaunchTable(rows, None, "")
+    else:
+        rows, launches, sizes, order = _first_rows(report, arrays, order, budget)
+    fits = order[np.cumsum(sizes[order]) <= budget]
     listed = np.zeros(count, dtype=bool)
     listed[fits] = True
     note = (f"{len(fits):,} of {count:,} launches are listed here: those that need attention (regressed, "
@@ -70,16 +70,47 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
             'are summarized per kernel under "Summarized launches". Every launch is in the JSON report'
             + (f" {json_report}." if json_report else " (perfgate compare … --format json)."))
     left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
-    rows = parts[listed[owner]].tolist()
+    rows = [row for row, kept in zip(rows, listed[launches].tolist()) if kept]
     return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
 
 
-def _utf8_sizes(parts: Any) -> Any:
-    """Each part's size in UTF-8: its length, encoded only where it is not ASCII (a unit's µ, an arrow)."""
-    sizes = np.fromiter(map(len, parts), dtype=np.float64, count=len(parts))
-    wide = np.flatnonzero(~np.fromiter(map(str.isascii, parts), dtype=bool, count=len(parts)))
-    sizes[wide] = np.fromiter(map(len, map(str.encode, parts[wide])), dtype=np.float64, count=len(wide))
-    return sizes
+def _first_rows(report: Report, arrays: ResultArrays, order: Any, budget: int) -> tuple[list[str], Any, Any, Any]:
+    """The rows of the first launches of ``order``, laid out :data:`FIRST_LAID_OUT` at a time until they pass
+    ``budget`` bytes (a page lists a few thousand of the 10,000 it may), as :func:`_launch_rows` gives them (in
+    launch order), and the launches of ``order`` laid out. A launch's rows are the same whichever others are laid
+    out with them."""
+    count = len(arrays.launch_status)
+    sizes = np.zeros(count)
+    rows: list[str] = []
+    launches: list[Any] = []
+    done = 0
+    while done < len(order) and (not launches or sizes[order[:done]].sum() <= budget):
+        chunk = order[done:done + (FIRST_LAID_OUT if not launches else len(order))]
+        wanted = np.zeros(count, dtype=bool)
+        wanted[chunk] = True
+        texts, laid_out, chunk_sizes = _launch_rows(*table_rows(report, arrays, wanted), count)
+        rows += texts
+        launches.append(laid_out)
+        sizes += chunk_sizes
+        done += len(chunk)
+    every = np.concatenate(launches) if launches else np.zeros(0, dtype=np.intp)
+    by_launch = np.argsort(every).tolist()
+    return [rows[i] for i in by_launch], every[by_launch], sizes, order[:done]
+
+
+def _launch_rows(parts: Any, owner: Any, count: int) -> tuple[list[str], Any, Any]:
+    """Each launch's rows as one text, from the table's parts and each one's launch (``owner``, ascending); the
+    launches, in that order; each of ``count`` launches' size in UTF-8 (0 for one without rows)."""
+    sizes = np.zeros(count)
+    if not len(owner):
+        return [], np.zeros(0, dtype=np.intp), sizes
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    texts = parts.tolist()
+    bounds = [*starts.tolist(), len(texts)]
+    rows = ["".join(texts[start:stop]) for start, stop in zip(bounds[:-1], bounds[1:])]
+    launches = owner[starts]
+    sizes[launches] = [len(row) if row.isascii() else len(row.encode("utf-8")) for row in rows]
+    return rows, launches, sizes
 
 
 def launch_groups(report: Report) -> Any:
@@ -90,9 +121,21 @@ def launch_groups(report: Report) -> Any:
     codes = np.zeros(count, dtype=np.int64)
     for name in _GROUP_COLUMNS:
         column = launches.get(name) or [None] * count
+        if not count or column.count(column[0]) == count:  # one value (one GPU, no test): it parts no kernel from another
+            continue
         mine, distinct = factorize(objects(column))
         codes = factorize(codes * len(distinct) + mine)[0]
     return codes
+
+
+def kernels_of(report: Report, groups: Any) -> list[list[int]]:
+    """:func:`perfgate.render.kernels.kernel_groups` of every launch, from its :func:`launch_groups` (numbered in
+    order of first appearance, as ``kernel_groups`` orders kernels): grouped in numpy, not a dict of 50,000 keys."""
+    if not len(groups):
+        return []
+    by_kernel = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(groups[by_kernel][1:] != groups[by_kernel][:-1]) + 1
+    return without_repeated_totals(report, [kernel.tolist() for kernel in np.split(by_kernel, starts)])
 
 
 def _attention_first(attention: Any, groups: Any, ranks: Any) -> Any:

@@ -205,16 +205,23 @@ def _factorized(column: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
     return distinct.tolist(), codes
 
 
-def _who(report: Report) -> tuple[Any, Any, Any]:
-    """Each launch's cells as three parts: the test and the kernel up to its ordinal, the ordinal (`` #3``), the
-    region; each made once for the distinct values (10,000 launches are a few kernels)."""
+def _who(report: Report, wanted: np.ndarray) -> tuple[Any, Any, Any]:
+    """The cells of launches ``wanted`` (indexes; the others' are left empty) as three parts: the test and the
+    kernel up to its ordinal, the ordinal (`` #3``), the region; each made once for the distinct values (10,000
+    launches are a few kernels)."""
     launches = report["launches"]
     has_tests = any(launches["test"])
-    tests, test_of = _factorized(launches["test"])
+    at = wanted.tolist()
+
+    def picked(name: str) -> list[Any]:
+        column: Sequence[Any] = launches[name]  # type: ignore[literal-required]
+        return [column[i] for i in at]
+
+    tests, test_of = _factorized(picked("test"))
     # Each column on its own: 50,000 (demangled, kernel) tuples alive at once cost garbage collections, each
     # one going through the report's lists.
-    demangled_names, demangled_of = _factorized(launches["demangled"])
-    kernels, kernel_of = _factorized(launches["kernel"])
+    demangled_names, demangled_of = _factorized(picked("demangled"))
+    kernels, kernel_of = _factorized(picked("kernel"))
     pairs, pair_of = np.unique((test_of * len(demangled_names) + demangled_of) * len(kernels) + kernel_of,
                                return_inverse=True)
     opening = []
@@ -224,13 +231,17 @@ def _who(report: Report) -> tuple[Any, Any, Any]:
         test_cell = f'<td class="kernel">{_escape(tests[test] or "")}</td>' if has_tests else ""
         opening.append(f'{test_cell}<td class="kernel" title="{_escape(demangled_names[demangled])}">'
                        f'{_escape(kernels[kernel])}')
-    kinds, kind_of = _factorized(launches["kind"])
-    ordinal = np.array(launches["ordinal"], dtype=np.int64)
+    kinds, kind_of = _factorized(picked("kind"))
+    ordinal = np.array(picked("ordinal"), dtype=np.int64)
     numbered = (kind_of == (kinds.index("kernel") if "kernel" in kinds else -1)) & (ordinal > 0)
     ordinals, ordinal_of = np.unique(np.where(numbered, ordinal, 0), return_inverse=True)
-    regions, region_of = _factorized(launches["region"])
-    return (objects(opening)[pair_of], objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
-            objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
+    regions, region_of = _factorized(picked("region"))
+    cells = (objects(opening)[pair_of], objects([f" #{o}" if o else "" for o in ordinals.tolist()])[ordinal_of],
+             objects([f'</td><td>{_escape(region or "")}</td>' for region in regions])[region_of])
+    out = tuple(np.empty(len(launches["status"]), dtype=object) for _ in cells)
+    for full, part in zip(out, cells):
+        full[wanted] = part
+    return out[0], out[1], out[2]
 
 
 class _WhyRows:
@@ -240,7 +251,7 @@ class _WhyRows:
 
     def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays,
                  missing: list[Callable[[Any], str]], listed: np.ndarray) -> None:
-        launches, results = report["launches"], report["results"]
+        launches, results = report["launches"], columns.values
         launch, change = columns.launch, columns.change
         with np.errstate(invalid="ignore"):
             moved = columns.of_status("info") & (np.abs(change) >= 0.01) & np.array(facts.explains, dtype=bool)[
@@ -320,7 +331,7 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
     if listed is None:
         listed = np.ones(len(columns.launch_status), dtype=bool)
     facts = _Metrics(report)
-    results = report["results"]
+    results = columns.values
     # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
     table_missing = [_table_missing(writer.text) for writer in facts.writers]
     why_missing = [_why_missing(writer.text) for writer in facts.writers]
@@ -333,7 +344,7 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
         heads[code] = f'<tr class="{_CLASS[name]}">\n<td>{name}</td>'
     middles = objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
     tails = objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
-    opening, ordinal, region = _who(report)
+    opening, ordinal, region = _who(report, np.unique(launch))
     row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
            _number_texts(columns.baseline, results["baseline"], shown, codes, facts.writers, table_missing,
                          '</td><td class="num">'),

@@ -105,13 +105,18 @@ def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> 
             groups[key] = [index]
         else:
             members.append(index)
-    repeated = repeated_totals(report)
-    found = [g for g in groups.values() if not all(i in repeated for i in g)] if repeated else list(groups.values())
+    found = without_repeated_totals(report, list(groups.values()))
     if statuses is not None:
         wanted = set(statuses)
         column = launches["status"]
         found = [g for g in found if any(column[i] in wanted for i in g)]
     return found
+
+
+def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> list[list[int]]:
+    """``kernels`` (launch indexes grouped by kernel) without the region totals that only repeat their one kernel."""
+    repeated = repeated_totals(report)
+    return [k for k in kernels if not all(i in repeated for i in k)] if repeated else kernels
 
 
 def _median(values: list[float]) -> float | None:

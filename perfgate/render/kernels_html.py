@@ -60,11 +60,12 @@ def _where(row: KernelRow) -> str:
 class KernelRows:
     """A report's kernels, each summarized once (:func:`kernel_row`) for the table and the sections: a kernel of a
     loop of 10,000 launches is summarized in numpy (``arrays``, the report's results as arrays; None only for a
-    report without launches, which has no kernel)."""
+    report without launches, which has no kernel). ``kernels``: the report's ``kernel_groups`` where the caller
+    has them."""
 
-    def __init__(self, report: Report, arrays: ResultArrays | None) -> None:
+    def __init__(self, report: Report, arrays: ResultArrays | None, kernels: list[list[int]] | None = None) -> None:
         self.report = report
-        self.kernels = kernel_groups(report)
+        self.kernels = kernel_groups(report) if kernels is None else kernels
         self.stats = group_stats(report)
         self._arrays = arrays
         self._rows: dict[int, KernelRow] = {}

@@ -1,6 +1,8 @@
 """A report's results as numpy arrays, made once for the HTML page: its table of launches
 (``perfgate.render.html_table``) and its kernel view, whose kernels of a loop have thousands of launches
-(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy).
+(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy). The results may be lists
+(a report read back) or numpy arrays (``build_report(result_arrays=True)``, which ``perfgate compare`` builds for
+the page: 400,000 results are not made Python lists only to be made arrays again).
 """
 
 from __future__ import annotations
@@ -35,22 +37,64 @@ def _float_or_nan(value: Any) -> float:
         return math.nan
 
 
+class ReportedValues(Sequence[Any]):
+    """A float column of numpy results read as the report's lists hold it: None for NaN and ±inf (JSON has
+    neither), Python floats else."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, at: Any) -> Any:
+        if not isinstance(at, (int, np.integer)):
+            raise TypeError("one value at a time")
+        value = float(self._values[at])
+        return value if math.isfinite(value) else None
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """A float column of numpy results with ±inf as NaN, as the report's lists read (None: NaN)."""
+    values = np.asarray(values, dtype=float)
+    finite: np.ndarray = np.where(np.isfinite(values), values, np.nan)
+    return finite
+
+
 class ResultArrays:
-    """The results columns as arrays: statuses as codes into ``names``, None as NaN."""
+    """The results columns as arrays: statuses as codes into ``names``, None as NaN; ``values``: the baseline,
+    current and change columns as the report's lists hold them, for the values a float does not hold."""
 
     def __init__(self, report: Report) -> None:
-        results, launches = report["results"], report["launches"]
-        self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]), *dict.fromkeys(launches["status"])]))
+        results: Any = report["results"]  # lists, or numpy arrays (build_report(result_arrays=True))
+        launches = report["launches"]
+        self.names: list[str]
+        self.status: np.ndarray
+        if isinstance(results["status"], np.ndarray):
+            status, found = factorize(results["status"])
+            self.names = list(dict.fromkeys([*found.tolist(), *dict.fromkeys(launches["status"])]))
+            self.status = np.asarray(status, dtype=np.intp)
+        else:
+            self.names = list(dict.fromkeys([*dict.fromkeys(results["status"]),
+                                             *dict.fromkeys(launches["status"])]))
+            code_of = {name: code for code, name in enumerate(self.names)}
+            self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
+                                      count=len(results["status"]))
         code_of = {name: code for code, name in enumerate(self.names)}
-        self.status = np.fromiter(map(code_of.__getitem__, results["status"]), dtype=np.intp,
-                                  count=len(results["status"]))
         self.launch_status = np.fromiter(map(code_of.__getitem__, launches["status"]), dtype=np.intp,
                                          count=len(launches["status"]))
-        self.launch = np.array(results["launch"], dtype=np.intp)
-        self.metric = np.array(results["metric"], dtype=np.intp)
-        self.gated = np.array(results["gated"], dtype=bool)  # null reads as not gated
-        self.baseline, self.current, self.change = (floats(results[name]) for name in ("baseline", "current",
-                                                                                         "change"))
+        self.launch = np.asarray(results["launch"], dtype=np.intp)
+        self.metric = np.asarray(results["metric"], dtype=np.intp)
+        self.gated = np.asarray(results["gated"], dtype=bool)  # null reads as not gated
+        self.in_arrays = isinstance(results["baseline"], np.ndarray)
+        names = ("baseline", "current", "change")
+        self.values: dict[str, Sequence[Any]]
+        if self.in_arrays:
+            self.baseline, self.current, self.change = (_finite(results[name]) for name in names)
+            self.values = {name: ReportedValues(results[name]) for name in names}
+        else:
+            self.baseline, self.current, self.change = (floats(results[name]) for name in names)
+            self.values = {name: results[name] for name in names}
 
     def statuses(self, *names: str) -> np.ndarray:
         """Which status codes are one of ``names`` (a mask indexed by code)."""
@@ -75,25 +119,46 @@ _ONE_BY_ONE = 16  # launches below which a kernel is summarized in Python: numpy
 
 def metric_launches(report: Report, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
     """:func:`perfgate.render.kernels.metric_launches` of a kernel's launches ``indexes``, in numpy."""
-    if len(indexes) < _ONE_BY_ONE:
+    if len(indexes) < _ONE_BY_ONE and not arrays.in_arrays:
         return metric_launches_one_by_one(report, indexes)
-    results = report["results"]
-    rows = arrays.rows_of(indexes)
-    by_code, codes = factorize(arrays.metric[rows])
+    results = arrays.values
+    codes, by_metric, grid = _metric_rows(arrays, arrays.rows_of(indexes), len(indexes))
+    befores, afters = (_grid_medians(values, grid) for values in (arrays.baseline, arrays.current))
     out = []
-    for code_of, code in enumerate(codes.tolist()):
-        mine = rows[by_code == code_of]
+    for at, (code, mine) in enumerate(zip(codes, by_metric)):
         if len(mine) == 1:
             i = int(mine[0])
             before, after, change = results["baseline"][i], results["current"][i], results["change"][i]
         else:
-            before = _median(arrays.baseline, mine, results["baseline"])
-            after = _median(arrays.current, mine, results["current"])
+            before = befores[at] if at in befores else _median(arrays.baseline, mine, results["baseline"])
+            after = afters[at] if at in afters else _median(arrays.current, mine, results["current"])
             change = after / before - 1 if before and after is not None else None
         statuses = factorize(arrays.status[mine])[1].tolist()
         out.append(MetricLaunches(code=code, launches=len(mine), statuses=tuple(arrays.names[s] for s in statuses),
                                   gated=bool(arrays.gated[mine].any()), before=before, after=after, change=change))
     return out
+
+
+def _metric_rows(arrays: ResultArrays, rows: np.ndarray, count: int) -> tuple[list[int], list[np.ndarray], Any]:
+    """The metrics of result ``rows`` (of ``count`` launches) in order of appearance: each one's code and rows;
+    and the rows as a grid of a row per launch where every launch holds the same metrics in the same order (the
+    launches of a loop), else None."""
+    by_code, codes = factorize(arrays.metric[rows])
+    width = len(codes)
+    if width and len(rows) == count * width and (by_code.reshape(count, width) == np.arange(width)).all():
+        grid = rows.reshape(count, width)
+        return codes.tolist(), list(grid.T), grid
+    return codes.tolist(), [rows[by_code == code] for code in range(width)], None
+
+
+def _grid_medians(values: np.ndarray, grid: Any) -> dict[int, float]:
+    """The median of ``values`` over each column of ``grid`` (a metric's rows) without NaN and with every value
+    below 2**53 (``_median`` takes the others), by column number: the checks made for every column at once."""
+    if grid is None or len(grid) < 2:
+        return {}
+    picked = np.ascontiguousarray(values[grid].T)  # a row per metric
+    usable = np.flatnonzero(~(np.isnan(picked) | (np.abs(picked) >= _EXACT)).any(axis=1))
+    return {at: median(picked[at]) for at in usable.tolist()}
 
 
 def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> float | None:

@@ -45,8 +45,9 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
                  results_of_first: int | None = None, result_arrays: bool = False) -> Report:
     """Turn a Comparison into the report; ``test``/``path``/``line`` attribute every launch to a test.
 
-    Only for a report that is written as JSON (``dump_parts``) and nothing else: ``result_arrays=True`` leaves
-    the results table's columns numpy arrays (null as NaN), which ``dump_parts`` writes as they are. As
+    Only for a report that is written as JSON (``dump_parts``) or as the HTML page (``render_html``, which reads
+    them through ``perfgate.render.result_arrays``) and nothing else: ``result_arrays=True`` leaves the results
+    table's columns numpy arrays (null as NaN), which ``dump_parts`` writes as they are. As
     Python lists, the 400,000 results of 50k launches (eight columns) took ~60 MB more at the peak.
 
     ``unchanged_results`` and ``results_of_first`` are ``build_view``'s, for ``perfgate compare``'s call of this

@@ -17,6 +17,7 @@ from test_render_html_table import METRICS
 
 from perfgate.render import render_html
 from perfgate.render.html import NOTES_BYTES, listed_notes
+from perfgate.render import html_bound
 from perfgate.render.html_bound import LISTED_MAX, PAGE_BYTES
 from perfgate.render.timeline_html import TIMELINES_BYTES, timeline_sections
 from perfgate.report import Report, dumps, empty_report, summarize, validate_report
@@ -74,6 +75,20 @@ def test_the_page_names_the_json_report_written_beside_it() -> None:
     report = validate_report(json.loads(dumps(_many_regressed(11_000, kernels=4))), "many")
     page = render_html(report, json_report="perfgate-report.json")
     assert "Every launch is in the JSON report perfgate-report.json." in page
+
+
+@pytest.mark.parametrize("first", [1, 700])
+def test_launches_laid_out_a_chunk_at_a_time_give_the_same_page(first: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of the launches that need attention are laid out FIRST_LAID_OUT at a time until the page is full:
+    a launch's rows are the same whichever others are laid out with it, so the page does not depend on the size."""
+    made = _many_regressed(11_000, kernels=4, name_length=40)
+    for launch in range(0, 11_000, 3):  # listed after the regressions of their rank: not in report order
+        made["launches"]["status"][launch] = made["results"]["status"][3 * launch] = "inconclusive"
+    made["summary"] = summarize(made["launches"]["status"])
+    report = validate_report(json.loads(dumps(made)), "many")
+    whole = render_html(report)
+    monkeypatch.setattr(html_bound, "FIRST_LAID_OUT", first)
+    assert render_html(report) == whole
 
 
 def _many_regressed(launches: int, kernels: int, name_length: int = 120, status: str = "regression") -> Report:

@@ -1,0 +1,74 @@
+"""The HTML page of ``perfgate compare`` reads the results as numpy arrays (``build_report(result_arrays=True)``):
+it is the page of the same report read back as lists, and the kernels grouped in numpy are ``kernel_groups``'."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.common import REPO
+
+from perfgate.collect import read_table
+from perfgate.compare import compare_tables
+from perfgate.config import Settings
+from perfgate.options import selection
+from perfgate.regions import with_region_totals
+from perfgate.render import render_html
+from perfgate.render.html_bound import kernels_of, launch_groups
+from perfgate.render.kernels import kernel_groups
+from perfgate.render.result_arrays import ResultArrays
+from perfgate.report import Report, build_report, validate_report
+from perfgate.verdict import verdict_of
+
+DATA = REPO / "tests" / "data"
+
+
+def _both(base: Path, current: Path) -> tuple[Report, Report]:
+    """The report of ``current`` against ``base`` with its results as Python lists and as numpy arrays."""
+    settings = Settings()
+    options = selection(metrics=settings.metrics, thresholds=settings.thresholds,
+                        significance=settings.significance, allow_device_mismatch=False)
+    tables = [with_region_totals(read_table(path, options.wanted_metrics())) for path in (base, current)]
+    comparison = compare_tables(tables[0], tables[1], options)
+    reports = build_report(comparison), build_report(comparison, result_arrays=True)
+    for report in reports:
+        report["verdict"] = verdict_of(report)
+    return reports
+
+
+@pytest.mark.parametrize("kernel", ["vector_add", "mlp"])
+@pytest.mark.parametrize("page", ["details", "raw"])
+def test_the_page_of_result_arrays_is_the_page_of_the_lists(kernel: str, page: str) -> None:
+    base, current = (DATA / "h100" / f"{kernel}.rerun.{page}{side}.csv" for side in ("-base", ""))
+    for pair in ((base, current), (current, base)):
+        as_lists, as_arrays = _both(*pair)
+        assert isinstance(as_arrays["results"]["baseline"], np.ndarray)
+        assert render_html(as_arrays) == render_html(as_lists)
+        lists, arrays = ResultArrays(as_lists), ResultArrays(as_arrays)
+        assert lists.names == arrays.names and (lists.status == arrays.status).all()
+        for name in ("baseline", "current", "change"):
+            assert np.array_equal(getattr(lists, name), getattr(arrays, name), equal_nan=True)
+            assert list(arrays.values[name][i] for i in range(len(lists.values[name]))) == lists.values[name]
+
+
+def test_a_missing_or_infinite_value_reads_as_none() -> None:
+    as_lists, as_arrays = _both(*(DATA / "h100" / f"mlp.rerun.raw{side}.csv" for side in ("-base", "")))
+    as_arrays["results"]["change"][:3] = [np.nan, np.inf, -np.inf]
+    arrays = ResultArrays(as_arrays)
+    assert [arrays.values["change"][i] for i in range(3)] == [None, None, None]
+    assert np.isnan(arrays.change[:3]).all()
+
+
+def _sessions() -> list[Report]:
+    return [validate_report(json.loads(lzma.decompress(path.read_bytes())), path.name)
+            for path in sorted(DATA.glob("h*/**/sessions/*.json.xz")) if ".trace." not in path.name]
+
+
+def test_kernels_grouped_in_numpy_are_kernel_groups() -> None:
+    reports = _sessions()
+    assert reports
+    for report in reports:
+        assert kernels_of(report, launch_groups(report)) == kernel_groups(report)
