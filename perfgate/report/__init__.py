@@ -55,6 +55,7 @@ from perfgate.report.contract import (
     LaunchTable,
     MetricTable,
     Report,
+    ReportView,
     ResultTable,
     empty_report,
     summarize,
@@ -66,7 +67,6 @@ from perfgate.limits import MAX_FINDINGS
 from perfgate.report.validate import load_report, validate_report
 from perfgate.report.write import dump_parts, dumps
 from perfgate.report.views import (
-    ReportView,
     group_stats,
     first_launches,
     iter_launches,

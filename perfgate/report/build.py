@@ -22,7 +22,8 @@ from perfgate.report.contract import (
     empty_columns,
     summarize,
 )
-from perfgate.report.views import ReportView, first_launches
+from perfgate.report.contract import ReportView
+from perfgate.report.views import first_launches
 from perfgate.vocabulary import Status
 
 

@@ -204,13 +204,12 @@ class GroupTable(TypedDict):
     ci_high: list[Optional[float]]
 
 
-class Report(TypedDict):
-    """A report that keeps the contract: what ``perfgate compare --format json`` and ``pytest --perfgate`` write,
-    what ``load_report`` returns (checked, as version 2), and what ``merge_reports`` makes."""
+class ReportView(TypedDict):
+    """What the human formats render: a ``Report`` (every report is a view), or one built for a human format only
+    (``build_view``), whose ``results`` hold the metric rows of only the launches that format lists. A view is no
+    file format (no "format", "version" or "generator"): mypy refuses one where a ``Report`` is written or merged.
+    """
 
-    format: str
-    version: int
-    generator: Optional[str]
     verdict: str
     summary: dict[str, int]
     comparisons: list[ComparisonInfo]
@@ -220,6 +219,16 @@ class Report(TypedDict):
     notes: list[str]
     unmeasured: list[dict[str, str]]  # each {"test", "cause"[, "launch"]} (UNMEASURED_FIELDS)
     groups: GroupTable
+
+
+class Report(ReportView):
+    """A report that keeps the contract: what ``perfgate compare --format json`` and ``pytest --perfgate`` write,
+    what ``load_report`` returns (checked, as version 2), and what ``merge_reports`` makes: a view with its file
+    format's name, version and generator."""
+
+    format: str
+    version: int
+    generator: Optional[str]
 
 
 def empty_columns(names: Sequence[str]) -> dict[str, list[Any]]:

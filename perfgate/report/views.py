@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from typing import Any, Iterable, Iterator, Mapping, TypedDict, cast
+from typing import Any, Iterable, Iterator, Mapping, cast
 
 from perfgate.report.contract import (
     GROUP_COLUMNS,
@@ -14,31 +14,11 @@ from perfgate.report.contract import (
     OPTIONAL_LAUNCH_COLUMNS,
     RESULT_VALUES,
     ROW_LAUNCH_FIELDS,
-    ComparisonInfo,
     GroupTable,
-    LaunchTable,
-    MetricTable,
-    ResultTable,
+    ReportView,
     empty_columns,
 )
 from perfgate.vocabulary import REGION_SEPARATOR, STATUS_RANK, Status
-
-
-class ReportView(TypedDict):
-    """What the human formats render: a ``Report`` (every report is a view), or one built for a human format only
-    (``build_view``), whose ``results`` hold the metric rows of only the launches that format lists. A view is no
-    file format (no "format", "version" or "generator"): mypy refuses one where a ``Report`` is written or merged.
-    """
-
-    verdict: str
-    summary: dict[str, int]
-    comparisons: list[ComparisonInfo]
-    launches: LaunchTable
-    metrics: MetricTable
-    results: ResultTable
-    notes: list[str]
-    unmeasured: list[dict[str, str]]
-    groups: GroupTable
 
 
 def launch_count(report: ReportView) -> int:
