@@ -17,24 +17,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.baselines import GPUS, two_gpu_documents
 from helpers.common import REPO
 
-from perfgate.baseline import baseline_documents, remove_leftovers, save_baselines, write_atomically
+from perfgate.baseline import remove_leftovers, save_baselines, write_atomically
 from perfgate.cli import main
 from perfgate.errors import InputError
-from perfgate.table import Measurement, make_table
 
 H100 = REPO / "tests" / "data" / "h100"
-GPUS = ("NVIDIA A100", "NVIDIA H100")
-
-
-def two_gpu_documents(duration: float) -> dict:
-    rows = [{"kind": "kernel", "kernel": "k", "demangled": "k()", "region": "", "ordinal": 0, "launch": i,
-             "device": gpu, "cc": "9.0", "grid": "", "block": "", "metric": "gpu__time_duration.sum", "unit": "ns",
-             "value": duration} for i, gpu in enumerate(GPUS)]
-    return baseline_documents(Measurement(make_table(rows)), ["gpu__time_duration.sum"])
-
-
 def files(directory: Path) -> dict[str, str]:
     """Every file under ``directory`` (hidden ones too) and what it holds."""
     return {str(p.relative_to(directory)): p.read_text() for p in sorted(directory.rglob("*")) if p.is_file()}
@@ -161,7 +151,7 @@ def test_write_atomically_leaves_no_temporary_file(tmp_path: Path) -> None:
 KILLED_WRITER = """
 import os, sys, time
 sys.path.insert(0, {tests!r})
-from robustness.test_baseline_writes import two_gpu_documents
+from helpers.baselines import two_gpu_documents
 from perfgate.baseline import save_baselines
 
 stage = sys.argv[1]
