@@ -72,6 +72,28 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    """A count or number: a positive integer (``--pr``)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    """A wait or deadline in seconds: 0 or more (``--max-time``, ``--retry-backoff``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
 def probability(text: str) -> float:
     try:
         value = float(text)

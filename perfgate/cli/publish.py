@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from perfgate.option_table import add_arguments
+from perfgate.options import non_negative_seconds, positive_int
 from perfgate.publish import EXIT_PUBLISH_FAILED
 from perfgate.text import inert as terminal_text
 
@@ -25,26 +26,6 @@ if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
     from perfgate.publish.context import Target
     from perfgate.publish.publisher import Publisher
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -59,7 +40,7 @@ def add_parser(sub: SubParsers) -> None:
     parser.add_argument("report", type=Path, metavar="REPORT", help="perfgate JSON report")
     where = parser.add_argument_group("where to publish")
     where.add_argument("--repo", metavar="OWNER/NAME", help="repository (default: $GITHUB_REPOSITORY)")
-    where.add_argument("--pr", type=_positive_int, metavar="NUMBER",
+    where.add_argument("--pr", type=positive_int, metavar="NUMBER",
                        help="pull request number (default: from the event payload; in a workflow_run from a fork, "
                             "pass the number the test workflow uploaded: it is checked against the PR's head)")
     where.add_argument("--sha", metavar="SHA", help="commit for the check run (default: the PR head from the event "
@@ -73,9 +54,9 @@ def add_parser(sub: SubParsers) -> None:
     how.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
                      help="environment variable holding the token; never pass a token on the command line "
                           "(default: GITHUB_TOKEN)")
-    how.add_argument("--max-time", type=_seconds, default=60.0, metavar="SECONDS",
+    how.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
                      help="total time for all GitHub requests, retries and waits included (default: 60)")
-    how.add_argument("--retry-backoff", type=_seconds, default=0.5, metavar="SECONDS",
+    how.add_argument("--retry-backoff", type=non_negative_seconds, default=0.5, metavar="SECONDS",
                      help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
                           "GitHub says (default: 0.5)")
     history = parser.add_argument_group("history (docs/history.md)")
