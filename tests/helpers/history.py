@@ -10,9 +10,11 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pytest
+
+from perfgate.cli import main
 
 KERNEL_TIME = "gpu__time_duration.sum"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -84,3 +86,28 @@ def history_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
         yield f"sqlite:///{tmp_path / 'history.sqlite'}"
     else:
         yield from fresh_postgres_database()
+
+
+def baseline_file(path: Path, values: dict[str, float]) -> Path:
+    """A perfgate baseline (readable as either side of compare): kernel -> its duration in ns."""
+    entries = [{"kind": "kernel", "name": kernel, "ordinal": 0,
+                "metrics": {KERNEL_TIME: {"unit": "ns", "value": value}}} for kernel, value in sorted(values.items())]
+    path.write_text(json.dumps({"format": "perfgate-baseline", "version": 1,
+                                "device": {"name": "NVIDIA H100", "cc": "9.0"}, "entries": entries}),
+                    encoding="utf-8")
+    return path
+
+
+def record_runs(tmp_path: Path, url: str, runs: Sequence[dict[str, float]], branch: str = "main") -> None:
+    """``perfgate history record`` of one report per run (kernel -> its duration), a commit and a day each."""
+    for index, values in enumerate(runs):
+        report = write_report(tmp_path / f"run{index}.json", {(k, KERNEL_TIME): [v] for k, v in values.items()})
+        assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:040x}", "--branch", branch,
+                     "--when", f"2026-11-{index + 1:02d}T00:00:00Z"]) == 0
+
+
+def compare_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    """``perfgate compare ARGS`` as JSON: its exit status and the report."""
+    out = tmp_path / "compare.json"
+    status = main(["compare", *args, "-o", str(out)])
+    return status, json.loads(out.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.history import KERNEL_TIME, write_report
-from test_history_reference import _baseline_file
+from helpers.history import baseline_file
 from helpers.benchmark_suite import BENCH_OPTIONS
 
 from perfgate.collect.baseline_json import read_baseline
@@ -27,7 +27,7 @@ def at_commit(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _update(tmp_path: Path, values: dict[str, float], *extra: str) -> tuple[list[str], dict[str, object]]:
-    report = _baseline_file(tmp_path / "run.json", values)
+    report = baseline_file(tmp_path / "run.json", values)
     assert main(["baseline", str(report), "-d", str(tmp_path / "baselines"), "--name", "k", *extra]) == 0
     (path,) = (tmp_path / "baselines").glob("*/k.json")
     read_baseline(path)  # still a valid baseline

@@ -82,15 +82,15 @@ def test_compare_with_history_on_the_h100_reruns(tmp_path: Path, capsys: pytest.
 
 
 def test_each_series_is_gated_at_its_own_learned_threshold(tmp_path: Path) -> None:
-    from test_history_reference import _baseline_file, _compare, _record
+    from helpers.history import baseline_file, compare_json, record_runs
 
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     rng = np.random.default_rng(26)
     # a steady kernel (0.1% noise) and a noisy one (2%) on the base branch, both around 100 us
-    _record(tmp_path, url, [{"steady": 100_000 * (1 + 0.001 * a), "noisy": 100_000 * (1 + 0.02 * b)}
+    record_runs(tmp_path, url, [{"steady": 100_000 * (1 + 0.001 * a), "noisy": 100_000 * (1 + 0.02 * b)}
                             for a, b in rng.standard_normal((12, 2))])
-    current = _baseline_file(tmp_path / "cur.json", {"steady": 103_000.0, "noisy": 103_000.0})  # both +3%
-    status, report = _compare(tmp_path, str(current), "--history", url, "--threshold", f"{TIME}=10%")
+    current = baseline_file(tmp_path / "cur.json", {"steady": 103_000.0, "noisy": 103_000.0})  # both +3%
+    status, report = compare_json(tmp_path, str(current), "--history", url, "--threshold", f"{TIME}=10%")
     assert status == 1
     statuses = dict(zip(report["launches"]["kernel"], report["launches"]["status"]))
     assert statuses == {"steady": "regression", "noisy": "unchanged"}

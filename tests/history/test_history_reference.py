@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
 
 import pytest
-from helpers.history import KERNEL_TIME, history_url, write_report  # noqa: F401  (the fixture)
+from helpers.history import KERNEL_TIME, baseline_file, compare_json, history_url, record_runs, write_report  # noqa: F401  (the fixture)
 from helpers.benchmark_suite import BENCH_OPTIONS
 
 from perfgate.cli import main
@@ -20,53 +19,30 @@ pytest_plugins = ("pytester",)
 HISTORY = (99000.0, 101000.0, 100000.0, 100500.0, 99500.0, 100000.0)  # median 100000
 
 
-def _baseline_file(path: Path, values: dict[str, float]) -> Path:
-    """A perfgate baseline (readable as either side of compare): kernel -> its duration in ns."""
-    entries = [{"kind": "kernel", "name": kernel, "ordinal": 0,
-                "metrics": {KERNEL_TIME: {"unit": "ns", "value": value}}} for kernel, value in sorted(values.items())]
-    path.write_text(json.dumps({"format": "perfgate-baseline", "version": 1,
-                                "device": {"name": "NVIDIA H100", "cc": "9.0"}, "entries": entries}),
-                    encoding="utf-8")
-    return path
-
-
-def _record(tmp_path: Path, url: str, runs: Sequence[dict[str, float]], branch: str = "main") -> None:
-    for index, values in enumerate(runs):
-        report = write_report(tmp_path / f"run{index}.json", {(k, KERNEL_TIME): [v] for k, v in values.items()})
-        assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:040x}", "--branch", branch,
-                     "--when", f"2026-11-{index + 1:02d}T00:00:00Z"]) == 0
-
-
-def _compare(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / "compare.json"
-    status = main(["compare", *args, "-o", str(out)])
-    return status, json.loads(out.read_text(encoding="utf-8"))
-
-
 def test_the_current_run_is_judged_against_the_median_of_recent_runs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    _record(tmp_path, url, [{"gemm": v} for v in HISTORY])
-    stale = _baseline_file(tmp_path / "base.json", {"gemm": 90000.0})  # an old, faster snapshot
-    current = _baseline_file(tmp_path / "cur.json", {"gemm": 102000.0})
+    record_runs(tmp_path, url, [{"gemm": v} for v in HISTORY])
+    stale = baseline_file(tmp_path / "base.json", {"gemm": 90000.0})  # an old, faster snapshot
+    current = baseline_file(tmp_path / "cur.json", {"gemm": 102000.0})
     assert main(["compare", str(stale), str(current)]) == 1  # +13% against the snapshot alone
 
-    status, report = _compare(tmp_path, str(stale), str(current), "--history", url)
+    status, report = compare_json(tmp_path, str(stale), str(current), "--history", url)
     assert status == 0  # +2% against the median of the base branch's runs
     assert report["comparisons"][0]["baseline"] == "history: median of 6 runs of main since 2026-11-01"
     assert "reference: history: median of 6 runs of main since 2026-11-01 for 1 series" in report["notes"]
     assert report["results"]["baseline"] == [100000.0]
 
-    status, report = _compare(tmp_path, str(current), "--history", url)  # no baseline file at all
+    status, report = compare_json(tmp_path, str(current), "--history", url)  # no baseline file at all
     assert status == 0 and report["results"]["baseline"] == [100000.0]
-    slower = _baseline_file(tmp_path / "slow.json", {"gemm": 110000.0})
-    status, report = _compare(tmp_path, str(slower), "--history", url)
+    slower = baseline_file(tmp_path / "slow.json", {"gemm": 110000.0})
+    status, report = compare_json(tmp_path, str(slower), "--history", url)
     assert status == 1 and report["verdict"] == "fail"
 
 
 def test_only_the_last_commits_count(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    _record(tmp_path, url, [{"gemm": 200000.0}] * 8 + [{"gemm": 100000.0}] * REFERENCE_COMMITS)
-    status, report = _compare(tmp_path, str(_baseline_file(tmp_path / "cur.json", {"gemm": 101000.0})),
+    record_runs(tmp_path, url, [{"gemm": 200000.0}] * 8 + [{"gemm": 100000.0}] * REFERENCE_COMMITS)
+    status, report = compare_json(tmp_path, str(baseline_file(tmp_path / "cur.json", {"gemm": 101000.0})),
                               "--history", url)
     assert status == 0 and report["results"]["baseline"] == [100000.0]
     assert report["comparisons"][0]["baseline"] == f"history: median of {REFERENCE_COMMITS} runs of main since " \
@@ -76,10 +52,10 @@ def test_only_the_last_commits_count(tmp_path: Path) -> None:
 def test_insufficient_data_is_said_per_series(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     # gemm in every run, scan in the last 3 only
-    _record(tmp_path, url, [{"gemm": v, **({"scan": 5000.0} if i >= 3 else {})} for i, v in enumerate(HISTORY)])
-    base = _baseline_file(tmp_path / "base.json", {"gemm": 90000.0, "scan": 10000.0})
-    current = _baseline_file(tmp_path / "cur.json", {"gemm": 102000.0, "scan": 10100.0})
-    status, report = _compare(tmp_path, str(base), str(current), "--history", url)
+    record_runs(tmp_path, url, [{"gemm": v, **({"scan": 5000.0} if i >= 3 else {})} for i, v in enumerate(HISTORY)])
+    base = baseline_file(tmp_path / "base.json", {"gemm": 90000.0, "scan": 10000.0})
+    current = baseline_file(tmp_path / "cur.json", {"gemm": 102000.0, "scan": 10100.0})
+    status, report = compare_json(tmp_path, str(base), str(current), "--history", url)
     assert status == 0
     assert f"history: scan {KERNEL_TIME}: insufficient data (3 of the last runs, {MIN_REFERENCE_RUNS} needed): " \
            f"judged against {base}" in report["notes"]
@@ -87,13 +63,13 @@ def test_insufficient_data_is_said_per_series(tmp_path: Path) -> None:
     by_kernel = dict(zip(report["launches"]["kernel"], report["results"]["baseline"]))
     assert by_kernel == {"gemm": 100000.0, "scan": 10000.0}  # scan keeps the file's value
 
-    status, report = _compare(tmp_path, str(current), "--history", url)  # no file: scan has no reference
+    status, report = compare_json(tmp_path, str(current), "--history", url)  # no file: scan has no reference
     assert f"history: scan {KERNEL_TIME}: insufficient data (3 of the last runs, {MIN_REFERENCE_RUNS} needed): " \
            "no reference" in report["notes"]
     status_of = dict(zip(report["launches"]["kernel"], report["launches"]["status"]))
     assert status_of == {"gemm": "unchanged", "scan": "new"}
 
-    status, report = _compare(tmp_path, str(base), str(current), "--history", url, "--history-branch", "nope")
+    status, report = compare_json(tmp_path, str(base), str(current), "--history", url, "--history-branch", "nope")
     assert "history: insufficient data: no run of branch 'nope' is recorded; judged against " \
            f"{base}" in report["notes"]
     assert status == 1  # the snapshot alone: gemm +13%
@@ -101,15 +77,15 @@ def test_insufficient_data_is_said_per_series(tmp_path: Path) -> None:
 
 def test_no_reference_at_all_is_never_a_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    _record(tmp_path, url, [{"gemm": v} for v in HISTORY[:3]])  # too few runs
-    current = _baseline_file(tmp_path / "cur.json", {"gemm": 100_000.0})
+    record_runs(tmp_path, url, [{"gemm": v} for v in HISTORY[:3]])  # too few runs
+    current = baseline_file(tmp_path / "cur.json", {"gemm": 100_000.0})
     assert main(["compare", str(current), "--history", url]) == 2
     assert "nothing to compare: the history holds no reference for its launches on branch 'main'" in \
         capsys.readouterr().err
 
 
 def test_compare_without_baseline_needs_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    current = _baseline_file(tmp_path / "cur.json", {"gemm": 1.0})
+    current = baseline_file(tmp_path / "cur.json", {"gemm": 1.0})
     with pytest.raises(SystemExit) as info:
         main(["compare", str(current)])
     assert info.value.code == 2
@@ -144,8 +120,8 @@ def test_the_reference_reads_the_same_on_both_engines(tmp_path: Path, history_ur
     from perfgate.history.db import open_history
     from perfgate.history.reference import load_reference
 
-    _record(tmp_path, history_url, [{"gemm": v, "scan": 7.0} for v in HISTORY])
-    _record(tmp_path, history_url, [{"gemm": 1.0}], branch="other")
+    record_runs(tmp_path, history_url, [{"gemm": v, "scan": 7.0} for v in HISTORY])
+    record_runs(tmp_path, history_url, [{"gemm": 1.0}], branch="other")
     with open_history(history_url, create=False) as history:
         reference = load_reference(history, "main")
     assert reference.commits == 6 and reference.since.startswith("2026-11-01")
