@@ -59,6 +59,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
     lid = rows.launch_id[take]
     code = rows.metric_code[take]
     no_value = np.isnan(rows.baseline) | np.isnan(rows.current)
+    series = groups.series[take]  # one array shared by the group columns: ``take`` picks it once
     names = rows.names
 
     def per_metric(describe: Callable[[str], str]) -> Gather:
@@ -88,14 +89,10 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
         "device": per_launch("device"),
-        "group": per_row(groups.group),
-        "n_baseline": per_row(groups.n_baseline),
-        "n_current": per_row(groups.n_current),
-        "median_baseline": per_row(groups.median_baseline),
-        "median_current": per_row(groups.median_current),
-        "estimate": per_row(groups.estimate),
-        "ci_low": per_row(groups.low),
-        "ci_high": per_row(groups.high),
+        **{name: Gather(values, series) for name, values in (
+            ("group", groups.group), ("n_baseline", groups.n_baseline), ("n_current", groups.n_current),
+            ("median_baseline", groups.median_baseline), ("median_current", groups.median_current),
+            ("estimate", groups.estimate), ("ci_low", groups.low), ("ci_high", groups.high))},
     }, len(take))
     return table, _metric_facts(rows.metric_code, rows.units[0], len(names))[take]
 

@@ -232,7 +232,7 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     """One line per group whose change lies beyond its relative limit but was excused by the absolute floor."""
     if not groups.excused.any():
         return []
-    rows = _picked(results, groups.excused, order)
+    rows = _picked(results, groups.excused[groups.series], order)
     lines = []
     for row in rows[first_rows(rows["group"], rows["metric"])].rows():
         lines.append(

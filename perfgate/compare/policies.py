@@ -127,12 +127,12 @@ def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
     of all its launches at once (``repeats``), instead of its own n-th launch against the n-th, except a
     launch that moved alone (``alone``): its own row stays a regression. Rows that are not comparable (no
     data, missing, new) keep their status."""
-    grouped = np.flatnonzero(groups.group >= 0)
+    grouped = np.flatnonzero(groups.grouped())
     if not grouped.size:
         return status
     where = grouped[np.isin(status[grouped], _COMPARED)]
     judged: Objects = status.copy()
-    judged[where] = groups.status[where]
+    judged[where] = groups.status[groups.series[where]]
     judged[where[groups.alone[where]]] = Status.REGRESSION.value
     return judged
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.columns import factorize, filled, median
+from perfgate.columns import Array, factorize, median, objects
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
 from perfgate.compare.codes import distinct_coded
 from perfgate.compare.joining import JoinedRows
@@ -40,16 +40,19 @@ INTERVAL_LAUNCHES = 6  # from this many launches on the smaller side, the interv
 
 
 class GroupVerdicts(NamedTuple):
-    """The groups judged as a whole, as per-row and per-launch arrays.
+    """The groups judged as a whole: one verdict per judged series (a group on one gated metric), and per joined
+    row the series it was judged in.
 
-    Per joined row: ``group`` (-1 where the row was not judged with a group), the sample sizes, the
-    medians of both sides, the estimated relative change with its interval, and the group's
-    ``status`` ("" where none), ``alone`` (the launch moved alone: its own row is a regression whatever the
-    group's verdict) and ``excused`` (the group's interval lies beyond the relative limit but not beyond the
-    floor). Per launch id: ``launch_group``, the group of every launch of a judged kernel (one-sided launches
-    included), else -1.
+    ``series``: per joined row, its series' index into the per-series arrays; a row judged with no group points
+    at the last entry, which holds "not judged" (group -1, no samples, NaN, status ""). Per series: ``group`` (the
+    group's id, shown in reports), the sample sizes, the medians of both sides, the estimated relative change with
+    its interval, ``status`` and ``excused`` (the interval lies beyond the relative limit but not beyond the floor).
+    Per joined row: ``alone`` (the launch moved alone: its own row is a regression whatever the group's verdict).
+    Per launch id: ``launch_group``, the group of every launch of a judged kernel (one-sided launches included),
+    else -1. A series' verdict is held once, not on each of its rows (a kernel launched 100,000 times is one entry).
     """
 
+    series: Ints
     group: Ints
     n_baseline: Ints
     n_current: Ints
@@ -59,19 +62,38 @@ class GroupVerdicts(NamedTuple):
     low: Floats
     high: Floats
     status: Objects
-    alone: Bools
     excused: Bools
+    alone: Bools
     launch_group: Ints
     inconclusive: bool = False  # some group's verdict is inconclusive
 
     @classmethod
+    def of(cls, series: Ints, judged: list[_Series], alone: Bools, launch_group: Ints) -> GroupVerdicts:
+        """The verdicts of the ``judged`` series, and the "not judged" entry after them."""
+        def column(values: list[float] | list[int] | list[bool], missing: float | int | bool, dtype: type) -> Array:
+            return np.array([*values, missing], dtype=dtype)
+
+        statuses = [s.judged.status for s in judged]
+        return cls(series=series, group=column([s.group for s in judged], -1, np.int64),
+                   n_baseline=column([s.n_baseline for s in judged], 0, np.int64),
+                   n_current=column([s.n_current for s in judged], 0, np.int64),
+                   median_baseline=column([s.median_baseline for s in judged], np.nan, np.float64),
+                   median_current=column([s.median_current for s in judged], np.nan, np.float64),
+                   estimate=column([s.judged.estimate for s in judged], np.nan, np.float64),
+                   low=column([s.judged.low for s in judged], np.nan, np.float64),
+                   high=column([s.judged.high for s in judged], np.nan, np.float64),
+                   status=objects([*statuses, ""]), excused=column([s.judged.excused for s in judged], False, bool),
+                   alone=alone, launch_group=launch_group, inconclusive=Status.INCONCLUSIVE.value in statuses)
+
+    @classmethod
     def none(cls, rows: int, launches: int) -> GroupVerdicts:
-        nan = np.full(rows, np.nan)
-        return cls(group=np.full(rows, -1, dtype=np.int64), n_baseline=np.zeros(rows, dtype=np.int64),
-                   n_current=np.zeros(rows, dtype=np.int64), median_baseline=nan, median_current=nan.copy(),
-                   estimate=nan.copy(), low=nan.copy(), high=nan.copy(), status=filled(rows, ""),
-                   alone=np.zeros(rows, dtype=bool), excused=np.zeros(rows, dtype=bool),
-                   launch_group=np.full(launches, -1, dtype=np.int64))
+        return cls.of(np.zeros(rows, dtype=np.int64), [], np.zeros(rows, dtype=bool),
+                      np.full(launches, -1, dtype=np.int64))
+
+    def grouped(self) -> Bools:
+        """Per joined row: judged with its group."""
+        grouped: Bools = self.series < len(self.group) - 1
+        return grouped
 
     @property
     def any(self) -> bool:
@@ -159,18 +181,15 @@ def _series(rows: JoinedRows, group: Ints, repeated: Bools, metrics: list[int]) 
     return np.split(selected, starts[1:])
 
 
-def _record(verdicts: GroupVerdicts, members: Ints, shown: int, judged: _Judged, base: Floats, cur: Floats) -> None:
-    """Write a group's verdict on one metric into its rows."""
-    verdicts.group[members] = shown
-    verdicts.n_baseline[members] = base.size
-    verdicts.n_current[members] = cur.size
-    verdicts.median_baseline[members] = median(base)
-    verdicts.median_current[members] = median(cur)
-    verdicts.estimate[members] = judged.estimate
-    verdicts.low[members] = judged.low
-    verdicts.high[members] = judged.high
-    verdicts.status[members] = judged.status
-    verdicts.excused[members] = judged.excused
+class _Series(NamedTuple):
+    """A judged series: its group's shown id, its samples' sizes and medians, and its verdict."""
+
+    group: int
+    n_baseline: int
+    n_current: int
+    median_baseline: float
+    median_current: float
+    judged: _Judged
 
 
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
@@ -179,17 +198,19 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
     metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
     of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
     (the row's own change is past its limits in the worse direction) are per row."""
-    verdicts = GroupVerdicts.none(len(rows), launches.count)
+    none = GroupVerdicts.none(len(rows), launches.count)
     metrics = [code for code in range(len(rows.names)) if code < len(gated) and gated[code]]
     if not metrics or launches.count < 2:
-        return verdicts
+        return none
     group = kernel_groups(launches)
     sizes = np.bincount(group[group >= 0], minlength=1)
     if not (sizes >= 2).any():
-        return verdicts
+        return none
     repeated = np.where(group >= 0, sizes[np.maximum(group, 0)] >= 2, False)
     judged_groups: dict[int, int] = {}  # kernel group -> the id shown (in order of judging)
-    found_statuses: set[str] = set()
+    judged: list[_Series] = []
+    members_of: list[Ints] = []
+    alone = none.alone
     for members in _series(rows, group, repeated, metrics):
         code = int(rows.metric_code[members[0]])
         base_all, cur_all = rows.baseline[members], rows.current[members]
@@ -199,16 +220,20 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         sign = float(worse_sign[code])
         floor = float(np.median(floors[members]))
         group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
-        judged = _judge(base, cur, sign, group_relative, floor, confidence)
-        if judged is None:
+        verdict = _judge(base, cur, sign, group_relative, floor, confidence)
+        if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
-        _record(verdicts, members, shown, judged, base, cur)
-        found_statuses.add(judged.status)
+        judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
+        members_of.append(members)
         paired = base_ok & cur_ok
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
-            verdicts.alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign,
-                                                          group_relative, past_limit[members[paired]])
+            alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign, group_relative,
+                                                 past_limit[members[paired]])
+    series = np.full(len(rows), len(judged), dtype=np.int64)  # the "not judged" entry, after the judged ones
+    for index, members in enumerate(members_of):
+        series[members] = index
+    launch_group = none.launch_group
     for kernel_group, shown in judged_groups.items():
-        verdicts.launch_group[group == kernel_group] = shown
-    return verdicts._replace(inconclusive=Status.INCONCLUSIVE.value in found_statuses)
+        launch_group[group == kernel_group] = shown
+    return GroupVerdicts.of(series, judged, alone, launch_group)

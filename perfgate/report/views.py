@@ -114,19 +114,16 @@ def listed_summary(report: ReportView) -> dict[str, int]:
 def kernel_summary(report: ReportView) -> dict[str, int]:
     """``listed_summary`` with each kernel judged as one (its repeated launches: one ``group``) counted once, at
     the worst status of its compared launches (its others when none was compared): what the headline counts.
-    Each distinct status is ranked once, not each launch: a report may hold 500k launches."""
+    Launches are counted by (group, status) pair first: a report may hold 500k launches of a few kernels."""
     summary = listed_summary(report)
     launches: Any = report["launches"]
-    groups = launches.get("group") or []
-    statuses = launches["status"]
-    rank = {status: _kernel_rank(status) for status in set(statuses)}
     worst: dict[int, str] = {}
-    for status, group in zip(statuses, groups):
+    for (group, status), count in Counter(zip(launches.get("group") or [], launches["status"])).items():
         if group is None:
             continue
-        summary[status] -= 1
+        summary[status] -= count
         held = worst.get(group)
-        if held is None or rank[status] < rank[held]:
+        if held is None or _kernel_rank(status) < _kernel_rank(held):
             worst[group] = status
     for status in worst.values():
         summary[status] += 1
