@@ -138,19 +138,43 @@ def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int
 
 class Gather:
     """A column as ``values[rows]``, made only when read (see the module's docstring). Columns that share one
-    ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``."""
+    ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``.
+
+    ``values`` may itself be a Gather: a reader's per-launch column held as codes into its distinct values, read
+    on each row through the row's launch. Its rows then never become one object per launch."""
 
     __slots__ = ("values", "rows")
 
-    def __init__(self, values: Array, rows: npt.NDArray[np.int64]) -> None:
+    def __init__(self, values: Array | Gather, rows: npt.NDArray[np.int64]) -> None:
         self.values: Final = values
         self.rows: Final = rows
 
     def __len__(self) -> int:
         return len(self.rows)
 
+    def coded(self) -> tuple[npt.NDArray[np.int64], Array]:
+        """``(codes, values)``, ``values[codes]`` the column: through a Gather of a Gather, the inner values."""
+        if isinstance(self.values, Gather):
+            inner_codes, values = self.values.coded()
+            codes: npt.NDArray[np.int64] = inner_codes[self.rows]
+            return codes, values
+        return self.rows, self.values
+
+    def leaf(self) -> Array:
+        """The values the codes of ``coded`` point into."""
+        return self.values.leaf() if isinstance(self.values, Gather) else self.values
+
+    def at(self, rows: Any) -> Any:
+        """The column's value(s) at ``rows`` (an index or integer positions), without making the column."""
+        return self.values.at(self.rows[rows]) if isinstance(self.values, Gather) else self.values[self.rows[rows]]
+
+    def over(self, values: Array) -> Gather:
+        """The same rows over other values, one per value of ``leaf`` (a test of each, as ``Columns.equals``)."""
+        return Gather(self.values.over(values) if isinstance(self.values, Gather) else values, self.rows)
+
     def made(self) -> Array:
-        made: Array = self.values[self.rows]
+        codes, values = self.coded()
+        made: Array = values[codes]
         return made
 
 
@@ -207,27 +231,27 @@ class Columns:
     def dtype(self, name: str) -> np.dtype[Any]:
         """The type of column ``name``'s values, without making it."""
         column = self._data[name]
-        return column.values.dtype if isinstance(column, Gather) else column.dtype
+        return column.leaf().dtype if isinstance(column, Gather) else column.dtype
 
     def coded(self, name: str) -> tuple[npt.NDArray[np.int64], Array]:
         """Column ``name`` as codes into values (``values[codes]`` is the column): a ``Gather``'s rows and values,
         which may repeat a value or hold one no row has; else ``factorize``'s, distinct."""
         column = self._data[name]
         if isinstance(column, Gather):
-            return column.rows, column.values
+            return column.coded()
         return factorize(column)
 
     def picked(self, name: str, rows: Array) -> Array:
         """``self[name][rows]`` (integer positions), without making the whole column where it is a ``Gather``."""
         column = self._data[name]
-        picked: Array = column.values[column.rows[rows]] if isinstance(column, Gather) else column[rows]
+        picked: Array = column.at(rows) if isinstance(column, Gather) else column[rows]
         return picked
 
     def equals(self, name: str, value: object) -> npt.NDArray[np.bool_]:
         """``self[name] == value``: where the column is a ``Gather``, its values are compared, not its rows'."""
         column = self._data[name]
         if isinstance(column, Gather):
-            found: npt.NDArray[np.bool_] = np.asarray(column.values == value, dtype=bool)[column.rows]
+            found: npt.NDArray[np.bool_] = column.over(np.asarray(column.leaf() == value, dtype=bool)).made()
             return found
         return np.asarray(column == value, dtype=bool)
 
@@ -260,7 +284,7 @@ class Columns:
 
     def row(self, index: int) -> dict[str, Any]:
         """One row as plain Python values."""
-        values = {name: column.values[column.rows[index]] if isinstance(column, Gather) else column[index]
+        values = {name: column.at(index) if isinstance(column, Gather) else column[index]
                   for name, column in self._data.items()}
         return {name: value.item() if isinstance(value, np.generic) else value for name, value in values.items()}
 

@@ -21,7 +21,14 @@ import pytest
 from perfgate.collect.ncu_csv.details import read_details
 from perfgate.collect.ncu_csv.framing import _profiling_lines, find_header, launch_mask, ncu_error, no_table_error
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
-from perfgate.collect.ncu_csv.launches import MetricRows, attribute_cells, per_launch, with_no_data_rows
+from perfgate.collect.ncu_csv.launches import (
+    MetricRows,
+    attribute_cells,
+    coded,
+    listed,
+    per_launch,
+    with_no_data_rows,
+)
 from perfgate.collect.ncu_csv.parsing import (
     Unparsed,
     check_header,
@@ -373,9 +380,11 @@ def test_attribute_cells_and_per_launch_values() -> None:
     assert attribute_cells("device__attribute_display_name", cells) == [GPU, None, "65,536", 9]
     assert attribute_cells("launch__grid_dim_x", cells) == [GPU, None, "65536", 9]  # separators go
     column = pd.Series(["(256, 1, 1)", np.nan, "(256, 1, 1)"], dtype=object)
-    assert per_launch(column, 3) == ["(256, 1, 1)", "", "(256, 1, 1)"]
-    assert per_launch(None, 2) == ["", ""]
-    assert per_launch(pd.Series([" 9.0 "], dtype=object), 1, str.strip) == ["9.0"]
+    assert listed(per_launch(column, 3)) == ["(256, 1, 1)", "", "(256, 1, 1)"]
+    assert per_launch(column, 3).codes.tolist() == [0, 1, 0]  # codes into the distinct cells, not a text per launch
+    assert listed(per_launch(None, 2)) == ["", ""]
+    assert listed(per_launch(pd.Series([" 9.0 "], dtype=object), 1, str.strip)) == ["9.0"]
+    assert listed(coded(["b", "a", "b"])) == ["b", "a", "b"]
 
 
 def test_cells_to_numbers_by_metric() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import Array, Columns, Gather, factorize, filled, objects
+from perfgate.columns import Array, Columns, Gather, factorize, objects
 from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
@@ -61,14 +61,15 @@ def is_attribute_column(name: str) -> bool:
 
 @dataclass
 class Launches:
-    """Per-launch attributes, one entry per launch in report order."""
+    """Per-launch attributes, one entry per launch in report order, each as codes into its distinct texts (a
+    report's 500,000 launches name a few kernels, regions and configurations)."""
 
-    demangled: list[str]
-    region: list[str]
-    device: list[str]
-    cc: list[str]
-    grid: list[str]
-    block: list[str]
+    demangled: Coded
+    region: Coded
+    device: Coded
+    cc: Coded
+    grid: Coded
+    block: Coded
 
 
 @dataclass(frozen=True)
@@ -114,15 +115,25 @@ def _missing(cell: object) -> bool:
     return cell is None or cell != cell or cell == ""
 
 
-def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | None = None) -> list[str]:
-    """A column's value per launch (one row per launch) as strings, "" where empty, converted once per
-    distinct value."""
+def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | None = None) -> Coded:
+    """A column's value per launch (one row per launch) as codes into strings, "" where empty, converted once
+    per distinct value (two cells may convert to one string: a code each, one string twice)."""
     if cells is None:
-        return [""] * count
+        return Coded(np.zeros(count, dtype=np.int64), [""])
     codes, uniques = _factorized(cells)
-    mapped = ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques]
-    values: list[str] = objects(mapped)[codes].tolist()
+    return Coded(codes, ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques])
+
+
+def listed(column: Coded) -> list[str]:
+    """A coded column as one string per launch (for the rare files whose attributes need filling in)."""
+    values: list[str] = objects(list(column.distinct))[column.codes].tolist()
     return values
+
+
+def coded(values: list[str]) -> Coded:
+    """``listed``'s inverse."""
+    codes, distinct = factorize(objects(values))
+    return Coded(codes, distinct.tolist())
 
 
 def _factorized(cells: Cells) -> tuple[IntArray, Sequence[object]]:
@@ -161,36 +172,36 @@ def launch_attributes(columns: Mapping[str, Cells], count: int, extra: dict[str,
     device = per_launch(columns.get("Device"), count, lambda d: "" if d.strip().isdigit() else d.strip())
     names = extra.get("device__attribute_display_name")
     if names is not None:
-        device = [str(n) if n else d for n, d in zip(names, device, strict=True)]
+        device = coded([str(n) if n else d for n, d in zip(names, listed(device), strict=True)])
     cc = _cc_with_fallback(per_launch(columns.get("CC"), count, str.strip), extra)
     grid = _dims_with_fallback(per_launch(columns.get("Grid Size"), count, _dims), extra, "grid")
     block = _dims_with_fallback(per_launch(columns.get("Block Size"), count, _dims), extra, "block")
     return Launches(demangled, region, device, cc, grid, block)
 
 
-def _cc_with_fallback(cc: list[str], extra: dict[str, Attribute]) -> list[str]:
+def _cc_with_fallback(cc: Coded, extra: dict[str, Attribute]) -> Coded:
     """Fill launches without a "CC" cell from ``device__attribute_compute_capability_{major,minor}``."""
     major = extra.get("device__attribute_compute_capability_major")
     minor = extra.get("device__attribute_compute_capability_minor")
-    if not major or not minor or "" not in cc:
+    if not major or not minor or "" not in cc.distinct:
         return cc
-    return [c or ("" if a is None or b is None else f"{_whole(a)}.{_whole(b)}")
-            for c, a, b in zip(cc, major, minor, strict=True)]
+    return coded([c or ("" if a is None or b is None else f"{_whole(a)}.{_whole(b)}")
+                  for c, a, b in zip(listed(cc), major, minor, strict=True)])
 
 
-def _dims_with_fallback(dims: list[str], extra: dict[str, Attribute], what: str) -> list[str]:
+def _dims_with_fallback(dims: Coded, extra: dict[str, Attribute], what: str) -> Coded:
     """Fill launches without a "Grid Size"/"Block Size" cell from ``launch__{what}_dim_{x,y,z}``."""
     x, y, z = (extra.get(f"launch__{what}_dim_{axis}") for axis in "xyz")
-    if "" not in dims or x is None or y is None or z is None:
+    if "" not in dims.distinct or x is None or y is None or z is None:
         return dims
-    return [d or ("" if None in xyz else format_dim(*(_whole(v) for v in xyz)))
-            for d, *xyz in zip(dims, x, y, z, strict=True)]
+    return coded([d or ("" if None in xyz else format_dim(*(_whole(v) for v in xyz)))
+                  for d, *xyz in zip(listed(dims), x, y, z, strict=True)])
 
 
-def _ordinals(kernel_codes: IntArray, region: Sequence[str]) -> IntArray:
+def _ordinals(kernel_codes: IntArray, region_codes: IntArray) -> IntArray:
     """Per launch (in report order), its 0-based index among the launches of the same (kernel, region): what
-    ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping strings."""
-    region_codes, _ = factorize(objects(region))
+    ``perfgate.table.assign_ordinals`` gives, counted on integer codes instead of grouping strings (``region_codes``
+    tell each distinct region apart)."""
     key = kernel_codes * (int(region_codes.max(initial=0)) + 1) + region_codes
     order = np.argsort(key, kind="stable")
     ordered = key[order]
@@ -220,33 +231,46 @@ def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
                       None if reasons is None else reasons[order])
 
 
+def _distinct(column: Coded) -> tuple[IntArray, ObjectArray]:
+    """A coded column's codes into its distinct strings (two cells may have converted to one), in order of first
+    appearance: what ``factorize`` of the per-launch strings gives, without making them."""
+    if not len(column.codes):
+        return column.codes, objects([])
+    value_codes, values = factorize(objects(list(column.distinct)))
+    codes: IntArray = value_codes[column.codes]
+    return codes, values
+
+
 def build_table(source: str, launches: Launches, rows: MetricRows) -> Measurement:
     """Assemble the table from per-row arrays plus per-launch attributes (a launch without rows: "no data")."""
-    count = len(launches.demangled)
+    count = len(launches.demangled.codes)
     rows = with_no_data_rows(rows, count)
     launch = rows.launch.astype(np.int64)
-    demangled_codes, demangled = factorize(objects(launches.demangled))
+    demangled_codes, demangled = _distinct(launches.demangled)
     distinct = demangled.tolist()
     if any(not name.strip() for name in distinct):  # its baseline entry would match any nameless launch
         raise InputError(source, "a launch has no kernel name (an empty \"Kernel Name\" cell)",
                          "export the CSV again from ncu, or use the .ncu-rep")
     check_name_length(set(distinct), source)
-    check_name_length(set(launches.region), source, "NVTX region")
+    region_codes, regions = _distinct(launches.region)
+    check_name_length(set(regions.tolist()), source, "NVTX region")
     bare_codes, bare = factorize(objects([kernel_function_name(d) if d else "" for d in distinct]))
     kernel_codes = bare_codes[demangled_codes]  # each distinct name's function name made once
-    # A launch's columns repeat on each of its rows, a metric's name and unit on each of its: held as values
-    # and codes (``columns.Gather``), made only if a later stage reads the whole column.
+
+    def per_row(codes: IntArray, values: ObjectArray) -> Gather:
+        return Gather(Gather(values, codes.astype(np.int64, copy=False)), launch)
+
+    # A launch's columns repeat on each of its rows, a metric's name and unit on each of its: held as values and
+    # codes (``columns.Gather``; a launch's texts as codes into their distinct values), made only if a later stage
+    # reads the whole column.
     data: dict[str, Array | Gather] = {
-        "kind": Gather(filled(count, KIND_KERNEL), launch),
-        "kernel": Gather(bare[kernel_codes], launch),
-        "demangled": Gather(demangled[demangled_codes], launch),
-        "region": Gather(objects(launches.region), launch),
-        "ordinal": Gather(_ordinals(kernel_codes, launches.region), launch),
+        "kind": per_row(np.zeros(count, dtype=np.int64), objects([KIND_KERNEL])),
+        "kernel": per_row(kernel_codes, bare),
+        "demangled": per_row(demangled_codes, demangled),
+        "region": per_row(region_codes, regions),
+        "ordinal": Gather(_ordinals(kernel_codes, region_codes), launch),
         "launch": launch,
-        "device": Gather(objects(launches.device), launch),
-        "cc": Gather(objects(launches.cc), launch),
-        "grid": Gather(objects(launches.grid), launch),
-        "block": Gather(objects(launches.block), launch),
+        **{name: per_row(*_distinct(getattr(launches, name))) for name in ("device", "cc", "grid", "block")},
         "metric": Gather(objects([str(m) for m in rows.metric_names]), rows.metric_codes.astype(np.int64, copy=False)),
         "unit": Gather(objects([str(u) for u in rows.unit_names]), rows.unit_codes.astype(np.int64, copy=False)),
         "value": np.asarray(rows.values, dtype=np.float64),
