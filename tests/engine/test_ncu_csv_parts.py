@@ -24,7 +24,7 @@ from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicat
 from perfgate.collect.ncu_csv.launches import (
     MetricRows,
     attribute_cells,
-    coded,
+    combined,
     listed,
     per_launch,
     with_no_data_rows,
@@ -377,14 +377,17 @@ def test_launches_without_rows_get_the_no_data_row() -> None:
 
 def test_attribute_cells_and_per_launch_values() -> None:
     cells = np.array([f" {GPU} ", np.nan, "65,536", 9], dtype=object)
-    assert attribute_cells("device__attribute_display_name", cells) == [GPU, None, "65,536", 9]
-    assert attribute_cells("launch__grid_dim_x", cells) == [GPU, None, "65536", 9]  # separators go
+    assert listed(attribute_cells("device__attribute_display_name", cells)) == [GPU, None, "65,536", 9]
+    assert listed(attribute_cells("launch__grid_dim_x", cells)) == [GPU, None, "65536", 9]  # separators go
     column = pd.Series(["(256, 1, 1)", np.nan, "(256, 1, 1)"], dtype=object)
     assert listed(per_launch(column, 3)) == ["(256, 1, 1)", "", "(256, 1, 1)"]
     assert per_launch(column, 3).codes.tolist() == [0, 1, 0]  # codes into the distinct cells, not a text per launch
     assert listed(per_launch(None, 2)) == ["", ""]
     assert listed(per_launch(pd.Series([" 9.0 "], dtype=object), 1, str.strip)) == ["9.0"]
-    assert listed(coded(["b", "a", "b"])) == ["b", "a", "b"]
+    made = combined([per_launch(column, 3), per_launch(pd.Series(["x", "y", "x"], dtype=object), 3)],
+                    lambda dims, name: f"{name}{dims}")
+    assert listed(made) == ["x(256, 1, 1)", "y", "x(256, 1, 1)"]  # made once per distinct pair
+    assert len(made.distinct) == 2
 
 
 def test_cells_to_numbers_by_metric() -> None:

@@ -26,6 +26,7 @@ from perfgate.collect.ncu_csv.framing import FIX_CSV, launch_mask
 from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicates
 from perfgate.collect.ncu_csv.launches import (
     Attribute,
+    Coded,
     MetricRows,
     attribute_cells,
     build_table,
@@ -170,8 +171,11 @@ def _details_attributes(names: list[str], codes: IntArray, cells: ObjectArray, r
         if name not in names:
             continue
         rows = np.flatnonzero(codes == names.index(name))
-        per_launch: Attribute = [None] * count
-        for row, cell in zip(rows, attribute_cells(name, cells[rows]), strict=True):
-            per_launch[row_launch[row]] = cell
-        extra[name] = per_launch
+        found = attribute_cells(name, cells[rows])
+        launch_of = row_launch[rows]
+        _, last_from_end = np.unique(launch_of[::-1], return_index=True)
+        last = len(launch_of) - 1 - last_from_end  # a launch's last row of the metric, as a later row wins
+        per_launch = np.full(count, len(found.distinct), dtype=np.int64)  # None: the launch has no row of it
+        per_launch[launch_of[last]] = found.codes[last]
+        extra[name] = Coded(per_launch, [*found.distinct, None])
     return extra

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate.columns import Array, Columns, Gather, factorize, objects
+from perfgate.columns import Array, Columns, Gather, combined_key, factorize, first_rows, objects
 from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
@@ -34,17 +35,17 @@ from perfgate.table import (
 )
 from perfgate.vocabulary import KIND_KERNEL
 
-# Per launch, the cells of one identity metric as the parser gave them (text without thousands
-# separators); None where the launch has none.
-Attribute = list[object]
-
-
 @dataclass(frozen=True)
 class Coded:
     """A column's cells per launch as codes into its distinct cells (the raw page's, told apart in its bytes)."""
 
     codes: IntArray
     distinct: Sequence[object]
+
+
+# Per launch, the cell of one identity metric as the parser gave it (text without thousands separators), None
+# where the launch has none: as codes into the distinct cells.
+Attribute = Coded
 
 
 # A column's cells per launch: text, and None, NaN (pandas' empty cell) or "" where empty; or coded.
@@ -124,16 +125,10 @@ def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | 
     return Coded(codes, ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques])
 
 
-def listed(column: Coded) -> list[str]:
-    """A coded column as one string per launch (for the rare files whose attributes need filling in)."""
-    values: list[str] = objects(list(column.distinct))[column.codes].tolist()
+def listed(column: Coded) -> list[Any]:
+    """A coded column as one value per launch (what tests and a debugger read)."""
+    values: list[Any] = objects(list(column.distinct))[column.codes].tolist()
     return values
-
-
-def coded(values: list[str]) -> Coded:
-    """``listed``'s inverse."""
-    codes, distinct = factorize(objects(values))
-    return Coded(codes, distinct.tolist())
 
 
 def _factorized(cells: Cells) -> tuple[IntArray, Sequence[object]]:
@@ -147,14 +142,23 @@ def _factorized(cells: Cells) -> tuple[IntArray, Sequence[object]]:
 def attribute_cells(name: str, cells: Cells) -> Attribute:
     """Clean identity metric cells: None when empty; numbers without thousands separators."""
     codes, uniques = _factorized(cells)
-    cleaned: Attribute = []
+    cleaned: list[object] = []
     for cell in uniques:
         if isinstance(cell, str):
             text = cell.strip() if name == "device__attribute_display_name" else cell.strip().replace(",", "")
             cleaned.append(text or None)
         else:
             cleaned.append(None if _missing(cell) else cell)
-    return [cleaned[c] for c in codes.tolist()]
+    return Coded(codes, cleaned)
+
+
+def combined(parts: Sequence[Coded], make: Callable[..., object]) -> Coded:
+    """A column made launch by launch from several coded ones: ``make`` is called once per distinct combination
+    of their values (a few), not once per launch."""
+    key = combined_key(*((part.codes.astype(np.int64, copy=False), len(part.distinct)) for part in parts))
+    codes, _ = factorize(key)
+    made = [make(*(part.distinct[part.codes[row]] for part in parts)) for row in first_rows(key).tolist()]
+    return Coded(codes, made)
 
 
 def launch_attributes(columns: Mapping[str, Cells], count: int, extra: dict[str, Attribute]) -> Launches:
@@ -172,7 +176,7 @@ def launch_attributes(columns: Mapping[str, Cells], count: int, extra: dict[str,
     device = per_launch(columns.get("Device"), count, lambda d: "" if d.strip().isdigit() else d.strip())
     names = extra.get("device__attribute_display_name")
     if names is not None:
-        device = coded([str(n) if n else d for n, d in zip(names, listed(device), strict=True)])
+        device = combined([names, device], lambda name, index: str(name) if name else index)
     cc = _cc_with_fallback(per_launch(columns.get("CC"), count, str.strip), extra)
     grid = _dims_with_fallback(per_launch(columns.get("Grid Size"), count, _dims), extra, "grid")
     block = _dims_with_fallback(per_launch(columns.get("Block Size"), count, _dims), extra, "block")
@@ -183,10 +187,10 @@ def _cc_with_fallback(cc: Coded, extra: dict[str, Attribute]) -> Coded:
     """Fill launches without a "CC" cell from ``device__attribute_compute_capability_{major,minor}``."""
     major = extra.get("device__attribute_compute_capability_major")
     minor = extra.get("device__attribute_compute_capability_minor")
-    if not major or not minor or "" not in cc.distinct:
+    if major is None or minor is None or "" not in cc.distinct:
         return cc
-    return coded([c or ("" if a is None or b is None else f"{_whole(a)}.{_whole(b)}")
-                  for c, a, b in zip(listed(cc), major, minor, strict=True)])
+    return combined([cc, major, minor], lambda c, a, b: c or ("" if a is None or b is None else
+                                                             f"{_whole(a)}.{_whole(b)}"))
 
 
 def _dims_with_fallback(dims: Coded, extra: dict[str, Attribute], what: str) -> Coded:
@@ -194,8 +198,8 @@ def _dims_with_fallback(dims: Coded, extra: dict[str, Attribute], what: str) -> 
     x, y, z = (extra.get(f"launch__{what}_dim_{axis}") for axis in "xyz")
     if "" not in dims.distinct or x is None or y is None or z is None:
         return dims
-    return coded([d or ("" if None in xyz else format_dim(*(_whole(v) for v in xyz)))
-                  for d, *xyz in zip(listed(dims), x, y, z, strict=True)])
+    return combined([dims, x, y, z], lambda d, *xyz: d or ("" if None in xyz else
+                                                         format_dim(*(_whole(v) for v in xyz))))
 
 
 def _ordinals(kernel_codes: IntArray, region_codes: IntArray) -> IntArray:
@@ -233,12 +237,10 @@ def with_no_data_rows(rows: MetricRows, count: int) -> MetricRows:
 
 def _distinct(column: Coded) -> tuple[IntArray, ObjectArray]:
     """A coded column's codes into its distinct strings (two cells may have converted to one), in order of first
-    appearance: what ``factorize`` of the per-launch strings gives, without making them."""
-    if not len(column.codes):
-        return column.codes, objects([])
+    appearance among the launches: what ``factorize`` of the per-launch strings gives, without making them."""
     value_codes, values = factorize(objects(list(column.distinct)))
-    codes: IntArray = value_codes[column.codes]
-    return codes, values
+    codes, appearing = factorize(value_codes[column.codes])  # integers: renumbered by first appearance
+    return codes, values[appearing.astype(np.int64)]
 
 
 def build_table(source: str, launches: Launches, rows: MetricRows) -> Measurement:
