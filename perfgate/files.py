@@ -67,22 +67,14 @@ def _locked_temp(path: Path) -> tuple[int, str]:
         os.close(fd)
 
 
-def _fill(fd: int, name: str, content: str | bytes | Iterable[str]) -> None:
+def _fill(fd: int, name: str, content: str | bytes | Iterable[str | bytes]) -> None:
     """Write ``content`` to the temporary file, flush it to disk and give it a normal file's mode; fd stays open."""
-    if isinstance(content, bytes):
-        with os.fdopen(os.dup(fd), "wb") as raw:
-            raw.write(content)
-            raw.flush()
-            os.fsync(raw.fileno())
-    else:
-        with os.fdopen(os.dup(fd), "w", encoding="utf-8", newline="\n") as fh:
-            if isinstance(content, str):
-                fh.write(content)
-            else:
-                for part in content:
-                    fh.write(part)
-            fh.flush()
-            os.fsync(fh.fileno())
+    parts = [content] if isinstance(content, (str, bytes)) else content
+    with os.fdopen(os.dup(fd), "wb") as raw:
+        for part in parts:
+            raw.write(part.encode("utf-8") if isinstance(part, str) else part)  # no newline translation, anywhere
+        raw.flush()
+        os.fsync(raw.fileno())
     os.chmod(name, 0o666 & ~_umask())  # mkstemp makes 0600; a report or baseline is a normal file
 
 
@@ -108,11 +100,11 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, text: str | bytes | Iterable[str]) -> None:
+def write_atomically(path: Path, text: str | bytes | Iterable[str | bytes]) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half of one.
 
-    ``text`` may come in parts (an iterable of str), each written as it is made: the text of a large report
-    then never exists whole in memory."""
+    ``text`` may come in parts (an iterable of str, or of UTF-8 bytes), each written as it is made: the text of a
+    large report then never exists whole in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = _locked_temp(path)
     try:

@@ -24,11 +24,18 @@ def stdout_gone() -> None:
         pass
 
 
-def print_out(*parts: str) -> None:
-    """Write to stdout, flushed. A reader that went away is no failure of the command: its exit status still
-    follows the verdict (``compare ... | head`` under pipefail must not turn a regression into success)."""
+def print_out(*parts: str | bytes) -> None:
+    """Write to stdout (text, or UTF-8 bytes as they are), flushed. A reader that went away is no failure of the
+    command: its exit status still follows the verdict (``compare ... | head`` under pipefail must not turn a
+    regression into success)."""
     try:
-        sys.stdout.writelines(parts)
+        for part in parts:
+            buffer = getattr(sys.stdout, "buffer", None)  # none where a caller captures stdout as text
+            if isinstance(part, bytes) and buffer is not None:
+                sys.stdout.flush()  # the text before it first
+                buffer.write(part)
+            else:
+                sys.stdout.write(part.decode() if isinstance(part, bytes) else part)
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_gone()

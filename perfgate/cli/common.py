@@ -60,7 +60,7 @@ def output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
-def write_output(parts: Iterable[str], output: Path | None) -> None:
+def write_output(parts: Iterable[str | bytes], output: Path | None) -> None:
     """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
         print_out(*parts)

@@ -71,9 +71,9 @@ def render(report: Report, fmt: str) -> str:
 
 
 def render_parts(report: Report, fmt: str, commits: Sequence[str | None] | None = None,
-                 templates: Path | None = None, json_report: str | None = None) -> Iterable[str]:
+                 templates: Path | None = None, json_report: str | None = None) -> Iterable[str | bytes]:
     """The text of ``render(report, fmt)`` in parts, for a file writer: the JSON a table column at a time (50k
-    launches: 40 MB), the HTML page in pieces. ``commits``: as ``render_html`` takes them; ``templates``: a team's
+    launches: 40 MB) as UTF-8 bytes (``dump_parts``), the HTML page in pieces. ``commits``: as ``render_html`` takes them; ``templates``: a team's
     folder of templates; ``json_report``: the JSON report's file name, which the HTML page names."""
     if fmt == "json":
         return dump_parts(report)

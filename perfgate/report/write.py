@@ -18,49 +18,49 @@ def dumps(report: Report) -> str:
     ``repr`` of each float: the 400,000 results of 50k launches are 1.6M numbers. The line breaks are added
     around its output, so a diff or a pager stays usable.
     """
-    return "".join(dump_parts(report))
+    return b"".join(dump_parts(report)).decode()
 
 
-def dump_parts(report: Report) -> Iterator[str]:
-    """The text of ``dumps`` in parts (at most a table column each), whose concatenation it is: written part by
-    part, the text of a large report never exists at once (one "→" of a launch change makes a Python string
-    of it take 2 bytes per character)."""
+def dump_parts(report: Report) -> Iterator[bytes]:
+    """The UTF-8 text of ``dumps`` in parts (at most a table column each), whose concatenation it is: written part
+    by part, the text of a large report never exists at once; and as the bytes orjson makes, never decoded to a
+    Python string only to be encoded again (the JSON of 500k launches is 400 MB)."""
     encode = _encoder()
-    yield "{\n"
+    yield b"{\n"
     for index, (key, value) in enumerate(report.items()):
         name = encode(key)
         if index:
-            yield ",\n"
+            yield b",\n"
         if key in _TABLES and isinstance(value, dict):
-            yield f"{name}: {{\n"
+            yield name + b": {\n"
             for number, (column, values) in enumerate(value.items()):
-                yield (",\n  " if number else "  ") + encode(column) + ": " + encode(values)
-            yield "\n}"
+                yield (b",\n  " if number else b"  ") + encode(column) + b": " + encode(values)
+            yield b"\n}"
         elif key in ("comparisons", "notes") and isinstance(value, list) and value:
-            yield f"{name}: [\n" + ",\n".join(f"  {encode(item)}" for item in value) + "\n]"
+            yield name + b": [\n" + b",\n".join(b"  " + encode(item) for item in value) + b"\n]"
         else:
-            yield f"{name}: {encode(value)}"
-    yield "\n}\n"
+            yield name + b": " + encode(value)
+    yield b"\n}\n"
 
 
-def _encoder() -> Callable[[Any], str]:
-    """The JSON text of a value: a list, or a numpy array (``build_report(result_arrays=True)``) whose NaN and
-    ±inf are null."""
+def _encoder() -> Callable[[Any], bytes]:
+    """The JSON text (UTF-8) of a value: a list, or a numpy array (``build_report(result_arrays=True)``) whose NaN
+    and ±inf are null."""
     import orjson  # the writer's only: a text or Markdown report never loads it (tests/benchmarks/test_bench_ncu_rep.py)
 
     numpy_too = orjson.OPT_SERIALIZE_NUMPY
     # Values orjson refuses (an integer beyond 64 bits, in a report read back) take the json module's text.
     fallback = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
-    def encode(value: Any) -> str:
+    def encode(value: Any) -> bytes:
         if getattr(getattr(value, "dtype", None), "kind", "") == "O":  # strings or None: orjson takes a list
             value = value.tolist()
         try:
-            return orjson.dumps(value, option=numpy_too).decode()
+            return orjson.dumps(value, option=numpy_too)
         except orjson.JSONEncodeError:
             if hasattr(value, "dtype"):  # an array orjson does not take (not contiguous, or an unusual dtype)
                 value = _nulls_for_non_finite(value.tolist()) if value.dtype.kind == "f" else value.tolist()
-            return fallback(value)
+            return fallback(value).encode()
 
     return encode
 
