@@ -158,7 +158,10 @@ def _joined_keys(base: SideValues, base_rows: Ints, cur: SideValues, cur_rows: I
         slots = []
         for side, rows in ((base, base_rows), (cur, cur_rows)):
             slot = np.full(count * width, -1, dtype=np.int64)
-            np.maximum.at(slot, side.ids[rows] * width + side.metric[rows], rows)
+            keys = side.ids[rows] * width + side.metric[rows]
+            slot[keys] = rows
+            if np.count_nonzero(slot >= 0) != len(rows):  # a key twice: its last row, whatever numpy's order
+                np.maximum.at(slot, keys, rows)
             slots.append(slot)
         present = (slots[0] >= 0) | (slots[1] >= 0)
         present[fillers] = True
@@ -188,21 +191,41 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     width = len(extended)
     all_keys, base_taken, cur_taken = _joined_keys(base, base_rows, cur, cur_rows, bare * width + filler, width,
                                                    len(kinds))
-    base_value, cur_value = np.full(len(all_keys), np.nan), np.full(len(all_keys), np.nan)
-    base_at, cur_at = np.flatnonzero(base_taken >= 0), np.flatnonzero(cur_taken >= 0)
-    base_value[base_at], cur_value[cur_at] = base.value[base_taken[base_at]], cur.value[cur_taken[cur_at]]
-    base_only = base_at[cur_taken[base_at] < 0]  # the current run's unit wins
-    (base_units, cur_units), units = _shared_codes(base.unit_codes(), cur.unit_codes(), "")
-    unit = np.full(len(all_keys), len(units) - 1, dtype=np.int64)  # the last unit: "" (none)
-    unit[base_only], unit[cur_at] = base_units[base_taken[base_only]], cur_units[cur_taken[cur_at]]
+    base_value, _ = _taken(base.value, base_taken)
+    cur_value, cur_at = _taken(cur.value, cur_taken)
+    (base_codes, base_unit), (cur_codes, cur_unit), units = _shared_codes(base.unit_codes(), cur.unit_codes(), "")
+    # Each entry's unit: the current run's where it has the value, else the baseline's, else "" (the last unit).
+    if cur_at is None:
+        unit: Ints = cur_unit[cur_codes[cur_taken]]
+    else:
+        unit = np.full(len(all_keys), len(units) - 1, dtype=np.int64)
+        base_only = np.flatnonzero((base_taken >= 0) & (cur_taken < 0))
+        unit[base_only] = base_unit[base_codes[base_taken[base_only]]]
+        unit[cur_at] = cur_unit[cur_codes[cur_taken[cur_at]]]
     return JoinedRows(launch_id=all_keys // width, metric_code=all_keys % width, baseline=base_value,
                       current=cur_value, units=(unit, units), names=tuple(extended))
 
 
-def _shared_codes(base: Coded, cur: Coded, last: str) -> tuple[tuple[Ints, Ints], Objects]:
-    """Both sides' codes into one set of distinct values, ``last`` the last of them (whether a side has it or not)."""
+def _taken(values: Floats, taken: Ints) -> tuple[Floats, Ints | None]:
+    """``values[taken]``, NaN where ``taken`` is -1; and the entries that have a value (None: every one, the usual
+    case of two runs of the same launches, which needs no mask)."""
+    if not taken.size or int(taken.min()) >= 0:
+        every: Floats = values[taken]
+        return every, None
+    at = np.flatnonzero(taken >= 0)
+    found = np.full(taken.size, np.nan)
+    found[at] = values[taken[at]]
+    return found, at
+
+
+def _shared_codes(base: Coded, cur: Coded, last: str) -> tuple[tuple[Ints, Ints], tuple[Ints, Ints], Objects]:
+    """Both sides' codes into one set of distinct values, ``last`` the last of them (whether a side has it or not):
+    each side as (its codes, each of its values' shared code), so that only the rows needed are mapped."""
     distinct = [value for value in dict.fromkeys([*base[1].tolist(), *cur[1].tolist()]) if value != last]
     index = {value: code for code, value in enumerate([*distinct, last])}
-    codes = tuple(np.array([index[v] for v in values.tolist()], dtype=np.int64)[side_codes] if len(values) else
-                  np.zeros(len(side_codes), dtype=np.int64) for side_codes, values in (base, cur))
-    return (codes[0], codes[1]), objects(list(index))
+
+    def mapped(side: Coded) -> tuple[Ints, Ints]:
+        side_codes, values = side
+        return side_codes, np.array([index[v] for v in values.tolist()] or [len(index) - 1], dtype=np.int64)
+
+    return mapped(base), mapped(cur), objects(list(index))
