@@ -4,7 +4,6 @@ numbers that round on a tie, units to escape, -0.0 beside 0.0, missing values)."
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -12,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.reports import METRICS, hand_made
 
 from perfgate.render import format_change, format_value, render, render_html, render_parts
 from perfgate.render.formatting import _formatter, html_escape, number_style
@@ -22,7 +22,7 @@ from perfgate.render.kernels import metric_launches as python_metric_launches
 from perfgate.render.kernels_html import KernelRows
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.render.result_arrays import floats as _floats
-from perfgate.report import Report, dumps, empty_report, summarize, validate_report
+from perfgate.report import Report
 
 _UNGATED_SHOWN = ("new", "missing", "no data")
 _EXPLAINED = ("regression", "improvement")
@@ -79,39 +79,6 @@ def rows_one_by_one(report: Report) -> str:
 def table_of(page: str) -> str:
     every = page[page.index('<table id="results">'):]
     return every[every.index("<tbody>\n") + len("<tbody>\n"):every.index("</tbody>")]
-
-
-METRICS = {"metric": ["gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum",
-                      "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
-                      "odd__metric", "odd__spaced"],
-           "label": ["duration", "DRAM read", None, "registers", "occupancy <%>", "odd", "spaced"],
-           "unit": ["ns", "byte", "inst", "register/thread", "%", "<b>&", "inst "],
-           "threshold": ["5%+2000", "2%+4096", "1%", "off", "off", "3%", None],
-           "direction": ["lower", "lower", "lower", "lower", "higher", "lower", "lower"]}
-
-
-def hand_made(launches: list[dict[str, Any]], results: list[tuple[Any, ...]], test: str | None = None) -> Report:
-    """A validated report of ``launches`` (facts beyond the defaults) and ``results`` rows (launch, metric,
-    baseline, current, change, status, gated)."""
-    n = len(launches)
-    table: dict[str, list[Any]] = {
-        "kind": ["kernel"] * n, "kernel": [f"k<{i % 3}>" for i in range(n)],
-        "demangled": [f'void k<{i % 3}>(float *, "q")' for i in range(n)], "region": [""] * n,
-        "ordinal": [i // 3 for i in range(n)], "status": ["unchanged"] * n, "device": ["H100"] * n,
-        "launch_change": [None] * n, "test": [test] * n, "path": [None] * n, "line": [None] * n}
-    for i, facts in enumerate(launches):
-        for key, value in facts.items():
-            table[key][i] = value
-    columns: dict[str, list[Any]] = {k: [] for k in ("launch", "metric", "baseline", "current", "change", "delta",
-                                                     "status", "gated")}
-    for launch, metric, base, cur, change, status, gated in sorted(results, key=lambda r: r[0]):
-        for key, value in (("launch", launch), ("metric", metric), ("baseline", base), ("current", cur),
-                           ("change", change), ("delta", None), ("status", status), ("gated", gated)):
-            columns[key].append(value)
-    report = empty_report()
-    report.update(verdict="fail", summary=summarize(table["status"]), launches=table,  # type: ignore[typeddict-item]
-                  metrics=METRICS, results=columns)  # type: ignore[typeddict-item]
-    return validate_report(json.loads(dumps(report)), "hand-made")
 
 
 def edge_cases(test: str | None = None) -> Report:

@@ -20,7 +20,7 @@ from perfgate.report import build_report, build_view, dump_parts, dumps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.csvgen import write_raw_csv  # noqa: E402
-from test_compare_repeats import _noisy, _table  # noqa: E402
+from helpers.repeats import noisy, repeated_launches  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +127,8 @@ def test_inconclusive_kernels_are_noted_once_each_in_join_order() -> None:
     rng = np.random.default_rng(11)
     sides = []
     for shift, source in ((0.0, "base"), (0.05, "cur")):
-        first = _table(_noisy(rng, shift), source, kernel="zeta_kernel")
-        second = _table(_noisy(rng, shift), source, kernel="alpha_kernel", start=40)
+        first = repeated_launches(noisy(rng, shift), source, kernel="zeta_kernel")
+        second = repeated_launches(noisy(rng, shift), source, kernel="alpha_kernel", start=40)
         sides.append(first.with_table(Columns.concat([first.table, second.table])))
     comparison = compare_tables(*sides)
     notes = [n for n in comparison.notes if "inconclusive" in n]
