@@ -73,7 +73,7 @@ def _tables(comparison: Comparison, test: str | None, path: str | None, line: in
         # Each kernel's first launch (and its first that changed) keeps its results too: a cut listing names
         # every kernel before any kernel's second launch.
         changed = set(launches["status"]) - {Status.UNCHANGED.value}
-        firsts = np.union1d(first_launches(launches), first_launches(launches, changed)).astype(np.int64)
+        firsts = np.array(first_launches(launches, changed, also_first=True), dtype=np.int64)
     results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first, firsts)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
