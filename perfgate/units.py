@@ -9,6 +9,7 @@ Readers reduce every spelling to the base unit ``ncu_report`` uses (``to_base``:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 # Base units, as ncu_report reports them; "s" is pytest-benchmark's (its timings are in seconds).
 NANOSECOND = "ns"
@@ -82,22 +83,49 @@ SI_PREFIXES: tuple[tuple[float, str], ...] = ((1e12, "T"), (1e9, "G"), (1e6, "M"
 SILENT_UNITS = frozenset({"register/thread"})
 
 
-def scale_time(value: float, unit: str) -> tuple[float, str]:
-    """A value in ``ns`` or ``s`` in the largest time unit it reaches: (151.328, "µs") for 151328 ns.
+@lru_cache(maxsize=None)
+def time_scales(unit: str) -> tuple[float, ...]:
+    """What a value in ``ns`` or ``s`` is divided by to be written in each of :data:`TIME_STEPS`, then in ns: 1e3
+    for µs of ns (exact for these powers of ten: 1e6 / 1e9 == 1e-3). Raises KeyError for a unit that is not a
+    time."""
+    per_unit = _NS_PER_UNIT[unit]
+    return tuple(nanoseconds / per_unit for _, nanoseconds in (*TIME_STEPS, (NANOSECOND, 1.0)))
+
+
+def time_step(magnitude: float, unit: str) -> int:
+    """The step of :data:`TIME_STEPS` that ``magnitude`` (in ``unit``) reaches, the largest first;
+    ``len(TIME_STEPS)``: below a microsecond, ns."""
+    for step, scale in enumerate(time_scales(unit)[:-1]):
+        if magnitude >= scale:
+            return step
+    return len(TIME_STEPS)
+
+
+def scale_time(value: float, unit: str, step: int | None = None) -> tuple[float, str]:
+    """A value in ``ns`` or ``s`` in the largest time unit it reaches: (151.328, "µs") for 151328 ns; or in the
+    time unit of ``step`` (:func:`time_step`), so that values shown side by side share one.
 
     Below a microsecond it is given in ns. Raises KeyError for a unit that is not a time.
     """
-    per_unit = _NS_PER_UNIT[unit]
-    for symbol, nanoseconds in TIME_STEPS:
-        scale = nanoseconds / per_unit  # exact for these powers of ten: 1e6 / 1e9 == 1e-3
-        if abs(value) >= scale:
-            return value / scale, symbol
-    return value * per_unit, NANOSECOND
+    step = time_step(abs(value), unit) if step is None else step
+    if step < len(TIME_STEPS):
+        return value / time_scales(unit)[step], TIME_STEPS[step][0]
+    return value * _NS_PER_UNIT[unit], NANOSECOND
+
+
+def si_step(magnitude: float) -> int:
+    """The step of :data:`SI_PREFIXES` that ``magnitude`` reaches, the largest first; ``len(SI_PREFIXES)``: below
+    1000, no prefix."""
+    for step, (scale, _) in enumerate(SI_PREFIXES):
+        if magnitude >= scale:
+            return step
+    return len(SI_PREFIXES)
 
 
 def scale_si(value: float) -> tuple[float, str]:
     """(value / scale, prefix) for the largest decimal prefix the value reaches; (value, "") below 1000."""
-    for scale, prefix in SI_PREFIXES:
-        if abs(value) >= scale:
-            return value / scale, prefix
+    step = si_step(abs(value))
+    if step < len(SI_PREFIXES):
+        scale, prefix = SI_PREFIXES[step]
+        return value / scale, prefix
     return value, ""

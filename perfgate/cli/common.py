@@ -17,7 +17,7 @@ from perfgate.text import inert
 from perfgate.verdict import exit_status
 
 if TYPE_CHECKING:
-    from perfgate.report import Report
+    from perfgate.report import ReportView
 
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -77,7 +77,7 @@ def format_of(output: Path | None) -> str:
     return {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "text")
 
 
-def report_status(report: "Report", failed: bool) -> int:
+def report_status(report: "ReportView", failed: bool) -> int:
     """The exit status for a written report (``perfgate.verdict.exit_status``); a report that could not vouch
     for what it was asked (gated values on one side only, nothing compared) also says why on stderr."""
     status = exit_status(failed, report["verdict"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from perfgate.cli.common import (
     format_of,
@@ -18,13 +18,14 @@ from perfgate.cli.common import (
 from perfgate.errors import InputError
 from perfgate.option_table import add_arguments
 from perfgate.process import print_out
+from perfgate.verdict import verdict_of
 from perfgate.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
-    from perfgate.compare import CompareOptions
+    from perfgate.compare import CompareOptions, Comparison
     from perfgate.gate import Reference
-    from perfgate.report import Report
+    from perfgate.report import Report, ReportView
     from perfgate.table import Measurement
 
 
@@ -74,16 +75,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         options, reference, history_notes = compare_history(args.history, settings.history_branch, options, current)
     fmt = args.format or format_of(args.output)
+    templates = Path(settings.templates) if settings.templates else None
     if args.baseline is not None and args.baseline.is_dir():
         report, failed = _gate_against_directory(args, current, options, settings.strict, reference)
+        report["notes"].extend(history_notes)
+        shown: ReportView = report
+        parts = render_parts(report, fmt, templates=templates)
     else:
-        report, failed = _compare_files(args, current, options, reference, history_notes, fmt, settings.history_branch)
-    report["notes"].extend(history_notes)
-    templates = Path(settings.templates) if settings.templates else None
-    write_output(render_parts(report, fmt, templates=templates), args.output)
+        shown, parts = _compare_files(args, current, options, reference, history_notes, settings.history_branch,
+                                      fmt, templates)
+        failed = shown["verdict"] == Verdict.FAIL.value
+    write_output(parts, args.output)
     if args.output is not None:
-        print_out(f"{verdict_line(report)} (report: {args.output})\n")
-    return report_status(report, failed)
+        print_out(f"{verdict_line(shown)} (report: {args.output})\n")
+    return report_status(shown, failed)
 
 
 def _gate_against_directory(args: argparse.Namespace, current: Measurement, options: CompareOptions, strict: bool,
@@ -103,16 +108,36 @@ def _gate_against_directory(args: argparse.Namespace, current: Measurement, opti
 
 
 def _compare_files(args: argparse.Namespace, current: Measurement, options: CompareOptions,
-                   reference: Reference | None, history_notes: list[str], fmt: str,
-                   history_branch: str) -> tuple[Report, bool]:
-    """CURRENT against the BASELINE file, or against the history's reference where BASELINE is left out."""
+                   reference: Reference | None, history_notes: list[str], history_branch: str, fmt: str,
+                   templates: Path | None) -> tuple[ReportView, Iterable[str]]:
+    """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report, or
+    the view a human format reads, and its text in ``fmt`` (in parts, as ``render_parts`` gives them).
+
+    Text and Markdown render a view with the metric rows of only the launches they list (``build_view``); JSON
+    and HTML the whole report, its results as numpy arrays (``render.result_arrays``: no list of 400,000 rows is
+    made)."""
+    from perfgate.render import LAUNCHES_SHOWN, render_markdown, render_parts, render_text
+    from perfgate.report import build_report, build_view
+
+    comparison = _comparison(args, current, options, reference, history_notes, history_branch)
+    if fmt in LAUNCHES_SHOWN:
+        view = build_view(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN[fmt])
+        del comparison  # done with: its memory serves the rendering
+        _settle(view, history_notes)
+        return view, [render_text(view) if fmt == "text" else render_markdown(view, templates=templates)]
+    report = build_report(comparison, result_arrays=True)
+    del comparison
+    _settle(report, history_notes)
+    return report, render_parts(report, fmt, templates=templates)
+
+
+def _comparison(args: argparse.Namespace, current: Measurement, options: CompareOptions,
+                reference: Reference | None, history_notes: list[str], history_branch: str) -> Comparison:
+    """CURRENT compared with BASELINE, or with the history's reference (its notes put before ``history_notes``'s)."""
     from perfgate.collect import read_table
     from perfgate.compare import compare_tables
     from perfgate.regions import with_region_totals
-    from perfgate.render import LAUNCHES_SHOWN
-    from perfgate.report import build_report
     from perfgate.table import Measurement, empty_table
-    from perfgate.verdict import verdict_of
 
     baseline = with_region_totals(read_table(args.baseline, options.wanted_metrics())) if args.baseline is not None \
         else Measurement(empty_table())
@@ -123,13 +148,11 @@ def _compare_files(args: argparse.Namespace, current: Measurement, options: Comp
             raise InputError(args.current, f"nothing to compare: the history holds no reference for its launches "
                              f"on branch {history_branch!r} (at least 5 recent runs each) and no BASELINE was given",
                              "record base-branch runs with 'perfgate history record', or give BASELINE")
-    comparison = compare_tables(baseline, current, options)
-    del baseline, current  # the tables are done with: their memory serves the report
-    # Text and Markdown never list unchanged launches (text) or more than the first launches: skip those rows.
-    # JSON and HTML read the results as numpy arrays (render.result_arrays): no list of 400,000 rows is made.
-    report = build_report(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN.get(fmt),
-                          result_arrays=fmt in ("json", "html"))
-    del comparison
-    # Nothing compared (an empty baseline: every launch new) is "not measured", as merge would say.
+    return compare_tables(baseline, current, options)
+
+
+def _settle(report: ReportView, notes: list[str]) -> None:
+    """The verdict the report's contents allow (nothing compared, an empty baseline: every launch new, is "not
+    measured", as merge would say), then ``notes`` after the comparison's own."""
     report["verdict"] = verdict_of(report)
-    return report, report["verdict"] == Verdict.FAIL.value
+    report["notes"].extend(notes)

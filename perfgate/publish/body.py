@@ -27,7 +27,7 @@ from perfgate.render import (
     VERDICT_WORD,
     display_name,
     format_change,
-    format_value,
+    format_values,
     headline,
     summary_parts,
 )
@@ -259,9 +259,9 @@ def regression_annotations(report: Report, workspace: str | None = None,
         for row in result_rows(report, index):
             if row.get("status") == Status.REGRESSION.value and row.get("gated"):
                 label = row.get("label") or row.get("metric")
-                moved.append(f"{label} {format_value(row.get('baseline'), row.get('unit') or '')} → "
-                             f"{format_value(row.get('current'), row.get('unit') or '')} "
-                             f"({format_change(row.get('change'))}, limit {row.get('threshold')})")
+                before, after = format_values([row.get("baseline"), row.get("current")], row.get("unit"))
+                moved.append(f"{label} {before} → {after} ({format_change(row.get('change'))}, limit "
+                             f"{row.get('threshold')})")
         line = launch.get("line") if isinstance(launch.get("line"), int) and launch["line"] > 0 else 1
         where = f" [{launch['region']}]" if launch.get("region") else ""
         device = f" on {launch['device']}" if launch.get("device") else ""

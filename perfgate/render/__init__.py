@@ -30,14 +30,14 @@ from perfgate.render.common import (
     summary_parts,
     verdict_line,
 )
-from perfgate.render.formatting import format_change, format_value, md_escape
+from perfgate.render.formatting import format_change, format_value, format_values, md_escape
 from perfgate.render.untrusted import MAX_NAME
 from perfgate.render.markdown import MARKDOWN_BUDGET, MARKDOWN_LAUNCHES, render_markdown
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dump_parts, dumps
 
 __all__ = ["LAUNCHES_SHOWN", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "VERDICT_ICON", "VERDICT_WORD", "display_name", "explanation",
-           "format_change", "format_value", "headline", "md_escape", "metric_line", "no_data_side", "render",
+           "format_change", "format_value", "format_values", "headline", "md_escape", "metric_line", "no_data_side", "render",
            "render_html", "render_json", "render_markdown", "render_parts", "render_text", "summary_parts", "verdict_line"]
 
 

@@ -4,20 +4,46 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 from perfgate.render.untrusted import MAX_NAME, html_text, md_inline
-from perfgate.units import BYTE, BYTE_SYMBOL, SI_PREFIXES, SILENT_UNITS, TIME_UNITS, scale_time
+from perfgate.units import (
+    BYTE,
+    BYTE_SYMBOL,
+    SI_PREFIXES,
+    SILENT_UNITS,
+    TIME_UNITS,
+    scale_time,
+    si_step,
+    time_scales,
+    time_step,
+)
 
 
 
 # ---------------------------------------------------------------- number formatting
 
-def _si(unit: str) -> Callable[[float], str]:
-    """A value with the largest decimal prefix it reaches (``units.scale_si``'s), to 3 significant digits; below
-    1000 to 4, without one. One flat call a value: an HTML report formats tens of thousands of them."""
+# The scales of :func:`value_scale` past the steps of a time (``units.TIME_STEPS``, then ns) or of a quantity
+# (``units.SI_PREFIXES``, then none): a count's where every value of a row is a whole number below 1e9, each written
+# as it is ("3,429,796 inst"), and each value at its own (no finite value, or values too far apart for one).
+WHOLE = len(SI_PREFIXES) + 1
+OWN = WHOLE + 1
+# Below this in the larger value's unit, Python writes a number in exponent form ("1.2e-05 GB"): past it, a row's
+# values are each written at their own scale.
+SHARED_LOWEST = 1e-4
+
+
+def _si(unit: str, step: int | None = None) -> Callable[[float], str]:
+    """A value with the largest decimal prefix it reaches (``units.scale_si``'s), or with the prefix of ``step``
+    (``units.si_step``), to 3 significant digits; without a prefix to 4. One flat call a value: an HTML report
+    formats tens of thousands of them."""
     prefixed = [(scale, f" {prefix}{unit}".rstrip()) for scale, prefix in SI_PREFIXES]
     plain = f" {unit}".rstrip()  # the number never ends in a space: stripping the suffix is stripping the text
+    if step is not None and step < len(prefixed):
+        scale, suffix = prefixed[step]
+        return lambda value: f"{value / scale:.3g}{suffix}"
+    if step is not None:
+        return lambda value: f"{value:.4g}{plain}"
 
     def si(value: float) -> str:
         magnitude = abs(value)
@@ -43,21 +69,64 @@ def number_style(unit: str) -> str:
     return "percent" if unit == "%" else "count"
 
 
-@lru_cache(maxsize=256)
-def _formatter(unit: str) -> Callable[[float], str]:
-    """One function per unit, so a table of thousands of values does not re-decide the unit each time.
-    The unit knowledge (scales, symbols) is ``perfgate.units``'."""
+def value_scale(unit: str, values: Iterable[float | None]) -> int:
+    """The scale of the values of one metric shown side by side (a row's baseline and current value): the one the
+    largest of them reaches, so that a reader compares them at a glance ("3.43 Minst → 3.16 Minst", not
+    "3,429,796 inst → 3.16 Minst"). A step of :func:`scale_divisors`, :data:`WHOLE` for counts that are all whole
+    numbers below 1e9, :data:`OWN` where each value is written as :func:`format_value` writes it alone (no finite
+    value, or the smaller one would read in exponent form at the larger one's scale)."""
+    numbers = [abs(v) for v in map(_finite, values) if v is not None]
+    if not numbers:
+        return OWN
+    style = number_style(unit)
+    if style == "percent":
+        return 0
+    if style == "count" and all(v.is_integer() and v < 1e9 for v in numbers):
+        return WHOLE
+    reach = max(numbers)
+    step = time_step(reach, unit) if style == "time" else si_step(reach)
+    smallest = min((v for v in numbers if v), default=reach)
+    return step if smallest >= SHARED_LOWEST * scale_divisors(unit)[step] else OWN
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` as a float where it is a finite one (None, NaN, ±inf and an integer past float range are not)."""
+    try:
+        number = float(value) if value is not None else math.nan
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+@lru_cache(maxsize=16)
+def scale_divisors(unit: str) -> tuple[float, ...]:
+    """What a value of ``unit`` is divided by at each step of :func:`value_scale`: those of ``units.TIME_STEPS``
+    then ns for a time, of ``units.SI_PREFIXES`` then none for a quantity (of one for a percentage)."""
     style = number_style(unit)
     if style == "time":
+        return time_scales(unit)
+    return (1.0,) if style == "percent" else (*(scale for scale, _ in SI_PREFIXES), 1.0)
+
+
+@lru_cache(maxsize=256)
+def _formatter(unit: str, scale: int = OWN) -> Callable[[float], str]:
+    """One function per unit and scale (:func:`value_scale`'s; :data:`OWN`: each value at its own), so a table of
+    thousands of values does not re-decide the unit each time. The unit knowledge (scales, symbols) is
+    ``perfgate.units``'."""
+    style = number_style(unit)
+    step = None if scale in (WHOLE, OWN) else scale
+    if style == "time":
         def time(value: float) -> str:
-            scaled, symbol = scale_time(value, unit)
+            scaled, symbol = scale_time(value, unit, step)
             return f"{scaled:.4g} {symbol}"
 
         return time
     if style == "si":
-        return _si(BYTE_SYMBOL)
+        return _si(BYTE_SYMBOL, step)
     if style == "percent":
         return _percent
+    if step is not None:
+        return _si("" if unit in SILENT_UNITS else unit, step)
     si = _si("" if unit in SILENT_UNITS else unit)
     whole = whole_count(unit)
 
@@ -82,6 +151,13 @@ def format_value(value: float | None, unit: str | None) -> str:
     if value is None or value != value:  # None or NaN
         return "—"
     return _formatter(unit or "")(value)
+
+
+def format_values(values: Sequence[float | None], unit: str | None) -> list[str]:
+    """Values of one metric shown side by side (a baseline and a current value, a limit) on one scale,
+    :func:`value_scale`'s: 3,429,796 and 3,160,000.5 inst read "3.43 Minst" and "3.16 Minst"."""
+    text = _formatter(unit or "", value_scale(unit or "", values))
+    return ["—" if value is None or value != value else text(value) for value in values]
 
 
 def limit_text(spec: str | None, unit: str | None) -> str:

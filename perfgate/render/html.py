@@ -65,8 +65,10 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
     """The page as the parts to join: the top, the table's rows (a text per launch), the bottom.
 
     The frame is ``page.html.j2`` (autoescaped); the rows go where it writes ``rows``, found by a mark drawn at
-    random for each page, which no report can hold. The frame is rendered once without launches to measure the
-    room left for them under :data:`PAGE_BYTES`, then with them."""
+    random for each page, which no report can hold. The frame is rendered once without launches, which measures
+    the room left for them under :data:`PAGE_BYTES` and is the page's frame when every launch fits. Only when
+    launches are left out is it rendered again, with the note that says so and their summary: the template
+    decides the page's shape from that note (``launches_note``), so no one render can serve both."""
     verdict = report["verdict"]
     pairs, more = compared_files(report)
     devices = report_devices(report)

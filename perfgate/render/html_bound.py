@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from perfgate.columns import factorize, objects
-from perfgate.render.formatting import format_change, format_value, html_escape, limit_text
+from perfgate.render.formatting import format_change, format_values, html_escape, limit_text
 from perfgate.render.html_table import table_rows
 from perfgate.render.kernels import without_repeated_totals, worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
@@ -221,10 +221,10 @@ def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column
         unit = str(metrics["unit"][summary.code] or "")
         label = str(metrics["label"][summary.code] or metrics["metric"][summary.code])
         limit = limit_text(str(metrics["threshold"][summary.code] or ""), unit)
+        before, after = format_values([summary.before, summary.after], unit)
         out.append(f'<tr class="{status.replace(" ", "-")}"><td>{html_escape(status)}</td>'
                    f'{who if number == 0 else ""}<td>{html_escape(label)}</td>'
-                   f'<td class="num">{html_escape(format_value(summary.before, unit))}</td>'
-                   f'<td class="num">{html_escape(format_value(summary.after, unit))}</td>'
+                   f'<td class="num">{html_escape(before)}</td><td class="num">{html_escape(after)}</td>'
                    f'<td class="num">{html_escape(format_change(summary.change))}</td>'
                    f"<td>{html_escape(limit)}</td></tr>\n")
     return "".join(out)

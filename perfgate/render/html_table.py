@@ -1,6 +1,7 @@
 """The HTML report's table of launches (one row per gated metric of each launch, then its "why" row), put
 together from the report's columns in numpy: its 80,000 rows at 10,000 launches are parts that repeat (a
-launch's cells, a metric's label, each distinct number's text), made once each and joined once. The rows of
+launch's cells, a metric's label, each distinct number's text: ``perfgate.render.html_numbers``), made once
+each and joined once. The rows of
 some launches can be asked for (``listed``), each part with the launch it belongs to, so that the page can
 keep to its size (``perfgate.render.html_bound``).
 """
@@ -8,16 +9,16 @@ keep to its size (``perfgate.render.html_bound``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import Any, Callable
 
 import numpy as np
 
 from perfgate.columns import factorize, objects
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import _formatter, format_change, html_escape, limit_text, number_style, whole_count
+from perfgate.render.formatting import OWN, html_escape, limit_text
+from perfgate.render.html_numbers import Writer, change_texts, row_scales, value_texts
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
-from perfgate.units import SI_PREFIXES
 from perfgate.vocabulary import Status
 
 _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
@@ -37,154 +38,36 @@ class _Metrics:
         self.labels = [_escape(name) for name in self.names]
         self.units = [u or "" for u in metrics["unit"]]
         self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
-        self.writers = [_Writer.of(u) for u in self.units]
         self.explains = [not NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
+        self._writers: dict[tuple[int, int], Writer] = {}
 
+    def writer(self, code: int, scale: int) -> Writer:
+        """How metric ``code``'s values are written at ``scale`` (``formatting.value_scale``)."""
+        if (code, scale) not in self._writers:
+            self._writers[code, scale] = Writer.of(self.units[code], scale)
+        return self._writers[code, scale]
 
-# ---------------------------------------------------------------- numbers, each distinct one formatted once
-
-def _g_keys(values: np.ndarray, digits: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
-    """Keys for ``f"{value:.{digits}g}"``: its sign, decimal exponent and the ``digits`` digits it rounds to, and
-    where that rounding is certain (not within 1e-6 of a tie, the exponent as ``log10`` says); so values with one
-    certain key have one text. Zero (either sign) is certain."""
-    magnitude = np.abs(values)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        exponent = np.floor(np.log10(magnitude))
-        scaled = magnitude * 10.0 ** (digits - 1 - exponent)  # within a few ulps: far below the 1e-6 asked
-        rounded = np.rint(scaled)
-        certain = ((np.abs(scaled - np.floor(scaled) - 0.5) > 1e-6) & (rounded >= 10.0 ** (digits - 1))
-                   & (rounded < 10.0 ** digits))
-        # An exponent of a finite float is within ±400: (exponent + 400) * 1e5 + rounded stays below 1e8.
-        keys = np.where(certain, (exponent + 400) * 1e5 + rounded, 0.0) + np.signbit(values) * 1e8
-    return keys.astype(np.int64), certain | (magnitude == 0)
-
-
-_SI_SCALES = np.array([scale for scale, _ in SI_PREFIXES] + [1.0])  # largest first; 1: no prefix
-
-
-def _percent_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keys for ``f"{value:.1f}%"``: the tenths it rounds to (certain away from a tie: ``value * 10`` is within
-    2**-13 of its own below 2**40) and its sign (``-0.0%``)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        tenths = values * 10
-        certain = (np.abs(tenths) < 2.0 ** 40) & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3)
-        keys = 2 * np.where(certain, np.rint(tenths), 0).astype(np.int64) + np.signbit(values)
-    return keys, certain
-
-
-def _si_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keys for ``formatting._si``'s text: the prefix the value reaches, then the 3 digits it rounds to (4
-    without a prefix)."""
-    magnitude = np.abs(values)
-    prefix = sum((magnitude < scale).astype(np.int64) for scale in _SI_SCALES[:-1].tolist())
-    keys, certain = _g_keys(values / _SI_SCALES[prefix], np.where(prefix < len(_SI_SCALES) - 1, 3, 4))
-    return prefix * 10 ** 9 + keys, certain
-
-
-class _Writer(NamedTuple):
-    """How a metric's values are written: ``text`` of a value, ``keys`` (values with one key have one text: those
-    that round to the same digits) and ``whole`` (a whole number's text below 1e9: a count's) where its unit has
-    them. A unit from the report is untrusted: its numbers are escaped, unless escaping leaves the unit as it is."""
-
-    text: Callable[[float], str]
-    keys: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
-    whole: Callable[[int], str] | None = None
-
-    @staticmethod
-    def of(unit: str) -> _Writer:
-        style = number_style(unit)
-        text, whole = _formatter(unit), whole_count(unit) if style == "count" else None
-        if _escape(unit) != unit:
-            text, whole = _escaped(text), _escaped(whole) if whole is not None else None
-        return _Writer(text, _percent_keys if style == "percent" else _si_keys if style in ("si", "count") else None,
-                       whole)
-
-
-_T = TypeVar("_T")
-
-
-def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each key's index among the distinct ``keys``, and a row of each distinct key: by a table over the keys'
-    range where it is small (tenths of a percent), else by sorting them. Not ``columns.factorize``: its codes
-    follow first appearance, which costs a second sort here for nothing (twice the time on wide keys)."""
-    low, high = int(keys.min()), int(keys.max())
-    if high - low <= 2 * len(keys) + 1024:
-        shifted = keys - low
-        seen = np.zeros(high - low + 1, dtype=bool)
-        seen[shifted] = True
-        inverse: np.ndarray = (np.cumsum(seen) - 1)[shifted]
-    else:
-        inverse = np.unique(keys, return_inverse=True)[1]
-    one = np.empty(int(inverse.max()) + 1, dtype=np.intp)
-    one[inverse] = np.arange(len(keys))
-    return inverse, one
-
-
-def _escaped(text_of: Callable[[_T], str]) -> Callable[[_T], str]:
-    return lambda value: _escape(text_of(value))
-
-
-def _texts(values: np.ndarray, rows: np.ndarray, writer: _Writer, column: Sequence[Any], odd: Callable[[Any], str],
-           suffix: str = "") -> Any:
-    """``writer.text(v) + suffix`` for each of ``values[rows]``, each text made once: a whole number's, one
-    value's of each key, else each distinct value's; a NaN (None in the report) is ``odd`` of the report's own
-    value. The suffix (the markup that follows) spares the table a part in each row."""
-    picked = values[rows]
-    out = np.empty(len(rows), dtype=object)
-    # Beyond 2**53 a float does not hold every integer: such a value (an int in a report read back) is
-    # formatted from the report's own value.
-    with np.errstate(invalid="ignore"):
-        number = np.abs(picked) < 2.0 ** 53
-        whole = (np.floor(picked) == picked) & (np.abs(picked) < 1e9)
-    left = number
-    if writer.whole is not None and whole.any():
-        integers = picked[whole].astype(np.int64)
-        inverse, one = _distinct(integers)
-        out[whole] = objects([text + suffix for text in map(writer.whole, integers[one].tolist())])[inverse]
-        left = number & ~whole
-    keys, certain = writer.keys(picked) if writer.keys is not None else (None, np.zeros(len(rows), dtype=bool))
-    # by bits where the key is the value, so -0.0 and 0.0 (shown "-0" and "0") stay apart
-    for kept, key in ((left & certain, keys), (left & ~certain, picked.view(np.int64))):
-        if key is not None and kept.any():
-            inverse, one = _distinct(key[kept])
-            out[kept] = objects([writer.text(v) + suffix for v in picked[kept][one].tolist()])[inverse]
-    for at in np.flatnonzero(~number).tolist():
-        out[at] = odd(column[rows[at]]) + suffix
-    return out
+    def row_scales(self, codes: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """The scale each row's two values share (its metric: ``codes``; NaN: no value), ``value_scale``'s."""
+        scales = np.zeros(len(codes), dtype=np.int64)
+        for code in np.unique(codes).tolist():
+            mine = np.flatnonzero(codes == code)
+            scales[mine] = row_scales(self.units[code], first[mine], second[mine])
+        return scales
 
 
 def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, codes: np.ndarray,
-                  writers: Sequence[_Writer], odd_of: Sequence[Callable[[Any], str]], suffix: str = "") -> Any:
-    """The value of each of ``rows`` in its metric's unit (``writers[code]``), each distinct text made once."""
+                  scales: np.ndarray, facts: _Metrics, missing: Callable[[Callable[[float], str]], Callable[[Any], str]],
+                  suffix: str = "") -> Any:
+    """The value of each of ``rows`` in its metric's unit at its row's scale (``facts.writer``), each distinct text
+    made once; ``missing`` makes the text of a report's value that is no float (None) from the writer's."""
     out = np.empty(len(rows), dtype=object)
-    for code in np.unique(codes).tolist():
-        mine = np.flatnonzero(codes == code)
-        out[mine] = _texts(values, rows[mine], writers[code], column, odd_of[code], suffix)
-    return out
-
-
-def _tenths(k: int) -> str:
-    return f"{'+' if k > 0 else '-'}{abs(k) // 10}.{abs(k) % 10}%"
-
-
-def _change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, suffix: str = "") -> Any:
-    """:func:`format_change` of each of ``changes[rows]``. Changes hardly repeat, their texts do (``+5.2%``):
-    a change is rounded to tenths of a percent in numpy where that rounding is certain, and each distinct
-    text made once; the rest (no change, near a tie, huge, missing) go through :func:`format_change`."""
-    picked = changes[rows]
-    with np.errstate(invalid="ignore", over="ignore"):
-        tenths = picked * 100 * 10  # what f"{change * 100:+.1f}" rounds, within 2**-13 below 2**40
-        rounded = np.rint(tenths)
-        certain = ((np.abs(picked) >= 0.0005) & (np.abs(tenths) < 2.0 ** 40)
-                   & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0))
-    out = np.empty(len(rows), dtype=object)
-    if certain.any():
-        kept = rounded[certain].astype(np.int64)
-        inverse, one = _distinct(kept)
-        out[certain] = objects([_tenths(k) + suffix for k in kept[one].tolist()])[inverse]
-    rest = np.flatnonzero(~certain)
-    if len(rest):
-        out[rest] = _texts(changes, rows[rest], _Writer(format_change), column, format_change, suffix)
+    pairs = codes.astype(np.int64) * (OWN + 1) + scales
+    for pair in np.unique(pairs).tolist():
+        code, scale = divmod(pair, OWN + 1)
+        mine = np.flatnonzero(pairs == pair)
+        writer = facts.writer(code, scale)
+        out[mine] = value_texts(values, rows[mine], writer, column, missing(writer.text), suffix)
     return out
 
 
@@ -249,8 +132,7 @@ class _WhyRows:
     metrics that moved most, as :func:`explanation` words them. ``launches`` are the launches with one
     (ascending), ``sizes`` each row's number of parts, ``parts`` the rows' parts one after another."""
 
-    def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays,
-                 missing: list[Callable[[Any], str]], listed: np.ndarray) -> None:
+    def __init__(self, report: Report, facts: _Metrics, columns: ResultArrays, listed: np.ndarray) -> None:
         launches, results = report["launches"], columns.values
         launch, change = columns.launch, columns.change
         with np.errstate(invalid="ignore"):
@@ -283,11 +165,12 @@ class _WhyRows:
         codes = columns.metric[named]
         labels = objects([lead + label + " " for label in facts.labels for lead in ("", "; ")])
         parts[at] = labels[2 * codes + (rank > 0)]
-        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, facts.writers,
-                                      missing, " → ")
-        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, facts.writers,
-                                      missing, " (")
-        parts[at + 3] = _change_texts(change, results["change"], named, ")")
+        scales = facts.row_scales(codes, columns.baseline[named], columns.current[named])
+        parts[at + 1] = _number_texts(columns.baseline, results["baseline"], named, codes, scales, facts,
+                                      _why_missing, " → ")
+        parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, scales, facts,
+                                      _why_missing, " (")
+        parts[at + 3] = change_texts(change, results["change"], named, ")")
 
 
 def _ranks(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -332,9 +215,6 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
         listed = np.ones(len(columns.launch_status), dtype=bool)
     facts = _Metrics(report)
     results = columns.values
-    # The table writes None as "—" (and formats a NaN); the "why" (format_value) writes both as "—".
-    table_missing = [_table_missing(writer.text) for writer in facts.writers]
-    why_missing = [_why_missing(writer.text) for writer in facts.writers]
     shown = _shown(columns)
     shown = shown[listed[columns.launch[shown]]]
     codes, launch = columns.metric[shown], columns.launch[shown]
@@ -345,13 +225,15 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
     middles = objects([f'\n<td>{label}</td><td class="num">' for label in facts.labels])
     tails = objects([f'</td><td>{limit}</td>\n</tr>\n' for limit in facts.limits])
     opening, ordinal, region = _who(report, np.unique(launch))
+    # The table writes None as "—" (and formats a NaN); the "why" (format_values) writes both as "—".
+    scales = facts.row_scales(codes, columns.baseline[shown], columns.current[shown])
     row = [heads[columns.status[shown]], opening[launch], ordinal[launch], region[launch], middles[codes],
-           _number_texts(columns.baseline, results["baseline"], shown, codes, facts.writers, table_missing,
+           _number_texts(columns.baseline, results["baseline"], shown, codes, scales, facts, _table_missing,
                          '</td><td class="num">'),
-           _number_texts(columns.current, results["current"], shown, codes, facts.writers, table_missing,
+           _number_texts(columns.current, results["current"], shown, codes, scales, facts, _table_missing,
                          '</td>\n<td class="num">'),
-           _change_texts(columns.change, results["change"], shown), tails[codes]]
-    why = _WhyRows(report, facts, columns, why_missing, listed)
+           change_texts(columns.change, results["change"], shown), tails[codes]]
+    why = _WhyRows(report, facts, columns, listed)
     # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
     why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)
     starts = len(row) * np.arange(len(shown)) + why_ends[np.searchsorted(why.launches, launch, side="left")]

@@ -9,7 +9,7 @@ from operator import itemgetter
 from typing import Any, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import format_change, format_value, limit_text
+from perfgate.render.formatting import format_change, format_value, format_values, limit_text
 from perfgate.report import ReportView, group_stats, kernel_keys, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
@@ -305,6 +305,6 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
     moved.sort(key=lambda m: -abs(m.change or 0.0))
-    lines += [f"{m.label} {format_value(m.before, m.unit)} → {format_value(m.after, m.unit)} "
-              f"({format_change(m.change)})" for m in moved[:others]]
+    lines += [f"{m.label} {' → '.join(format_values([m.before, m.after], m.unit))} ({format_change(m.change)})"
+              for m in moved[:others]]
     return lines

@@ -13,7 +13,7 @@ from __future__ import annotations
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
-from perfgate.render.formatting import format_value, html_escape
+from perfgate.render.formatting import format_values, html_escape
 from perfgate.render.kernels import (
     KernelRow,
     MetricSummary,
@@ -99,12 +99,13 @@ def kernel_table(rows: KernelRows) -> str:
         row = rows.row(indexes)
         moved = row.moved[:3]
         why = why_lines(row, others=0)[:3]  # the bound, a launch-config change, ncu's findings
+        shown = [format_values([m.before, m.after], m.unit) for m in moved]
         cells = [f"{STATUS_ICON.get(row.status, '')} {html_escape(row.status)}",
                  f'<span class="kernel">{html_escape(row.name)}</span>', html_escape(_where(row)),
                  launches_label(row) or "1",
                  "<br>".join(html_escape(m.label) for m in moved),
-                 "<br>".join(html_escape(format_value(m.before, m.unit)) for m in moved),
-                 "<br>".join(html_escape(format_value(m.after, m.unit)) for m in moved),
+                 "<br>".join(html_escape(before) for before, _ in shown),
+                 "<br>".join(html_escape(after) for _, after in shown),
                  "<br>".join(html_escape(change_text(m)) for m in moved),
                  "<br>".join(html_escape(m.limit) for m in moved),
                  "<br>".join(html_escape(line) for line in why)]
@@ -184,9 +185,9 @@ def _metric_tables(row: KernelRow) -> str:
             label = html_escape(m.label) + (f' <span class="meta">{html_escape(m.metric)}</span>'
                                             if m.label != m.metric else "")
             head = f'<td rowspan="{len(grouped[name])}">{name}</td>' if i == 0 else ""
+            before, after = format_values([m.before, m.after], m.unit)
             out.append(f'<tr class="{m.status.replace(" ", "-")}">{head}<td>{label}</td>'
-                       f'<td class="num">{html_escape(format_value(m.before, m.unit))}</td>'
-                       f'<td class="num">{html_escape(format_value(m.after, m.unit))}</td>'
+                       f'<td class="num">{html_escape(before)}</td><td class="num">{html_escape(after)}</td>'
                        f'<td class="num">{html_escape(change_text(m))}</td><td>{html_escape(m.limit)}</td>'
                        f'<td>{html_escape(m.status)}</td></tr>')
     out.append("</tbody></table>")
@@ -239,6 +240,7 @@ def band_chart(summary: MetricSummary) -> str:
         return round(_LEFT + min(max(value - low, 0.0) / (top - low), 1.0) * _TRACK, 1)
 
     unit = summary.unit
+    before_text, after_text, bound_text = format_values([before, after, bound], unit)
     fill = {"regression": "#cf222e", "improvement": "#1a7f37", "inconclusive": "#bf8700"}.get(summary.status, "#57606a")
     lines = [f'<svg class="band" role="img" width="{_WIDTH}" height="58" xmlns="http://www.w3.org/2000/svg" '
              f'aria-label="{html_escape(summary.label)}: baseline, allowed band and current value">',
@@ -249,20 +251,20 @@ def band_chart(summary: MetricSummary) -> str:
         start, stop = sorted((x(before), x(bound)))
         lines.append(f'<rect class="allowed" x="{start}" y="8" width="{max(stop - start, 1)}" height="22" '
                      f'fill="#ddf4ff"><title>allowed by the limit: up to '
-                     f'{html_escape(format_value(bound, unit))}</title></rect>')
+                     f'{html_escape(bound_text)}</title></rect>')
     lines.append(f'<rect class="current" x="{_LEFT}" y="13" width="{max(x(after) - _LEFT, 1)}" height="12" '
-                 f'fill="{fill}"><title>current {html_escape(format_value(after, unit))}</title></rect>')
+                 f'fill="{fill}"><title>current {html_escape(after_text)}</title></rect>')
     if low_ci is not None and high_ci is not None:
         lines.append(f'<line x1="{x(low_ci)}" y1="19" x2="{x(high_ci)}" y2="19" stroke="#1f2328" stroke-width="2">'
                      f'<title>95% interval of the change</title></line>')
     lines.append(f'<line class="baseline" x1="{x(before)}" y1="4" x2="{x(before)}" y2="34" stroke="#1f2328" '
                  f'stroke-width="2"/>')
-    legend = (f"baseline {format_value(before, unit)} · current {format_value(after, unit)} "
-              f"({change_text(summary)})" + (f" · allowed up to {format_value(bound, unit)}" if bound is not None
-                                             else ""))
+    legend = (f"baseline {before_text} · current {after_text} ({change_text(summary)})"
+              + (f" · allowed up to {bound_text}" if bound is not None else ""))
     lines.append(f'<text x="{_LEFT}" y="50">{html_escape(legend)}</text>')
     if low > 0:
-        lines.append(f'<text x="{_LEFT + _TRACK + 6}" y="24" class="meta">axis {html_escape(format_value(low, unit))}'
-                     f'–{html_escape(format_value(top, unit))}</text>')
+        low_text, top_text = format_values([low, top], unit)
+        lines.append(f'<text x="{_LEFT + _TRACK + 6}" y="24" class="meta">axis {html_escape(low_text)}'
+                     f'–{html_escape(top_text)}</text>')
     lines.append("</svg>")
     return "\n".join(lines)

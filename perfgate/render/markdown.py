@@ -37,7 +37,7 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import format_value, text_length
+from perfgate.render.formatting import format_values, text_length
 from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
 from perfgate.render.templates import render_block, render_template
 from perfgate.report import ReportView, group_stats, listed_summary
@@ -106,9 +106,10 @@ def row_view(row: KernelRow, why: bool) -> dict[str, Any]:
     median = any(m.launches > 1 for m in moved)
     return {"icon": STATUS_ICON.get(row.status, ""), "name": name, "under": under, "device": row.device or "",
             "launches": launches_label(row) or "1", "message": _message(row),
-            "moved": [{"label": m.label, "median": median and m.launches > 1, "before": format_value(m.before, m.unit),
-                       "after": format_value(m.after, m.unit), "change": change_text(m), "limit": m.limit,
-                       "regression": m.status == Status.REGRESSION.value} for m in moved],
+            "moved": [{"label": m.label, "median": median and m.launches > 1,
+                       **dict(zip(("before", "after"), format_values([m.before, m.after], m.unit))),
+                       "change": change_text(m), "limit": m.limit, "regression": m.status == Status.REGRESSION.value}
+                      for m in moved],
             "more": len(row.moved) - len(moved), "why": why_lines(row, others=1)[:4] if why else None}
 
 

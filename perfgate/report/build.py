@@ -42,19 +42,15 @@ def _finite_list(column: Any) -> list[float | None]:
 
 
 def build_report(comparison: Comparison, *, test: str | None = None, path: str | None = None,
-                 line: int | None = None, notes: Iterable[str] = (), unchanged_results: bool = True,
-                 results_of_first: int | None = None, result_arrays: bool = False) -> Report:
+                 line: int | None = None, notes: Iterable[str] = (), result_arrays: bool = False) -> Report:
     """Turn a Comparison into the report; ``test``/``path``/``line`` attribute every launch to a test.
 
     Only for a report that is written as JSON (``dump_parts``) or as the HTML page (``render_html``, which reads
     them through ``perfgate.render.result_arrays``) and nothing else: ``result_arrays=True`` leaves the results
     table's columns numpy arrays (null as NaN), which ``dump_parts`` writes as they are. As
     Python lists, the 400,000 results of 50k launches (eight columns) took ~60 MB more at the peak.
-
-    ``unchanged_results`` and ``results_of_first`` are ``build_view``'s, for ``perfgate compare``'s call of this
-    function until it builds its text and Markdown with ``build_view``: with either, the result is a view.
     """
-    tables = _tables(comparison, test, path, line, notes, unchanged_results, results_of_first, result_arrays)
+    tables = _tables(comparison, test, path, line, notes, True, None, result_arrays)
     return cast(Report, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "generator": f"perfgate {__version__}",
                          **tables})
 
@@ -77,7 +73,7 @@ def _tables(comparison: Comparison, test: str | None, path: str | None, line: in
         # Each kernel's first launch (and its first that changed) keeps its results too: a cut listing names
         # every kernel before any kernel's second launch.
         changed = set(launches["status"]) - {Status.UNCHANGED.value}
-        firsts = np.union1d(first_launches(launches), first_launches(launches, changed)).astype(np.int64)
+        firsts = np.array(first_launches(launches, changed, also_first=True), dtype=np.int64)
     results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first, firsts)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])

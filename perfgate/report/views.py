@@ -144,17 +144,24 @@ def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
                launches["region"])
 
 
-def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None) -> list[int]:
-    """Each kernel's first launch (``kernel_keys``), optionally its first with one of ``statuses``, in launch order:
-    what a cut listing names before any kernel's second launch, so that no kernel that needs attention goes
-    unnamed."""
+def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None,
+                   also_first: bool = False) -> list[int]:
+    """Each kernel's first launch (``kernel_keys``) with one of ``statuses`` (of any status when None), in launch
+    order; ``also_first``: each kernel's first launch of any status too, found in the same pass. What a cut
+    listing names before any kernel's second launch, so that no kernel that needs attention goes unnamed.
+
+    A loop over the launches, not numpy: reading and rendering a report as text or Markdown loads no numpy."""
     wanted = set(statuses) if statuses is not None else None
-    status = launches["status"]
-    seen: set[tuple[Any, ...]] = set()
+    seen: set[tuple[Any, ...]] = set()  # kernels whose first launch was met
+    seen_wanted: set[tuple[Any, ...]] = set()  # kernels whose first launch with one of ``statuses`` was met
     firsts = []
-    for index, key in enumerate(kernel_keys(launches)):
-        if key not in seen and (wanted is None or status[index] in wanted):
-            seen.add(key)
+    for index, (key, status) in enumerate(zip(kernel_keys(launches), launches["status"])):
+        first = also_first and key not in seen
+        first_wanted = (wanted is None or status in wanted) and key not in seen_wanted
+        seen.add(key)
+        if first_wanted:
+            seen_wanted.add(key)
+        if first or first_wanted:
             firsts.append(index)
     return firsts
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers.benchmark_suite import run_virtual_benchmarks
 
 from perfgate.cli import main
 from perfgate.collect import read_table
@@ -61,40 +62,6 @@ def test_reads_saved_runs(pytester: pytest.Pytester) -> None:
     [saved] = list((pytester.path / ".benchmarks").glob("*/*.json"))
     table = read_table(saved).table
     assert set(table["kernel"]) == {"test_bench.py::test_fast", "test_bench.py::test_tunable"}
-
-
-# The same two benchmarks timed by a virtual clock that advances only with the work done (the device of
-# tests/plugin/test_plugin_benchmark.py, VIRTUAL_CLOCK): what a slower benchmark is then does not depend on how
-# loaded the machine is. With process time, unchanged code was seen +97% to +136% slower on a loaded 2-core
-# machine, more than any limit that still proves something.
-VIRTUAL_SUITE = """
-import os
-import virtual_clock
-
-def spin(n):
-    virtual_clock.spend(n * 1e-8)  # 2000 steps: 20 us of virtual time
-    return sum(i * i for i in range(50))
-
-def test_fast(benchmark):
-    benchmark(spin, 2000)
-
-def test_tunable(benchmark):
-    benchmark(spin, int(os.environ.get("SPIN", "2000")))
-"""
-
-
-def run_virtual_benchmarks(pytester: pytest.Pytester, out: Path, spin: int) -> None:
-    from helpers.benchmark_suite import VIRTUAL_CLOCK
-
-    pytester.makepyfile(test_bench=VIRTUAL_SUITE.replace('"2000"', f'"{spin}"'), virtual_clock=VIRTUAL_CLOCK)
-    pytester.syspathinsert()
-    for module in ("test_bench", "virtual_clock"):  # in-process runs: each run imports its own copy
-        sys.modules.pop(module, None)
-    result = pytester.runpytest("-p", "no:perfgate", "-p", "no:cacheprovider", "--benchmark-enable",
-                                f"--benchmark-json={out}", "--benchmark-timer=virtual_clock.timer",
-                                "--benchmark-min-rounds=30", "--benchmark-min-time=0.0002",
-                                "--benchmark-max-time=0.25", "--benchmark-save-data", "--benchmark-disable-gc")
-    result.assert_outcomes(passed=2)
 
 
 def test_slower_benchmark_is_a_regression(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

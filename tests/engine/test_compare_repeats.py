@@ -27,27 +27,9 @@ from perfgate.vocabulary import Status
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.common import REPO  # noqa: E402
 from helpers.csvgen import write_details_csv  # noqa: E402
+from helpers.repeats import INST, LAUNCHES, TIME, TYPICAL, noisy, repeated_launches  # noqa: E402
 
-TIME, INST, READ = "gpu__time_duration.sum", "smsp__inst_executed.sum", "dram__bytes_read.sum"
 H100 = REPO / "tests" / "data" / "h100"
-LAUNCHES, NOISE, TYPICAL = 40, 0.015, 85_000.0  # launches per run, run-to-run noise (sd), duration in ns
-
-
-def _table(durations: Any, source: str, *, kernel: str = "gemm_kernel", grid: str = "(64, 1, 1)",
-           instructions: Any = None, region: str = "loop", start: int = 0) -> Measurement:
-    """One launch of ``kernel`` per duration, in ``region``; instructions 1,000,000 each unless given."""
-    counts = instructions if instructions is not None else [1_000_000.0] * len(durations)
-    rows: list[dict[str, Any]] = []
-    for ordinal, (duration, count) in enumerate(zip(durations, counts, strict=True)):
-        for metric, value in ((TIME, duration), (INST, count), (READ, 4_000_000.0)):
-            rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": region,
-                         "ordinal": ordinal, "launch": start + ordinal, "device": "NVIDIA H100", "cc": "9.0",
-                         "grid": grid, "block": "(256, 1, 1)", "metric": metric, "unit": "", "value": float(value)})
-    return Measurement(make_table(rows), source=source)
-
-
-def _noisy(rng: np.random.Generator, shift: float = 0.0, n: int = LAUNCHES) -> Any:
-    return TYPICAL * (1.0 + shift) * (1.0 + NOISE * rng.standard_normal(n))
 
 
 def _time_rows(comparison: Comparison) -> Columns:
@@ -67,7 +49,7 @@ def test_ten_reruns_of_forty_noisy_launches_raise_no_false_alarm() -> None:
     rng = np.random.default_rng(2024)
     alarms_launch_by_launch = 0
     for _ in range(10):
-        comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng), "cur"))
+        comparison = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng), "cur"))
         assert comparison.verdict == "pass" and not comparison.inconclusive
         assert comparison.counts()[Status.UNCHANGED.value] == 1  # one kernel, not 40 launches
         rows = _time_rows(comparison)
@@ -82,7 +64,7 @@ def test_ten_reruns_of_forty_noisy_launches_raise_no_false_alarm() -> None:
 def test_an_eight_percent_shift_is_caught_and_reported_as_one_kernel() -> None:
     rng = np.random.default_rng(7)
     for _ in range(10):
-        comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, 0.08), "cur"))
+        comparison = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, 0.08), "cur"))
         assert comparison.verdict == "fail"
         counts = comparison.counts()
         assert counts[Status.REGRESSION.value] == 1 and sum(counts.values()) == 1
@@ -157,7 +139,7 @@ def test_the_real_h100_mlp_rerun_judges_backwards_repeated_kernels_as_one_each()
 
 def test_an_interval_that_straddles_the_limit_is_inconclusive_shown_and_not_failed() -> None:
     rng = np.random.default_rng(11)
-    comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, 0.05), "cur"))
+    comparison = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, 0.05), "cur"))
     row = _time_rows(comparison).row(0)
     assert row["ci_low"] < 0.05 < row["ci_high"]
     assert row["status"] == Status.INCONCLUSIVE.value
@@ -172,10 +154,10 @@ def test_an_interval_that_straddles_the_limit_is_inconclusive_shown_and_not_fail
 
 def test_an_eight_percent_speed_up_is_one_improvement_and_a_straddling_one_is_unchanged() -> None:
     rng = np.random.default_rng(3)
-    faster = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, -0.08), "cur"))
+    faster = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, -0.08), "cur"))
     assert faster.counts()[Status.IMPROVEMENT.value] == 1 and faster.verdict == "pass"
     rng = np.random.default_rng(11)
-    maybe = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, -0.05), "cur"))
+    maybe = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, -0.05), "cur"))
     row = _time_rows(maybe).row(0)
     assert row["ci_low"] < -0.05 < row["ci_high"]
     assert row["status"] == Status.UNCHANGED.value and not maybe.inconclusive
@@ -185,10 +167,10 @@ def test_the_absolute_limit_holds_for_a_group_too() -> None:
     # A 2.4 µs kernel 10% slower: 240 ns, under the 2 µs the default threshold also asks for.
     rng = np.random.default_rng(5)
     small = 2_400.0 / TYPICAL
-    comparison = compare_tables(_table(_noisy(rng) * small, "base"), _table(_noisy(rng, 0.10) * small, "cur"))
+    comparison = compare_tables(repeated_launches(noisy(rng) * small, "base"), repeated_launches(noisy(rng, 0.10) * small, "cur"))
     row = _time_rows(comparison).row(0)
     assert row["ci_low"] > 0.05 and row["status"] == Status.UNCHANGED.value
-    strict = compare_tables(_table(_noisy(rng) * small, "base"), _table(_noisy(rng, 0.10) * small, "cur"),
+    strict = compare_tables(repeated_launches(noisy(rng) * small, "base"), repeated_launches(noisy(rng, 0.10) * small, "cur"),
                             CompareOptions(thresholds={TIME: _threshold("5%")}))
     assert strict.counts()[Status.REGRESSION.value] == 1
 
@@ -204,8 +186,8 @@ def test_work_counters_are_grouped_and_a_launch_whose_exact_count_moved_alone_is
     counts = [1_000_000.0] * LAUNCHES
     grown = list(counts)
     grown[7] *= 1.03  # one launch executed 3% more instructions: beyond the 1% limit
-    comparison = compare_tables(_table(_noisy(rng), "base", instructions=counts),
-                                _table(_noisy(rng), "cur", instructions=grown))
+    comparison = compare_tables(repeated_launches(noisy(rng), "base", instructions=counts),
+                                repeated_launches(noisy(rng), "cur", instructions=grown))
     results = comparison.results
     inst = results[results["metric"] == INST]
     assert list(inst[inst["status"] == Status.REGRESSION.value]["ordinal"]) == [7]
@@ -219,8 +201,8 @@ def test_work_counters_are_grouped_and_a_launch_whose_exact_count_moved_alone_is
 
 def test_a_single_launch_or_a_few_are_compared_as_before() -> None:
     for n in (1, 3):
-        base = _table([100_000.0] * n, "base")
-        cur = _table([100_000.0] * (n - 1) + [110_000.0], "cur")
+        base = repeated_launches([100_000.0] * n, "base")
+        cur = repeated_launches([100_000.0] * (n - 1) + [110_000.0], "cur")
         comparison = compare_tables(base, cur)
         rows = _time_rows(comparison)
         rows = rows[np.argsort(rows["ordinal"], kind="stable")]
@@ -234,12 +216,12 @@ def test_a_single_launch_or_a_few_are_compared_as_before() -> None:
 
 def test_groups_are_per_kernel_region_and_launch_configuration() -> None:
     rng = np.random.default_rng(17)
-    base = Columns.concat([_table(_noisy(rng), "base", grid="(64, 1, 1)").table,
-                           _table(_noisy(rng), "base", kernel="other", start=100).table,
-                           _table(_noisy(rng), "base", region="epilogue", start=200).table])
-    cur = Columns.concat([_table(_noisy(rng, 0.08), "cur", grid="(64, 1, 1)").table,
-                          _table(_noisy(rng), "cur", kernel="other", start=100).table,
-                          _table(_noisy(rng), "cur", region="epilogue", start=200).table])
+    base = Columns.concat([repeated_launches(noisy(rng), "base", grid="(64, 1, 1)").table,
+                           repeated_launches(noisy(rng), "base", kernel="other", start=100).table,
+                           repeated_launches(noisy(rng), "base", region="epilogue", start=200).table])
+    cur = Columns.concat([repeated_launches(noisy(rng, 0.08), "cur", grid="(64, 1, 1)").table,
+                          repeated_launches(noisy(rng), "cur", kernel="other", start=100).table,
+                          repeated_launches(noisy(rng), "cur", region="epilogue", start=200).table])
     comparison = compare_tables(Measurement(make_table(base), source="base"), Measurement(make_table(cur), source="cur"))
     assert len(set(comparison.launches["group"].tolist())) == 3
     assert comparison.counts() | {} == {**{s.value: 0 for s in Status if s is not Status.INFO},
@@ -250,7 +232,7 @@ def test_groups_are_per_kernel_region_and_launch_configuration() -> None:
 
 def test_more_launches_than_the_baseline_are_new_launches_and_more_samples() -> None:
     rng = np.random.default_rng(19)
-    comparison = compare_tables(_table(_noisy(rng), "base"), _table(_noisy(rng, n=LAUNCHES + 5), "cur"))
+    comparison = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, n=LAUNCHES + 5), "cur"))
     rows = _time_rows(comparison)
     assert (rows["n_baseline"] == LAUNCHES).all() and (rows["n_current"] == LAUNCHES + 5).all()
     assert (rows["status"] == Status.NEW.value).sum() == 5
@@ -259,9 +241,9 @@ def test_more_launches_than_the_baseline_are_new_launches_and_more_samples() -> 
 
 def test_launches_without_a_value_are_left_out_of_the_samples() -> None:
     rng = np.random.default_rng(23)
-    durations = _noisy(rng, 0.08)
+    durations = noisy(rng, 0.08)
     durations[:3] = math.nan
-    comparison = compare_tables(_table(_noisy(rng), "base"), _table(durations, "cur"))
+    comparison = compare_tables(repeated_launches(noisy(rng), "base"), repeated_launches(durations, "cur"))
     rows = _time_rows(comparison)
     assert (rows["n_current"] == LAUNCHES - 3).all()
     assert (rows["status"] == Status.NO_DATA.value).sum() == 3
@@ -270,7 +252,7 @@ def test_launches_without_a_value_are_left_out_of_the_samples() -> None:
 
 def test_a_lower_confidence_narrows_the_interval() -> None:
     rng = np.random.default_rng(29)
-    base, cur = _table(_noisy(rng), "base"), _table(_noisy(rng, 0.03), "cur")
+    base, cur = repeated_launches(noisy(rng), "base"), repeated_launches(noisy(rng, 0.03), "cur")
     wide = _time_rows(compare_tables(base, cur)).row(0)
     narrow = _time_rows(compare_tables(base, cur, CompareOptions(confidence=0.8))).row(0)
     assert narrow["ci_high"] - narrow["ci_low"] < wide["ci_high"] - wide["ci_low"]

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from helpers.browser import dump_dom, page_requests, recording_proxy, screenshot
 from helpers.common import corpus_file
+from helpers.reports import hand_made
 
 from perfgate.collect import read_table
 from perfgate.compare import compare_tables
 from perfgate.render import (
     format_change,
     format_value,
+    format_values,
     md_escape,
     render_html,
     render_markdown,
@@ -55,6 +57,28 @@ def test_quantities_take_the_prefix_scale_si_picks() -> None:
         assert format_value(value, "byte") == number + "B"
         assert format_value(value, "inst ") == (f"{int(value):,} inst" if whole else number + "inst")
         assert format_value(value, "register/thread") == (f"{int(value)}" if whole else number.rstrip())
+
+
+def test_the_values_of_one_row_share_one_scale() -> None:
+    """A row's baseline and current value are written at the scale the larger reaches, so they compare at a
+    glance; a count stays whole while both are whole; values 10,000 times apart keep their own (the smaller
+    would read "1.2e-05 GB")."""
+    assert format_values([3_429_796.0, 3_160_000.5], "inst") == ["3.43 Minst", "3.16 Minst"]
+    assert format_values([3_429_796, 3_160_000], "inst") == ["3,429,796 inst", "3,160,000 inst"]
+    assert format_values([54_000.0, 4_093_000.0], "ns") == ["0.054 ms", "4.093 ms"]
+    assert format_values([950.0, 1.5e6, 2.5e6], "byte") == ["0.00095 MB", "1.5 MB", "2.5 MB"]
+    assert format_values([12_000.0, 1.2e9], "byte") == ["12 KB", "1.2 GB"]
+    assert format_values([None, 3_160_000.5], "inst") == ["—", "3.16 Minst"]
+    assert format_values([0.0, 2.5e-3], "s") == ["0 ms", "2.5 ms"]
+    assert format_values([12.5, 80.0], "%") == ["12.5%", "80.0%"]
+
+
+def test_an_instruction_count_and_its_median_read_in_one_unit_in_every_format() -> None:
+    """The row of the report that showed "3,429,796 inst" beside "3.16 Minst": text, Markdown and HTML."""
+    report = hand_made([{"status": "regression", "kernel": "gemm"}],
+                       [(0, 2, 3_429_796, 3_160_000.5, -0.0787, "regression", True)])
+    for text in (render_text(report), render_markdown(report), render_html(report)):
+        assert "3.43 Minst" in text and "3.16 Minst" in text and "3,429,796" not in text
 
 
 def test_md_escape_makes_names_inert() -> None:

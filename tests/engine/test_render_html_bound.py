@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from helpers.browser import dump_dom, page_requests, recording_proxy
 from helpers.common import REPO, run_perfgate
-from test_render_html_table import METRICS
+from helpers.reports import METRICS
 
 from perfgate.render import render_html
 from perfgate.render.html import NOTES_BYTES, listed_notes

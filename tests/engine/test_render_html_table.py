@@ -4,7 +4,6 @@ numbers that round on a tie, units to escape, -0.0 beside 0.0, missing values)."
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
@@ -12,17 +11,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.reports import METRICS, hand_made
 
-from perfgate.render import format_change, format_value, render, render_html, render_parts
-from perfgate.render.formatting import _formatter, html_escape, number_style
+from perfgate.render import format_change, format_value, format_values, render, render_html, render_parts
+from perfgate.render.formatting import OWN, WHOLE, _formatter, html_escape, number_style, value_scale
 from perfgate.render.html import render_html_chunks
-from perfgate.render.html_table import _change_texts, _distinct, _percent_keys, _ranks, _si_keys, _texts, _Writer
+from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
+from perfgate.render.html_table import _ranks
 from perfgate.render.kernels import kernel_groups, kernel_row
 from perfgate.render.kernels import metric_launches as python_metric_launches
 from perfgate.render.kernels_html import KernelRows
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.render.result_arrays import floats as _floats
-from perfgate.report import Report, dumps, empty_report, summarize, validate_report
+from perfgate.report import Report
 
 _UNGATED_SHOWN = ("new", "missing", "no data")
 _EXPLAINED = ("regression", "improvement")
@@ -33,7 +34,7 @@ def rows_one_by_one(report: Report) -> str:
     launches, results, metrics = report["launches"], report["results"], report["metrics"]
     names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
     units = [u or "" for u in metrics["unit"]]
-    from perfgate.render.formatting import _formatter, limit_text
+    from perfgate.render.formatting import limit_text
 
     limits = [html_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], units)]
     explains = [not re.match(r"^(launch__|time\.stddev$)", str(m or "")) for m in metrics["metric"]]
@@ -50,9 +51,8 @@ def rows_one_by_one(report: Report) -> str:
             status, code = results["status"][i], results["metric"][i]
             if not results["gated"][i] and (status not in _UNGATED_SHOWN or status != launches["status"][index]):
                 continue
-            number = _formatter(units[code])
-            before = "—" if results["baseline"][i] is None else html_escape(number(results["baseline"][i]))
-            after = "—" if results["current"][i] is None else html_escape(number(results["current"][i]))
+            before, after = map(html_escape, format_values([results["baseline"][i], results["current"][i]],
+                                                           units[code]))
             out.append(f'<tr class="{status.replace(" ", "-")}">\n<td>{status}</td>{who}\n'
                        f'<td>{html_escape(names[code])}</td><td class="num">{before}</td><td class="num">{after}'
                        f'</td>\n<td class="num">{format_change(results["change"][i])}</td><td>{limits[code]}</td>\n'
@@ -64,9 +64,9 @@ def rows_one_by_one(report: Report) -> str:
         if not change and not ((improved or moved) and launches["status"][index] in _EXPLAINED):
             continue
         moved.sort(key=lambda i: -abs(results["change"][i] or 0.0))
-        reasons = [f"{names[results['metric'][i]]} {format_value(results['baseline'][i], units[results['metric'][i]])}"
-                   f" → {format_value(results['current'][i], units[results['metric'][i]])} "
-                   f"({format_change(results['change'][i])})" for i in moved if not results["gated"][i]][:4]
+        reasons = [f"{names[results['metric'][i]]} "
+                   + " → ".join(format_values([results["baseline"][i], results["current"][i]], units[results["metric"][i]]))
+                   + f" ({format_change(results['change'][i])})" for i in moved if not results["gated"][i]][:4]
         text = f"launch config changed: {html_escape(change)}<br>" if change else ""
         if reasons:
             text += "why: " + html_escape("; ".join(reasons))
@@ -79,39 +79,6 @@ def rows_one_by_one(report: Report) -> str:
 def table_of(page: str) -> str:
     every = page[page.index('<table id="results">'):]
     return every[every.index("<tbody>\n") + len("<tbody>\n"):every.index("</tbody>")]
-
-
-METRICS = {"metric": ["gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum",
-                      "launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
-                      "odd__metric", "odd__spaced"],
-           "label": ["duration", "DRAM read", None, "registers", "occupancy <%>", "odd", "spaced"],
-           "unit": ["ns", "byte", "inst", "register/thread", "%", "<b>&", "inst "],
-           "threshold": ["5%+2000", "2%+4096", "1%", "off", "off", "3%", None],
-           "direction": ["lower", "lower", "lower", "lower", "higher", "lower", "lower"]}
-
-
-def hand_made(launches: list[dict[str, Any]], results: list[tuple[Any, ...]], test: str | None = None) -> Report:
-    """A validated report of ``launches`` (facts beyond the defaults) and ``results`` rows (launch, metric,
-    baseline, current, change, status, gated)."""
-    n = len(launches)
-    table: dict[str, list[Any]] = {
-        "kind": ["kernel"] * n, "kernel": [f"k<{i % 3}>" for i in range(n)],
-        "demangled": [f'void k<{i % 3}>(float *, "q")' for i in range(n)], "region": [""] * n,
-        "ordinal": [i // 3 for i in range(n)], "status": ["unchanged"] * n, "device": ["H100"] * n,
-        "launch_change": [None] * n, "test": [test] * n, "path": [None] * n, "line": [None] * n}
-    for i, facts in enumerate(launches):
-        for key, value in facts.items():
-            table[key][i] = value
-    columns: dict[str, list[Any]] = {k: [] for k in ("launch", "metric", "baseline", "current", "change", "delta",
-                                                     "status", "gated")}
-    for launch, metric, base, cur, change, status, gated in sorted(results, key=lambda r: r[0]):
-        for key, value in (("launch", launch), ("metric", metric), ("baseline", base), ("current", cur),
-                           ("change", change), ("delta", None), ("status", status), ("gated", gated)):
-            columns[key].append(value)
-    report = empty_report()
-    report.update(verdict="fail", summary=summarize(table["status"]), launches=table,  # type: ignore[typeddict-item]
-                  metrics=METRICS, results=columns)  # type: ignore[typeddict-item]
-    return validate_report(json.loads(dumps(report)), "hand-made")
 
 
 def edge_cases(test: str | None = None) -> Report:
@@ -194,7 +161,7 @@ def test_change_texts_are_format_change() -> None:
     changes += [rng.uniform(-2, 2) for _ in range(20000)]
     changes += [round(rng.uniform(-5, 5), 4) + 0.00005 * rng.choice([-1, 0, 1]) for _ in range(20000)]
     changes += [rng.choice([-1, 1]) * 10 ** rng.uniform(-6, 13) for _ in range(20000)]
-    texts = _change_texts(_floats(changes), changes, np.arange(len(changes))).tolist()
+    texts = change_texts(_floats(changes), changes, np.arange(len(changes))).tolist()
     assert texts == [format_change(c) for c in changes]
 
 
@@ -231,12 +198,36 @@ def test_number_texts_are_format_value(unit: str) -> None:
     as formatting every value."""
     column = number_cases()
     text_of = _formatter(unit)
-    writer = _Writer.of(unit)
+    writer = Writer.of(unit)
     assert (writer.keys is not None) == (number_style(unit) != "time")
     assert (writer.whole is not None) == (number_style(unit) == "count")
-    texts = _texts(_floats(column), np.arange(len(column)), writer, column,
+    texts = value_texts(_floats(column), np.arange(len(column)), writer, column,
                    lambda v: "—" if v is None else writer.text(v)).tolist()
     assert texts == ["—" if v is None else html_escape(text_of(v)) for v in column]
+
+
+@pytest.mark.parametrize("unit", ["byte", "inst", "register/thread", "<b>&", "ns", "s", "%", ""])
+def test_number_texts_at_a_row_s_scale_are_its_formatter_s(unit: str) -> None:
+    """At each scale a row can share (``value_scale``): the texts made once per rounding key are the formatter's."""
+    column = [v for v in number_cases() if v is None or abs(v) < 2.0 ** 53]
+    scales = {"time": [*range(4), OWN], "percent": [0], "si": [*range(WHOLE), OWN]}.get(number_style(unit),
+                                                                                          range(OWN + 1))
+    for scale in scales:
+        text_of, writer = _formatter(unit, scale), Writer.of(unit, scale)
+        texts = value_texts(_floats(column), np.arange(len(column)), writer, column,
+                       lambda v: "—" if v is None else writer.text(v)).tolist()
+        assert texts == ["—" if v is None else html_escape(text_of(v)) for v in column], scale
+
+
+@pytest.mark.parametrize("unit", ["byte", "inst", "register/thread", "ns", "s", "%"])
+def test_row_scales_in_numpy_are_value_scale(unit: str) -> None:
+    column = number_cases()
+    rng = random.Random(3)
+    first = [rng.choice(column) for _ in range(20000)]
+    second = [rng.choice([*column[:50], None, 0.0, value, value * 1.05]) for value in first]
+    scales = row_scales(unit, _floats(first), _floats(second))
+    assert scales.tolist() == [value_scale(unit, [a, b]) for a, b in zip(first, second)]
+    assert {OWN, *range(3)} <= set(scales.tolist()) or unit == "%"
 
 
 @pytest.mark.parametrize("keys_of", [_si_keys, _percent_keys])
@@ -287,7 +278,7 @@ def test_kernels_of_many_launches_are_summarized_in_numpy_as_in_python(regular: 
 def test_distinct_keys_index_their_rows(spread: int) -> None:
     rng = np.random.default_rng(1)
     keys = rng.integers(-spread, spread, 5000)[rng.integers(0, 5000, 20000)]
-    inverse, one = _distinct(keys)
+    inverse, one = distinct(keys)
     assert (keys[one][inverse] == keys).all()
     assert len(np.unique(keys[one])) == len(one) == len(np.unique(keys))
 

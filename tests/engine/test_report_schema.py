@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from helpers.benchmark_suite import run_virtual_benchmarks
 from helpers.common import REPO, run_cli
 from helpers.github_server import PR, FakeGitHub, actions_env, assert_clean, github, pull_request_event, run_publish
 from helpers.github_server import REPO as GITHUB_REPO
@@ -163,8 +164,6 @@ def test_a_compare_of_corpus_reports_holds(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_benchmark_reports_hold(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
-    from test_benchmark_json import run_virtual_benchmarks
-
     base, cur = pytester.path / "base.json", pytester.path / "cur.json"
     run_virtual_benchmarks(pytester, base, 2000)
     run_virtual_benchmarks(pytester, cur, 6000)

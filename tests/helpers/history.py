@@ -98,12 +98,24 @@ def baseline_file(path: Path, values: dict[str, float]) -> Path:
     return path
 
 
+def commit_of(index: int) -> str:
+    """Run ``index``'s commit: its short form (what the dashboard shows) tells runs apart."""
+    return f"{index:04x}".ljust(40, "c")
+
+
+def record_reports(url: str, reports: Path | Sequence[Path], index: int = 0, branch: str = "main") -> int:
+    """``perfgate history record REPORTS`` as run ``index``: its commit (:func:`commit_of`) and a day of November
+    2026 each. Returns the exit status."""
+    paths = [reports] if isinstance(reports, Path) else list(reports)
+    return main(["history", "record", *map(str, paths), "--db", url, "--commit", commit_of(index), "--branch", branch,
+                 "--when", f"2026-11-{index + 1:02d}T00:00:00Z"])
+
+
 def record_runs(tmp_path: Path, url: str, runs: Sequence[dict[str, float]], branch: str = "main") -> None:
-    """``perfgate history record`` of one report per run (kernel -> its duration), a commit and a day each."""
+    """``perfgate history record`` of one report per run (kernel -> its duration), as :func:`record_reports`."""
     for index, values in enumerate(runs):
         report = write_report(tmp_path / f"run{index}.json", {(k, KERNEL_TIME): [v] for k, v in values.items()})
-        assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:040x}", "--branch", branch,
-                     "--when", f"2026-11-{index + 1:02d}T00:00:00Z"]) == 0
+        assert record_reports(url, report, index, branch) == 0
 
 
 def compare_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.history import KERNEL_TIME, history_url, write_report  # noqa: F401  (the fixture)
+from helpers.history import KERNEL_TIME, commit_of, history_url, record_reports, write_report  # noqa: F401  (the fixture)
 
 from perfgate.cli import main
 from perfgate.history.db import SCHEMA_VERSION, open_history
@@ -28,25 +28,17 @@ def _report(path: Path, appeared: list[Any], gone: list[Any]) -> Path:
     return path
 
 
-def _commit(index: int) -> str:
-    return f"{index:02x}" + "c" * 38
-
-
-def _record(url: str, report: Path, index: int) -> None:
-    assert main(["history", "record", str(report), "--db", url, "--commit", _commit(index), "--branch", "main",
-                 "--when", f"2026-11-{index + 1:02d}T00:00:00Z"]) == 0
-
-
 def test_findings_are_kept_per_run_and_kernel(tmp_path: Path, history_url: str) -> None:  # noqa: F811
-    _record(history_url, _report(tmp_path / "a.json", [[], []], [[], []]), 0)
-    _record(history_url, _report(tmp_path / "b.json", [[UNCOALESCED], [UNCOALESCED, HOSTILE]], [["Tail Effect"], []]),
-            1)
-    _record(history_url, _report(tmp_path / "c.json", [None, None], [None, None]), 2)  # not known: nothing kept
+    assert record_reports(history_url, _report(tmp_path / "a.json", [[], []], [[], []]), 0) == 0
+    assert record_reports(history_url, _report(tmp_path / "b.json", [[UNCOALESCED], [UNCOALESCED, HOSTILE]],
+                                               [["Tail Effect"], []]), 1) == 0
+    # not known: nothing kept
+    assert record_reports(history_url, _report(tmp_path / "c.json", [None, None], [None, None]), 2) == 0
     with open_history(history_url, create=False) as history:
-        found = load_findings(history, "main", [_commit(i) for i in range(3)])
+        found = load_findings(history, "main", [commit_of(i) for i in range(3)])
     assert list(found) == [("NVIDIA H100", "tests/test_k.py::test_k", "kernel", "gemm", "")]  # scan: not known
     (first, second) = found[("NVIDIA H100", "tests/test_k.py::test_k", "kernel", "gemm", "")]
-    assert (first.commit, first.appeared, first.gone) == (_commit(0), [], [])
+    assert (first.commit, first.appeared, first.gone) == (commit_of(0), [], [])
     assert (second.appeared, second.gone) == ([UNCOALESCED, HOSTILE], ["Tail Effect"])  # launches merged
 
 
@@ -54,13 +46,13 @@ def test_the_kernel_page_shows_them(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index in range(4):
         appeared = [[UNCOALESCED, HOSTILE], []] if index == 2 else [[], []]
-        _record(url, _report(tmp_path / f"r{index}.json", appeared, [[], []]), index)
+        assert record_reports(url, _report(tmp_path / f"r{index}.json", appeared, [[], []]), index) == 0
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     pages = {page.name.split("-")[0]: page.read_text(encoding="utf-8") for page in (site / "kernels").iterdir()}
     gemm, scan = pages["gemm"], pages["scan"]
     (row,) = [r for r in gemm.split("<tr>") if UNCOALESCED in r]  # the one run where findings appeared
-    assert f"<code>{_commit(2)[:12]}</code>" in row
+    assert f"<code>{commit_of(2)[:12]}</code>" in row
     assert "&lt;img src=x onerror=alert(1)&gt;" in gemm and HOSTILE not in gemm  # text, never markup
     assert "No run of this kernel carried ncu rule findings" in scan
 
@@ -68,7 +60,7 @@ def test_the_kernel_page_shows_them(tmp_path: Path) -> None:
 def test_a_history_of_the_previous_schema_is_migrated_by_any_command(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    _record(url, _report(tmp_path / "a.json", [[], []], [[], []]), 0)
+    assert record_reports(url, _report(tmp_path / "a.json", [[], []], [[], []]), 0) == 0
     with open_history(url, create=False) as history:  # as perfgate with schema version 1 left it
         history.execute("DROP TABLE perfgate_findings")
         history.execute("ALTER TABLE perfgate_points DROP COLUMN gate")  # added by schema version 3

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.browser import dump_dom
-from helpers.history import KERNEL_TIME, write_report
+from helpers.history import KERNEL_TIME, commit_of, record_reports, write_report
 from perfgate.cli import main
 from perfgate.history.db import MIGRATIONS, open_history
 
@@ -32,11 +32,6 @@ setTimeout(function () {
 """
 
 
-def _record(url: str, report: Path, index: int) -> None:
-    assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:02d}" + "cd" * 19,
-                 "--branch", "main", "--when", f"2026-02-01T00:00:{index:02d}Z"]) == 0
-
-
 def _data(page: str) -> dict[str, object]:
     block = re.search(r'<script type="application/json" id="perfgate-data">(.*?)</script>', page, re.S)
     assert block is not None
@@ -48,14 +43,14 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
     committed .json.xz files, recorded as they are)."""
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index, name in enumerate(["gate1", "gate2", "gate3", "gate4", "gate5", "regression"]):
-        _record(url, H100 / f"{name}.json.xz", index)
+        assert record_reports(url, H100 / f"{name}.json.xz", index) == 0
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     index = (site / "index.html").read_text(encoding="utf-8")
     # duration and L2 sectors, of the kernel and of its region's total: what the regression report failed on
     assert "0 change points, 4 series whose newest run the gate judged a regression" in index
     rows = [r for r in re.findall(r"<tr>.*?</tr>", index, re.S) if "(gate, newest run)" in r]
-    assert len(rows) == 4 and all("vector_add" in r and "05cdcdcdcdcd" in r for r in rows)
+    assert len(rows) == 4 and all("vector_add" in r and commit_of(5)[:12] in r for r in rows)
     assert sorted(re.search(r"<code>([a-z_.]+)</code>", r).group(1) for r in rows) == [  # type: ignore[union-attr]
         "gpu__time_duration.sum", "gpu__time_duration.sum", "lts__t_sectors.sum", "lts__t_sectors.sum"]
 
@@ -63,7 +58,7 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
     page = page_path.read_text(encoding="utf-8")
     duration = page.split("<code>gpu__time_duration.sum</code>", 1)[1].split("<h2", 1)[0]
     gate_row = re.search(r'<tr class="gate">(.*?)</tr>', duration, re.S).group(1)  # type: ignore[union-attr]
-    assert "05cdcdcdcdcd" in gate_row and ">regression<" in gate_row and ">gate<" in gate_row
+    assert commit_of(5)[:12] in gate_row and ">regression<" in gate_row and ">gate<" in gate_row
     assert re.search(r"\+\d{3}\.\d%", gate_row), gate_row  # about 80 µs -> 381 µs
     assert "No change point." in duration  # E-divisive found none: the gate's verdict is what shows it
     marks = {m["metric"]: m["changes"] for m in _data(page)["metrics"]}  # type: ignore[attr-defined]
@@ -81,9 +76,11 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
 def test_an_accepted_regression_in_the_newest_run_says_who_and_why(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index in range(5):
-        _record(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [100.0]}), index)
-    _record(url, write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, status="regression"), 5)
-    assert main(["accept", "--db", url, "--commit", "05" + "cd" * 19, "--kernel", "gemm", "--by", "ada",
+        assert record_reports(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [100.0]}),
+                              index) == 0
+    slow = write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, status="regression")
+    assert record_reports(url, slow, 5) == 0
+    assert main(["accept", "--db", url, "--commit", commit_of(5), "--kernel", "gemm", "--by", "ada",
                  "--reason", "<b>bigger</b> tiles"]) == 0
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
@@ -97,7 +94,8 @@ def test_an_accepted_regression_in_the_newest_run_says_who_and_why(tmp_path: Pat
 def test_a_later_run_without_a_regression_clears_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index, (value, status) in enumerate([(100.0, "unchanged")] * 6 + [(150.0, "regression"), (100.0, "unchanged")]):
-        _record(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [value]}, status=status), index)
+        report = write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [value]}, status=status)
+        assert record_reports(url, report, index) == 0
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     index = (site / "index.html").read_text(encoding="utf-8")
@@ -107,12 +105,15 @@ def test_a_later_run_without_a_regression_clears_it(tmp_path: Path) -> None:
 def test_a_rerun_of_the_newest_commit_replaces_its_verdict(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for index in range(5):
-        _record(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [100.0]}), index)
-    _record(url, write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, status="regression"), 5)
+        assert record_reports(url, write_report(tmp_path / f"r{index}.json", {("gemm", KERNEL_TIME): [100.0]}),
+                              index) == 0
+    slow = write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, status="regression")
+    assert record_reports(url, slow, 5) == 0
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     assert "(gate, newest run)" in (site / "index.html").read_text(encoding="utf-8")
-    _record(url, write_report(tmp_path / "rerun.json", {("gemm", KERNEL_TIME): [101.0]}), 5)  # same commit
+    rerun = write_report(tmp_path / "rerun.json", {("gemm", KERNEL_TIME): [101.0]})
+    assert record_reports(url, rerun, 5) == 0  # same commit
     assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     assert "(gate, newest run)" not in (site / "index.html").read_text(encoding="utf-8")
 
@@ -133,8 +134,9 @@ def test_a_history_of_schema_2_is_migrated_and_its_points_have_no_verdict(tmp_pa
         history.execute("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high) VALUES (1, 1, 1, 100, "
                         "100, 100)")
     url = f"sqlite:///{path}"
-    _record(url, write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, device="NVIDIA H100",
-                              test="t", status="regression"), 1)
+    slow = write_report(tmp_path / "slow.json", {("gemm", KERNEL_TIME): [150.0]}, device="NVIDIA H100", test="t",
+                        status="regression")
+    assert record_reports(url, slow, 1) == 0
     with open_history(url) as history:
         assert history.query("SELECT run_id, gate FROM perfgate_points ORDER BY run_id") == [
             (1, None), (2, "regression")]

@@ -9,16 +9,11 @@ import lzma
 from pathlib import Path
 
 import pytest
+from helpers.history import record_reports
 
-from perfgate.cli import main
 from perfgate.history.db import open_history
 
 SESSIONS = Path(__file__).resolve().parents[1] / "data" / "h100" / "default-metrics" / "sessions"
-
-
-def _record(url: str, *reports: Path) -> int:
-    return main(["history", "record", *map(str, reports), "--db", url, "--commit", "c1" * 20, "--branch", "main",
-                 "--when", "2026-11-01T10:00:00Z"])
 
 
 def _points(url: str) -> list[tuple[object, ...]]:
@@ -42,7 +37,7 @@ def test_an_xz_and_a_gzip_report_record_what_the_expanded_one_does(tmp_path: Pat
     gzipped.write_bytes(gzip.compress(plain.read_bytes()))
     urls = {name: f"sqlite:///{tmp_path / name}.sqlite" for name in ("xz", "gz", "plain")}
     for name, report in (("xz", packed), ("gz", gzipped), ("plain", plain)):
-        assert _record(urls[name], report) == 0
+        assert record_reports(urls[name], report) == 0
     assert f"recorded: {packed.name} (" in capsys.readouterr().out
     expected = _points(urls["plain"])
     assert expected and _points(urls["xz"]) == expected and _points(urls["gz"]) == expected
@@ -52,7 +47,7 @@ def test_an_xz_and_a_gzip_report_record_what_the_expanded_one_does(tmp_path: Pat
 def test_several_compressed_session_reports_in_one_call(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     reports = [SESSIONS / f"gate{n}.json.xz" for n in range(1, 6)]
-    assert _record(url, *reports) == 0
+    assert record_reports(url, reports) == 0
     assert _runs(url) == 5
 
 
@@ -71,7 +66,7 @@ def test_a_bad_compressed_report_is_one_line_and_records_nothing(
     bad = tmp_path / name
     bad.write_bytes(packed(lzma.decompress(good.read_bytes())))  # type: ignore[operator]
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    assert _record(url, good, bad) == 2  # the good report is not recorded either: all or nothing
+    assert record_reports(url, [good, bad]) == 2  # the good report is not recorded either: all or nothing
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and name in err and message in err and "Traceback" not in err, err
     assert _runs(url) == 0

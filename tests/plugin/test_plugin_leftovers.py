@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers.plugin import install_stub_ncu, preload_heavy_modules, stub_calls, use_stub_ncu
-from test_plugin_termination import RUN_NCU_TEST, alive, pytest_command, stop, wait_until
+from helpers.processes import RUN_NCU_TEST, alive, pytest_command, stop, wait_until
 
 from perfgate.plugin.ncu_run import TAIL_BYTES, ncu_version, read_tail
 from perfgate.gate import Where, gate

@@ -10,80 +10,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from helpers.plugin import install_stub_ncu, stub_calls
+from helpers.processes import RUN_NCU_TEST, alive, pytest_command, stop, wait_until
 
 from perfgate.plugin.ncu_run import _terminating_like_interrupt
 from perfgate.process import Terminated
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, waiting for a parent that is gone, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return state not in ("Z", "X")
-
-
-# pytest started with the default signal dispositions: a shell's background job (`cmd &`) inherits SIGINT
-# ignored and `nohup` SIGHUP ignored, and an ignored signal stays ignored across exec. perfgate rightly leaves
-# an ignored signal alone, so the session under test must not inherit that from whoever runs this suite.
-PYTEST_WITH_DEFAULT_SIGNALS = (
-    "import runpy, signal, sys\n"
-    "for name in ('SIGTERM', 'SIGHUP'):\n"
-    "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
-    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-    "sys.argv = ['pytest', *sys.argv[1:]]\n"
-    "runpy.run_module('pytest', run_name='__main__', alter_sys=True)\n"
-)
-
-
-def pytest_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", PYTEST_WITH_DEFAULT_SIGNALS, *args]
-
-
-def stop(*pids: int) -> None:
-    """Clean up after a failed test: end what it started, by process id."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def wait_until(condition, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
-RUN_NCU_TEST = """
-import sys
-from pathlib import Path
-from perfgate.plugin.ncu_run import run_ncu
-
-def test_profiled(tmp_path):
-    script = ("import subprocess, sys, time\\n"
-              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\\n"
-              "open({pids!r}, 'w').write(f'{{__import__(\\"os\\").getpid()}} {{p.pid}}')\\n"
-              "time.sleep(300)\\n")
-    run_ncu([sys.executable, "-c", script], timeout=300, output_file=tmp_path / "out.txt")
-"""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])

@@ -1,6 +1,7 @@
 """perfgate's modules import one another without circles: the readers (``perfgate.collect``) and the baseline
 writer (``perfgate.baseline``) each import in a fresh interpreter, and no import, at module level or inside a
-function, closes a circle through them."""
+function, closes a circle through them. In the suite, no test module imports another: what tests share lives in
+the ``tests/helpers`` package."""
 
 from __future__ import annotations
 
@@ -160,3 +161,36 @@ def test_the_command_line_imports_a_command_s_machinery_only_when_it_runs() -> N
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
                           check=False)
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
+
+
+def _test_module_imports(tests: Path) -> list[str]:
+    """``file imports test_x`` for each import, anywhere in a module under ``tests``, of a test module there."""
+    files = sorted(tests.rglob("*.py"))
+    test_modules = {path.stem for path in files if path.name.startswith("test_")}
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or "", *(f"{node.module or ''}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found += [f"{path.relative_to(tests)} imports {name}" for name in names
+                      if set(name.split(".")) & test_modules]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module is run, not imported: one imported by another runs its own module-level set-up there, and
+    its helpers hide where a newcomer looks for them (``tests/helpers``)."""
+    assert not _test_module_imports(REPO / "tests")
+
+
+def test_the_test_import_check_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "room").mkdir()
+    (tmp_path / "room" / "test_a.py").write_text("X = 1\n")
+    (tmp_path / "room" / "test_b.py").write_text("def test_b():\n    from test_a import X\n    assert X\n")
+    (tmp_path / "helper.py").write_text("import os\nfrom room import test_a\n")
+    assert _test_module_imports(tmp_path) == ["helper.py imports room.test_a", "room/test_b.py imports test_a",
+                                              "room/test_b.py imports test_a.X"]
