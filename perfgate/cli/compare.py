@@ -109,7 +109,7 @@ def _gate_against_directory(args: argparse.Namespace, current: Measurement, opti
 
 def _compare_files(args: argparse.Namespace, current: Measurement, options: CompareOptions,
                    reference: Reference | None, history_notes: list[str], history_branch: str, fmt: str,
-                   templates: Path | None) -> tuple[ReportView, Iterable[str]]:
+                   templates: Path | None) -> tuple[ReportView, Iterable[str | bytes]]:
     """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report, or
     the view a human format reads, and its text in ``fmt`` (in parts, as ``render_parts`` gives them).
 
