@@ -187,14 +187,16 @@ def launch_mask(ids: Sequence[str], source: str, processes: Sequence[str] | None
     profiled processes) from such a line.
     """
     mask = np.fromiter(map(str.isdecimal, ids), dtype=bool, count=len(ids))
-    profiled = {processes[i] for i in np.flatnonzero(mask).tolist()} if processes is not None else set()
+    profiled: set[str] | None = None  # the launches' processes: made at the first row that needs them
     for index in np.flatnonzero(~mask).tolist():
         cell = ids[index]
         if cell.startswith("==ERROR=="):
             raise ncu_error(cell, source)
         if "\x00" in cell or "\ufffd" in cell:
             raise InputError(source, "binary data inside the CSV table", FIX_REEXPORT)
-        if processes is not None and cell.strip() and processes[index] in profiled:
+        if processes is not None and cell.strip() and profiled is None:
+            profiled = {processes[i] for i in np.flatnonzero(mask).tolist()}
+        if processes is not None and cell.strip() and processes[index] in (profiled or ()):
             raise InputError(source, f"a launch of process {inert(processes[index], 20)} has the ID "
                                      f"{inert(cell, 40)!r}, which is not a launch number", FIX_REEXPORT)
     if not mask.any():

@@ -79,7 +79,7 @@ def read_details_csv(handle: IO[bytes], header: list[str]) -> pd.DataFrame:
 
 
 def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] = (),
-                 numeric: Collection[str] = ()) -> pd.DataFrame:
+                 numeric: Collection[str] = (), coded: Collection[str] = ()) -> pd.DataFrame:
     """Parse the raw page's rows from ``handle``'s position (after its units row): every cell as its text, "" where
     empty. Blank lines are skipped; ncu's own lines between rows become rows whose "ID" is no number.
 
@@ -87,7 +87,8 @@ def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] =
     the header's), as numbers where every cell is one, which makes no string per cell. ``numeric``: metric columns
     that are read, parsed as numbers (``float``'s, correctly rounded) where every cell of them is a plain number:
     no cell empty, ``n/a`` or ``-0`` (those the text path reads, ``values.column_numbers``). Where a cell is not,
-    the page is parsed again with those columns as text, then all as text."""
+    the page is parsed again with those columns as text, then all as text. ``coded``: columns parsed as
+    categories (each distinct cell made once, a code per row), in the first two parses."""
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
     start = handle.tell()
@@ -96,7 +97,7 @@ def read_raw_csv(handle: IO[bytes], header: list[str], unread: Collection[str] =
         if not parsed_unread and not parsed_read:
             break
         try:
-            frame = _read_csv(handle, header, dtype=_number_types(header, [*parsed_unread, *parsed_read]),
+            frame = _read_csv(handle, header, dtype=_number_types(header, [*parsed_unread, *parsed_read], coded),
                               names=header, na_values={name: ["", "n/a", "N/A"] for name in parsed_unread}
                               | {name: [""] for name in parsed_read}, thousands=",", **_correctly_rounded(pd))
             ids = frame["ID"].to_numpy(dtype=object) if "ID" in frame.columns else None
@@ -115,9 +116,9 @@ def _correctly_rounded(pd: Any) -> dict[str, str]:
     return {} if (major, minor) >= (3, 1) else {"float_precision": "round_trip"}
 
 
-def _number_types(header: Sequence[str], numbers: Collection[str]) -> dict[str, Any]:
-    chosen = set(numbers)
-    return {name: np.float64 if name in chosen else object for name in header}
+def _number_types(header: Sequence[str], numbers: Collection[str], coded: Collection[str] = ()) -> dict[str, Any]:
+    chosen, categories = set(numbers), set(coded)
+    return {name: np.float64 if name in chosen else "category" if name in categories else object for name in header}
 
 
 def _plain_numbers(values: npt.NDArray[np.float64], ids: npt.NDArray[np.object_] | None) -> bool:

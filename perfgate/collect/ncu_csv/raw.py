@@ -71,6 +71,12 @@ def number_columns(header: Sequence[str], units: Sequence[str], wanted: frozense
             if unit and is_metric_column(name) and (wanted is None or name in wanted) and name not in IDENTITY_METRICS]
 
 
+def coded_columns(header: Sequence[str]) -> list[str]:
+    """The columns parsed as categories (pandas makes each distinct cell once and a code per launch): the leading
+    columns the launches' attributes come from, and the identity metrics."""
+    return [name for name in header if is_attribute_column(name) or name in IDENTITY_METRICS]
+
+
 def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], source: str,
              wanted: frozenset[str] | None = None) -> Measurement:
     """The table from the raw page's rows (``frame``: every cell as text, from ``parsing.read_raw_csv``);
@@ -96,8 +102,12 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
         if frame[name].dtype == np.float64:  # parsed as numbers (``parsing.read_raw_csv``): every cell a plain one
             values, keep, reasons = frame[name].to_numpy(), np.ones(count, dtype=bool), None
         else:
-            cells = frame[name].to_numpy(dtype=object)
-            column = _coded(cells) if name in IDENTITY_METRICS or _repeats(cells) else cells
+            column: Coded | ObjectArray
+            if name in IDENTITY_METRICS or _is_category(frame[name]):
+                column = _coded(frame[name])
+            else:
+                cells = frame[name].to_numpy(dtype=object)
+                column = _coded(frame[name]) if _repeats(cells) else cells
             if name in IDENTITY_METRICS:
                 extra[name] = attribute_cells(name, column)
             values, keep, reasons = _metric_values(column, name, unit_of.get(name, ""), wanted)
@@ -112,8 +122,7 @@ def read_raw(frame: pd.DataFrame, header: Sequence[str], units: Sequence[str], s
 
     launch, metric_codes, values, reasons = _launch_major(value_blocks, keep_blocks, reason_blocks, count)
     rows = MetricRows(launch, metric_codes, numeric_names, metric_codes, numeric_units, values, reasons)
-    attributes = {name: _coded(frame[name].to_numpy(dtype=object)) for name in frame.columns
-                  if is_attribute_column(name)}
+    attributes = {name: _coded(frame[name]) for name in frame.columns if is_attribute_column(name)}
     return build_table(source, launch_attributes(attributes, count, extra), rows)
 
 
@@ -125,13 +134,19 @@ def _launch_rows(frame: pd.DataFrame, launches: BoolArray) -> pd.DataFrame:
     return rows
 
 
-def _coded(cells: ObjectArray) -> Coded:
-    """A column's cells as codes into its distinct cells, in order of first appearance (``pandas.factorize``; the
-    parse leaves no NaN, every cell is text)."""
-    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
+def _coded(cells: pd.Series) -> Coded:
+    """A column's cells as codes into its distinct cells: a category column's own (``coded_columns``), else
+    ``pandas.factorize``'s. The parse leaves no NaN, every cell is text."""
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]  # as in ``parsing``: a .ncu-rep does without
 
-    codes, distinct = pd.factorize(cells, sort=False)
+    if _is_category(cells):
+        return Coded(cells.cat.codes.to_numpy().astype(np.int64), cells.cat.categories.tolist())
+    codes, distinct = pd.factorize(cells.to_numpy(dtype=object), sort=False)
     return Coded(codes.astype(np.int64, copy=False), distinct.tolist())
+
+
+def _is_category(cells: pd.Series) -> bool:
+    return str(cells.dtype) == "category"
 
 
 _SAMPLE = 1024

@@ -32,7 +32,7 @@ from perfgate.collect.ncu_csv.parsing import (
     read_details_csv,
     read_raw_csv,
 )
-from perfgate.collect.ncu_csv.raw import number_columns, raw_units, read_raw, unread_columns
+from perfgate.collect.ncu_csv.raw import coded_columns, number_columns, raw_units, read_raw, unread_columns
 from perfgate.collect.screen import screen_values
 from perfgate.errors import InputError
 from perfgate.table import Measurement
@@ -119,7 +119,8 @@ def _parse(handle: IO[bytes], offset: int, source: str, wanted: frozenset[str] |
         return read_details(read_details_csv(handle, header), source, wanted)
     units = raw_units(handle, header)
     unread, numeric = unread_columns(header, units, wanted), number_columns(header, units, wanted)
-    return read_raw(read_raw_csv(handle, header, unread, numeric), header, units, source, wanted)
+    return read_raw(read_raw_csv(handle, header, unread, numeric, coded_columns(header)), header, units, source,
+                    wanted)
 
 
 def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset[str] | None = None) -> Measurement:
