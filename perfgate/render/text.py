@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 
 from perfgate.render.common import (
     Shown,
@@ -17,7 +18,7 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
-from perfgate.report import ReportView, first_launches, iter_launches
+from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
 from perfgate.text import inert
 from perfgate.vocabulary import Status
 
@@ -71,13 +72,12 @@ def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int)
     """The first ``limit`` launches to list, in report order; when they are cut, each kernel's first launch to
     list is among them before any kernel's second (kernels past the cut are named, not only the worst one's
     launches)."""
-    candidates = list(iter_launches(report, statuses))
+    candidates = list(islice(iter_launches(report, statuses), limit + 1))
     if len(candidates) <= limit:
         return candidates
-    wanted = set(candidates)
-    firsts = [i for i in first_launches(report["launches"], statuses) if i in wanted][:limit]
-    chosen = set(firsts)
-    for index in candidates:
+    repeated = repeated_totals(report)  # not listed: ``iter_launches`` leaves them out too
+    chosen = set(islice((i for i in first_launches(report["launches"], statuses) if i not in repeated), limit))
+    for index in iter_launches(report, statuses):
         if len(chosen) >= limit:
             break
         chosen.add(index)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from typing import Any, Iterable, Iterator, Mapping, cast
+from itertools import compress
+from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
 
 from perfgate.report.contract import (
     GROUP_COLUMNS,
@@ -150,20 +151,22 @@ def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None =
     order; ``also_first``: each kernel's first launch of any status too, found in the same pass. What a cut
     listing names before any kernel's second launch, so that no kernel that needs attention goes unnamed.
 
-    A loop over the launches, not numpy: reading and rendering a report as text or Markdown loads no numpy."""
-    wanted = set(statuses) if statuses is not None else None
-    seen: set[tuple[Any, ...]] = set()  # kernels whose first launch was met
-    seen_wanted: set[tuple[Any, ...]] = set()  # kernels whose first launch with one of ``statuses`` was met
-    firsts = []
-    for index, (key, status) in enumerate(zip(kernel_keys(launches), launches["status"])):
-        first = also_first and key not in seen
-        first_wanted = (wanted is None or status in wanted) and key not in seen_wanted
-        seen.add(key)
-        if first_wanted:
-            seen_wanted.add(key)
-        if first or first_wanted:
-            firsts.append(index)
-    return firsts
+    Not numpy: reading and rendering a report as text or Markdown loads no numpy. Dicts built from the last
+    launch back keep each kernel's first, in C loops rather than a Python one (a report may hold 500k launches)."""
+    keys = list(kernel_keys(launches))
+    indexes = range(len(keys))
+    if statuses is None:
+        return sorted(_first_of_each(keys, indexes))
+    wanted = set(statuses)
+    picked = [status in wanted for status in launches["status"]]
+    firsts = _first_of_each(list(compress(keys, picked)), list(compress(indexes, picked)))
+    return sorted(firsts | _first_of_each(keys, indexes) if also_first else firsts)
+
+
+def _first_of_each(keys: list[tuple[Any, ...]], indexes: Sequence[int]) -> set[int]:
+    """The index of each key's first entry (``indexes`` beside ``keys``): of a key met again, the dict keeps the
+    value set last, which is the first entry's when filled from the end."""
+    return set(dict(zip(reversed(keys), reversed(indexes))).values())
 
 
 def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:
