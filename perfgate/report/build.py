@@ -139,14 +139,16 @@ def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_fi
                              dtype=np.int64)
         if (launch_of < 0).any():
             raise ValueError("a result row names no launch of its comparison")
-    keep = np.ones(len(results), dtype=bool)
+    # Which launches keep their rows, judged per launch and spread to the rows (not per row: 10M at 500k launches).
+    kept_launch = np.ones(len(frame), dtype=bool)
     if not unchanged_results:
-        keep &= frame["status"][launch_of] != Status.UNCHANGED.value
+        kept_launch &= frame["status"] != Status.UNCHANGED.value
     if results_of_first is not None:
-        shown = launch_of < results_of_first
+        shown = np.arange(len(frame)) < results_of_first
         if firsts is not None:
-            shown |= np.isin(launch_of, firsts)
-        keep &= shown
+            shown[np.asarray(firsts, dtype=np.int64)] = True
+        kept_launch &= shown
+    keep = kept_launch[launch_of]
     grouped = bool((launch_of[1:] >= launch_of[:-1]).all())  # a Comparison's results are, by launch
     if grouped and keep.all():
         return results, launch_of, None
@@ -222,8 +224,9 @@ def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
     if not len(judged):
         return cast(GroupTable, table)
     code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
-    # The first row of each (group, metric): a group's rows agree.
-    firsts = judged[first_rows(results["group"][judged], results["metric"][judged])]
+    # The first row of each (group, metric): a group's rows agree. Metrics told apart by their codes, not names.
+    metric_codes, _ = results.coded("metric")
+    firsts = judged[first_rows(results["group"][judged], metric_codes[judged])]
     for row in results.select(["group", *METRIC_COLUMNS, *_GROUP_FACTS])[firsts].rows():
         code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
         if code is None:  # its rows were left out of a report built for a human format
