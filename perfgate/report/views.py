@@ -140,33 +140,36 @@ def _kernel_rank(status: str) -> int:
 def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
     """Per launch, the kernel it belongs to as the human formats group launches: test, GPU, kind, kernel, its
     baseline name, region."""
+    return zip(*_kernel_columns(launches))
+
+
+def _kernel_columns(launches: Mapping[str, Any]) -> list[Sequence[Any]]:
     renamed = launches.get("baseline_kernel") or [None] * len(launches["status"])
-    return zip(launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed,
-               launches["region"])
+    return [launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed, launches["region"]]
 
 
 def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None,
                    also_first: bool = False) -> list[int]:
     """Each kernel's first launch (``kernel_keys``) with one of ``statuses`` (of any status when None), in launch
-    order; ``also_first``: each kernel's first launch of any status too, found in the same pass. What a cut
-    listing names before any kernel's second launch, so that no kernel that needs attention goes unnamed.
+    order; ``also_first``: each kernel's first launch of any status too. What a cut listing names before any
+    kernel's second launch, so that no kernel that needs attention goes unnamed.
 
-    Not numpy: reading and rendering a report as text or Markdown loads no numpy. Dicts built from the last
-    launch back keep each kernel's first, in C loops rather than a Python one (a report may hold 500k launches)."""
-    keys = list(kernel_keys(launches))
-    indexes = range(len(keys))
+    Not numpy: reading and rendering a report as text or Markdown loads no numpy. A dict filled from the last
+    launch back keeps each kernel's first launch, in C loops rather than a Python one (a report may hold 500k
+    launches)."""
+    columns = _kernel_columns(launches)
+    indexes = range(len(launches["status"]))
+
+    def backwards() -> Iterator[tuple[Any, ...]]:
+        return zip(*(reversed(column) for column in columns))
+
     if statuses is None:
-        return sorted(_first_of_each(keys, indexes))
-    wanted = set(statuses)
-    picked = [status in wanted for status in launches["status"]]
-    firsts = _first_of_each(list(compress(keys, picked)), list(compress(indexes, picked)))
-    return sorted(firsts | _first_of_each(keys, indexes) if also_first else firsts)
-
-
-def _first_of_each(keys: list[tuple[Any, ...]], indexes: Sequence[int]) -> set[int]:
-    """The index of each key's first entry (``indexes`` beside ``keys``): of a key met again, the dict keeps the
-    value set last, which is the first entry's when filled from the end."""
-    return set(dict(zip(reversed(keys), reversed(indexes))).values())
+        return sorted(set(dict(zip(backwards(), reversed(indexes))).values()))
+    picked = list(map(set(statuses).__contains__, reversed(launches["status"])))
+    firsts = set(dict(zip(compress(backwards(), picked), compress(reversed(indexes), picked))).values())
+    if also_first:
+        firsts |= set(dict(zip(backwards(), reversed(indexes))).values())
+    return sorted(firsts)
 
 
 def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:
