@@ -32,6 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # perfgate does no linear algebra, and numpy's OpenBLAS would start a thread per core for it. Only for this
     # process: the plugin leaves the user's alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # numpy asks Linux for transparent huge pages for each array of 4 MB or more; where THP is "madvise" (common on
+    # CI VMs) each such page is zeroed whole when first touched, and a compare of 500k launches makes hundreds of
+    # large short-lived arrays: 2.2 → 1.3 s of system time, same user time (docs/performance.md). Read by numpy at
+    # import, which the commands do later; a user's own setting wins.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     _tolerant_output()
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:

@@ -366,3 +366,16 @@ def test_output_dash_is_stdout_not_a_file_named_dash(capsys: pytest.CaptureFixtu
     status, out, _ = run_cli(capsys, "compare", OUR_REPORT, OUR_REPORT, "--format", "json", "-o", "-")
     assert status == 0 and json.loads(out)["verdict"] == "pass"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_turns_numpy_huge_page_advice_off_unless_the_user_set_it() -> None:
+    # Set before numpy is imported, as numpy reads it then (docs/performance.md: system time of large compares).
+    script = ("import os, sys\nfrom perfgate.cli.shell import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n"
+              "    pass\nprint(os.environ['NUMPY_MADVISE_HUGEPAGE'], 'numpy' in sys.modules)")
+    for given, expected in ((None, "0"), ("1", "1")):
+        env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+        if given is not None:
+            env["NUMPY_MADVISE_HUGEPAGE"] = given
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True,
+                              cwd=REPO, timeout=60)
+        assert done.stdout.split()[-2:] == [expected, "False"]  # numpy not imported before it was set
