@@ -26,7 +26,7 @@ from perfgate.compare.notes import (
     rename_notes,
     unpaired_kernels,
 )
-from perfgate.compare.arrays import Ints, StatusCodes
+from perfgate.compare.arrays import Bools, Ints, StatusCodes
 from perfgate.compare.codes import is_status
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
@@ -109,6 +109,7 @@ class _Judgement(NamedTuple):
     rules: MetricRules
     limits: RowLimits
     floored: RowLimits
+    past_floored: Bools  # per row: its own change is past its floored limits (``own_regressions``)
     groups: GroupVerdicts
     judged: JudgedRows
     statuses: StatusCodes  # per launch
@@ -130,14 +131,15 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
                         launches.frame["region"], options.series_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
+    past_floored = own_regressions(rows, rules, floored)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          own_regressions(rows, rules, floored), options.confidence)
+                          past_floored, options.confidence)
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
-    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, groups, judged,
-                      statuses, cold_notes)
+    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
+                      groups, judged, statuses, cold_notes)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -146,7 +148,7 @@ def _result_notes(found: _Judgement, results: Columns, order: Ints, options: Com
     notes = alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += floor_notes(results, groups, order)
-    excused = (own_regressions(rows, rules, found.limits) & ~own_regressions(rows, rules, found.floored)
+    excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
                & is_status(judged.status, Status.UNCHANGED) & judged.gated)
     notes += traffic_floor_notes(results, excused, found.floored.absolute, order)
     return notes
