@@ -1,9 +1,9 @@
 """Verdict policies: each rule that turns joined values into statuses, as a function of its own.
 
 Every policy is vectorized over the rows of a comparison (one row per launch and metric), their
-statuses as codes (``codes.STATUS_CODE``), and leaves its inputs alone; ``judge_rows`` applies them in order, each later rule overriding the
-earlier ones, ``launch_status`` rolls rows up into launches, and ``refuse_if_nothing_comparable``
-stops a comparison that compared nothing.
+statuses held as codes (``codes.STATUS_CODE``), and leaves its inputs alone; ``judge_rows`` applies
+them in order, each later rule overriding the earlier ones, ``launch_status`` rolls rows up into
+launches, and ``refuse_if_nothing_comparable`` stops a comparison that compared nothing.
 """
 
 from __future__ import annotations
