@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 Array = npt.NDArray[Any]
+# A Gather's rows: int64, or narrower where its values are few (a status column: int8 codes, one byte a row).
+Codes = npt.NDArray[np.integer[Any]]
 
 
 def objects(values: Iterable[Any]) -> npt.NDArray[np.object_]:
@@ -147,7 +149,7 @@ class Gather:
 
     __slots__ = ("values", "rows")
 
-    def __init__(self, values: Array | Gather, rows: npt.NDArray[np.int64]) -> None:
+    def __init__(self, values: Array | Gather, rows: Codes) -> None:
         self.values: Final = values
         self.rows: Final = rows
 
@@ -156,9 +158,14 @@ class Gather:
 
     def coded(self) -> tuple[npt.NDArray[np.int64], Array]:
         """``(codes, values)``, ``values[codes]`` the column: through a Gather of a Gather, the inner values."""
+        codes, values = self._codes()
+        return codes.astype(np.int64, copy=False), values
+
+    def _codes(self) -> tuple[Codes, Array]:
+        """``coded``, its codes as narrow as they are held (made int64 once, at the end, if at all)."""
         if isinstance(self.values, Gather):
-            inner_codes, values = self.values.coded()
-            codes: npt.NDArray[np.int64] = inner_codes[self.rows]
+            inner_codes, values = self.values._codes()
+            codes: Codes = inner_codes[self.rows]
             return codes, values
         return self.rows, self.values
 
@@ -175,7 +182,7 @@ class Gather:
         return Gather(self.values.over(values) if isinstance(self.values, Gather) else values, self.rows)
 
     def made(self) -> Array:
-        codes, values = self.coded()
+        codes, values = self._codes()
         made: Array = values[codes]
         return made
 
@@ -218,7 +225,7 @@ class Columns:
                 size = len(picked)
             else:
                 size = int(picked.sum())
-        taken_rows: dict[int, npt.NDArray[np.int64]] = {}  # id of a Gather's rows -> its rows picked
+        taken_rows: dict[int, Codes] = {}  # id of a Gather's rows -> its rows picked
 
         def pick(column: Array | Gather) -> Array | Gather:
             if not isinstance(column, Gather):

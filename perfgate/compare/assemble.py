@@ -12,26 +12,29 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from perfgate.columns import Array, Columns, Gather, factorize, objects, sort_ranks, sorted_order
-from perfgate.compare.arrays import Ints, Objects
+from perfgate.compare.arrays import Ints, Objects, StatusCodes
+from perfgate.compare.codes import is_status, status_column
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
-from perfgate.compare.policies import JudgedRows, status_ranks
+from perfgate.compare.policies import JudgedRows
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.metrics import CATALOG_BY_NAME, Threshold, direction_of, label_of
 from perfgate.vocabulary import STATUS_ORDER, Status
 
 
-def launch_table(launches: MatchedLaunches, statuses: Objects, launch_change: Objects,
+def launch_table(launches: MatchedLaunches, statuses: StatusCodes, launch_change: Objects,
                  groups: GroupVerdicts) -> tuple[Columns, Ints]:
-    """One row per launch, in launch-id order, and the display order of those rows."""
+    """One row per launch, in launch-id order, and the display order of those rows (``statuses``: their codes)."""
     frame = launches.frame
     table = Columns({
         "kind": frame["kind"], "kernel": frame["kernel"], "region": frame["region"], "ordinal": frame["ordinal"],
-        "demangled": launches.either("demangled"), "status": statuses, "device": launches.either("device"),
+        "demangled": launches.either("demangled"), "status": status_column(statuses),
+        "device": launches.either("device"),
         "launch_change": launch_change, "baseline_kernel": frame["baseline_kernel"],
         "matched_by": frame["matched_by"], "group": groups.launch_group,
     }, launches.count)
-    order: Ints = sorted_order((status_ranks(statuses), len(STATUS_ORDER)), _text_ranks(table["kind"]),
+    # A status's code is its place in STATUS_ORDER: what needs attention first.
+    order: Ints = sorted_order((statuses.astype(np.int64), len(STATUS_ORDER)), _text_ranks(table["kind"]),
                                _text_ranks(table["kernel"]), _text_ranks(table["region"]), sort_ranks(table["ordinal"]))
     return table, order
 
@@ -68,7 +71,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
     def per_launch(name: str) -> Gather:
         return Gather(launches[name], lid)
 
-    def per_row(values: Array) -> Gather:
+    def per_row(values: Array | Gather) -> Gather:
         return Gather(values, take)
 
     table = Columns({
@@ -84,7 +87,7 @@ def result_table(rows: JoinedRows, judged: JudgedRows, launches: Columns, thresh
         "current": per_row(rows.current),
         "change": per_row(np.where(no_value, np.nan, judged.change)),
         "delta": per_row(np.where(no_value, np.nan, judged.delta)),
-        "status": per_row(judged.status),
+        "status": per_row(status_column(judged.status)),  # the statuses' strings made only if read
         "gated": per_row(judged.gated),
         "threshold": per_metric(lambda m: thresholds[m].spec if m in thresholds else "off"),
         "direction": per_metric(lambda m: direction_of(m).value),
@@ -115,7 +118,7 @@ def display_order(rows: JoinedRows, judged: JudgedRows, launch_order: Ints) -> I
     position[launch_order] = np.arange(len(launch_order))
     catalog = {name: i for i, name in enumerate(CATALOG_BY_NAME)}
     metric_rank = np.array([catalog.get(m, len(catalog)) for m in rows.names], dtype=np.int64)[rows.metric_code]
-    info = (judged.status == Status.INFO.value).astype(np.int64)
+    info = is_status(judged.status, Status.INFO).astype(np.int64)
     order: Ints = sorted_order((position[rows.launch_id], len(position)), (info, 2), (metric_rank, len(catalog) + 1),
                                (rows.metric_code, len(rows.names)))
     return order

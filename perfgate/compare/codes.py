@@ -1,18 +1,50 @@
-"""Launch columns as integer codes into their distinct values, so that grouping, counting and ordering launches
-costs numpy passes over integers and Python work per distinct value only (a few kernels, regions and
-configurations against up to millions of launches)."""
+"""Columns as integer codes into their distinct values, so that grouping, counting, ordering and judging costs
+numpy passes over integers and Python work per distinct value only: launch columns (a few kernels, regions and
+configurations against up to millions of launches), and the statuses of joined rows and launches."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
 
 import numpy as np
 
-from perfgate.columns import Columns, combined_key, factorize, objects
-from perfgate.compare.arrays import Ints, Objects
+from perfgate.columns import Columns, Gather, combined_key, factorize, objects
+from perfgate.compare.arrays import Bools, Ints, Objects, StatusCodes
+from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status
 
 Coded = tuple[Ints, Objects]  # (codes, values): values[codes] is the column
+
+# A status, per joined row or per launch, is held as its place in STATUS_ORDER (int8): the judgement's passes over
+# 10M rows read bytes, not references to strings, and the codes sort as the statuses do (the smaller, the more it
+# needs attention). STATUS_NAMES[code] is its name, made where a table column is handed on.
+STATUS_CODE: Final[Mapping[Status, int]] = MappingProxyType({status: STATUS_RANK[status.value]
+                                                            for status in STATUS_ORDER})
+STATUS_NAMES: Final[Objects] = objects([status.value for status in STATUS_ORDER])
+
+
+def status_codes(names: Iterable[str]) -> StatusCodes:
+    """Status names (``Status`` values) as codes."""
+    return np.fromiter(map(STATUS_RANK.__getitem__, names), dtype=np.int8)
+
+
+def status_filled(count: int, status: Status) -> StatusCodes:
+    """``count`` rows of ``status``."""
+    return np.full(count, STATUS_CODE[status], dtype=np.int8)
+
+
+def is_status(codes: StatusCodes, *statuses: Status) -> Bools:
+    """Which of ``codes`` are one of ``statuses``."""
+    if len(statuses) == 1:
+        found: Bools = codes == STATUS_CODE[statuses[0]]
+        return found
+    return np.isin(codes, [STATUS_CODE[status] for status in statuses])
+
+
+def status_column(codes: StatusCodes) -> Gather:
+    """The codes as a table's status column: its strings are made only if a later stage reads it."""
+    return Gather(STATUS_NAMES, codes)
 
 
 def distinct_coded(table: Columns, name: str) -> Coded:

@@ -26,7 +26,8 @@ from perfgate.compare.notes import (
     rename_notes,
     unpaired_kernels,
 )
-from perfgate.compare.arrays import Ints, Objects
+from perfgate.compare.arrays import Bools, Ints, StatusCodes
+from perfgate.compare.codes import is_status
 from perfgate.compare.options import CompareOptions
 from perfgate.compare.policies import (
     JudgedRows,
@@ -53,11 +54,11 @@ from perfgate.table import (
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_REGION, Status
 
 
-def significance_notes(launch_frame: Columns, base_samples: Mapping[str, Sequence[float]],
+def significance_notes(launch_frame: Columns, statuses: StatusCodes, base_samples: Mapping[str, Sequence[float]],
                        cur_samples: Mapping[str, Sequence[float]]) -> list[str]:
-    """Benchmarks compared without the significance test, because a side has no raw timings: say so."""
-    compared = launch_frame[(launch_frame["kind"] == KIND_BENCHMARK)
-                            & ~np.isin(launch_frame["status"], [Status.MISSING.value, Status.NEW.value])]
+    """Benchmarks compared without the significance test, because a side has no raw timings: say so
+    (``statuses``: the launches' status codes, in ``launch_frame``'s order)."""
+    compared = launch_frame[(launch_frame["kind"] == KIND_BENCHMARK) & ~is_status(statuses, Status.MISSING, Status.NEW)]
     notes = []
     for name in dict.fromkeys(compared["kernel"].tolist()):
         lacking = [side for side, samples in (("baseline", base_samples), ("current run", cur_samples))
@@ -108,9 +109,10 @@ class _Judgement(NamedTuple):
     rules: MetricRules
     limits: RowLimits
     floored: RowLimits
+    past_floored: Bools  # per row: its own change is past its floored limits (``own_regressions``)
     groups: GroupVerdicts
     judged: JudgedRows
-    statuses: Objects
+    statuses: StatusCodes  # per launch
     cold_notes: list[str]
 
 
@@ -129,14 +131,15 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
                         launches.frame["region"], options.series_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
+    past_floored = own_regressions(rows, rules, floored)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          own_regressions(rows, rules, floored), options.confidence)
+                          past_floored, options.confidence)
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
-    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, groups, judged,
-                      statuses, cold_notes)
+    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
+                      groups, judged, statuses, cold_notes)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -145,8 +148,8 @@ def _result_notes(found: _Judgement, results: Columns, order: Ints, options: Com
     notes = alone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += floor_notes(results, groups, order)
-    excused = (own_regressions(rows, rules, found.limits) & ~own_regressions(rows, rules, found.floored)
-               & (judged.status == Status.UNCHANGED.value) & judged.gated)
+    excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
+               & is_status(judged.status, Status.UNCHANGED) & judged.gated)
     notes += traffic_floor_notes(results, excused, found.floored.absolute, order)
     return notes
 
@@ -183,7 +186,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     if options.series_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
     notes += _result_notes(found, results, order, options)
-    notes += significance_notes(launch_frame, baseline.samples, current.samples)
+    notes += significance_notes(launch_frame, statuses, baseline.samples, current.samples)
     notes += unusable_notes(baseline, found.compared) + unusable_notes(current, found.compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     if not options.accept_unpaired_kernels:

@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from perfgate.columns import Columns, factorize, filled, first_rows, objects
-from perfgate.compare.arrays import Bools, Floats, Ints, Objects
+from perfgate.compare.arrays import Bools, Floats, Ints, Objects, StatusCodes
+from perfgate.compare.codes import is_status
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.identity import short_name, shown
@@ -96,7 +97,7 @@ def launch_change_notes(facts: Columns) -> Objects:
 
 def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compared: Sequence[str],
                      thresholds: Mapping[str, Threshold], codes: Mapping[str, int], base: SideValues,
-                     cur: SideValues, launch_kinds: Objects, launch_statuses: Objects) -> list[str]:
+                     cur: SideValues, launch_kinds: Objects, launch_statuses: StatusCodes) -> list[str]:
     """Say what was not compared and why."""
     notes: list[str] = []
     if unnamed_device:
@@ -118,8 +119,8 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
             notes.append(f"gated metric {metric} is only in {cur_name}: not compared")
         elif code not in in_cur:
             notes.append(f"gated metric {metric} is only in {base_name}: not compared")
-    missing = int((launch_statuses == Status.MISSING.value).sum())
-    new = int((launch_statuses == Status.NEW.value).sum())
+    missing = int(is_status(launch_statuses, Status.MISSING).sum())
+    new = int(is_status(launch_statuses, Status.NEW).sum())
     if missing and new:
         notes.append(f"{missing} missing and {new} new: a renamed kernel that no rule paired shows as one of each and "
                      "is not compared; pair it with a [tool.perfgate] kernel_aliases rule, or review it by hand and "
@@ -167,7 +168,7 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
     order (``order``: the joined row of each row of ``results``, when they are in another order)."""
     if not groups.inconclusive:
         return []
-    picked = np.flatnonzero((results["status"] == Status.INCONCLUSIVE.value) & (results["group"] >= 0))
+    picked = np.flatnonzero(results.equals("status", Status.INCONCLUSIVE.value) & (results["group"] >= 0))
     if order is not None:
         picked = picked[np.argsort(order[picked], kind="stable")]
     rows = results[picked]
@@ -181,7 +182,7 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
     return _capped(lines, "inconclusive kernels")
 
 
-def unpaired_kernels(launches: MatchedLaunches, statuses: Objects) -> list[tuple[str, str]]:
+def unpaired_kernels(launches: MatchedLaunches, statuses: StatusCodes) -> list[tuple[str, str]]:
     """Per region holding kernels missing and new that no rule paired: (where, cause). Either may be the other
     renamed, whose change nobody judged, so the comparison is not a pass (``accept_unpaired_kernels`` accepts)."""
     frame = launches.frame
@@ -189,8 +190,8 @@ def unpaired_kernels(launches: MatchedLaunches, statuses: Objects) -> list[tuple
     lines = []
     for region in dict.fromkeys(frame["region"][kernel].tolist()):
         here = kernel & (frame["region"] == region)
-        missing = dict.fromkeys(launches.either("demangled")[here & (statuses == Status.MISSING.value)].tolist())
-        new = dict.fromkeys(launches.either("demangled")[here & (statuses == Status.NEW.value)].tolist())
+        missing = dict.fromkeys(launches.either("demangled")[here & is_status(statuses, Status.MISSING)].tolist())
+        new = dict.fromkeys(launches.either("demangled")[here & is_status(statuses, Status.NEW)].tolist())
         if not missing or not new:
             continue
         where = f"region {region}" if region else "launches outside any region"

@@ -1,9 +1,9 @@
 """Verdict policies: each rule that turns joined values into statuses, as a function of its own.
 
-Every policy is vectorized over the rows of a comparison (one row per launch and metric) and
-leaves its inputs alone; ``judge_rows`` applies them in order, each later rule overriding the
-earlier ones, ``launch_status`` rolls rows up into launches, and ``refuse_if_nothing_comparable``
-stops a comparison that compared nothing.
+Every policy is vectorized over the rows of a comparison (one row per launch and metric), their
+statuses held as codes (``codes.STATUS_CODE``), and leaves its inputs alone; ``judge_rows`` applies
+them in order, each later rule overriding the earlier ones, ``launch_status`` rolls rows up into
+launches, and ``refuse_if_nothing_comparable`` stops a comparison that compared nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.columns import filled
-from perfgate.compare.arrays import Bools, Floats, Ints, Objects
+from perfgate.compare.arrays import Bools, Floats, Ints, Objects, StatusCodes
+from perfgate.compare.codes import STATUS_CODE, is_status, status_filled
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.options import BENCHMARK_TIME_METRIC, TIME_METRIC
@@ -24,11 +24,11 @@ from perfgate.compare.series_thresholds import RowLimits
 from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
 from perfgate.metrics import DRAM_BYTE_METRICS, TRAFFIC_FLOOR_SHARE, Direction, Threshold, can_fail, direction_of
-from perfgate.vocabulary import KIND_BENCHMARK, STATUS_ORDER, STATUS_RANK, Status
+from perfgate.vocabulary import KIND_BENCHMARK, STATUS_ORDER, Status
 
 _WORSE_SIGN = {Direction.LOWER_IS_BETTER: 1.0, Direction.HIGHER_IS_BETTER: -1.0}
-_UNCOMPARABLE = (Status.NO_DATA.value, Status.NEW.value, Status.MISSING.value)
-_COMPARED = (Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.UNCHANGED.value)
+_UNCOMPARABLE = (Status.NO_DATA, Status.NEW, Status.MISSING)
+_COMPARED = (Status.REGRESSION, Status.IMPROVEMENT, Status.UNCHANGED)
 
 
 class MetricRules(NamedTuple):
@@ -66,63 +66,63 @@ def beyond_limits(delta: Floats, change: Floats, relative: Floats, absolute: Flo
 
 
 def threshold_status(delta: Floats, change: Floats, worse_sign: Floats, relative: Floats,
-                     absolute: Floats) -> Objects:
+                     absolute: Floats) -> StatusCodes:
     """Threshold crossing: beyond the limits in the worse direction is a regression, in the better one
     an improvement; anything else (NaN included) is unchanged."""
     beyond = beyond_limits(delta, change, relative, absolute)
     worse = delta * worse_sign  # > 0 means worse
-    status = filled(len(delta), Status.UNCHANGED.value)
-    status[beyond & (worse > 0)] = Status.REGRESSION.value
-    status[beyond & (worse < 0)] = Status.IMPROVEMENT.value
+    status = status_filled(len(delta), Status.UNCHANGED)
+    status[beyond & (worse > 0)] = STATUS_CODE[Status.REGRESSION]
+    status[beyond & (worse < 0)] = STATUS_CODE[Status.IMPROVEMENT]
     return status
 
 
-def _override(status: Objects, where: Bools, value: str) -> Objects:
+def _override(status: StatusCodes, where: Bools, value: Status) -> StatusCodes:
     """``status`` with ``value`` where ``where`` holds; the input is left alone (and returned if nothing changes)."""
     if not where.any():
         return status
-    judged: Objects = status.copy()
-    judged[where] = value
+    judged: StatusCodes = status.copy()
+    judged[where] = STATUS_CODE[value]
     return judged
 
 
-def info_never_gates(status: Objects, gated: Bools) -> Objects:
+def info_never_gates(status: StatusCodes, gated: Bools) -> StatusCodes:
     """A metric that does not gate (threshold off or absent, or neutral direction) is information."""
-    return _override(status, ~gated, Status.INFO.value)
+    return _override(status, ~gated, Status.INFO)
 
 
-def no_data(status: Objects, baseline: Floats, current: Floats) -> Objects:
+def no_data(status: StatusCodes, baseline: Floats, current: Floats) -> StatusCodes:
     """A value missing on either side cannot be compared: "no data"."""
-    return _override(status, np.isnan(baseline) | np.isnan(current), Status.NO_DATA.value)
+    return _override(status, np.isnan(baseline) | np.isnan(current), Status.NO_DATA)
 
 
-def one_sided(status: Objects, side: Objects, launch_id: Ints | None = None) -> Objects:
+def one_sided(status: StatusCodes, side: Objects, launch_id: Ints | None = None) -> StatusCodes:
     """A launch in the baseline only is "missing"; in the current run only, "new". ``side`` is per
     launch; with ``launch_id``, ``status`` is per row of those launches."""
     missing, new = side == BASELINE_ONLY, side == CURRENT_ONLY
     if launch_id is not None:
         missing, new = missing[launch_id], new[launch_id]
-    return _override(_override(status, missing, Status.MISSING.value), new, Status.NEW.value)
+    return _override(_override(status, missing, Status.MISSING), new, Status.NEW)
 
 
-def insignificant_to_unchanged(status: Objects, is_benchmark_time: Bools, names: Objects, launch_id: Ints,
+def insignificant_to_unchanged(status: StatusCodes, is_benchmark_time: Bools, names: Objects, launch_id: Ints,
                                base_samples: Mapping[str, Sequence[float]],
-                               cur_samples: Mapping[str, Sequence[float]], significance: float) -> Objects:
+                               cur_samples: Mapping[str, Sequence[float]], significance: float) -> StatusCodes:
     """A benchmark's time change with raw timings on both sides must also be significant
     (Mann-Whitney p below ``significance``); otherwise it is unchanged. ``names[launch_id]`` is
     each row's benchmark name."""
     insignificant = np.zeros(len(status), dtype=bool)
     candidates = np.flatnonzero(is_benchmark_time)  # few rows, or none: the statuses of those only are read
-    moved = candidates[np.isin(status[candidates], [Status.REGRESSION.value, Status.IMPROVEMENT.value])]
+    moved = candidates[is_status(status[candidates], Status.REGRESSION, Status.IMPROVEMENT)]
     for index in moved:
         name = names[launch_id[index]]
         if name in base_samples and name in cur_samples:
             p_value = mann_whitney_p(base_samples[name], cur_samples[name])
             insignificant[index] = not math.isnan(p_value) and p_value >= significance
-    return _override(status, insignificant, Status.UNCHANGED.value)
+    return _override(status, insignificant, Status.UNCHANGED)
 
 
-def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
+def repeated_launches_as_one(status: StatusCodes, groups: GroupVerdicts) -> StatusCodes:
     """A gated row of a kernel launched repeatedly takes the verdict of its group, judged on the samples
     of all its launches at once (``repeats``), instead of its own n-th launch against the n-th, except a
     launch that moved alone (``alone``): its own row stays a regression. Rows that are not comparable (no
@@ -130,10 +130,10 @@ def repeated_launches_as_one(status: Objects, groups: GroupVerdicts) -> Objects:
     grouped = np.flatnonzero(groups.grouped())
     if not grouped.size:
         return status
-    where = grouped[np.isin(status[grouped], _COMPARED)]
-    judged: Objects = status.copy()
+    where = grouped[is_status(status[grouped], *_COMPARED)]
+    judged: StatusCodes = status.copy()
     judged[where] = groups.status[groups.series[where]]
-    judged[where[groups.alone[where]]] = Status.REGRESSION.value
+    judged[where[groups.alone[where]]] = STATUS_CODE[Status.REGRESSION]
     return judged
 
 
@@ -158,45 +158,39 @@ def absolute_floors(rows: JoinedRows, rules: MetricRules, absolute: Floats | Non
     return floors
 
 
-def speed_up_trade_off(status: Objects, gated: Bools, launch_id: Ints, is_time: Bools) -> tuple[Objects, Bools]:
+def speed_up_trade_off(status: StatusCodes, gated: Bools, launch_id: Ints,
+                       is_time: Bools) -> tuple[StatusCodes, Bools]:
     """A kernel that got clearly faster does not fail on a work counter that grew: more instructions
     for less time is a trade-off its author made. Those rows turn into information, ungated.
     ``is_time`` marks the rows of the kernel time metric."""
     time_rows = np.flatnonzero(is_time)
-    faster = launch_id[time_rows[status[time_rows] == Status.IMPROVEMENT.value]]
+    faster = launch_id[time_rows[is_status(status[time_rows], Status.IMPROVEMENT)]]
     if not faster.size:
         return status, gated
     traded = np.isin(launch_id, faster)
-    traded[traded] = status[traded] == Status.REGRESSION.value
-    return _override(status, traded, Status.INFO.value), gated & ~traded
+    traded[traded] = is_status(status[traded], Status.REGRESSION)
+    return _override(status, traded, Status.INFO), gated & ~traded
 
 
-def status_ranks(status: Objects) -> Ints:
-    """Each status's place in STATUS_ORDER: the smaller, the more it needs attention."""
-    ranks = np.fromiter(map(STATUS_RANK.__getitem__, status.tolist()), dtype=np.int64, count=len(status))
-    return ranks
-
-
-def launch_status(status: Objects, gated: Bools, launch_id: Ints, side: Objects) -> Objects:
+def launch_status(status: StatusCodes, gated: Bools, launch_id: Ints, side: Objects) -> StatusCodes:
     """A launch's status is the worst of its comparable gated rows; "no data" when it has gated rows
     but none comparable; "unchanged" when nothing about it gates; "missing"/"new" by side."""
     count = len(side)
     gated_rows = np.flatnonzero(gated)  # only gated rows count: their statuses are the only ones read
-    rank = status_ranks(status[gated_rows])
-    comparable = ~np.isin(rank, [STATUS_RANK[s] for s in _UNCOMPARABLE])
-    worst = np.full(count, len(STATUS_ORDER), dtype=np.int64)
-    np.minimum.at(worst, launch_id[gated_rows[comparable]], rank[comparable])
+    gated_status = status[gated_rows]
+    comparable = ~is_status(gated_status, *_UNCOMPARABLE)
+    # A code is its status's place in STATUS_ORDER: the worst status is the smallest code.
+    worst = np.full(count, len(STATUS_ORDER), dtype=np.int8)
+    np.minimum.at(worst, launch_id[gated_rows[comparable]], gated_status[comparable])
     has_gated = np.zeros(count, dtype=bool)
     has_gated[launch_id[gated_rows]] = True
-    names = np.array([s.value for s in STATUS_ORDER], dtype=object)
-    judged: Objects = names[np.where(worst < len(STATUS_ORDER), worst,
-                                     np.where(has_gated, STATUS_RANK[Status.NO_DATA.value],
-                                              STATUS_RANK[Status.UNCHANGED.value]))]
+    judged = np.where(worst < len(STATUS_ORDER), worst,
+                      np.where(has_gated, STATUS_CODE[Status.NO_DATA], STATUS_CODE[Status.UNCHANGED])).astype(np.int8)
     return one_sided(judged, side)
 
 
-def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gated: Bools, compared: Sequence[str],
-                                 base_name: str, cur_name: str) -> None:
+def refuse_if_nothing_comparable(launch_statuses: StatusCodes, status: StatusCodes, gated: Bools,
+                                 compared: Sequence[str], base_name: str, cur_name: str) -> None:
     """A comparison that compared nothing is refused, whatever the shape of its inputs (never a silent pass):
 
     - both sides have launches but none matches (different programs, or every kernel renamed past the rules);
@@ -205,10 +199,10 @@ def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gate
       or a CSV page without them).
 
     A side with no launch at all is not refused: that is a first run against no baseline ("new")."""
-    matched = ~np.isin(launch_statuses, [Status.MISSING.value, Status.NEW.value])
+    matched = ~is_status(launch_statuses, Status.MISSING, Status.NEW)
     if not matched.any():
-        missing = int((launch_statuses == Status.MISSING.value).sum())
-        new = int((launch_statuses == Status.NEW.value).sum())
+        missing = int(is_status(launch_statuses, Status.MISSING).sum())
+        new = int(is_status(launch_statuses, Status.NEW).sum())
         if missing and new:
             raise InputError(cur_name, f"nothing to compare: no launch matches one of the baseline {base_name} "
                                        f"({missing} missing, {new} new: different kernels, or renamed kernels "
@@ -222,7 +216,7 @@ def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gate
         raise InputError(cur_name, f"nothing to compare: none of the compared metrics ({names}) gates "
                                    f"(baseline {base_name})",
                          "compare a metric with a threshold: see --metrics and --threshold METRIC=SPEC")
-    if (gated_status == Status.NO_DATA.value).all():
+    if is_status(gated_status, Status.NO_DATA).all():
         names = ", ".join(compared)
         raise InputError(cur_name, f"nothing to compare: none of the metrics ({names}) has values on both sides "
                                    f"(baseline {base_name})",
@@ -231,9 +225,9 @@ def refuse_if_nothing_comparable(launch_statuses: Objects, status: Objects, gate
 
 
 class JudgedRows(NamedTuple):
-    """The verdict on each joined row: its status, whether it gates, and the change behind it."""
+    """The verdict on each joined row: its status (a code), whether it gates, and the change behind it."""
 
-    status: Objects
+    status: StatusCodes
     gated: Bools
     delta: Floats
     change: Floats
@@ -243,7 +237,7 @@ def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> 
     """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
     single launch's)."""
     delta, change = rows.changes()
-    # ``threshold_status``'s regression, without its statuses as strings.
+    # ``threshold_status``'s regression, without its statuses.
     own: Bools = (beyond_limits(delta, change, limits.relative, limits.absolute)
                   & (delta * rules.worse_sign[rows.metric_code] > 0))
     return own

@@ -27,9 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.columns import Array, factorize, median, objects
-from perfgate.compare.arrays import Bools, Floats, Ints, Objects
-from perfgate.compare.codes import distinct_coded
+from perfgate.columns import Array, factorize, median
+from perfgate.compare.arrays import Bools, Floats, Ints, StatusCodes
+from perfgate.compare.codes import distinct_coded, status_codes
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.alone import moved_alone
@@ -44,9 +44,10 @@ class GroupVerdicts(NamedTuple):
     row the series it was judged in.
 
     ``series``: per joined row, its series' index into the per-series arrays; a row judged with no group points
-    at the last entry, which holds "not judged" (group -1, no samples, NaN, status ""). Per series: ``group`` (the
-    group's id, shown in reports), the sample sizes, the medians of both sides, the estimated relative change with
-    its interval, ``status`` and ``excused`` (the interval lies beyond the relative limit but not beyond the floor).
+    at the last entry, which holds "not judged" (group -1, no samples, NaN, status code -1). Per series: ``group``
+    (the group's id, shown in reports), the sample sizes, the medians of both sides, the estimated relative change
+    with its interval, ``status`` (a code: ``codes.STATUS_CODE``) and ``excused`` (the interval lies beyond the
+    relative limit but not beyond the floor).
     Per joined row: ``alone`` (the launch moved alone: its own row is a regression whatever the group's verdict).
     Per launch id: ``launch_group``, the group of every launch of a judged kernel (one-sided launches included),
     else -1. A series' verdict is held once, not on each of its rows (a kernel launched 100,000 times is one entry).
@@ -61,7 +62,7 @@ class GroupVerdicts(NamedTuple):
     estimate: Floats
     low: Floats
     high: Floats
-    status: Objects
+    status: StatusCodes
     excused: Bools
     alone: Bools
     launch_group: Ints
@@ -82,7 +83,8 @@ class GroupVerdicts(NamedTuple):
                    estimate=column([s.judged.estimate for s in judged], np.nan, np.float64),
                    low=column([s.judged.low for s in judged], np.nan, np.float64),
                    high=column([s.judged.high for s in judged], np.nan, np.float64),
-                   status=objects([*statuses, ""]), excused=column([s.judged.excused for s in judged], False, bool),
+                   status=np.append(status_codes(statuses), np.int8(-1)),
+                   excused=column([s.judged.excused for s in judged], False, bool),
                    alone=alone, launch_group=launch_group, inconclusive=Status.INCONCLUSIVE.value in statuses)
 
     @classmethod

@@ -54,12 +54,12 @@ class Comparison(NamedTuple):
 
     @property
     def regressed(self) -> bool:
-        return bool((self.launches["status"] == Status.REGRESSION.value).any())
+        return bool(self.launches.equals("status", Status.REGRESSION.value).any())
 
     @property
     def inconclusive(self) -> bool:
         """Some kernel's change could be neither confirmed nor ruled out: not a failure, and not a clean pass."""
-        return bool((self.launches["status"] == Status.INCONCLUSIVE.value).any())
+        return bool(self.launches.equals("status", Status.INCONCLUSIVE.value).any())
 
     @property
     def verdict(self) -> str:

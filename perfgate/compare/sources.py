@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perfgate.compare.codes import STATUS_CODE
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
@@ -141,7 +142,7 @@ def cold_region_rows(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
     if not hit.any():
         return judged, []
     status, gated = judged.status.copy(), judged.gated.copy()
-    status[hit], gated[hit] = Status.INFO.value, False
+    status[hit], gated[hit] = STATUS_CODE[Status.INFO], False
     notes = [f"region `{region}`: wall time and GPU idle not judged: the region holds a kernel's first launch in "
              "the process, whose launch call paid CUDA's lazy module loading (warm the kernel up before the region, "
              "or set CUDA_MODULE_LOADING=EAGER)" for region in sorted(set(name[hit].tolist()))]

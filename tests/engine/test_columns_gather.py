@@ -49,6 +49,9 @@ def _gathered(rng: np.random.Generator, size: int) -> Columns:
         "launch": launch,
         "metric": Gather(objects(["a", "b", "a", ""]), rng.integers(0, 4, size)),  # "a" twice: values may repeat
         "value": rng.random(size),
+        # Narrow codes (a status column's int8), directly and through a Gather of the rows' launches.
+        "status": Gather(objects(["x", "y", "z"]), rng.integers(0, 3, size).astype(np.int8)),
+        "launch_status": Gather(Gather(objects(["x", "y"]), (np.arange(6) % 2).astype(np.int8)), launch),
     }, size)
 
 
@@ -67,14 +70,14 @@ def test_a_gathered_table_reads_as_its_plain_arrays(seed: int) -> None:
     for index in range(size):
         assert _fresh(table).row(index) == plain.row(index)
     _same(Columns.concat([_fresh(table), _fresh(table)[::2]]), Columns.concat([plain, plain[::2]]))
-    for name in ("kernel", "ordinal", "metric", "value"):
+    for name in ("kernel", "ordinal", "metric", "value", "status", "launch_status"):
         codes, values = _fresh(table).coded(name)
-        assert values[codes].tolist() == plain[name].tolist()
+        assert codes.dtype == np.int64 and values[codes].tolist() == plain[name].tolist()
         positions = rng.integers(0, max(size, 1), 5) if size else np.zeros(0, dtype=np.int64)
         assert _fresh(table).picked(name, positions).tolist() == plain[name][positions].tolist()
         assert _fresh(table).dtype(name) == plain[name].dtype
-    for value in ("a", "", "k1", "none"):
-        for name in ("kernel", "metric"):
+    for value in ("a", "", "k1", "none", "x", "y"):
+        for name in ("kernel", "metric", "status", "launch_status"):
             assert _fresh(table).equals(name, value).tolist() == (plain[name] == value).tolist()
 
 

@@ -15,9 +15,11 @@ import pytest
 
 from perfgate.columns import Columns, combined_key, factorize, first_rows, objects, sort_ranks, sorted_order
 from perfgate.compare import compare_tables
+from perfgate.compare.codes import STATUS_CODE, STATUS_NAMES, is_status, status_codes, status_column
 from perfgate.compare.joining import SideValues, join_metrics
 from perfgate.compare.matching import _outer_join
 from perfgate.table import Measurement, make_table
+from perfgate.vocabulary import STATUS_ORDER, Status
 
 
 def _factorize(values: list[Any]) -> tuple[list[int], list[Any]]:
@@ -157,3 +159,14 @@ def test_launches_are_matched_by_occurrence_in_report_order_whatever_their_ordin
     # The occurrence counts launches of one identity in report order: a table whose ordinals repeat loses none.
     assert results["kernel"].tolist() == ["a", "a", "b"]
     assert results["baseline"].tolist() == [1.0, 5.0, 10.0] and results["current"].tolist() == [2.0, 3.0, 10.0]
+
+
+def test_a_status_code_is_its_place_in_the_display_order_and_its_column_reads_as_the_names() -> None:
+    assert [STATUS_CODE[status] for status in STATUS_ORDER] == list(range(len(STATUS_ORDER)))
+    names = [Status.INFO.value, Status.REGRESSION.value, Status.NO_DATA.value, Status.INFO.value]
+    codes = status_codes(names)
+    assert codes.dtype == np.int8 and STATUS_NAMES[codes].tolist() == names
+    assert is_status(codes, Status.INFO).tolist() == [True, False, False, True]
+    assert is_status(codes, Status.INFO, Status.NO_DATA).tolist() == [True, False, True, True]
+    table = Columns({"status": status_column(codes)})
+    assert table["status"].tolist() == names

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from perfgate.compare.codes import STATUS_NAMES, status_codes
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY
 from perfgate.compare.policies import (
     info_never_gates,
@@ -33,10 +34,19 @@ def _objects(*values: str) -> np.ndarray:
     return np.array(values, dtype=object)
 
 
+def _codes(*statuses: str) -> np.ndarray:
+    """Statuses as the policies hold them: codes."""
+    return status_codes(statuses)
+
+
+def _names(codes: np.ndarray) -> list[str]:
+    return list(STATUS_NAMES[codes])
+
+
 def _threshold_status(base: list[float], cur: list[float], sign: float, relative: float, absolute: float) -> list[str]:
     delta, change = relative_change(np.array(base), np.array(cur))
     n = len(base)
-    return list(threshold_status(delta, change, np.full(n, sign), np.full(n, relative), np.full(n, absolute)))
+    return _names(threshold_status(delta, change, np.full(n, sign), np.full(n, relative), np.full(n, absolute)))
 
 
 def test_threshold_needs_both_the_relative_and_the_absolute_limit_crossed() -> None:
@@ -71,7 +81,7 @@ def test_info_metrics_never_gate() -> None:
     # Off, neutral direction, and no threshold at all: information. A throughput % gates when asked to.
     assert list(rules.gated) == [True, False, False, False, True]
     assert list(rules.worse_sign) == [1.0, 1.0, 0.0, 1.0, -1.0]
-    assert list(info_never_gates(_objects(REG, REG, IMP, REG, SAME), rules.gated)) == [REG, INFO, INFO, INFO, SAME]
+    assert _names(info_never_gates(_codes(REG, REG, IMP, REG, SAME), rules.gated)) == [REG, INFO, INFO, INFO, SAME]
 
 
 def test_metric_rules_give_minus_one_for_a_limit_not_set() -> None:
@@ -81,39 +91,39 @@ def test_metric_rules_give_minus_one_for_a_limit_not_set() -> None:
 
 
 def test_a_value_missing_on_either_side_is_no_data() -> None:
-    status = no_data(_objects(REG, INFO, SAME, IMP), np.array([1.0, math.nan, 1.0, 1.0]),
+    status = no_data(_codes(REG, INFO, SAME, IMP), np.array([1.0, math.nan, 1.0, 1.0]),
                      np.array([2.0, 1.0, math.nan, 0.5]))
-    assert list(status) == [REG, NO_DATA, NO_DATA, IMP]
+    assert _names(status) == [REG, NO_DATA, NO_DATA, IMP]
 
 
 def test_one_sided_launches_are_missing_or_new() -> None:
     side = _objects(BASELINE_ONLY, CURRENT_ONLY, BOTH_SIDES)
-    assert list(one_sided(_objects(NO_DATA, SAME, REG), side)) == [MISSING, NEW, REG]
+    assert _names(one_sided(_codes(NO_DATA, SAME, REG), side)) == [MISSING, NEW, REG]
     # Per row, through each row's launch id.
-    rows = one_sided(_objects(NO_DATA, INFO, REG, NO_DATA), side, np.array([0, 0, 2, 1]))
-    assert list(rows) == [MISSING, MISSING, REG, NEW]
+    rows = one_sided(_codes(NO_DATA, INFO, REG, NO_DATA), side, np.array([0, 0, 2, 1]))
+    assert _names(rows) == [MISSING, MISSING, REG, NEW]
 
 
 def test_launch_status_is_the_worst_of_its_gated_metrics() -> None:
     # launch 0: regression and improvement -> regression; 1: improvement, its regression only info;
     # 2: gated rows without data -> no data; 3: nothing gated -> unchanged; 4: missing; 5: new.
-    status = _objects(IMP, REG, IMP, INFO, NO_DATA, INFO, INFO, MISSING, NEW)
+    status = _codes(IMP, REG, IMP, INFO, NO_DATA, INFO, INFO, MISSING, NEW)
     gated = np.array([True, True, True, False, True, False, False, True, True])
     launch_id = np.array([0, 0, 1, 1, 2, 2, 3, 4, 5])
     side = _objects(*[BOTH_SIDES] * 4, BASELINE_ONLY, CURRENT_ONLY)
-    assert list(launch_status(status, gated, launch_id, side)) == [REG, IMP, NO_DATA, SAME, MISSING, NEW]
+    assert _names(launch_status(status, gated, launch_id, side)) == [REG, IMP, NO_DATA, SAME, MISSING, NEW]
 
 
 def test_a_kernel_that_got_faster_does_not_fail_on_a_work_counter_that_grew() -> None:
     # Launch 0 got faster with more instructions: a trade-off, shown as info and ungated.
     # Launch 1's time did not improve: its instruction count still fails.
-    status = _objects(IMP, REG, SAME, REG)
+    status = _codes(IMP, REG, SAME, REG)
     gated = np.ones(4, dtype=bool)
     is_time = np.array([True, False, True, False])
     traded_status, traded_gated = speed_up_trade_off(status, gated, np.array([0, 0, 1, 1]), is_time)
-    assert list(traded_status) == [IMP, INFO, SAME, REG]
+    assert _names(traded_status) == [IMP, INFO, SAME, REG]
     assert list(traded_gated) == [True, False, True, True]
-    assert list(status) == [IMP, REG, SAME, REG]  # the inputs are left alone
+    assert _names(status) == [IMP, REG, SAME, REG]  # the inputs are left alone
 
 
 def test_a_benchmark_time_change_must_be_significant_when_raw_timings_exist() -> None:
@@ -124,24 +134,24 @@ def test_a_benchmark_time_change_must_be_significant_when_raw_timings_exist() ->
     names = _objects("b_noisy", "b_clear", "b_few", "b_base_only")  # per launch
     launch_id = np.array([0, 1, 2, 3, 0])
     is_time = np.array([True, True, True, True, False])
-    status = insignificant_to_unchanged(_objects(REG, REG, REG, REG, REG), is_time, names, launch_id, base, cur, 0.01)
+    status = insignificant_to_unchanged(_codes(REG, REG, REG, REG, REG), is_time, names, launch_id, base, cur, 0.01)
     # Not significant -> unchanged; significant, too few samples (no p-value), samples on one side
     # only, or not the benchmark's time metric -> the threshold's verdict stands.
-    assert list(status) == [SAME, REG, REG, REG, REG]
+    assert _names(status) == [SAME, REG, REG, REG, REG]
 
 
 def test_refuse_when_matched_launches_have_no_gated_metric_with_values_on_both_sides() -> None:
     with pytest.raises(InputError, match="nothing to compare"):
-        refuse_if_nothing_comparable(_objects(NO_DATA), _objects(NO_DATA, INFO), np.array([True, False]), [TIME],
+        refuse_if_nothing_comparable(_codes(NO_DATA), _codes(NO_DATA, INFO), np.array([True, False]), [TIME],
                                      "base.csv", "cur.csv")
     # No launch in common (all missing and new), or nothing that gates: refused too.
     with pytest.raises(InputError, match=r"no launch matches .* \(1 missing, 1 new"):
-        refuse_if_nothing_comparable(_objects(NEW, MISSING), _objects(NO_DATA, NO_DATA), np.array([True, True]),
+        refuse_if_nothing_comparable(_codes(NEW, MISSING), _codes(NO_DATA, NO_DATA), np.array([True, True]),
                                      [TIME], "b", "c")
     with pytest.raises(InputError, match="none of the compared metrics .* gates"):
-        refuse_if_nothing_comparable(_objects(SAME), _objects(INFO), np.array([False]), [TIME], "b", "c")
+        refuse_if_nothing_comparable(_codes(SAME), _codes(INFO), np.array([False]), [TIME], "b", "c")
     # Something comparable, or launches on one side only (a first run: "new"): no refusal.
-    refuse_if_nothing_comparable(_objects(NO_DATA, REG), _objects(NO_DATA, REG), np.array([True, True]), [TIME],
+    refuse_if_nothing_comparable(_codes(NO_DATA, REG), _codes(NO_DATA, REG), np.array([True, True]), [TIME],
                                  "b", "c")
-    refuse_if_nothing_comparable(_objects(NEW, NEW), _objects(NO_DATA, NO_DATA), np.array([True, True]), [TIME],
+    refuse_if_nothing_comparable(_codes(NEW, NEW), _codes(NO_DATA, NO_DATA), np.array([True, True]), [TIME],
                                  "b", "c")
