@@ -1,5 +1,5 @@
 """``perfgate baselines list|stale``: what a baselines directory holds, and the baselines of tests that are gone
-(``perfgate.store`` finds them)."""
+(``perfgate.baseline`` finds them)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK
 from perfgate.option_table import add_arguments
-from perfgate.store import StoredBaseline, collect_test_ids, list_baselines, stale_baselines
 
 if TYPE_CHECKING:
+    from perfgate.baseline import StoredBaseline
     from perfgate.cli.common import SubParsers
 
 
@@ -44,6 +44,8 @@ def format_baseline(b: StoredBaseline) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from perfgate.baseline import list_baselines  # the command's machinery, as every command imports its own
+
     directory = baselines_dir(args)
     stored = list_baselines(directory)
     for device in sorted({b.device for b in stored}):
@@ -57,6 +59,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
+    from perfgate.baseline import collect_test_ids, list_baselines, stale_baselines
+
     directory = baselines_dir(args)
     stored = list_baselines(directory)
     stale, unchecked = stale_baselines(stored, collect_test_ids(args.pytest_args))
