@@ -83,7 +83,7 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
         headline=headline(report), facts=facts, summary=summary_parts(report),
         verdict_class={"fail": "verdict-fail", "pass": "verdict-pass"}.get(verdict, "verdict-warn"),
         verdict=VERDICT_WORD.get(verdict, "FAIL"), compared=pairs, more_compared=more, devices=devices,
-        kernels=Markup(kernel_table(kernels)), sections=Markup(kernel_sections(kernels)),
+        kernels=Markup(kernel_table(kernels, templates)), sections=Markup(kernel_sections(kernels, templates)),
         timelines=Markup(timeline_sections(report)), test_column=any(report["launches"]["test"]),
         rows=Markup(mark), notes=listed_notes([*unmeasured_notes(report), *report["notes"]]),
         generator=report["generator"])

@@ -10,10 +10,14 @@ kernels and sections are shown, and how many are not, is stated on the page.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
-from perfgate.render.formatting import format_values, html_escape
+from perfgate.render.formatting import format_values
+from perfgate.render.templates import Macros
 from perfgate.render.kernels import (
     KernelRow,
     MetricSummary,
@@ -27,6 +31,7 @@ from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.report import Report, group_stats
 from perfgate.vocabulary import Status
 
+_TEMPLATE = "kernels.html.j2"
 KERNEL_ROWS = 500  # rows of the kernel table; every launch stays in the JSON report
 KERNEL_TABLE_BYTES = 1_000_000  # and the most bytes they take (long names), for the page's bound
 SECTIONS = 50  # sections of regressed or inconclusive kernels
@@ -84,114 +89,84 @@ class KernelRows:
         return [k for k in self.kernels if any(column[i] in statuses for i in k)]
 
 
-def kernel_table(rows: KernelRows) -> str:
-    """``<h2>Kernels</h2>`` and one row per kernel (the first ``KERNEL_ROWS``), what needs attention first."""
+def kernel_table(rows: KernelRows, templates: Path | None = None) -> str:
+    """``<h2>Kernels</h2>`` and one row per kernel (the first ``KERNEL_ROWS``), what needs attention first, laid
+    out by ``kernels.html.j2`` (``templates``: a team's folder) one row at a time, under the table's room."""
     kernels = rows.kernels
     if not kernels:
         return ""
-    out = ['<h2 id="kernels">Kernels</h2>',
-           '<table id="kernel-table"><thead><tr><th>Status</th><th>Kernel</th><th>Test · GPU · region</th>'
-           '<th>Launches</th><th>Metric</th><th>Baseline</th><th>Current</th><th>Change</th><th>Limit</th>'
-           '<th>Why</th></tr></thead><tbody>']
+    macros = Macros(_TEMPLATE, templates)
+    out = [macros("table_head")]
     room = KERNEL_TABLE_BYTES
     listed = 0
     for indexes in kernels[:KERNEL_ROWS]:
-        row = rows.row(indexes)
-        moved = row.moved[:3]
-        why = why_lines(row, others=0)[:3]  # the bound, a launch-config change, ncu's findings
-        shown = [format_values([m.before, m.after], m.unit) for m in moved]
-        cells = [f"{STATUS_ICON.get(row.status, '')} {html_escape(row.status)}",
-                 f'<span class="kernel">{html_escape(row.name)}</span>', html_escape(_where(row)),
-                 launches_label(row) or "1",
-                 "<br>".join(html_escape(m.label) for m in moved),
-                 "<br>".join(html_escape(before) for before, _ in shown),
-                 "<br>".join(html_escape(after) for _, after in shown),
-                 "<br>".join(html_escape(change_text(m)) for m in moved),
-                 "<br>".join(html_escape(m.limit) for m in moved),
-                 "<br>".join(html_escape(line) for line in why)]
-        classes = ["", "", "", "num", "", "num", "num", "num", "", "why"]
-        line = (f'<tr class="{row.status.replace(" ", "-")}">'
-                + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>" for c, v in zip(classes, cells))
-                + "</tr>")
+        line = macros("table_row", _table_row(rows.row(indexes)))
         room -= len(line.encode("utf-8"))
         if room < 0:
             break
         out.append(line)
         listed += 1
-    out.append("</tbody></table>")
-    if len(kernels) > listed:
-        out.append(f'<p class="meta" id="kernels-truncated">The first {listed:,} of {len(kernels):,} kernels '
-                   f'are listed; the launches below and the JSON report hold them all.</p>')
+    out.append(macros("table_end", listed, len(kernels)))
     return "\n".join(out) + "\n"
 
 
-def kernel_sections(rows: KernelRows) -> str:
-    """One ``<section>`` per regressed or inconclusive kernel (the first ``SECTIONS``)."""
+def _table_row(row: KernelRow) -> dict[str, Any]:
+    """What the kernel table says of a kernel: its three gated metrics that moved most, the why's first lines."""
+    moved = row.moved[:3]
+    shown = [format_values([m.before, m.after], m.unit) for m in moved]
+    return {"status_class": row.status.replace(" ", "-"), "icon": STATUS_ICON.get(row.status, ""),
+            "status": row.status, "name": row.name, "where": _where(row), "launches": launches_label(row) or "1",
+            "labels": [m.label for m in moved], "befores": [before for before, _ in shown],
+            "afters": [after for _, after in shown], "changes": [change_text(m) for m in moved],
+            "limits": [m.limit for m in moved],
+            "why": why_lines(row, others=0)[:3]}  # the bound, a launch-config change, ncu's findings
+
+
+def kernel_sections(rows: KernelRows, templates: Path | None = None) -> str:
+    """One ``<section>`` per regressed or inconclusive kernel (the first ``SECTIONS``), laid out by
+    ``kernels.html.j2`` one section at a time, under the sections' room."""
     kernels = rows.with_status(_SECTION_STATUSES)
     if not kernels:
         return ""
+    macros = Macros(_TEMPLATE, templates)
     shown = [row for row in map(rows.row, kernels[:SECTIONS]) if row.status in _SECTION_STATUSES]
-    out = ['<h2 id="investigate">Regressed and inconclusive kernels</h2>']
+    out = [macros("sections_head")]
     room = SECTIONS_BYTES
     drawn = 0
     for number, row in enumerate(shown):
-        section = _section(row, number)
+        section = macros("section", _section(row, number))
         room -= len(section.encode("utf-8"))
         if room < 0:
             break
         out.append(section)
         drawn += 1
     if len(kernels) > SECTIONS or drawn < len(shown):
-        first = SECTIONS if drawn == len(shown) else drawn
-        out.append(f'<p class="meta" id="sections-truncated">Sections for the first {first} of {len(kernels):,} '
-                   f'regressed or inconclusive kernels; the others are in the tables.</p>')
+        out.append(macros("sections_end", SECTIONS if drawn == len(shown) else drawn, len(kernels)))
     return "\n".join(out) + "\n"
 
 
-def _section(row: KernelRow, number: int) -> str:
-    count = launches_label(row)
-    title = (f"{STATUS_ICON.get(row.status, '')} <span class=\"kernel\">{html_escape(row.name)}</span>"
-             f"{' ' + count if count else ''} — {html_escape(_where(row))}")
-    why = why_lines(row, others=3)
-    items = "".join(f'<li class="{"bound" if line.startswith("bound:") else ""}">{html_escape(line)}</li>'
-                    for line in why)
-    parts = [f'<section class="kernel-section" id="kernel-{number}">', f"<h3>{title}</h3>"]
-    if items:
-        parts.append(f'<ul class="explain">{items}</ul>')
-    else:
-        parts.append('<p class="meta">No speed-of-light percentages, launch change or rule findings to explain it '
-                     '(collect them with --metrics +sm__throughput.avg.pct_of_peak_sustained_elapsed,'
-                     '+gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed).</p>')
-    charts = [band_chart(m) for m in row.metrics if m.gated and m.before is not None and m.after is not None]
-    if charts:
-        parts.append("<h4>Gated metrics against their limits</h4>")
-        parts += charts
-    parts.append(_metric_tables(row))
-    parts.append("</section>")
-    return "\n".join(parts)
+def _section(row: KernelRow, number: int) -> dict[str, Any]:
+    """What a kernel's section says: why first, each gated metric on its own axis, every collected metric."""
+    return {"number": number, "icon": STATUS_ICON.get(row.status, ""), "name": row.name,
+            "launches": launches_label(row), "where": _where(row), "why": why_lines(row, others=3),
+            "charts": [band_chart(m) for m in row.metrics if m.gated and m.before is not None and m.after is not None],
+            "median": len(row.launches) > 1, "metrics": _metric_rows(row)}
 
 
-def _metric_tables(row: KernelRow) -> str:
+def _metric_rows(row: KernelRow) -> list[dict[str, Any]]:
+    """The section's table of every collected metric, grouped as Nsight Compute groups its sections."""
     grouped: dict[str, list[MetricSummary]] = {}
     for summary in row.metrics:
         grouped.setdefault(metric_group(summary.metric), []).append(summary)
-    order = [name for name, _ in GROUPS] + [OTHER_GROUP]
-    median = len(row.launches) > 1
-    out = [f'<table class="metrics"><thead><tr><th>Section</th><th>Metric</th>'
-           f'<th>Baseline{" (median)" if median else ""}</th><th>Current{" (median)" if median else ""}</th>'
-           f'<th>Change</th><th>Limit</th><th>Status</th></tr></thead><tbody>']
-    for name in order:
+    out = []
+    for name in [name for name, _ in GROUPS] + [OTHER_GROUP]:
         for i, m in enumerate(grouped.get(name, [])):
-            label = html_escape(m.label) + (f' <span class="meta">{html_escape(m.metric)}</span>'
-                                            if m.label != m.metric else "")
-            head = f'<td rowspan="{len(grouped[name])}">{name}</td>' if i == 0 else ""
             before, after = format_values([m.before, m.after], m.unit)
-            out.append(f'<tr class="{m.status.replace(" ", "-")}">{head}<td>{label}</td>'
-                       f'<td class="num">{html_escape(before)}</td><td class="num">{html_escape(after)}</td>'
-                       f'<td class="num">{html_escape(change_text(m))}</td><td>{html_escape(m.limit)}</td>'
-                       f'<td>{html_escape(m.status)}</td></tr>')
-    out.append("</tbody></table>")
-    return "\n".join(out)
+            out.append({"status_class": m.status.replace(" ", "-"), "section": name,
+                        "section_rows": len(grouped[name]) if i == 0 else 0, "label": m.label, "name": m.metric,
+                        "before": before, "after": after, "change": change_text(m), "limit": m.limit,
+                        "status": m.status})
+    return out
 
 
 _WIDTH, _TRACK, _LEFT = 840, 440, 150
@@ -223,9 +198,10 @@ def axis(values: list[float]) -> tuple[float, float]:
     return 0.0, top * 1.08
 
 
-def band_chart(summary: MetricSummary) -> str:
-    """One metric on its own axis: the baseline, the band its threshold allows, the current value (and the 95%
-    interval of a repeated kernel's change), each labelled with its absolute value."""
+def band_chart(summary: MetricSummary) -> dict[str, Any]:
+    """One metric on its own axis, as ``kernels.html.j2``'s ``band_chart`` draws it: the baseline, the band its
+    threshold allows, the current value (and the 95% interval of a repeated kernel's change), each labelled with
+    its absolute value."""
     before, after = summary.before, summary.after
     assert before is not None and after is not None
     bound = allowed_bound(summary)
@@ -239,32 +215,18 @@ def band_chart(summary: MetricSummary) -> str:
     def x(value: float) -> float:
         return round(_LEFT + min(max(value - low, 0.0) / (top - low), 1.0) * _TRACK, 1)
 
-    unit = summary.unit
-    before_text, after_text, bound_text = format_values([before, after, bound], unit)
-    fill = {"regression": "#cf222e", "improvement": "#1a7f37", "inconclusive": "#bf8700"}.get(summary.status, "#57606a")
-    lines = [f'<svg class="band" role="img" width="{_WIDTH}" height="58" xmlns="http://www.w3.org/2000/svg" '
-             f'aria-label="{html_escape(summary.label)}: baseline, allowed band and current value">',
-             f'<text x="0" y="20">{html_escape(summary.label)}</text>',
-             f'<text x="0" y="38" class="meta">limit {html_escape(summary.limit)}</text>',
-             f'<rect x="{_LEFT}" y="8" width="{_TRACK}" height="22" fill="#f6f8fa" stroke="#d0d7de"/>']
+    before_text, after_text, bound_text = format_values([before, after, bound], summary.unit)
+    allowed = None
     if bound is not None:
         start, stop = sorted((x(before), x(bound)))
-        lines.append(f'<rect class="allowed" x="{start}" y="8" width="{max(stop - start, 1)}" height="22" '
-                     f'fill="#ddf4ff"><title>allowed by the limit: up to '
-                     f'{html_escape(bound_text)}</title></rect>')
-    lines.append(f'<rect class="current" x="{_LEFT}" y="13" width="{max(x(after) - _LEFT, 1)}" height="12" '
-                 f'fill="{fill}"><title>current {html_escape(after_text)}</title></rect>')
-    if low_ci is not None and high_ci is not None:
-        lines.append(f'<line x1="{x(low_ci)}" y1="19" x2="{x(high_ci)}" y2="19" stroke="#1f2328" stroke-width="2">'
-                     f'<title>95% interval of the change</title></line>')
-    lines.append(f'<line class="baseline" x1="{x(before)}" y1="4" x2="{x(before)}" y2="34" stroke="#1f2328" '
-                 f'stroke-width="2"/>')
+        allowed = (start, max(stop - start, 1))
     legend = (f"baseline {before_text} · current {after_text} ({change_text(summary)})"
               + (f" · allowed up to {bound_text}" if bound is not None else ""))
-    lines.append(f'<text x="{_LEFT}" y="50">{html_escape(legend)}</text>')
-    if low > 0:
-        low_text, top_text = format_values([low, top], unit)
-        lines.append(f'<text x="{_LEFT + _TRACK + 6}" y="24" class="meta">axis {html_escape(low_text)}'
-                     f'–{html_escape(top_text)}</text>')
-    lines.append("</svg>")
-    return "\n".join(lines)
+    return {"width": _WIDTH, "left": _LEFT, "track": _TRACK, "label": summary.label, "limit": summary.limit,
+            "allowed": allowed, "bound": bound_text, "current": max(x(after) - _LEFT, 1), "after": after_text,
+            "fill": {"regression": "#cf222e", "improvement": "#1a7f37", "inconclusive": "#bf8700"}.get(summary.status,
+                                                                                                      "#57606a"),
+            "interval": (x(low_ci), x(high_ci)) if low_ci is not None and high_ci is not None else None,
+            "baseline": x(before), "legend": legend,
+            "axis": tuple(format_values([low, top], summary.unit)) if low > 0 else None,
+            "axis_x": _LEFT + _TRACK + 6}

@@ -114,4 +114,30 @@ def render_block(name: str, folder: Path | None = None, **context: Any) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-__all__ = ["check_templates", "environment", "render_block", "render_template"]
+class Macros:
+    """The macros of one template, called from Python one row or section at a time (a caller that keeps them to a
+    room); a broken template, or an error while a macro renders, is one line naming its file and line."""
+
+    def __init__(self, name: str, folder: Path | None = None) -> None:
+        import jinja2
+
+        self._name = name
+        try:
+            self._module = environment(folder).get_template(name).module
+        except jinja2.TemplateError as error:
+            raise ConfigError(_problem(error, name)) from None
+
+    def __call__(self, macro: str, *args: Any) -> str:
+        import jinja2
+
+        found = getattr(self._module, macro, None)
+        if found is None:
+            raise ConfigError(f"{self._name}: the template must define the macro {macro!r} (fix the template, or "
+                              "remove it from the templates folder to use perfgate's)")
+        try:
+            return str(found(*args))
+        except jinja2.TemplateError as error:
+            raise ConfigError(_problem(error, self._name)) from None
+
+
+__all__ = ["Macros", "check_templates", "environment", "render_block", "render_template"]

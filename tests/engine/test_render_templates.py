@@ -48,7 +48,7 @@ def project(tmp: Path, **templates: str) -> Path:
 def test_every_shipped_template_is_in_the_package_data() -> None:
     names = sorted(p.name for p in SHIPPED.glob("*.j2"))
     assert names == ["all_clear.md.j2", "check_summary.md.j2", "cut_note.md.j2", "full_report.md.j2", "headline.md.j2", "kernel_row.md.j2",
-                     "kernel_table.md.j2", "note.md.j2", "page.html.j2", "report.md.j2"]
+                     "kernel_table.md.j2", "kernels.html.j2", "note.md.j2", "page.html.j2", "report.md.j2"]
     assert '"render/templates/*.j2"' in (REPO / "pyproject.toml").read_text()
 
 
@@ -196,3 +196,28 @@ def test_a_team_check_summary_template_replaces_perfgates(tmp_path: Path) -> Non
     report = make_report([launch("k<img>", test="t.py::test", path="t.py", line=3)])
     assert check_summary(report, None, 1, 1, tmp_path / "team-templates") == \
         "FAIL / 1 regression in 1 compared / 1"
+
+
+def test_a_team_kernel_view_lays_out_the_kernel_table_and_sections_escaped(tmp_path: Path) -> None:
+    kernels = (SHIPPED / "kernels.html.j2").read_text()
+    team = kernels.replace('<td class="why">{{ lines(row.why) }}</td></tr>',
+                           '<td class="why">{{ lines(row.why) }}</td><td class="team">{{ row.name }}</td></tr>')
+    team = team.replace("<h4>Gated metrics against their limits</h4>", "<h4>Against the limits</h4>")
+    assert team.count('class="team"') == 1 and "Against the limits" in team
+    project(tmp_path, **{"kernels.html.j2": team})
+    report = hostile_report(True)
+    ours, theirs = render_html(report), render_html(report, templates=tmp_path / "team-templates")
+    cells = [part.split("</td>", 1)[0] for part in theirs.split('<td class="team">')[1:]]
+    assert cells and all("<" not in cell for cell in cells)  # the kernels' names, escaped
+    assert ours.count("Gated metrics against their limits") == theirs.count("Against the limits") > 0
+
+
+def test_a_team_kernel_view_without_a_macro_is_one_line_exit_2(tmp_path: Path) -> None:
+    kernels = (SHIPPED / "kernels.html.j2").read_text().replace("{% macro table_row(row) -%}",
+                                                                "{% macro table_line(row) -%}")
+    project(tmp_path, **{"kernels.html.j2": kernels})
+    output = tmp_path / "report.html"
+    done = run_perfgate("compare", *PAIR, "-o", output, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "kernels.html.j2: the template must define the macro 'table_row'" in done.stderr
+    assert not output.exists()
