@@ -7,6 +7,7 @@ from __future__ import annotations
 import email.parser
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from helpers.common import REPO
+from packaging.requirements import Requirement
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,10 +123,59 @@ def test_package_data_names_only_files_that_exist() -> None:
 
 
 def test_published_dependencies_hold_no_test_or_lint_pins() -> None:
-    """What a user's install pulls in: ranges only (pins belong to the extras CI installs), numpy declared."""
+    """What a user's install pulls in, extras included: ranges only (the development tools' exact versions live
+    in requirements/), numpy declared."""
     dependencies = PYPROJECT["project"]["dependencies"]
-    assert not [d for d in dependencies if "==" in d]
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert not [d for d in [*dependencies, *(r for e in extras.values() for r in e)] if "==" in d]
+    assert set(extras) == {"nvtx", "timeline", "postgres", "test"}
     assert any(d.startswith("numpy") for d in dependencies) and any(d.startswith("nvtx") for d in dependencies)
+
+
+def test_the_built_wheels_metadata_pins_nothing(dists: dict[str, Path]) -> None:
+    """The METADATA a user's pip reads: no `==` in any Requires-Dist, and only the user-facing extras and test."""
+    meta = wheel_metadata(dists["wheel"])
+    requires = meta.get_all("Requires-Dist")
+    pinned = [r for r in requires if {s.operator for s in Requirement(r).specifier} & {"==", "==="}]
+    assert requires and not pinned  # `extra == "test"` is a marker, not a pin
+    assert set(meta.get_all("Provides-Extra")) == {"nvtx", "timeline", "postgres", "test"}
+
+
+def _installed_requirement_files(command: str) -> list[str]:
+    """The files a `pip install ... -r FILE ...` command line names."""
+    words = shlex.split(command)
+    return [words[i + 1] for i, word in enumerate(words[:-1]) if word == "-r"]
+
+
+def _pip_install_line(text: str, marker: str) -> str:
+    (line,) = [l for l in text.splitlines() if "pip install" in l and marker in l]
+    return line.split("run:", 1)[-1]
+
+
+def test_the_development_tools_are_pinned_in_the_requirements_files_ci_installs() -> None:
+    """requirements/*.txt pin every tool exactly, say why on their first line, and are what .ci/run, the lint
+    job and the release job install."""
+    if not (REPO / ".ci" / "run").is_file():
+        pytest.skip("no .ci/ (an unpacked sdist carries neither .ci/ nor requirements/)")
+
+    files = sorted((REPO / "requirements").glob("*.txt"))
+    assert {f.name for f in files} == {"lint.txt", "docs.txt", "release.txt"}
+    for file in files:
+        lines = file.read_text().splitlines()
+        assert lines[0].startswith("# Exact versions"), file
+        for line in lines:
+            text = line.split(" #", 1)[0].strip()
+            if text.startswith("-r "):
+                assert (file.parent / text[3:]).is_file(), line
+            elif text and not text.startswith("#"):
+                assert [s.operator for s in Requirement(text).specifier] == ["=="], line
+    ci_run = _pip_install_line((REPO / ".ci" / "run").read_text(), "-e")
+    assert _installed_requirement_files(ci_run) == ["requirements/lint.txt", "requirements/docs.txt"]
+    assert "'.[test,postgres]'" in ci_run
+    lint_job = _pip_install_line((REPO / ".github/workflows/tests.yml").read_text(), "requirements/")
+    assert _installed_requirement_files(lint_job) == ["requirements/lint.txt", "requirements/docs.txt"]
+    release_job = _pip_install_line((REPO / ".github/workflows/release.yml").read_text(), "requirements/")
+    assert _installed_requirement_files(release_job) == ["requirements/release.txt"]
 
 
 def test_the_sdist_carries_what_its_tests_need(dists: dict[str, Path]) -> None:
