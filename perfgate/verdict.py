@@ -75,7 +75,14 @@ def session_verdict(merged: Mapping[str, Any], stated: Sequence[str], *, update:
                          Verdict.NOT_MEASURED.value if nothing else Verdict.PASS.value)
 
 
-class GateStatus(str, enum.Enum):
+class _StatusWord(str, enum.Enum):
+    """A status that reads as its value (``str()``, f-strings), as the reports and notes write it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class GateStatus(_StatusWord):
     """What one gate run of a perf test came to, worst first: the plugin's per-test status."""
 
     REGRESSION = "regression"
@@ -84,7 +91,7 @@ class GateStatus(str, enum.Enum):
     COMPARED = "compared"
 
 
-class UngatedStatus(str, enum.Enum):
+class UngatedStatus(_StatusWord):
     """A perf test or benchmark that no gate judged: the plugin's per-test status in place of a ``GateStatus``."""
 
     FAILED = "failed"  # could not be measured, and that fails the session (a profiling error; strict)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
@@ -42,6 +44,8 @@ def test_gate_statuses_worst_first_and_as_the_plugin_stores_them() -> None:
 
 def test_the_plugin_s_ungated_statuses_as_its_reports_and_notes_say_them() -> None:
     assert [s.value for s in UngatedStatus] == ["failed", "skipped", "not gated"]
+    assert [f"{s}" for s in UngatedStatus] == [str(s) for s in UngatedStatus] == ["failed", "skipped", "not gated"]
+    assert f"{GateStatus.NEW}" == str(GateStatus.NEW) == "new" and json.dumps([GateStatus.NEW]) == '["new"]'
 
 
 @pytest.mark.parametrize(("regressed", "unmeasured", "inconclusive", "verdict"), [
