@@ -87,7 +87,7 @@ class Where:
 @dataclass(frozen=True)
 class GateResult:
     report: Report  # merged over the devices
-    status: str  # a GateStatus value: the worst over the devices
+    status: GateStatus  # the worst over the devices
     regressions: list[str] = field(default_factory=list)  # the text diff of each regressed device
     problems: list[str] = field(default_factory=list)  # what else fails the gate (strict: a missing baseline)
     written: list[Path] = field(default_factory=list)
@@ -162,7 +162,7 @@ class _Found:
     """What the devices gated so far came to: their reports and gate statuses, and what ``GateResult`` lists."""
 
     reports: list[Report] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
+    statuses: list[GateStatus] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
@@ -177,11 +177,11 @@ def _gate_device(run: _Run, current: Measurement, device: str, cc: str, found: _
     if run.reference is not None and not run.update:
         baseline, referred = run.reference(baseline, current)
         notes.extend(referred)
-    status = (GateStatus.UPDATED if run.update else GateStatus.COMPARED).value
+    status = GateStatus.UPDATED if run.update else GateStatus.COMPARED
     if not file.is_file() and (run.update or baseline.table.empty):
         found.missing.append(file)
         if not run.update:
-            status = GateStatus.NEW.value
+            status = GateStatus.NEW
             where = f"{device_label(device, cc)} at {run.shown(file)}"
             notes.append(f"{run.who}: no baseline for {where}: reported as new (create it with {run.update_hint})")
             if run.strict:
@@ -251,10 +251,11 @@ def _unmeasured_problem(unmeasured: Sequence[tuple[str, str]], strict_flag: str)
     return f"{launch}: {cause}{more} ({strict_flag}: a gated value not judged fails)"
 
 
-def _judge(report: Report, regressed: bool, status: str, update: bool, problems: bool, regressions: list[str]) -> str:
+def _judge(report: Report, regressed: bool, status: GateStatus, update: bool, problems: bool,
+           regressions: list[str]) -> GateStatus:
     """Set the device's report verdict and return its status; a regression's text diff goes to ``regressions``."""
     if regressed and not update:
         regressions.append(render_text(report).rstrip())
-        status = GateStatus.REGRESSION.value
+        status = GateStatus.REGRESSION
     report["verdict"] = gated_verdict(report["verdict"], update=update, problems=problems)
     return status

@@ -1,14 +1,15 @@
 """The rules that turn what was compared into a verdict, a gate status and an exit status, in one place.
 
 The words themselves (``Status``, ``Verdict`` and their order) are ``perfgate.vocabulary``'s. Here: which
-verdict a report's contents allow (``verdict_of``), the verdict of merged reports and of a gated device, the
-plugin's per-test gate status (``GateStatus``), and the command line's exit status for a report.
+verdict a report's contents allow (``verdict_of``), the verdict of merged reports, of a gated device and of a
+pytest session's report, the plugin's per-test status (``GateStatus``, ``UngatedStatus``), and the command
+line's exit status for a report.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence, TypeAlias
 
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 from perfgate.vocabulary import Status, Verdict, worst_verdict
@@ -22,18 +23,23 @@ def compared_launches(summary: Mapping[str, int]) -> int:
     return sum(summary.get(s.value, 0) for s in COMPARED_STATUSES)
 
 
-def derived_verdict(report: Mapping[str, Any]) -> str:
-    """The verdict a report's contents allow: a regression fails; perf tests that could not be measured, or
-    nothing compared at all, are "not measured"; a kernel whose change straddles its threshold is
-    "inconclusive"; only then "pass"."""
-    counts = report["summary"]
-    if counts.get(Status.REGRESSION.value):
+def judged_verdict(*, regressed: bool, unmeasured: bool, inconclusive: bool) -> str:
+    """The verdict of what was judged: a regression fails; something the gate could not judge makes it "not
+    measured"; a kernel whose change straddles its threshold makes it "inconclusive"; only then "pass"."""
+    if regressed:
         return Verdict.FAIL.value
-    if report.get("unmeasured") or not compared_launches(counts):
+    if unmeasured:
         return Verdict.NOT_MEASURED.value
-    if counts.get(Status.INCONCLUSIVE.value):
-        return Verdict.INCONCLUSIVE.value
-    return Verdict.PASS.value
+    return Verdict.INCONCLUSIVE.value if inconclusive else Verdict.PASS.value
+
+
+def derived_verdict(report: Mapping[str, Any]) -> str:
+    """The verdict a report's contents allow: perf tests that could not be measured, or nothing compared at
+    all, are "not measured" (``judged_verdict``)."""
+    counts = report["summary"]
+    return judged_verdict(regressed=bool(counts.get(Status.REGRESSION.value)),
+                          unmeasured=bool(report.get("unmeasured")) or not compared_launches(counts),
+                          inconclusive=bool(counts.get(Status.INCONCLUSIVE.value)))
 
 
 def verdict_of(report: Mapping[str, Any]) -> str:
@@ -55,7 +61,28 @@ def gated_verdict(verdict: str, *, update: bool, problems: bool) -> str:
     return Verdict.FAIL.value if problems else verdict
 
 
-class GateStatus(str, enum.Enum):
+def session_verdict(merged: Mapping[str, Any], stated: Sequence[str], *, update: bool, failed: bool) -> str:
+    """A pytest session's report verdict, of its tests' reports merged into ``merged`` (``stated``: their own
+    verdicts); ``failed``: a perf test could not be measured, which fails it. An update accepts the changes
+    it counts (its regressions do not fail it), but one that compared nothing (a first recording) or left a
+    test unmeasured is no pass: reading the report back (``validate_report``, publish) would say "not
+    measured", and so does the file. Otherwise the verdict the merged contents allow."""
+    if not update:
+        return Verdict.FAIL.value if failed else verdict_of(merged)
+    nothing = merged["unmeasured"] or not compared_launches(merged["summary"])
+    return worst_verdict(*(stated or [Verdict.NOT_MEASURED.value]),
+                         Verdict.FAIL.value if failed else Verdict.PASS.value,
+                         Verdict.NOT_MEASURED.value if nothing else Verdict.PASS.value)
+
+
+class _StatusWord(str, enum.Enum):
+    """A status that reads as its value (``str()``, f-strings), as the reports and notes write it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class GateStatus(_StatusWord):
     """What one gate run of a perf test came to, worst first: the plugin's per-test status."""
 
     REGRESSION = "regression"
@@ -64,12 +91,23 @@ class GateStatus(str, enum.Enum):
     COMPARED = "compared"
 
 
-_GATE_RANK = {status.value: rank for rank, status in enumerate(GateStatus)}
+class UngatedStatus(_StatusWord):
+    """A perf test or benchmark that no gate judged: the plugin's per-test status in place of a ``GateStatus``."""
+
+    FAILED = "failed"  # could not be measured, and that fails the session (a profiling error; strict)
+    SKIPPED = "skipped"  # could not be measured here (no GPU, no ncu...): listed as unmeasured
+    NOT_GATED = "not gated"  # a benchmark the gate cannot judge: listed as unmeasured
 
 
-def worst_gate_status(statuses: Iterable[str]) -> str:
+# The plugin's per-test status, as a test's payload carries it (its value: payloads cross xdist's channel).
+PerTestStatus: TypeAlias = "GateStatus | UngatedStatus"
+
+_GATE_RANK = {status: rank for rank, status in enumerate(GateStatus)}
+
+
+def worst_gate_status(statuses: Iterable[GateStatus]) -> GateStatus:
     """The worst of a test's gate statuses (over its devices or parts); "compared" when there are none."""
-    return min(statuses, key=_GATE_RANK.__getitem__, default=GateStatus.COMPARED.value)
+    return GateStatus(min(statuses, key=_GATE_RANK.__getitem__, default=GateStatus.COMPARED))
 
 
 def exit_status(failed: bool, verdict: str) -> int:

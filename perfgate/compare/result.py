@@ -10,7 +10,8 @@ import numpy as np
 from perfgate.columns import Columns
 from perfgate.compare.arrays import Ints, Objects
 from perfgate.table import Location
-from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status, Verdict
+from perfgate.verdict import judged_verdict
+from perfgate.vocabulary import STATUS_ORDER, STATUS_RANK, Status
 
 _UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 
@@ -63,11 +64,8 @@ class Comparison(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        if self.regressed:
-            return Verdict.FAIL.value
-        if self.unmeasured:
-            return Verdict.NOT_MEASURED.value
-        return Verdict.INCONCLUSIVE.value if self.inconclusive else Verdict.PASS.value
+        return judged_verdict(regressed=self.regressed, unmeasured=bool(self.unmeasured),
+                              inconclusive=self.inconclusive)
 
     def kernel_statuses(self) -> Objects:
         """One status per kernel as the reader counts them: a group of repeated launches judged as one

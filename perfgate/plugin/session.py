@@ -40,6 +40,7 @@ from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
 from perfgate.plugin import sources
 from perfgate.text import inert
+from perfgate.verdict import PerTestStatus, UngatedStatus
 
 if TYPE_CHECKING:
     # The machinery (numpy, ncu_report) is imported where a perf test or a benchmark
@@ -115,8 +116,8 @@ class PerfgateSession:
 
     def _unavailable(self, item: pytest.Item, reason: str) -> NoReturn:
         """Skip (or, strict, fail) a perf test that cannot be profiled here; noted in the report."""
-        verb = "failed" if self.options.strict else "skipped"
-        self._stash_payload(item, notes=[f"{item.nodeid}: {verb}: {reason}"], status=verb, cause=reason)
+        outcome = UngatedStatus.FAILED if self.options.strict else UngatedStatus.SKIPPED
+        self._stash_payload(item, notes=[f"{item.nodeid}: {outcome.value}: {reason}"], status=outcome, cause=reason)
         if self.options.strict:
             raise pytest.fail.Exception(f"perfgate: {reason} (--perfgate-strict)", pytrace=False) from None
         _skip(f"perfgate: {reason} (--perfgate-strict makes this a failure)")
@@ -309,8 +310,8 @@ class PerfgateSession:
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))
-            self._stash_payload(item, notes=[f"{item.nodeid}: skipped while measured: {exc}"], status="skipped",
-                                cause=f"skipped while measured: {exc}")
+            self._stash_payload(item, notes=[f"{item.nodeid}: skipped while measured: {exc}"],
+                                status=UngatedStatus.SKIPPED, cause=f"skipped while measured: {exc}")
             _skip(str(exc))
         except ProfileFailed as exc:
             sources.settle(done, keep=True)
@@ -332,7 +333,8 @@ class PerfgateSession:
 
         reason = benchmarks.ungated_reason(fixture)
         if reason is not None:
-            self._stash_payload(item, notes=[f"{item.nodeid}: {reason}"], status="not gated", cause=reason)
+            self._stash_payload(item, notes=[f"{item.nodeid}: {reason}"], status=UngatedStatus.NOT_GATED,
+                                cause=reason)
             return
         if self._machine_info is None:
             self._machine_info = benchmarks.machine_info(self.config)
@@ -369,13 +371,14 @@ class PerfgateSession:
     # ------------------------------------------------------------ payloads
 
     def _stash_payload(self, item: pytest.Item, *, report: Report | None = None, notes: Sequence[str] = (),
-                       status: str = "", written: Sequence[str] = (), cause: str = "") -> None:
+                       status: PerTestStatus, written: Sequence[str] = (), cause: str = "") -> None:
         """``cause``: why the test was not measured (skipped, benchmark not gated), for the report's
-        ``unmeasured`` list: unmeasured is not passed."""
-        item.stash[_PAYLOAD] = {"test": item.nodeid, "status": status, "report": report, "notes": list(notes),
+        ``unmeasured`` list: unmeasured is not passed. The status is stored as its value: a payload crosses
+        xdist's channel, which carries plain types only."""
+        item.stash[_PAYLOAD] = {"test": item.nodeid, "status": status.value, "report": report, "notes": list(notes),
                                 "written": list(written), "cause": cause}
 
     def _fail(self, item: pytest.Item, message: str) -> NoReturn:
-        self._stash_payload(item, notes=[f"{item.nodeid}: failed: {message.splitlines()[0]}"], status="failed")
+        self._stash_payload(item, notes=[f"{item.nodeid}: failed: {message.splitlines()[0]}"], status=UngatedStatus.FAILED)
         # from None: called while handling the PerfgateError whose words are already in the message
         raise pytest.fail.Exception(f"perfgate: {message}", pytrace=False) from None

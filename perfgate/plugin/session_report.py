@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.vocabulary import Verdict, worst_verdict
+from perfgate.verdict import GateStatus, UngatedStatus, session_verdict
+from perfgate.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from perfgate.report import Report
@@ -90,8 +91,7 @@ class SessionReport:
 
     def build(self) -> Report:
         """The merged report; a perf test that failed to be measured fails it, one not measured is listed."""
-        from perfgate.report import empty_report, merge_reports, verdict_of
-        from perfgate.report.contract import compared_launches
+        from perfgate.report import empty_report, merge_reports
 
         reports = [p["report"] for p in self.payloads if isinstance(p.get("report"), dict)]
         merged = merge_reports(reports) if reports else empty_report()
@@ -100,9 +100,7 @@ class SessionReport:
             for note in payload.get("notes", []):
                 if note not in notes:
                     notes.append(note)
-            if payload.get("status") == "failed":
-                merged["verdict"] = Verdict.FAIL.value  # a perf test that could not be measured is not a pass
-            elif payload.get("cause"):
+            if payload.get("status") != UngatedStatus.FAILED and payload.get("cause"):
                 merged["unmeasured"].append({"test": str(payload["test"]), "cause": str(payload["cause"])})
         if not self.payloads:
             notes.append("no perf test or gated benchmark ran in this session")
@@ -110,16 +108,9 @@ class SessionReport:
         if self.options.update and self._written():
             notes.append(f"--perfgate-update: {self._written_line()}")
         merged["notes"] = notes
-        if not self.options.update:
-            merged["verdict"] = verdict_of(merged)
-        else:  # an update accepts the changes it counts: its regressions do not fail it
-            stated = [r["verdict"] for r in reports] or [Verdict.NOT_MEASURED.value]
-            failed = any(p.get("status") == "failed" for p in self.payloads)
-            # ... but one that compared nothing (a first recording) is no pass: reading the report back
-            # (``validate_report``, publish) would say "not measured", and so does the file.
-            nothing = merged["unmeasured"] or not compared_launches(merged["summary"])
-            merged["verdict"] = worst_verdict(*stated, Verdict.FAIL.value if failed else Verdict.PASS.value,
-                                              Verdict.NOT_MEASURED.value if nothing else Verdict.PASS.value)
+        failed = any(p.get("status") == UngatedStatus.FAILED for p in self.payloads)
+        merged["verdict"] = session_verdict(merged, [r["verdict"] for r in reports], update=self.options.update,
+                                            failed=failed)
         return merged
 
     def write(self) -> None:
@@ -184,7 +175,7 @@ class SessionReport:
         failed = verdict == Verdict.FAIL.value
         if self.options.update:
             # The counts compare this run with the baselines it replaced; what matters is what was written.
-            updated = sum(1 for p in self.payloads if p.get("status") == "updated")
+            updated = sum(1 for p in self.payloads if p.get("status") == GateStatus.UPDATED)
             words = {"new": "had no baseline", "regression": "regression (accepted)"}
             parts = [f"{n} {words.get(s, s)}" for s, n in counts.items() if n]
             head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
@@ -206,7 +197,7 @@ class SessionReport:
             lines += regressions[:SUMMARY_REGRESSIONS]
             if len(regressions) > SUMMARY_REGRESSIONS:
                 lines.append(f"  ... and {len(regressions) - SUMMARY_REGRESSIONS:,} more (see the report)")
-        new = [p["test"] for p in self.payloads if p.get("status") == "new"]
+        new = [p["test"] for p in self.payloads if p.get("status") == GateStatus.NEW]
         if new:
             lines.append(f"  {len(new)} test{'s have' if len(new) != 1 else ' has'} no baseline yet (reported as new; "
                          "create with --perfgate-update)")

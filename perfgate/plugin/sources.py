@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 import pytest
 
 from perfgate.plugin.preflight import PreflightFacts, check_preflight
+from perfgate.verdict import GateStatus, worst_gate_status
 
 if TYPE_CHECKING:
     from perfgate.carried import AcceptanceCheck
@@ -92,7 +93,7 @@ class Gated(NamedTuple):
     """The gate's results for every measurement of one test, combined."""
 
     report: Report
-    status: str
+    status: GateStatus
     written: list[Path]
     regressions: list[str]
     problems: list[str]
@@ -126,7 +127,6 @@ def gate_parts(parts: Sequence[GatePart], *, test: str, path: str, line: int | N
     ``acceptances``: what marks the regressions an update carries accepted. PerfgateError as the gate raises it."""
     from perfgate.gate import Where, baseline_name, gate
     from perfgate.report.merge import merge_reports
-    from perfgate.verdict import worst_gate_status
 
     results = [gate(part.current, baselines=baselines, options=part.options, settings=part.settings, update=update,
                     where=Where(name=baseline_name(test) + part.suffix, test=test, path=path, line=line),
