@@ -12,6 +12,7 @@ from perfgate.cli.common import (
     report_status,
     report_stem,
     settings_for,
+    templates_folder,
     usage_error,
     write_output,
 )
@@ -75,7 +76,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         options, reference, history_notes = compare_history(args.history, settings.history_branch, options, current)
     fmt = args.format or format_of(args.output)
-    templates = Path(settings.templates) if settings.templates else None
+    templates = templates_folder(settings)
     if args.baseline is not None and args.baseline.is_dir():
         report, failed = _gate_against_directory(args, current, options, settings.strict, reference)
         report["notes"].extend(history_notes)

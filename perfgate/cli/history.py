@@ -3,9 +3,9 @@
 Exit status: 0 = done, 2 = bad input (a report that fails validation, a history that cannot be opened).
 ``history changes`` exits 0 whatever it finds: it reports, the gate is ``compare``'s and the plugin's.
 
-Each command imports the history's machinery when it runs (the shell's edge): every other command builds this
-parser, and the history's modules bring numpy (0.12 s of a small compare's start-up); the change-point search
-(scipy) and the dashboard (jinja2) likewise, so that ``perfgate history record`` in a CI job pays for neither.
+Each command imports the history's machinery when it runs (the shell's edge), as every command does: every
+other command builds this parser, and the history's modules bring numpy, the change-point search scipy, the
+dashboard jinja2.
 """
 
 from __future__ import annotations

@@ -221,3 +221,11 @@ def test_a_team_kernel_view_without_a_macro_is_one_line_exit_2(tmp_path: Path) -
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "kernels.html.j2: the template must define the macro 'table_row'" in done.stderr
     assert not output.exists()
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_compare_checks_every_team_template_even_one_it_would_not_render(tmp_path: Path, fmt: str) -> None:
+    project(tmp_path, **{"check_summary.md.j2": "{% if %}\n"})  # publish's only: no compare renders it
+    done = run_perfgate("compare", *PAIR, "--format", fmt, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "check_summary.md.j2:1: template syntax error" in done.stderr and not done.stdout

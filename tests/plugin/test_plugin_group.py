@@ -7,7 +7,6 @@ entered, each under its test's NVTX tag, as real ncu prints nested ranges.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +113,11 @@ def test_isolate_gives_each_test_its_own_child(group: Group) -> None:
     assert [len(r) for r in group.ncu_runs()] == [1] * 11
 
 
-def test_ten_grouped_perf_tests_cost_little_more_than_one(pytester: pytest.Pytester, group: Group) -> None:
-    """Interleaved in one process, best of three; the precise goal (<= 1.3x) is a benchmark's, this
-    test only keeps the grouping from being lost (ten isolated children cost ~10x)."""
+def test_ten_grouped_perf_tests_are_profiled_by_one_ncu_run(group: Group) -> None:
+    """What keeps ten grouped perf tests near the cost of one (ten isolated children cost ~10x; the time itself is
+    a benchmark's: tests/benchmarks/test_bench_plugin_group.py): one ncu run profiles all ten."""
     group.run("--perfgate-update").assert_outcomes(passed=11)
-    ten, one = [], []
-    for _ in range(3):
-        started = time.perf_counter()
-        group.run("test_ops.py::test_op").assert_outcomes(passed=10)
-        ten.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        group.run("test_ops.py::test_op[a]").assert_outcomes(passed=1)
-        one.append(time.perf_counter() - started)
-    assert min(ten) / min(one) < 4.0, (ten, one)
+    before = len(group.ncu_runs())
+    group.run("test_ops.py::test_op").assert_outcomes(passed=10)
+    runs = group.ncu_runs()[before:]
+    assert len(runs) == 1 and len(runs[0]) == 10, runs

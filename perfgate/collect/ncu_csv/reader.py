@@ -143,7 +143,7 @@ def _parse_filtered(data: bytes, first_line: int, source: str, wanted: frozenset
         return _parse(io.BytesIO(b"".join(kept)), 0, source, wanted)
     except Unparsed as exc:
         # The parse counts in pandas' words in the text it was given ("line 1" and "row 0" are the header;
-        # on the raw page, as with pandas before, the first row after the units row): map to the file.
+        # on the raw page, the first row after the units row): map to the file.
         def file_line(index: int) -> str:
             return f"line {numbers[max(0, min(index, len(numbers) - 1))]}"
 
