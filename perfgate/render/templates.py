@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import jinja2
 
 from perfgate.errors import ConfigError
 from perfgate.render.untrusted import html_text, md_inline, one_line, plain_line
-
-if TYPE_CHECKING:
-    import jinja2
 
 _PACKAGE = "perfgate.render"
 _FOLDER = "templates"
@@ -36,8 +35,6 @@ def _packaged(name: str) -> tuple[str, str, Callable[[], bool]] | None:
 
 
 def _loader(folder: Path | None) -> jinja2.BaseLoader:
-    import jinja2
-
     shipped = jinja2.FunctionLoader(_packaged)
     if folder is None:
         return shipped
@@ -50,8 +47,6 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
     if folder is not None and not folder.is_dir():
         raise ConfigError(f"[tool.perfgate] templates: {folder} is not a folder (give the folder of your "
                           f"*.j2 files, relative to pyproject.toml)")
-    import jinja2  # here, not at the top: a text compare or a run without a report to lay out never loads it
-
     env = jinja2.Environment(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True,
                              autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"),
@@ -63,8 +58,6 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
 def _where(error: Exception, name: str) -> str:
     """``file:line`` of a template error: the syntax error's own, else the last template frame of the traceback
     (jinja2 rewrites a rendering error's traceback to the template's file and line)."""
-    import jinja2
-
     if isinstance(error, jinja2.TemplateSyntaxError):
         return f"{error.filename or error.name or name}:{error.lineno}"
     found = name
@@ -78,8 +71,6 @@ def _where(error: Exception, name: str) -> str:
 
 def _problem(error: jinja2.TemplateError, name: str) -> str:
     """The one line a broken template gives: its file and line, what is wrong, and the fix."""
-    import jinja2
-
     what = f"syntax error: {error.message}" if isinstance(error, jinja2.TemplateSyntaxError) else f"error: {error}"
     return one_line(f"{_where(error, name)}: template {what} (fix the template, or remove it from the templates folder to "
             f"use perfgate's)")
@@ -87,8 +78,6 @@ def _problem(error: jinja2.TemplateError, name: str) -> str:
 
 def check_templates(folder: Path) -> Path:
     """``folder``, after compiling each of its templates: a syntax error is one line naming the file and line."""
-    import jinja2
-
     env = environment(folder)
     for path in sorted(folder.glob("*.j2")):
         try:
@@ -100,8 +89,6 @@ def check_templates(folder: Path) -> Path:
 
 def render_template(name: str, folder: Path | None = None, **context: Any) -> str:
     """``name`` rendered with ``context``; a broken template is one line naming its file and line."""
-    import jinja2
-
     try:
         return environment(folder).get_template(name).render(**context)
     except jinja2.TemplateError as error:
@@ -119,8 +106,6 @@ class Macros:
     room); a broken template, or an error while a macro renders, is one line naming its file and line."""
 
     def __init__(self, name: str, folder: Path | None = None) -> None:
-        import jinja2
-
         self._name = name
         try:
             self._module = environment(folder).get_template(name).module
@@ -128,8 +113,6 @@ class Macros:
             raise ConfigError(_problem(error, name)) from None
 
     def __call__(self, macro: str, *args: Any) -> str:
-        import jinja2
-
         found = getattr(self._module, macro, None)
         if found is None:
             raise ConfigError(f"{self._name}: the template must define the macro {macro!r} (fix the template, or "
