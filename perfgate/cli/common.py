@@ -22,16 +22,6 @@ if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def templates_folder(settings: Settings) -> Path | None:
-    """The team's templates folder (``templates``), each of its templates compiled first: a broken one is one line
-    and exit 2 before any work, whether or not this run would render it."""
-    if not settings.templates:
-        return None
-    from perfgate.render.templates import check_templates  # jinja2: only where a team has templates
-
-    return check_templates(Path(settings.templates))
-
-
 def usage_error(add_parser: Callable[[SubParsers], None], command: str, message: str) -> NoReturn:
     """A usage error found after parsing (one argument needs another): as argparse reports its own, exit 2."""
     parser = argparse.ArgumentParser(prog="perfgate")

@@ -12,7 +12,6 @@ from perfgate.cli.common import (
     report_status,
     report_stem,
     settings_for,
-    templates_folder,
     usage_error,
     write_output,
 )
@@ -60,6 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from perfgate.options import selection
     from perfgate.regions import with_region_totals
     from perfgate.render import render_parts, verdict_line
+    from perfgate.render.templates import team_templates
 
     if args.baseline is None and not args.history:
         usage_error(add_parser, "compare", "BASELINE is required without --history (give BASELINE CURRENT, or "
@@ -76,7 +76,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         options, reference, history_notes = compare_history(args.history, settings.history_branch, options, current)
     fmt = args.format or format_of(args.output)
-    templates = templates_folder(settings)
+    templates = team_templates(settings.templates)
     if args.baseline is not None and args.baseline.is_dir():
         report, failed = _gate_against_directory(args, current, options, settings.strict, reference)
         report["notes"].extend(history_notes)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from perfgate.cli.common import settings_for, templates_folder
+from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, EXIT_REGRESSION, ConfigError
 from perfgate.option_table import add_arguments
 from perfgate.options import non_negative_seconds, positive_int
@@ -96,6 +96,7 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
     from perfgate.publish.body import marker
     from perfgate.publish.context import load_event, resolve_target
     from perfgate.publish.publisher import Choices, Publisher
+    from perfgate.render.templates import team_templates
     from perfgate.report import load_report
 
     env = os.environ if env is None else env
@@ -117,7 +118,7 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
 
         with open_history(args.history, create=False) as history:
             publisher.trend = trend_markdown(history, report, settings.history_branch)
-    publisher.templates = templates_folder(settings)
+    publisher.templates = team_templates(settings.templates)
     publisher.lay_out()
     failures = 0 if args.no_summary else _publish_summary(publisher, err)
     if want_github:

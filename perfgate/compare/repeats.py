@@ -200,19 +200,18 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
     metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
     of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
     (the row's own change is past its limits in the worse direction) are per row."""
-    none = GroupVerdicts.none(len(rows), launches.count)
     metrics = [code for code in range(len(rows.names)) if code < len(gated) and gated[code]]
     if not metrics or launches.count < 2:
-        return none
+        return GroupVerdicts.none(len(rows), launches.count)
     group = kernel_groups(launches)
     sizes = np.bincount(group[group >= 0], minlength=1)
     if not (sizes >= 2).any():
-        return none
+        return GroupVerdicts.none(len(rows), launches.count)
     repeated = np.where(group >= 0, sizes[np.maximum(group, 0)] >= 2, False)
     judged_groups: dict[int, int] = {}  # kernel group -> the id shown (in order of judging)
     judged: list[_Series] = []
-    members_of: list[Ints] = []
-    alone = none.alone
+    series = np.full(len(rows), -1, dtype=np.int64)
+    alone = np.zeros(len(rows), dtype=bool)
     for members in _series(rows, group, repeated, metrics):
         code = int(rows.metric_code[members[0]])
         base_all, cur_all = rows.baseline[members], rows.current[members]
@@ -226,16 +225,14 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
+        series[members] = len(judged)
         judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
-        members_of.append(members)
         paired = base_ok & cur_ok
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
             alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign, group_relative,
                                                  past_limit[members[paired]])
-    series = np.full(len(rows), len(judged), dtype=np.int64)  # the "not judged" entry, after the judged ones
-    for index, members in enumerate(members_of):
-        series[members] = index
-    launch_group = none.launch_group
+    series[series < 0] = len(judged)  # the "not judged" entry, after the judged ones
+    launch_group = np.full(launches.count, -1, dtype=np.int64)
     for kernel_group, shown in judged_groups.items():
         launch_group[group == kernel_group] = shown
     return GroupVerdicts.of(series, judged, alone, launch_group)

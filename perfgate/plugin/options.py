@@ -126,13 +126,12 @@ def _check_report_path(given: str | None, configured: str, report: Path) -> None
 
 
 def _templates(folder: str) -> Path | None:
-    """A team's templates folder, each of its templates compiled now: a syntax error stops the session before
-    any test runs, not after."""
+    """``render.templates.team_templates``: a syntax error stops the session before any test runs, not after."""
     if not folder:
         return None
-    from perfgate.render.templates import check_templates  # jinja2: only when a team has templates
+    from perfgate.render.templates import team_templates  # jinja2: only when a team has templates
 
-    return check_templates(Path(folder))
+    return team_templates(folder)
 
 
 def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None,

@@ -87,6 +87,12 @@ def check_templates(folder: Path) -> Path:
     return folder
 
 
+def team_templates(folder: str) -> Path | None:
+    """The folder ``[tool.perfgate] templates`` names (None where none is set), each of its templates compiled
+    now: a broken one stops a command or a pytest session before any work, whether or not it would be rendered."""
+    return check_templates(Path(folder)) if folder else None
+
+
 def render_template(name: str, folder: Path | None = None, **context: Any) -> str:
     """``name`` rendered with ``context``; a broken template is one line naming its file and line."""
     try:
@@ -123,4 +129,4 @@ class Macros:
             raise ConfigError(_problem(error, self._name)) from None
 
 
-__all__ = ["Macros", "check_templates", "environment", "render_block", "render_template"]
+__all__ = ["Macros", "check_templates", "environment", "render_block", "render_template", "team_templates"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from itertools import islice
+from itertools import chain, islice
 
 from perfgate.render.common import (
     Shown,
@@ -72,12 +72,13 @@ def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int)
     """The first ``limit`` launches to list, in report order; when they are cut, each kernel's first launch to
     list is among them before any kernel's second (kernels past the cut are named, not only the worst one's
     launches)."""
-    candidates = list(islice(iter_launches(report, statuses), limit + 1))
-    if len(candidates) <= limit:
-        return candidates
+    candidates = iter_launches(report, statuses)
+    head = list(islice(candidates, limit + 1))
+    if len(head) <= limit:
+        return head
     repeated = repeated_totals(report)  # not listed: ``iter_launches`` leaves them out too
     chosen = set(islice((i for i in first_launches(report["launches"], statuses) if i not in repeated), limit))
-    for index in iter_launches(report, statuses):
+    for index in chain(head, candidates):
         if len(chosen) >= limit:
             break
         chosen.add(index)

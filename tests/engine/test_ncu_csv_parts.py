@@ -24,8 +24,8 @@ from perfgate.collect.ncu_csv.labels import map_section_labels, qualify_duplicat
 from perfgate.collect.ncu_csv.launches import (
     MetricRows,
     attribute_cells,
+    Coded,
     combined,
-    listed,
     per_launch,
     with_no_data_rows,
 )
@@ -373,6 +373,11 @@ def test_launches_without_rows_get_the_no_data_row() -> None:
     assert np.isnan(filled.values[[1, 3]]).all()
     assert with_no_data_rows(rows, count=3).launch.tolist() == [0, 1, 2]
     assert with_no_data_rows(filled, count=4) is filled
+
+
+def listed(column: Coded) -> list[object]:
+    """A coded column as one value per launch."""
+    return [column.distinct[code] for code in column.codes.tolist()]
 
 
 def test_attribute_cells_and_per_launch_values() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,12 +122,6 @@ def per_launch(cells: Cells | None, count: int, convert: Callable[[str], str] | 
         return Coded(np.zeros(count, dtype=np.int64), [""])
     codes, uniques = _factorized(cells)
     return Coded(codes, ["" if _missing(u) else str(u) if convert is None else convert(str(u)) for u in uniques])
-
-
-def listed(column: Coded) -> list[Any]:
-    """A coded column as one value per launch (what tests and a debugger read)."""
-    values: list[Any] = objects(list(column.distinct))[column.codes].tolist()
-    return values
 
 
 def _factorized(cells: Cells) -> tuple[IntArray, Sequence[object]]:
