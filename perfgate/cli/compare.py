@@ -114,18 +114,18 @@ def _compare_files(args: argparse.Namespace, current: Measurement, options: Comp
     """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report, or
     the view a human format reads, and its text in ``fmt`` (in parts, as ``render_parts`` gives them).
 
-    Text and Markdown render a view with the metric rows of only the launches they list (``build_view``); JSON
-    and HTML the whole report, its results as numpy arrays (``render.result_arrays``: no list of 400,000 rows is
-    made)."""
-    from perfgate.render import LAUNCHES_SHOWN, render_markdown, render_parts, render_text
+    Text renders a view with the metric rows of only the launches it lists (``build_view``); the other formats
+    the whole report, its results as numpy arrays (``render.result_arrays``: no list of 400,000 rows is made),
+    so that Markdown's and HTML's kernel rows summarize every launch."""
+    from perfgate.render import TEXT_LAUNCHES, render_parts, render_text
     from perfgate.report import build_report, build_view
 
     comparison = _comparison(args, current, options, reference, history_notes, history_branch)
-    if fmt in LAUNCHES_SHOWN:
-        view = build_view(comparison, unchanged_results=fmt != "text", results_of_first=LAUNCHES_SHOWN[fmt])
+    if fmt == "text":
+        view = build_view(comparison, unchanged_results=False, results_of_first=TEXT_LAUNCHES)
         del comparison  # done with: its memory serves the rendering
         _settle(view, history_notes)
-        return view, [render_text(view) if fmt == "text" else render_markdown(view, templates=templates)]
+        return view, [render_text(view)]
     report = build_report(comparison, result_arrays=True)
     del comparison
     _settle(report, history_notes)

@@ -152,7 +152,7 @@ def run_summary(nodeids: Sequence[str], run: NcuRun) -> str:
     """One progress line after an ncu run: how long, how many launches, how many replay passes each."""
     passes = replay_passes(run.log)
     what = f"{len(nodeids)} perf tests" if len(nodeids) > 1 else nodeids[0]
-    profiled = (f"{len(passes)} launch{'es' if len(passes) != 1 else ''} profiled, "
+    profiled = (f"{len(passes):,} launch{'es' if len(passes) != 1 else ''} profiled, "
                 f"{max(passes)} replay pass{'es' if max(passes) != 1 else ''} each at most") if passes else \
         "no launch profiled"
     return f"perfgate: ncu ran {what} in {run.seconds:.1f} s: {profiled}"

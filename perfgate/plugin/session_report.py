@@ -177,7 +177,7 @@ class SessionReport:
             # The counts compare this run with the baselines it replaced; what matters is what was written.
             updated = sum(1 for p in self.payloads if p.get("status") == GateStatus.UPDATED)
             words = {"new": "had no baseline", "regression": "regression (accepted)"}
-            parts = [f"{n} {words.get(s, s)}" for s, n in counts.items() if n]
+            parts = [f"{n:,} {words.get(s, s)}" for s, n in counts.items() if n]
             head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
             if parts:
                 head += f"; against the previous baselines: {', '.join(parts)}"

@@ -32,11 +32,11 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import format_change, format_value, format_values, md_escape
 from perfgate.render.untrusted import MAX_NAME
-from perfgate.render.markdown import MARKDOWN_BUDGET, MARKDOWN_LAUNCHES, render_markdown
+from perfgate.render.markdown import MARKDOWN_BUDGET, render_markdown
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dump_parts, dumps
 
-__all__ = ["LAUNCHES_SHOWN", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "VERDICT_ICON", "VERDICT_WORD", "display_name", "explanation",
+__all__ = ["MARKDOWN_BUDGET", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "VERDICT_ICON", "VERDICT_WORD", "display_name", "explanation",
            "format_change", "format_value", "format_values", "headline", "md_escape", "metric_line", "no_data_side", "render",
            "render_html", "render_json", "render_markdown", "render_parts", "render_text", "summary_parts", "verdict_line"]
 
@@ -54,9 +54,6 @@ def render_html(report: Report, commits: Sequence[str | None] | None = None, tem
 
     return html(report, commits=commits, templates=templates, json_report=json_report)
 
-
-# The most launches each human format can list: a report built for it needs no metric rows past them.
-LAUNCHES_SHOWN: dict[str, int] = {"text": TEXT_LAUNCHES, "md": MARKDOWN_LAUNCHES}
 
 RENDERERS: dict[str, Callable[[Report], str]] = {
     "text": render_text,

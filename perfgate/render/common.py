@@ -89,8 +89,8 @@ _PLURAL = {"regression": "regressions", "improvement": "improvements", "inconclu
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 regression``, ``60 regressions``; ``many`` for an irregular plural."""
-    return f"{count} {word if count == 1 else (many or _PLURAL.get(word) or word + 's')}"
+    """``1 regression``, ``20,000 regressions``; ``many`` for an irregular plural."""
+    return f"{count:,} {word if count == 1 else (many or _PLURAL.get(word) or word + 's')}"
 
 
 
@@ -105,19 +105,19 @@ def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
     unmeasured = report.get("unmeasured") or []
     compared = compared_launches(counts)
     if regressions:
-        head = f"{plural(regressions, 'regression')} in {total} compared"
+        head = f"{plural(regressions, 'regression')} in {total:,} compared"
     elif unmeasured:
         causes = Counter(_unmeasured_cause(entry) for entry in unmeasured)
         cause, _ = causes.most_common(1)[0]
         more = f" and {len(causes) - 1} other cause{'s' if len(causes) > 2 else ''}" if len(causes) > 1 else ""
         return f"{_unmeasured_count(unmeasured)} not measured: {shorten_keeping_fix(cause)}{more}"
     elif not compared:
-        return f"nothing compared ({total} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
+        return f"nothing compared ({total:,} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
             if total else "nothing compared"
     elif counts.get("inconclusive", 0):
-        head = f"{plural(counts['inconclusive'], 'inconclusive change')} in {total} compared"
+        head = f"{plural(counts['inconclusive'], 'inconclusive change')} in {total:,} compared"
     else:
-        head = f"no regression in {total} compared"
+        head = f"no regression in {total:,} compared"
     if unmeasured:
         head += f"; {_unmeasured_count(unmeasured)} not measured"
     return head

@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from operator import itemgetter
-from typing import Any, Iterable, NamedTuple
+from functools import partial
+from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, format_values, limit_text
@@ -228,6 +229,44 @@ def metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunch
     return out
 
 
+
+class KernelRows:
+    """A report's kernels (``kernel_groups``; ``kernels`` where the caller has them), each summarized once
+    (:func:`kernel_row`) over all its launches, for the formats that show a row per kernel. ``summarize`` gives
+    a kernel's :class:`MetricLaunches` from its launches: :func:`metric_launches` by default, its numpy twin
+    (``perfgate.render.result_arrays``) for the page and for results held as numpy arrays (:func:`kernel_rows`)."""
+
+    def __init__(self, report: ReportView, kernels: list[list[int]] | None = None,
+                 summarize: Callable[[list[int]], list[MetricLaunches]] | None = None) -> None:
+        self.report = report
+        self.kernels = kernel_groups(report) if kernels is None else kernels
+        self.stats = group_stats(report)
+        self._summarize = summarize or partial(metric_launches, report)
+        self._rows: dict[int, KernelRow] = {}
+
+    def row(self, indexes: list[int]) -> KernelRow:
+        found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
+        if found is None:
+            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, self._summarize(indexes))
+        return found
+
+    def with_status(self, statuses: Iterable[str]) -> list[list[int]]:
+        """The kernels with a launch in one of ``statuses``, as ``kernel_groups(report, statuses)``."""
+        wanted = set(statuses)
+        column = self.report["launches"]["status"]
+        return [k for k in self.kernels if any(column[i] in wanted for i in k)]
+
+
+def kernel_rows(report: ReportView) -> KernelRows:
+    """The report's :class:`KernelRows`, summarized in Python where its results are lists (a report read back)
+    and in numpy where they are numpy arrays (``build_report(result_arrays=True)``)."""
+    if isinstance(report["results"]["baseline"], list):
+        return KernelRows(report)
+    # numpy holds these results already: its summaries cost no import that the report did not make.
+    from perfgate.render.result_arrays import ResultArrays, metric_launches as in_numpy
+
+    return KernelRows(report, summarize=partial(in_numpy, report, ResultArrays(report)))
+
 def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int | None,
                stats: dict[tuple[int, int], dict[str, Any]]) -> list[MetricSummary]:
     metrics = report["metrics"]
@@ -254,8 +293,8 @@ def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int 
 
 
 def launches_label(row: KernelRow) -> str:
-    """``×40`` for a kernel launched 40 times; "" for one launch."""
-    return f"×{len(row.launches)}" if len(row.launches) > 1 else ""
+    """``×40`` for a kernel launched 40 times (``×10,000``); "" for one launch."""
+    return f"×{len(row.launches):,}" if len(row.launches) > 1 else ""
 
 
 def change_text(summary: MetricSummary) -> str:

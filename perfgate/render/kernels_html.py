@@ -18,17 +18,7 @@ from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
 from perfgate.render.formatting import format_values
 from perfgate.render.templates import Macros
-from perfgate.render.kernels import (
-    KernelRow,
-    MetricSummary,
-    change_text,
-    kernel_groups,
-    kernel_row,
-    launches_label,
-    why_lines,
-)
-from perfgate.render.result_arrays import ResultArrays, metric_launches
-from perfgate.report import Report, group_stats
+from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
 from perfgate.vocabulary import Status
 
 _TEMPLATE = "kernels.html.j2"
@@ -60,33 +50,6 @@ def metric_group(metric: str) -> str:
 def _where(row: KernelRow) -> str:
     parts = [row.test or "", row.device or "", f"region {row.region}" if row.region else ""]
     return " · ".join(p for p in parts if p)
-
-
-class KernelRows:
-    """A report's kernels, each summarized once (:func:`kernel_row`) for the table and the sections: a kernel of a
-    loop of 10,000 launches is summarized in numpy (``arrays``, the report's results as arrays; None only for a
-    report without launches, which has no kernel). ``kernels``: the report's ``kernel_groups`` where the caller
-    has them."""
-
-    def __init__(self, report: Report, arrays: ResultArrays | None, kernels: list[list[int]] | None = None) -> None:
-        self.report = report
-        self.kernels = kernel_groups(report) if kernels is None else kernels
-        self.stats = group_stats(report)
-        self._arrays = arrays
-        self._rows: dict[int, KernelRow] = {}
-
-    def row(self, indexes: list[int]) -> KernelRow:
-        found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
-        if found is None:
-            assert self._arrays is not None  # a kernel is launches
-            metrics = metric_launches(self.report, self._arrays, indexes)
-            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, metrics)
-        return found
-
-    def with_status(self, statuses: tuple[str, ...]) -> list[list[int]]:
-        """The kernels with a launch in one of ``statuses``, as ``kernel_groups(report, statuses)``."""
-        column = self.report["launches"]["status"]
-        return [k for k in self.kernels if any(column[i] in statuses for i in k)]
 
 
 def kernel_table(rows: KernelRows, templates: Path | None = None) -> str:

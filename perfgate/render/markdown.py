@@ -38,14 +38,13 @@ from perfgate.render.common import (
     unmeasured_notes,
 )
 from perfgate.render.formatting import format_values, text_length
-from perfgate.render.kernels import KernelRow, change_text, kernel_groups, kernel_row, launches_label, why_lines
+from perfgate.render.kernels import KernelRow, KernelRows, change_text, kernel_rows, launches_label, why_lines
 from perfgate.render.templates import render_block, render_template
-from perfgate.report import ReportView, group_stats, listed_summary
+from perfgate.report import ReportView, listed_summary
 from perfgate.vocabulary import KIND_BENCHMARK, Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
 NOTES_BUDGET = 6_000
-MARKDOWN_LAUNCHES = MARKDOWN_BUDGET // 30  # no table row is shorter than 30 characters: never more launches
 COMMENT_TOP = 10  # kernels in the first table: what fits a reviewer's first screen
 _ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, *ATTENTION[1:])
 _OTHERS = (Status.NEW.value, Status.IMPROVEMENT.value, Status.UNCHANGED.value)
@@ -172,12 +171,12 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
                               else [])
     # Each note follows a blank line; 600: the left-out line.
     left = _Budget(budget - sum(text_length(s) + 1 for s in fixed) - (len(fixed) - 1) - 600)
-    stats = group_stats(report)
+    kernels = kernel_rows(report)
     counts = listed_summary(report)
     listed: Counter[str] = Counter()
-    fill = _Filler(report, layout, left, listed, stats)
+    fill = _Filler(kernels, layout, left, listed)
     sections: dict[str, Any] = {}
-    attention = kernel_groups(report, _ATTENTION) if any(counts[s] for s in _ATTENTION) else []
+    attention = kernels.with_status(_ATTENTION) if any(counts[s] for s in _ATTENTION) else []
     cut = False
     if attention:
         first, rest = attention[:top], attention[top:]
@@ -192,10 +191,10 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
     others = [s for s in _OTHERS if counts[s]]
     if others and not cut:
         seen = {k[0] for k in attention}
-        kernels = [k for k in kernel_groups(report, others) if k[0] not in seen]
-        if kernels:
-            opening = f"{plural(len(kernels), 'other kernel')} ({', '.join(others)})"
-            sections["others"] = fill(kernels, False, opening)[0]
+        rest = [k for k in kernels.with_status(others) if k[0] not in seen]
+        if rest:
+            opening = f"{plural(len(rest), 'other kernel')} ({', '.join(others)})"
+            sections["others"] = fill(rest, False, opening)[0]
     return render_template("report.md.j2", templates, plural=plural, head=head, notes=notes, notes_left=notes_left,
                            where=where, missing=left_out(report, listed),
                            **{"attention": "", "more_table": "", "more_attention": 0, "others": "", **sections})
@@ -204,18 +203,17 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
 class _Filler:
     """Tables of kernel rows, as many as fit the budget left, counting the launches they list."""
 
-    def __init__(self, report: ReportView, layout: _Layout, left: _Budget, listed: Counter[str],
-                 stats: dict[tuple[int, int], dict[str, Any]]) -> None:
-        self.report, self.layout, self.left, self.listed, self.stats = report, layout, left, listed, stats
+    def __init__(self, kernels: KernelRows, layout: _Layout, left: _Budget, listed: Counter[str]) -> None:
+        self.kernels, self.layout, self.left, self.listed = kernels, layout, left, listed
 
     def __call__(self, kernels: list[list[int]], why: bool, opening: str | None = None) -> tuple[str, int]:
         """The table (in ``<details>`` under ``opening``) with as many kernel rows as fit, and their count."""
         if not self.left.take(self.layout.table([], why, opening)):
             return "", 0
         rows: list[str] = []
-        statuses = self.report["launches"]["status"]
+        statuses = self.kernels.report["launches"]["status"]
         for indexes in kernels:
-            row = self.layout.row(kernel_row(self.report, indexes, self.stats), why)
+            row = self.layout.row(self.kernels.row(indexes), why)
             if not self.left.take(row):
                 break
             rows.append(row)
@@ -225,5 +223,5 @@ class _Filler:
         return self.layout.table(rows, why, opening), len(rows)
 
 
-__all__ = ["COMMENT_TOP", "MARKDOWN_BUDGET", "MARKDOWN_LAUNCHES", "headline_block", "no_data_side",
+__all__ = ["COMMENT_TOP", "MARKDOWN_BUDGET", "headline_block", "no_data_side",
            "render_markdown", "short_test"]

@@ -1,8 +1,9 @@
-"""A report's results as numpy arrays, made once for the HTML page: its table of launches
-(``perfgate.render.html_table``) and its kernel view, whose kernels of a loop have thousands of launches
-(:func:`metric_launches`, :func:`perfgate.render.kernels.metric_launches` in numpy). The results may be lists
-(a report read back) or numpy arrays (``build_report(result_arrays=True)``, which ``perfgate compare`` builds for
-the page: 400,000 results are not made Python lists only to be made arrays again).
+"""A report's results as numpy arrays, made once for the HTML page's table of launches
+(``perfgate.render.html_table``), and the kernel rows of the page and of a comment rendered from numpy results,
+whose kernels of a loop have thousands of launches (:func:`metric_launches`,
+:func:`perfgate.render.kernels.metric_launches` in numpy). The results may be lists (a report read back) or
+numpy arrays (``build_report(result_arrays=True)``, which ``perfgate compare`` builds for the page and the
+comment: 400,000 results are not made Python lists only to be made arrays again).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from perfgate.columns import factorize, median
 from perfgate.render.kernels import MetricLaunches, metric_launches as metric_launches_one_by_one
-from perfgate.report import Report
+from perfgate.report import ReportView
 
 _EXACT = 2.0 ** 53  # below it a float holds every integer: a median of ints is the median of their floats
 
@@ -65,7 +66,7 @@ class ResultArrays:
     """The results columns as arrays: statuses as codes into ``names``, None as NaN; ``values``: the baseline,
     current and change columns as the report's lists hold them, for the values a float does not hold."""
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: ReportView) -> None:
         results: Any = report["results"]  # lists, or numpy arrays (build_report(result_arrays=True))
         launches = report["launches"]
         self.names: list[str]
@@ -117,7 +118,7 @@ class ResultArrays:
 _ONE_BY_ONE = 16  # launches below which a kernel is summarized in Python: numpy's calls cost more
 
 
-def metric_launches(report: Report, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
+def metric_launches(report: ReportView, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
     """:func:`perfgate.render.kernels.metric_launches` of a kernel's launches ``indexes``, in numpy."""
     if len(indexes) < _ONE_BY_ONE and not arrays.in_arrays:
         return metric_launches_one_by_one(report, indexes)
@@ -171,3 +172,4 @@ def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> floa
         exact = [v for v in map(column.__getitem__, rows.tolist()) if v is not None]
         return statistics.median(exact) if exact else None
     return median(known) if len(known) else None  # as statistics.median: the mean of the middle two
+

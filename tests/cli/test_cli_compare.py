@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from helpers.common import REPO, corpus_file, run_cli
+from helpers.csvgen import write_raw_csv
 
 from perfgate.cli import COMMANDS, main
-from perfgate.report import launch_rows, result_rows
+from perfgate.render import render_markdown
+from perfgate.report import launch_rows, load_report, result_rows
 
 V2 = "mlp-t4/report_v2.ncu-rep"
 V3 = "mlp-t4/report_v3_loop_unroll.ncu-rep"
@@ -379,3 +382,20 @@ def test_the_command_line_turns_numpy_huge_page_advice_off_unless_the_user_set_i
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True,
                               cwd=REPO, timeout=60)
         assert done.stdout.split()[-2:] == [expected, "False"]  # numpy not imported before it was set
+
+
+def test_the_comment_summarizes_every_launch_of_a_kernel_as_the_page_does(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    """Kernels of a loop of 2,200 launches each, more than a comment could list: a row's medians (the "why"'s
+    percentages) are over all of them, the same Markdown as its JSON report's and the same figures as the page."""
+    base, cur = tmp_path / "base.csv", tmp_path / "cur.csv"
+    write_raw_csv(base, 11_000, 20, seed=1, run=1)
+    write_raw_csv(cur, 11_000, 20, seed=2)
+    outputs = {fmt: tmp_path / f"report.{fmt}" for fmt in ("md", "json", "html")}
+    for fmt, target in outputs.items():
+        assert run_cli(capsys, "compare", base, cur, "--format", fmt, "-o", target)[0] == 1
+    markdown = outputs["md"].read_text(encoding="utf-8")
+    assert markdown == render_markdown(load_report(outputs["json"]))
+    page = outputs["html"].read_text(encoding="utf-8")
+    bounds = re.findall(r"compute [0-9.]+% → [0-9.]+%, memory [0-9.]+% → [0-9.]+%", markdown)
+    assert bounds and all(bound in page for bound in bounds)

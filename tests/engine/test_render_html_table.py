@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from functools import partial
 import re
 from typing import Any
 
@@ -18,9 +19,8 @@ from perfgate.render.formatting import OWN, WHOLE, _formatter, html_escape, numb
 from perfgate.render.html import render_html_chunks
 from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
 from perfgate.render.html_table import _ranks
-from perfgate.render.kernels import kernel_groups, kernel_row
+from perfgate.render.kernels import KernelRows, kernel_groups, kernel_row
 from perfgate.render.kernels import metric_launches as python_metric_launches
-from perfgate.render.kernels_html import KernelRows
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.render.result_arrays import floats as _floats
 from perfgate.report import Report
@@ -260,7 +260,7 @@ def kernels_of_many_launches(regular: bool) -> Report:
 def test_kernels_of_many_launches_are_summarized_in_numpy_as_in_python(regular: bool) -> None:
     report = kernels_of_many_launches(regular)
     arrays = ResultArrays(report)
-    rows = KernelRows(report, arrays)
+    rows = KernelRows(report, summarize=partial(metric_launches, report, arrays))
     kernels = kernel_groups(report)
     assert len(kernels) == 3 and all(len(k) == 100 for k in kernels)
     for indexes in kernels:

@@ -226,10 +226,10 @@ def test_markdown_of_10000_regressions_fits_one_comment_and_says_what_it_left_ou
     report = synthetic(["regression"] * 10_000 + ["improvement"] * 50 + ["unchanged"] * 2000, kernels=20_000)
     markdown = render_markdown(report)
     assert text_length(markdown) <= 64_000 < COMMENT_LIMIT
-    assert markdown.startswith("### ❌ perfgate: 10000 regressions in 12050 compared")
+    assert markdown.startswith("### ❌ perfgate: 10,000 regressions in 12,050 compared")
     listed = markdown.count("| ❌ |")  # one row per kernel: here each kernel was launched once
     assert 100 < listed < 10_000
-    assert "<details><summary>and 9990 more kernels that need attention</summary>" in markdown
+    assert "<details><summary>and 9,990 more kernels that need attention</summary>" in markdown
     assert (f"Launches not listed here, to fit a PR comment: {10_000 - listed:,} regressions, 50 improvements, "
             "2,000 unchanged. The JSON and HTML reports list every launch.") in markdown
     for line in markdown.splitlines():
