@@ -62,10 +62,12 @@ fi
 
 if want overhead; then  # the live tracer (perfgate.plugin.tracer.CuptiTracer) against the same steps unprofiled
   for workload in mlp softmax vector_add; do
-    for tracer in none perfgate none perfgate; do
+    # "perfgate --outside": the tracer started, the steps outside any region (goal <= 1.02x against none).
+    for tracer in none perfgate "perfgate --outside" none perfgate "perfgate --outside"; do
       (( $(left) < 25 )) && break
-      timeout 120 "$PY" tests/gpu/capture_timeline.py "$workload" "$tracer" "$W/overhead/$workload.$tracer.$SECONDS" \
-        2>&1 | grep -E "median step|Error" | head -3
+      read -r -a how <<<"$tracer"
+      timeout 120 "$PY" tests/gpu/capture_timeline.py "$workload" "${how[0]}" \
+        "$W/overhead/$workload.${tracer// --/-}.$SECONDS" "${how[@]:1}" 2>&1 | grep -E "median step|Error" | head -3
     done
   done
 fi
