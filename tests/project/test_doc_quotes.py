@@ -130,3 +130,17 @@ def test_the_baseline_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         k: v for k, v in quoted_entry.items() if k != "metrics"}
     assert all(entry["metrics"][name] == value for name, value in quoted_entry["metrics"].items())
     assert len(entry["metrics"]) == 10 and len(entry["findings"]) == 8
+
+
+def quickstart_commands(page: str) -> list[list[str]]:
+    """The ``sh`` blocks between a page's "## Quickstart" and its next "## " heading."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    section = text.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
+    return [block.split("\n```", 1)[0].splitlines() for block in section.split("```sh\n")[1:]]
+
+
+def test_the_getting_started_quickstart_is_the_readmes() -> None:
+    """.ci/quickstart runs the README's blocks; the documentation site shows the same commands."""
+    readme, site = quickstart_commands("README.md"), quickstart_commands("docs/getting-started.md")
+    assert site[0] == ["git clone https://github.com/perfgate/perfgate && cd perfgate"]
+    assert site[1:] == readme[:3]
