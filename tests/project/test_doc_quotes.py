@@ -144,3 +144,26 @@ def test_the_getting_started_quickstart_is_the_readmes() -> None:
     readme, site = quickstart_commands("README.md"), quickstart_commands("docs/getting-started.md")
     assert site[0] == ["git clone https://github.com/perfgate/perfgate && cd perfgate"]
     assert site[1:] == readme[:3]
+
+
+def test_the_command_lines_error_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    t4, rtx = corpus_file("mlp-t4/report_v3_loop_unroll.ncu-rep"), corpus_file("kernelAC-2080ti/profile.ncu-rep")
+    monkeypatch.chdir(tmp_path)
+    Path("cut.ncu-rep").write_bytes(t4.read_bytes()[:60_000])
+    Path("a.ncu-rep").write_bytes(t4.read_bytes())
+    Path("b.ncu-rep").write_bytes(rtx.read_bytes())
+    [quoted] = [b for b in fenced_blocks("docs/cli.md") if b and b[0].startswith("perfgate: error: cut.ncu-rep")]
+    said = [run_cli(capsys, "compare", "cut.ncu-rep", "cut.ncu-rep"), run_cli(capsys, "compare", "a.ncu-rep", "b.ncu-rep")]
+    assert [status for status, _, _ in said] == [2, 2]
+    assert [err for _, _, err in said] == [line + "\n" for line in quoted]
+
+
+def test_the_verdict_line_with_an_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    v3, v4 = (corpus_file(f"mlp-t4/{name}.ncu-rep") for name in ("report_v3_loop_unroll", "report_v4_8_per_thread"))
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run_cli(capsys, "compare", v3, v4, "-o", "report.md")
+    quoted = re.search(r"With `-o`, `compare` prints only the verdict line \(`([^`]*)`\)",
+                       " ".join((REPO / "docs" / "reports.md").read_text(encoding="utf-8").split()))
+    assert status == 1 and quoted and out == quoted.group(1) + "\n"
