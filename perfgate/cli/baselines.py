@@ -36,10 +36,22 @@ def _age(seconds: float | None) -> str:
     return "today" if days < 1 else f"{days:.0f} day{'s' if round(days) != 1 else ''} ago"
 
 
+def _how_measured(settings: dict[str, object]) -> str:
+    """What measured a baseline, from its settings: ncu's (the plugin's), a timeline trace, pytest-benchmark."""
+    ncu = ", ".join(f"{k} {settings[k]}" for k in ("clock_control", "cache_control", "ncu_version") if k in settings)
+    if ncu:
+        return ncu
+    if settings.get("source") == "timeline":
+        return "a timeline trace"
+    if "pytest_benchmark" in settings:
+        return f"pytest-benchmark {settings['pytest_benchmark']}"
+    return "no ncu settings recorded"
+
+
 def format_baseline(b: StoredBaseline) -> str:
-    how = ", ".join(f"{k} {b.settings[k]}" for k in ("clock_control", "cache_control", "ncu_version")
-                    if k in b.settings) or "made from a report"
-    return (f"{b.device}/{b.name}.json  {b.entries} entries, {b.metrics} metrics; {how}; {_age(b.committed)}; "
+    entries = f"{b.entries} entr{'y' if b.entries == 1 else 'ies'}"
+    metrics = f"{b.metrics} metric{'' if b.metrics == 1 else 's'}"
+    return (f"{b.device}/{b.name}.json  {entries}, {metrics}; {_how_measured(b.settings)}; {_age(b.committed)}; "
             f"from {b.source or '?'}")
 
 

@@ -189,9 +189,11 @@ class SessionReport:
             tests = {report["launches"]["test"][i] for i in iter_launches(report, ("regression",))}
             if counts.get("regression") and len(tests) != counts["regression"]:  # kernels of fewer tests
                 parts[0] += f" in {plural(len(tests), 'test')}"
-            lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {', '.join(parts) or 'nothing compared'}"]
-            if report["unmeasured"] or not parts:
-                lines.append(f"  {headline(report)}")
+            said = ", ".join(parts) or "nothing compared"
+            lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {said}"]
+            why = headline(report)
+            if (report["unmeasured"] or not parts) and why != said:  # the cause, where it says more
+                lines.append(f"  {why}")
         if not self.options.update:
             regressions = regression_lines(report, list(iter_launches(report, ("regression",))))
             lines += regressions[:SUMMARY_REGRESSIONS]

@@ -1,5 +1,5 @@
-"""perfgate against its floors, interleaved, in CPU time and peak memory: the figures of the README's
-"Performance" table, and the harness the speed tests and benchmarks use.
+"""perfgate against its floors, interleaved, in CPU time and peak memory: the figures of
+docs/performance.md's tables, and the harness the speed tests and benchmarks use.
 
 Each measured command runs in its own process; its CPU time (user + system) and peak resident memory
 come from ``os.wait4``, so other processes on a shared machine do not count, and the two commands of a
@@ -13,7 +13,7 @@ Floors:
 * ``ncu-rep``: loading both reports with ``ncu_report`` and reading every metric of every launch
   (``NCU_REPORT_FLOOR``); perfgate runs ``perfgate compare A B`` on them.
 
-Reproduce the README's table (about 10 minutes on 2 cores; the 50k files take 1.3 GB in the folder)::
+Reproduce docs/performance.md's figures (about 10 minutes on 2 cores; the 50k files take 1.3 GB in the folder)::
 
     .venv/bin/python tests/benchmarks/scale.py --launches 10000 50000 --repeat 5 --data /tmp/perfgate-scale
 
@@ -184,7 +184,7 @@ def ncu_rep_commands(base: Path, cur: Path, folder: Path, python: str = sys.exec
     return [python, str(script), str(base), str(cur)], [python, "-m", "perfgate", "compare", str(base), str(cur)]
 
 
-# ---------------------------------------------------------------- the README table
+# ---------------------------------------------------------------- the table of docs/performance.md
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -202,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also compare each of these .ncu-rep files with itself against the ncu_report floor")
     args = parser.parse_args(argv)
     args.data.mkdir(parents=True, exist_ok=True)
+    args.ncu_rep = [report.resolve() for report in args.ncu_rep]  # the commands run in --data
 
     def run(command: Sequence[str]) -> Run:  # outside the checkout: -m must find the installed perfgate
         return measure(command, cwd=args.data)

@@ -4,7 +4,7 @@ merging and rendering the report.
 Run them with numbers: ``python -m pytest tests/benchmarks --benchmark-enable -p no:xdist``. In the
 default test run (``--benchmark-disable``) each body runs once, so they also act as smoke tests. The
 end-to-end comparisons with the floors are in ``test_bench_scale.py`` (CSV) and
-``test_bench_ncu_rep.py`` (.ncu-rep); ``scale.py`` prints the README's table.
+``test_bench_ncu_rep.py`` (.ncu-rep); ``scale.py`` prints the tables of docs/performance.md.
 """
 
 from __future__ import annotations

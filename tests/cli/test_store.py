@@ -22,6 +22,24 @@ def test_list_shows_each_baseline_with_how_it_was_measured(tmp_path: Path) -> No
     assert any("examples.test_torch_mlp_layers__test_mlp_layer_by_layer.json  32 entries" in line
                and "clock_control base, cache_control all, ncu_version 2025.3.1.0" in line
                and "from examples/test_torch_mlp_layers.py::test_mlp_layer_by_layer" in line for line in lines)
+    # The H200's timeline baselines say what measured them (no ncu settings: a trace did).
+    assert any("examples.test_torch_softmax__test_softmax.timeline.json  2 entries, 11 metrics; a timeline trace;"
+               in line for line in lines), lines
+
+
+def test_list_names_a_benchmark_baseline_and_counts_one_entry(tmp_path: Path) -> None:
+    folder = tmp_path / "baselines" / "cpu-amd-epyc"
+    folder.mkdir(parents=True)
+    (folder / "examples.cpu.test_host_code__test_tokenize.json").write_text(
+        '{"format": "perfgate-baseline", "version": 1, "device": {"name": "CPU: AMD EPYC", "cc": ""},'
+        ' "settings": {"pytest_benchmark": "5.3.1", "timer": "perf_counter"},'
+        ' "source": "examples/cpu/test_host_code.py::test_tokenize", "entries": [{"kind": "benchmark",'
+        ' "name": "test_tokenize", "region": "", "ordinal": 0, "metrics": {"time.min": {"unit": "s", "value": 0.001}}}]}',
+        encoding="utf-8")
+    done = run_perfgate("baselines", "list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith(
+        "  cpu-amd-epyc/examples.cpu.test_host_code__test_tokenize.json  1 entry, 1 metric; pytest-benchmark 5.3.1; ")
 
 
 def test_stale_finds_baselines_of_tests_that_are_gone_and_keeps_the_unknown(tmp_path: Path) -> None:

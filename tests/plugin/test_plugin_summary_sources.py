@@ -44,3 +44,13 @@ def test_a_test_regressed_under_both_sources_is_listed_once_per_source(pytester:
     assert "stub_kernel [layer0]" in listed[0] and "stub_kernel [backward]" in listed[0]
     head = next(line for line in summary if line.startswith("perfgate FAIL"))
     assert head.startswith("perfgate FAIL: ") and " regressions in 1 test" in head
+
+
+def test_a_session_whose_perf_tests_all_skipped_says_nothing_compared_once(pytester: pytest.Pytester) -> None:
+    """The examples on a machine without torch: every perf test skips at import, so nothing reaches the gate."""
+    pytester.makepyfile(test_perf='import pytest\ntorch = pytest.importorskip("torch_not_installed")\n' + PERF_TEST)
+    result = pytester.runpytest("--perfgate")
+    result.assert_outcomes(skipped=1)
+    summary = result.stdout.str().split("- perfgate -", 1)[1].splitlines()
+    assert summary[1] == "perfgate NOT MEASURED: nothing compared"
+    assert summary[2].startswith("report: "), summary
