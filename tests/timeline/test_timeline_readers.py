@@ -233,3 +233,38 @@ def test_mangled_names_have_the_bare_name_kineto_gives() -> None:
     assert bare_name("void at::native::vectorized_elementwise_kernel<4, F>(int, F)") == "vectorized_elementwise_kernel"
     assert bare_name("_Z10vector_addPKfS0_Pfii") == "vector_add"
     assert bare_name("sm80_xmma_gemm_f32f32") == "sm80_xmma_gemm_f32f32"
+
+
+def test_oldest_kineto_schema(tmp_path: Path) -> None:
+    """Kineto before user_annotation (no corpus file has it): ``Operator`` ranges and steps (``aten::`` ops are
+    no ranges), ``Runtime`` launches, ``Kernel`` events, ``external id``, integer µs, no deviceProperties; one
+    ``cudaGraphLaunch`` owning two kernels; a kernel with no launch event belongs to no region."""
+    def event(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1, "args": args}
+
+    trace = tmp_path / "old.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        event("Operator", "ProfilerStep#1", 1000, 100), event("Operator", "forward", 1010, 50),
+        event("Operator", "aten::mm", 1012, 5), event("Runtime", "cudaLaunchKernel", 1013, 2, correlation=7),
+        event("Runtime", "cudaGraphLaunch", 1030, 3, correlation=9),
+        event("Runtime", "cudaLaunchKernel", 1070, 2, correlation=8),
+        event("Kernel", "volta_sgemm_128x64_nn", 1020, 8, correlation=7, device=0, stream=7, **{"external id": 3}),
+        event("Kernel", "graph_kernel_a", 1035, 4, correlation=9, device=0, stream=7),
+        event("Kernel", "graph_kernel_b", 1040, 4, correlation=9, device=0, stream=7),
+        event("Kernel", "after_forward", 1075, 5, correlation=8, device=0, stream=7),
+        event("Memset", "Memset (Device)", 1082, 1, correlation=10, device=0, stream=7),
+        event("Kernel", "unlaunched", 1090, 5, correlation=99, device=0, stream=7)]}), encoding="utf-8")
+    table = read_table(trace).table
+    kernels = table[table.equals("kind", "kernel") & table.equals("metric", "timeline.kernel_duration")]
+    assert dict(zip(kernels["kernel"].tolist(), kernels["region"].tolist())) == {
+        "volta_sgemm_128x64_nn": "forward", "graph_kernel_a": "forward", "graph_kernel_b": "forward",
+        "after_forward": "", "unlaunched": ""}
+    assert kernels["value"].tolist() == [8000, 4000, 4000, 5000, 5000]
+    assert _regions(trace) == {
+        "step": pytest.approx({"timeline.kernel_count": 4, "timeline.wall_time": 67_000, "timeline.gpu_busy": 21_000,
+                               "timeline.gpu_idle": 46_000, "timeline.gpu_idle_pct": 100 * 46 / 67,
+                               "timeline.launch_overhead": 46_000, "timeline.kernel_time": 21_000}),
+        "forward": pytest.approx({"timeline.kernel_count": 3, "timeline.wall_time": 31_000,
+                                  "timeline.gpu_busy": 16_000, "timeline.gpu_idle": 15_000,
+                                  "timeline.gpu_idle_pct": 100 * 15 / 31, "timeline.launch_overhead": 15_000,
+                                  "timeline.kernel_time": 16_000})}
