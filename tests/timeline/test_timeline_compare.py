@@ -114,3 +114,15 @@ def test_corpus_unchanged_h100_pair_passes(capsys: pytest.CaptureFixture[str]) -
     status, out, err = run_cli(capsys, "compare", corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite"),
                                corpus_trace("nvfuser-h100/report2_df8f397.sqlite"))
     assert status == 0, out + err
+
+
+def test_help_and_refusals_name_the_traces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for command in ("compare", "baseline"):
+        with pytest.raises(SystemExit):
+            run_cli(capsys, command, "--help")
+        said = " ".join(capsys.readouterr().out.split())
+        assert "a PyTorch profiler trace (.json) or an Nsight Systems SQLite export" in said
+    other = tmp_path / "other.json"
+    other.write_text('{"events": []}', encoding="utf-8")
+    status, _, err = run_cli(capsys, "compare", other, other)
+    assert status == 2 and "nor a Chrome trace (no traceEvents)" in err and len(err.strip().splitlines()) == 1
