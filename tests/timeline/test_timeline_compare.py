@@ -126,3 +126,12 @@ def test_help_and_refusals_name_the_traces(capsys: pytest.CaptureFixture[str], t
     other.write_text('{"events": []}', encoding="utf-8")
     status, _, err = run_cli(capsys, "compare", other, other)
     assert status == 2 and "nor a Chrome trace (no traceEvents)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_trace_without_device_records_is_said_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """perfgate's first CUPTI captures hold no device records: the note names a trace, not ncu's CSV alone."""
+    status, out, _ = run_cli(capsys, "compare", OURS / "softmax.cupti.a.cupti.json.gz",
+                             OURS / "softmax.cupti.b.cupti.json.gz")
+    assert status == 0
+    assert "note: a GPU is not named in an input (ncu's CSV details page gives the device index, not its name; " \
+           "a trace may name no device)" in out
