@@ -268,3 +268,25 @@ def test_oldest_kineto_schema(tmp_path: Path) -> None:
                                   "timeline.gpu_busy": 16_000, "timeline.gpu_idle": 15_000,
                                   "timeline.gpu_idle_pct": 100 * 15 / 31, "timeline.launch_overhead": 15_000,
                                   "timeline.kernel_time": 16_000})}
+
+
+def test_the_metrics_picture_is_what_perfgate_measures(tmp_path: Path) -> None:
+    """docs/img/timeline-metrics.svg as a trace: launches A-D on one thread inside `step`, kernels A, B, D on
+    stream 7 and C on stream 8 overlapping B (µs); the figures the picture states."""
+    def event(cat: str, name: str, ts: int, dur: int, correlation: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1,
+                "args": {"correlation": correlation, **args}}
+
+    trace = tmp_path / "picture.json"
+    launches = [event("cuda_runtime", "cudaLaunchKernel", t, 1, c) for t, c in ((10, 1), (30, 2), (36, 3), (70, 4))]
+    kernels = [event("kernel", f"kernel_{n}", s, e - s, c, device=0, stream=st)
+               for n, s, e, c, st in (("A", 14, 28, 1, 7), ("B", 32, 50, 2, 7), ("C", 40, 60, 3, 8),
+                                      ("D", 74, 88, 4, 7))]
+    trace.write_text(json.dumps({"traceEvents": [event("user_annotation", "step", 4, 92, 0), *launches, *kernels]}),
+                     encoding="utf-8")
+    assert _regions(trace)["step"] == pytest.approx({
+        "timeline.wall_time": 78_000, "timeline.gpu_busy": 56_000, "timeline.gpu_idle": 22_000,
+        "timeline.gpu_idle_pct": 100 * 22 / 78, "timeline.launch_overhead": 22_000, "timeline.kernel_time": 66_000,
+        "timeline.kernel_count": 4})
+    picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-metrics.svg").read_text(encoding="utf-8")
+    assert all(figure in picture for figure in ("78 µs", "56 µs", "22 µs", "(28%)", "= 66 µs", "kernel count = 4"))
