@@ -290,3 +290,23 @@ def test_the_metrics_picture_is_what_perfgate_measures(tmp_path: Path) -> None:
         "timeline.kernel_count": 4})
     picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-metrics.svg").read_text(encoding="utf-8")
     assert all(figure in picture for figure in ("78 µs", "56 µs", "22 µs", "(28%)", "= 66 µs", "kernel count = 4"))
+
+
+def test_sqlite_labels_in_textid_old_metadata_table_and_extra_columns(tmp_path: Path) -> None:
+    """A real export changed the three ways other exports differ: NVTX labels only in ``textId`` (registered
+    strings, as TensorRT writes them), the older ``EXPORT_META_DATA`` table, a column another tool added. It
+    reads as the original does."""
+    source = corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite")
+    copy = tmp_path / "registered.sqlite"
+    copy.write_bytes(source.read_bytes())
+    with sqlite3.connect(copy) as connection:
+        connection.execute("INSERT INTO StringIds (id, value) SELECT 900000 + rowid, text FROM NVTX_EVENTS "
+                           "WHERE text IS NOT NULL")
+        connection.execute("UPDATE NVTX_EVENTS SET textId = 900000 + rowid, text = NULL WHERE text IS NOT NULL")
+        connection.execute("ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA")
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN someToolsColumn TEXT DEFAULT 'x'")
+        assert connection.execute("SELECT count(*) FROM NVTX_EVENTS WHERE text IS NOT NULL").fetchone() == (0,)
+    original, changed = read_table(source), read_table(copy)
+    assert list(changed.table.rows()) == list(original.table.rows())
+    assert _regions(copy) == _regions(source) and len(_regions(copy)) == 5
+    assert changed.settings["trace_nsys_version"] == original.settings["trace_nsys_version"] == "2024.6.2.25"
