@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from perfgate.collect import read_table
+from helpers.common import run_cli
 from helpers.timeline import TIMELINE_CORPUS, corpus_trace
 
 SEPARATOR = " > "
@@ -151,3 +152,15 @@ def test_the_independent_count_sees_what_the_readmes_say() -> None:
     assert kernels == Counter({"": 74, "Optimizer.step#Adam.step": 21})
     regions, kernels = independent_regions(corpus_trace("llama3-sim-rtx4060ti/real_inference_simulation.sqlite"))
     assert len(regions) == 1089 and "" not in kernels and sum(kernels.values()) == 1536
+
+
+@pytest.mark.parametrize("relative", FILES)
+def test_a_baseline_of_each_file_gates_the_same_file_as_a_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               relative: str) -> None:
+    """Every corpus file through ``perfgate baseline`` and the gate (``compare DIR FILE``): the same measurement
+    read twice passes, with no launch inconclusive (a group's spread says nothing when its values are the same)."""
+    trace = corpus_trace(relative)
+    assert run_cli(capsys, "baseline", trace, "--dir", tmp_path, "--name", "run")[0] == 0
+    status, out, err = run_cli(capsys, "compare", tmp_path, trace, "--name", "run")
+    assert status == 0, out + err
+    assert "PASS: no regression" in out and "inconclusive" not in out
