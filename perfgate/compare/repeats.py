@@ -156,11 +156,6 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     smaller = min(base.size, cur.size)
     if smaller < 2:
         return None
-    if base.size == cur.size and np.array_equal(np.sort(base), np.sort(cur)):
-        # The same values read twice (a trace against its own baseline): no shift. The two-sample interval would
-        # still be as wide as the launches' spread (a kernel's 6 launches of 479-604 µs: ±14%) and call it
-        # inconclusive; exact counters give a one-point interval here anyway.
-        return _Judged(Status.UNCHANGED.value, 0.0, 0.0, 0.0, False)
     found = shift_interval(np.log(base), np.log(cur), confidence)
     if found is None:
         estimate = float(np.median(np.subtract.outer(np.log(cur), np.log(base))))
@@ -171,6 +166,10 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     limit = _limit(relative, floor, median(base), smaller, resolution)
     decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
     status = group_status(*decisive, worse_sign, limit)
+    if base.size == cur.size and np.array_equal(np.sort(base), np.sort(cur)):
+        # The same values read twice (a trace against its own baseline): no shift, whatever the interval, which is
+        # as wide as the launches' spread (a kernel's 6 launches of 479-604 µs: ±14%) and would say inconclusive.
+        status = Status.UNCHANGED.value
     worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
     excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
     return _Judged(status, estimate, low, high, excused)
