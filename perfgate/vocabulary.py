@@ -14,6 +14,10 @@ from typing import Any, Mapping
 # shared by every record, so read-only.
 NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 
+# What ``perfgate compare`` and ``baseline`` read (``perfgate.collect``), for help texts and refusals.
+READABLE_INPUTS = ("a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark JSON, a perfgate "
+                   "baseline, a PyTorch profiler trace (.json) or an Nsight Systems SQLite export")
+
 
 class Status(str, enum.Enum):
     """Of a compared metric, or of a launch (the worst of its gated metrics)."""

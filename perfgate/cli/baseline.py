@@ -12,7 +12,7 @@ from perfgate.errors import EXIT_OK, InputError
 from perfgate.option_table import add_arguments
 from perfgate.process import print_out
 from perfgate.text import inert
-from perfgate.vocabulary import KIND_REGION
+from perfgate.vocabulary import KIND_REGION, READABLE_INPUTS
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def add_parser(sub: SubParsers) -> None:
     baseline = sub.add_parser("baseline", help="write or update baselines from a report",
                               description="Write REPORT's metrics as baseline JSON under DIR/<gpu>/NAME.json, one "
-                                          "file per GPU found in the report, atomically.")
+                                          f"file per GPU found in the report, atomically. REPORT is {READABLE_INPUTS}"
+                                          " (a trace's baseline records it: settings.source is 'timeline').")
     baseline.add_argument("report", type=Path, metavar="REPORT")
     baseline.add_argument("--name", metavar="NAME", help="baseline file name (default: REPORT's stem)")
     add_arguments(baseline, "baseline")

@@ -19,7 +19,7 @@ from perfgate.errors import InputError
 from perfgate.option_table import add_arguments
 from perfgate.process import print_out
 from perfgate.verdict import verdict_of
-from perfgate.vocabulary import Verdict
+from perfgate.vocabulary import READABLE_INPUTS, Verdict
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 
 def add_parser(sub: SubParsers) -> None:
     compare = sub.add_parser("compare", help="compare two results and report regressions",
-                             description="Compare CURRENT against BASELINE. Each is a .ncu-rep, ncu --csv output, a "
-                                         "pytest-benchmark JSON or a perfgate baseline, optionally xz/gzip "
-                                         "compressed. BASELINE may also be a baselines directory: CURRENT is then "
+                             description=f"Compare CURRENT against BASELINE. Each is {READABLE_INPUTS}, "
+                                         "optionally xz/gzip compressed (a trace is compared only with a trace or "
+                                         "its baseline). BASELINE may also be a baselines directory: CURRENT is then "
                                          "gated like pytest --perfgate does, against DIR/<gpu>/NAME.json for each "
                                          "GPU in it. Exit 0: no regression, 1: regression, 2: unusable input.")
     compare.add_argument("baseline", type=Path, metavar="BASELINE", nargs="?",

@@ -37,6 +37,7 @@ from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
 from perfgate.collect.timeline import looks_like_trace, read_nsys_export, table_from_trace
 from perfgate.errors import InputError
 from perfgate.table import Measurement, restrict_metrics
+from perfgate.vocabulary import READABLE_INPUTS
 
 
 
@@ -210,7 +211,7 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
         raise InputError(file_path, f"cannot read ({exc.strerror or exc})") from None
     if not head:
         raise InputError(file_path, "empty file",
-                         "expected a .ncu-rep, an ncu CSV, a pytest-benchmark JSON or a perfgate baseline")
+                         f"expected {READABLE_INPUTS}")
     if head.startswith((XZ_MAGIC, GZIP_MAGIC)):
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
@@ -231,9 +232,7 @@ def _supported_head(head: bytes) -> bool:
 
 
 def _unrecognized(path: Path) -> InputError:
-    return InputError(path, "unrecognized file format",
-                      "expected a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark "
-                      "JSON or a perfgate baseline")
+    return InputError(path, "unrecognized file format", f"expected {READABLE_INPUTS}")
 
 
 def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> Measurement:
@@ -250,8 +249,10 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
             return table_from_benchmark_json(document, file_path)
         if looks_like_trace(document):
             return table_from_trace(document, file_path)
-        raise InputError(file_path, "JSON that is neither a perfgate baseline nor pytest-benchmark output",
-                         "pass a baseline written by 'perfgate baseline' or a --benchmark-json file")
+        raise InputError(file_path, "JSON that is neither a perfgate baseline, pytest-benchmark output nor a "
+                                    "Chrome trace (no traceEvents)",
+                         "pass a baseline written by 'perfgate baseline', a --benchmark-json file or a trace "
+                         "torch.profiler exported")
     text_head = head.decode("utf-8", errors="replace")
     # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
     if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:

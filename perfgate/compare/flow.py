@@ -41,7 +41,14 @@ from perfgate.compare.policies import (
 )
 from perfgate.compare.repeats import GroupVerdicts, judge_groups
 from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
-from perfgate.compare.sources import check_same_source, cold_region_rows, for_measurement, is_timeline, region_why
+from perfgate.compare.sources import (
+    check_same_source,
+    cold_region_rows,
+    for_measurement,
+    is_timeline,
+    region_why,
+    time_resolution,
+)
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.table import (
@@ -133,7 +140,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          past_floored, options.confidence)
+                          past_floored, options.confidence, time_resolution(baseline, current))
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)

@@ -101,8 +101,8 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
     """Say what was not compared and why."""
     notes: list[str] = []
     if unnamed_device:
-        notes.append("a GPU is known only by its compute capability (ncu's CSV details page gives the device index, "
-                     "not its name): compared on compute capability alone")
+        notes.append("a GPU is not named in an input (ncu's CSV details page gives the device index, not its name; a "
+                     "trace may name no device): compared on compute capability alone, where it is given")
     in_base, in_cur = base.codes_present(), cur.codes_present()
     kinds = set(launch_kinds.tolist())
     for metric in compared:

@@ -116,12 +116,15 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     return grouped
 
 
-def _limit(relative: float, absolute: float, baseline: float, launches: int) -> float:
+def _limit(relative: float, absolute: float, baseline: float, launches: int, resolution: float = 0.0) -> float:
     """The relative change a group must exceed: the relative limit, or the floor (the absolute one over the square
-    root of the launch count) relative to the baseline's median, whichever is larger (-1: not given)."""
+    root of the launch count, never below the values' ``resolution``) relative to the baseline's median, whichever
+    is larger (-1: not given). A shift of one step of the resolution is rounding, which no launch count averages
+    out; the slack keeps a shift of exactly one step (3 against 2 µs) from passing it by float rounding."""
     limit = max(relative, 0.0)
-    if absolute >= 0 and baseline > 0:
-        limit = max(limit, absolute / np.sqrt(max(launches, 1)) / baseline)
+    if baseline > 0:
+        floor = absolute / np.sqrt(max(launches, 1)) if absolute >= 0 else 0.0
+        limit = max(limit, max(floor, resolution * (1 + 1e-9)) / baseline)
     return limit
 
 
@@ -148,7 +151,7 @@ class _Judged(NamedTuple):
 
 
 def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor: float,
-           confidence: float) -> _Judged | None:
+           confidence: float, resolution: float = 0.0) -> _Judged | None:
     """A group's verdict on one metric from its positive values; None when too few (launch by launch)."""
     smaller = min(base.size, cur.size)
     if smaller < 2:
@@ -160,9 +163,13 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     else:
         estimate, low, high = found
     estimate, low, high = (math.expm1(v) for v in (estimate, low, high))
-    limit = _limit(relative, floor, median(base), smaller)
+    limit = _limit(relative, floor, median(base), smaller, resolution)
     decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
     status = group_status(*decisive, worse_sign, limit)
+    if base.size == cur.size and np.array_equal(np.sort(base), np.sort(cur)):
+        # The same values read twice (a trace against its own baseline): no shift, whatever the interval, which is
+        # as wide as the launches' spread (a kernel's 6 launches of 479-604 µs: ±14%) and would say inconclusive.
+        status = Status.UNCHANGED.value
     worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
     excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
     return _Judged(status, estimate, low, high, excused)
@@ -195,7 +202,8 @@ class _Series(NamedTuple):
 
 
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
-                 relative: Floats, floors: Floats, past_limit: Bools, confidence: float) -> GroupVerdicts:
+                 relative: Floats, floors: Floats, past_limit: Bools, confidence: float,
+                 resolution: float = 0.0) -> GroupVerdicts:
     """Judge every group of repeated kernel launches on each gated metric. ``worse_sign`` and ``gated`` are per
     metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
     of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
@@ -221,7 +229,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         sign = float(worse_sign[code])
         floor = float(np.median(floors[members]))
         group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
-        verdict = _judge(base, cur, sign, group_relative, floor, confidence)
+        verdict = _judge(base, cur, sign, group_relative, floor, confidence, resolution)
         if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 SOURCE_SETTING = "source"
 TIMELINE = "timeline"
 COLD_SETTING = "timeline_cold_regions"  # as ``perfgate.collect.timeline.measure`` writes it
+RESOLUTION_SETTING = "trace_resolution_ns"  # as ``perfgate.collect.timeline.chrome`` writes it
 HOST_TIMES = ("timeline.wall_time", "timeline.gpu_idle", "timeline.gpu_idle_pct", "timeline.launch_overhead")
 
 
@@ -113,6 +114,14 @@ def _kernels_moved(baseline: Measurement, current: Measurement, region: str, the
     if time_then and abs(time_now - time_then) / time_then >= 0.05:
         return f"kernel time {_percent(time_then, time_now)}"
     return "kernels unchanged"
+
+
+def time_resolution(*measurements: Measurement) -> float:
+    """The coarsest time step of these traces' values (ns): 1000 where a trace wrote whole microseconds; 0 where
+    none says. A group's floor never shrinks below it (``repeats``): a shift of one step is rounding."""
+    steps = [m.settings.get(RESOLUTION_SETTING) for m in measurements if is_timeline(m)]
+    return max([float(s) for s in steps if isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0],
+               default=0.0)
 
 
 def _cold(settings: Any) -> set[str]:

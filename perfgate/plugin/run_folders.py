@@ -90,9 +90,9 @@ def child_result(path: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def keep_artifacts(run_dir: Path, artifacts: Path, copy: bool = False) -> str:
-    """Move (or copy, when other tests share the run) ncu's report, log and the test's output beside the
-    session report (CI can upload them)."""
+def keep_artifacts(run_dir: Path, artifacts: Path, copy: bool = False, kept: str = "ncu's report") -> str:
+    """Move (or copy, when other tests share the run) ``kept`` (ncu's report, or the trace), the log and the
+    test's output beside the session report (CI can upload them)."""
     for scratch in ("basetemp", "cache"):
         shutil.rmtree(run_dir / scratch, ignore_errors=True)
     try:
@@ -106,7 +106,7 @@ def keep_artifacts(run_dir: Path, artifacts: Path, copy: bool = False) -> str:
     except OSError:
         artifacts = run_dir
         _LIVE_RUNS.discard(run_dir)  # kept where it is: not removed at exit
-    return f"\n(ncu's report, log and the test's output are kept in {_relative(artifacts)})"
+    return f"\n({kept}, log and the test's output are kept in {_relative(artifacts)})"
 
 
 def _relative(path: Path) -> str:

@@ -281,6 +281,7 @@ class PerfgateSession:
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
         marker = self.marker_of(item)
         use_ncu, use_timeline = sources.chosen_sources(self.options.source, self._facts)
+        instead = sources.why_traced_instead(self.options.source, self._facts)  # auto: why ncu is not tried
         done: list[Profiled] = []
         parts: list[sources.GatePart] = []
         try:
@@ -298,15 +299,15 @@ class PerfgateSession:
                 except ProfileSkipped as exc:
                     if not (exc.unavailable and self.options.source == "auto"):
                         raise
-                    self._say(f"perfgate: {item.nodeid}: {exc}: measured by the timeline instead (--perfgate-source="
-                              "auto)")
-                    use_timeline = True
+                    instead, use_timeline = str(exc), True
             if use_timeline:
                 gpu, lock_ids = self._gpu_assignment()
+                if instead:
+                    self._say(f"perfgate: {sources.traced_instead_note(item.nodeid, instead)}")
                 parts.append(sources.timeline_part(
                     self._child_spec(item.nodeid), self._compare_options(marker, collecting=False), gpu=gpu,
                     timeout=marker.timeout or self.options.timeout, lock_ids=lock_ids,
-                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say))
+                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say, instead=instead))
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))

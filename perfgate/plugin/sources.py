@@ -54,6 +54,18 @@ def chosen_sources(source: str, facts: PreflightFacts | None) -> tuple[bool, boo
     return source in ("ncu", "both") or (source == "auto" and not instead), source in ("timeline", "both") or instead
 
 
+def why_traced_instead(source: str, facts: PreflightFacts | None) -> str:
+    """Why ``auto`` traces a test without trying ncu (no ncu, counters refused by the driver); "" otherwise."""
+    if source != "auto" or facts is None or not timeline_instead(facts):
+        return ""
+    return check_preflight(facts) or ""
+
+
+def traced_instead_note(test: str, why: str) -> str:
+    """The line (terminal and report) saying that ``auto`` measured ``test`` with the timeline, and why."""
+    return f"{test}: measured by the timeline instead of Nsight Compute: {why} (--perfgate-source=auto)"
+
+
 def settle(done: Sequence[Profiled], keep: bool) -> None:
     """Keep (beside the session report) or discard what each measurement of a test left."""
     for profiled in done:
@@ -74,8 +86,9 @@ def preflight_for(source: str, ncu_problem: str | None, facts: PreflightFacts | 
 
 def timeline_part(child: ChildSpec, options: CompareOptions, *, timeout: float, gpu: str | None,
                   lock_ids: tuple[str, ...], artifacts: Path, done: list[Profiled],
-                  progress: Callable[[str], None]) -> GatePart:
-    """The test traced (``perfgate.plugin.timeline_run``), to be gated against ``<name>.timeline.json``."""
+                  progress: Callable[[str], None], instead: str = "") -> GatePart:
+    """The test traced (``perfgate.plugin.timeline_run``), to be gated against ``<name>.timeline.json``;
+    ``instead``: why ``auto`` traced it in place of ncu, noted in the report."""
     from perfgate.compare.sources import for_measurement
     from perfgate.plugin.timeline_run import TRACE_FILE, trace
 
@@ -85,7 +98,8 @@ def timeline_part(child: ChildSpec, options: CompareOptions, *, timeout: float, 
     done.append(profiled)
     measured = profiled.measurement._replace(source=f"{child.nodeid} (timeline)")
     footer = f"\nthe trace of this run: {profiled.artifacts / TRACE_FILE}"
-    return GatePart(measured, for_measurement(options, measured), dict(measured.settings), footer, profiled.notes,
+    notes = [*profiled.notes, traced_instead_note(child.nodeid, instead)] if instead else profiled.notes
+    return GatePart(measured, for_measurement(options, measured), dict(measured.settings), footer, notes,
                     suffix=TIMELINE_SUFFIX)
 
 

@@ -62,7 +62,7 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
         raise ProfileFailed(str(exc)) from None
 
     def fail(message: str) -> ProfileFailed:
-        return ProfileFailed(message + keep_artifacts(run_dir, artifacts))
+        return ProfileFailed(message + keep_artifacts(run_dir, artifacts, kept="the trace"))
 
     if run.timed_out:
         raise fail(f"{child.nodeid} timed out while traced (after {timeout:g} s)")

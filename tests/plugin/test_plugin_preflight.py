@@ -113,3 +113,22 @@ def test_admins_may_profile_when_counters_are_restricted(tmp_path: Path, uid: in
 def test_unrestricted_counters_need_no_admin(tmp_path: Path) -> None:
     found = facts(tmp_path, admin_only=0)
     assert found.profiling_admin_only is False and not found.is_admin and check_preflight(found) is None
+
+
+def test_auto_traces_where_the_driver_refuses_counters(tmp_path: Path) -> None:
+    """``--perfgate-source=auto`` on a machine whose driver has RmProfilingAdminOnly=1: ncu is not tried, the
+    test is traced (which needs no counter permission) and the note says why; root there runs ncu."""
+    from perfgate.plugin.sources import chosen_sources, preflight_for, why_traced_instead
+
+    refused = facts(tmp_path / "user", admin_only=1)
+    problem = check_preflight(refused)
+    assert problem is not None and "RmProfilingAdminOnly=1" in problem
+    assert chosen_sources("auto", refused) == (False, True)
+    assert why_traced_instead("auto", refused) == problem
+    assert preflight_for("auto", problem, refused) is None  # nothing stops the traced run
+    assert chosen_sources("ncu", refused) == (True, False) and preflight_for("ncu", problem, refused) == problem
+    assert why_traced_instead("both", refused) == ""
+    root = facts(tmp_path / "root", admin_only=1, uid=0)
+    assert chosen_sources("auto", root) == (True, False) and why_traced_instead("auto", root) == ""
+    no_gpu = facts(tmp_path / "none", gpus=0, admin_only=1)
+    assert preflight_for("auto", check_preflight(no_gpu), no_gpu) is not None  # a trace needs a GPU too

@@ -5,6 +5,8 @@ trace, the baselines written and read, the gate, the session report."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +134,31 @@ def test_both_gates_ncu_and_the_replayed_trace_each_against_its_own_baseline(env
     result = env.run("--perfgate-source=both")
     result.assert_outcomes(failed=1)
     assert "region `step`: wall +10%" in result.stdout.str()
+
+
+
+def test_auto_traces_where_ncu_is_missing_and_says_so(env: Env) -> None:
+    """No ncu on the machine: auto measures the test with the timeline, and the terminal and the report say
+    why (the same note as where ncu's run is refused counters)."""
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    result = env.run("--perfgate-source=auto", "--perfgate-update", f"--perfgate-ncu={env.pytester.path}/no-ncu")
+    result.assert_outcomes(passed=1)
+    said = "test_perf.py::test_mlp: measured by the timeline instead of Nsight Compute: ncu not found"
+    assert said in result.stdout.str()
+    assert any(note.startswith(said) for note in env.report()["notes"])
+    assert (env.pytester.path / BASELINE).is_file()
+    assert not stub_calls(env.calls_file)
+
+
+def test_dropped_records_fail_the_traced_test(env: Env, tmp_path: Path) -> None:
+    """A CUPTI trace whose tracer dropped records is no measurement: the test fails, saying so."""
+    document = json.loads(gzip.decompress((OURS / "mlp.cupti.a.cupti.json.gz").read_bytes()))
+    document["dropped"] = 12
+    dropped = tmp_path / "dropped.cupti.json"
+    dropped.write_text(json.dumps(document), encoding="utf-8")
+    env.monkeypatch.setenv("PERFGATE_TIMELINE_REPLAY", str(dropped))
+    result = env.run("--perfgate-source=timeline", "--perfgate-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*CUPTI dropped 12 activity records while tracing: the trace is incomplete*",
+                                 "*(the trace, log and the test's output are kept in perfgate-artifacts*"])
+    assert not (env.pytester.path / BASELINE).exists()

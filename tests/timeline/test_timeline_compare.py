@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from helpers.common import REPO, run_cli
+from perfgate.collect import read_table
 from helpers.timeline import OURS, corpus_trace
 
 def regressions(document: dict[str, Any]) -> set[tuple[str, str, str]]:
@@ -114,3 +115,53 @@ def test_corpus_unchanged_h100_pair_passes(capsys: pytest.CaptureFixture[str]) -
     status, out, err = run_cli(capsys, "compare", corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite"),
                                corpus_trace("nvfuser-h100/report2_df8f397.sqlite"))
     assert status == 0, out + err
+
+
+def test_help_and_refusals_name_the_traces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for command in ("compare", "baseline"):
+        with pytest.raises(SystemExit):
+            run_cli(capsys, command, "--help")
+        said = " ".join(capsys.readouterr().out.split())
+        assert "a PyTorch profiler trace (.json) or an Nsight Systems SQLite export" in said
+    other = tmp_path / "other.json"
+    other.write_text('{"events": []}', encoding="utf-8")
+    status, _, err = run_cli(capsys, "compare", other, other)
+    assert status == 2 and "nor a Chrome trace (no traceEvents)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_trace_without_device_records_is_said_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """perfgate's first CUPTI captures hold no device records: the note names a trace, not ncu's CSV alone."""
+    status, out, _ = run_cli(capsys, "compare", OURS / "softmax.cupti.a.cupti.json.gz",
+                             OURS / "softmax.cupti.b.cupti.json.gz")
+    assert status == 0
+    assert "note: a GPU is not named in an input (ncu's CSV details page gives the device index, not its name; " \
+           "a trace may name no device)" in out
+
+
+def _kernel_trace(path: Path, durations: list[int], offset: float) -> Path:
+    """One step with a kernel launched once per duration (µs), at timestamps ``offset`` past whole µs."""
+    events: list[dict[str, Any]] = [{"ph": "X", "cat": "user_annotation", "name": "step", "ts": offset, "dur": 1000,
+                                     "pid": 1, "tid": 1, "args": {}}]
+    for at, duration in enumerate(durations):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": offset + 10 * at + 1,
+                       "dur": 1, "pid": 1, "tid": 1, "args": {"correlation": at + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": "tiny_kernel", "ts": offset + 10 * at + 3, "dur": duration,
+                       "pid": 0, "tid": 7, "args": {"correlation": at + 1, "device": 0, "stream": 7}})
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("offset", "status"), [(0.0, "unchanged"), (0.5, "inconclusive")])
+def test_whole_microsecond_traces_do_not_judge_a_rounding_step(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                              offset: float, status: str) -> None:
+    """Older Kineto writes whole µs (the corpus' switchtransformers, sevit, param and hta traces): a 2 µs kernel
+    read 3 µs in half of 10 launches is one step of rounding, which no launch count averages out; the group's
+    floor (2 µs over √10 = 0.63 µs) stops at 1 µs there. A trace with ns fractions keeps the shrunk floor."""
+    base = _kernel_trace(tmp_path / "base.json", [2] * 10, offset)
+    cur = _kernel_trace(tmp_path / "cur.json", [2, 3] * 5, offset)
+    assert read_table(base).settings.get("trace_resolution_ns") == (1000 if offset == 0 else None)
+    report = tmp_path / "report.json"
+    run_cli(capsys, "compare", base, cur, "--format", "json", "-o", report)
+    document = json.loads(report.read_text(encoding="utf-8"))
+    kernel = document["launches"]["kind"].index("kernel")
+    assert {s for at, s in zip(document["results"]["launch"], document["results"]["status"]) if at == kernel} == {status}

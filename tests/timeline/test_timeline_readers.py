@@ -233,3 +233,80 @@ def test_mangled_names_have_the_bare_name_kineto_gives() -> None:
     assert bare_name("void at::native::vectorized_elementwise_kernel<4, F>(int, F)") == "vectorized_elementwise_kernel"
     assert bare_name("_Z10vector_addPKfS0_Pfii") == "vector_add"
     assert bare_name("sm80_xmma_gemm_f32f32") == "sm80_xmma_gemm_f32f32"
+
+
+def test_oldest_kineto_schema(tmp_path: Path) -> None:
+    """Kineto before user_annotation (no corpus file has it): ``Operator`` ranges and steps (``aten::`` ops are
+    no ranges), ``Runtime`` launches, ``Kernel`` events, ``external id``, integer µs, no deviceProperties; one
+    ``cudaGraphLaunch`` owning two kernels; a kernel with no launch event belongs to no region."""
+    def event(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1, "args": args}
+
+    trace = tmp_path / "old.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        event("Operator", "ProfilerStep#1", 1000, 100), event("Operator", "forward", 1010, 50),
+        event("Operator", "aten::mm", 1012, 5), event("Runtime", "cudaLaunchKernel", 1013, 2, correlation=7),
+        event("Runtime", "cudaGraphLaunch", 1030, 3, correlation=9),
+        event("Runtime", "cudaLaunchKernel", 1070, 2, correlation=8),
+        event("Kernel", "volta_sgemm_128x64_nn", 1020, 8, correlation=7, device=0, stream=7, **{"external id": 3}),
+        event("Kernel", "graph_kernel_a", 1035, 4, correlation=9, device=0, stream=7),
+        event("Kernel", "graph_kernel_b", 1040, 4, correlation=9, device=0, stream=7),
+        event("Kernel", "after_forward", 1075, 5, correlation=8, device=0, stream=7),
+        event("Memset", "Memset (Device)", 1082, 1, correlation=10, device=0, stream=7),
+        event("Kernel", "unlaunched", 1090, 5, correlation=99, device=0, stream=7)]}), encoding="utf-8")
+    table = read_table(trace).table
+    kernels = table[table.equals("kind", "kernel") & table.equals("metric", "timeline.kernel_duration")]
+    assert dict(zip(kernels["kernel"].tolist(), kernels["region"].tolist())) == {
+        "volta_sgemm_128x64_nn": "forward", "graph_kernel_a": "forward", "graph_kernel_b": "forward",
+        "after_forward": "", "unlaunched": ""}
+    assert kernels["value"].tolist() == [8000, 4000, 4000, 5000, 5000]
+    assert _regions(trace) == {
+        "step": pytest.approx({"timeline.kernel_count": 4, "timeline.wall_time": 67_000, "timeline.gpu_busy": 21_000,
+                               "timeline.gpu_idle": 46_000, "timeline.gpu_idle_pct": 100 * 46 / 67,
+                               "timeline.launch_overhead": 46_000, "timeline.kernel_time": 21_000}),
+        "forward": pytest.approx({"timeline.kernel_count": 3, "timeline.wall_time": 31_000,
+                                  "timeline.gpu_busy": 16_000, "timeline.gpu_idle": 15_000,
+                                  "timeline.gpu_idle_pct": 100 * 15 / 31, "timeline.launch_overhead": 15_000,
+                                  "timeline.kernel_time": 16_000})}
+
+
+def test_the_metrics_picture_is_what_perfgate_measures(tmp_path: Path) -> None:
+    """docs/img/timeline-metrics.svg as a trace: launches A-D on one thread inside `step`, kernels A, B, D on
+    stream 7 and C on stream 8 overlapping B (µs); the figures the picture states."""
+    def event(cat: str, name: str, ts: int, dur: int, correlation: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1,
+                "args": {"correlation": correlation, **args}}
+
+    trace = tmp_path / "picture.json"
+    launches = [event("cuda_runtime", "cudaLaunchKernel", t, 1, c) for t, c in ((10, 1), (30, 2), (36, 3), (70, 4))]
+    kernels = [event("kernel", f"kernel_{n}", s, e - s, c, device=0, stream=st)
+               for n, s, e, c, st in (("A", 14, 28, 1, 7), ("B", 32, 50, 2, 7), ("C", 40, 60, 3, 8),
+                                      ("D", 74, 88, 4, 7))]
+    trace.write_text(json.dumps({"traceEvents": [event("user_annotation", "step", 4, 92, 0), *launches, *kernels]}),
+                     encoding="utf-8")
+    assert _regions(trace)["step"] == pytest.approx({
+        "timeline.wall_time": 78_000, "timeline.gpu_busy": 56_000, "timeline.gpu_idle": 22_000,
+        "timeline.gpu_idle_pct": 100 * 22 / 78, "timeline.launch_overhead": 22_000, "timeline.kernel_time": 66_000,
+        "timeline.kernel_count": 4})
+    picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-metrics.svg").read_text(encoding="utf-8")
+    assert all(figure in picture for figure in ("78 µs", "56 µs", "22 µs", "(28%)", "= 66 µs", "kernel count = 4"))
+
+
+def test_sqlite_labels_in_textid_old_metadata_table_and_extra_columns(tmp_path: Path) -> None:
+    """A real export changed the three ways other exports differ: NVTX labels only in ``textId`` (registered
+    strings, as TensorRT writes them), the older ``EXPORT_META_DATA`` table, a column another tool added. It
+    reads as the original does."""
+    source = corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite")
+    copy = tmp_path / "registered.sqlite"
+    copy.write_bytes(source.read_bytes())
+    with sqlite3.connect(copy) as connection:
+        connection.execute("INSERT INTO StringIds (id, value) SELECT 900000 + rowid, text FROM NVTX_EVENTS "
+                           "WHERE text IS NOT NULL")
+        connection.execute("UPDATE NVTX_EVENTS SET textId = 900000 + rowid, text = NULL WHERE text IS NOT NULL")
+        connection.execute("ALTER TABLE META_DATA_EXPORT RENAME TO EXPORT_META_DATA")
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN someToolsColumn TEXT DEFAULT 'x'")
+        assert connection.execute("SELECT count(*) FROM NVTX_EVENTS WHERE text IS NOT NULL").fetchone() == (0,)
+    original, changed = read_table(source), read_table(copy)
+    assert list(changed.table.rows()) == list(original.table.rows())
+    assert _regions(copy) == _regions(source) and len(_regions(copy)) == 5
+    assert changed.settings["trace_nsys_version"] == original.settings["trace_nsys_version"] == "2024.6.2.25"

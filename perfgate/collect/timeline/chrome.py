@@ -33,6 +33,7 @@ from perfgate.errors import InputError
 _OPS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
 _LAUNCH_CATEGORIES = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
 _STEP = re.compile(r"^ProfilerStep#\d+$")
+RESOLUTION_SETTING = "trace_resolution_ns"  # the trace's time step, where it is coarser than a nanosecond
 
 
 def looks_like_chrome_trace(document: Any) -> bool:
@@ -98,6 +99,7 @@ def read_chrome_trace(document: Any, path: Path) -> Trace:
     if not isinstance(events, list):
         raise InputError(path, "a Chrome trace without a traceEvents list", "export it again with torch.profiler")
     origin: float | None = None
+    whole_microseconds = True  # every GPU op's ts and dur: older Kineto writes integers, newer ns fractions
     ops: list[GpuOp] = []
     launches: dict[int, Launch] = {}
     ranges: list[Range] = []
@@ -118,6 +120,7 @@ def read_chrome_trace(document: Any, path: Path) -> Trace:
         kind = _OPS.get(category)
         if kind is not None:
             ops.append(_op(kind, name, start, end, args))
+            whole_microseconds = whole_microseconds and ts.is_integer() and dur.is_integer()
         elif category in _LAUNCH_CATEGORIES:
             correlation = _int(args.get("correlation"), NO_CORRELATION)
             if correlation != NO_CORRELATION and correlation not in launches:
@@ -125,7 +128,10 @@ def read_chrome_trace(document: Any, path: Path) -> Trace:
         elif _is_range(category, name):
             ranges.append(Range(name, f"{event.get('pid')}/{event.get('tid')}", start, end,
                                 step=bool(_STEP.match(name))))
-    return Trace("kineto", ops, launches, ranges, _devices(document), _facts(document))
+    facts = _facts(document)
+    if ops and whole_microseconds:
+        facts[RESOLUTION_SETTING] = 1000  # ns: a kernel's duration is known to the microsecond only
+    return Trace("kineto", ops, launches, ranges, _devices(document), facts)
 
 
 def _op(kind: str, name: str, start: int, end: int, args: dict[str, Any]) -> GpuOp:

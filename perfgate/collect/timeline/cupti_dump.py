@@ -122,5 +122,5 @@ def read_cupti_dump(document: dict[str, Any], path: Path) -> Trace:
     dropped = _int(document.get("dropped"))
     if dropped:
         raise InputError(path, f"CUPTI dropped {dropped} activity record{'s' if dropped != 1 else ''} while tracing: "
-                               "the trace is incomplete", "record it again (a larger activity buffer, or fewer steps)")
+                               "the trace is incomplete", "trace it again, with fewer iterations of the test's loop")
     return Trace("cupti", ops, launches, _ranges(document, path), _devices(document), facts)

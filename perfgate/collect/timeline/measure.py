@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, union_length
-from perfgate.collect.timeline.model import KERNEL, Device, Trace
+from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
 from perfgate.errors import InputError
 from perfgate.table import Measurement, assign_ordinals, format_dim, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -133,10 +133,11 @@ def _region_rows(trace: Trace, instances: list[RegionInstance], first_launch: in
 
 def cold_regions(trace: Trace, instances: list[RegionInstance]) -> list[str]:
     """The regions that, in at least half their entries (so in their median), hold a kernel's first launch in
-    the process, whose launch call paid CUDA's lazy module loading. Only for perfgate's own CUPTI trace: its
-    child process is traced from the test's call on, while a profiler trace read by hand may start after
+    the process, whose launch call paid CUDA's lazy module loading. Only for traces known to start with their
+    process: perfgate's own CUPTI trace (its child is traced from the test's call on) and an Nsight Systems
+    export whose capture started at once (``FROM_PROCESS_START``); a profiler trace otherwise may start after
     warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
-    if trace.format != "cupti":
+    if trace.format != "cupti" and not trace.facts.get(FROM_PROCESS_START):
         return []
     first: dict[str, int] = {}
     for index in sorted((i for i, op in enumerate(trace.ops) if op.kind == KERNEL), key=lambda i: trace.ops[i].start):

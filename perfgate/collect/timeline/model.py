@@ -13,6 +13,8 @@ KERNEL = "kernel"
 MEMCPY = "memcpy"
 MEMSET = "memset"
 NO_CORRELATION = -1
+# A trace's fact: it was recorded from its process's start, so a kernel's first launch in it is the process's first.
+FROM_PROCESS_START = "trace_from_process_start"
 
 
 class GpuOp(NamedTuple):

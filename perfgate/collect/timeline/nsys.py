@@ -14,7 +14,17 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from perfgate.collect.timeline.model import KERNEL, MEMCPY, MEMSET, Device, GpuOp, Launch, Range, Trace
+from perfgate.collect.timeline.model import (
+    FROM_PROCESS_START,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    Device,
+    GpuOp,
+    Launch,
+    Range,
+    Trace,
+)
 from perfgate.collect.timeline.names import bare_name, demangled_name
 from perfgate.errors import InputError
 
@@ -113,13 +123,22 @@ def _devices(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Devi
 
 
 def _facts(connection: sqlite3.Connection, tables: set[str]) -> dict[str, str | int | float | bool]:
+    facts: dict[str, str | int | float | bool] = {}
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if table in tables and {"name", "value"} <= _columns(connection, table):
             rows = dict(connection.execute(f"SELECT name, value FROM {table}").fetchall())
             found = {"trace_nsys_version": rows.get("EXPORT_PRODUCT_VERSION"),
                      "trace_export_schema": rows.get("EXPORT_SCHEMA_VERSION")}
-            return {key: str(value) for key, value in found.items() if value is not None}
-    return {}
+            facts = {key: str(value) for key, value in found.items() if value is not None}
+            break
+    if "META_DATA_CAPTURE" in tables and {"name", "value"} <= _columns(connection, "META_DATA_CAPTURE"):
+        capture = dict(connection.execute("SELECT name, value FROM META_DATA_CAPTURE WHERE name IN "
+                                          "('START_TRIGGER', 'START_DELAY_MS')").fetchall())
+        # Traced from the process's start (no --delay, no capture range): a kernel's first launch in the export
+        # is its first in the process (``measure.cold_regions``).
+        if capture.get("START_TRIGGER") == "Immediate" and str(capture.get("START_DELAY_MS")) == "0":
+            facts[FROM_PROCESS_START] = True
+    return facts
 
 
 def read_nsys_sqlite(path: Path) -> Trace:
