@@ -33,6 +33,7 @@ class PreflightFacts(NamedTuple):
     profiling_admin_only: bool | None  # RmProfilingAdminOnly from the driver; None when unknown
     is_admin: bool  # root, or CAP_SYS_ADMIN / CAP_PERFMON in the effective set
     notes: tuple[str, ...] = ()
+    ncu_unusable: str = ""  # why ``ncu --version`` failed, once the session has asked it; "" when it answered
 
 
 def check_preflight(facts: PreflightFacts) -> str | None:

@@ -111,7 +111,8 @@ class PerfgateSession:
                 version, problem = ncu_version(self._facts.ncu_path)
                 self._ncu_version = version
                 if problem:
-                    self._problem = f"ncu is not usable: {problem}"
+                    self._problem = sources.unusable_ncu(problem)
+                    self._facts = self._facts._replace(ncu_unusable=problem)  # ``auto`` traces instead
         return self._problem
 
     def _unavailable(self, item: pytest.Item, reason: str) -> NoReturn:

@@ -180,7 +180,7 @@ class SessionReport:
             parts = [f"{n:,} {words.get(s, s)}" for s, n in counts.items() if n]
             head = f"{updated} test{'s' if updated != 1 else ''} measured" if updated else "no baseline updated"
             if parts:
-                head += f"; against the previous baselines: {', '.join(parts)}"
+                head += f"; launches against the previous baselines: {', '.join(parts)}"
             lines = [f"perfgate {'FAIL' if failed else 'UPDATED'}: {head}"]
             if report["unmeasured"]:  # a skipped perf test writes no baseline: say so, an update is no pass
                 lines.append(f"  no baseline written for what was not measured: {headline(report)}")

@@ -43,8 +43,15 @@ class GatePart(NamedTuple):
 
 
 def timeline_instead(facts: PreflightFacts | None) -> bool:
-    """``auto``: Nsight Compute cannot run here (no counter permission, or no ncu), so the test is traced."""
-    return facts is not None and (facts.ncu_path is None or bool(facts.profiling_admin_only and not facts.is_admin))
+    """``auto``: Nsight Compute cannot run here (no counter permission, no ncu, or one that does not answer
+    ``ncu --version``), so the test is traced."""
+    return facts is not None and (facts.ncu_path is None or bool(facts.ncu_unusable) or bool(
+        facts.profiling_admin_only and not facts.is_admin))
+
+
+def unusable_ncu(problem: str) -> str:
+    """The preflight problem of an ncu that is there but failed ``ncu --version``."""
+    return f"ncu is not usable: {problem}"
 
 
 def chosen_sources(source: str, facts: PreflightFacts | None) -> tuple[bool, bool]:
@@ -58,7 +65,7 @@ def why_traced_instead(source: str, facts: PreflightFacts | None) -> str:
     """Why ``auto`` traces a test without trying ncu (no ncu, counters refused by the driver); "" otherwise."""
     if source != "auto" or facts is None or not timeline_instead(facts):
         return ""
-    return check_preflight(facts) or ""
+    return check_preflight(facts) or unusable_ncu(facts.ncu_unusable)
 
 
 def traced_instead_note(test: str, why: str) -> str:

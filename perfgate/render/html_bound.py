@@ -19,7 +19,7 @@ from perfgate.render.formatting import format_change, format_values, html_escape
 from perfgate.render.html_table import table_rows
 from perfgate.render.kernels import without_repeated_totals, worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
-from perfgate.report import Report
+from perfgate.report import KERNEL_COLUMNS, Report
 from perfgate.vocabulary import STATUS_RANK, Status
 
 PAGE_BYTES = 5_000_000  # the page's bound, in UTF-8 bytes: a browser opens it
@@ -28,7 +28,6 @@ FIRST_LAID_OUT = 4_096  # of those, laid out first: a page lists ~2,600 launches
 SUMMARY_ROOM = 1_000_000  # the most of the table's room set aside for the summary when launches are left out
 ATTENTION = (Status.REGRESSION.value, Status.INCONCLUSIVE.value, Status.NEW.value, Status.MISSING.value,
              Status.NO_DATA.value)
-_GROUP_COLUMNS = ("test", "device", "kind", "kernel", "baseline_kernel", "region")  # a kernel, as kernel_groups
 
 
 @dataclass(frozen=True)
@@ -114,12 +113,12 @@ def _launch_rows(parts: Any, owner: Any, count: int) -> tuple[list[str], Any, An
 
 
 def launch_groups(report: Report) -> Any:
-    """Each launch's kernel (as ``kernel_groups`` groups them: test, GPU, kind, kernel, its baseline name,
-    region), numbered in order of first appearance."""
+    """Each launch's kernel (as ``kernel_groups`` groups them: ``KERNEL_COLUMNS``), numbered in order of first
+    appearance."""
     launches: Any = report["launches"]
     count = len(launches["status"])
     codes = np.zeros(count, dtype=np.int64)
-    for name in _GROUP_COLUMNS:
+    for name in KERNEL_COLUMNS:
         column = launches.get(name) or [None] * count
         if not count or column.count(column[0]) == count:  # one value (one GPU, no test): it parts no kernel from another
             continue

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, format_values, limit_text
+from perfgate.render.kernel_names import variant_labels
 from perfgate.report import ReportView, group_stats, kernel_keys, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
@@ -57,13 +58,14 @@ class KernelRow(NamedTuple):
     # The ordinals of the launches that failed on their own while their kernel's launches, judged as one, did not
     # all fail (a launch that moved alone: compare.alone).
     alone: tuple[int, ...] = ()
+    variant: str = ""  # what tells it apart from kernels of the same name in its region (kernel_names)
 
     @property
     def name(self) -> str:
-        """``old → new`` for a kernel paired by a rename rule."""
+        """The kernel's name and its variant; ``old → new`` for a kernel paired by a rename rule."""
         if self.baseline_kernel and self.baseline_kernel != self.kernel:
-            return f"{self.baseline_kernel} → {self.kernel}"
-        return self.kernel
+            return f"{self.baseline_kernel} → {self.kernel}{self.variant}"
+        return self.kernel + self.variant
 
     def metric(self, name: str) -> MetricSummary | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -243,11 +245,14 @@ class KernelRows:
         self.stats = group_stats(report)
         self._summarize = summarize or partial(metric_launches, report)
         self._rows: dict[int, KernelRow] = {}
+        self._variants = kernel_variants(report, self.kernels)
 
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            found = self._rows[indexes[0]] = kernel_row(self.report, indexes, self.stats, self._summarize(indexes))
+            found = kernel_row(self.report, indexes, self.stats, self._summarize(indexes))
+            variant = self._variants.get(indexes[0])
+            found = self._rows[indexes[0]] = found._replace(variant=variant) if variant else found
         return found
 
     def with_status(self, statuses: Iterable[str]) -> list[list[int]]:
@@ -255,6 +260,24 @@ class KernelRows:
         wanted = set(statuses)
         column = self.report["launches"]["status"]
         return [k for k in self.kernels if any(column[i] in wanted for i in k)]
+
+
+def kernel_variants(report: ReportView, kernels: list[list[int]]) -> dict[int, str]:
+    """For the kernels (``kernel_groups``) that share their name with another in one test, GPU and region, by
+    first launch: what tells them apart (``kernel_names.variant_labels``)."""
+    launches: Any = report["launches"]
+    named: dict[tuple[Any, ...], list[int]] = {}
+    for indexes in kernels:
+        first = indexes[0]
+        key = tuple(launches[n][first] if launches.get(n) else None
+                    for n in ("test", "device", "kind", "kernel", "baseline_kernel", "region"))
+        named.setdefault(key, []).append(first)
+    variants: dict[int, str] = {}
+    for key, firsts in named.items():
+        if len(firsts) > 1:
+            demangled = [str(launches["demangled"][i] or "") for i in firsts]
+            variants.update(zip(firsts, variant_labels(demangled, str(key[3] or ""))))
+    return variants
 
 
 def kernel_rows(report: ReportView) -> KernelRows:

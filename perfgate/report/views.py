@@ -137,15 +137,20 @@ def _kernel_rank(status: str) -> int:
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if uncompared else 0)
 
 
+# A kernel as the human formats group its launches: one test, GPU and region, one full name (template arguments
+# included: ``reduce_kernel<512, 1>`` and ``reduce_kernel<128, 4>`` are two kernels, as compare judges them) and
+# one repeated-launch group (the same name with another launch configuration is judged, and shown, apart).
+KERNEL_COLUMNS = ("test", "device", "kind", "kernel", "demangled", "baseline_kernel", "region", "group")
+
+
 def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
-    """Per launch, the kernel it belongs to as the human formats group launches: test, GPU, kind, kernel, its
-    baseline name, region."""
+    """Per launch, the kernel it belongs to as the human formats group launches (``KERNEL_COLUMNS``)."""
     return zip(*_kernel_columns(launches))
 
 
 def _kernel_columns(launches: Mapping[str, Any]) -> list[Sequence[Any]]:
-    renamed = launches.get("baseline_kernel") or [None] * len(launches["status"])
-    return [launches["test"], launches["device"], launches["kind"], launches["kernel"], renamed, launches["region"]]
+    count = len(launches["status"])
+    return [launches.get(name) or [None] * count for name in KERNEL_COLUMNS]
 
 
 def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None,

@@ -115,7 +115,7 @@ def test_update_writes_the_baseline_then_the_same_profile_passes(env: Env) -> No
     assert baseline["entries"][0]["metrics"]["gpu__time_duration.sum"] == {"unit": "ns", "value": 67776}
     # the summary says what was written, not that the test is "new"
     result.stdout.fnmatch_lines(["*-- perfgate --*",
-                                 "perfgate UPDATED: 1 test measured; against the previous baselines: 1 had no baseline",
+                                 "perfgate UPDATED: 1 test measured; launches against the previous baselines: 1 had no baseline",
                                  "  baselines written: 1 file under baselines"])
     assert " new" not in _perfgate_section(result)
     assert "--perfgate-update: baselines written: 1 file under baselines" in env.report()["notes"]
@@ -171,7 +171,7 @@ def test_a_regression_fails_the_test_with_a_per_kernel_diff(env: Env) -> None:
     # updating accepts the new numbers; the next run passes
     update = env.run("--perfgate-update")
     update.assert_outcomes(passed=2)
-    update.stdout.fnmatch_lines([("perfgate UPDATED: 1 test measured; against the previous baselines: "
+    update.stdout.fnmatch_lines([("perfgate UPDATED: 1 test measured; launches against the previous baselines: "
                                   "1 regression (accepted)"), "  baselines written: 1 file under baselines"])
     assert "REGRESSION" not in _perfgate_section(update)
     assert read_json(env.pytester.path / BASELINE)["entries"][0]["grid"] == "(8, 63, 1)"
@@ -515,7 +515,7 @@ def test_xdist_profiles_one_gpu_per_worker_and_writes_one_session_report(env: En
     assert len(report["comparisons"]) == 3
     assert len(list((env.pytester.path / "baselines" / "tesla-t4-sm75").iterdir())) == 3
     result.stdout.fnmatch_lines([
-        "perfgate UPDATED: 3 tests measured; against the previous baselines: 3 had no baseline",
+        "perfgate UPDATED: 3 tests measured; launches against the previous baselines: 3 had no baseline",
         "  baselines written: 3 files under baselines"])
 
     again = env.pytester.runpytest_subprocess(*args)

@@ -150,6 +150,23 @@ def test_auto_traces_where_ncu_is_missing_and_says_so(env: Env) -> None:
     assert not stub_calls(env.calls_file)
 
 
+def test_auto_traces_where_ncu_does_not_answer_its_version(env: Env) -> None:
+    """An ncu that is installed but broken (``ncu --version`` fails: a missing library, a wrong architecture):
+    auto traces the test and says why, as where ncu is missing; ``--perfgate-source=ncu`` skips it."""
+    broken = env.pytester.path / "broken-ncu"
+    broken.write_text("#!/bin/sh\necho 'error while loading shared libraries: libnvperf_host.so' >&2\nexit 127\n",
+                      encoding="utf-8")
+    broken.chmod(0o755)
+    env.replay("mlp.torch.a.pt.trace.json.gz")
+    result = env.run("--perfgate-source=auto", "--perfgate-update", f"--perfgate-ncu={broken}")
+    result.assert_outcomes(passed=1)
+    said = (f"test_perf.py::test_mlp: measured by the timeline instead of Nsight Compute: ncu is not usable: "
+            f"'{broken} --version' failed with status 127: error while loading shared libraries")
+    assert said in result.stdout.str()
+    assert (env.pytester.path / BASELINE).is_file() and not stub_calls(env.calls_file)
+    env.run("--perfgate-source=ncu", f"--perfgate-ncu={broken}").assert_outcomes(skipped=1)
+
+
 def test_dropped_records_fail_the_traced_test(env: Env, tmp_path: Path) -> None:
     """A CUPTI trace whose tracer dropped records is no measurement: the test fails, saying so."""
     document = json.loads(gzip.decompress((OURS / "mlp.cupti.a.cupti.json.gz").read_bytes()))
