@@ -180,6 +180,9 @@ def _check_values(values: Mapping[str, Any], source: str) -> None:
         if key in values and not values[key].strip():
             raise ConfigError(f"{source}: {key} must not be empty (leave the key out for the default "
                               f"{getattr(Settings(), key)!r})")
+    for key in ("baselines", "report", "ncu", "templates"):
+        if key in values and "\0" in values[key]:
+            raise ConfigError(f"{source}: {key} holds a NUL character (\\u0000), which no path can hold (remove it)")
 
 
 def load_settings(pyproject: Path | None = None) -> Settings:
