@@ -1,0 +1,60 @@
+"""A SQLite history edited by hand or damaged: SQLite keeps any value in any column and enforces no reference, so
+each command that reads one says so in one line (exit 2) instead of an int(), float() or KeyError behind the
+last-resort line, and writes nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from helpers.common import run_cli
+from helpers.history import record_runs
+
+H100 = Path(__file__).resolve().parents[2] / "tests" / "data" / "h100"
+READERS = [["history", "changes"], ["history", "dashboard", "-o", "{site}"],
+           ["compare", str(H100 / "vector_add.ncu-rep"), str(H100 / "vector_add.rerun.ncu-rep"), "--history"]]
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    path = tmp_path / "history.sqlite"
+    record_runs(tmp_path, f"sqlite:///{path}", [{"gemm": 100.0 + i, "softmax": 50.0 - i} for i in range(4)])
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], command: list[str], path: Path) -> tuple[int, str]:
+    site = path.parent / "site"
+    args = [part.replace("{site}", str(site)) for part in command]
+    args = [*args, f"sqlite:///{path}"] if args[-1] == "--history" else [*args, "--db", f"sqlite:///{path}"]
+    status, _, err = run_cli(capsys, *args)
+    assert not site.exists()
+    return status, err
+
+
+@pytest.mark.parametrize("edit", [
+    "UPDATE perfgate_points SET value = '[1,2'", "UPDATE perfgate_points SET value = -9e999",
+    "UPDATE perfgate_runs SET commit_sha = X'FF00FE'", "UPDATE perfgate_series SET test = X'FF00'",
+    "DELETE FROM perfgate_series",
+])
+@pytest.mark.parametrize("command", READERS, ids=["changes", "dashboard", "compare"])
+def test_a_damaged_value_is_one_line(edit: str, command: list[str], history: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(history) as connection:
+        connection.execute(edit)
+    status, err = _run(capsys, command, history)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "holds a value of the wrong type, or a point of no series or run" in err and "please report" not in err
+
+
+@pytest.mark.parametrize("version", ["'text'", "'-1'", "'NaN'", "-9e999"])
+@pytest.mark.parametrize("command", [*READERS, ["history", "record", str(H100 / "sessions" / "gate1.json.xz"), "--commit", "c9", "--branch", "main"],
+                                     ["accept", "--reason", "r", "--commit", "c1", "--by", "me"]],
+                         ids=["changes", "dashboard", "compare", "record", "accept"])
+def test_a_schema_version_that_is_no_number_is_one_line(version: str, command: list[str], history: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(history) as connection:
+        connection.execute(f"UPDATE perfgate_meta SET value = {version} WHERE name = 'schema_version'")
+    status, err = _run(capsys, command, history)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "is no version number" in err and "please report" not in err
