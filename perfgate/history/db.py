@@ -106,7 +106,8 @@ class History:
             cursor.execute(f"DROP TABLE staging_{table}")
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self.execute(statement, params).fetchall())
+        with self._errors():  # a damaged page is met while fetching, not when the statement starts
+            return list(self.execute(statement, params).fetchall())
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

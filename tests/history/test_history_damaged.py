@@ -11,6 +11,9 @@ import pytest
 from helpers.common import run_cli
 from helpers.history import record_runs
 
+from perfgate.errors import InputError
+from perfgate.history.db import open_history
+
 H100 = Path(__file__).resolve().parents[2] / "tests" / "data" / "h100"
 READERS = [["history", "changes"], ["history", "dashboard", "-o", "{site}"],
            ["compare", str(H100 / "vector_add.ncu-rep"), str(H100 / "vector_add.rerun.ncu-rep"), "--history"]]
@@ -58,3 +61,23 @@ def test_a_schema_version_that_is_no_number_is_one_line(version: str, command: l
     status, err = _run(capsys, command, history)
     assert status == 2 and err.count("\n") == 1, err
     assert "is no version number" in err and "please report" not in err
+
+
+def test_a_damaged_page_met_while_fetching_is_one_error(tmp_path: Path) -> None:
+    """SQLite reads a page when a row on it is fetched: a damaged page past the first rows of a query ("database
+    disk image is malformed") escaped the history's error line as a bare sqlite3.DatabaseError."""
+    path = tmp_path / "history.sqlite"
+    record_runs(tmp_path, f"sqlite:///{path}", [{f"k{j}": 100.0 + i for j in range(300)} for i in range(3)])
+    with sqlite3.connect(path) as connection:
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        try:
+            last_leaf = connection.execute("SELECT max(pageno) FROM dbstat WHERE name = 'perfgate_points' "
+                                           "AND pagetype = 'leaf'").fetchone()[0]
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite is built without the dbstat table")
+    data = bytearray(path.read_bytes())
+    data[(last_leaf - 1) * page_size:last_leaf * page_size] = b"\xff" * page_size
+    path.write_bytes(bytes(data))
+    with open_history(f"sqlite:///{path}", create=False) as history:
+        with pytest.raises(InputError, match="history database error: database disk image is malformed"):
+            history.query("SELECT series_id, run_id, value FROM perfgate_points")
