@@ -46,6 +46,7 @@ import numpy as np
 
 from perfgate.collect.baseline_json import FORMAT_NAME, FORMAT_VERSION
 from perfgate.errors import ConfigError, InputError
+from perfgate.limits import parse_json_or_none
 from perfgate.files import (
     _fill,
     _locked_temp,
@@ -281,8 +282,8 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     found: list[StoredBaseline] = []
     for path in sorted(directory.glob("*/*.json")):
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            document = parse_json_or_none(path.read_bytes())
+        except OSError:
             document = None
         if not isinstance(document, dict) or document.get("format") != "perfgate-baseline":
             continue  # not a baseline: say nothing, as readers ignore it

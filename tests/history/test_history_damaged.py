@@ -81,3 +81,12 @@ def test_a_damaged_page_met_while_fetching_is_one_error(tmp_path: Path) -> None:
     with open_history(f"sqlite:///{path}", create=False) as history:
         with pytest.raises(InputError, match="history database error: database disk image is malformed"):
             history.query("SELECT series_id, run_id, value FROM perfgate_points")
+
+
+def test_findings_that_are_no_json_list_are_one_line(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(history) as connection:
+        run_id = connection.execute("SELECT min(id) FROM perfgate_runs").fetchone()[0]
+        connection.execute("INSERT INTO perfgate_findings VALUES (?, 'NVIDIA H100', 't', 'kernel', 'gemm', '', ?, '[]')",
+                           (run_id, "[" * 100_000))
+    status, err = _run(capsys, ["history", "dashboard", "-o", "{site}"], history)
+    assert status == 2 and err.count("\n") == 1 and "perfgate_findings holds findings that are no JSON list" in err, err
