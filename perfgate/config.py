@@ -195,7 +195,8 @@ def load_settings(pyproject: Path | None = None) -> Settings:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc})") from None
     except RecursionError:  # tomllib parses nested arrays by recursion
-        raise ConfigError(f"{path}: cannot read [tool.perfgate] (nested too deeply: no setting nests more than two levels)") from None
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] (nested too deeply: no setting nests more than two "
+                          "levels)") from None
     tool = document.get("tool", {})
     if not isinstance(tool, Mapping):
         raise ConfigError(f"{path}: tool must be a table (write the settings under [tool.perfgate])")

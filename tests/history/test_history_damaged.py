@@ -50,8 +50,11 @@ def test_a_damaged_value_is_one_line(edit: str, command: list[str], history: Pat
     assert "holds a value of the wrong type, or a point of no series or run" in err and "please report" not in err
 
 
+RECORD = ["history", "record", str(H100 / "sessions" / "gate1.json.xz"), "--commit", "c9", "--branch", "main"]
+
+
 @pytest.mark.parametrize("version", ["'text'", "'-1'", "'NaN'", "-9e999"])
-@pytest.mark.parametrize("command", [*READERS, ["history", "record", str(H100 / "sessions" / "gate1.json.xz"), "--commit", "c9", "--branch", "main"],
+@pytest.mark.parametrize("command", [*READERS, RECORD,
                                      ["accept", "--reason", "r", "--commit", "c1", "--by", "me"]],
                          ids=["changes", "dashboard", "compare", "record", "accept"])
 def test_a_schema_version_that_is_no_number_is_one_line(version: str, command: list[str], history: Path,
@@ -86,7 +89,7 @@ def test_a_damaged_page_met_while_fetching_is_one_error(tmp_path: Path) -> None:
 def test_findings_that_are_no_json_list_are_one_line(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with sqlite3.connect(history) as connection:
         run_id = connection.execute("SELECT min(id) FROM perfgate_runs").fetchone()[0]
-        connection.execute("INSERT INTO perfgate_findings VALUES (?, 'NVIDIA H100', 't', 'kernel', 'gemm', '', ?, '[]')",
-                           (run_id, "[" * 100_000))
+        connection.execute("INSERT INTO perfgate_findings VALUES (?, 'NVIDIA H100', 't', 'kernel', 'gemm', '', ?, "
+                           "'[]')", (run_id, "[" * 100_000))
     status, err = _run(capsys, ["history", "dashboard", "-o", "{site}"], history)
     assert status == 2 and err.count("\n") == 1 and "perfgate_findings holds findings that are no JSON list" in err, err

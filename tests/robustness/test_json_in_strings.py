@@ -13,7 +13,8 @@ from helpers.common import REPO, run_cli
 
 from perfgate.gate import own_name
 
-TIMELINE_BASELINE = REPO / "baselines" / "nvidia-h200-sm90" / "examples.test_cupy_raw_kernel__test_vector_add.timeline.json"
+TIMELINE_BASELINE = (REPO / "baselines" / "nvidia-h200-sm90"
+                     / "examples.test_cupy_raw_kernel__test_vector_add.timeline.json")
 DEEP = "[" * 100_000 + "]" * 100_000
 
 

@@ -197,7 +197,8 @@ def test_a_path_setting_with_a_nul_is_refused(key: str) -> None:
 
 
 @pytest.mark.parametrize("command", [["baseline", REP, "-d", "{long}"], ["baselines", "list", "-d", "{long}"],
-                                     ["compare", "{long}", REP], ["history", "record", REP, "--db", "sqlite:///{long}"]])
+                                     ["compare", "{long}", REP],
+                                     ["history", "record", REP, "--db", "sqlite:///{long}"]])
 def test_a_path_the_system_refuses_is_named_in_one_line(command: list[object], capsys: pytest.CaptureFixture[str],
                                                          tmp_path: Path) -> None:
     """A path component over 255 bytes: Path.is_dir() and friends raise "File name too long" (no command foresaw
