@@ -46,6 +46,7 @@ import numpy as np
 
 from perfgate.collect.baseline_json import FORMAT_NAME, FORMAT_VERSION
 from perfgate.errors import ConfigError, InputError
+from perfgate.limits import parse_json_or_none
 from perfgate.files import (
     _fill,
     _locked_temp,
@@ -60,17 +61,20 @@ from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
 
 
+MAX_STEM = 200  # bytes of a file name's stem: under every filesystem's 255, with room for ".json" and temp names
+
+
 def device_slug(name: str, cc: str) -> str:
     """Folder name for a device: ``Tesla T4``, ``7.5`` -> ``tesla-t4-sm75``. One folder level, whatever the input
-    says (a compute capability ``9.0/x`` is ``sm90x``)."""
+    says (a compute capability ``9.0/x`` is ``sm90x``); one over ``MAX_STEM`` bytes (a report can name its device
+    anything) is cut and given a hash of the whole name."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-device"
     cc_part = re.sub(r"[^a-z0-9]+", "", cc.lower())
     if cc_part:
         slug += "-sm" + cc_part
+    if len(slug) > MAX_STEM:
+        slug = slug[:MAX_STEM - 17] + "-" + hashlib.sha1(f"{name}\0{cc}".encode()).hexdigest()[:16]
     return slug
-
-
-MAX_STEM = 200  # bytes of a file name's stem: under every filesystem's 255, with room for ".json" and temp names
 
 
 def file_stem(name: str) -> str:
@@ -278,8 +282,8 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     found: list[StoredBaseline] = []
     for path in sorted(directory.glob("*/*.json")):
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            document = parse_json_or_none(path.read_bytes())
+        except OSError:
             document = None
         if not isinstance(document, dict) or document.get("format") != "perfgate-baseline":
             continue  # not a baseline: say nothing, as readers ignore it

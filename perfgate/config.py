@@ -180,6 +180,9 @@ def _check_values(values: Mapping[str, Any], source: str) -> None:
         if key in values and not values[key].strip():
             raise ConfigError(f"{source}: {key} must not be empty (leave the key out for the default "
                               f"{getattr(Settings(), key)!r})")
+    for key in ("baselines", "report", "ncu", "templates"):
+        if key in values and "\0" in values[key]:
+            raise ConfigError(f"{source}: {key} holds a NUL character (\\u0000), which no path can hold (remove it)")
 
 
 def load_settings(pyproject: Path | None = None) -> Settings:
@@ -191,7 +194,13 @@ def load_settings(pyproject: Path | None = None) -> Settings:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc})") from None
-    table = document.get("tool", {}).get("perfgate", {})
+    except RecursionError:  # tomllib parses nested arrays by recursion
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] (nested too deeply: no setting nests more than two "
+                          "levels)") from None
+    tool = document.get("tool", {})
+    if not isinstance(tool, Mapping):
+        raise ConfigError(f"{path}: tool must be a table (write the settings under [tool.perfgate])")
+    table = tool.get("perfgate", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}: [tool.perfgate] must be a table")
     return settings_from_table(table, f"{os.path.relpath(path)} [tool.perfgate]")

@@ -10,7 +10,6 @@ is not hidden by a missing baseline on another).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from perfgate.collect.baseline_json import read_baseline
 from perfgate.carried import AcceptanceCheck, carried_lines, carried_regressions, with_carried
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError
+from perfgate.limits import parse_json_or_none
 from perfgate.render import render_text
 from perfgate.report import Report, build_report, merge_reports
 from perfgate.table import Measurement, device_label, devices, empty_table
@@ -66,9 +66,10 @@ def own_name(directory: Path, name: str, test: str | None) -> str:
         return name
     for file in directory.glob(f"*/{file_stem(name)}.json"):
         try:
-            source = json.loads(file.read_bytes()).get("source")
-        except (OSError, ValueError, AttributeError):
+            document = parse_json_or_none(file.read_bytes())
+        except OSError:
             continue  # unreadable: read_baseline says why, once it is this test's
+        source = document.get("source") if isinstance(document, dict) else None
         if isinstance(source, str) and "::" in source and source != test:
             return f"{name}-{hashlib.sha1(test.encode()).hexdigest()[:12]}"
     return name

@@ -133,6 +133,15 @@ def parse_json(text: str, source: object, fix: str) -> Any:
     return document
 
 
+def parse_json_or_none(text: str | bytes) -> Any:
+    """``parse_json`` for JSON perfgate reads only where it can (a setting holding JSON, a file beside an input):
+    None where it is not plain, finite, shallow JSON."""
+    try:
+        return parse_json(text.decode("utf-8") if isinstance(text, bytes) else text, "", "")
+    except (InputError, UnicodeDecodeError):
+        return None
+
+
 def read_json_file(path: Path, what: str, fix: str) -> Any:
     """``parse_json`` of a UTF-8 file; one-line InputError when it cannot be read (``what`` it should hold)."""
     try:

@@ -4,11 +4,13 @@ Kernel, benchmark, region and file names come from code perfgate does not contro
 acts on some characters instead of showing them: ESC starts control sequences (clear the screen, move
 the cursor, OSC 8 hyperlinks, OSC 52 writes to the clipboard), CR returns to the line start and lets a
 name overwrite the ``REGRESSION`` label before it, a newline forges a line of its own (``PASS: ...``),
-BEL rings, backspace erases, and Unicode's bidirectional controls reorder what is shown. ``inert``
-writes every such character as a visible escape (``\\x1b``, ``\\r``, ``\\n``, ``\\u202e``), the way
-``repr`` would, so the text shows exactly what the name holds and does nothing else. Markdown and HTML
-escape names their own way (``perfgate.render``); this is for text output: the terminal report, error
-lines, and the lines the CLI and the plugin print.
+BEL rings, backspace erases, and Unicode's bidirectional controls reorder what is shown. A CI log acts on
+text too: GitHub Actions' runner runs a workflow command (``set-output``, ``stop-commands``, ``error``) from a
+line holding ``##[command]`` anywhere, or starting with ``::command::`` after any whitespace. ``inert``
+writes every such character (and that ``[`` and first ``:``) as a visible escape (``\\x1b``, ``\\r``,
+``\\n``, ``\\u202e``, ``##\\x5b``), the way ``repr`` would, so the text shows exactly what the name holds
+and does nothing else. Markdown and HTML escape names their own way (``perfgate.render``); this is for text
+output: the terminal report, error lines, and the lines the CLI and the plugin print.
 
 Stdlib only.
 """
@@ -20,7 +22,11 @@ import re
 # C0 controls (tab included: it can push text over a label), DEL, C1 controls (0x9b is a one-byte CSI on
 # some terminals), the bidirectional formatting characters (Trojan Source), the line and paragraph
 # separators, and zero-width characters that hide text.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_UNSAFE_CHARS = "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+# The '[' of a legacy workflow command, and a line's first ':' of one (with the whitespace before it).
+_WORKFLOW_COMMAND = r"(?<=##)\[|^\s*:(?=:)"
+_UNSAFE = re.compile(_UNSAFE_CHARS)
+_ESCAPED = re.compile(rf"\\|{_UNSAFE_CHARS}|{_WORKFLOW_COMMAND}")
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
@@ -29,6 +35,8 @@ ELLIPSIS = "…"
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
+    if len(char) > 1:  # whitespace, then the ':' that would start a workflow command
+        return _UNSAFE.sub(_escape, char[:-1]) + "\\x3a"
     named = _NAMED.get(char)
     if named is not None:
         return named
@@ -47,11 +55,11 @@ def inert(text: object, max_chars: int | None = None) -> str:
     if max_chars is not None and len(value) > max_chars:
         cut = f"{ELLIPSIS} ({len(value) - max_chars:,} more characters)"
         value = value[:max_chars]
-    if not _UNSAFE.search(value):
+    if not _UNSAFE.search(value) and "##[" not in value and not value.lstrip().startswith("::"):
         return value + cut
     # Backslashes are doubled only when something is escaped, so that "\x1b" typed in a name stays
     # distinguishable from an escaped ESC; plain names with backslashes read as they are.
-    return re.sub(r"\\|" + _UNSAFE.pattern, _escape, value) + cut
+    return _ESCAPED.sub(_escape, value) + cut
 
 
 def inert_lines(text: str) -> str:

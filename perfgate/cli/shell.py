@@ -61,7 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # PERFGATE_DEBUG=1 re-raises so a bug report can carry the traceback.
         if os.environ.get("PERFGATE_DEBUG"):
             raise
-        message = inert(exc, max_chars=300)
-        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {message} (rerun with PERFGATE_DEBUG=1 for "
-                         "details and please report it)\n")
+        sys.stderr.write(_unforeseen_line(exc))
         return EXIT_USAGE
+
+
+def _unforeseen_line(exc: Exception) -> str:
+    """The error line of an exception no command turned into a PerfgateError."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        # A path the system refused where perfgate only asked about it (Path.is_dir() raises "File name too
+        # long"): the path and the system's reason say all there is.
+        return (f"perfgate: error: {inert(exc.filename, max_chars=300)}: cannot use this path "
+                f"({inert(exc.strerror or exc)}) (check the path and its permissions)\n")
+    return (f"perfgate: error: {type(exc).__name__}: {inert(exc, max_chars=300)} (rerun with PERFGATE_DEBUG=1 for "
+            "details and please report it)\n")

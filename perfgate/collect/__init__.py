@@ -16,6 +16,7 @@ import select
 import stat
 import tempfile
 import time
+import zlib
 from collections.abc import Collection
 from pathlib import Path
 
@@ -168,7 +169,7 @@ def _decompress(source: Path, head: bytes, folder: Path) -> Path:
                     raise InputError(source, f"decompresses to more than perfgate's input limit of "
                                              f"{size_text(limit)}", "decompress it yourself and pass the file")
                 out.write(chunk)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # zlib.error: a bad deflate block
         raise InputError(source, f"broken compressed file ({exc})", "copy or download it again") from None
     return target
 

@@ -6,13 +6,14 @@ first few launches, so before trusting it the file's framing is walked (``ncu_re
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
 import re
 import shutil
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -244,6 +245,29 @@ def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None =
     report_path = Path(path)
     check_framing(report_path)
     ncu_report = find_ncu_report_module()
+    with _native_stderr_silenced():
+        return _read_report(report_path, ncu_report, metrics, region_names)
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 sent to the null device while ncu_report reads: its C++ (protobuf, absl) writes parse
+    failures of a damaged report straight to it ("Can't parse message of type ..."), lines around perfgate's one
+    error line that say nothing more. Python's own warnings in that window are lost with them."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _read_report(report_path: Path, ncu_report: ModuleType, metrics: Collection[str] | None,
+                 region_names: Sequence[str]) -> Measurement:
     try:
         context: _Context = ncu_report.load_report(str(report_path))
     except Exception as exc:  # ncu_report raises plain exceptions with its own text

@@ -9,7 +9,6 @@ moved: ``region `step`: wall +11%, GPU idle 1.0% → 11%, kernels unchanged``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ import numpy as np
 from perfgate.compare.codes import STATUS_CODE
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
+from perfgate.limits import parse_json_or_none
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
 from perfgate.table import Measurement
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, Status, is_benchmark_metric
@@ -128,10 +128,8 @@ def _cold(settings: Any) -> set[str]:
     """The cold regions a measurement's settings name; none where the setting is absent or malformed."""
     if not isinstance(settings, dict) or not settings.get(COLD_SETTING):
         return set()
-    try:
-        found = json.loads(settings[COLD_SETTING])
-    except (TypeError, ValueError):
-        return set()
+    text = settings[COLD_SETTING]
+    found = parse_json_or_none(text) if isinstance(text, str) else None
     return {str(name) for name in found} if isinstance(found, list) else set()
 
 

@@ -106,7 +106,8 @@ class History:
             cursor.execute(f"DROP TABLE staging_{table}")
 
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self.execute(statement, params).fetchall())
+        with self._errors():  # a damaged page is met while fetching, not when the statement starts
+            return list(self.execute(statement, params).fetchall())
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -194,6 +195,32 @@ def open_history(url: str | None = None, *, create: bool = True) -> History:
     return history
 
 
+# SQLite keeps any value in any column and enforces no reference (a history edited by hand, or damaged): what
+# the readers rely on is checked before they read. PostgreSQL enforces the declared types and references.
+_TEXT = "typeof({}) != 'text'"
+_SQLITE_CHECKS = {
+    "perfgate_runs": " OR ".join(_TEXT.format(c) for c in ("commit_sha", "branch", "recorded_at", "settings")),
+    "perfgate_series": " OR ".join(_TEXT.format(c) for c in ("gpu", "test", "kind", "kernel", "region", "metric",
+                                                              "unit", "direction")),
+    "perfgate_points": "typeof(series_id) != 'integer' OR typeof(run_id) != 'integer' OR typeof(n) != 'integer' "
+                       "OR " + " OR ".join(f"typeof({c}) NOT IN ('integer', 'real') OR abs({c}) > 1.7e308"
+                                           for c in ("value", "low", "high"))
+                       + " OR series_id NOT IN (SELECT id FROM perfgate_series) "
+                         "OR run_id NOT IN (SELECT id FROM perfgate_runs)",
+}
+
+
+def check_sqlite_values(history: History) -> None:
+    """InputError naming the first table holding a value of the wrong type or a point of no series or run."""
+    if history.dialect != "sqlite":
+        return
+    for table, wrong in _SQLITE_CHECKS.items():
+        if history.query(f"SELECT 1 FROM {table} WHERE {wrong} LIMIT 1"):
+            raise InputError(shown_url(history.url), f"{table} holds a value of the wrong type, or a point of no "
+                             "series or run (the history was edited or is damaged)",
+                             "restore it from a backup, or record into a new one")
+
+
 def _open_sqlite(url: str, path: Path, create: bool) -> History:
     if not path.exists() and not create:
         raise InputError(path, "no history here", "record runs first with 'perfgate history record', or pass --db")
@@ -225,7 +252,13 @@ def _open_postgresql(url: str) -> History:
 def schema_version(history: History) -> int:
     """The version the database's schema is at; 0 for an empty database."""
     found = history.query("SELECT value FROM perfgate_meta WHERE name = 'schema_version'")
-    return int(found[0][0]) if found else 0
+    if not found:
+        return 0
+    value = found[0][0]
+    if not (isinstance(value, str) and value.isdigit() and value.isascii()):
+        raise InputError(shown_url(history.url), f"history schema version {value!r} is no version number (the "
+                         "history was edited or is damaged)", "restore it from a backup, or record into a new one")
+    return int(value)
 
 
 def migrate(history: History, create: bool = True) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple, Sequence
 
-from perfgate.history.db import History
+from perfgate.errors import InputError
+from perfgate.history.db import History, shown_url
+from perfgate.limits import parse_json_or_none
 from perfgate.report import Report
 
 KernelKey = tuple[str, str, str, str, str]  # gpu, test, kind, kernel, region
@@ -55,6 +57,15 @@ def write_findings(history: History, run_id: int, report: Report) -> None:
     history.insert_rows("perfgate_findings", COLUMNS, finding_rows(run_id, report))
 
 
+def _names(history: History, text: Any) -> list[str]:
+    """A stored JSON list of finding names; SQLite keeps whatever a hand or a damaged page put there."""
+    names = parse_json_or_none(text) if isinstance(text, str) else None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise InputError(shown_url(history.url), "perfgate_findings holds findings that are no JSON list of names "
+                         "(the history was edited or is damaged)", "restore it from a backup, or record into a new one")
+    return names
+
+
 def load_findings(history: History, branch: str, commits: Sequence[str]) -> dict[tuple[str, ...], list[RunFindings]]:
     """Per kernel of ``branch``, the findings its runs carried, in the order of ``commits`` (the branch's)."""
     position = {commit: index for index, commit in enumerate(commits)}
@@ -63,7 +74,7 @@ def load_findings(history: History, branch: str, commits: Sequence[str]) -> dict
         "FROM perfgate_findings f JOIN perfgate_runs r ON r.id = f.run_id WHERE r.branch = ?", (branch,))
     found: dict[tuple[str, ...], list[tuple[int, str, int, RunFindings]]] = {}
     for commit, when, run_id, gpu, test, kind, kernel, region, appeared, gone in rows:
-        entry = RunFindings(commit, list(json.loads(appeared)), list(json.loads(gone)))
+        entry = RunFindings(commit, _names(history, appeared), _names(history, gone))
         found.setdefault((gpu, test, kind, kernel, region), []).append(
             (position.get(commit, len(position)), str(when), int(run_id), entry))
     return {key: [entry for *_, entry in sorted(items)] for key, items in found.items()}

@@ -10,7 +10,7 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from perfgate.history.db import History
+from perfgate.history.db import History, check_sqlite_values
 
 SERIES_COLUMNS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "direction")
 
@@ -30,7 +30,9 @@ class Branch(NamedTuple):
 
 
 def commit_order(history: History, branch: str) -> tuple[list[str], list[str], dict[int, int]]:
-    """The branch's commits in the order first measured, their times, and each run's commit index."""
+    """The branch's commits in the order first measured, their times, and each run's commit index. Every reader of
+    a branch starts here, so a SQLite history's values are checked here first."""
+    check_sqlite_values(history)
     runs = history.query("SELECT id, commit_sha, recorded_at FROM perfgate_runs WHERE branch = ? "
                          "ORDER BY recorded_at, id", (branch,))
     commits: dict[str, int] = {}

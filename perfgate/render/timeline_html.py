@@ -8,10 +8,10 @@ could not run in it; the picture needs only rectangles on a shared time axis. Th
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
+from perfgate.limits import parse_json_or_none
 from perfgate.render.formatting import html_escape
 from perfgate.report import Report
 
@@ -27,10 +27,7 @@ def _regions(settings: Any) -> dict[str, dict[str, Any]]:
     text = settings.get(SKETCH_SETTING) if isinstance(settings, dict) else None
     if not isinstance(text, str) or not text or len(text) > MAX_SKETCH_CHARS:
         return {}
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return {}
+    document = parse_json_or_none(text)
     regions = document.get("regions") if isinstance(document, dict) else None
     found = {}
     for name, region in (regions.items() if isinstance(regions, dict) else ()):

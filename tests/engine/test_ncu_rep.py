@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers.common import NCU_REP, corpus_file
+from helpers.common import NCU_REP, corpus_file, run_perfgate
 
 from perfgate.collect import read_table
 from perfgate.collect.ncu_rep import read_ncu_rep
@@ -112,3 +112,16 @@ def test_truncated_anywhere_is_refused(tmp_path: Path, keep: int) -> None:
 def test_framing_accepts_every_complete_corpus_report() -> None:
     for relative in ALL_REPORTS:
         check_framing(NCU_REP / relative)
+
+
+def test_a_damaged_message_is_one_line_on_stderr(tmp_path: Path) -> None:
+    """One byte of a launch's message changed (found by fuzzing): ncu_report's C++ protobuf wrote "Can't parse
+    message of type NV.Profiler.Messages.ProfileResult" and an absl warning straight to file descriptor 2, two
+    lines before perfgate's one error line."""
+    data = bytearray(corpus_file("mlp-t4/report.ncu-rep").read_bytes())
+    data[70770] = 26
+    damaged = tmp_path / "damaged.ncu-rep"
+    damaged.write_bytes(bytes(data))
+    done = run_perfgate("baseline", damaged, "-d", tmp_path / "baselines", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("perfgate: error: ") and "damaged Nsight Compute report" in done.stderr

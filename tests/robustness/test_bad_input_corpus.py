@@ -296,6 +296,9 @@ def _cases() -> list[Case]:
         Case("gz-cut", "details", lambda d: gzip.compress(d)[:500], suffix=".csv.gz"),
         Case("gz-of-garbage", "raw", lambda d: gzip.compress(noise(5000)), suffix=".gz"),
         Case("gz-header-only", "raw", lambda d: b"\x1f\x8b\x08\x00", suffix=".gz"),
+        # A sound gzip header before a deflate stream that is not one (zlib.error, not OSError).
+        Case("gz-bad-deflate", "raw", lambda d: (lambda g: g[:10] + b"\xff" * 8 + g[18:])(gzip.compress(d)),
+             suffix=".csv.gz"),
         Case("xz-bomb", "details", lambda d: lzma.compress(d[:d.find(b"\n") + 1] + bytes(30_000_000)), suffix=".xz",
              env=(("PERFGATE_MAX_INPUT_BYTES", "5000000"),)),
     ]

@@ -102,3 +102,21 @@ def test_the_leftover_cleaner_keeps_a_users_own_tmp_files(tmp_path: Path) -> Non
     save_baselines(documents, tmp_path, "t")
     assert mine.read_text() == "the user's" and not ours.exists()
     assert sorted(p.name for p in folder.iterdir()) == [".notes.abc123.tmp", "t.json"]
+
+
+def test_a_device_named_at_length_is_one_folder_it_finds_again(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    """A report names its device (a fork's artifact can name it anything): a folder name over the filesystem's
+    255 bytes was an OSError ("File name too long") behind the last-resort line."""
+    assert len(device_slug("x" * 300, "9.0")) <= 200 and device_slug("x" * 300, "9.0") != device_slug("x" * 301, "9.0")
+    bench = tmp_path / "bench.json"
+    data = [0.001 * (1 + i / 100) for i in range(20)]
+    bench.write_text(json.dumps({"machine_info": {"cpu": {"brand_raw": "Very Long CPU " * 40}}, "benchmarks": [
+        {"name": "test_x", "fullname": "t.py::test_x", "stats": {"min": min(data), "median": data[10],
+                                                                 "stddev": 1e-5, "rounds": 20, "data": data}}]}))
+    status, _, err = run_cli(capsys, "baseline", bench, "-d", tmp_path / "baselines", "--name", "b")
+    assert status == 0, err
+    [written] = (tmp_path / "baselines").rglob("*.json")
+    assert len(written.parent.name) <= 200
+    status, _, err = run_cli(capsys, "compare", tmp_path / "baselines", bench, "--name", "b")
+    assert status == 0, err

@@ -72,6 +72,10 @@ def test_absurd_command_line_settings_are_usage_errors(capsys: pytest.CaptureFix
     ("[tool.perfgate]\ntimeout = -5", "timeout must be a positive, finite number of seconds"),
     ('[tool.perfgate]\nbaselines = ""', "baselines must not be empty"),
     ('[tool.perfgate]\nncu = " "', "ncu must not be empty"),
+    # Shapes a hand-written (or hostile) pyproject can take, once behind the last-resort line.
+    ('[tool.perfgate]\nbaselines = "a\\u0000b"', "baselines holds a NUL character"),
+    ("tool = 'x'", "tool must be a table"),
+    ("[tool.perfgate]\nmetrics = " + "[" * 5000 + "]" * 5000, "nested too deeply"),
 ])
 def test_absurd_pyproject_settings_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path, toml: str,
                                                 words: str) -> None:
@@ -183,3 +187,23 @@ def test_a_gated_metric_added_to_the_defaults_still_makes_a_baseline(capsys: pyt
                                                                      tmp_path: Path) -> None:
     status, out, err = run_cli(capsys, "baseline", REP, "-d", tmp_path / "b", "--metrics", "+lts__t_sectors.sum")
     assert status == 0 and out.startswith("wrote "), err
+
+
+@pytest.mark.parametrize("key", ["baselines", "report", "ncu", "templates"])
+def test_a_path_setting_with_a_nul_is_refused(key: str) -> None:
+    """A NUL cannot be in a path: os.scandir raised ValueError ("embedded null byte") behind the last-resort line."""
+    with pytest.raises(ConfigError, match=f"{key} holds a NUL character"):
+        settings_from_table({key: "base\x00lines"}, "pyproject.toml [tool.perfgate]")
+
+
+@pytest.mark.parametrize("command", [["baseline", REP, "-d", "{long}"], ["baselines", "list", "-d", "{long}"],
+                                     ["compare", "{long}", REP],
+                                     ["history", "record", REP, "--db", "sqlite:///{long}"]])
+def test_a_path_the_system_refuses_is_named_in_one_line(command: list[object], capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    """A path component over 255 bytes: Path.is_dir() and friends raise "File name too long" (no command foresaw
+    it); the line names the path and the reason, not the last-resort "please report it"."""
+    long = str(tmp_path / ("y" * 300))
+    status, _, err = run_cli(capsys, *[str(part).replace("{long}", long) for part in command])
+    assert status == 2 and err.count("\n") == 1, err
+    assert "File name too long" in err and "please report it" not in err and "y" * 100 in err, err

@@ -32,6 +32,11 @@ HOSTILE = {
     "zero width": ("ma\u200btrix", "ma\\u200btrix"),
     "NUL and DEL": ("a\x00b\x7f", "a\\x00b\\x7f"),
     "backslash with escape": ("C:\\k\x1b", "C:\\\\k\\x1b"),
+    # GitHub Actions' workflow commands: '##[' anywhere in a log line, '::' at its start after whitespace.
+    "legacy workflow command": ("k ##[set-output name=verdict;]pass", "k ##\\x5bset-output name=verdict;]pass"),
+    "stop-commands": ("##[stop-commands]t0k", "##\\x5bstop-commands]t0k"),
+    "workflow command": ("::error file=a.py,line=1::forged", "\\x3a:error file=a.py,line=1::forged"),
+    "indented workflow command": (" \u00a0::warning::x", " \u00a0\\x3a:warning::x"),
 }
 
 
@@ -40,11 +45,12 @@ def test_control_characters_become_visible_escapes(name: str) -> None:
     raw, shown = HOSTILE[name]
     text = inert(raw)
     assert text == shown
-    assert text.isprintable()
+    assert text.replace("\u00a0", " ").isprintable()
 
 
 @pytest.mark.parametrize("plain", ["matrix_addition2D", "void gemm<float, 128>(const float *, int)", "µs → 151.3",
-                                   "C:\\kernels\\gemm", "layer1 > attention", "日本語カーネル", ""])
+                                   "C:\\kernels\\gemm", "layer1 > attention", "日本語カーネル", "",
+                                   "at::native::k<4>", "{lambda()#1}", "#[x] ## [y]"])
 def test_ordinary_names_are_unchanged(plain: str) -> None:
     assert inert(plain) == plain
 
@@ -85,3 +91,16 @@ def test_a_kernel_name_in_an_error_line_is_inert(capsys: pytest.CaptureFixture[s
     assert status == 2 and err.count("\n") == 1 and "\x1b" not in err and "\r" not in err, err
     assert "vector_add\\x1b[31m\\rOK" in err
     assert json.dumps(inert("\x1b")) == '"\\\\x1b"'
+
+
+def test_a_kernel_name_cannot_run_a_workflow_command_in_the_ci_log(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    """The runner acts on '##[set-output name=x;]v' or '##[stop-commands]token' anywhere in a line of a step's
+    output: a fork's kernel name in compare's text report must not reach the log as one."""
+    raw = (H100 / "vector_add.rerun.details-base.csv").read_text().replace('"vector_add"',
+                                                                         '"vector_add ##[stop-commands]t0k"')
+    (tmp_path / "base.csv").write_text(raw)
+    (tmp_path / "cur.csv").write_text(raw.replace('"ns","79,392"', '"ns","179,392"'))
+    assert main(["compare", str(tmp_path / "base.csv"), str(tmp_path / "cur.csv")]) == 1
+    out = capsys.readouterr().out
+    assert "##\\x5bstop-commands]t0k" in out and "##[" not in out

@@ -59,6 +59,20 @@ def no_kernels(path: Path, trace: Trace) -> InputError:
                       "trace again with CUDA activity on (torch.profiler ProfilerActivity.CUDA, nsys --trace=cuda)")
 
 
+# Times are summed and subtracted as int64 (``intervals``): a bound with room for that. 2**62 ns is 146 years, so
+# absolute CUPTI timestamps (nanoseconds since 1970) fit.
+MAX_TIME_NS = 2**62
+
+
+def check_times(trace: Trace, path: Path) -> None:
+    """InputError for a time no clock gave (a hand-edited or corrupt trace): it would overflow int64 later."""
+    spans = [(op.start, op.end) for op in trace.ops] + [(call.start, call.end) for call in trace.launches.values()]
+    for start, end in spans + [(host.start, host.end) for host in trace.ranges]:
+        if not (-MAX_TIME_NS < start < MAX_TIME_NS and -MAX_TIME_NS < end < MAX_TIME_NS):
+            raise InputError(path, f"a time stamp out of any clock's range ({start:.3g} to {end:.3g} ns)",
+                             "trace again; the file is corrupt or was edited")
+
+
 def region_instances(trace: Trace, attribution: Attribution) -> list[RegionInstance]:
     """Each range that launched GPU work, measured (see ``perfgate.metrics`` for each metric)."""
     members: dict[int, list[int]] = defaultdict(list)
@@ -153,6 +167,7 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     """The normalized table of a trace; InputError when it holds no kernels."""
     if not any(op.kind == KERNEL for op in trace.ops):
         raise no_kernels(path, trace)
+    check_times(trace, path)
     attribution = attribute(trace)
     rows = _kernel_rows(trace, attribution)
     instances = region_instances(trace, attribution)

@@ -154,5 +154,8 @@ def read_nsys_sqlite(path: Path) -> Trace:
                      _ranges(connection, tables), _devices(connection, tables), _facts(connection, tables))
     except sqlite3.Error as exc:
         raise InputError(path, f"a broken Nsight Systems export ({exc})", "export it again") from None
+    except (ValueError, OverflowError) as exc:  # SQLite keeps any type in any column: int() of text, blob or inf
+        raise InputError(path, f"a broken Nsight Systems export (a number column holds something else: {exc})",
+                         "export it again") from None
     finally:
         connection.close()
