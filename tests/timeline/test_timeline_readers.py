@@ -130,11 +130,18 @@ def test_nvfuser_kernels_match_the_readme() -> None:
     assert [round(v / 1e3, 1) for v in nvjet] == [87.5]
 
 
+NVFUSER_EXPORT = "nvfuser-h100/report1_8fa9ec2.sqlite"
+
+
+def _copied_export(target: Path) -> Path:
+    """A copy of a real Nsight Systems export to change (the corpus stays as it is)."""
+    target.write_bytes(corpus_trace(NVFUSER_EXPORT).read_bytes())
+    return target
+
+
 def test_sqlite_text_that_is_not_utf8_is_read(tmp_path: Path) -> None:
     """TARGET_INFO_SYSTEM_ENV can hold bytes that are not UTF-8: the reader must not fail on them."""
-    source = corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite")
-    copy = tmp_path / "env.sqlite"
-    copy.write_bytes(source.read_bytes())
+    copy = _copied_export(tmp_path / "env.sqlite")
     with sqlite3.connect(copy) as connection:
         connection.execute("UPDATE StringIds SET value = CAST(X'6e76ff' AS TEXT) WHERE id = "
                            "(SELECT shortName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 1)")
@@ -296,9 +303,7 @@ def test_sqlite_labels_in_textid_old_metadata_table_and_extra_columns(tmp_path: 
     """A real export changed the three ways other exports differ: NVTX labels only in ``textId`` (registered
     strings, as TensorRT writes them), the older ``EXPORT_META_DATA`` table, a column another tool added. It
     reads as the original does."""
-    source = corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite")
-    copy = tmp_path / "registered.sqlite"
-    copy.write_bytes(source.read_bytes())
+    source, copy = corpus_trace(NVFUSER_EXPORT), _copied_export(tmp_path / "registered.sqlite")
     with sqlite3.connect(copy) as connection:
         connection.execute("INSERT INTO StringIds (id, value) SELECT 900000 + rowid, text FROM NVTX_EVENTS "
                            "WHERE text IS NOT NULL")
