@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perfgate.collect.timeline.model import COLD_SETTING, RESOLUTION_SETTING
 from perfgate.compare.codes import STATUS_CODE
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 SOURCE_SETTING = "source"
 TIMELINE = "timeline"
-COLD_SETTING = "timeline_cold_regions"  # as ``perfgate.collect.timeline.measure`` writes it
-RESOLUTION_SETTING = "trace_resolution_ns"  # as ``perfgate.collect.timeline.chrome`` writes it
 HOST_TIMES = ("timeline.wall_time", "timeline.gpu_idle", "timeline.gpu_idle_pct", "timeline.launch_overhead")
 
 

@@ -210,15 +210,19 @@ _SQLITE_CHECKS = {
 }
 
 
+def damaged(history: History, what: str) -> InputError:
+    """The error for a history holding ``what`` no perfgate wrote (edited by hand, or a damaged file)."""
+    return InputError(shown_url(history.url), f"{what} (the history was edited or is damaged)",
+                      "restore it from a backup, or record into a new one")
+
+
 def check_sqlite_values(history: History) -> None:
     """InputError naming the first table holding a value of the wrong type or a point of no series or run."""
     if history.dialect != "sqlite":
         return
     for table, wrong in _SQLITE_CHECKS.items():
         if history.query(f"SELECT 1 FROM {table} WHERE {wrong} LIMIT 1"):
-            raise InputError(shown_url(history.url), f"{table} holds a value of the wrong type, or a point of no "
-                             "series or run (the history was edited or is damaged)",
-                             "restore it from a backup, or record into a new one")
+            raise damaged(history, f"{table} holds a value of the wrong type, or a point of no series or run")
 
 
 def _open_sqlite(url: str, path: Path, create: bool) -> History:
@@ -256,8 +260,7 @@ def schema_version(history: History) -> int:
         return 0
     value = found[0][0]
     if not (isinstance(value, str) and value.isdigit() and value.isascii()):
-        raise InputError(shown_url(history.url), f"history schema version {value!r} is no version number (the "
-                         "history was edited or is damaged)", "restore it from a backup, or record into a new one")
+        raise damaged(history, f"history schema version {value!r} is no version number")
     return int(value)
 
 

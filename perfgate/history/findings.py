@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple, Sequence
 
-from perfgate.errors import InputError
-from perfgate.history.db import History, shown_url
+from perfgate.history.db import History, damaged
 from perfgate.limits import parse_json_or_none
 from perfgate.report import Report
 
@@ -61,8 +60,7 @@ def _names(history: History, text: Any) -> list[str]:
     """A stored JSON list of finding names; SQLite keeps whatever a hand or a damaged page put there."""
     names = parse_json_or_none(text) if isinstance(text, str) else None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise InputError(shown_url(history.url), "perfgate_findings holds findings that are no JSON list of names "
-                         "(the history was edited or is damaged)", "restore it from a backup, or record into a new one")
+        raise damaged(history, "perfgate_findings holds findings that are no JSON list of names")
     return names
 
 

@@ -62,7 +62,8 @@ def chosen_sources(source: str, facts: PreflightFacts | None) -> tuple[bool, boo
 
 
 def why_traced_instead(source: str, facts: PreflightFacts | None) -> str:
-    """Why ``auto`` traces a test without trying ncu (no ncu, counters refused by the driver); "" otherwise."""
+    """Why ``auto`` traces a test without trying ncu (no ncu, one that fails ``ncu --version``, counters refused
+    by the driver); "" otherwise."""
     if source != "auto" or facts is None or not timeline_instead(facts):
         return ""
     return check_preflight(facts) or unusable_ncu(facts.ncu_unusable)

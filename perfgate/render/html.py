@@ -14,8 +14,8 @@ Content-Security-Policy forbids scripts and network fetches.
 from __future__ import annotations
 
 import secrets
-from functools import partial
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,8 @@ from perfgate.render.common import (
     unmeasured_notes,
 )
 from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, kernels_of, launch_groups, launch_table, utf8_size
-from perfgate.render.kernels_html import kernel_sections, kernel_table
 from perfgate.render.kernels import KernelRows
+from perfgate.render.kernels_html import kernel_sections, kernel_table
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.render.templates import render_template
 from perfgate.render.timeline_html import timeline_sections

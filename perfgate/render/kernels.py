@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from operator import itemgetter
 from functools import partial
+from operator import itemgetter
 from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.render.formatting import format_change, format_value, format_values, limit_text
 from perfgate.render.kernel_names import variant_labels
-from perfgate.report import ReportView, group_stats, kernel_keys, repeated_totals, result_span
+from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals, result_span
 from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -96,10 +96,9 @@ def _row_status(statuses: Counter[str]) -> str:
     return min(compared or statuses, key=lambda s: STATUS_RANK.get(s, 99))
 
 
-def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> list[list[int]]:
-    """Launch indexes grouped by kernel (test, GPU, kind, kernel, its baseline name, region), in report order
-    (worst first), without the region totals that only repeat their one kernel; ``statuses`` keeps the kernels
-    with a launch in one of them."""
+def kernel_groups(report: ReportView) -> list[list[int]]:
+    """Launch indexes grouped by kernel (``kernel_keys``), in report order (worst first), without the region
+    totals that only repeat their one kernel."""
     launches = report["launches"]
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index, key in enumerate(kernel_keys(launches)):
@@ -108,12 +107,7 @@ def kernel_groups(report: ReportView, statuses: Iterable[str] | None = None) -> 
             groups[key] = [index]
         else:
             members.append(index)
-    found = without_repeated_totals(report, list(groups.values()))
-    if statuses is not None:
-        wanted = set(statuses)
-        column = launches["status"]
-        found = [g for g in found if any(column[i] in wanted for i in g)]
-    return found
+    return without_repeated_totals(report, list(groups.values()))
 
 
 def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> list[list[int]]:
@@ -231,7 +225,6 @@ def metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunch
     return out
 
 
-
 class KernelRows:
     """A report's kernels (``kernel_groups``; ``kernels`` where the caller has them), each summarized once
     (:func:`kernel_row`) over all its launches, for the formats that show a row per kernel. ``summarize`` gives
@@ -256,7 +249,7 @@ class KernelRows:
         return found
 
     def with_status(self, statuses: Iterable[str]) -> list[list[int]]:
-        """The kernels with a launch in one of ``statuses``, as ``kernel_groups(report, statuses)``."""
+        """The kernels with a launch in one of ``statuses``."""
         wanted = set(statuses)
         column = self.report["launches"]["status"]
         return [k for k in self.kernels if any(column[i] in wanted for i in k)]
@@ -269,14 +262,13 @@ def kernel_variants(report: ReportView, kernels: list[list[int]]) -> dict[int, s
     named: dict[tuple[Any, ...], list[int]] = {}
     for indexes in kernels:
         first = indexes[0]
-        key = tuple(launches[n][first] if launches.get(n) else None
-                    for n in ("test", "device", "kind", "kernel", "baseline_kernel", "region"))
+        key = tuple(launches[n][first] if launches.get(n) else None for n in KERNEL_NAME_COLUMNS)
         named.setdefault(key, []).append(first)
     variants: dict[int, str] = {}
-    for key, firsts in named.items():
+    for firsts in named.values():
         if len(firsts) > 1:
             demangled = [str(launches["demangled"][i] or "") for i in firsts]
-            variants.update(zip(firsts, variant_labels(demangled, str(key[3] or ""))))
+            variants.update(zip(firsts, variant_labels(demangled, str(launches["kernel"][firsts[0]] or ""))))
     return variants
 
 
@@ -289,6 +281,7 @@ def kernel_rows(report: ReportView) -> KernelRows:
     from perfgate.render.result_arrays import ResultArrays, metric_launches as in_numpy
 
     return KernelRows(report, summarize=partial(in_numpy, report, ResultArrays(report)))
+
 
 def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int | None,
                stats: dict[tuple[int, int], dict[str, Any]]) -> list[MetricSummary]:

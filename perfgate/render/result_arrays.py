@@ -172,4 +172,3 @@ def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> floa
         exact = [v for v in map(column.__getitem__, rows.tolist()) if v is not None]
         return statistics.median(exact) if exact else None
     return median(known) if len(known) else None  # as statistics.median: the mean of the middle two
-

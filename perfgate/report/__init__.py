@@ -68,6 +68,7 @@ from perfgate.report.validate import load_report, validate_report
 from perfgate.report.write import dump_parts, dumps
 from perfgate.report.views import (
     KERNEL_COLUMNS,
+    KERNEL_NAME_COLUMNS,
     group_stats,
     first_launches,
     iter_launches,
@@ -83,7 +84,7 @@ from perfgate.report.views import (
 )
 
 __all__ = [
-    "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "KERNEL_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
+    "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "KERNEL_COLUMNS", "KERNEL_NAME_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
     "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report", "build_view",
     "dump_parts", "dumps",

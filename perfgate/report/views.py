@@ -137,10 +137,12 @@ def _kernel_rank(status: str) -> int:
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if uncompared else 0)
 
 
-# A kernel as the human formats group its launches: one test, GPU and region, one full name (template arguments
-# included: ``reduce_kernel<512, 1>`` and ``reduce_kernel<128, 4>`` are two kernels, as compare judges them) and
-# one repeated-launch group (the same name with another launch configuration is judged, and shown, apart).
-KERNEL_COLUMNS = ("test", "device", "kind", "kernel", "demangled", "baseline_kernel", "region", "group")
+# What a kernel row is called by: its test, GPU, kind, name (and the name it was paired from), region.
+KERNEL_NAME_COLUMNS = ("test", "device", "kind", "kernel", "baseline_kernel", "region")
+# A kernel as the human formats group its launches: those, one full name (template arguments included:
+# ``reduce_kernel<512, 1>`` and ``reduce_kernel<128, 4>`` are two kernels, as compare judges them) and one
+# repeated-launch group (the same name with another launch configuration is judged, and shown, apart).
+KERNEL_COLUMNS = (*KERNEL_NAME_COLUMNS, "demangled", "group")
 
 
 def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:

@@ -21,6 +21,7 @@ from perfgate.collect.timeline.model import (
     MEMCPY,
     MEMSET,
     NO_CORRELATION,
+    RESOLUTION_SETTING,
     Device,
     GpuOp,
     Launch,
@@ -33,7 +34,6 @@ from perfgate.errors import InputError
 _OPS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
 _LAUNCH_CATEGORIES = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
 _STEP = re.compile(r"^ProfilerStep#\d+$")
-RESOLUTION_SETTING = "trace_resolution_ns"  # the trace's time step, where it is coarser than a nanosecond
 
 
 def looks_like_chrome_trace(document: Any) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, union_length
-from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
+from perfgate.collect.timeline.model import COLD_SETTING, FROM_PROCESS_START, KERNEL, Device, Trace
 from perfgate.errors import InputError
 from perfgate.table import Measurement, assign_ordinals, format_dim, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -34,9 +34,6 @@ IDLE_SHARE = "timeline.gpu_idle_pct"
 LAUNCH_OVERHEAD = "timeline.launch_overhead"
 KERNEL_COUNT = "timeline.kernel_count"
 KERNEL_TIME = "timeline.kernel_time"
-# A JSON list of the regions whose wall time holds a kernel's first launch in the traced process (CUDA's lazy
-# module loading): ``perfgate.compare.sources.cold_region_rows`` shows their host-side times unjudged.
-COLD_SETTING = "timeline_cold_regions"
 REGION_UNITS = {WALL_TIME: "ns", GPU_BUSY: "ns", GPU_IDLE: "ns", IDLE_SHARE: "%", LAUNCH_OVERHEAD: "ns",
                 KERNEL_COUNT: "", KERNEL_TIME: "ns"}
 
