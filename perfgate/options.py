@@ -94,6 +94,17 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
+def non_negative_fraction(text: str) -> float:
+    """A relative change: 0 or more and finite (``--min-change``; -1 or nan would keep every change point)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a fraction of 0 or more, e.g. 0.01, got {text!r}")
+    return value
+
+
 def probability(text: str) -> float:
     try:
         value = float(text)

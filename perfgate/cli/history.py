@@ -1,6 +1,7 @@
 """``perfgate history record|changes|dashboard`` and ``perfgate accept``: their parsers and what each runs.
 
-Exit status: 0 = done, 2 = bad input (a report that fails validation, a history that cannot be opened).
+Exit status: 0 = done, 2 = bad input (a report that fails validation, a history that cannot be opened or that
+kept the command waiting past ``--max-time``).
 ``history changes`` exits 0 whatever it finds: it reports, the gate is ``compare``'s and the plugin's.
 
 Each command imports the history's machinery when it runs (the shell's edge), as every command does: every
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK, InputError
 from perfgate.files import write_atomically
-from perfgate.options import probability
+from perfgate.options import non_negative_fraction, non_negative_seconds, probability
 from perfgate.process import print_out
 from perfgate.text import inert
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $PERFGATE_HISTORY, else "
            "sqlite:///.perfgate/history.sqlite)")
+MAX_TIME_HELP = ("give up (exit 2) when the history database keeps this command waiting longer: connecting, "
+                 "another writer's lock, one statement (default: 60)")
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -53,6 +56,8 @@ def add_accept_parser(sub: SubParsers) -> None:
     for field in ("gpu", "test", "kernel", "region", "metric"):
         accept.add_argument(f"--{field}", metavar="NAME", help=f"only series of this {field} (default: any)")
     accept.add_argument("--db", metavar="URL", help=DB_HELP)
+    accept.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
+                        help=MAX_TIME_HELP)
     accept.set_defaults(func=cmd_accept)
 
 
@@ -63,6 +68,8 @@ def _add_record(commands: SubParsers) -> None:
                                              "Recording the same run twice adds nothing.")
     record.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     record.add_argument("--db", metavar="URL", help=DB_HELP)
+    record.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
+                        help=MAX_TIME_HELP)
     record.add_argument("--commit", metavar="SHA", help="measured commit (default: GitHub Actions' head sha, else "
                                                         "git rev-parse HEAD)")
     record.add_argument("--branch", metavar="NAME", help="branch (default: GITHUB_HEAD_REF, GITHUB_REF_NAME, else "
@@ -76,11 +83,13 @@ def _add_changes(commands: SubParsers) -> None:
                                   description="Find change points in every series of a branch (E-divisive means "
                                               "with a t-test, as Apache Otava/Hunter).")
     changes.add_argument("--db", metavar="URL", help=DB_HELP)
+    changes.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
+                         help=MAX_TIME_HELP)
     changes.add_argument("--branch", default="main", metavar="NAME", help="branch whose runs to read (default: main)")
     changes.add_argument("--format", choices=("text", "json", "md"), default="text", help="output (default: text)")
     changes.add_argument("--p-value", type=probability, default=0.0001, metavar="P",
                          help="a change point must beat this t-test p-value (default: 0.0001)")
-    changes.add_argument("--min-change", type=float, default=0.0, metavar="FRACTION",
+    changes.add_argument("--min-change", type=non_negative_fraction, default=0.0, metavar="FRACTION",
                          help="ignore change points smaller than this relative change, e.g. 0.01 (default: 0)")
     changes.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
     changes.set_defaults(func=cmd_changes)
@@ -91,6 +100,8 @@ def _add_dashboard(commands: SubParsers) -> None:
                                     description="Write a static site (GitHub Pages ready, works offline): an index "
                                                 "of series, one page per kernel with charts over commits.")
     dashboard.add_argument("--db", metavar="URL", help=DB_HELP)
+    dashboard.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
+                           help=MAX_TIME_HELP)
     dashboard.add_argument("--branch", default="main", metavar="NAME", help="branch to chart (default: main)")
     dashboard.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="folder to write")
     dashboard.set_defaults(func=cmd_dashboard)
@@ -101,7 +112,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from perfgate.history.record import provenance, record_files
 
     when = provenance(os.environ, args.commit, args.branch, args.when)
-    with open_history(args.db) as history:
+    with open_history(args.db, max_time=args.max_time) as history:
         recorded = record_files(history, [str(p) for p in args.reports], when)
     for item in recorded:
         state = "recorded" if item.added else "already recorded"
@@ -114,7 +125,7 @@ def cmd_changes(args: argparse.Namespace) -> int:
     from perfgate.history.db import open_history
     from perfgate.history.detect import find_changes, render_changes
 
-    with open_history(args.db, create=False) as history:
+    with open_history(args.db, create=False, max_time=args.max_time) as history:
         found = find_changes(history, args.branch, p_value=args.p_value, min_change=args.min_change)
     text = render_changes(found, args.format)
     _write(text, args.output)
@@ -125,7 +136,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from perfgate.history.dashboard import write_dashboard
     from perfgate.history.db import open_history
 
-    with open_history(args.db, create=False) as history:
+    with open_history(args.db, create=False, max_time=args.max_time) as history:
         pages = write_dashboard(history, args.branch, args.output)
     print_out(inert(f"wrote {pages} pages to {args.output}") + "\n")
     return EXIT_OK
@@ -136,11 +147,11 @@ def cmd_accept(args: argparse.Namespace) -> int:
     from perfgate.history.db import open_history
     from perfgate.history.record import iso_time, provenance
 
-    commit = args.commit or provenance(os.environ, branch="-", when=None).commit
+    commit = provenance(os.environ, args.commit, branch="-", when=None).commit
     acceptance = Acceptance(commit=commit.lower(), gpu=args.gpu, test=args.test, kernel=args.kernel,
                             region=args.region, metric=args.metric, reason=args.reason,
                             by=args.by or accepted_by(os.environ), when=iso_time(None))
-    with open_history(args.db) as history:
+    with open_history(args.db, max_time=args.max_time) as history:
         matched = record_acceptance(history, acceptance)
     print_out(inert(f"accepted the change at {commit[:12]} for {matched} series: {args.reason}", 400) + "\n")
     return EXIT_OK

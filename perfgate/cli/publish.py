@@ -116,7 +116,7 @@ def cmd_publish(args: argparse.Namespace, env: Mapping[str, str] | None = None) 
         from perfgate.history.db import open_history
         from perfgate.history.trend import trend_markdown
 
-        with open_history(args.history, create=False) as history:
+        with open_history(args.history, create=False, max_time=args.max_time) as history:
             publisher.trend = trend_markdown(history, report, settings.history_branch)
     publisher.templates = team_templates(settings.templates)
     publisher.lay_out()

@@ -62,12 +62,21 @@ def record_acceptance(history: History, acceptance: Acceptance) -> int:
         if not matched:
             raise InputError("perfgate accept", "no recorded series matches the filters given",
                              "check --gpu/--test/--kernel/--region/--metric against 'perfgate history changes'")
+        if not _recorded(history, acceptance.commit):
+            raise InputError("perfgate accept", f"no run of commit {acceptance.commit[:40]!r} is recorded",
+                             "accept a commit that 'perfgate history changes' lists, or record its run first")
         history.execute(
             "INSERT INTO perfgate_acceptances (commit_sha, gpu, test, kernel, region, metric, reason, accepted_by, "
             "accepted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (acceptance.commit, acceptance.gpu, acceptance.test, acceptance.kernel, acceptance.region,
              acceptance.metric, acceptance.reason, acceptance.by, acceptance.when))
     return matched
+
+
+def _recorded(history: History, commit: str) -> bool:
+    """Whether a run of ``commit`` is recorded (either side may be abbreviated, as :meth:`Acceptance.covers`)."""
+    commits = [str(row[0]) for row in history.query("SELECT DISTINCT commit_sha FROM perfgate_runs")]
+    return any(found.startswith(commit) or commit.startswith(found) for found in commits)
 
 
 def load_acceptances(history: History) -> list[Acceptance]:

@@ -64,6 +64,11 @@ def provenance(env: Mapping[str, str], commit: str | None = None, branch: str | 
     """Flags win over GitHub Actions' environment, which wins over the git checkout in the current folder."""
     from perfgate.publish.context import commits_from_environment
 
+    for flag, given in (("--commit", commit), ("--branch", branch)):
+        if given is not None and not given.strip():  # a run no one can find again, or an acceptance of every commit
+            raise InputError(flag, "is empty", f"name the {flag[2:]}, or leave {flag} out to take it from the "
+                                               "environment")
+
     if commit is None:
         commit = commits_from_environment(env)[1] or _git("rev-parse", "HEAD") or "unknown"
     if branch is None:
