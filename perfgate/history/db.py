@@ -252,7 +252,7 @@ def _open_sqlite(location: HistoryURL, create: bool, max_time: float) -> History
 def _open_postgresql(location: HistoryURL, max_time: float) -> History:
     try:
         import psycopg
-        from psycopg.conninfo import conninfo_to_dict
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
     except ImportError:
         raise InputError(location.shown, "a PostgreSQL history needs psycopg 3",
                          "pip install 'perfgate[postgres]'") from None
@@ -264,7 +264,7 @@ def _open_postgresql(location: HistoryURL, max_time: float) -> History:
     deadline = time.monotonic() + max_time
     params["connect_timeout"] = max(1, math.ceil(min(max_time, CONNECT_SECONDS)))
     try:
-        connection = psycopg.connect(**params, autocommit=True)
+        connection = psycopg.connect(make_conninfo("", **params), autocommit=True)
     except psycopg.Error as exc:
         raise InputError(location.shown, f"cannot connect to the history database "
                          f"({location.scrub(_first_line(exc))})",

@@ -62,14 +62,15 @@ def shown_url(url: str) -> str:
 
 def _secrets(text: str, rest: str) -> tuple[str, ...]:
     found: set[str] = set()
-    if rest:
-        split = urllib.parse.urlsplit("x://" + rest)
+    split = _split(rest) if rest else None
+    if split is not None:
         userinfo = split.netloc.rpartition("@")[0]
         if ":" in userinfo:
             found.add(userinfo.split(":", 1)[1])
         for key, value in urllib.parse.parse_qsl(split.query, keep_blank_values=True):
             if key.lower() == "password":
                 found.add(value)
+    if rest:
         found.update(re.findall(r"(?i)[?&]password=([^&#]*)", rest))
         # A password holding an unescaped / ? # or @ ends the URL's userinfo early, differently for urllib and
         # libpq: everything between the user's ':' and the last '@' is secret, and each piece of it.
@@ -100,9 +101,18 @@ def _libpq_password(text: str) -> set[str]:
     return {str(password)} if password else set()
 
 
+def _split(rest: str) -> urllib.parse.SplitResult | None:
+    try:
+        return urllib.parse.urlsplit("x://" + rest)
+    except ValueError:
+        return None
+
+
 def _shown(scheme: str, rest: str) -> str:
     """``scheme://user[:***]@host/path``: no query (``?password=``) and no password."""
-    split = urllib.parse.urlsplit("x://" + rest)
+    split = _split(rest)
+    if split is None:  # not even urllib reads it (an unclosed IPv6 bracket): nothing of it is shown
+        return f"{scheme}://{HIDDEN}"
     userinfo, at, host = split.netloc.rpartition("@")
     user = userinfo.split(":", 1)[0]
     credentials = f"{user}:{HIDDEN}@" if ":" in userinfo else f"{user}@" if at else ""
