@@ -272,8 +272,12 @@ def _open_postgresql(location: HistoryURL, max_time: float) -> History:
     history = History(location, "postgresql", connection, max_time)
     # What is left of the budget bounds each wait for a lock and each statement (0 would mean no bound).
     left = f"{max(1, int((deadline - time.monotonic()) * 1000))}ms"
-    history.execute("SELECT set_config('lock_timeout', ?, false), set_config('statement_timeout', ?, false)",
-                    (left, left))
+    try:
+        history.execute("SELECT set_config('lock_timeout', ?, false), set_config('statement_timeout', ?, false)",
+                        (left, left))
+    except BaseException:
+        history.close()
+        raise
     return history
 
 

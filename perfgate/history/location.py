@@ -21,7 +21,8 @@ HIDDEN = "***"
 
 # key=value conninfo's password: a quoted value (backslash escapes) or a bare word. libpq's own parser
 # (psycopg.conninfo.conninfo_to_dict) reads it too, where psycopg is installed; this one needs no psycopg.
-_CONNINFO_PASSWORD = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)")
+_CONNINFO_PASSWORD = re.compile(r"(?i)\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)")
+_SECRET_KEYS = ("password", "sslpassword")  # the server's password, the client key's passphrase
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -49,7 +50,8 @@ def parse_history_url(url: str) -> HistoryURL:
     if scheme == "sqlite" and rest.startswith("/"):
         return HistoryURL("sqlite", rest[1:], f"sqlite://{rest}", ())
     normalized = f"{scheme}://{rest}" if found else text
-    shown = _shown(scheme, rest) if found else _CONNINFO_PASSWORD.sub(f"password={HIDDEN}", text)
+    shown = _shown(scheme, rest) if found else _CONNINFO_PASSWORD.sub(lambda m: m.group(0)[:m.start(1) - m.start()]
+                                                                         + HIDDEN, text)
     parsed = HistoryURL("postgresql" if scheme in POSTGRESQL_SCHEMES else "", normalized, "",
                         _secrets(text, rest if found else ""))
     return parsed._replace(shown=parsed.scrub(shown))
@@ -68,10 +70,10 @@ def _secrets(text: str, rest: str) -> tuple[str, ...]:
         if ":" in userinfo:
             found.add(userinfo.split(":", 1)[1])
         for key, value in urllib.parse.parse_qsl(split.query, keep_blank_values=True):
-            if key.lower() == "password":
+            if key.lower() in _SECRET_KEYS:
                 found.add(value)
     if rest:
-        found.update(re.findall(r"(?i)[?&]password=([^&#]*)", rest))
+        found.update(re.findall(r"(?i)[?&](?:ssl)?password=([^&#]*)", rest))
         # A password holding an unescaped / ? # or @ ends the URL's userinfo early, differently for urllib and
         # libpq: everything between the user's ':' and the last '@' is secret, and each piece of it.
         greedy = rest.rpartition("@")[0]
@@ -95,10 +97,10 @@ def _libpq_password(text: str) -> set[str]:
         return set()
     lowered = _SCHEME.sub(lambda m: m.group(1).lower() + "://", text.strip(), count=1)
     try:
-        password = conninfo_to_dict(lowered).get("password")
+        params = conninfo_to_dict(lowered)
     except Exception:  # noqa: BLE001 - any parse error: the other readers above still found what they could
         return set()
-    return {str(password)} if password else set()
+    return {str(params[key]) for key in _SECRET_KEYS if params.get(key)}
 
 
 def _split(rest: str) -> urllib.parse.SplitResult | None:
