@@ -55,7 +55,8 @@ def add_parser(sub: SubParsers) -> None:
                      help="environment variable holding the token; never pass a token on the command line "
                           "(default: GITHUB_TOKEN)")
     how.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                     help="total time for all GitHub requests, retries and waits included (default: 60)")
+                     help="total time for all GitHub requests, retries and waits included; also the longest "
+                          "the --history database may keep it waiting (default: 60)")
     how.add_argument("--retry-backoff", type=non_negative_seconds, default=0.5, metavar="SECONDS",
                      help="first wait after a 5xx or network error, doubling up to 8 s; rate limits wait as "
                           "GitHub says (default: 0.5)")
