@@ -19,9 +19,9 @@ DEFAULT_URL = "sqlite:///.perfgate/history.sqlite"
 POSTGRESQL_SCHEMES = ("postgresql", "postgres")
 HIDDEN = "***"
 
-# key=value conninfo's password: a quoted value (backslash escapes) or a bare word. libpq's own parser
-# (psycopg.conninfo.conninfo_to_dict) reads it too, where psycopg is installed; this one needs no psycopg.
-_CONNINFO_PASSWORD = re.compile(r"(?i)\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)")
+# key=value conninfo's password: everything after it (a quote or space in it ends libpq's reading early). libpq's
+# own parser (psycopg.conninfo.conninfo_to_dict) reads it too, where psycopg is installed.
+_CONNINFO_PASSWORD = re.compile(r"(?i)\b(?:ssl)?password\s*=\s*(.*)")
 _SECRET_KEYS = ("password", "sslpassword")  # the server's password, the client key's passphrase
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -50,8 +50,9 @@ def parse_history_url(url: str) -> HistoryURL:
     if scheme == "sqlite" and rest.startswith("/"):
         return HistoryURL("sqlite", rest[1:], f"sqlite://{rest}", ())
     normalized = f"{scheme}://{rest}" if found else text
-    shown = _shown(scheme, rest) if found else _CONNINFO_PASSWORD.sub(lambda m: m.group(0)[:m.start(1) - m.start()]
-                                                                         + HIDDEN, text)
+    # A key=value string is no URL perfgate opens: none of it is shown (a password with a space or a quote in it
+    # ends where the user did not mean it to).
+    shown = _shown(scheme, rest) if found else "(a key=value connection string)" if "=" in text else text
     parsed = HistoryURL("postgresql" if scheme in POSTGRESQL_SCHEMES else "", normalized, "",
                         _secrets(text, rest if found else ""))
     return parsed._replace(shown=parsed.scrub(shown))
@@ -73,7 +74,9 @@ def _secrets(text: str, rest: str) -> tuple[str, ...]:
             if key.lower() in _SECRET_KEYS:
                 found.add(value)
     if rest:
-        found.update(re.findall(r"(?i)[?&](?:ssl)?password=([^&#]*)", rest))
+        for marker in re.finditer(r"(?i)[?&](?:ssl)?password=", rest):  # an unescaped & or = ends it early
+            tail = rest[marker.end():].split("#")[0]
+            found.update([tail, *tail.split("&")])
         # A password holding an unescaped / ? # or @ ends the URL's userinfo early, differently for urllib and
         # libpq: everything between the user's ':' and the last '@' is secret, and each piece of it.
         greedy = rest.rpartition("@")[0]
@@ -82,10 +85,10 @@ def _secrets(text: str, rest: str) -> tuple[str, ...]:
             found.add(candidate)
             found.update(re.split(r"[/?#@]", candidate))
     for value in _CONNINFO_PASSWORD.findall(text):
-        found.add(value)
-        found.add(value.strip("'"))
+        found.update([value, *re.split(r"[\s'\"]+", value)])
     found.update(_libpq_password(text))
     found.update({urllib.parse.unquote(s) for s in found})
+    found.update({s.replace("\\", "\\\\") for s in found})  # as a message that repr()s it shows a backslash
     return tuple(sorted((s for s in found if s), key=len, reverse=True))
 
 

@@ -6,6 +6,8 @@ any password is accepted) and a host where nothing listens."""
 
 from __future__ import annotations
 
+import random
+import string
 import urllib.parse
 from typing import Iterator
 
@@ -14,6 +16,8 @@ from helpers.benchmark_suite import BENCH_OPTIONS
 from helpers.common import run_cli
 from helpers.history import fresh_postgres_database
 
+from perfgate.errors import PerfgateError
+from perfgate.history.db import open_history
 from perfgate.history.location import parse_history_url, shown_url
 from perfgate import gate  # noqa: F401 - the in-process pytest runs below share its modules' one copy
 
@@ -106,3 +110,22 @@ def test_the_plugin_s_recorded_line_holds_no_password(suite: pytest.Pytester, mo
 def test_the_shown_url_of_every_form_holds_no_password() -> None:
     for form in FORMS:
         _assert_no_secret(shown_url(_with_password(form, "postgresql://ci@h:5432/db")))
+
+
+def test_no_window_of_a_password_with_url_syntax_in_it_is_printed() -> None:
+    """Passwords holding / ? # @ : ' & = \\ [ ] and spaces, escaped or not, in each form: libpq reads many of them
+    differently from the user's intent (a port, a host, another parameter) and quotes that piece in its error."""
+    rng = random.Random(3)
+    alphabet = string.ascii_letters + string.digits + "/?#@:'% &=\\\"[]"
+    for _ in range(120):
+        password = "Z" + "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 10))) + "Q"
+        given = urllib.parse.quote(password, safe="") if rng.random() < 0.5 else password
+        url = rng.choice([f"postgresql://ci:{given}@127.0.0.1:1/db", f"POSTGRES://ci:{given}@127.0.0.1:1/db",
+                          f" postgresql://ci@127.0.0.1:1/db?sslmode=disable&password={given}",
+                          f"host=127.0.0.1 port=1 password='{password}' dbname=db",
+                          f"postgresql+psycopg://ci:{given}@127.0.0.1:1/db"])
+        with pytest.raises(PerfgateError) as info:
+            open_history(url, max_time=2)
+        text = str(info.value)
+        windows = {word[at:at + 5] for word in (password, given) for at in range(len(word) - 4)}
+        assert not [window for window in windows if window in text], (url, text)
