@@ -22,6 +22,9 @@ HOSTILE = {
     "view in a table's place": "ALTER TABLE perfgate_acceptances RENAME TO kept; CREATE VIEW perfgate_acceptances AS "
                                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i, '', "
                                "'', '', '', '', '', '', '', '' FROM n",
+    "table redefined": "DROP TABLE perfgate_acceptances; CREATE TABLE perfgate_acceptances (id INTEGER PRIMARY KEY, "
+                       "commit_sha TEXT DEFAULT (zeroblob(2000000000)), gpu TEXT, test TEXT, kernel TEXT, "
+                       "region TEXT, metric TEXT, reason TEXT, accepted_by TEXT, accepted_at TEXT)",
     "table of its own": "CREATE TABLE notes (text TEXT)",
     "index of its own": "CREATE INDEX perfgate_points_value ON perfgate_points (value)",
 }
