@@ -60,7 +60,11 @@ def find_plugin_pyproject(config: pytest.Config) -> Path | None:
 
 
 def report_files(target: Path) -> list[Path]:
-    """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html."""
+    """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html;
+    only the JSON where ``target`` is no file but something written through (``/dev/null``, a FIFO,
+    ``/dev/stdout``: ``perfgate.files.write_file``), beside which no .md or .html file belongs."""
+    if target.exists() and not target.is_file() and not target.is_dir():
+        return [target]
     json_file = target.with_suffix(".json") if target.suffix in (".md", ".html") else target
     return [json_file, target.with_suffix(".md"), target.with_suffix(".html")]
 
