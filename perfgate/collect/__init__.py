@@ -138,10 +138,8 @@ def _spool(source: Path, made: list[Path]) -> Path:
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
     finally:
-        if not copying or not copying[0].is_alive():
+        if not copying:  # else the copy owns the pipe and closes it when it ends
             os.close(fd)
-        # else a signal ended the wait: the copy stops at its next chunk, or with the process, and closes nothing
-        # another thread could have reopened under the same number
     return made[-1]
 
 
@@ -152,13 +150,14 @@ _STOP_SIGNALS = {getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT
 def _copy_in_thread(fd: int, handle: int, head: bytes, limit: int, source: Path,
                     workers: list[threading.Thread]) -> None:
     """Write ``head`` and the rest of the pipe ``fd`` to the temporary file ``handle``, in a worker thread (put in
-    ``workers``: the caller closes ``fd`` only once it has ended).
+    ``workers``) that owns both and closes them when it ends.
 
     The main thread only waits, where SIGTERM reaches it at once: a write into a congested TMPDIR can keep a thread
     in the kernel for seconds (dirty-page throttling wakes for a fatal signal only, and a handled SIGTERM is not
     one), and the command must still end, its spool removed, without waiting for the disk. The worker stops at
-    its next chunk once the command was terminated, or dies with the process."""
+    its next chunk once the wait was interrupted or the command terminated, or dies with the process."""
     failures: list[BaseException] = []
+    stop = threading.Event()  # the wait was interrupted (Ctrl-C, a signal): the copy ends at its next chunk
 
     def copy() -> None:
         try:
@@ -167,7 +166,7 @@ def _copy_in_thread(fd: int, handle: int, head: bytes, limit: int, source: Path,
             with os.fdopen(handle, "wb") as out:
                 out.write(head)
                 written = len(head)
-                while terminated_by() is None and (chunk := os.read(fd, _SPOOL_CHUNK)):
+                while not stop.is_set() and terminated_by() is None and (chunk := os.read(fd, _SPOOL_CHUNK)):
                     written += len(chunk)
                     if written > limit:
                         raise InputError(source, f"the stream goes on beyond perfgate's input limit of "
@@ -175,12 +174,18 @@ def _copy_in_thread(fd: int, handle: int, head: bytes, limit: int, source: Path,
                     out.write(chunk)
         except BaseException as exc:  # handed to the main thread
             failures.append(exc)
+        finally:
+            os.close(fd)
 
     worker = threading.Thread(target=copy, name="perfgate-spool", daemon=True)
     workers.append(worker)
     worker.start()
-    while worker.is_alive():
-        worker.join(0.1)  # a bounded wait: a signal's handler runs within it whatever the Python version
+    try:
+        while worker.is_alive():
+            worker.join(0.1)  # a bounded wait: a signal's handler runs within it whatever the Python version
+    except BaseException:
+        stop.set()
+        raise
     signum = terminated_by()
     if signum is not None:  # the handler's exception was lost on its way (it is raised where the wait is)
         raise Terminated(signum)
