@@ -80,6 +80,12 @@ def inert_json_bytes(text: bytes) -> bytes:
     return text.replace(_JSON_COMMAND.encode(), _JSON_COMMAND_ESCAPED.encode())
 
 
+def inert_html(text: str) -> str:
+    """HTML text (``compare --format html`` printed to a CI log) that starts no workflow command: ``##[`` written
+    ``##&#91;``, which a browser shows as ``##[`` in text and attribute values alike (the page has no script)."""
+    return text.replace(_JSON_COMMAND, "##&#91;")
+
+
 def inert_lines(text: str) -> str:
     """A multi-line text whose own newlines are kept but whose every line is made ``inert``."""
     return "\n".join(inert(line) for line in text.split("\n"))

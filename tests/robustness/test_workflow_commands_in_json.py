@@ -61,3 +61,14 @@ def test_history_changes_json_runs_no_workflow_command(tmp_path: Path, capsys: p
     for fmt in ("text", "md"):
         assert main(["history", "changes", "--db", url, "--format", fmt]) == 0
         assert runs_workflow_command(capsys.readouterr().out) == [], fmt
+
+
+def test_compare_html_on_stdout_runs_no_workflow_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The HTML page printed to a CI log: ``##[`` as ``##&#91;``, which the browser shows as the name."""
+    import html
+
+    base, cur = _hostile_csvs(tmp_path, WORKFLOW_COMMANDS[0])
+    assert main(["compare", str(base), str(cur), "--format", "html"]) == 1
+    out = capsys.readouterr().out
+    assert runs_workflow_command(out) == []
+    assert WORKFLOW_COMMANDS[0] in html.unescape(out)
