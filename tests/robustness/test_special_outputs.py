@@ -118,6 +118,11 @@ def test_a_folder_is_refused_in_one_line(tmp_path: Path) -> None:
 
 def test_dev_stdout_is_this_process_stdout_not_a_file_put_in_dev(tmp_path: Path) -> None:
     """To a pipe, and to a file the shell redirected stdout to (written after what was printed, not over it)."""
+    own = tmp_path / "stdout"  # a link of this test's own to the same place: replaced, it stops the test here
+    own.symlink_to("/proc/self/fd/1")
+    done = _perfgate("compare", BASE, CURRENT, "--format", "json", "-o", own)
+    assert done.returncode in (0, 1) and own.is_symlink() and list(tmp_path.iterdir()) == [own], done.stderr
+    assert b'"perfgate-report"' in done.stdout
     link = os.readlink("/dev/stdout") if os.path.islink("/dev/stdout") else None
     done = _perfgate("compare", BASE, CURRENT, "--format", "json", "-o", "/dev/stdout")
     assert done.returncode in (0, 1), done.stderr
