@@ -145,6 +145,12 @@ def write_file(path: Path, text: str | bytes | Iterable[str | bytes]) -> None:
         _write_through(path, text)
 
 
+def written_through(path: Path) -> bool:
+    """Whether ``write_file`` writes through to ``path`` (a device, a FIFO, a process's own descriptor) rather than
+    replace a file there."""
+    return _replaceable(path) is None
+
+
 def _replaceable(path: Path) -> Path | None:
     """The regular file (or new path) that ``path`` names, following symbolic links; None when it names
     anything else, or a process's open descriptor (``/dev/stdout`` -> ``/proc/self/fd/1``): replacing the file
@@ -180,15 +186,16 @@ def _write_through(path: Path, text: str | bytes | Iterable[str | bytes]) -> Non
         raise NotWritable(errno.EINVAL, f"{what}, which perfgate never writes: give a file name, or - for stdout",
                           str(path))
     parts = [text] if isinstance(text, (str, bytes)) else text
-    stdout = getattr(sys.stdout, "buffer", None)
-    if stdout is not None and _same_as_fd(info, 1):
-        # /dev/stdout and the like: write to the descriptor this process has, after what it printed, rather
-        # than open the file again at its start (stdout redirected to a file would be truncated).
-        sys.stdout.flush()
-        for part in parts:
-            stdout.write(part.encode("utf-8") if isinstance(part, str) else part)
-        stdout.flush()
-        return
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None and _same_as_fd(info, fd):
+            # /dev/stdout and the like: write to the descriptor this process has, after what it printed, rather
+            # than open the file again at its start (stdout redirected to a file would be truncated).
+            stream.flush()
+            for part in parts:
+                buffer.write(part.encode("utf-8") if isinstance(part, str) else part)
+            buffer.flush()
+            return
     fd = _open_fifo(path) if stat.S_ISFIFO(mode) else os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
     with os.fdopen(fd, "wb") as out:
         for part in parts:

@@ -12,6 +12,7 @@ import pytest
 
 from perfgate.config import Settings, find_pyproject, load_settings
 from perfgate.errors import ConfigError
+from perfgate.files import written_through
 from perfgate.metrics import Threshold
 from perfgate.option_table import PLUGIN_OPTIONS, resolve
 from perfgate.options import selection
@@ -63,11 +64,7 @@ def report_files(target: Path) -> list[Path]:
     """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html;
     only the JSON where ``target`` is no file but something written through (``/dev/null``, a FIFO,
     ``/dev/stdout``: ``perfgate.files.write_file``), beside which no .md or .html file belongs."""
-    try:
-        special = target.exists() and not target.is_file() and not target.is_dir()
-    except OSError:  # a name too long, say: the writer says so in one line
-        special = False
-    if special:
+    if written_through(target):
         return [target]
     json_file = target.with_suffix(".json") if target.suffix in (".md", ".html") else target
     return [json_file, target.with_suffix(".md"), target.with_suffix(".html")]

@@ -178,3 +178,14 @@ def test_a_fifo_nobody_reads_is_refused_after_the_wait(tmp_path: Path, monkeypat
     with pytest.raises(OSError, match="nothing read within 0.2 s"):
         write_file(fifo, "x")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_the_plugin_writes_the_json_to_its_stdout_and_nothing_beside_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    own = pytester.path / "stdout"  # this test's own link first: replaced, it stops here
+    own.symlink_to("/proc/self/fd/1")
+    for target in (own, Path("/dev/stdout")):
+        result = pytester.runpytest_subprocess("--perfgate", "-p", "no:cacheprovider", f"--perfgate-report={target}")
+        assert '"format": "perfgate-report"' in result.stdout.str() and "Traceback" not in result.stderr.str()
+        assert own.is_symlink() and not (pytester.path / "stdout.md").exists()
+    assert not os.path.exists("/dev/stdout.md") and not os.path.exists("/dev/stdout.html")
