@@ -56,6 +56,7 @@ from perfgate.files import (
 )
 from perfgate.columns import first_rows
 from perfgate.table import Measurement
+from perfgate.text import inert_json
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL
 
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
@@ -156,7 +157,7 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
 
 
 def dumps_baseline(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return inert_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 def _current_bytes(path: Path) -> bytes | None:

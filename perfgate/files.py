@@ -1,10 +1,17 @@
 """Writing files so that a reader never sees half of one, and cleaning up after a killed writer.
-Stdlib only: reports, baselines and the plugin use it before numpy is loaded."""
+Stdlib only: reports, baselines and the plugin use it before numpy is loaded.
+
+``write_file`` is the one home of an output a user names (``-o FILE``, ``--perfgate-report``): atomic where the
+target is a regular file or a new path, written through where it is something else a shell writes to (a
+character device such as ``/dev/null``, a FIFO, ``/dev/stdout``), which a rename would replace and destroy."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -115,6 +122,111 @@ def write_atomically(path: Path, text: str | bytes | Iterable[str | bytes]) -> N
         raise
     os.close(fd)
     _sync_folder(path.parent)
+
+
+class NotWritable(OSError):
+    """A target perfgate refuses to write (a block device, a socket): ``strerror`` says what it is."""
+
+
+_MAX_LINKS = 40  # as the kernel's ELOOP limit
+
+
+def write_file(path: Path, text: str | bytes | Iterable[str | bytes]) -> None:
+    """Write a command's or the plugin's output to ``path``: atomically (``write_atomically``) where it is a
+    regular file or a new path, also through a symbolic link (the file it names is replaced, the link kept);
+    through to anything else a shell would write to (a character device, a FIFO, a process's own descriptor
+    such as ``/dev/stdout``), as ``>`` would, since renaming a file over it would destroy it (as root) and
+    lose the output. A directory, a block device or a socket raises ``OSError`` (``strerror`` says why), as
+    does a full device (``/dev/full``: ENOSPC)."""
+    replaceable = _replaceable(path)
+    if replaceable is not None:
+        write_atomically(replaceable, text)
+    else:
+        _write_through(path, text)
+
+
+def written_through(path: Path) -> bool:
+    """Whether ``write_file`` writes through to ``path`` (a device, a FIFO, a process's own descriptor) rather than
+    replace a file there."""
+    return _replaceable(path) is None
+
+
+def _replaceable(path: Path) -> Path | None:
+    """The regular file (or new path) that ``path`` names, following symbolic links; None when it names
+    anything else, or a process's open descriptor (``/dev/stdout`` -> ``/proc/self/fd/1``): replacing the file
+    behind one would leave the descriptor writing to the old one."""
+    current = path
+    for _ in range(_MAX_LINKS):
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return current  # a new file (or a dangling link's target, made as ``>`` would)
+        except OSError:
+            return current  # not a directory, no permission...: write_atomically says so
+        if stat.S_ISREG(info.st_mode):
+            return current
+        if not stat.S_ISLNK(info.st_mode):
+            return None
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(current)))
+        if folder == "/proc" or folder.startswith("/proc/"):
+            return None
+        current = Path(folder, os.readlink(current))
+    return None  # a loop of links: opening it says so (ELOOP)
+
+
+def _write_through(path: Path, text: str | bytes | Iterable[str | bytes]) -> None:
+    """Write to what ``path`` names without replacing it: a FIFO (waiting for its reader as long as a FIFO
+    input may wait for its writer), a character device, or this process's stdout."""
+    info = os.stat(path)
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        what = "a block device" if stat.S_ISBLK(mode) else "a socket"
+        raise NotWritable(errno.EINVAL, f"{what}, which perfgate never writes: give a file name, or - for stdout",
+                          str(path))
+    parts = [text] if isinstance(text, (str, bytes)) else text
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None and _same_as_fd(info, fd):
+            # /dev/stdout and the like: write to the descriptor this process has, after what it printed, rather
+            # than open the file again at its start (stdout redirected to a file would be truncated).
+            stream.flush()
+            for part in parts:
+                buffer.write(part.encode("utf-8") if isinstance(part, str) else part)
+            buffer.flush()
+            return
+    fd = _open_fifo(path) if stat.S_ISFIFO(mode) else os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    with os.fdopen(fd, "wb") as out:
+        for part in parts:
+            out.write(part.encode("utf-8") if isinstance(part, str) else part)
+
+
+def _same_as_fd(info: os.stat_result, fd: int) -> bool:
+    try:
+        mine = os.fstat(fd)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (info.st_dev, info.st_ino)
+
+
+def _open_fifo(path: Path) -> int:
+    """A FIFO opened for writing once a reader has it open; ``ENXIO`` when none came within the FIFO wait."""
+    from perfgate.limits import fifo_wait_seconds
+
+    deadline = time.monotonic() + fifo_wait_seconds()
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                if exc.errno == errno.ENXIO:
+                    exc.strerror = f"a named pipe (FIFO) that nothing read within {fifo_wait_seconds():g} s"
+                raise
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        return fd
 
 
 def remove_leftovers(folder: Path) -> list[Path]:

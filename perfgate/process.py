@@ -51,6 +51,15 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+_terminated_by: int | None = None  # the signal ``terminating_unwinds`` caught, while its command unwinds
+
+
+def terminated_by() -> int | None:
+    """The signal that ended the running command (None while none did): a loop in a worker thread, which the
+    signal's exception does not reach, stops when this says so."""
+    return _terminated_by
+
+
 @contextlib.contextmanager
 def terminating_unwinds() -> Iterator[None]:
     """While a command runs on the main thread, SIGTERM and SIGHUP raise ``Terminated``. A handler someone
@@ -60,8 +69,11 @@ def terminating_unwinds() -> Iterator[None]:
         return
 
     def unwind(signum: int, frame: object) -> None:
+        global _terminated_by
+        _terminated_by = signum
         raise Terminated(signum)
 
+    global _terminated_by
     installed = {}
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
@@ -72,6 +84,7 @@ def terminating_unwinds() -> Iterator[None]:
     finally:
         for sig, previous in installed.items():
             signal.signal(sig, previous)
+        _terminated_by = None
 
 
-__all__ = ["Terminated", "print_out", "stdout_gone", "terminating_unwinds"]
+__all__ = ["Terminated", "print_out", "stdout_gone", "terminated_by", "terminating_unwinds"]

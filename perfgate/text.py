@@ -10,7 +10,8 @@ line holding ``##[command]`` anywhere, or starting with ``::command::`` after an
 writes every such character (and that ``[`` and first ``:``) as a visible escape (``\\x1b``, ``\\r``,
 ``\\n``, ``\\u202e``, ``##\\x5b``), the way ``repr`` would, so the text shows exactly what the name holds
 and does nothing else. Markdown and HTML escape names their own way (``perfgate.render``); this is for text
-output: the terminal report, error lines, and the lines the CLI and the plugin print.
+output: the terminal report, error lines, and the lines the CLI and the plugin print. JSON stays JSON:
+``inert_json`` escapes only what a workflow command needs, in a way every JSON reader undoes.
 
 Stdlib only.
 """
@@ -60,6 +61,31 @@ def inert(text: object, max_chars: int | None = None) -> str:
     # Backslashes are doubled only when something is escaped, so that "\x1b" typed in a name stays
     # distinguishable from an escaped ESC; plain names with backslashes read as they are.
     return _ESCAPED.sub(_escape, value) + cut
+
+
+# In JSON text the '[' after '##' is written as its escape: the same string to every JSON reader, no command to the
+# runner. A JSON line never starts with '::' (each starts with whitespace, a quote or a bracket: strings hold no raw
+# line break), and '#' is never part of an escape or of JSON's own syntax, so a plain replacement is exact.
+_JSON_COMMAND, _JSON_COMMAND_ESCAPED = "##[", "##\\u005b"
+
+
+def inert_json(text: str) -> str:
+    """JSON text (a report, a baseline, ``history changes``) that starts no workflow command when a CI log shows it:
+    ``##[`` inside its strings is written ``##\\u005b``, which any JSON reader reads back as ``##[``."""
+    return text.replace(_JSON_COMMAND, _JSON_COMMAND_ESCAPED) if "#" in text else text
+
+
+def inert_json_bytes(text: bytes) -> bytes:
+    """``inert_json`` of UTF-8 JSON text."""
+    if b"#" not in text:  # a one-byte search (memchr) is several times faster than the replacement's
+        return text
+    return text.replace(_JSON_COMMAND.encode(), _JSON_COMMAND_ESCAPED.encode())
+
+
+def inert_html(text: str) -> str:
+    """HTML text (``compare --format html`` printed to a CI log) that starts no workflow command: ``##[`` written
+    ``##&#91;``, which a browser shows as ``##[`` in text and attribute values alike (the page has no script)."""
+    return text.replace(_JSON_COMMAND, "##&#91;")
 
 
 def inert_lines(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NoReturn
 
 from perfgate.config import Settings, find_pyproject, load_settings
 from perfgate.errors import EXIT_USAGE, InputError
-from perfgate.files import write_atomically
+from perfgate.files import write_file
 from perfgate.option_table import given_to_command, resolve
 from perfgate.process import print_out
 from perfgate.text import inert
@@ -60,16 +60,18 @@ def output_path(text: str) -> Path | None:
     return None if text == "-" else Path(text)
 
 
+WRITE_FIX = "give a file in a writable folder with space left, or - for stdout"
+
+
 def write_output(parts: Iterable[str | bytes], output: Path | None) -> None:
     """Write a report's text, in parts (``render_parts``), to ``output`` or to stdout."""
     if output is None:
         print_out(*parts)
         return
     try:
-        write_atomically(output, parts)
+        write_file(output, parts)
     except OSError as exc:
-        raise InputError(output, f"cannot write report ({exc.strerror})", "check the directory exists and is "
-                                                                          "writable") from None
+        raise InputError(output, f"cannot write report ({exc.strerror or exc})", WRITE_FIX) from None
 
 
 def format_of(output: Path | None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK, InputError
-from perfgate.files import write_atomically
+from perfgate.files import write_file
 from perfgate.options import non_negative_fraction, non_negative_seconds, probability
 from perfgate.process import print_out
 from perfgate.text import inert
@@ -162,6 +162,7 @@ def _write(text: str, output: Path | None) -> None:
         print_out(text)
         return
     try:
-        write_atomically(output, [text])
+        write_file(output, [text])
     except OSError as exc:
-        raise InputError(output, f"cannot write ({exc.strerror})", "check the folder exists and is writable") from None
+        raise InputError(output, f"cannot write ({exc.strerror or exc})", "give a file in a writable folder with space "
+                                                                            "left, or - for stdout") from None

@@ -13,8 +13,10 @@ import gzip
 import lzma
 import os
 import select
+import signal
 import stat
 import tempfile
+import threading
 import time
 import zlib
 from collections.abc import Collection
@@ -37,6 +39,7 @@ from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
 from perfgate.collect.timeline import looks_like_trace, read_nsys_export, table_from_trace
 from perfgate.errors import InputError
+from perfgate.process import Terminated, terminated_by
 from perfgate.table import Measurement, restrict_metrics
 from perfgate.vocabulary import READABLE_INPUTS
 
@@ -111,8 +114,9 @@ def _first_bytes(fd: int, path: Path) -> bytes:
     return head
 
 
-def _spool(source: Path) -> Path:
-    """Copy a pipe into a temporary file (readers need to seek); the caller removes it.
+def _spool(source: Path, made: list[Path]) -> Path:
+    """Copy a pipe into a temporary file (readers need to seek), named in ``made`` as soon as it exists: the caller
+    removes it, whatever ends the copy.
 
     Refused early: a stream whose first bytes are no supported format (nothing more is read), and a
     stream longer than ``max_input_bytes()`` (the partial copy is removed).
@@ -122,36 +126,71 @@ def _spool(source: Path) -> Path:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
-    spooled: Path | None = None
+    copying: list[threading.Thread] = []
     try:
         head = _first_bytes(fd, source)
         if head and not _supported_head(head):
             raise _unrecognized(source)
         os.set_blocking(fd, True)
         handle, name = tempfile.mkstemp(prefix="perfgate-", suffix=source.suffix if source.suffix else "")
-        spooled = Path(name)
-        with os.fdopen(handle, "wb") as out:
-            out.write(head)
-            written = len(head)
-            while chunk := os.read(fd, 1 << 20):
-                written += len(chunk)
-                if written > limit:
-                    raise InputError(source, f"the stream goes on beyond perfgate's input limit of {size_text(limit)}",
-                                     FIX_SIZE)
-                out.write(chunk)
+        made.append(Path(name))
+        _copy_in_thread(fd, handle, head, limit, source, copying)
     except OSError as exc:
-        if spooled is not None:
-            spooled.unlink(missing_ok=True)
         raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
-    except BaseException:
-        if spooled is not None:
-            spooled.unlink(missing_ok=True)
-        raise
     finally:
-        os.close(fd)
-    return spooled
+        if not copying:  # else the copy owns the pipe and closes it when it ends
+            os.close(fd)
+    return made[-1]
 
 
+_SPOOL_CHUNK = 256 << 10
+_STOP_SIGNALS = {getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)}
+
+
+def _copy_in_thread(fd: int, handle: int, head: bytes, limit: int, source: Path,
+                    workers: list[threading.Thread]) -> None:
+    """Write ``head`` and the rest of the pipe ``fd`` to the temporary file ``handle``, in a worker thread (put in
+    ``workers``) that owns both and closes them when it ends.
+
+    The main thread only waits, where SIGTERM reaches it at once: a write into a congested TMPDIR can keep a thread
+    in the kernel for seconds (dirty-page throttling wakes for a fatal signal only, and a handled SIGTERM is not
+    one), and the command must still end, its spool removed, without waiting for the disk. The worker stops at
+    its next chunk once the wait was interrupted or the command terminated, or dies with the process."""
+    failures: list[BaseException] = []
+    stop = threading.Event()  # the wait was interrupted (Ctrl-C, a signal): the copy ends at its next chunk
+
+    def copy() -> None:
+        try:
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # signals go to the main thread
+            with os.fdopen(handle, "wb") as out:
+                out.write(head)
+                written = len(head)
+                while not stop.is_set() and terminated_by() is None and (chunk := os.read(fd, _SPOOL_CHUNK)):
+                    written += len(chunk)
+                    if written > limit:
+                        raise InputError(source, f"the stream goes on beyond perfgate's input limit of "
+                                                 f"{size_text(limit)}", FIX_SIZE)
+                    out.write(chunk)
+        except BaseException as exc:  # handed to the main thread
+            failures.append(exc)
+        finally:
+            os.close(fd)
+
+    worker = threading.Thread(target=copy, name="perfgate-spool", daemon=True)
+    workers.append(worker)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)  # a bounded wait: a signal's handler runs within it whatever the Python version
+    except BaseException:
+        stop.set()
+        raise
+    signum = terminated_by()
+    if signum is not None:  # the handler's exception was lost on its way (it is raised where the wait is)
+        raise Terminated(signum)
+    if failures:
+        raise failures[0]
 
 
 def _decompress(source: Path, head: bytes, folder: Path) -> Path:
@@ -189,19 +228,19 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
     are removed before this returns or raises.
     """
     file_path = Path(path)
-    spooled: Path | None = None
+    spooled: list[Path] = []  # filled by _spool as soon as the file exists: removed here even if a signal ends it
     try:
         if _check_path(file_path) == _PIPE:
             # A pipe or process substitution can be read only once, and readers need to seek.
-            spooled = file_path = _spool(file_path)
+            file_path = _spool(file_path, spooled)
         try:
             measurement = _read_file(file_path, metrics, str(path))
         except InputError as exc:
             raise _renamed(exc, file_path, path) from None
-        return measurement._replace(source=str(path)) if spooled is not None else measurement
+        return measurement._replace(source=str(path)) if spooled else measurement
     finally:
-        if spooled is not None:
-            spooled.unlink(missing_ok=True)
+        for made in spooled:
+            made.unlink(missing_ok=True)
 
 
 def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> Measurement:

@@ -15,7 +15,7 @@ from perfgate.history.changes import P_VALUE, change_points
 from perfgate.history.db import History
 from perfgate.history.series import Branch, Series, load_branch, relative
 from perfgate.render.formatting import md_escape
-from perfgate.text import inert
+from perfgate.text import inert, inert_json
 
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
@@ -97,8 +97,8 @@ def _creep_note(change: dict[str, Any]) -> str:
 
 def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
     if fmt == "json":  # a change from 0 is infinite: null in JSON, which has no infinity
-        return json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
-                          allow_nan=False, default=str) + "\n"
+        return inert_json(json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
+                                     allow_nan=False, default=str)) + "\n"
     if fmt == "md":
         return _markdown(changes)
     if not changes:

@@ -12,6 +12,7 @@ import pytest
 
 from perfgate.config import Settings, find_pyproject, load_settings
 from perfgate.errors import ConfigError
+from perfgate.files import written_through
 from perfgate.metrics import Threshold
 from perfgate.option_table import PLUGIN_OPTIONS, resolve
 from perfgate.options import selection
@@ -60,7 +61,11 @@ def find_plugin_pyproject(config: pytest.Config) -> Path | None:
 
 
 def report_files(target: Path) -> list[Path]:
-    """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html."""
+    """The session report's files: JSON at ``target`` (or beside it, for a .md or .html target), .md, .html;
+    only the JSON where ``target`` is no file but something written through (``/dev/null``, a FIFO,
+    ``/dev/stdout``: ``perfgate.files.write_file``), beside which no .md or .html file belongs."""
+    if written_through(target):
+        return [target]
     json_file = target.with_suffix(".json") if target.suffix in (".md", ".html") else target
     return [json_file, target.with_suffix(".md"), target.with_suffix(".html")]
 
@@ -69,6 +74,13 @@ def _report_path_problem(label: str, value: str, target: Path) -> str | None:
     """Why the session report cannot be written at ``target``, found before any test runs; else None.
 
     ``label`` says where the path came from (``--perfgate-report=out``), ``value`` is the path given."""
+    try:
+        return _path_problem(label, value, target)
+    except OSError as exc:  # the system refused to even look (a name too long): as the writer would say it
+        return f"{label}: cannot use this path ({exc.strerror or exc})"
+
+
+def _path_problem(label: str, value: str, target: Path) -> str | None:
     if value.endswith(("/", os.sep)) or target.is_dir():
         return f"{label} names a directory; give a file name, e.g. {os.path.join(value, 'perfgate-report.json')}"
     for path in report_files(target):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.plugin.options import PluginOptions, report_files
@@ -114,9 +114,9 @@ class SessionReport:
         return merged
 
     def write(self) -> None:
-        """Write the JSON, .md and .html reports (each atomically: no partial file, no temp file left);
+        """Write the JSON, .md and .html reports (each atomically, ``write_file``: no partial file, no temp file left);
         a file that cannot be written becomes one line in the terminal summary, not a traceback."""
-        from perfgate.files import write_atomically
+        from perfgate.files import write_file
         from perfgate.publish.context import commits_from_environment
         from perfgate.publish.summary import append_step_summary
         from perfgate.render import render_markdown, render_parts
@@ -129,13 +129,16 @@ class SessionReport:
             markdown = render_markdown(report, commits=commits, templates=self.options.templates)
         except ConfigError as exc:  # a team's template that compiled but failed on this report: no .md file
             self._write_error = f"perfgate: error: {exc}"
-        json_file, md_file, html_file = report_files(self.options.report)
-        texts = [(json_file, render_parts(report, "json")), *([(md_file, [markdown])] if markdown is not None else []),
-                 (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates,
-                                          json_report=json_file.name))]
+        json_file, *pages = report_files(self.options.report)
+        texts: list[tuple[Path, Iterable[str | bytes]]] = [(json_file, render_parts(report, "json"))]
+        if pages:  # none beside a device or a FIFO
+            md_file, html_file = pages
+            texts += [*([(md_file, [markdown])] if markdown is not None else []),
+                      (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates,
+                                               json_report=json_file.name))]
         for path, text in texts:
             try:
-                write_atomically(path, text)
+                write_file(path, text)
             except OSError as exc:
                 self._write_error = f"perfgate: cannot write the session report {shown_path(path, self.here)}: " + (
                     exc.strerror or str(exc))

@@ -35,6 +35,7 @@ from perfgate.render.untrusted import MAX_NAME
 from perfgate.render.markdown import MARKDOWN_BUDGET, render_markdown
 from perfgate.render.text import TEXT_LAUNCHES, render_text
 from perfgate.report import Report, dump_parts, dumps
+from perfgate.text import inert_html
 
 __all__ = ["MARKDOWN_BUDGET", "MAX_NAME", "RENDERERS", "STATUS_ICON", "TEXT_LAUNCHES", "VERDICT_ICON", "VERDICT_WORD", "display_name", "explanation",
            "format_change", "format_value", "format_values", "headline", "md_escape", "metric_line", "no_data_side", "render",
@@ -77,7 +78,8 @@ def render_parts(report: Report, fmt: str, commits: Sequence[str | None] | None 
     if fmt == "html":
         from perfgate.render.html import render_html_chunks
 
-        return render_html_chunks(report, commits=commits, templates=templates, json_report=json_report)
+        return map(inert_html, render_html_chunks(report, commits=commits, templates=templates,
+                                                  json_report=json_report))  # a name is whole in one chunk
     if fmt == "md":
         return [render_markdown(report, commits=commits, templates=templates)]
     return [render(report, fmt)]

@@ -6,6 +6,10 @@ like one of perfgate's replaces it. Every string from a report reaches a templat
 the filters of :mod:`perfgate.render.untrusted` (``md``, ``html``, ``plain``); HTML templates (``*.html.j2``)
 are autoescaped. ``StrictUndefined`` turns a misspelt name into an error, and a broken template (syntax or
 name) is one :class:`~perfgate.errors.ConfigError` line naming its file and line.
+
+A team's templates are code from a folder perfgate does not own, so with a team folder every template renders in
+jinja2's immutable sandbox: no attribute starting with ``_`` (no ``''.__class__.__mro__`` to reach ``os``), no
+call that changes the report, and an attempt is that same one line (docs/security.md says what stays trusted).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.sandbox
 
 from perfgate.errors import ConfigError
 from perfgate.render.untrusted import html_text, md_inline, one_line, plain_line
@@ -47,10 +52,11 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
     if folder is not None and not folder.is_dir():
         raise ConfigError(f"[tool.perfgate] templates: {folder} is not a folder (give the folder of your "
                           f"*.j2 files, relative to pyproject.toml)")
-    env = jinja2.Environment(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True,
-                             autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"),
-                                                                 default_for_string=False))
+    # perfgate's own templates alone run unsandboxed: the sandbox checks every attribute and call (the HTML page's).
+    kind = jinja2.Environment if folder is None else jinja2.sandbox.ImmutableSandboxedEnvironment
+    env = kind(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+               trim_blocks=True, lstrip_blocks=True,
+               autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False))
     env.filters.update(md=md_inline, html=html_text, plain=plain_line)
     return env
 

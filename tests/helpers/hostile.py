@@ -33,3 +33,19 @@ def hostile_report(verdict_fail: bool) -> dict[str, Any]:
     report["unmeasured"] = [{"test": f"t.py::x{CAUSE}", "cause": CAUSE, "launch": CAUSE},
                             {"test": "t.py::y", "cause": CAUSE}]
     return report
+
+
+# Workflow commands a fork's kernel name or an accept reason could carry into a CI log (GitHub's runner acts on
+# '##[' anywhere in a line, and on a line starting with '::' after whitespace).
+WORKFLOW_COMMANDS = [
+    "##[stop-commands]t0k",
+    "x ##[set-output name=verdict;]pass",
+    "::add-mask::secret",
+    "  ::error file=a.py::forged",
+    "###[warning]three hashes",
+]
+
+
+def runs_workflow_command(text: str) -> list[str]:
+    """The lines of ``text`` the runner would act on."""
+    return [line for line in text.splitlines() if "##[" in line or line.lstrip().startswith("::")]
