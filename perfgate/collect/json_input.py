@@ -119,6 +119,8 @@ class _Reader:
                     raise _TooLarge from None
                 self._grow()
                 continue
+            if end - self.at > MAX_VALUE_CHARS:
+                raise _TooLarge
             if end < len(self.text) or self.ended:  # a number at the end of the text may go on in the next chunk
                 self.at = end
                 return found
