@@ -97,13 +97,15 @@ def _facts(document: Any) -> dict[str, str | int | float | bool]:
 
 def _time(value: Any, path: Path) -> float | None:
     """An event's ``ts`` or ``dur`` (µs); None where it has none; InputError where no clock could have given it."""
-    number = _number(value) if value is not None else None
-    if number is None and value is not None and not isinstance(value, bool):
-        try:
-            number = float(value)  # inf, nan: a number, refused below
-        except (TypeError, ValueError):
-            return None
-    if number is not None and not abs(number) * 1000.0 < MAX_TIME_NS:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    except OverflowError:  # an integer past any float
+        number = math.inf
+    if not abs(number) * 1000.0 < MAX_TIME_NS:  # inf and nan too
         raise InputError(path, f"a time stamp out of any clock's range ({number:.3g} µs)",
                          "trace again; the file is corrupt or was edited")
     return number
@@ -113,14 +115,16 @@ def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None 
     """The GPU ops, launches and ranges of a parsed Chrome trace; ``streamed``: its events, as they are read from
     the file (``json_input.open_json``), where ``document`` holds the rest."""
     events = document.get("traceEvents") if isinstance(document, dict) else document
-    if streamed is None and not isinstance(events, list):
+    if streamed is not None:
+        events = streamed
+    elif not isinstance(events, list):
         raise InputError(path, "a Chrome trace without a traceEvents list", "export it again with torch.profiler")
     origin: float | None = None
     whole_microseconds = True  # every GPU op's ts and dur: older Kineto writes integers, newer ns fractions
     ops: list[GpuOp] = []
     launches: dict[int, Launch] = {}
     ranges: list[Range] = []
-    for event in events if streamed is None else streamed:
+    for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         ts, dur = _time(event.get("ts"), path), _time(event.get("dur"), path)
