@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -133,11 +133,11 @@ class _Reader:
             pass
 
 
-def open_json(path: Path, array: str) -> tuple[Any, Iterator[Any] | None]:
-    """A JSON input whose top-level object holds a list under ``array`` (a trace's ``traceEvents``), with that
-    list's elements read one at a time: the document without them (``array`` maps to an empty list), and the
-    elements. The document's keys after the list are added to it as the elements run out. Any other document is
-    read whole (``load_json``), with no elements (None)."""
+def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tuple[Any, str, Iterator[Any] | None]:
+    """A JSON input whose top-level object holds a list that ``streams(key, document so far)`` picks (a trace's
+    events), with that list's elements read one at a time: the document without them (the key maps to an empty
+    list), the key, and the elements. The document's keys after the list are added to it as the elements run
+    out. Any other document is read whole (``load_json``), with no key ("") and no elements (None)."""
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -146,7 +146,7 @@ def open_json(path: Path, array: str) -> tuple[Any, Iterator[Any] | None]:
         reader = _Reader(handle, path)
         if reader.peek() != "{":
             handle.close()
-            return load_json(path), None
+            return load_json(path), "", None
         reader.take("{")
         document: dict[str, Any] = {}
         if reader.peek() != "}":
@@ -155,19 +155,19 @@ def open_json(path: Path, array: str) -> tuple[Any, Iterator[Any] | None]:
                 if not isinstance(key, str):
                     raise reader.broken(reader.at, "expecting a property name in double quotes")
                 reader.take(":")
-                if key == array and reader.peek() == "[":
+                if reader.peek() == "[" and streams(key, document):
                     reader.take("[")
                     document[key] = []
-                    return document, _elements(reader, document, handle)
+                    return document, key, _elements(reader, document, handle)
                 document[key] = reader.value()
                 if reader.take(",}") == "}":
                     break
         _end(reader, document)
         handle.close()
-        return document, None
+        return document, "", None
     except _TooLarge:
         handle.close()
-        return load_json(path), None
+        return load_json(path), "", None
     except BaseException:
         handle.close()
         raise

@@ -23,6 +23,7 @@ from helpers.timeline import OURS, corpus_trace
 from perfgate.collect import json_input, read_table
 from perfgate.collect.timeline import attribute
 from perfgate.collect.timeline.chrome import read_chrome_trace
+from perfgate.collect.timeline.cupti_dump import read_cupti_dump
 from perfgate.collect.timeline.measure import measurement_of
 from perfgate.errors import InputError
 from perfgate.limits import MAX_NAME_CHARS, MAX_OPEN_RANGES
@@ -99,6 +100,25 @@ def test_a_streamed_trace_measures_as_the_parsed_one(monkeypatch: pytest.MonkeyP
     parsed = measurement_of(read_chrome_trace({"traceEvents": events, **document}, trace), trace)
     assert list(streamed.table.rows()) == list(parsed.table.rows()) and streamed.settings == parsed.settings
     assert set(streamed.table["device"]) == {"NVIDIA H200"}  # deviceProperties came after the events
+
+
+def test_a_streamed_cupti_trace_measures_as_the_parsed_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """perfgate's own CUPTI trace: its records read one at a time, its regions after them."""
+    document = json.loads(gzip.decompress((OURS / "mlp.cupti.a.cupti.json.gz").read_bytes()))
+    trace = tmp_path / "trace.cupti.json"
+    trace.write_text(json.dumps(document))
+    monkeypatch.setattr(json_input, "_CHUNK", 7)
+    streamed = read_table(trace)
+    parsed = measurement_of(read_cupti_dump(document, trace), trace)
+    assert list(streamed.table.rows()) == list(parsed.table.rows()) and streamed.settings == parsed.settings
+
+
+def test_records_of_another_format_are_not_read_as_a_cupti_trace(tmp_path: Path) -> None:
+    document = json.loads(gzip.decompress((OURS / "vector_add.cupti.a.cupti.json.gz").read_bytes()))
+    trace = tmp_path / "other.json"
+    trace.write_text(json.dumps({"records": document["records"], "format": "something-else"}))
+    with pytest.raises(InputError, match="neither a Chrome trace nor a perfgate-cupti-trace"):
+        read_table(trace)
 
 
 @pytest.mark.parametrize("cut, message", [(-40, "broken JSON at line"), (None, "broken JSON at line")])
