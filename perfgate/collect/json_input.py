@@ -19,6 +19,7 @@ from perfgate.errors import InputError
 from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, read_json_file
 
 FIX = "regenerate the file (perfgate or pytest-benchmark)"
+TRACE_FIX = "export the trace again"  # once a list is streamed, the input is a trace
 MAX_VALUE_CHARS = 16 << 20  # one event of a streamed array, or one top-level value of a streamed document
 _CHUNK = 1 << 20
 _LONGEST_ESCAPE = len("\\uXXXX")
@@ -55,6 +56,7 @@ class _Reader:
         self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
         self.text, self.at, self.ended = "", 0, False
         self.line, self.column = 1, 1  # where self.text starts in the file
+        self.fix = FIX
 
     def _more(self) -> bool:
         """Read the next chunk (dropping what was read); False at the end of the file."""
@@ -80,7 +82,7 @@ class _Reader:
         return f"line {self.line + newlines} column {column}"
 
     def broken(self, at: int, message: str) -> InputError:
-        return InputError(self.path, f"broken JSON at {self.where(at)}: {message}", f"it may have been truncated; {FIX}")
+        return InputError(self.path, f"broken JSON at {self.where(at)}: {message}", f"it may have been truncated; {self.fix}")
 
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end), not consumed."""
@@ -106,9 +108,9 @@ class _Reader:
             try:
                 found, end = self.decoder.raw_decode(self.text, self.at)
             except _NonFinite as exc:
-                raise InputError(self.path, f"{exc} is not valid JSON (numbers must be finite)", FIX) from None
+                raise InputError(self.path, f"{exc} is not valid JSON (numbers must be finite)", self.fix) from None
             except RecursionError:
-                raise InputError(self.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", FIX) from None
+                raise InputError(self.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", self.fix) from None
             except json.JSONDecodeError as exc:
                 # Where the text read so far ends inside the value, decoding fails at that end (or, for a string,
                 # at its opening quote): read on. Anywhere else the JSON is broken whatever follows.
@@ -157,6 +159,7 @@ def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tup
                 reader.take(":")
                 if reader.peek() == "[" and streams(key, document):
                     reader.take("[")
+                    reader.fix = TRACE_FIX
                     document[key] = []
                     return document, key, _elements(reader, document, handle)
                 document[key] = reader.value()
@@ -175,7 +178,7 @@ def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tup
 
 def _elements(reader: _Reader, document: dict[str, Any], handle: IO[bytes]) -> Iterator[Any]:
     """The list's elements, then the rest of the top-level object into ``document``."""
-    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", FIX)
+    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
     with handle:
         try:
             if reader.peek() != "]":
@@ -201,4 +204,4 @@ def _end(reader: _Reader, document: dict[str, Any]) -> None:
     if reader.peek():
         raise reader.broken(reader.at, "extra data")
     if json_depth_exceeds(document):
-        raise InputError(reader.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", FIX)
+        raise InputError(reader.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", reader.fix)
