@@ -10,6 +10,11 @@ ends in one line (exit 2) within seconds, instead of filling the disk or the mem
   templated names seen in real reports are a few thousand characters; a 50 MB name took 45 s.
 * ``MAX_JSON_DEPTH``: nesting of a JSON input (64 levels; perfgate's own files use 5, pytest-benchmark's
   about 6). Deeper documents would exhaust Python's recursion limit later, anywhere.
+* ``MAX_OPEN_RANGES``: host ranges (NVTX, ``record_function``, ``perfgate.region``) of a trace open at one moment,
+  nested on one thread (256; the deepest nesting in the shared corpus of real traces is 19). Deeper nesting made
+  region paths grow with the square of the depth: 100,000 nested NVTX ranges took 4 GB.
+* ``MAX_REGION_PATHS_CHARS``: the distinct region paths of one trace together (64 Mi characters); a path itself
+  is a name, at most ``MAX_NAME_CHARS``.
 * ``FIFO_WAIT_SECONDS``: how long a named pipe (``mkfifo``) may have no writer before perfgate gives up
   (30 s; ``PERFGATE_FIFO_WAIT`` overrides it). An anonymous pipe (``<(cmd)``, ``cmd |``) always has its
   writer, and is read until it ends, like ``cat`` would, up to ``MAX_INPUT_BYTES``.
@@ -34,6 +39,8 @@ GZIP_MAGIC = b"\x1f\x8b"  # ... with gzip
 MAX_INPUT_BYTES = 4 << 30
 MAX_NAME_CHARS = 1 << 16
 MAX_JSON_DEPTH = 64
+MAX_OPEN_RANGES = 256
+MAX_REGION_PATHS_CHARS = 1 << 26
 MAX_FINDINGS, MAX_FINDING_CHARS = 200, 500  # ncu rule findings of one launch, in reports and baselines
 FIFO_WAIT_SECONDS = 30.0
 

@@ -33,11 +33,11 @@ from perfgate.limits import (
 )
 from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
 from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
-from perfgate.collect.json_input import load_json
+from perfgate.collect.json_input import open_json
 from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
-from perfgate.collect.timeline import looks_like_trace, read_nsys_export, table_from_trace
+from perfgate.collect.timeline import looks_like_trace, read_nsys_export, streams_events, table_from_trace
 from perfgate.errors import InputError
 from perfgate.process import Terminated, terminated_by
 from perfgate.table import Measurement, restrict_metrics
@@ -282,7 +282,9 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
     if head.startswith(_SQLITE_MAGIC):
         return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):
-        document = load_json(file_path)
+        document, key, events = open_json(file_path, streams_events)
+        if events is not None:
+            return table_from_trace(document, file_path, events, key)
         if looks_like_baseline(document):
             return table_from_baseline(document, file_path)
         if looks_like_benchmark_json(document):

@@ -1,11 +1,29 @@
-"""A JSON input read once, under perfgate's input limits, for every reader of a JSON format."""
+"""A JSON input read once, under perfgate's input limits, for every reader of a JSON format.
+
+A trace's event array is read one event at a time (``open_json``), so that memory follows what the reader keeps
+of each event rather than the whole document: a 453 MB profiler trace parsed whole took 4 GB, and a gzip of
+2 MB expanding to 2 GiB ran out of memory. Hand-written over the stdlib's own decoder (``raw_decode`` of one
+value at a time): the stdlib has no incremental parser, and one array does not warrant a new dependency.
+"""
 
 from __future__ import annotations
 
+import codecs
+import json
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from perfgate.limits import read_json_file
+from perfgate.errors import InputError
+from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, read_json_file
+
+FIX = "regenerate the file (perfgate or pytest-benchmark)"
+TRACE_FIX = "export the trace again"  # once a list is streamed, the input is a trace
+MAX_VALUE_CHARS = 16 << 20  # one event of a streamed array, or one top-level value of a streamed document
+_CHUNK = 1 << 20
+_LONGEST_ESCAPE = len("\\uXXXX")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def load_json(path: Path) -> Any:
@@ -14,4 +32,176 @@ def load_json(path: Path) -> Any:
     Nesting deeper than ``MAX_JSON_DEPTH`` is refused here, once, so that no later step (validation,
     rendering, ``str()``) can run out of recursion on an untrusted document.
     """
-    return read_json_file(path, "JSON", "regenerate the file (perfgate or pytest-benchmark)")
+    return read_json_file(path, "JSON", FIX)
+
+
+class _TooLarge(Exception):
+    """A top-level value too large to read as one piece: the document is read whole instead."""
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+class _Reader:
+    """JSON text from a binary file, decoded a chunk at a time, read one value at a time."""
+
+    def __init__(self, handle: IO[bytes], path: Path) -> None:
+        self.handle, self.path = handle, path
+        self.utf8 = codecs.getincrementaldecoder("utf-8")()
+        self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
+        self.text, self.at, self.ended = "", 0, False
+        self.line, self.column = 1, 1  # where self.text starts in the file
+        self.fix = FIX
+
+    def _more(self) -> bool:
+        """Read the next chunk (dropping what was read); False at the end of the file."""
+        if self.ended:
+            return False
+        done = self.text[:self.at]
+        newlines = done.count("\n")
+        self.line += newlines
+        self.column = len(done) - done.rfind("\n") if newlines else self.column + len(done)
+        self.text, self.at = self.text[self.at:], 0
+        chunk = self.handle.read(_CHUNK)
+        try:
+            self.text += self.utf8.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise InputError(self.path, "not UTF-8 text; expected JSON") from None
+        self.ended = not chunk
+        return True
+
+    def where(self, at: int) -> str:
+        before = self.text[:at]
+        newlines = before.count("\n")
+        column = at - before.rfind("\n") if newlines else self.column + at
+        return f"line {self.line + newlines} column {column}"
+
+    def broken(self, at: int, message: str) -> InputError:
+        return InputError(self.path, f"broken JSON at {self.where(at)}: {message}", f"it may have been truncated; {self.fix}")
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ("" at the end), not consumed."""
+        while True:
+            match = _WHITESPACE.match(self.text, self.at)
+            self.at = match.end() if match else self.at
+            if self.at < len(self.text):
+                return self.text[self.at]
+            if not self._more():
+                return ""
+
+    def take(self, expected: str) -> str:
+        char = self.peek()
+        if char not in expected:
+            raise self.broken(self.at, f"expecting one of {expected!r}" if len(expected) > 1 else f"expecting {expected!r}")
+        self.at += 1
+        return char
+
+    def value(self) -> Any:
+        """The next JSON value; ``_TooLarge`` past ``MAX_VALUE_CHARS``."""
+        self.peek()
+        while True:
+            try:
+                found, end = self.decoder.raw_decode(self.text, self.at)
+            except _NonFinite as exc:
+                raise InputError(self.path, f"{exc} is not valid JSON (numbers must be finite)", self.fix) from None
+            except RecursionError:
+                raise InputError(self.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", self.fix) from None
+            except json.JSONDecodeError as exc:
+                # Where the text read so far ends inside the value, decoding fails at that end (or, for a string,
+                # at its opening quote): read on. Anywhere else the JSON is broken whatever follows.
+                cut = exc.pos >= len(self.text) - _LONGEST_ESCAPE or exc.msg.startswith("Unterminated string")
+                if self.ended or not cut:
+                    raise self.broken(exc.pos, exc.msg) from None
+                if len(self.text) - self.at > MAX_VALUE_CHARS:
+                    raise _TooLarge from None
+                self._grow()
+                continue
+            if end - self.at > MAX_VALUE_CHARS:
+                raise _TooLarge
+            if end < len(self.text) or self.ended:  # a number at the end of the text may go on in the next chunk
+                self.at = end
+                return found
+            self._grow()
+
+    def _grow(self) -> None:
+        """Read until the unread text has doubled (so a large value is decoded a few times, not once a chunk)."""
+        wanted = 2 * (len(self.text) - self.at) + _CHUNK
+        while len(self.text) - self.at < wanted and self._more():
+            pass
+
+
+def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tuple[Any, str, Iterator[Any] | None]:
+    """A JSON input whose top-level object holds a list that ``streams(key, document so far)`` picks (a trace's
+    events), with that list's elements read one at a time: the document without them (the key maps to an empty
+    list), the key, and the elements. The document's keys after the list are added to it as the elements run
+    out. Any other document is read whole (``load_json``), with no key ("") and no elements (None)."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    try:
+        reader = _Reader(handle, path)
+        if reader.peek() != "{":
+            handle.close()
+            return load_json(path), "", None
+        reader.take("{")
+        document: dict[str, Any] = {}
+        if reader.peek() != "}":
+            while True:
+                key = reader.value()
+                if not isinstance(key, str):
+                    raise reader.broken(reader.at, "expecting a property name in double quotes")
+                reader.take(":")
+                if reader.peek() == "[" and streams(key, document):
+                    reader.take("[")
+                    reader.fix = TRACE_FIX
+                    document[key] = []
+                    return document, key, _elements(reader, document, handle)
+                document[key] = reader.value()
+                if reader.take(",}") == "}":
+                    break
+        _end(reader, document)
+        handle.close()
+        return document, "", None
+    except _TooLarge:
+        handle.close()
+        return load_json(path), "", None
+    except BaseException:
+        handle.close()
+        raise
+
+
+def _elements(reader: _Reader, document: dict[str, Any], handle: IO[bytes]) -> Iterator[Any]:
+    """The list's elements, then the rest of the top-level object into ``document``."""
+    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
+    with handle:
+        try:
+            if reader.peek() != "]":
+                while True:
+                    yield reader.value()
+                    if reader.take(",]") == "]":
+                        break
+            else:
+                reader.take("]")
+            while reader.take(",}") == ",":
+                key = reader.value()
+                if not isinstance(key, str):
+                    raise reader.broken(reader.at, "expecting a property name in double quotes")
+                reader.take(":")
+                document[key] = reader.value()
+            _end(reader, document)
+        except _TooLarge:
+            raise too_large from None
+
+
+def _end(reader: _Reader, document: dict[str, Any]) -> None:
+    """Nothing but whitespace after the document, which nests no deeper than the limit."""
+    if reader.peek():
+        raise reader.broken(reader.at, "extra data")
+    if json_depth_exceeds(document):
+        raise InputError(reader.path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", reader.fix)

@@ -14,27 +14,54 @@ Compute report (``perfgate.compare.sources``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from perfgate.collect.timeline.attribute import RangeLimit
+from perfgate.collect.timeline.checks import check_trace
 from perfgate.collect.timeline.chrome import looks_like_chrome_trace, read_chrome_trace
-from perfgate.collect.timeline.cupti_dump import looks_like_cupti_dump, read_cupti_dump
+from perfgate.collect.timeline.cupti_dump import FORMAT_NAME, looks_like_cupti_dump, read_cupti_dump
 from perfgate.collect.timeline.measure import SOURCE_SETTING, TIMELINE, measurement_of
+from perfgate.collect.timeline.model import Trace
 from perfgate.collect.timeline.nsys import SQLITE_MAGIC, read_nsys_sqlite
+from perfgate.errors import InputError
 from perfgate.table import Measurement
 
-__all__ = ["SOURCE_SETTING", "SQLITE_MAGIC", "TIMELINE", "looks_like_trace", "read_nsys_export", "table_from_trace"]
+__all__ = ["SOURCE_SETTING", "SQLITE_MAGIC", "TIMELINE", "looks_like_trace", "read_nsys_export", "streams_events",
+           "table_from_trace"]
+
+TRACE_EVENTS, RECORDS = "traceEvents", "records"  # a Chrome trace's events; perfgate's CUPTI trace's records
+
+
+def streams_events(key: str, document: dict[str, Any]) -> bool:
+    """Whether a JSON input's top-level list under ``key`` is a trace's events, read one at a time
+    (``json_input.open_json``): a Chrome trace's, or the records of perfgate's CUPTI trace (``document``: the
+    keys before the list)."""
+    return key == TRACE_EVENTS or (key == RECORDS and document.get("format", FORMAT_NAME) == FORMAT_NAME)
 
 
 def looks_like_trace(document: Any) -> bool:
     return looks_like_chrome_trace(document) or looks_like_cupti_dump(document)
 
 
-def table_from_trace(document: Any, path: Path) -> Measurement:
-    """A parsed Chrome trace or perfgate CUPTI trace as the normalized table."""
+def table_from_trace(document: Any, path: Path, events: Iterable[Any] | None = None, key: str = "") -> Measurement:
+    """A parsed Chrome trace or perfgate CUPTI trace as the normalized table; ``events``: the list under ``key``
+    as it is read (``streams_events``), ``document`` holding the rest."""
+    if events is not None:
+        read = read_chrome_trace if key == TRACE_EVENTS else read_cupti_dump
+        return _measured(read(document, path, events), path)
     trace = read_cupti_dump(document, path) if looks_like_cupti_dump(document) else read_chrome_trace(document, path)
-    return measurement_of(trace, path)
+    return _measured(trace, path)
 
 
 def read_nsys_export(path: Path) -> Measurement:
-    return measurement_of(read_nsys_sqlite(path), path)
+    return _measured(read_nsys_sqlite(path), path)
+
+
+def _measured(trace: Trace, path: Path) -> Measurement:
+    check_trace(trace, path)
+    try:
+        return measurement_of(trace, path)
+    except RangeLimit as exc:
+        raise InputError(path, exc.problem, exc.fix) from None

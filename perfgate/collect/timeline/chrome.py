@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from perfgate.collect.timeline.model import (
     Range,
     Trace,
 )
+from perfgate.collect.timeline.measure import MAX_TIME_NS
 from perfgate.collect.timeline.names import bare_name, demangled_name
 from perfgate.errors import InputError
 
@@ -93,10 +95,29 @@ def _facts(document: Any) -> dict[str, str | int | float | bool]:
     return facts
 
 
-def read_chrome_trace(document: Any, path: Path) -> Trace:
-    """The GPU ops, launches and ranges of a parsed Chrome trace."""
+def _time(value: Any, path: Path) -> float | None:
+    """An event's ``ts`` or ``dur`` (µs); None where it has none; InputError where no clock could have given it."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    except OverflowError:  # an integer past any float
+        number = math.inf
+    if not abs(number) * 1000.0 < MAX_TIME_NS:  # inf and nan too
+        raise InputError(path, f"a time stamp out of any clock's range ({number:.3g} µs)",
+                         "trace again; the file is corrupt or was edited")
+    return number
+
+
+def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None = None) -> Trace:
+    """The GPU ops, launches and ranges of a parsed Chrome trace; ``streamed``: its events, as they are read from
+    the file (``json_input.open_json``), where ``document`` holds the rest."""
     events = document.get("traceEvents") if isinstance(document, dict) else document
-    if not isinstance(events, list):
+    if streamed is not None:
+        events = streamed
+    elif not isinstance(events, list):
         raise InputError(path, "a Chrome trace without a traceEvents list", "export it again with torch.profiler")
     origin: float | None = None
     whole_microseconds = True  # every GPU op's ts and dur: older Kineto writes integers, newer ns fractions
@@ -106,8 +127,8 @@ def read_chrome_trace(document: Any, path: Path) -> Trace:
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
-        ts, dur = _number(event.get("ts")), _number(event.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        ts, dur = _time(event.get("ts"), path), _time(event.get("dur"), path)
+        if ts is None or dur is None:
             continue
         if origin is None:
             origin = ts

@@ -25,6 +25,7 @@ keeps the low 32 bits as ``thread_id``); ``step`` marks one iteration of the mea
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +104,16 @@ def _devices(document: dict[str, Any]) -> dict[int, Device]:
     return found
 
 
-def read_cupti_dump(document: dict[str, Any], path: Path) -> Trace:
+def read_cupti_dump(document: dict[str, Any], path: Path, streamed: Iterable[Any] | None = None) -> Trace:
+    """The trace; ``streamed``: its records as they are read from the file (``json_input.open_json``), where
+    ``document`` holds the rest."""
     ops: list[GpuOp] = []
     launches: dict[int, Launch] = {}
-    for record in document["records"]:
+    for record in document["records"] if streamed is None else streamed:
         if not isinstance(record, dict):
             continue
         kind, start, end = _int(record.get("kind")), _int(record.get("start")), _int(record.get("end"))
-        if kind is None or start is None or end is None or end < start:
+        if kind is None or start is None or end is None:
             continue
         if kind in _OPS:
             ops.append(_op(_OPS[kind], record, start, end))
@@ -118,6 +121,9 @@ def read_cupti_dump(document: dict[str, Any], path: Path) -> Trace:
             correlation, thread = _int(record.get("correlation_id")), _int(record.get("thread_id"))
             if correlation is not None and thread is not None and correlation not in launches:
                 launches[correlation] = Launch(correlation, str(thread & _THREAD_BITS), start, end)
+    if not looks_like_cupti_dump(document):  # read one record at a time: known only once all are read
+        raise InputError(path, f'neither a Chrome trace nor a {FORMAT_NAME} (its "format" or "regions" is another)',
+                         "pass a trace torch.profiler or perfgate's timeline source wrote")
     facts: dict[str, str | int | float | bool] = {}
     dropped = _int(document.get("dropped"))
     if dropped:

@@ -1,0 +1,36 @@
+"""What no profiler writes, refused before a trace is measured: one clear InputError each, never a verdict.
+
+A trace can come from a fork's artifact or a broken export. Times out of any clock's range are refused where
+they are read (``chrome``) or measured (``measure.check_times``); here, whatever the format: a GPU op, launch
+call or host range that ends before it starts (Nsight Systems kernels that did made "19 improvements", a pass),
+kernels that all last 0 ns (nothing to compare: every one would pass), and names past ``MAX_NAME_CHARS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfgate.collect.timeline.model import KERNEL, Trace
+from perfgate.errors import InputError
+from perfgate.limits import check_name_length
+
+_FIX = "trace again; the file is corrupt or was edited"
+
+
+def check_trace(trace: Trace, path: Path) -> None:
+    """InputError for the first of these a trace holds (one without kernels is left to ``measure.no_kernels``)."""
+    for what, spans in (("GPU op", [(op.start, op.end) for op in trace.ops]),
+                        ("launch call", [(call.start, call.end) for call in trace.launches.values()]),
+                        ("host range", [(host.start, host.end) for host in trace.ranges])):
+        backwards = [(start, end) for start, end in spans if end < start]
+        if backwards:
+            start, end = backwards[0]
+            count = f"{len(backwards):,} {what}s end" if len(backwards) > 1 else f"a {what} ends"
+            raise InputError(path, f"{count} before {'they start' if len(backwards) > 1 else 'it starts'} (the first: "
+                                   f"{end - start:,} ns long)", _FIX)
+    kernels = [op for op in trace.ops if op.kind == KERNEL]
+    if kernels and all(op.end == op.start for op in kernels):
+        raise InputError(path, f"every kernel lasts 0 ns ({len(kernels):,} kernel{'s' if len(kernels) != 1 else ''}): "
+                               "no clock measured them, so there is no time to compare", _FIX)
+    check_name_length({op.demangled for op in kernels} | {op.name for op in kernels}, path)
+    check_name_length({host.name for host in trace.ranges}, path, "region name")

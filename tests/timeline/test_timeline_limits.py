@@ -1,0 +1,189 @@
+"""Issue 33, item 5: a trace reader's memory is bounded by what it keeps, not by what it is given.
+
+A Chrome trace's events are read one at a time (``perfgate.collect.json_input.open_json``), so a 2 GiB expansion
+of whitespace or one 2 GiB name no longer takes the whole text in memory; ranges open at once and region paths
+have limits, said in one line (``perfgate.limits``), and a region path is built once however many ranges share
+it. The memory figures of the full-size inputs are in docs/timeline.md ("Limits").
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.common import REPO, run_cli
+from helpers.timeline import OURS, corpus_trace
+
+from perfgate.collect import json_input, read_table
+from perfgate.collect.timeline import attribute
+from perfgate.collect.timeline.chrome import read_chrome_trace
+from perfgate.collect.timeline.cupti_dump import read_cupti_dump
+from perfgate.collect.timeline.measure import measurement_of
+from perfgate.errors import InputError
+from perfgate.limits import MAX_NAME_CHARS, MAX_OPEN_RANGES
+
+NSYS = "nvfuser-h200/report2_ce15be9.sqlite"
+KINETO = OURS / "vector_add.torch.pt.trace.json.gz"
+
+
+def _kineto() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(gzip.decompress(KINETO.read_bytes()))
+    return document
+
+
+def _nested(tmp_path: Path, names: list[str]) -> Path:
+    """A real Nsight Systems export with ranges ``names`` nested around every launch call, outermost first."""
+    export = tmp_path / "nested.sqlite"
+    export.write_bytes(corpus_trace(NSYS).read_bytes())
+    with sqlite3.connect(export) as connection:
+        thread, first, last = connection.execute(
+            "SELECT globalTid, min(start), max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
+        connection.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                               "VALUES (?, ?, 59, ?, ?, 0)",
+                               [(first - 1000 + i, last + 1000 - i, name, thread) for i, name in enumerate(names)])
+    return export
+
+
+def test_ranges_open_past_the_limit_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """100,000 nested NVTX ranges took 4 GB (a path per range, each its parent's and one name longer)."""
+    export = _nested(tmp_path, [f"level{i}" for i in range(MAX_OPEN_RANGES + 1)])
+    status, _, err = run_cli(capsys, "baseline", export, "-d", tmp_path / "baselines")
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"{export}: more than {MAX_OPEN_RANGES} ranges open at once on thread" in err
+
+
+def test_ranges_open_up_to_the_limit_are_read(tmp_path: Path) -> None:
+    export = _nested(tmp_path, [f"level{i}" for i in range(MAX_OPEN_RANGES - 8)])  # the export's own nest 8 deep
+    regions = set(read_table(export).table["region"])
+    assert max(regions, key=len).startswith("level0 > level1 > level2")
+
+
+def test_a_region_path_past_the_name_limit_is_refused(tmp_path: Path) -> None:
+    """Each name is within the limit; the path they make is not."""
+    half = MAX_NAME_CHARS // 2 + 1
+    with pytest.raises(InputError, match=f"a region path of {2 * half + 3:,} characters"):
+        read_table(_nested(tmp_path, ["a" * half, "b" * half]))
+
+
+def test_region_paths_past_their_total_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct paths each within the limit could still fill the memory together (a long prefix, many leaves)."""
+    monkeypatch.setattr(attribute, "MAX_REGION_PATHS_CHARS", 1000)
+    with pytest.raises(InputError, match="distinct region paths of more than 1,000 characters together"):
+        read_table(_nested(tmp_path, ["x" * 600, "y" * 600]))
+
+
+def test_a_path_shared_by_many_ranges_is_built_once() -> None:
+    """Ranges of one path share one string: memory follows the distinct paths, not the ranges."""
+    paths = attribute._Paths([])
+    paths.of = ["", ""]
+    paths.name(0, "layer", "step")
+    paths.name(1, "layer", "step")
+    assert paths.of[0] is paths.of[1] and paths.of[0] == "step > layer"
+
+
+# ---------------------------------------------------------------- a Chrome trace read one event at a time
+
+def test_a_streamed_trace_measures_as_the_parsed_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Read in chunks of 7 bytes (every value cut somewhere, numbers too), with keys after the events."""
+    document = _kineto()
+    events = document.pop("traceEvents")
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events, **document}, indent=1))
+    monkeypatch.setattr(json_input, "_CHUNK", 7)
+    streamed = read_table(trace)
+    parsed = measurement_of(read_chrome_trace({"traceEvents": events, **document}, trace), trace)
+    assert list(streamed.table.rows()) == list(parsed.table.rows()) and streamed.settings == parsed.settings
+    assert set(streamed.table["device"]) == {"NVIDIA H200"}  # deviceProperties came after the events
+
+
+def test_a_streamed_cupti_trace_measures_as_the_parsed_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """perfgate's own CUPTI trace: its records read one at a time, its regions after them."""
+    document = json.loads(gzip.decompress((OURS / "mlp.cupti.a.cupti.json.gz").read_bytes()))
+    trace = tmp_path / "trace.cupti.json"
+    trace.write_text(json.dumps(document))
+    monkeypatch.setattr(json_input, "_CHUNK", 7)
+    streamed = read_table(trace)
+    parsed = measurement_of(read_cupti_dump(document, trace), trace)
+    assert list(streamed.table.rows()) == list(parsed.table.rows()) and streamed.settings == parsed.settings
+
+
+def test_records_of_another_format_are_not_read_as_a_cupti_trace(tmp_path: Path) -> None:
+    document = json.loads(gzip.decompress((OURS / "vector_add.cupti.a.cupti.json.gz").read_bytes()))
+    trace = tmp_path / "other.json"
+    trace.write_text(json.dumps({"records": document["records"], "format": "something-else"}))
+    with pytest.raises(InputError, match="neither a Chrome trace nor a perfgate-cupti-trace"):
+        read_table(trace)
+
+
+@pytest.mark.parametrize("cut, message", [(-40, "broken JSON at line"), (None, "broken JSON at line")])
+def test_a_truncated_or_damaged_stream_says_where_as_json_does(cut: int | None, message: str, tmp_path: Path) -> None:
+    text = json.dumps(_kineto(), indent=1)
+    text = text[:cut] if cut else text.replace('"ph": "X"', '"ph" "X"', 3)
+    trace = tmp_path / "bad.json"
+    trace.write_text(text)
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    with pytest.raises(InputError, match=message) as refused:
+        read_table(trace)
+    assert f"line {expected.value.lineno} column {expected.value.colno}" in str(refused.value), refused.value
+
+
+def test_text_after_the_document_is_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "extra.json"
+    trace.write_text(json.dumps(_kineto()) + " {}")
+    with pytest.raises(InputError, match="broken JSON at line 1 column .*: extra data"):
+        read_table(trace)
+
+
+def test_a_gzip_bomb_of_one_huge_name_is_refused_at_the_value_limit(tmp_path: Path) -> None:
+    """A few KB of gzip expanding to one name larger than any value perfgate reads: refused when the value
+    passes the limit, not after the whole text is in memory."""
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as out:
+        out.write(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1, "name": "')
+        out.write(b"a" * (json_input.MAX_VALUE_CHARS + (1 << 20)))
+        out.write(b'"}]}')
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(InputError, match=f"a JSON value of more than {json_input.MAX_VALUE_CHARS:,} characters"):
+        read_table(bomb)
+
+
+def test_deep_nesting_inside_an_event_is_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "deep.json"
+    trace.write_text('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    with pytest.raises(InputError, match="JSON nested more than 64 levels deep"):
+        read_table(trace)
+
+
+_PEAK = """
+import resource, sys
+from perfgate.collect import read_table
+from perfgate.errors import InputError
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    read_table(sys.argv[1])
+except InputError:
+    pass
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_a_gzip_of_whitespace_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """A real trace padded with 96 MiB of whitespace (100 KB of gzip): its text was read whole (the 2 GiB
+    expansion of such a file took 2.09 GB, then MemoryError); read a chunk at a time, it adds little."""
+    text = gzip.decompress(KINETO.read_bytes())
+    padded = tmp_path / "padded.json.gz"
+    with gzip.open(padded, "wb") as out:
+        out.write(text[:-1])
+        for _ in range(96):
+            out.write(b" " * (1 << 20))
+        out.write(text[-1:])
+    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(padded)], capture_output=True, text=True,
+                                  check=True, cwd=REPO).stdout)
+    assert grown_kb < 48 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
