@@ -78,21 +78,25 @@ class MovedAlone(NamedTuple):
 MIN_ITERATIONS = 3  # launches of one call site needed to take their median
 
 
-def call_sites(moved: Bools, apart: Floats, least: float) -> Bools:
+def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: float) -> Bools:
     """Which launches sit at a call site that moved: for each period p dividing the group's launch count with at
-    least MIN_ITERATIONS iterations, the launches at one position (i = r mod p) moved when at least
-    MIN_ITERATIONS of them, and more than half, ``moved`` (each past its own limit and apart from the group), and
-    their median ``apart`` exceeds ``least`` (the margin, or z spreads at the family-wise level over every position
-    tried). Returns the ``moved`` launches of the call sites that moved."""
-    count = moved.size
+    least MIN_ITERATIONS iterations, the launches at one position (i = r mod p, one per iteration) moved when at
+    least MIN_ITERATIONS of them, and more than half, ``moved``, and their median own change (``worse``) exceeds
+    the other launches' median by more than the ``margin`` and ``z`` times the other launches' spread (a robust
+    standard deviation: launches a third of which moved do not widen it). Returns the launches of those call sites
+    that are ``eligible`` (past their own limits, beyond the baseline) and apart from the others by the margin."""
+    count = worse.size
     found = np.zeros(count, dtype=bool)
     for period in loop_periods(count):
         at = np.arange(count).reshape(-1, period)  # one row per iteration, one column per position
         votes = moved[at].sum(axis=0)
-        medians = np.median(apart[at], axis=0)
-        sites = (votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0]) & (medians > least)
-        for site in np.flatnonzero(sites):
-            found[at[:, site]] = moved[at[:, site]]
+        for site in np.flatnonzero((votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0])):
+            members = at[:, site]
+            others = np.delete(worse, members)
+            center = float(np.median(others))
+            spread = 1.4826 * float(np.median(np.abs(others - center)))
+            if float(np.median(worse[members])) - center > max(margin, z * spread):
+                found[members] |= eligible[members] & (worse[members] - center > margin)
     return found
 
 
@@ -117,6 +121,5 @@ def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, p
     found: Bools = moved & (apart > alone_z(base.size) * spread)
     if spread == 0 and median(worse) == 0:  # an exact count: no interference moves it
         return MovedAlone(found, none)
-    positions = sum(loop_periods(base.size))
-    sited = call_sites(moved, apart, max(margin, alone_z(max(positions, 1)) * spread))
+    sited = call_sites(worse, moved, past_limit & beyond_baseline, margin, alone_z(max(sum(loop_periods(base.size)), 1)))
     return MovedAlone(sited, found & ~sited)

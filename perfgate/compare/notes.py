@@ -247,7 +247,7 @@ def lone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = Non
 
 
 def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
-    """One line per group whose change lies beyond its relative limit but was excused by the absolute floor."""
+    """One line per group whose change reaches beyond its relative limit but was excused by the absolute floor."""
     if not groups.excused.any():
         return []
     rows = _picked(results, groups.excused[groups.series], order)
@@ -255,7 +255,7 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     for row in rows[first_rows(rows["group"], rows["metric"])].rows():
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
-            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] is beyond the relative part of its limit "
+            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] reaches beyond the relative part of its limit "
             f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
             "not failed, excused by the floor")
     return _capped(lines, "changes excused by a floor")

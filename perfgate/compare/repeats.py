@@ -46,7 +46,7 @@ class GroupVerdicts(NamedTuple):
     ``series``: per joined row, its series' index into the per-series arrays; a row judged with no group points
     at the last entry, which holds "not judged" (group -1, no samples, NaN, status code -1). Per series: ``group``
     (the group's id, shown in reports), the sample sizes, the medians of both sides, the estimated relative change
-    with its interval, ``status`` (a code: ``codes.STATUS_CODE``) and ``excused`` (the interval lies beyond the
+    with its interval, ``status`` (a code: ``codes.STATUS_CODE``) and ``excused`` (the interval reaches beyond the
     relative limit but not beyond the floor).
     Per joined row: ``alone`` (the launch moved alone at a call site that moved: its own row is a regression whatever
     the group's verdict) and ``lone`` (it moved alone once, with nothing to tell it from interference: inconclusive).
@@ -185,13 +185,19 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     limit = _limit(relative, floor, median(base), smaller, resolution, launch_spread(base, cur))
     decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
     status = group_status(*decisive, worse_sign, limit)
+    floor_passed = status == Status.INCONCLUSIVE.value and estimate * worse_sign <= limit and group_status(
+        *decisive, worse_sign, _limit(relative, floor, median(base), smaller, resolution)) != status
+    if floor_passed:
+        # The measured jitter set a floor below the absolute one (a short kernel), and the interval reaches past
+        # it while the estimate does not: nothing was seen to move, and the absolute floor passes it (said).
+        status = Status.UNCHANGED.value
     if base.size == cur.size and base.min() == cur.min() and base.max() == cur.max() and np.array_equal(
             np.sort(base), np.sort(cur)):  # the extremes first: two runs' 100,000 launches are not sorted
         # The same values read twice (a trace against its own baseline): no shift, whatever the interval, which is
         # as wide as the launches' spread (a kernel's 6 launches of 479-604 µs: ±14%) and would say inconclusive.
         status = Status.UNCHANGED.value
     worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
-    excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
+    excused = floor_passed or (status != Status.REGRESSION.value and relative >= 0 and worse_low > relative)
     return _Judged(status, estimate, low, high, excused)
 
 
