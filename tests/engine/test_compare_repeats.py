@@ -353,3 +353,30 @@ def test_searched_order_statistics_of_large_samples_match_brute_force_with_and_w
     for found, exact in ((low, differences[k - 1]), (high, differences[-k]),
                          (estimate, differences[(differences.size + 1) // 2 - 1])):
         assert exact - 1e-9 <= found <= exact + 2e-5
+
+
+def test_moved_alone_needs_a_call_site_that_moved_in_most_iterations() -> None:
+    from perfgate.compare.alone import loop_periods, moved_alone
+
+    assert loop_periods(40) == (2, 4, 5, 8, 10) and loop_periods(7) == () and loop_periods(6) == (2,)
+    rng = np.random.default_rng(3)
+    base = 45_000.0 * (1 + 0.007 * rng.standard_normal(30))
+    cur = base * (1 + 0.007 * rng.standard_normal(30))
+
+    def judged(current: Any) -> Any:
+        past = (current / base - 1 > 0.05) & (current - base > 2_000)
+        return moved_alone(base, current, 1.0, 0.05, past)
+
+    once = cur.copy()
+    once[7] *= 1.3  # one launch disturbed: lone, never alone
+    found = judged(once)
+    assert not found.alone.any() and np.flatnonzero(found.lone).tolist() == [7]
+    site = cur.copy()
+    site[1::3] *= 1.3  # the second of three launches in each of 10 iterations
+    found = judged(site)
+    assert np.flatnonzero(found.alone).tolist() == list(range(1, 30, 3)) and not found.lone.any()
+    twice = cur.copy()
+    twice[[1, 4]] *= 1.3  # two iterations of ten: not most of them
+    assert not judged(twice).alone.any()
+    drift = cur * (1 + 0.06 * np.arange(30) / 29)  # the clock drifts to +6%: the late launches are not a call site
+    assert not judged(drift).alone.any()

@@ -19,6 +19,7 @@ from scenarios import (  # noqa: E402
     interference,
     slow_among_12,
     template_change,
+    tiny,
     triton_renames,
     write_run,
 )
@@ -79,6 +80,26 @@ def test_one_launch_slower_once_among_forty_is_inconclusive_never_a_failure(tmp_
     comparison = _compare(slow_among_12(1, "one region", 2.0), 3, tmp_path)
     assert comparison.verdict == "inconclusive"
     assert comparison.launches["ordinal"][comparison.launches["status"] == "inconclusive"].tolist() == [3]
+
+
+def test_a_tiny_kernels_shift_is_caught_over_its_launches_and_said_where_a_floor_hides_it(tmp_path: Path) -> None:
+    # 3 µs x20 at +15%: the 2 µs / √20 floor (14.9%) passed it silently in every run (issue 35); now its floor is
+    # the launches' measured jitter over √20, and the interval decides.
+    verdicts = [_compare(tiny(3, 20, 15), seed, tmp_path).verdict for seed in range(5)]
+    assert "pass" not in verdicts and "fail" in verdicts
+    assert _compare(tiny(10, 200, 8), 1, tmp_path).verdict == "fail"
+    # One launch a side has no measured spread: the whole floor stands, and the note says it hid the change.
+    single = _compare(tiny(3, 1, 15), 1, tmp_path)
+    assert single.verdict == "pass"
+    [note] = [n for n in single.notes if "hidden by the floor" in n]
+    assert note.startswith("tiny_3us_kernel #0 in region 'step': duration +14.0% is past the relative part of its "
+                           "limit 5%+2000 but not past its absolute floor")
+
+
+def test_drift_and_three_sigma_draws_in_an_unchanged_loop_do_not_fail(tmp_path: Path) -> None:
+    for seed in range(4):
+        for shape in ("drift", "3 sigma"):
+            assert not _compare(interference(shape, random.Random(seed)), seed, tmp_path).regressed
 
 
 def test_changed_template_arguments_are_compared_and_shown(tmp_path: Path) -> None:
