@@ -16,14 +16,25 @@ layer), so each launch's own change is known. A launch *moved alone* when
    side of the launches' own changes (``group_spread``), which slow launches do not reach.
 
 The margin is the relative limit for a small group (2 to 5 launches a side: too few to measure a spread worth
-the name), half of it from 6 launches a side, where condition 4 measures the spread. Exact counters have no
-spread: a launch whose count moved past its limit while its siblings' did not is flagged.
+the name), half of it from 6 launches a side, where condition 4 measures the spread.
+
+One launch measured once cannot be told from one that another process on the GPU slowed, nor from a draw past 3
+sigma. So a launch that moved alone is a regression only with evidence that its *call site* moved
+(``call_sites``): the group's launches repeat with a period (a loop's body launching the kernel k times; the
+launches at one position of the body, one per iteration, are a call site) and at one position at least 3
+launches, most of the call site's, moved alone past their limits while the call site's median change passes
+conditions 2 and 4 (a median of 3 or more: one disturbed launch does not move it). A work counter that is exact
+(every other launch's own change is 0) needs no such evidence: interference changes timings, not counts. A
+launch that moved alone without that evidence is *lone*: the gate says so and calls it inconclusive, never a pass
+and never a fail.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import statistics
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,13 +59,54 @@ def group_spread(worse: Floats) -> float:
     return float(median(worse) - np.quantile(worse, 0.159))
 
 
-def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> Bools:
+@functools.lru_cache(maxsize=512)
+def loop_periods(count: int) -> tuple[int, ...]:
+    """The loop bodies ``count`` launches can form: each period p >= 2 dividing ``count`` with at least
+    MIN_ITERATIONS iterations."""
+    divisors = {d for low in range(1, math.isqrt(count) + 1) if count % low == 0 for d in (low, count // low)}
+    return tuple(sorted(p for p in divisors if 2 <= p and count // p >= MIN_ITERATIONS))
+
+
+class MovedAlone(NamedTuple):
+    """Per launch of a group: ``alone``, it moved alone at a call site that moved (a regression); ``lone``, it moved
+    alone once, with nothing to tell it from interference (inconclusive)."""
+
+    alone: Bools
+    lone: Bools
+
+
+MIN_ITERATIONS = 3  # launches of one call site needed to take their median
+
+
+def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: float) -> Bools:
+    """Which launches sit at a call site that moved: for each period p dividing the group's launch count with at
+    least MIN_ITERATIONS iterations, the launches at one position (i = r mod p, one per iteration) moved when at
+    least MIN_ITERATIONS of them, and more than half, ``moved``, and their median own change (``worse``) exceeds
+    the other launches' median by more than the ``margin`` and ``z`` times the other launches' spread (a robust
+    standard deviation: launches a third of which moved do not widen it). Returns the launches of those call sites
+    that are ``eligible`` (past their own limits, beyond the baseline) and apart from the others by the margin."""
+    count = worse.size
+    found = np.zeros(count, dtype=bool)
+    for period in loop_periods(count):
+        at = np.arange(count).reshape(-1, period)  # one row per iteration, one column per position
+        votes = moved[at].sum(axis=0)
+        for site in np.flatnonzero((votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0])):
+            members = at[:, site]
+            others = np.delete(worse, members)
+            center = float(np.median(others))
+            spread = 1.4826 * float(np.median(np.abs(others - center)))
+            if float(np.median(worse[members])) - center > max(margin, z * spread):
+                found[members] |= eligible[members] & (worse[members] - center > margin)
+    return found
+
+
+def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> MovedAlone:
     """Which launches of a group (paired by occurrence: ``base[i]`` with ``cur[i]``, values > 0) moved alone in
-    the worse direction; ``past_limit``: each launch's own change is past its limit in the worse direction;
-    ``relative``: the relative limit (-1: none)."""
-    found = np.zeros(base.size, dtype=bool)
+    the worse direction, and of those which sit at a call site that moved (``call_sites``); ``past_limit``: each
+    launch's own change is past its limit in the worse direction; ``relative``: the relative limit (-1: none)."""
+    none = np.zeros(base.size, dtype=bool)
     if base.size < 2 or not past_limit.any():
-        return found
+        return MovedAlone(none, none)
     base_log, cur_log = np.log(base), np.log(cur)
     worse = worse_sign * (cur_log - base_log)
     apart = worse - median(worse)
@@ -63,5 +115,11 @@ def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, p
     margin = limit if base.size < SMALL_GROUP else limit / 2.0
     beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin
     spread = group_spread(worse)
-    alone: Bools = past_limit & (apart > margin) & beyond_baseline & (apart > alone_z(base.size) * spread)
-    return alone
+    moved = past_limit & (apart > margin) & beyond_baseline
+    if not moved.any():
+        return MovedAlone(none, none)
+    found: Bools = moved & (apart > alone_z(base.size) * spread)
+    if spread == 0 and median(worse) == 0:  # an exact count: no interference moves it
+        return MovedAlone(found, none)
+    sited = call_sites(worse, moved, past_limit & beyond_baseline, margin, alone_z(max(sum(loop_periods(base.size)), 1)))
+    return MovedAlone(sited, found & ~sited)

@@ -17,6 +17,8 @@ from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metri
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
     alone_notes,
+    lone_notes,
+    floor_hidden_notes,
     floor_notes,
     traffic_floor_notes,
     comparison_notes,
@@ -28,11 +30,13 @@ from perfgate.compare.notes import (
 )
 from perfgate.compare.arrays import Bools, Ints, StatusCodes
 from perfgate.compare.codes import is_status
-from perfgate.compare.options import CompareOptions
+from perfgate.compare.options import TIME_METRIC, CompareOptions
 from perfgate.compare.policies import (
     JudgedRows,
     MetricRules,
     absolute_floors,
+    cannot_be_significant,
+    smallest_p,
     own_regressions,
     judge_rows,
     launch_status,
@@ -58,14 +62,16 @@ from perfgate.table import (
     unusable_notes,
     unusable_records,
 )
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_REGION, Status
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, Status
 
 
 def significance_notes(launch_frame: Columns, statuses: StatusCodes, base_samples: Mapping[str, Sequence[float]],
-                       cur_samples: Mapping[str, Sequence[float]]) -> list[str]:
-    """Benchmarks compared without the significance test, because a side has no raw timings: say so
-    (``statuses``: the launches' status codes, in ``launch_frame``'s order)."""
-    compared = launch_frame[(launch_frame["kind"] == KIND_BENCHMARK) & ~is_status(statuses, Status.MISSING, Status.NEW)]
+                       cur_samples: Mapping[str, Sequence[float]], significance: float) -> list[str]:
+    """Benchmarks compared without the significance test, because a side has no raw timings, or with too few
+    rounds for it to decide a slowdown: say so (``statuses``: the launches' status codes, in ``launch_frame``'s
+    order)."""
+    kept = (launch_frame["kind"] == KIND_BENCHMARK) & ~is_status(statuses, Status.MISSING, Status.NEW)
+    compared, compared_status = launch_frame[kept], statuses[kept]
     notes = []
     for name in dict.fromkeys(compared["kernel"].tolist()):
         lacking = [side for side, samples in (("baseline", base_samples), ("current run", cur_samples))
@@ -73,6 +79,15 @@ def significance_notes(launch_frame: Columns, statuses: StatusCodes, base_sample
         if lacking:
             notes.append(f"{name}: no significance test (raw timings missing in the {' and the '.join(lacking)}; "
                          "save them with pytest-benchmark's --benchmark-save-data): judged on the threshold alone")
+            continue
+        base, cur = base_samples[name], cur_samples[name]
+        slower = is_status(compared_status[compared["kernel"] == name], Status.REGRESSION, Status.INCONCLUSIVE)
+        if slower.any() and cannot_be_significant(base, cur, significance):
+            notes.append(f"{name}: {len(base)} and {len(cur)} rounds cannot reach the significance limit p < "
+                         f"{significance:g} (the smallest p-value they allow is {smallest_p(len(base), len(cur)):.4f}): "
+                         "a slowdown past its limit fails only where every current round is slower than every "
+                         "baseline round by more than the limit, else it is inconclusive; more rounds "
+                         "(--benchmark-min-rounds) let the test decide")
     return notes
 
 
@@ -152,12 +167,18 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
     rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
-    notes = alone_notes(results, groups, order)
+    notes = alone_notes(results, groups, order) + lone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order)
     notes += floor_notes(results, groups, order)
     excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
                & is_status(judged.status, Status.UNCHANGED) & judged.gated)
     notes += traffic_floor_notes(results, excused, found.floored.absolute, order)
+    past_relative = own_regressions(rows, rules, found.floored._replace(absolute=np.full(len(rows), -1.0)))
+    # A kernel launch's duration judged alone, past the relative part of its limit but not its absolute floor.
+    hidden = (past_relative & ~found.past_floored & ~groups.grouped() & (found.floored.absolute > 0)
+              & (found.floored.relative >= 0) & (found.launches.kinds == KIND_KERNEL)[rows.launch_id]
+              & rows.is_metric(TIME_METRIC) & is_status(judged.status, Status.UNCHANGED) & judged.gated)
+    notes += floor_hidden_notes(results, hidden, order)
     return notes
 
 
@@ -193,7 +214,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     if options.series_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
     notes += _result_notes(found, results, order, options)
-    notes += significance_notes(launch_frame, statuses, baseline.samples, current.samples)
+    notes += significance_notes(launch_frame, statuses, baseline.samples, current.samples, options.significance)
     notes += unusable_notes(baseline, found.compared) + unusable_notes(current, found.compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     if not options.accept_unpaired_kernels:

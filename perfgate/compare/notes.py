@@ -216,7 +216,8 @@ def _picked(results: Columns, mask: Bools, order: Ints | None) -> Columns:
 
 
 def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
-    """One line per launch that moved alone among its repeated launches (``alone``), naming the launch."""
+    """One line per launch that moved alone among its repeated launches at a call site that moved (``alone``),
+    naming the launch."""
     if not groups.alone.any():
         return []
     lines = []
@@ -225,12 +226,28 @@ def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
             f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
             f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of "
-            "its kernel's launches: regression")
+            "its kernel's launches, and not once (its call site moved in most iterations, or an exact count moved): "
+            "regression")
     return _capped(lines, "launches that moved alone")
 
 
+def lone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
+    """One line per launch that moved alone once (``lone``): no other iteration of its call site moved with it."""
+    if not groups.lone.any():
+        return []
+    lines = []
+    for row in _picked(results, groups.lone, order).rows():
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
+            f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
+            f"{row['n_current']} launches moved {row['estimate']:+.1%}: it moved alone once, with no other iteration "
+            "of its call site moving with it, which another process on the GPU can do too: inconclusive, not "
+            "failed; rerun to confirm")
+    return _capped(lines, "launches that moved alone once")
+
+
 def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
-    """One line per group whose change lies beyond its relative limit but was excused by the absolute floor."""
+    """One line per group whose change reaches beyond its relative limit but was excused by the absolute floor."""
     if not groups.excused.any():
         return []
     rows = _picked(results, groups.excused[groups.series], order)
@@ -238,10 +255,25 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     for row in rows[first_rows(rows["group"], rows["metric"])].rows():
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
-            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] is beyond the relative part of its limit "
+            f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] reaches beyond the relative part of its limit "
             f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
             "not failed, excused by the floor")
     return _capped(lines, "changes excused by a floor")
+
+
+def floor_hidden_notes(results: Columns, hidden: Bools, order: Ints | None = None) -> list[str]:
+    """One line per launch judged alone whose change is past the relative part of its limit but not past its
+    absolute floor (``hidden``, per joined row): a floor hid it, and the report says so."""
+    if not hidden.any():
+        return []
+    lines = []
+    for row in _picked(results, hidden, order).rows():
+        lines.append(
+            f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['change']:+.1%} is "
+            f"past the relative part of its limit {row['threshold']} but not past its absolute floor, which one "
+            "launch's jitter can cross at this size: not failed, hidden by the floor; repeated launches of the "
+            "kernel would be judged on their measured spread instead")
+    return _capped(lines, "changes hidden by a floor")
 
 
 def traffic_floor_notes(results: Columns, excused: Bools, floors: Floats, order: Ints | None = None) -> list[str]:

@@ -105,34 +105,63 @@ def one_sided(status: StatusCodes, side: Objects, launch_id: Ints | None = None)
     return _override(_override(status, missing, Status.MISSING), new, Status.NEW)
 
 
+def smallest_p(baseline_rounds: int, current_rounds: int) -> float:
+    """The smallest p-value the significance test (``mann_whitney_p``) can give samples of these sizes: that of
+    two samples apart, every value of one above every value of the other."""
+    return mann_whitney_p(range(baseline_rounds), range(baseline_rounds, baseline_rounds + current_rounds))
+
+
+def cannot_be_significant(baseline: Sequence[float], current: Sequence[float], significance: float) -> bool:
+    """Whether two benchmarks' raw timings are too few for any shift to reach ``significance`` (5 rounds a side:
+    the smallest p is 0.0122, above 0.01; 6 a side, 0.0051; pytest-benchmark's minimum is 5 rounds)."""
+    return not math.isnan(smallest_p(len(baseline), len(current))) and smallest_p(
+        len(baseline), len(current)) >= significance
+
+
 def insignificant_to_unchanged(status: StatusCodes, is_benchmark_time: Bools, names: Objects, launch_id: Ints,
                                base_samples: Mapping[str, Sequence[float]],
-                               cur_samples: Mapping[str, Sequence[float]], significance: float) -> StatusCodes:
+                               cur_samples: Mapping[str, Sequence[float]], significance: float,
+                               relative: Floats | None = None) -> StatusCodes:
     """A benchmark's time change with raw timings on both sides must also be significant
-    (Mann-Whitney p below ``significance``); otherwise it is unchanged. ``names[launch_id]`` is
-    each row's benchmark name."""
+    (Mann-Whitney p below ``significance``); otherwise it is unchanged. Where the timings are too few for any
+    shift to reach that significance (``cannot_be_significant``), a slowdown past its limit stays a regression
+    when every current round is slower than every baseline round by more than the row's ``relative`` limit
+    (complete separation, a large effect: no significance test is needed to see a test 6x slower), and is
+    inconclusive otherwise: never a pass. ``names[launch_id]`` is each row's benchmark name."""
     insignificant = np.zeros(len(status), dtype=bool)
+    undecided = np.zeros(len(status), dtype=bool)
     candidates = np.flatnonzero(is_benchmark_time)  # few rows, or none: the statuses of those only are read
     moved = candidates[is_status(status[candidates], Status.REGRESSION, Status.IMPROVEMENT)]
+    slower = is_status(status, Status.REGRESSION)
     for index in moved:
         name = names[launch_id[index]]
         if name in base_samples and name in cur_samples:
-            p_value = mann_whitney_p(base_samples[name], cur_samples[name])
-            insignificant[index] = not math.isnan(p_value) and p_value >= significance
-    return _override(status, insignificant, Status.UNCHANGED)
+            base, cur = base_samples[name], cur_samples[name]
+            p_value = mann_whitney_p(base, cur)
+            if math.isnan(p_value) or p_value < significance:
+                continue
+            if not (slower[index] and cannot_be_significant(base, cur, significance)):
+                insignificant[index] = True
+                continue
+            limit = max(float(relative[index]), 0.0) if relative is not None else 0.0
+            undecided[index] = not min(cur) > max(base) * (1.0 + limit)
+    return _override(_override(status, insignificant, Status.UNCHANGED), undecided, Status.INCONCLUSIVE)
 
 
 def repeated_launches_as_one(status: StatusCodes, groups: GroupVerdicts) -> StatusCodes:
     """A gated row of a kernel launched repeatedly takes the verdict of its group, judged on the samples
     of all its launches at once (``repeats``), instead of its own n-th launch against the n-th, except a
-    launch that moved alone (``alone``): its own row stays a regression. Rows that are not comparable (no
-    data, missing, new) keep their status."""
+    launch that moved alone at a call site that moved (``alone``): its own row stays a regression; and a launch
+    that moved alone once (``lone``: nothing tells it from interference) is inconclusive where its group is not
+    worse. Rows that are not comparable (no data, missing, new) keep their status."""
     grouped = np.flatnonzero(groups.grouped())
     if not grouped.size:
         return status
     where = grouped[is_status(status[grouped], *_COMPARED)]
     judged: StatusCodes = status.copy()
     judged[where] = groups.status[groups.series[where]]
+    lone = where[groups.lone[where]]
+    judged[lone] = np.minimum(judged[lone], STATUS_CODE[Status.INCONCLUSIVE])  # codes: the worst is the smallest
     judged[where[groups.alone[where]]] = STATUS_CODE[Status.REGRESSION]
     return judged
 
@@ -262,7 +291,7 @@ def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
     status = one_sided(status, launches.side, rows.launch_id)
     is_benchmark_time = (launches.kinds == KIND_BENCHMARK)[rows.launch_id] & rows.is_metric(BENCHMARK_TIME_METRIC)
     status = insignificant_to_unchanged(status, is_benchmark_time, launches.frame["kernel"],
-                                        rows.launch_id, base_samples, cur_samples, significance)
+                                        rows.launch_id, base_samples, cur_samples, significance, relative)
     if groups is not None:
         status = repeated_launches_as_one(status, groups)
     status, gated = speed_up_trade_off(status, gated, rows.launch_id, rows.is_metric(TIME_METRIC))

@@ -46,9 +46,10 @@ class GroupVerdicts(NamedTuple):
     ``series``: per joined row, its series' index into the per-series arrays; a row judged with no group points
     at the last entry, which holds "not judged" (group -1, no samples, NaN, status code -1). Per series: ``group``
     (the group's id, shown in reports), the sample sizes, the medians of both sides, the estimated relative change
-    with its interval, ``status`` (a code: ``codes.STATUS_CODE``) and ``excused`` (the interval lies beyond the
+    with its interval, ``status`` (a code: ``codes.STATUS_CODE``) and ``excused`` (the interval reaches beyond the
     relative limit but not beyond the floor).
-    Per joined row: ``alone`` (the launch moved alone: its own row is a regression whatever the group's verdict).
+    Per joined row: ``alone`` (the launch moved alone at a call site that moved: its own row is a regression whatever
+    the group's verdict) and ``lone`` (it moved alone once, with nothing to tell it from interference: inconclusive).
     Per launch id: ``launch_group``, the group of every launch of a judged kernel (one-sided launches included),
     else -1. A series' verdict is held once, not on each of its rows (a kernel launched 100,000 times is one entry).
     """
@@ -65,11 +66,12 @@ class GroupVerdicts(NamedTuple):
     status: StatusCodes
     excused: Bools
     alone: Bools
+    lone: Bools
     launch_group: Ints
     inconclusive: bool = False  # some group's verdict is inconclusive
 
     @classmethod
-    def of(cls, series: Ints, judged: list[_Series], alone: Bools, launch_group: Ints) -> GroupVerdicts:
+    def of(cls, series: Ints, judged: list[_Series], alone: Bools, lone: Bools, launch_group: Ints) -> GroupVerdicts:
         """The verdicts of the ``judged`` series, and the "not judged" entry after them."""
         def column(values: list[float] | list[int] | list[bool], missing: float | int | bool, dtype: type) -> Array:
             return np.array([*values, missing], dtype=dtype)
@@ -85,11 +87,12 @@ class GroupVerdicts(NamedTuple):
                    high=column([s.judged.high for s in judged], np.nan, np.float64),
                    status=np.append(status_codes(statuses), np.int8(-1)),
                    excused=column([s.judged.excused for s in judged], False, bool),
-                   alone=alone, launch_group=launch_group, inconclusive=Status.INCONCLUSIVE.value in statuses)
+                   alone=alone, lone=lone, launch_group=launch_group,
+                   inconclusive=Status.INCONCLUSIVE.value in statuses)
 
     @classmethod
     def none(cls, rows: int, launches: int) -> GroupVerdicts:
-        return cls.of(np.zeros(rows, dtype=np.int64), [], np.zeros(rows, dtype=bool),
+        return cls.of(np.zeros(rows, dtype=np.int64), [], np.zeros(rows, dtype=bool), np.zeros(rows, dtype=bool),
                       np.full(launches, -1, dtype=np.int64))
 
     def grouped(self) -> Bools:
@@ -116,14 +119,30 @@ def kernel_groups(launches: MatchedLaunches) -> Ints:
     return grouped
 
 
-def _limit(relative: float, absolute: float, baseline: float, launches: int, resolution: float = 0.0) -> float:
-    """The relative change a group must exceed: the relative limit, or the floor (the absolute one over the square
-    root of the launch count, never below the values' ``resolution``) relative to the baseline's median, whichever
-    is larger (-1: not given). A shift of one step of the resolution is rounding, which no launch count averages
-    out; the slack keeps a shift of exactly one step (3 against 2 µs) from passing it by float rounding."""
+def launch_spread(base: Floats, cur: Floats) -> float:
+    """The measured spread of one launch's value in a group: a robust standard deviation (1.4826 x the median
+    absolute deviation, each side's values from their own median, both sides pooled), which one disturbed launch
+    does not move."""
+    deviations = np.concatenate([np.abs(base - np.median(base)), np.abs(cur - np.median(cur))])
+    return 1.4826 * float(np.median(deviations))
+
+
+def _limit(relative: float, absolute: float, baseline: float, launches: int, resolution: float = 0.0,
+           spread: float | None = None) -> float:
+    """The relative change a group must exceed: the relative limit, or the floor relative to the baseline's median,
+    whichever is larger (-1: not given). The floor guards against one launch's jitter, which averages out over n
+    launches: the absolute limit, or the jitter the group's launches showed (``spread``) where smaller, over the
+    square root of the launch count, never below the values' ``resolution``. The measured spread is used from
+    INTERVAL_LAUNCHES launches a side, where the interval carries the noise too; a smaller group is judged on its
+    estimate alone, and there the absolute limit stands. A shift of one step of the resolution is rounding, which
+    no launch count averages out; the slack keeps a shift of exactly one step (3 against 2 µs) from passing it by
+    float rounding."""
     limit = max(relative, 0.0)
     if baseline > 0:
-        floor = absolute / np.sqrt(max(launches, 1)) if absolute >= 0 else 0.0
+        jitter = absolute
+        if spread is not None and absolute >= 0 and launches >= INTERVAL_LAUNCHES:
+            jitter = min(absolute, spread)
+        floor = jitter / np.sqrt(max(launches, 1)) if absolute >= 0 else 0.0
         limit = max(limit, max(floor, resolution * (1 + 1e-9)) / baseline)
     return limit
 
@@ -163,16 +182,22 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     else:
         estimate, low, high = found
     estimate, low, high = (math.expm1(v) for v in (estimate, low, high))
-    limit = _limit(relative, floor, median(base), smaller, resolution)
+    limit = _limit(relative, floor, median(base), smaller, resolution, launch_spread(base, cur))
     decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
     status = group_status(*decisive, worse_sign, limit)
+    floor_passed = status == Status.INCONCLUSIVE.value and estimate * worse_sign <= limit and group_status(
+        *decisive, worse_sign, _limit(relative, floor, median(base), smaller, resolution)) != status
+    if floor_passed:
+        # The measured jitter set a floor below the absolute one (a short kernel), and the interval reaches past
+        # it while the estimate does not: nothing was seen to move, and the absolute floor passes it (said).
+        status = Status.UNCHANGED.value
     if base.size == cur.size and base.min() == cur.min() and base.max() == cur.max() and np.array_equal(
             np.sort(base), np.sort(cur)):  # the extremes first: two runs' 100,000 launches are not sorted
         # The same values read twice (a trace against its own baseline): no shift, whatever the interval, which is
         # as wide as the launches' spread (a kernel's 6 launches of 479-604 µs: ±14%) and would say inconclusive.
         status = Status.UNCHANGED.value
     worse_low = min(decisive[0] * worse_sign, decisive[1] * worse_sign)
-    excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
+    excused = floor_passed or (status != Status.REGRESSION.value and relative >= 0 and worse_low > relative)
     return _Judged(status, estimate, low, high, excused)
 
 
@@ -221,6 +246,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
     judged: list[_Series] = []
     series = np.full(len(rows), -1, dtype=np.int64)
     alone = np.zeros(len(rows), dtype=bool)
+    lone = np.zeros(len(rows), dtype=bool)
     for members in _series(rows, group, repeated, metrics):
         code = int(rows.metric_code[members[0]])
         base_all, cur_all = rows.baseline[members], rows.current[members]
@@ -238,10 +264,10 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
         paired = base_ok & cur_ok
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
-            alone[members[paired]] = moved_alone(base_all[paired], cur_all[paired], sign, group_relative,
-                                                 past_limit[members[paired]])
+            moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]])
+            alone[members[paired]], lone[members[paired]] = moved.alone, moved.lone
     series[series < 0] = len(judged)  # the "not judged" entry, after the judged ones
     launch_group = np.full(launches.count, -1, dtype=np.int64)
     for kernel_group, shown in judged_groups.items():
         launch_group[group == kernel_group] = shown
-    return GroupVerdicts.of(series, judged, alone, launch_group)
+    return GroupVerdicts.of(series, judged, alone, lone, launch_group)

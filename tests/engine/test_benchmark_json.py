@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.benchmark_suite import run_virtual_benchmarks
+from helpers.benchmark_suite import UNEVEN_SUITE, run_virtual_benchmarks
 
 from perfgate.cli import main
 from perfgate.collect import read_table
@@ -81,6 +81,25 @@ def test_slower_benchmark_is_a_regression(pytester: pytest.Pytester, capsys: pyt
                  and r["metric"] == "time.min"]
     assert slower["threshold"] == "20%" and 1.9 < slower["change"] < 2.1  # +200%: 3x the virtual time
     assert len(read_table(cur).samples["test_bench.py::test_tunable"]) >= 30
+
+
+def test_a_five_round_benchmark_six_times_slower_fails(pytester: pytest.Pytester,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """pytest-benchmark's minimum of 5 rounds a side cannot reach p < 0.01 (its smallest p is 0.0122): a test 6x
+    slower was unchanged, exit 0 (issue 35). Every current round slower than every baseline round by more than the
+    20% limit fails it; the note says why the significance test could not decide."""
+    base, cur = pytester.path / "base.json", pytester.path / "cur.json"
+    run_virtual_benchmarks(pytester, base, 2000, rounds=5, suite=UNEVEN_SUITE)
+    run_virtual_benchmarks(pytester, cur, 12000, rounds=5, suite=UNEVEN_SUITE)  # 6x the work
+    assert len(read_table(cur).samples["test_bench.py::test_tunable"]) == 5
+    out = pytester.path / "report.json"
+    assert main(["compare", str(base), str(cur), "--format", "json", "-o", str(out)]) == 1
+    report = json.loads(out.read_text())
+    statuses = {row["kernel"]: row["status"] for row in launch_rows(report)}
+    assert statuses == {"test_bench.py::test_tunable": "regression", "test_bench.py::test_fast": "unchanged"}
+    assert any(note.startswith("test_bench.py::test_tunable: 5 and 5 rounds cannot reach the significance limit "
+                               "p < 0.01 (the smallest p-value they allow is 0.0122)") for note in report["notes"])
+    capsys.readouterr()
 
 
 def test_baseline_from_benchmarks_keeps_samples(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,9 @@ from perfgate.compare.codes import STATUS_NAMES, status_codes
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY
 from perfgate.compare.policies import (
     info_never_gates,
+    cannot_be_significant,
     insignificant_to_unchanged,
+    smallest_p,
     launch_status,
     metric_rules,
     no_data,
@@ -127,8 +129,8 @@ def test_a_kernel_that_got_faster_does_not_fail_on_a_work_counter_that_grew() ->
 
 
 def test_a_benchmark_time_change_must_be_significant_when_raw_timings_exist() -> None:
-    overlapping = {"b_noisy": [1.0, 1.2, 1.4, 1.6, 1.8]}
-    shifted = {"b_noisy": [1.1, 1.3, 1.5, 1.7, 1.9]}
+    overlapping = {"b_noisy": [1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.2, 2.4]}
+    shifted = {"b_noisy": [1.1, 1.3, 1.5, 1.7, 1.9, 2.1, 2.3, 2.5]}
     base = {**overlapping, "b_clear": [1.0 + i / 100 for i in range(8)], "b_few": [1.0, 1.0], "b_base_only": [1.0] * 5}
     cur = {**shifted, "b_clear": [2.0 + i / 100 for i in range(8)], "b_few": [2.0, 2.0]}
     names = _objects("b_noisy", "b_clear", "b_few", "b_base_only")  # per launch
@@ -138,6 +140,22 @@ def test_a_benchmark_time_change_must_be_significant_when_raw_timings_exist() ->
     # Not significant -> unchanged; significant, too few samples (no p-value), samples on one side
     # only, or not the benchmark's time metric -> the threshold's verdict stands.
     assert _names(status) == [SAME, REG, REG, REG, REG]
+
+
+def test_a_benchmark_too_short_to_be_significant_fails_on_complete_separation_and_is_never_passed() -> None:
+    # 5 rounds a side: the smallest p-value the test allows is 0.0122, above 0.01 (issue 35).
+    assert smallest_p(5, 5) == pytest.approx(0.0122, abs=5e-5) and cannot_be_significant([1.0] * 5, [1.0] * 5, 0.01)
+    assert not cannot_be_significant([1.0] * 8, [1.0] * 8, 0.01)
+    base = {"b_6x": [1.0, 1.1, 1.05, 1.3, 1.02], "b_overlap": [1.0, 1.1, 1.05, 1.3, 1.02],
+            "b_close": [1.0, 1.1, 1.05, 1.3, 1.02], "b_faster": [1.0, 1.1, 1.05, 1.3, 1.02]}
+    cur = {"b_6x": [6.0, 6.3, 6.1, 7.9, 6.2], "b_overlap": [1.25, 1.4, 1.0, 1.5, 1.3],
+           "b_close": [1.35, 1.4, 1.36, 1.5, 1.38], "b_faster": [0.5, 0.55, 0.52, 0.6, 0.51]}
+    names = _objects("b_6x", "b_overlap", "b_close", "b_faster")
+    status = insignificant_to_unchanged(_codes(REG, REG, REG, IMP), np.ones(4, dtype=bool), names, np.arange(4), base,
+                                        cur, 0.01, np.full(4, 0.2))
+    # 6x: every current round beyond every baseline round by more than 20%: a regression; rounds that overlap, or
+    # apart by less than the limit (1.35 against 1.3): inconclusive, not unchanged; a speed-up is not kept.
+    assert _names(status) == [REG, "inconclusive", "inconclusive", SAME]
 
 
 def test_refuse_when_matched_launches_have_no_gated_metric_with_values_on_both_sides() -> None:

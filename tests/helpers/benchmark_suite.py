@@ -62,16 +62,27 @@ def test_tunable(benchmark):
 """
 
 
-def run_virtual_benchmarks(pytester: pytest.Pytester, out: Path, spin: int) -> None:
-    """pytest-benchmark's JSON of :data:`VIRTUAL_SUITE` written to ``out``, its tunable benchmark ``spin`` steps."""
-    pytester.makepyfile(test_bench=VIRTUAL_SUITE.replace('"2000"', f'"{spin}"'), virtual_clock=VIRTUAL_CLOCK)
+# VIRTUAL_SUITE with rounds that differ (by up to 5%, as rounds do), in a fixed order: identical rounds tie, and
+# ties make a rank test more decisive than real timings allow.
+UNEVEN_SUITE = VIRTUAL_SUITE.replace("import virtual_clock", "import itertools\nimport virtual_clock\n\n"
+                                     "uneven = itertools.cycle([1.0, 1.03, 0.98, 1.05, 1.01, 0.99, 1.02])").replace(
+    "virtual_clock.spend(n * 1e-8)", "virtual_clock.spend(n * 1e-8 * next(uneven))")
+
+
+def run_virtual_benchmarks(pytester: pytest.Pytester, out: Path, spin: int, rounds: int = 30,
+                           suite: str = VIRTUAL_SUITE) -> None:
+    """pytest-benchmark's JSON of ``suite`` (:data:`VIRTUAL_SUITE`) written to ``out``, its tunable benchmark
+    ``spin`` steps, at least ``rounds`` rounds (below 30: exactly that many, the time allowed being too short for
+    more)."""
+    pytester.makepyfile(test_bench=suite.replace('"2000"', f'"{spin}"'), virtual_clock=VIRTUAL_CLOCK)
     pytester.syspathinsert()
     for module in ("test_bench", "virtual_clock"):  # in-process runs: each run imports its own copy
         sys.modules.pop(module, None)
     result = pytester.runpytest("-p", "no:perfgate", "-p", "no:cacheprovider", "--benchmark-enable",
                                 f"--benchmark-json={out}", "--benchmark-timer=virtual_clock.timer",
-                                "--benchmark-min-rounds=30", "--benchmark-min-time=0.0002",
-                                "--benchmark-max-time=0.25", "--benchmark-save-data", "--benchmark-disable-gc")
+                                f"--benchmark-min-rounds={rounds}", "--benchmark-min-time=0.0002",
+                                f"--benchmark-max-time={0.25 if rounds >= 30 else 1e-6}", "--benchmark-save-data",
+                                "--benchmark-disable-gc")
     result.assert_outcomes(passed=2)
 
 
