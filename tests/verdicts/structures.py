@@ -196,8 +196,8 @@ def run(reruns: int, seed: int) -> list[Outcome]:
 
 def summary(outcomes: list[Outcome]) -> str:
     lines = []
-    for case in dict.fromkeys(o.case for o in outcomes):
-        verdicts = Counter(o.verdict for o in outcomes if o.case == case)
+    for case in {id(o.case): o.case for o in outcomes}.values():
+        verdicts = Counter(o.verdict for o in outcomes if o.case is case)
         lines.append(f"{case.family:9} {case.name:50} expect {case.expect:12} got "
                      + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
     expected_pass = [o for o in outcomes if o.case.expect == "pass"]
