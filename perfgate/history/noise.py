@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.db import History, open_history
+from perfgate.history.keys import gpu_key
 from perfgate.history.series import Series, load_branch
 from perfgate.metrics import Threshold
 from perfgate.options import selection
@@ -124,7 +125,8 @@ def compare_options_from_history(url: str, branch: str, options: CompareOptions,
     """``perfgate compare --history``: ``options`` with the learned thresholds of the series of ``current``'s
     launches, and the notes for the report."""
     table = current.table
-    wanted = set(zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region"))))
+    wanted = {(gpu_key(device), *rest) for device, *rest in
+              zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region")))}
     hand_set = options.effective_thresholds()
     compared = set(options.compared_metrics())
     with open_history(url, create=False) as history:
