@@ -76,18 +76,18 @@ def _quiet(*args: str) -> int:
         return perfgate(list(args))
 
 
-def record_history(folder: Path, url: str, program: Program, rng: random.Random) -> None:
-    """``HISTORY_RUNS`` runs of the base branch, each compared with the first and its report recorded."""
+def record_history(folder: Path, url: str, program: Program, rng: random.Random, runs: int = HISTORY_RUNS) -> None:
+    """``runs`` runs of the base branch, each compared with the first and its report recorded."""
     first = folder / "run0.csv"
     write_details(first, program, rng)
-    for index in range(HISTORY_RUNS):
+    for index in range(runs):
         run = folder / f"run{index}.csv"
         if index:
             write_details(run, program, rng)
         report = folder / f"run{index}.json"
         _quiet("compare", str(first), str(run), "--format", "json", "-o", str(report))
         assert _quiet("history", "record", str(report), "--db", url, "--commit", f"{index:040x}", "--branch", "main",
-                      "--when", f"2026-11-{index + 1:02d}T00:00:00Z") == 0
+                      "--when", f"2026-11-01T{index // 60:02d}:{index % 60:02d}:00Z") == 0
 
 
 class Outcome(NamedTuple):
@@ -108,7 +108,7 @@ def judged(folder: Path, url: str, program: Program, rng: random.Random, slower:
                    any(" gated at " in note for note in notes), notes)
 
 
-def run(seeds: int, unchanged: int = 3, regressed: int = 2) -> list[Outcome]:
+def run(seeds: int, unchanged: int = 3, regressed: int = 2, runs: int = HISTORY_RUNS) -> list[Outcome]:
     outcomes = []
     for seed in range(1, seeds + 1):
         for program in PROGRAMS:
@@ -116,7 +116,7 @@ def run(seeds: int, unchanged: int = 3, regressed: int = 2) -> list[Outcome]:
             with tempfile.TemporaryDirectory() as name:
                 folder = Path(name)
                 url = f"sqlite:///{folder / 'history.sqlite'}"
-                record_history(folder, url, program, rng)
+                record_history(folder, url, program, rng, runs)
                 for slower in [1.0] * unchanged + [1.08] * regressed:
                     outcomes.append(judged(folder, url, program, rng, slower))
     return outcomes
@@ -141,8 +141,9 @@ def summary(outcomes: list[Outcome]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--history-runs", type=int, default=HISTORY_RUNS, help="base-branch runs recorded")
     args = parser.parse_args()
-    outcomes = run(args.seeds)
+    outcomes = run(args.seeds, runs=args.history_runs)
     print(summary(outcomes))
     print("example notes:", *dict.fromkeys(n for o in outcomes[:6] for n in o.notes), sep="\n  ")
 
