@@ -117,9 +117,9 @@ def _unseen_note(wanted: set[tuple[str, ...]], gpus: set[str]) -> str:
         why = f"the branch records GPU {', '.join(sorted(gpus))}, this run {', '.join(mine)}"
     else:
         why = "its kernels and regions were never recorded on it"
-    count = f"{len(wanted)} launch{'es' if len(wanted) != 1 else ''}"
-    return (f"history: no threshold learned: none of this run's {count} has a series on the base branch ({why}); "
-            "the hand-set thresholds apply")
+    count = f"{len(wanted)} kernel{'s' if len(wanted) != 1 else ''} and regions"
+    return (f"history: no threshold learned: none of the {count} this run measured has a series on the base branch "
+            f"({why}); the hand-set thresholds apply")
 
 
 def _notes(learned: Mapping[tuple[str, ...], Threshold], per_launch: set[tuple[str, ...]], short: Mapping[str, int],

@@ -90,7 +90,7 @@ def test_no_threshold_learned_is_said_with_its_reason(tmp_path: Path) -> None:
     assert main(["compare", str(tmp_path / "base.csv"), str(tmp_path / "cur.csv"), "--history", url, "--format",
                  "json", "-o", str(out)]) == 0
     notes = json.loads(out.read_text(encoding="utf-8"))["notes"]
-    assert any(note.startswith("history: no threshold learned: none of this run's ") and
+    assert any(note.startswith("history: no threshold learned: none of the 2 kernels and regions this run measured ") and
                "(the branch records GPU NVIDIA H100, this run unknown); the hand-set thresholds apply" in note
                for note in notes), notes
 
