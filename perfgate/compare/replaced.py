@@ -62,14 +62,17 @@ def _holding_total(launches: MatchedLaunches, region: str) -> int:
 
 def find_replacements(launches: MatchedLaunches) -> list[Replacement]:
     """Per region holding kernels missing and new that no rule paired, the kernels and the total holding them."""
-    frame = launches.frame
-    kernel = launches.kinds == KIND_KERNEL
-    demangled = launches.either("demangled")
+    one_sided = np.flatnonzero((launches.kinds == KIND_KERNEL) & (launches.side != BOTH_SIDES))
+    if not one_sided.size:
+        return []
+    regions = launches.frame["region"][one_sided]
+    sides = launches.side[one_sided]
+    demangled = launches.either("demangled")[one_sided]
     found = []
-    for region in dict.fromkeys(frame["region"][kernel].tolist()):
-        here = kernel & (frame["region"] == region)
-        missing = tuple(dict.fromkeys(demangled[here & (launches.side == BASELINE_ONLY)].tolist()))
-        new = tuple(dict.fromkeys(demangled[here & (launches.side == CURRENT_ONLY)].tolist()))
+    for region in dict.fromkeys(regions.tolist()):
+        here = regions == region
+        missing = tuple(dict.fromkeys(demangled[here & (sides == BASELINE_ONLY)].tolist()))
+        new = tuple(dict.fromkeys(demangled[here & (sides == CURRENT_ONLY)].tolist()))
         if missing and new:
             found.append(Replacement(str(region), missing, new, _holding_total(launches, str(region))))
     return found
