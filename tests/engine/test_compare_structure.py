@@ -6,9 +6,12 @@ runs are ncu details pages of the verdict families (tests/verdicts/structures.py
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "verdicts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -157,3 +160,30 @@ def test_from_the_command_line(tmp_path: Path) -> None:
 def test_every_family_gets_its_expected_verdict() -> None:
     wrong = [(o.case.family, o.case.name, o.case.expect, o.verdict) for o in run(reruns=2, seed=11) if not o.right]
     assert not wrong
+
+
+def _trace(path: Path, kernels: list[tuple[str, float]]) -> Path:
+    """A torch.profiler trace of one ``step`` region launching ``kernels`` (name, µs) back to back."""
+    events: list[dict[str, object]] = [{"ph": "X", "cat": "user_annotation", "name": "step", "ts": 0.0, "dur": 2000.0,
+                                        "pid": 1, "tid": 1, "args": {}}]
+    start = 20.0
+    for at, (name, duration) in enumerate(kernels):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1.0 + 2 * at, "dur": 1.0,
+                       "pid": 1, "tid": 1, "args": {"correlation": at + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": duration, "pid": 0, "tid": 7,
+                       "args": {"correlation": at + 1, "device": 0, "stream": 7}})
+        start += duration + 1.0
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("nvjet_us", "verdict"), [(99.6, "pass"), (140.0, "fail")])
+def test_a_trace_judges_a_replacement_through_its_region(tmp_path: Path, nvjet_us: float, verdict: str) -> None:
+    base = _trace(tmp_path / "base.json", [("sm90_xmma_gemm_f16f16_tn_n_execute_segment_k_off_kernel__5x_cublas",
+                                            100.0), ("bias_gelu_kernel", 20.0)])
+    cur = _trace(tmp_path / "cur.json", [("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", nvjet_us),
+                                         ("bias_gelu_kernel", 20.0)])
+    comparison = compare_tables(*(with_region_totals(read_table(path)) for path in (base, cur)))
+    assert comparison.verdict == verdict and not comparison.unmeasured
+    assert any(note.startswith("kernels replaced in region step: sm90_xmma_gemm") and "region step's total" in note
+               for note in comparison.notes), comparison.notes
