@@ -195,7 +195,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes += total_notes + rename_notes(launches.renames)
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes
-    notes += replacement_notes(rows, judged, launches, found.replacements)
+    notes += replacement_notes(rows, judged, launches, statuses, found.replacements)
 
     change_notes = launch_change_notes(launch_facts(launches, found.base_side, found.cur_side, found.codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.compare.arrays import Bools
+from perfgate.compare.arrays import Bools, StatusCodes
 from perfgate.compare.codes import STATUS_CODE, is_status
 from perfgate.compare.identity import short_name
 from perfgate.compare.joining import JoinedRows
@@ -108,29 +108,48 @@ def replaced_launches(launches: MatchedLaunches, replacements: list[Replacement]
     return replaced
 
 
-def replacement_notes(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches,
+def _shared_regressed(launches: MatchedLaunches, statuses: StatusCodes, total: dict[str, object]) -> bool:
+    """Whether a kernel both sides hold, inside ``total``'s region (every region for the overall total), regressed."""
+    region = str(total["region"])
+    regions = launches.frame["region"]
+    inside = (regions == region) | np.char.startswith(regions.astype(str), region + REGION_SEPARATOR) if region \
+        else regions != ""
+    return bool((inside & (launches.kinds == KIND_KERNEL) & (launches.side == BOTH_SIDES)
+                 & is_status(statuses, Status.REGRESSION)).any())
+
+
+def _time_changes(rows: JoinedRows, judged: JudgedRows, time_rows: tuple[int, ...]) -> tuple[list[str], bool]:
+    """Each judged time metric of a total as ``label +x.x% (status)``, and whether one regressed."""
+    changes, regressed = [], False
+    for index in time_rows:
+        before, after = float(rows.baseline[index]), float(rows.current[index])
+        verdict = next(s for s in _JUDGED if judged.status[index] == STATUS_CODE[s])
+        regressed |= verdict is Status.REGRESSION
+        label = label_of(rows.names[int(rows.metric_code[index])])
+        changes.append(f"{label} {after / before - 1:+.1%} ({verdict.value})" if before else f"{label} ({verdict.value})")
+    return changes, regressed
+
+
+def replacement_notes(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches, statuses: StatusCodes,
                       replacements: list[Replacement]) -> list[str]:
     """One line per replacement judged through its total: the kernels replaced, the total's time change and what
-    it means for the verdict."""
+    it means for the verdict (``statuses``: per launch id)."""
     lines = []
     for replacement in replacements:
         if not replacement.time_rows:
             continue
         total = launches.frame.row(replacement.total)
         what = "the overall total" if not total["region"] else f"region {total['region']}'s total"
-        changes = []
-        regressed = False
-        for index in replacement.time_rows:
-            before, after = float(rows.baseline[index]), float(rows.current[index])
-            verdict = next(s for s in _JUDGED if judged.status[index] == STATUS_CODE[s])
-            regressed |= verdict is Status.REGRESSION
-            changes.append(f"{label_of(rows.names[int(rows.metric_code[index])])} {after / before - 1:+.1%} "
-                           f"({verdict.value})" if before else f"{label_of(rows.names[int(rows.metric_code[index])])}"
-                           f" ({verdict.value})")
-        head = (f"kernels replaced in region {replacement.region}: {listed(replacement.missing)} → {listed(replacement.new)} (no rule pairs "
-                f"them); judged through {what}: {', '.join(changes)}")
-        lines.append(head + ("; the replacement is the likely cause of its regression" if regressed else
-                             "; not a regression (its work counters count other kernels' work: shown, not gated)"))
+        changes, regressed = _time_changes(rows, judged, replacement.time_rows)
+        if not regressed:
+            verdict = "not a regression (its work counters count other kernels' work: shown, not gated)"
+        elif _shared_regressed(launches, statuses, total):
+            verdict = "the replacement is a likely cause of its regression, besides the kernels that regressed in it"
+        else:
+            verdict = "the replacement is the likely cause of its regression"
+        lines.append(f"kernels replaced in region {replacement.region}: {listed(replacement.missing)} → "
+                     f"{listed(replacement.new)} (no rule pairs them); judged through {what}: {', '.join(changes)}; "
+                     f"{verdict}")
     return lines
 
 

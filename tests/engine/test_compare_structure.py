@@ -113,6 +113,21 @@ def test_a_replacement_that_slowed_its_region_fails_on_the_region_total(tmp_path
     assert note.endswith("(regression); the replacement is the likely cause of its regression")
 
 
+def test_a_replacement_beside_a_kernel_that_regressed_is_not_named_the_only_cause(tmp_path: Path) -> None:
+    from structures import BIAS, NVJET, SOFTMAX, _scaled
+    from scenarios import Launch
+
+    case = _case("xmma -> nvjet, a shared kernel +20%")
+    both = case._replace(current=[Launch(_scaled(NVJET, 1.1), "forward"), Launch(BIAS, "forward", time=1.5),
+                                  Launch(SOFTMAX, "forward")])  # the region +14%: 10 us of it nvjet's, 10 us the bias'
+    comparison = compared(both, tmp_path, random.Random(1))
+    assert comparison.verdict == "fail"
+    assert _row(comparison, "bias_gelu_kernel", TIME)["status"] == "regression"
+    [note] = [n for n in comparison.notes if n.startswith("kernels replaced in region forward: ")]
+    assert note.endswith("(regression); the replacement is a likely cause of its regression, besides the kernels that "
+                         "regressed in it")
+
+
 def test_a_replacement_in_a_nested_range_is_judged_by_its_top_level_total(tmp_path: Path) -> None:
     comparison = _compared("xmma -> nvjet x3 in a nested range, 25% slower", tmp_path)
     assert comparison.verdict == "fail"
