@@ -6,6 +6,11 @@ kind ``region`` per top-level region (kernel = the region's name, region = the s
 there are several, one overall ``total`` (region ""), each summing the additive metrics of the
 launches inside. They are gated like kernels, so a slower layer fails even when each of its
 many kernels moved less than its own threshold.
+
+The overall total compares like with like: where the two runs hold different top-level regions (a layer added,
+one NVTX range per layer), ``like_for_like_totals`` makes each side's total the sum over the regions both hold,
+and a note names the regions added and removed; an added region is judged on its own (``new``), never as a
+regression of the total.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import Columns, first_rows
+from perfgate.columns import Columns, first_rows, objects
 from perfgate.table import Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
@@ -106,3 +111,70 @@ def _total_rows(name: str, region: str, launches: Columns, launch: int,
                                        f"{'have' if lacking != 1 else 'has'} no usable value"})
         rows.append({**base, "metric": str(metric), "unit": str(per_launch["unit"][0]), "value": value})
     return rows
+
+
+def _top_region_names(table: Columns) -> list[str]:
+    """The top-level regions with a total row (``add_region_totals``), first-entered first."""
+    rows = table[table.equals("kind", KIND_REGION)]
+    names = [str(name) for name, region in zip(rows["kernel"].tolist(), rows["region"].tolist())
+             if name == region and region and REGION_SEPARATOR not in region]
+    return list(dict.fromkeys(names))
+
+
+def _overall(table: Columns) -> np.ndarray:
+    """Per row: part of the overall total (kind region, region "", named ``TOTAL``)."""
+    mask: np.ndarray = table.equals("kind", KIND_REGION) & table.equals("region", "") & table.equals("kernel", TOTAL)
+    return mask
+
+
+def _shared_total(measurement: Measurement, shared: list[str]) -> Measurement:
+    """``measurement`` with its overall total made again as the sum of the region totals of ``shared``."""
+    table = normalized(measurement.table)
+    overall = _overall(table)
+    launch = int(table["launch"][overall][0]) if overall.any() else int(table["launch"].max()) + 1
+    kept = table[~overall]
+    regions = kept[kept.equals("kind", KIND_REGION) & np.isin(kept["region"], objects(shared))]
+    base = {"kind": KIND_REGION, "kernel": TOTAL, "region": "", "ordinal": 0, "launch": launch,
+            "demangled": f"sum over the {len(shared)} regions both runs hold", "device": regions["device"][0],
+            "cc": regions["cc"][0], "grid": "", "block": ""}
+    rows: list[dict[str, Any]] = []
+    unusable = [u for u in measurement.unusable if u["launch"] != launch]
+    metrics = regions["metric"]
+    for metric in sorted(set(metrics.tolist())):
+        values = regions[metrics == metric]
+        lacking = len(shared) - int((~np.isnan(values["value"])).sum())
+        value = float(values["value"].sum()) if not lacking and len(values) == len(shared) else math.nan
+        if lacking:
+            unusable.append({"launch": launch, "metric": str(metric),
+                             "reason": f"{lacking} of the {len(shared)} regions in it have no usable value"})
+        rows.append({**base, "metric": str(metric), "unit": str(values["unit"][0]), "value": value})
+    return measurement._replace(table=Columns.concat([kept, make_table(rows)]), unusable=tuple(unusable))
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
+def like_for_like_totals(baseline: Measurement, current: Measurement) -> tuple[Measurement, Measurement, list[str]]:
+    """Both sides with their overall total over the top-level regions both hold, and a note naming the regions
+    one side lacks; unchanged where the regions agree. With fewer than two shared regions there is no total to
+    compare (the shared one is compared as a region): both totals are dropped."""
+    if not (_overall(baseline.table).any() or _overall(current.table).any()):
+        return baseline, current, []
+    in_base, in_cur = _top_region_names(baseline.table), _top_region_names(current.table)
+    if set(in_base) == set(in_cur):
+        return baseline, current, []
+    shared = [name for name in in_base if name in set(in_cur)]
+    added = [name for name in in_cur if name not in set(in_base)]
+    removed = [name for name in in_base if name not in set(in_cur)]
+    changes = [f"{len(names)} region{'s' if len(names) != 1 else ''} only in the {side} ({_listed(names)}; {what})"
+               for names, side, what in ((added, "current run", "new, judged on its own"),
+                                         (removed, "baseline", "missing")) if names]
+    if len(shared) < 2:
+        sides = [m.with_table(m.table[~_overall(m.table)]) for m in (baseline, current)]
+        return sides[0], sides[1], [f"regions differ: {'; '.join(changes)}; fewer than two regions are in both "
+                                    "runs, so no total is compared"]
+    note = (f"regions differ: {'; '.join(changes)}; the {TOTAL} compares the {len(shared)} regions both runs hold, "
+            "like with like")
+    return _shared_total(baseline, shared), _shared_total(current, shared), [note]

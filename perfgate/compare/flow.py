@@ -26,7 +26,6 @@ from perfgate.compare.notes import (
     launch_change_notes,
     launch_facts,
     rename_notes,
-    unpaired_kernels,
 )
 from perfgate.compare.arrays import Bools, Ints, StatusCodes
 from perfgate.compare.codes import is_status
@@ -53,8 +52,17 @@ from perfgate.compare.sources import (
     region_why,
     time_resolution,
 )
+from perfgate.compare.replaced import (
+    Replacement,
+    find_replacements,
+    judge_through_totals,
+    replaced_launches,
+    replacement_notes,
+    unjudged_replacements,
+)
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
+from perfgate.regions import like_for_like_totals
 from perfgate.table import (
     Measurement,
     device_label,
@@ -136,6 +144,7 @@ class _Judgement(NamedTuple):
     judged: JudgedRows
     statuses: StatusCodes  # per launch
     cold_notes: list[str]
+    replacements: list[Replacement]  # kernels missing and new in one region, judged through a total where one holds them
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
@@ -159,9 +168,10 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
+    judged, replacements = judge_through_totals(rows, judged, find_replacements(launches))
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
-                      groups, judged, statuses, cold_notes)
+                      groups, judged, statuses, cold_notes, replacements)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -186,6 +196,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
     check_same_source(baseline, current)
+    baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
@@ -200,10 +211,12 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     unnamed_device = any(not name for name, _ in (*base_devices, *cur_devices)) and not options.allow_device_mismatch
     thresholds = options.effective_thresholds()
     notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
-                             found.base_side, found.cur_side, launches.kinds, statuses)
-    notes += rename_notes(launches.renames)
+                             found.base_side, found.cur_side, launches.kinds, statuses,
+                             replaced_launches(launches, found.replacements))
+    notes += total_notes + rename_notes(launches.renames)
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes
+    notes += replacement_notes(rows, judged, launches, statuses, found.replacements)
 
     change_notes = launch_change_notes(launch_facts(launches, found.base_side, found.cur_side, found.codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
@@ -218,7 +231,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes += unusable_notes(baseline, found.compared) + unusable_notes(current, found.compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     if not options.accept_unpaired_kernels:
-        unmeasured += unpaired_kernels(launches, statuses)
+        unmeasured += unjudged_replacements(found.replacements)
     position = np.empty(len(launch_order), dtype=np.int64)  # each launch id's row in the launches table
     position[launch_order] = np.arange(len(launch_order))
     return Comparison(

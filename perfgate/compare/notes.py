@@ -97,8 +97,10 @@ def launch_change_notes(facts: Columns) -> Objects:
 
 def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compared: Sequence[str],
                      thresholds: Mapping[str, Threshold], codes: Mapping[str, int], base: SideValues,
-                     cur: SideValues, launch_kinds: Objects, launch_statuses: StatusCodes) -> list[str]:
-    """Say what was not compared and why."""
+                     cur: SideValues, launch_kinds: Objects, launch_statuses: StatusCodes,
+                     replaced: Bools | None = None) -> list[str]:
+    """Say what was not compared and why (``replaced``: per launch, a replaced kernel judged through a total,
+    which its own note covers)."""
     notes: list[str] = []
     if unnamed_device:
         notes.append("a GPU is not named in an input (ncu's CSV details page gives the device index, not its name; a "
@@ -119,8 +121,9 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
             notes.append(f"gated metric {metric} is only in {cur_name}: not compared")
         elif code not in in_cur:
             notes.append(f"gated metric {metric} is only in {base_name}: not compared")
-    missing = int(is_status(launch_statuses, Status.MISSING).sum())
-    new = int(is_status(launch_statuses, Status.NEW).sum())
+    unexplained = ~replaced if replaced is not None else np.ones(len(launch_statuses), dtype=bool)
+    missing = int((is_status(launch_statuses, Status.MISSING) & unexplained).sum())
+    new = int((is_status(launch_statuses, Status.NEW) & unexplained).sum())
     if missing and new:
         notes.append(f"{missing} missing and {new} new: a renamed kernel that no rule paired shows as one of each and "
                      "is not compared; pair it with a [tool.perfgate] kernel_aliases rule, or review it by hand and "
@@ -180,31 +183,6 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
             f"{row['n_current']} launches) reaches beyond its limit {row['threshold']} without lying beyond it: "
             "inconclusive, not failed; more launches or a quieter machine can settle it")
     return _capped(lines, "inconclusive kernels")
-
-
-def unpaired_kernels(launches: MatchedLaunches, statuses: StatusCodes) -> list[tuple[str, str]]:
-    """Per region holding kernels missing and new that no rule paired: (where, cause). Either may be the other
-    renamed, whose change nobody judged, so the comparison is not a pass (``accept_unpaired_kernels`` accepts)."""
-    frame = launches.frame
-    kernel = launches.kinds == KIND_KERNEL
-    lines = []
-    for region in dict.fromkeys(frame["region"][kernel].tolist()):
-        here = kernel & (frame["region"] == region)
-        missing = dict.fromkeys(launches.either("demangled")[here & is_status(statuses, Status.MISSING)].tolist())
-        new = dict.fromkeys(launches.either("demangled")[here & is_status(statuses, Status.NEW)].tolist())
-        if not missing or not new:
-            continue
-        where = f"region {region}" if region else "launches outside any region"
-
-        def listed(names: dict[str, None]) -> str:
-            shown_names = [short_name(n) for n in names]
-            return ", ".join(shown_names[:4]) + (f" and {len(shown_names) - 4} more" if len(shown_names) > 4 else "")
-
-        # The fix first: a headline keeps the first 200 characters of a cause.
-        lines.append((where, "kernels no rule paired, one may be the other renamed (after review accept them with "
-                             "--accept-unpaired-kernels or accept_unpaired_kernels, or pair them with kernel_aliases): "
-                             f"missing {listed(missing)}; new {listed(new)}"))
-    return lines
 
 
 def _picked(results: Columns, mask: Bools, order: Ints | None) -> Columns:

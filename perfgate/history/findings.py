@@ -13,6 +13,7 @@ import json
 from typing import Any, NamedTuple, Sequence
 
 from perfgate.history.db import History, damaged
+from perfgate.history.keys import gpu_key
 from perfgate.limits import parse_json_or_none
 from perfgate.report import Report
 
@@ -39,7 +40,7 @@ def report_findings(report: Report) -> dict[KernelKey, tuple[list[str], list[str
         appeared, gone = appeared_of[at], gone_of[at]
         if appeared is None and gone is None:
             continue
-        key = (launches["device"][at] or "unknown", launches["test"][at] or "", launches["kind"][at] or "kernel",
+        key = (gpu_key(launches["device"][at]), launches["test"][at] or "", launches["kind"][at] or "kernel",
                launches["kernel"][at], launches["region"][at] or "")
         into = found.setdefault(key, ([], []))
         for target, names in zip(into, (appeared or [], gone or [])):

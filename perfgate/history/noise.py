@@ -7,7 +7,14 @@ values are normal, untouched by a few outliers), and its learned relative thresh
 never above the hand-set threshold (the default and the ceiling); the hand-set absolute part is kept as it is.
 Each series is gated at its own threshold (``CompareOptions.series_thresholds``, (kernel, region, metric) ->
 threshold); a series with too little history keeps the hand-set threshold, and a note says so ("insufficient
-data"), never silently.
+data"), never silently; so does a run none of whose launches has a series on the branch.
+
+The spread is that of the statistic that is judged. A value measured once per run (a kernel launched once, a
+region total, a benchmark's statistic) is judged as it is: its spread is that of its run values. A kernel launched
+repeatedly is also judged launch by launch (a launch that moved alone, each launch against the history's median), so
+its spread is that of its launches' values over the window's runs (the samples each point keeps), which holds the
+runs' spread and the launches' own: learned from the run medians alone it is too tight, and unchanged runs come out
+inconclusive or blame a launch.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.db import History, open_history
-from perfgate.history.series import Series, load_branch
+from perfgate.history.keys import gpu_key
+from perfgate.history.series import Branch, Series, commit_order, load_branch
+from perfgate.limits import parse_json_or_none
 from perfgate.metrics import Threshold
 from perfgate.options import selection
 
@@ -43,7 +52,11 @@ SERIES_KEY = ("gpu", "test", "kind", "kernel", "region", "metric")
 
 def series_threshold(values: np.ndarray) -> float:
     """``max(SIGMAS * robust relative spread, FLOOR)`` of a series' latest ``WINDOW`` values."""
-    recent = values[-WINDOW:]
+    return spread_threshold(values[-WINDOW:])
+
+
+def spread_threshold(recent: np.ndarray) -> float:
+    """``max(SIGMAS * robust relative spread, FLOOR)`` of ``recent`` values (run values, or launches' values)."""
     median = float(np.median(recent))
     if median == 0:
         return FLOOR
@@ -51,44 +64,79 @@ def series_threshold(values: np.ndarray) -> float:
     return max(SIGMAS * spread, FLOOR)
 
 
-def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold],
-          wanted: set[tuple[str, ...]] | None = None) -> Learned:
+def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold], wanted: set[tuple[str, ...]] | None = None,
+          launches: Mapping[int, np.ndarray] | None = None) -> Learned:
     """Per series, the learned threshold of ``series``, capped by ``hand_set``. ``wanted``: the launches the
     current run measured, as (GPU, kind, kernel, region): only their series count (any test), and one with no
-    series at all is insufficient data."""
+    series at all is insufficient data. ``launches``: per series id of a kernel launched repeatedly, its launches'
+    values over its window (``launch_values``): its threshold is learned from their spread."""
     learned: dict[tuple[str, ...], Threshold] = {}
+    per_launch: set[tuple[str, ...]] = set()
     short: dict[str, int] = {}
     seen: set[tuple[str, ...]] = set()
+    gpus: set[str] = set()
+    absolute_only: set[str] = set()
     for item in series:
         launch = tuple(item.facts[name] for name in ("gpu", "kind", "kernel", "region"))
+        gpus.add(launch[0])
         if wanted is not None and launch not in wanted:
             continue
         seen.add(launch)
         metric = item.facts["metric"]
         ceiling = hand_set.get(metric)
         if ceiling is None or not ceiling.gating or ceiling.relative is None:
+            if ceiling is not None and ceiling.gating:
+                absolute_only.add(metric)
             continue  # not gated, or gated by an absolute amount only: nothing relative to size
         if len(item.values) < MIN_RUNS:
             short[metric] = short.get(metric, 0) + 1
             continue
-        rounded = math.ceil(series_threshold(item.values) * 1000) / 1000  # up to a tenth of a percent: a spec
-        learned[tuple(item.facts[name] for name in SERIES_KEY)] = ceiling._replace(
-            relative=min(rounded, float(ceiling.relative)))
+        pooled = launches.get(item.id) if launches else None
+        spread = series_threshold(item.values) if pooled is None else spread_threshold(pooled)
+        rounded = math.ceil(spread * 1000) / 1000  # up to a tenth of a percent: a spec
+        key = tuple(item.facts[name] for name in SERIES_KEY)
+        learned[key] = ceiling._replace(relative=min(rounded, float(ceiling.relative)))
+        if pooled is not None:
+            per_launch.add(key)
     if wanted is not None and wanted - seen:
         for metric, limit in hand_set.items():  # a launch the base branch never measured
             if limit.gating and limit.relative is not None and any(key[-1] == metric for key in learned):
                 short[metric] = short.get(metric, 0) + len(wanted - seen)
-    return Learned(learned, _notes(learned, short, hand_set))
+    notes = _notes(learned, per_launch, short, hand_set)
+    notes += [f"history: {metric} keeps its hand-set threshold {hand_set[metric].spec}: only a relative part is "
+              "learned from the history" for metric in sorted(absolute_only)]
+    if wanted and not seen:
+        notes.append(_unseen_note(wanted, gpus))
+    return Learned(learned, notes)
 
 
-def _notes(learned: Mapping[tuple[str, ...], Threshold], short: Mapping[str, int],
+def _unseen_note(wanted: set[tuple[str, ...]], gpus: set[str]) -> str:
+    """Why nothing was learned for a run none of whose launches has a series on the branch."""
+    mine = sorted({launch[0] for launch in wanted})
+    if gpus and not gpus & set(mine):
+        why = f"the branch records GPU {', '.join(sorted(gpus))}, this run {', '.join(mine)}"
+    else:
+        why = "its kernels and regions were never recorded on it"
+    count = f"{len(wanted)} kernel{'s' if len(wanted) != 1 else ''} and regions"
+    return (f"history: no threshold learned: none of the {count} this run measured has a series on the base branch "
+            f"({why}); the hand-set thresholds apply")
+
+
+def _notes(learned: Mapping[tuple[str, ...], Threshold], per_launch: set[tuple[str, ...]], short: Mapping[str, int],
            hand_set: Mapping[str, Threshold]) -> list[str]:
     notes: list[str] = []
     for metric in sorted({key[-1] for key in learned}):
-        found = sorted((t.relative or 0.0, t.spec) for key, t in learned.items() if key[-1] == metric)
-        span = found[0][1] if found[0][1] == found[-1][1] else f"{found[0][1]} to {found[-1][1]}"
-        notes.append(f"history: {metric} gated at {span} in {len(found)} series (each learned from its own spread "
-                     f"on the base branch; hand-set {hand_set[metric].spec})")
+        for launches in (False, True):
+            found = sorted((t.relative or 0.0, t.spec) for key, t in learned.items()
+                           if key[-1] == metric and (key in per_launch) == launches)
+            if not found:
+                continue
+            span = found[0][1] if found[0][1] == found[-1][1] else f"{found[0][1]} to {found[-1][1]}"
+            how = ("of kernels launched repeatedly (each learned from the spread of its launches on the base branch, "
+                   "as they are judged one by one too" if launches else
+                   "(each learned from its own spread on the base branch")
+            notes.append(f"history: {metric} gated at {span} in {len(found)} series {how}; hand-set "
+                         f"{hand_set[metric].spec})")
     for metric, count in sorted(short.items()):
         notes.append(f"history: insufficient data for {count} series of {metric} (fewer than {MIN_RUNS} base-branch "
                      f"runs): its hand-set threshold {hand_set[metric].spec} applies")
@@ -116,7 +164,24 @@ def learned_thresholds(history: History, branch: str, hand_set: Mapping[str, Thr
     if not loaded.series:
         return Learned({}, [f"history: insufficient data: no run of branch {branch!r} is recorded; the hand-set "
                             "thresholds apply"])
-    return learn(loaded.series, hand_set, wanted)
+    return learn(loaded.series, hand_set, wanted, launch_values(history, loaded))
+
+
+def launch_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
+    """Per series whose points hold several launches (a kernel launched repeatedly in a run): its launches' values
+    in the runs of its latest ``WINDOW`` commits, as each point keeps them (up to ``record.MAX_SAMPLES``)."""
+    window = {s.id: set(s.commits[-WINDOW:].tolist()) for s in branch.series}
+    _, _, run_commit = commit_order(history, branch.name)
+    found: dict[int, list[float]] = {}
+    for series_id, run_id, samples in history.query(
+            "SELECT p.series_id, p.run_id, p.samples FROM perfgate_points p JOIN perfgate_runs r ON r.id = p.run_id "
+            "WHERE r.branch = ? AND p.n > 1 AND p.samples IS NOT NULL", (branch.name,)):
+        if run_commit.get(int(run_id)) not in window.get(int(series_id), ()):
+            continue
+        values = parse_json_or_none(samples)
+        if isinstance(values, list) and values and all(isinstance(v, (int, float)) for v in values):
+            found.setdefault(int(series_id), []).extend(float(v) for v in values)
+    return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items()}
 
 
 def compare_options_from_history(url: str, branch: str, options: CompareOptions,
@@ -124,7 +189,8 @@ def compare_options_from_history(url: str, branch: str, options: CompareOptions,
     """``perfgate compare --history``: ``options`` with the learned thresholds of the series of ``current``'s
     launches, and the notes for the report."""
     table = current.table
-    wanted = set(zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region"))))
+    wanted = {(gpu_key(device), *rest) for device, *rest in
+              zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region")))}
     hand_set = options.effective_thresholds()
     compared = set(options.compared_metrics())
     with open_history(url, create=False) as history:

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
+from perfgate.history.keys import gpu_key
 from perfgate.history.verdicts import GATE_RANK, worse_gate
 from perfgate.report import Report, load_report
 
@@ -103,7 +104,7 @@ def report_points(report: Report) -> list[Point]:
     for at, code, value, status in zip(results["launch"], results["metric"], results["current"], results["status"]):
         if value is None:
             continue
-        key = (devices[at] or "unknown", tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
+        key = (gpu_key(devices[at]), tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
                names[code] or "")
         if key not in collected:
             collected[key] = []

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 import numpy as np
 
 from perfgate.history.db import History, open_history
+from perfgate.history.keys import gpu_key
 from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
 from perfgate.metrics import Threshold
@@ -94,7 +95,7 @@ def load_reference(history: History, branch: str) -> Reference:
 
 
 def _facts(row: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
-    return (row["device"] or "unknown", row["kind"] or "kernel", row["kernel"], row["region"] or "", row["metric"])
+    return (gpu_key(row["device"]), row["kind"] or "kernel", row["kernel"], row["region"] or "", row["metric"])
 
 
 def _where(row: Mapping[str, Any]) -> str:

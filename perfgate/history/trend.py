@@ -13,6 +13,7 @@ import numpy as np
 from perfgate.history.accept import load_acceptances
 from perfgate.history.changes import P_VALUE
 from perfgate.history.db import History
+from perfgate.history.keys import gpu_key
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
 from perfgate.render.formatting import md_escape
@@ -62,7 +63,7 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     lines = [f"#### Trend on `{md_escape(branch_name)}` (last {TREND_COMMITS} commits, then this run)", "",
              "| kernel | metric | trend | base → now | continues a creep | accepted before |", "|---|---|---|---|---|---|"]
     for row in rows[:KERNELS_SHOWN]:
-        key = (row["device"] or "unknown", row["test"] or "", row["kind"] or "kernel", row["kernel"],
+        key = (gpu_key(row["device"]), row["test"] or "", row["kind"] or "kernel", row["kernel"],
                row["region"] or "", row["metric"] or "")
         name = md_escape(row["kernel"] + (f" [{row['region']}]" if row["region"] else ""))
         series = by_key.get(key)

@@ -54,7 +54,14 @@ def test_insufficient_data_is_said() -> None:
                              "history: insufficient data for 1 series of gpu__time_duration.sum (fewer than 5 "
                              "base-branch runs): its hand-set threshold 5% applies"]
     unseen = learn([_series("a", np.full(20, 100.0))], hand_set, wanted={("H100", "kernel", "new", "")})
-    assert unseen.series == {} and unseen.notes == []  # no series of the current run: nothing learned
+    assert unseen.series == {}  # no series of the current run: nothing learned, and said with why
+    assert unseen.notes == ["history: no threshold learned: none of the 1 kernel and regions this run measured has a "
+                            "series on the base branch (its kernels and regions were never recorded on it); the "
+                            "hand-set thresholds apply"]
+    elsewhere = learn([_series("new", np.full(20, 100.0))], hand_set, wanted={("unknown", "kernel", "new", "")})
+    assert elsewhere.notes[-1].startswith("history: no threshold learned: none of the 1 kernel and regions this run "
+                                          "measured has a series on the base branch (the branch records GPU H100, "
+                                          "this run unknown)")
 
 
 def test_compare_with_history_on_the_h100_reruns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

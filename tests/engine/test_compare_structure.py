@@ -1,0 +1,204 @@
+"""Structure changes between runs (issue 35, items 3 and 4; docs/matching.md): a layer added with its own NVTX range
+leaves the total comparing the regions both runs hold, and kernels replaced in a region (cuBLAS xmma -> nvjet,
+split-K adding a reduce kernel, a suite swapping ops) are judged through the smallest total that holds them. The
+runs are ncu details pages of the verdict families (tests/verdicts/structures.py), read and compared as
+``perfgate compare`` does."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "verdicts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.common import run_perfgate  # noqa: E402
+from scenarios import write_run  # noqa: E402
+from structures import Case, cases, compared, run  # noqa: E402
+
+from perfgate.compare import CompareOptions, Comparison, compare_tables  # noqa: E402
+from perfgate.collect import read_table  # noqa: E402
+from perfgate.regions import TOTAL, with_region_totals  # noqa: E402
+
+TIME, INST = "gpu__time_duration.sum", "smsp__inst_executed.sum"
+
+
+def _case(name: str) -> Case:
+    [case] = [c for c in cases() if c.name == name]
+    return case
+
+
+def _compared(name: str, tmp_path: Path, seed: int = 3) -> Comparison:
+    return compared(_case(name), tmp_path, random.Random(seed))
+
+
+def _row(comparison: Comparison, kernel: str, metric: str, region: str | None = None) -> dict[str, object]:
+    results = comparison.results
+    picked = (results["kernel"] == kernel) & (results["metric"] == metric)
+    if region is not None:
+        picked &= results["region"] == region
+    [row] = results[picked].rows()
+    return row
+
+
+def test_a_layer_added_with_its_own_range_leaves_the_total_comparing_the_shared_layers(tmp_path: Path) -> None:
+    comparison = _compared("one added in the middle", tmp_path)
+    assert comparison.verdict == "pass", comparison.notes
+    assert "regions differ: 1 region only in the current run (added0; new, judged on its own); the total compares " \
+           "the 4 regions both runs hold, like with like" in comparison.notes
+    total = _row(comparison, TOTAL, TIME, "")
+    shared = [_row(comparison, f"layer{i}", TIME) for i in range(4)]
+    assert total["baseline"] == sum(row["baseline"] for row in shared)  # type: ignore[misc]
+    assert total["current"] == sum(row["current"] for row in shared)  # type: ignore[misc]
+    assert abs(total["change"]) < 0.02  # type: ignore[arg-type]
+    added = comparison.launches[comparison.launches["region"] == "added0"]
+    assert set(added["status"].tolist()) == {"new"}  # judged on its own terms: new
+
+
+def test_a_shared_layer_slowed_beside_an_added_one_fails(tmp_path: Path) -> None:
+    comparison = _compared("one added, layer2's GEMM +15%", tmp_path)
+    assert comparison.verdict == "fail"
+    assert _row(comparison, "layer2", TIME)["status"] == "regression"
+    assert _row(comparison, TOTAL, TIME, "")["status"] in ("unchanged", "regression")  # 1 of 4 layers: +3%
+
+
+def test_regions_that_share_fewer_than_two_leave_no_total(tmp_path: Path) -> None:
+    one = Case("layers", "renamed", "pass", [], [])
+    base_case = _case("one added at the end")
+    one = one._replace(baseline=[launch for launch in base_case.baseline if launch.region in ("layer0", "layer1")],
+                       current=[launch._replace(region="layer9") if launch.region == "layer1" else launch
+                                for launch in base_case.baseline if launch.region in ("layer0", "layer1")])
+    comparison = compared(one, tmp_path, random.Random(1))
+    assert not (comparison.launches["kernel"] == TOTAL).any()
+    assert any(note.startswith("regions differ: 1 region only in the current run (layer9; new, judged on its own); "
+                               "1 region only in the baseline (layer1; missing); fewer than two regions")
+               for note in comparison.notes)
+
+
+def test_a_baseline_written_with_totals_meets_a_run_with_a_layer_added(tmp_path: Path) -> None:
+    case = _case("one added at the end")
+    rng = random.Random(4)
+    write_run(tmp_path / "base.csv", case.baseline, rng)
+    write_run(tmp_path / "cur.csv", case.current, rng)
+    made = run_perfgate("baseline", tmp_path / "base.csv", "-d", tmp_path / "b", "--name", "model", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    [written] = (tmp_path / "b").glob("*/model.json")
+    done = run_perfgate("compare", written, tmp_path / "cur.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the total compares the 4 regions both runs hold" in done.stdout
+
+
+def test_an_xmma_gemm_replaced_by_nvjet_passes_through_its_region_total(tmp_path: Path) -> None:
+    comparison = _compared("xmma -> nvjet, same time", tmp_path)
+    assert comparison.verdict == "pass" and not comparison.unmeasured
+    [note] = [n for n in comparison.notes if n.startswith("kernels replaced in region forward: ")]
+    assert "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64" in note
+    assert "→ nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT (no rule pairs them); judged through region forward's " \
+           "total: duration " in note and note.endswith("shown, not gated)")
+    # nvjet executes 30% fewer instructions: the total's work counters count other kernels' work, so they inform.
+    instructions = _row(comparison, "forward", INST)
+    assert instructions["status"] == "info" and not instructions["gated"]
+    assert not any("missing and" in n for n in comparison.notes)  # the replacement's own note says it
+
+
+def test_a_replacement_that_slowed_its_region_fails_on_the_region_total(tmp_path: Path) -> None:
+    comparison = _compared("xmma -> split-K + reduce, 15% slower", tmp_path)
+    assert comparison.verdict == "fail" and not comparison.unmeasured
+    assert _row(comparison, "forward", TIME)["status"] == "regression"
+    [note] = [n for n in comparison.notes if n.startswith("kernels replaced in region forward: ")]
+    assert "execute_segment_k_on_kernel__5x_cublas, splitKreduce_kernel<32, 16, int" in note
+    assert note.endswith("(regression); the replacement is the likely cause of its regression")
+
+
+def test_a_replacement_beside_a_kernel_that_regressed_is_not_named_the_only_cause(tmp_path: Path) -> None:
+    from structures import BIAS, NVJET, SOFTMAX, _scaled
+    from scenarios import Launch
+
+    case = _case("xmma -> nvjet, a shared kernel +20%")
+    both = case._replace(current=[Launch(_scaled(NVJET, 1.1), "forward"), Launch(BIAS, "forward", time=1.5),
+                                  Launch(SOFTMAX, "forward")])  # the region +14%: 10 us of it nvjet's, 10 us the bias'
+    comparison = compared(both, tmp_path, random.Random(1))
+    assert comparison.verdict == "fail"
+    assert _row(comparison, "bias_gelu_kernel", TIME)["status"] == "regression"
+    [note] = [n for n in comparison.notes if n.startswith("kernels replaced in region forward: ")]
+    assert note.endswith("(regression); the replacement is a likely cause of its regression, besides the kernels that "
+                         "regressed in it")
+
+
+def test_a_replacement_in_a_nested_range_is_judged_by_its_top_level_total(tmp_path: Path) -> None:
+    comparison = _compared("xmma -> nvjet x3 in a nested range, 25% slower", tmp_path)
+    assert comparison.verdict == "fail"
+    assert any(n.startswith("kernels replaced in region forward > mlp: ") and "region forward's total" in n
+               for n in comparison.notes)
+
+
+def test_a_suite_swapping_ops_passes_unless_its_test_got_slower(tmp_path: Path) -> None:
+    assert _compared("op1 removed, op3 added (same time)", tmp_path).verdict == "pass"
+    slower = _compared("op1 removed, op4 added (+15 us of 90)", tmp_path)
+    assert slower.verdict == "fail" and _row(slower, "test_suite", TIME)["status"] == "regression"
+
+
+def test_kernels_replaced_outside_every_region_are_still_not_measured(tmp_path: Path) -> None:
+    comparison = _compared("xmma -> nvjet outside every region", tmp_path)
+    assert comparison.verdict == "not measured"
+    [(where, cause)] = comparison.unmeasured
+    assert where == "launches outside any region"
+    assert cause.startswith("kernels no rule paired, one may be the other renamed (after review accept them with "
+                            "--accept-unpaired-kernels")
+    assert cause.endswith("new nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT; no region total holds them")
+
+
+def test_accepting_unpaired_kernels_still_judges_a_total_that_regressed(tmp_path: Path) -> None:
+    case = _case("xmma -> nvjet, 25% slower")
+    rng = random.Random(2)
+    write_run(tmp_path / "base.csv", case.baseline, rng)
+    write_run(tmp_path / "cur.csv", case.current, rng)
+    sides = [with_region_totals(read_table(tmp_path / name)) for name in ("base.csv", "cur.csv")]
+    assert compare_tables(*sides, CompareOptions(accept_unpaired_kernels=True)).verdict == "fail"
+
+
+def test_from_the_command_line(tmp_path: Path) -> None:
+    rng = random.Random(6)
+    for name, status in (("xmma -> nvjet, 10% faster", 0), ("xmma -> nvjet, 25% slower", 1),
+                         ("xmma -> nvjet outside every region", 2)):
+        case = _case(name)
+        write_run(tmp_path / "base.csv", case.baseline, rng)
+        write_run(tmp_path / "cur.csv", case.current, rng)
+        done = run_perfgate("compare", tmp_path / "base.csv", tmp_path / "cur.csv", cwd=tmp_path)
+        assert done.returncode == status, (name, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_every_family_gets_its_expected_verdict() -> None:
+    wrong = [(o.case.family, o.case.name, o.case.expect, o.verdict) for o in run(reruns=2, seed=11) if not o.right]
+    assert not wrong
+
+
+def _trace(path: Path, kernels: list[tuple[str, float]]) -> Path:
+    """A torch.profiler trace of one ``step`` region launching ``kernels`` (name, µs) back to back."""
+    events: list[dict[str, object]] = [{"ph": "X", "cat": "user_annotation", "name": "step", "ts": 0.0, "dur": 2000.0,
+                                        "pid": 1, "tid": 1, "args": {}}]
+    start = 20.0
+    for at, (name, duration) in enumerate(kernels):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1.0 + 2 * at, "dur": 1.0,
+                       "pid": 1, "tid": 1, "args": {"correlation": at + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": duration, "pid": 0, "tid": 7,
+                       "args": {"correlation": at + 1, "device": 0, "stream": 7}})
+        start += duration + 1.0
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("nvjet_us", "verdict"), [(99.6, "pass"), (140.0, "fail")])
+def test_a_trace_judges_a_replacement_through_its_region(tmp_path: Path, nvjet_us: float, verdict: str) -> None:
+    base = _trace(tmp_path / "base.json", [("sm90_xmma_gemm_f16f16_tn_n_execute_segment_k_off_kernel__5x_cublas",
+                                            100.0), ("bias_gelu_kernel", 20.0)])
+    cur = _trace(tmp_path / "cur.json", [("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", nvjet_us),
+                                         ("bias_gelu_kernel", 20.0)])
+    comparison = compare_tables(*(with_region_totals(read_table(path)) for path in (base, cur)))
+    assert comparison.verdict == verdict and not comparison.unmeasured
+    assert any(note.startswith("kernels replaced in region step: sm90_xmma_gemm") and "region step's total" in note
+               for note in comparison.notes), comparison.notes
