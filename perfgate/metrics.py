@@ -174,14 +174,20 @@ CATALOG: tuple[MetricInfo, ...] = (
 # 0.9-1.1 ms, the backward pass's idle 40 us -> 0.4-0.5 ms.
 TIMELINE_CATALOG: tuple[MetricInfo, ...] = (
     MetricInfo(
-        "timeline.wall_time", "wall time", Direction.LOWER_IS_BETTER, Threshold(relative=0.08, absolute=20000.0),
-        "A region's wall time, median over its entries (steps): from its first launch call (or, queued behind "
-        "earlier GPU work, that work's end) to its last kernel's end. 8% and at least 20 us.", time_like=True,
+        "timeline.wall_time", "wall time", Direction.LOWER_IS_BETTER, Threshold(relative=0.08, absolute=200000.0),
+        "A region's wall time, median over its entries (steps): from the range's start on the host to the later "
+        "of its end and the end of the GPU work it launched. 8% and at least 20 us.", time_like=True,
     ),
     MetricInfo(
-        "timeline.gpu_idle", "GPU idle", Direction.LOWER_IS_BETTER, Threshold(relative=0.50, absolute=40000.0),
+        "timeline.gpu_idle", "GPU idle", Direction.LOWER_IS_BETTER, Threshold(relative=0.50, absolute=300000.0),
         "Nanoseconds of the region's wall time with nothing running on the GPU (no kernel, copy or set on any "
         "stream): a host synchronisation or a starved GPU. 50% and at least 40 us.", time_like=True,
+    ),
+    MetricInfo(
+        "timeline.host_lead", "host lead", Direction.LOWER_IS_BETTER, Threshold(relative=0.50, absolute=500000.0),
+        "Nanoseconds from the region's start on the host to the start of its first GPU work: what a data loader, "
+        "a tokenizer or Python costs before the GPU gets anything. 50% and at least 0.5 ms.",
+        time_like=True,
     ),
     MetricInfo(
         "timeline.kernel_duration", "GPU time", Direction.LOWER_IS_BETTER, Threshold(relative=0.10, absolute=2000.0),

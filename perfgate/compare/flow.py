@@ -43,9 +43,9 @@ from perfgate.compare.repeats import GroupVerdicts, judge_groups
 from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
 from perfgate.compare.sources import (
     check_same_source,
-    cold_region_rows,
     for_measurement,
     is_timeline,
+    module_loading_notes,
     region_why,
     time_resolution,
 )
@@ -143,7 +143,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
                           past_floored, options.confidence, time_resolution(baseline, current))
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
-    judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
+    cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
                       groups, judged, statuses, cold_notes)

@@ -135,7 +135,7 @@ def _facts(connection: sqlite3.Connection, tables: set[str]) -> dict[str, str | 
         capture = dict(connection.execute("SELECT name, value FROM META_DATA_CAPTURE WHERE name IN "
                                           "('START_TRIGGER', 'START_DELAY_MS')").fetchall())
         # Traced from the process's start (no --delay, no capture range): a kernel's first launch in the export
-        # is its first in the process (``measure.cold_regions``).
+        # is its first in the process (``measure.module_loading``).
         if capture.get("START_TRIGGER") == "Immediate" and str(capture.get("START_DELAY_MS")) == "0":
             facts[FROM_PROCESS_START] = True
     return facts

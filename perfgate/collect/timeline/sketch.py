@@ -37,7 +37,7 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
     total = 0
     for path, entries in list(by_path.items())[:MAX_REGIONS]:
         chosen = _representative(entries)
-        lo, hi = chosen.first_launch, chosen.last_end
+        lo, hi = chosen.start, chosen.end
         own = set(chosen.ops)
         lanes: dict[str, list[list[Any]]] = defaultdict(list)
         kept = 0
