@@ -16,8 +16,6 @@ from typing import Any
 
 
 from perfgate.collect.timeline.measure import (
-    GPU_BUSY,
-    GPU_IDLE,
     HOST_LEAD,
     IDLE_SHARE,
     MODULE_LOADING_SETTING,
@@ -28,8 +26,8 @@ from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
+from perfgate.compare.timeline_why import duration, moved_parts, points, signed_duration
 from perfgate.table import Measurement
-from perfgate.units import scale_time
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, is_benchmark_metric
 
 SOURCE_SETTING = "source"
@@ -84,27 +82,6 @@ def _percent(before: float, after: float) -> str:
     return f"{(after - before) / before * 100:+.0f}%" if before else "new"
 
 
-def _signed_duration(ns: float) -> str:
-    return ("+" if ns >= 0 else "-") + format_duration(abs(ns))
-
-
-def moved_parts(then: dict[str, float], now: dict[str, float]) -> list[tuple[str, float]]:
-    """Which part of a region's wall time moved, largest first: the host lead (before its first GPU work), the
-    idle gaps after it, its own GPU busy time and other GPU work in its window (work it did not launch). Each (name, ns); a part that moved less than a twentieth of the wall time's move and
-    less than 1 µs is left out."""
-    def parts(values: dict[str, float]) -> dict[str, float]:
-        wall, idle = values.get(WALL_TIME, 0.0), values.get(GPU_IDLE, 0.0)
-        lead = min(values.get(HOST_LEAD, 0.0), idle)
-        busy = values.get(GPU_BUSY, 0.0)
-        return {"host lead": lead, "idle gaps": idle - lead, "GPU busy": busy, "other GPU work": wall - idle - busy}
-
-    before, after = parts(then), parts(now)
-    moved = {name: after[name] - before[name] for name in before}
-    wall_move = abs(now.get(WALL_TIME, 0.0) - then.get(WALL_TIME, 0.0))
-    shown = [(name, delta) for name, delta in moved.items() if abs(delta) >= max(0.05 * wall_move, 1000.0)]
-    return sorted(shown, key=lambda part: -abs(part[1]))
-
-
 def region_why(baseline: Measurement, current: Measurement, min_change: float = 0.03) -> list[str]:
     """One line per region whose wall time, GPU idle share or host lead moved: by how much, which part of it
     (host lead, idle gaps, kernels, launch overhead), the idle share in percentage points, and whether the
@@ -119,8 +96,8 @@ def region_why(baseline: Measurement, current: Measurement, min_change: float = 
         old_wall, new_wall = then.get(WALL_TIME), now.get(WALL_TIME)
         wall_moved = bool(old_wall and new_wall is not None and abs(new_wall - old_wall) / old_wall >= min_change)
         if wall_moved and old_wall is not None and new_wall is not None:
-            parts.append(f"wall {_percent(old_wall, new_wall)} ({format_duration(old_wall)} → "
-                         f"{format_duration(new_wall)})")
+            parts.append(f"wall {_percent(old_wall, new_wall)} ({duration(old_wall)} → "
+                         f"{duration(new_wall)})")
         lead_then, lead_now = then.get(HOST_LEAD), now.get(HOST_LEAD)
         lead_moved = (lead_then is not None and lead_now is not None
                       and abs(lead_now - lead_then) >= max(0.5 * lead_then, 100_000.0))
@@ -129,11 +106,11 @@ def region_why(baseline: Measurement, current: Measurement, min_change: float = 
         if not (wall_moved or idle_moved or lead_moved):
             continue
         if wall_moved:
-            parts += [f"{name} {_signed_duration(delta)}" for name, delta in moved_parts(then, now)[:3]]
+            parts += [f"{name} {signed_duration(delta)}" for name, delta in moved_parts(then, now)[:3]]
         elif lead_moved and lead_then is not None and lead_now is not None:
-            parts.append(f"host lead {format_duration(lead_then)} → {format_duration(lead_now)}")
+            parts.append(f"host lead {duration(lead_then)} → {duration(lead_now)}")
         if idle_moved and idle_then is not None and idle_now is not None:
-            parts.append(f"GPU idle {idle_then:.1f}% → {idle_now:.1f}% ({idle_now - idle_then:+.1f} pp)")
+            parts.append(f"GPU idle {points(idle_then, idle_now)}")
         parts.append(_kernels_moved(baseline, current, region, then, now))
         lines.append(f"region `{region}`: {', '.join(parts)}")
     return lines
@@ -161,12 +138,6 @@ def time_resolution(*measurements: Measurement) -> float:
                default=0.0)
 
 
-def format_duration(ns: float) -> str:
-    """A duration as a reader expects it: 3.4 ms, 52 µs, 900 ns (3 significant digits)."""
-    scaled, symbol = scale_time(ns, "ns")
-    return f"{scaled:.3g} {symbol}"
-
-
 def _module_loading(settings: Any) -> dict[str, float]:
     """Per region, the host time in first launch calls its measurement left out; none where absent or malformed."""
     text = settings.get(MODULE_LOADING_SETTING) if isinstance(settings, dict) else None
@@ -184,7 +155,7 @@ def module_loading_notes(baseline: Measurement, current: Measurement) -> list[st
     before, after = _module_loading(baseline.settings), _module_loading(current.settings)
     notes = []
     for region in sorted(set(before) | set(after)):
-        sides = " → ".join(format_duration(side.get(region, 0.0)) for side in (before, after))
+        sides = " → ".join(duration(side.get(region, 0.0)) for side in (before, after))
         notes.append(f"region `{region}`: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out "
                      "of its wall time and GPU idle; warm the kernels up before the region, or set "
                      "CUDA_MODULE_LOADING=EAGER")
