@@ -42,6 +42,7 @@ from perfgate.compare.policies import (
 from perfgate.compare.repeats import GroupVerdicts, judge_groups
 from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
 from perfgate.compare.sources import (
+    common_regions,
     check_same_source,
     for_measurement,
     is_timeline,
@@ -172,6 +173,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
         options, not_judged = not_judged_across_replays(options, replay)
     base_devices, cur_devices = devices(baseline.table), devices(current.table)
     check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
+    baseline, current, region_notes = common_regions(baseline, current)
     found = _judgement(baseline, current, options)
     launches, rows, judged, groups, statuses = found.launches, found.rows, found.judged, found.groups, found.statuses
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
@@ -180,7 +182,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     thresholds = options.effective_thresholds()
     notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
                              found.base_side, found.cur_side, launches.kinds, statuses)
-    notes += rename_notes(launches.renames)
+    notes += rename_notes(launches.renames) + region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes
 

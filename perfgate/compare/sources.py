@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 
+import numpy as np
+
 from perfgate.collect.timeline.measure import (
     HOST_LEAD,
     IDLE_SHARE,
@@ -27,8 +29,9 @@ from perfgate.errors import InputError
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
 from perfgate.compare.timeline_why import duration, moved_parts, points, signed_duration
-from perfgate.table import Measurement
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, is_benchmark_metric
+from perfgate.columns import objects
+from perfgate.table import Measurement, assign_ordinals
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, is_benchmark_metric
 
 SOURCE_SETTING = "source"
 TIMELINE = "timeline"
@@ -128,6 +131,45 @@ def _kernels_moved(baseline: Measurement, current: Measurement, region: str, the
     if time_moved:
         return f"kernel time {_percent(time_then, time_now)}"
     return "kernels unchanged"
+
+
+def _one_sided(path: str, common: set[str]) -> str:
+    """The nearest enclosing region of ``path`` that both sides have; "" (no region) where none does."""
+    parts = path.split(REGION_SEPARATOR)
+    while parts and REGION_SEPARATOR.join(parts) not in common:
+        parts.pop()
+    return REGION_SEPARATOR.join(parts)
+
+
+def _rehomed(measurement: Measurement, common: set[str]) -> Measurement:
+    table = measurement.table
+    kind, region = table["kind"], table["region"]
+    is_region = kind == KIND_REGION
+    moved = np.array([not r or r in common for r in region.tolist()], dtype=bool)
+    if moved.all():
+        return measurement
+    keep = ~is_region | moved
+    homes = objects([r if ok else _one_sided(r, common) for r, ok in zip(region.tolist(), moved.tolist(), strict=True)])
+    return measurement.with_table(assign_ordinals(table.assign(region=homes)[keep]))
+
+
+def common_regions(baseline: Measurement, current: Measurement) -> tuple[Measurement, Measurement, list[str]]:
+    """Two traces as compared when a range was dropped, added or renamed between them: the kernels of a region
+    one side lacks are compared under its nearest enclosing region both have (by their own identity, not as
+    missing and new), that region's row is left out, and a note names it."""
+    if not (is_timeline(baseline) and is_timeline(current)) or baseline.table.empty or current.table.empty:
+        return baseline, current, []
+    paths = [set(m.table[m.table.equals("kind", KIND_REGION)]["kernel"].tolist()) for m in (baseline, current)]
+    common = paths[0] & paths[1]
+    notes = []
+    for side, own in (("baseline", paths[0] - common), ("current run", paths[1] - common)):
+        for path in sorted(own):
+            home = _one_sided(path, common)
+            notes.append(f"region `{path}`: in the {side} only (a range dropped, added or renamed): its kernels are "
+                         f"compared under {f'`{home}`' if home else 'no region'}")
+    if not notes:
+        return baseline, current, []
+    return _rehomed(baseline, common), _rehomed(current, common), notes
 
 
 def time_resolution(*measurements: Measurement) -> float:
