@@ -141,7 +141,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          past_floored, options.confidence, time_resolution(baseline, current))
+                          past_floored, options.confidence, time_resolution(baseline, current),
+                          pairs=is_timeline(baseline) and is_timeline(current))
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     cold_notes = module_loading_notes(baseline, current)
