@@ -54,4 +54,6 @@ def region_why(then: Mapping[str, float], now: Mapping[str, float]) -> str:
     kernel_then, kernel_now = then.get(KERNEL_TIME), now.get(KERNEL_TIME)
     if kernel_then and kernel_now is not None and abs(kernel_now - kernel_then) / kernel_then >= 0.01:
         words.append(f"kernel time {(kernel_now - kernel_then) / kernel_then * 100:+.0f}%")
+    elif kernel_then and kernel_now is not None:
+        words.append("kernel time unchanged")
     return ", ".join(words)

@@ -107,13 +107,17 @@ def render_text(report: ReportView, show_unchanged: bool = False, limit: int = T
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
+    said: set[str] = set()  # the notes a listed region's own "why" already says
     for index in _listed_launches(report, statuses, limit):
         item = Shown(report, index)
         listed[str(item.launch["status"])] += 1
         lines.extend(_launch_lines(item, report))
+        if item.launch.get("kind") == KIND_REGION:
+            said.add(f"region `{item.launch.get('kernel')}`: ")
     lines.extend(unmeasured_notes(report))
     for note in report["notes"]:
-        lines.append(f"note: {note}")
+        if not any(note.startswith(prefix) and "kernel" in note for prefix in said):
+            lines.append(f"note: {note}")
     more = left_out(report, listed, statuses)
     if more:
         lines.append(f"... not listed: {more} (the JSON and HTML reports list every launch)")
