@@ -190,6 +190,9 @@ def _module_loading(settings: Any) -> dict[str, float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
+NOTED_LOADING_NS = 100_000.0
+
+
 def module_loading_notes(baseline: Measurement, current: Measurement) -> list[str]:
     """A note per region whose wall time left out a kernel's first launch call (CUDA's lazy module loading: host
     time of milliseconds that is neither the code's nor the kernel's), on either side. Only that call's time is
@@ -197,6 +200,8 @@ def module_loading_notes(baseline: Measurement, current: Measurement) -> list[st
     before, after = _module_loading(baseline.settings), _module_loading(current.settings)
     notes = []
     for region in sorted(set(before) | set(after)):
+        if max(before.get(region, 0.0), after.get(region, 0.0)) < NOTED_LOADING_NS:
+            continue  # an ordinary launch call's microseconds: nothing worth a line
         sides = " → ".join(duration(side.get(region, 0.0)) for side in (before, after))
         notes.append(f"region `{region}`: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out "
                      "of its wall time and GPU idle; warm the kernels up before the region, or set "
