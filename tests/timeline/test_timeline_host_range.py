@@ -123,3 +123,18 @@ def test_a_trace_without_ranges_has_one_whole_trace_row(tmp_path: Path) -> None:
     assert values["timeline.wall_time"] == 355_000 and values["timeline.gpu_busy"] == 100_000
     assert values["timeline.gpu_idle"] == 255_000 and values["timeline.host_lead"] == 5_000
     assert values["timeline.launch_overhead"] == 255_000
+
+
+def test_the_docs_picture_of_the_starved_gpu_is_what_perfgate_draws(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    """docs/img/timeline-starved-gpu.svg is the step's region timeline of the HTML report of this pair."""
+    import re
+
+    page = tmp_path / "report.html"
+    run_cli(capsys, "compare", _pair_file(WORKERS_4), _pair_file(WORKERS_0), "--accept-unpaired-kernels",
+            "--format", "html", "-o", page)
+    figure = re.findall(r'<figure class="region-timeline">.*?</figure>', page.read_text(encoding="utf-8"), re.S)[0]
+    drawn = re.findall(r"<svg class=\"timeline\".*?<title>([^<]*)</title>", figure, re.S)
+    picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-starved-gpu.svg").read_text(encoding="utf-8")
+    assert drawn == ["baseline: wall 127 ms, GPU idle 19.7%", "current: wall 180 ms, GPU idle 44.0%"]
+    assert all(f"<title>{title}</title>" in picture for title in drawn)
