@@ -122,6 +122,7 @@ class _Judgement(NamedTuple):
     judged: JudgedRows
     statuses: StatusCodes  # per launch
     cold_notes: list[str]
+    resolution: float  # the traces' time step in ns; 0 where none is known
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
@@ -140,22 +141,22 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
                         launches.frame["region"], options.series_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
+    resolution = time_resolution(baseline, current)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          past_floored, options.confidence, time_resolution(baseline, current),
-                          pairs=is_timeline(baseline) and is_timeline(current))
+                          past_floored, options.confidence, resolution, pairs=is_timeline(baseline) and is_timeline(current))
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
-                      groups, judged, statuses, cold_notes)
+                      groups, judged, statuses, cold_notes, resolution)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
     rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
     notes = alone_notes(results, groups, order)
-    notes += inconclusive_notes(results, groups, options.confidence, order)
+    notes += inconclusive_notes(results, groups, options.confidence, order, found.resolution)
     notes += floor_notes(results, groups, order)
     excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
                & is_status(judged.status, Status.UNCHANGED) & judged.gated)

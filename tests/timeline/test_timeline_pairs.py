@@ -70,3 +70,15 @@ def test_the_paired_interval_covers_the_median_difference() -> None:
     estimate, low, high = paired_shift(base, base + 3.0 + rng.normal(0.0, 1.0, 400), 0.95)
     assert low <= estimate <= high and low < 3.0 < high and high - low < 0.5
     assert paired_shift(base[:3], base[:3] + 1.0, 0.95) == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_an_inconclusive_kernel_in_whole_microseconds_names_the_clock(tmp_path: Path) -> None:
+    """Launch counts differ (no pairs): a 1 µs kernel read as 1 or 3 µs, an interval two time steps wide; more
+    launches would not settle rounding, so the advice names the trace's clock."""
+    comparison = compare_tables(read_table(_trace(tmp_path / "a.json", [1] * 10)),
+                                read_table(_trace(tmp_path / "b.json", [1, 3] * 6)))
+    said = [n for n in comparison.notes if n.startswith("tiny_kernel")]
+    assert _launch_statuses(comparison, "kernel") == {"inconclusive", "new"}  # two launches more
+    assert len(said) == 1 and said[0].endswith(
+        "inconclusive, not failed; the trace's time stamps are whole steps of 1 µs, and the interval is two of them: "
+        "record a trace with nanosecond time stamps (a current torch.profiler, Nsight Systems) to settle it"), said
