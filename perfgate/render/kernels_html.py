@@ -16,7 +16,7 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
-from perfgate.render.formatting import format_values, pair_texts
+from perfgate.render.formatting import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
 from perfgate.vocabulary import Status
@@ -178,7 +178,10 @@ def band_chart(summary: MetricSummary) -> dict[str, Any]:
     def x(value: float) -> float:
         return round(_LEFT + min(max(value - low, 0.0) / (top - low), 1.0) * _TRACK, 1)
 
-    before_text, after_text, bound_text = format_values([before, after, bound], summary.unit)
+    if summary.metric.startswith("timeline."):  # a region's times span ns to s: each in its own unit
+        before_text, after_text, bound_text = (format_value(v, summary.unit) for v in (before, after, bound))
+    else:
+        before_text, after_text, bound_text = format_values([before, after, bound], summary.unit)
     allowed = None
     if bound is not None:
         start, stop = sorted((x(before), x(bound)))

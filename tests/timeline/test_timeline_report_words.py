@@ -61,3 +61,6 @@ def test_the_why_names_the_part_that_moved(capsys: pytest.CaptureFixture[str], t
     else:
         cells = re.findall(r'class="why">(.*?)</td>', text, flags=re.S)
         assert any("idle gaps +1.75 ms" in cell and "(+63.7 pp)" in cell for cell in cells), cells[:5]
+        assert '<td class="num">+63.7 pp</td>' in text  # the share's row in the kernel's section
+        assert "baseline 9.184 µs · current 2.078 ms" in text  # its GPU idle drawn on an axis
+    assert not re.search(r"\b0\.0\d+ [mµ]s", text) and "7891" not in text
