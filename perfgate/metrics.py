@@ -167,11 +167,11 @@ CATALOG: tuple[MetricInfo, ...] = (
 
 # The timeline source's metrics (``perfgate.collect.timeline``; docs/timeline.md). Kept apart from CATALOG: ncu
 # cannot collect them, and a comparison of traces compares these instead of ncu's (``TIMELINE_METRICS``).
-# Thresholds from the H200 fixtures (tests/data/h200/timeline, tests/timeline/test_timeline_thresholds.py): between single
-# entries (one step each) of unchanged runs, a region's wall time moved up to +7.6% (22 us, softmax) and its GPU
-# idle up to 38 us (19 -> 57 us, the MLP's first layer), leaving out each trace's first traced step (CUPTI's first
-# use); a host synchronisation after each MLP layer moved the step's wall time +10-12% and its GPU idle 80 us ->
-# 0.9-1.1 ms, the backward pass's idle 40 us -> 0.4-0.5 ms.
+# Thresholds from the H200 fixtures (tests/data/h200/timeline, tests/timeline/test_timeline_thresholds.py), a region's
+# time being its host range: between single entries (one step each) of unchanged runs, leaving out each trace's
+# first traced step (CUPTI's first use), the MLP's host work before its first layer took 99-373 us, so the step's
+# host lead moved up to +252 us and its GPU idle up to +279 us, layer0's wall time +183 us (+22%); a host
+# synchronisation after each MLP layer moved the step's wall time +8% and its GPU idle 0.37 -> 1.08 ms.
 TIMELINE_CATALOG: tuple[MetricInfo, ...] = (
     MetricInfo(
         "timeline.wall_time", "wall time", Direction.LOWER_IS_BETTER, Threshold(relative=0.08, absolute=200000.0),

@@ -3,9 +3,11 @@
 Kernel rows (kind ``kernel``): ``timeline.kernel_duration`` (ns, the GPU's start-to-end time of the launch)
 and the launch facts (stream, registers, shared memory), in the region their launch was made in
 (``perfgate.collect.timeline.attribute``). Region rows (kind ``region``, one per region path, ``ordinal`` 0):
-the metrics of ``perfgate.metrics.TIMELINE_REGION_METRICS``, each the median over the region's instances
-(each profiler step's, each entry's), so one slow step does not move it. Every instance that launched GPU
-work counts; an instance that launched none has no wall time to measure and is left out.
+the metrics of ``REGION_UNITS``, each the median over the region's instances (each profiler step's, each
+entry's), so one slow step does not move it. An instance is its host range: from the range's start (or, where
+GPU work launched before it still runs then, that work's end) to the later of the range's end and the end of the
+GPU work it launched. Every instance that launched GPU work counts; one that launched none is left out. A trace
+without ranges is one region, ``whole trace``.
 """
 
 from __future__ import annotations
