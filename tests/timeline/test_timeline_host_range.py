@@ -138,3 +138,23 @@ def test_the_docs_picture_of_the_starved_gpu_is_what_perfgate_draws(capsys: pyte
     picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-starved-gpu.svg").read_text(encoding="utf-8")
     assert drawn == ["baseline: wall 127 ms, GPU idle 19.7%", "current: wall 180 ms, GPU idle 44.0%"]
     assert all(f"<title>{title}</title>" in picture for title in drawn)
+
+
+def test_emit_nvtx_operator_ranges_are_not_regions(tmp_path: Path) -> None:
+    """torch.autograd.profiler.emit_nvtx() wraps every operator and autograd node in an NVTX range named
+    "aten::addmm, seq = 12, op_id = 5, ...": planted around the nvFuser export's launches, they are no regions."""
+    import sqlite3
+
+    from helpers.timeline import corpus_trace
+
+    source = corpus_trace("nvfuser-h200/report2_ce15be9.sqlite")
+    planted = tmp_path / source.name
+    planted.write_bytes(source.read_bytes())
+    with sqlite3.connect(planted) as connection:
+        connection.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT start - 10, "
+                           "end + 10, 59, 'aten::addmm, seq = 12, op_id = 5, sizes = [[2, 3]]', globalTid "
+                           "FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+        connection.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT start - 5, "
+                           "end + 5, 59, 'AddmmBackward0, seq = 12', globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    original, changed = read_table(source), read_table(planted)
+    assert list(changed.table.rows()) == list(original.table.rows())
