@@ -136,8 +136,9 @@ def test_the_docs_picture_of_the_starved_gpu_is_what_perfgate_draws(capsys: pyte
     figure = re.findall(r'<figure class="region-timeline">.*?</figure>', page.read_text(encoding="utf-8"), re.S)[0]
     drawn = re.findall(r"<svg class=\"timeline\".*?<title>([^<]*)</title>", figure, re.S)
     picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-starved-gpu.svg").read_text(encoding="utf-8")
-    assert drawn == ["baseline: wall 127 ms, GPU idle 19.7%", "current: wall 180 ms, GPU idle 44.0%"]
+    assert drawn == ["baseline: wall 127 ms, GPU idle 19.7%", "current: wall 180 ms, GPU idle 44.0%, host lead 60.9 ms"]
     assert all(f"<title>{title}</title>" in picture for title in drawn)
+    assert '<rect class="lead" x="120.0" y="16" width="284.7" height="3" fill="#8250df"><title>host lead 60.9 ms' in picture
 
 
 def test_emit_nvtx_operator_ranges_are_not_regions(tmp_path: Path) -> None:
