@@ -45,10 +45,11 @@ from perfgate.compare.policies import (
 from perfgate.compare.repeats import GroupVerdicts, judge_groups
 from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
 from perfgate.compare.sources import (
+    common_regions,
     check_same_source,
-    cold_region_rows,
     for_measurement,
     is_timeline,
+    module_loading_notes,
     region_why,
     time_resolution,
 )
@@ -145,6 +146,7 @@ class _Judgement(NamedTuple):
     statuses: StatusCodes  # per launch
     cold_notes: list[str]
     replacements: list[Replacement]  # kernels missing and new in one region, judged through a total where one holds them
+    resolution: float  # the traces' time step in ns; 0 where none is known
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
@@ -163,22 +165,23 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
                         launches.frame["region"], options.series_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
+    resolution = time_resolution(baseline, current)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
-                          past_floored, options.confidence, time_resolution(baseline, current))
+                          past_floored, options.confidence, resolution, pairs=is_timeline(baseline) and is_timeline(current))
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
-    judged, cold_notes = cold_region_rows(rows, judged, launches, baseline, current)
     judged, replacements = judge_through_totals(rows, judged, find_replacements(launches))
+    cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
-                      groups, judged, statuses, cold_notes, replacements)
+                      groups, judged, statuses, cold_notes, replacements, resolution)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
     rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
     notes = alone_notes(results, groups, order) + lone_notes(results, groups, order)
-    notes += inconclusive_notes(results, groups, options.confidence, order)
+    notes += inconclusive_notes(results, groups, options.confidence, order, found.resolution)
     notes += floor_notes(results, groups, order)
     excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
                & is_status(judged.status, Status.UNCHANGED) & judged.gated)
@@ -204,6 +207,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
         options, not_judged = not_judged_across_replays(options, replay)
     base_devices, cur_devices = devices(baseline.table), devices(current.table)
     check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
+    baseline, current, region_notes = common_regions(baseline, current)
     found = _judgement(baseline, current, options)
     launches, rows, judged, groups, statuses = found.launches, found.rows, found.judged, found.groups, found.statuses
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
@@ -213,7 +217,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
                              found.base_side, found.cur_side, launches.kinds, statuses,
                              replaced_launches(launches, found.replacements))
-    notes += total_notes + rename_notes(launches.renames)
+    notes += total_notes + rename_notes(launches.renames) + region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes
     notes += replacement_notes(rows, judged, launches, statuses, found.replacements)

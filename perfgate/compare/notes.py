@@ -165,10 +165,25 @@ def rename_notes(renames: Renames) -> list[str]:
     return [*_capped(paired, "renamed kernels paired"), *_capped(unclear, "ambiguous renames")]
 
 
+def _settle(row: dict[str, object], resolution: float) -> str:
+    """What can settle an inconclusive group: more launches or a quieter machine, or, where the interval is a few
+    steps of a trace's coarse clock (whole microseconds), a trace that records finer time: no launch count
+    averages rounding out."""
+    median = row.get("median_baseline")
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if resolution > 0 and isinstance(median, float) and isinstance(low, float) and isinstance(high, float) and \
+            (high - low) * median <= 2 * resolution:
+        return (f"the trace's time stamps are whole steps of {resolution / 1000:g} µs, and the interval is two of "
+                "them: record a trace with nanosecond time stamps (a current torch.profiler, Nsight Systems) to "
+                "settle it")
+    return "more launches or a quieter machine can settle it"
+
+
 def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: float,
-                       order: Ints | None = None) -> list[str]:
+                       order: Ints | None = None, resolution: float = 0.0) -> list[str]:
     """One line per repeatedly launched kernel whose change could be neither confirmed nor ruled out, in join
-    order (``order``: the joined row of each row of ``results``, when they are in another order)."""
+    order (``order``: the joined row of each row of ``results``, when they are in another order); ``resolution``:
+    the traces' time step in ns (``compare.sources.time_resolution``), 0 where none is known."""
     if not groups.inconclusive:
         return []
     picked = np.flatnonzero(results.equals("status", Status.INCONCLUSIVE.value) & (results["group"] >= 0))
@@ -181,7 +196,7 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] ({confidence:.0%} interval over {row['n_baseline']} and "
             f"{row['n_current']} launches) reaches beyond its limit {row['threshold']} without lying beyond it: "
-            "inconclusive, not failed; more launches or a quieter machine can settle it")
+            f"inconclusive, not failed; {_settle(row, resolution)}")
     return _capped(lines, "inconclusive kernels")
 
 

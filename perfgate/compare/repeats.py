@@ -32,6 +32,7 @@ from perfgate.compare.arrays import Bools, Floats, Ints, StatusCodes
 from perfgate.compare.codes import distinct_coded, status_codes
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
+from perfgate.compare.timeline_pairs import paired_shift
 from perfgate.compare.alone import moved_alone
 from perfgate.compare.statistics import shift_interval
 from perfgate.vocabulary import KIND_KERNEL, Status
@@ -227,9 +228,23 @@ class _Series(NamedTuple):
     judged: _Judged
 
 
+def _judge_pairs(base: Floats, cur: Floats, worse_sign: float, relative: float, floor: float, confidence: float,
+                 resolution: float) -> _Judged:
+    """A timeline group whose launches pair up, judged on the per-launch differences (``timeline_pairs``): the
+    limit in nanoseconds is the relative one of the baseline's median, the floor or one time step, whichever is
+    larger, so rounding to a whole microsecond is never a change."""
+    center = median(base)
+    estimate, low, high = (value / center for value in paired_shift(base, cur, confidence))
+    limit = _limit(relative, floor, center, base.size, resolution)
+    status = group_status(low, high, worse_sign, limit)
+    worse_low = min(low * worse_sign, high * worse_sign)
+    excused = status != Status.REGRESSION.value and relative >= 0 and worse_low > relative
+    return _Judged(status, estimate, low, high, excused)
+
+
 def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats, gated: Bools,
                  relative: Floats, floors: Floats, past_limit: Bools, confidence: float,
-                 resolution: float = 0.0) -> GroupVerdicts:
+                 resolution: float = 0.0, pairs: bool = False) -> GroupVerdicts:
     """Judge every group of repeated kernel launches on each gated metric. ``worse_sign`` and ``gated`` are per
     metric code (``policies.MetricRules``); ``relative`` and ``floors`` (the limits: a series may have a threshold
     of its own, ``series_thresholds.row_limits``; the floors of ``policies.absolute_floors``) and ``past_limit``
@@ -256,13 +271,16 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         sign = float(worse_sign[code])
         floor = float(np.median(floors[members]))
         group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
-        verdict = _judge(base, cur, sign, group_relative, floor, confidence, resolution)
+        paired = base_ok & cur_ok
+        if pairs and base.size == cur.size == int(paired.sum()) >= 2:  # timeline: the same launches on both sides
+            verdict: _Judged | None = _judge_pairs(base, cur, sign, group_relative, floor, confidence, resolution)
+        else:
+            verdict = _judge(base, cur, sign, group_relative, floor, confidence, resolution)
         if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
         series[members] = len(judged)
         judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
-        paired = base_ok & cur_ok
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
             moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]])
             alone[members[paired]], lone[members[paired]] = moved.alone, moved.lone

@@ -4,33 +4,37 @@ A trace's kernel durations are the GPU's own clocks with other work beside them;
 replayed with caches flushed under locked clocks. The two are different measurements of time, so a
 comparison of one against the other is refused (one line, exit 2). A comparison of two traces compares the
 timeline metrics (``perfgate.metrics.TIMELINE_METRICS``) in place of ncu's defaults, and says per region what
-moved: ``region `step`: wall +11%, GPU idle 1.0% → 11%, kernels unchanged``.
+moved: ``region `step`: wall +8% (8.77 ms → 9.48 ms), idle gaps +774 µs, host lead -58.8 µs, GPU idle 4.2% → 11.4%
+(+7.2 pp), kernels unchanged``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
 
 import numpy as np
 
-from perfgate.collect.timeline.model import COLD_SETTING, RESOLUTION_SETTING
-from perfgate.compare.codes import STATUS_CODE
+from perfgate.collect.timeline.measure import (
+    HOST_LEAD,
+    IDLE_SHARE,
+    MODULE_LOADING_SETTING,
+    WALL_TIME,
+)
+from perfgate.collect.timeline.model import RESOLUTION_SETTING
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
-from perfgate.table import Measurement
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, Status, is_benchmark_metric
-
-if TYPE_CHECKING:
-    from perfgate.compare.joining import JoinedRows
-    from perfgate.compare.matching import MatchedLaunches
-    from perfgate.compare.policies import JudgedRows
+from perfgate.compare.timeline_why import duration, moved_parts, points, signed_duration
+from perfgate.columns import objects
+from perfgate.table import Measurement, assign_ordinals
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, is_benchmark_metric
 
 SOURCE_SETTING = "source"
 TIMELINE = "timeline"
-HOST_TIMES = ("timeline.wall_time", "timeline.gpu_idle", "timeline.gpu_idle_pct", "timeline.launch_overhead")
 
 
 def is_timeline(measurement: Measurement) -> bool:
@@ -82,7 +86,9 @@ def _percent(before: float, after: float) -> str:
 
 
 def region_why(baseline: Measurement, current: Measurement, min_change: float = 0.03) -> list[str]:
-    """One line per region whose wall time or GPU idle share moved: what moved, and whether the kernels did."""
+    """One line per region whose wall time, GPU idle share or host lead moved: by how much, which part of it
+    (host lead, idle gaps, kernels, launch overhead), the idle share in percentage points, and whether the
+    kernels changed."""
     before, after = _values(baseline), _values(current)
     lines = []
     for region, now in after.items():
@@ -90,15 +96,24 @@ def region_why(baseline: Measurement, current: Measurement, min_change: float = 
         if then is None:
             continue
         parts: list[str] = []
-        wall = ("timeline.wall_time", "timeline.wall_time")
-        if all(k in then and k in now for k in wall) and then[wall[0]] and \
-                abs(now[wall[0]] - then[wall[0]]) / then[wall[0]] >= min_change:
-            parts.append(f"wall {_percent(then[wall[0]], now[wall[0]])}")
-        idle = "timeline.gpu_idle_pct"
-        if idle in then and idle in now and abs(now[idle] - then[idle]) >= 1.0:
-            parts.append(f"GPU idle {then[idle]:.1f}% → {now[idle]:.1f}%")
-        if not parts:
+        old_wall, new_wall = then.get(WALL_TIME), now.get(WALL_TIME)
+        wall_moved = bool(old_wall and new_wall is not None and abs(new_wall - old_wall) / old_wall >= min_change)
+        if wall_moved and old_wall is not None and new_wall is not None:
+            parts.append(f"wall {_percent(old_wall, new_wall)} ({duration(old_wall)} → "
+                         f"{duration(new_wall)})")
+        lead_then, lead_now = then.get(HOST_LEAD), now.get(HOST_LEAD)
+        lead_moved = (lead_then is not None and lead_now is not None
+                      and abs(lead_now - lead_then) >= max(0.5 * lead_then, 100_000.0))
+        idle_then, idle_now = then.get(IDLE_SHARE), now.get(IDLE_SHARE)
+        idle_moved = idle_then is not None and idle_now is not None and abs(idle_now - idle_then) >= 1.0
+        if not (wall_moved or idle_moved or lead_moved):
             continue
+        if wall_moved:
+            parts += [f"{name} {signed_duration(delta)}" for name, delta in moved_parts(then, now)[:3]]
+        elif lead_moved and lead_then is not None and lead_now is not None:
+            parts.append(f"host lead {duration(lead_then)} → {duration(lead_now)}")
+        if idle_moved and idle_then is not None and idle_now is not None:
+            parts.append(f"GPU idle {points(idle_then, idle_now)}")
         parts.append(_kernels_moved(baseline, current, region, then, now))
         lines.append(f"region `{region}`: {', '.join(parts)}")
     return lines
@@ -108,11 +123,53 @@ def _kernels_moved(baseline: Measurement, current: Measurement, region: str, the
                    now: dict[str, float]) -> str:
     names_then, names_now = _kernel_names(baseline, region), _kernel_names(current, region)
     time_then, time_now = then.get("timeline.kernel_time", 0.0), now.get("timeline.kernel_time", 0.0)
+    time_moved = bool(time_then) and abs(time_now - time_then) / time_then >= 0.05
     if names_then != names_now:
-        return f"kernels changed ({int(then.get('timeline.kernel_count', 0))} → {int(now.get('timeline.kernel_count', 0))} a step)"
-    if time_then and abs(time_now - time_then) / time_then >= 0.05:
+        counts = f"{int(then.get('timeline.kernel_count', 0))} → {int(now.get('timeline.kernel_count', 0))} a step"
+        return f"kernels changed ({counts}, kernel time {_percent(time_then, time_now)})" if time_moved else \
+            f"kernels changed ({counts})"
+    if time_moved:
         return f"kernel time {_percent(time_then, time_now)}"
     return "kernels unchanged"
+
+
+def _one_sided(path: str, common: set[str]) -> str:
+    """The nearest enclosing region of ``path`` that both sides have; "" (no region) where none does."""
+    parts = path.split(REGION_SEPARATOR)
+    while parts and REGION_SEPARATOR.join(parts) not in common:
+        parts.pop()
+    return REGION_SEPARATOR.join(parts)
+
+
+def _rehomed(measurement: Measurement, common: set[str]) -> Measurement:
+    table = measurement.table
+    kind, region = table["kind"], table["region"]
+    is_region = kind == KIND_REGION
+    moved = np.array([not r or r in common for r in region.tolist()], dtype=bool)
+    if moved.all():
+        return measurement
+    keep = ~is_region | moved
+    homes = objects([r if ok else _one_sided(r, common) for r, ok in zip(region.tolist(), moved.tolist(), strict=True)])
+    return measurement.with_table(assign_ordinals(table.assign(region=homes)[keep]))
+
+
+def common_regions(baseline: Measurement, current: Measurement) -> tuple[Measurement, Measurement, list[str]]:
+    """Two traces as compared when a range was dropped, added or renamed between them: the kernels of a region
+    one side lacks are compared under its nearest enclosing region both have (by their own identity, not as
+    missing and new), that region's row is left out, and a note names it."""
+    if not (is_timeline(baseline) and is_timeline(current)) or baseline.table.empty or current.table.empty:
+        return baseline, current, []
+    paths = [set(m.table[m.table.equals("kind", KIND_REGION)]["kernel"].tolist()) for m in (baseline, current)]
+    common = paths[0] & paths[1]
+    notes = []
+    for side, own in (("baseline", paths[0] - common), ("current run", paths[1] - common)):
+        for path in sorted(own):
+            home = _one_sided(path, common)
+            notes.append(f"region `{path}`: in the {side} only (a range dropped, added or renamed): its kernels are "
+                         f"compared under {f'`{home}`' if home else 'no region'}")
+    if not notes:
+        return baseline, current, []
+    return _rehomed(baseline, common), _rehomed(current, common), notes
 
 
 def time_resolution(*measurements: Measurement) -> float:
@@ -123,36 +180,33 @@ def time_resolution(*measurements: Measurement) -> float:
                default=0.0)
 
 
-def _cold(settings: Any) -> set[str]:
-    """The cold regions a measurement's settings name; none where the setting is absent or malformed."""
-    if not isinstance(settings, dict) or not settings.get(COLD_SETTING):
-        return set()
-    text = settings[COLD_SETTING]
+def _module_loading(settings: Any) -> dict[str, float]:
+    """Per region, the host time in first launch calls its measurement left out; none where absent or malformed."""
+    text = settings.get(MODULE_LOADING_SETTING) if isinstance(settings, dict) else None
     found = parse_json_or_none(text) if isinstance(text, str) else None
-    return {str(name) for name in found} if isinstance(found, list) else set()
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): float(v) for k, v in found.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
-def cold_region_rows(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches, baseline: Measurement,
-                     current: Measurement) -> tuple[JudgedRows, list[str]]:
-    """A region whose wall time holds a kernel's first launch in the process (on either side) has its host-side
-    times (wall time, GPU idle, launch overhead) shown as info, not judged: CUDA's lazy module loading in the
-    first launch call is host noise of milliseconds (3.9 ms of a 0.28 ms kernel's region on an H200), which
-    moved that region's wall time by 10-19% between runs of unchanged code. Its kernels are still judged."""
-    cold = _cold(baseline.settings) | _cold(current.settings)
-    if not cold or not len(rows.launch_id):
-        return judged, []
-    frame = launches.frame
-    kind, name = frame["kind"][rows.launch_id], frame["kernel"][rows.launch_id]
-    metric = np.asarray(rows.names, dtype=object)[rows.metric_code]
-    hit = (kind == KIND_REGION) & np.isin(name, sorted(cold)) & np.isin(metric, HOST_TIMES)
-    if not hit.any():
-        return judged, []
-    status, gated = judged.status.copy(), judged.gated.copy()
-    status[hit], gated[hit] = STATUS_CODE[Status.INFO], False
-    notes = [f"region `{region}`: wall time and GPU idle not judged: the region holds a kernel's first launch in "
-             "the process, whose launch call paid CUDA's lazy module loading (warm the kernel up before the region, "
-             "or set CUDA_MODULE_LOADING=EAGER)" for region in sorted(set(name[hit].tolist()))]
-    return judged._replace(status=status, gated=gated), notes
+NOTED_LOADING_NS = 100_000.0
+
+
+def module_loading_notes(baseline: Measurement, current: Measurement) -> list[str]:
+    """A note per region whose wall time left out a kernel's first launch call (CUDA's lazy module loading: host
+    time of milliseconds that is neither the code's nor the kernel's), on either side. Only that call's time is
+    left out; the rest of the region is judged."""
+    before, after = _module_loading(baseline.settings), _module_loading(current.settings)
+    notes = []
+    for region in sorted(set(before) | set(after)):
+        if max(before.get(region, 0.0), after.get(region, 0.0)) < NOTED_LOADING_NS:
+            continue  # an ordinary launch call's microseconds: nothing worth a line
+        sides = " → ".join(duration(side.get(region, 0.0)) for side in (before, after))
+        notes.append(f"region `{region}`: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out "
+                     "of its wall time and GPU idle; warm the kernels up before the region, or set "
+                     "CUDA_MODULE_LOADING=EAGER")
+    return notes
 
 
 def settings_source(settings: dict[str, Any] | Sequence[Any]) -> str:

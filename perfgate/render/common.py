@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from perfgate.render.formatting import format_change, format_values
+from perfgate.render.formatting import change_for, pair_texts
 from perfgate.report import ReportView, kernel_summary, launch_row, listed_summary, result_rows
 from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import Status
@@ -33,8 +33,10 @@ def display_name(row: dict[str, Any]) -> str:
 
 
 def metric_line(row: dict[str, Any]) -> str:
-    before, after = format_values([row.get("baseline"), row.get("current")], row.get("unit"))
-    return f"{row.get('label') or row.get('metric')} {before} → {after} ({format_change(row.get('change'))})"
+    metric = str(row.get("metric") or "")
+    before, after = pair_texts(row.get("baseline"), row.get("current"), row.get("unit"), metric)
+    change = change_for(metric, row.get("baseline"), row.get("current"), row.get("change"))
+    return f"{row.get('label') or metric} {before} → {after} ({change})"
 
 
 # Launch facts already appear in the "launch config changed" note; a stddev explains nothing.

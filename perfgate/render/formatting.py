@@ -160,6 +160,26 @@ def format_values(values: Sequence[float | None], unit: str | None) -> list[str]
     return ["—" if value is None or value != value else text(value) for value in values]
 
 
+# Timeline metrics that are a share of a region's wall time: their change is told in percentage points.
+TIMELINE_SHARES = frozenset({"timeline.gpu_idle_pct"})
+
+
+def pair_texts(before: float | None, after: float | None, unit: str | None, metric: str) -> list[str]:
+    """A baseline and a current value of ``metric``: a timeline duration each in the unit it reaches ("9.184 µs →
+    1.784 ms", a region's times span microseconds to seconds), any other metric on one scale (:func:`format_values`)."""
+    if metric.startswith("timeline.") and (unit or "") in TIME_UNITS:
+        return [format_value(before, unit), format_value(after, unit)]
+    return format_values([before, after], unit)
+
+
+def change_for(metric: str, before: float | None, after: float | None, change: float | None) -> str:
+    """A change as a reader takes it in: a timeline share in percentage points ("+60.1 pp", not "+7450.0%")."""
+    if metric in TIMELINE_SHARES and _finite(before) is not None and _finite(after) is not None:
+        assert before is not None and after is not None
+        return f"{after - before:+.1f} pp"
+    return format_change(change)
+
+
 def limit_text(spec: str | None, unit: str | None) -> str:
     """A threshold as a reader takes it in: ``5%+2000`` of a time in ns reads ``5% + 2 µs``, the absolute part
     in the metric's own unit. The report keeps the spec as written (``--threshold`` takes it)."""

@@ -15,10 +15,11 @@ import numpy as np
 
 from perfgate.columns import factorize, objects
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import OWN, html_escape, limit_text
+from perfgate.render.formatting import OWN, TIMELINE_SHARES, html_escape, limit_text
 from perfgate.render.html_numbers import Writer, change_texts, row_scales, value_texts
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
+from perfgate.units import TIME_UNITS
 from perfgate.vocabulary import Status
 
 _SHOWN_UNGATED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
@@ -38,7 +39,13 @@ class _Metrics:
         self.labels = [_escape(name) for name in self.names]
         self.units = [u or "" for u in metrics["unit"]]
         self.limits = [_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], self.units)]
-        self.explains = [not NOT_AN_EXPLANATION.match(str(m or "")) for m in metrics["metric"]]
+        # A timeline region's why is one line in the kernel table (``kernels.why_lines``), not its metrics here.
+        self.explains = [not NOT_AN_EXPLANATION.match(str(m or "")) and not str(m or "").startswith("timeline.")
+                         for m in metrics["metric"]]
+        # Timeline durations span ns to s within one region: each value in its own unit, never 0.009184 ms.
+        self.own_scale = [str(m or "").startswith("timeline.") and u in TIME_UNITS
+                          for m, u in zip(metrics["metric"], self.units)]
+        self.shares = [str(m or "") in TIMELINE_SHARES for m in metrics["metric"]]
         self._writers: dict[tuple[int, int], Writer] = {}
 
     def writer(self, code: int, scale: int) -> Writer:
@@ -52,7 +59,7 @@ class _Metrics:
         scales = np.zeros(len(codes), dtype=np.int64)
         for code in np.unique(codes).tolist():
             mine = np.flatnonzero(codes == code)
-            scales[mine] = row_scales(self.units[code], first[mine], second[mine])
+            scales[mine] = OWN if self.own_scale[code] else row_scales(self.units[code], first[mine], second[mine])
         return scales
 
 
@@ -205,6 +212,18 @@ def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda value: "—" if value is None or value != value else text_of(value)
 
 
+def _share_points(texts: Any, columns: ResultArrays, shown: np.ndarray, facts: _Metrics) -> Any:
+    """A timeline share's change in percentage points (0.8% → 64.5%: +63.7 pp), the rest as ``texts`` say."""
+    if not any(facts.shares):
+        return texts
+    rows = np.flatnonzero(np.array(facts.shares, dtype=bool)[columns.metric[shown]])
+    for at in rows.tolist():
+        before, after = columns.baseline[shown[at]], columns.current[shown[at]]
+        if np.isfinite(before) and np.isfinite(after):
+            texts[at] = f"{after - before:+.1f} pp"
+    return texts
+
+
 def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None = None) -> tuple[Any, np.ndarray]:
     """The ``<tbody>`` rows of the launches ``listed`` (a mask over launches; every launch without it) as the parts
     to join, and the launch each part belongs to: each launch's gated metrics (and the rows that say new,
@@ -232,7 +251,7 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
                          '</td><td class="num">'),
            _number_texts(columns.current, results["current"], shown, codes, scales, facts, _table_missing,
                          '</td>\n<td class="num">'),
-           change_texts(columns.change, results["change"], shown), tails[codes]]
+           _share_points(change_texts(columns.change, results["change"], shown), columns, shown, facts), tails[codes]]
     why = _WhyRows(report, facts, columns, listed)
     # A row's parts come after the rows and "why" rows before it; a launch's "why" row follows its last row.
     why_ends = np.r_[0, np.cumsum(why.sizes)].astype(np.intp)

@@ -10,10 +10,11 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import format_change, format_value, format_values, limit_text
+from perfgate.compare.timeline_why import region_why
+from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
 from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals, result_span
-from perfgate.vocabulary import SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
+from perfgate.vocabulary import KIND_REGION, SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
 class MetricSummary(NamedTuple):
@@ -315,7 +316,7 @@ def launches_label(row: KernelRow) -> str:
 
 def change_text(summary: MetricSummary) -> str:
     """``+8.1% [+7.4%, +8.8%]`` for a group judged as one, ``+123.3%`` otherwise."""
-    text = format_change(summary.change)
+    text = change_for(summary.metric, summary.before, summary.after, summary.change)
     if summary.interval:
         low, high = summary.interval
         text += f" [{format_change(low)}, {format_change(high)}]"
@@ -347,7 +348,12 @@ def findings_text(row: KernelRow, limit: int = 4) -> list[str]:
 
 def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     """The "why" of a kernel's change, in every format: its bound before and after, the launch configuration
-    change, the rule findings that appeared or went, then the explanatory metrics that moved most."""
+    change, the rule findings that appeared or went, then the explanatory metrics that moved most. A timeline
+    region's: one line, which part of its wall time moved (``compare.timeline_why``)."""
+    if row.kind == KIND_REGION and any(m.metric.startswith("timeline.") for m in row.metrics):
+        line = region_why({m.metric: m.before for m in row.metrics if m.before is not None},
+                          {m.metric: m.after for m in row.metrics if m.after is not None})
+        return [line] if line else []
     bound = bound_text(row)
     lines = [bound] if bound else []
     if row.alone:
@@ -360,6 +366,6 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
     moved.sort(key=lambda m: -abs(m.change or 0.0))
-    lines += [f"{m.label} {' → '.join(format_values([m.before, m.after], m.unit))} ({format_change(m.change)})"
+    lines += [f"{m.label} {' → '.join(pair_texts(m.before, m.after, m.unit, m.metric))} ({change_text(m)})"
               for m in moved[:others]]
     return lines

@@ -16,7 +16,7 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON
-from perfgate.render.formatting import format_values
+from perfgate.render.formatting import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
 from perfgate.vocabulary import Status
@@ -76,7 +76,7 @@ def kernel_table(rows: KernelRows, templates: Path | None = None) -> str:
 def _table_row(row: KernelRow) -> dict[str, Any]:
     """What the kernel table says of a kernel: its three gated metrics that moved most, the why's first lines."""
     moved = row.moved[:3]
-    shown = [format_values([m.before, m.after], m.unit) for m in moved]
+    shown = [pair_texts(m.before, m.after, m.unit, m.metric) for m in moved]
     return {"status_class": row.status.replace(" ", "-"), "icon": STATUS_ICON.get(row.status, ""),
             "status": row.status, "name": row.name, "where": _where(row), "launches": launches_label(row) or "1",
             "labels": [m.label for m in moved], "befores": [before for before, _ in shown],
@@ -124,7 +124,7 @@ def _metric_rows(row: KernelRow) -> list[dict[str, Any]]:
     out = []
     for name in [name for name, _ in GROUPS] + [OTHER_GROUP]:
         for i, m in enumerate(grouped.get(name, [])):
-            before, after = format_values([m.before, m.after], m.unit)
+            before, after = pair_texts(m.before, m.after, m.unit, m.metric)
             out.append({"status_class": m.status.replace(" ", "-"), "section": name,
                         "section_rows": len(grouped[name]) if i == 0 else 0, "label": m.label, "name": m.metric,
                         "before": before, "after": after, "change": change_text(m), "limit": m.limit,
@@ -178,7 +178,10 @@ def band_chart(summary: MetricSummary) -> dict[str, Any]:
     def x(value: float) -> float:
         return round(_LEFT + min(max(value - low, 0.0) / (top - low), 1.0) * _TRACK, 1)
 
-    before_text, after_text, bound_text = format_values([before, after, bound], summary.unit)
+    if summary.metric.startswith("timeline."):  # a region's times span ns to s: each in its own unit
+        before_text, after_text, bound_text = (format_value(v, summary.unit) for v in (before, after, bound))
+    else:
+        before_text, after_text, bound_text = format_values([before, after, bound], summary.unit)
     allowed = None
     if bound is not None:
         start, stop = sorted((x(before), x(bound)))

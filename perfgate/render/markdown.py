@@ -37,7 +37,7 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.formatting import format_values, text_length
+from perfgate.render.formatting import pair_texts, text_length
 from perfgate.render.kernels import KernelRow, KernelRows, change_text, kernel_rows, launches_label, why_lines
 from perfgate.render.templates import render_block, render_template
 from perfgate.report import ReportView, listed_summary
@@ -106,7 +106,7 @@ def row_view(row: KernelRow, why: bool) -> dict[str, Any]:
     return {"icon": STATUS_ICON.get(row.status, ""), "name": name, "under": under, "device": row.device or "",
             "launches": launches_label(row) or "1", "message": _message(row),
             "moved": [{"label": m.label, "median": median and m.launches > 1,
-                       **dict(zip(("before", "after"), format_values([m.before, m.after], m.unit))),
+                       **dict(zip(("before", "after"), pair_texts(m.before, m.after, m.unit, m.metric))),
                        "change": change_text(m), "limit": m.limit, "regression": m.status == Status.REGRESSION.value}
                       for m in moved],
             "more": len(row.moved) - len(moved), "why": why_lines(row, others=1)[:4] if why else None}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 from itertools import chain, islice
 
 from perfgate.render.common import (
@@ -16,11 +17,12 @@ from perfgate.render.common import (
     unmeasured_notes,
     verdict_line,
 )
+from perfgate.compare.timeline_why import region_why
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
 from perfgate.text import inert
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import KIND_REGION, Status
 
 TEXT_LAUNCHES = 50  # a CI log shows the first 50 launches that need attention; the rest are counted
 
@@ -47,6 +49,8 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     if launch.get("baseline_kernel") and launch["baseline_kernel"] != launch.get("kernel"):
         name = f"{launch['baseline_kernel']} → {name}"
     lines = [f"{status.upper():<11} {test}{name}{where}"]
+    if launch.get("kind") == KIND_REGION and any(str(r.get("metric", "")).startswith("timeline.") for r in rows):
+        return lines + _region_lines(rows)
     # A launch of a kernel judged as one (its repeated launches): its rows' statuses are the kernel's, not their own.
     judged = "; judged with its kernel's repeated launches" if launch.get("group") is not None else ""
     for row in rows:
@@ -66,6 +70,18 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
         for why in [w for w in explanation([r for r in rows if not r.get("gated")]) if not w.startswith(skip)][:4]:
             lines.append(f"    why: {why}")
     return lines
+
+
+def _region_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A timeline region in at most three lines: the two gated metrics that moved (wall time first), then one
+    "why" naming the part of its wall time that moved, its idle share in points and its kernel time."""
+    gated = [r for r in rows if r.get("gated") and r.get("status") in ("regression", "improvement", "inconclusive")]
+    lines = [f"    {r['status']:<11} {metric_line(r)}  [limit {limit_text(r.get('threshold'), r.get('unit'))}]"
+             for r in gated[:2]]
+    then = {str(r["metric"]): float(r["baseline"]) for r in rows if isinstance(r.get("baseline"), (int, float))}
+    now = {str(r["metric"]): float(r["current"]) for r in rows if isinstance(r.get("current"), (int, float))}
+    why = region_why(then, now)
+    return lines + ([f"    why: {why}"] if why else [])
 
 
 def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int) -> list[int]:
@@ -91,13 +107,17 @@ def render_text(report: ReportView, show_unchanged: bool = False, limit: int = T
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
+    said: set[str] = set()  # the notes a listed region's own "why" already says
     for index in _listed_launches(report, statuses, limit):
         item = Shown(report, index)
         listed[str(item.launch["status"])] += 1
         lines.extend(_launch_lines(item, report))
+        if item.launch.get("kind") == KIND_REGION:
+            said.add(f"region `{item.launch.get('kernel')}`: ")
     lines.extend(unmeasured_notes(report))
     for note in report["notes"]:
-        lines.append(f"note: {note}")
+        if not any(note.startswith(prefix) and "kernel" in note for prefix in said):
+            lines.append(f"note: {note}")
     more = left_out(report, listed, statuses)
     if more:
         lines.append(f"... not listed: {more} (the JSON and HTML reports list every launch)")

@@ -38,8 +38,11 @@ def _regions(settings: Any) -> dict[str, dict[str, Any]]:
                 or not isinstance(lanes, dict):
             continue
         kept = {str(lane): [op for op in ops if _op(op)] for lane, ops in lanes.items() if isinstance(ops, list)}
+        lead = region.get("lead")
         found[name] = {"wall": float(wall), "lanes": kept, "idle_pct": region.get("idle_pct"),
-                       "entries": region.get("entries")}
+                       "entries": region.get("entries"),
+                       "lead": float(lead) if isinstance(lead, (int, float)) and _number(lead) and 0 < lead <= wall
+                       else 0.0}
     return found
 
 
@@ -76,7 +79,9 @@ def _svg(side: str, region: dict[str, Any], scale: float) -> str:
         return LABEL + plot * min(max(ns, 0.0), scale) / scale
 
     idle = region["idle_pct"]
-    title = f"{side}: wall {_time(region['wall'])}" + (f", GPU idle {idle:.1f}%" if _number(idle) else "")
+    lead = region["lead"]
+    title = (f"{side}: wall {_time(region['wall'])}" + (f", GPU idle {idle:.1f}%" if _number(idle) else "")
+             + (f", host lead {_time(lead)}" if lead >= 0.01 * region["wall"] else ""))
     parts = [f'<svg class="timeline" role="img" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}">',
              f"<title>{html_escape(title)}</title>",
              f'<text x="0" y="14">{html_escape(side)}</text>',
@@ -88,6 +93,9 @@ def _svg(side: str, region: dict[str, Any], scale: float) -> str:
                      f'height="{bottom - top + 4}" fill="#ffd7d5"><title>GPU idle {_time(end - start)}</title></rect>')
     parts.append(f'<line x1="{x(region["wall"]):.1f}" y1="{top - 6}" x2="{x(region["wall"]):.1f}" y2="{bottom}" '
                  'stroke="#cf222e" stroke-dasharray="3,2"/>')
+    if lead >= 0.01 * region["wall"]:  # the host's time before the region's first GPU work, marked over the gap
+        parts.append(f'<rect class="lead" x="{x(0.0):.1f}" y="{top - 6}" width="{max(x(lead) - x(0.0), 0.5):.1f}" '
+                     f'height="3" fill="#8250df"><title>host lead {_time(lead)}</title></rect>')
     for row, (lane, ops) in enumerate(sorted(lanes.items())):
         y = top + row * (LANE + GAP)
         parts.append(f'<text x="4" y="{y + LANE - 4}">{html_escape(lane[:20])}</text>')
@@ -133,6 +141,7 @@ def timeline_sections(report: Report) -> str:
     legend = ('<p class="meta">Each region\'s median entry, baseline above current on one time scale: its own '
               'kernels <span style="color:#0969da">■</span>, other GPU work in its window '
               '<span style="color:#8c959f">■</span>, copies <span style="color:#bf8700">■</span>, sets '
-              '<span style="color:#8250df">■</span>, GPU idle shaded <span style="color:#ffd7d5">■</span>; the '
-              'dashed line is the region\'s end.</p>')
+              '<span style="color:#8250df">■</span>, GPU idle shaded <span style="color:#ffd7d5">■</span>, the host '
+              'lead (before its first GPU work) marked <span style="color:#8250df">▬</span>; the dashed line is '
+              'the region\'s end.</p>')
     return '<h2 id="timelines">Region timelines</h2>\n' + legend + "\n" + "\n".join(out) + "\n"

@@ -71,7 +71,7 @@ def test_replayed_rerun_passes_and_replayed_sync_fails_on_the_step(env: Env) -> 
     result = env.run("--perfgate-source=timeline")
     result.assert_outcomes(failed=1)
     text = result.stdout.str()
-    assert "region `step`: wall +10%, GPU idle 0.9% → 9.4%, kernels unchanged" in text
+    assert "why: idle gaps +774 µs, host lead -58.8 µs, GPU idle 4.2% → 11.4% (+7.2 pp), kernel time unchanged" in text
     assert "wall time" in text
     assert env.report()["verdict"] == "fail"
     page = (env.pytester.path / "perfgate-report.html").read_text(encoding="utf-8")
@@ -133,7 +133,7 @@ def test_both_gates_ncu_and_the_replayed_trace_each_against_its_own_baseline(env
     env.replay("mlp.sync.torch.pt.trace.json.gz")
     result = env.run("--perfgate-source=both")
     result.assert_outcomes(failed=1)
-    assert "region `step`: wall +10%" in result.stdout.str()
+    assert "why: idle gaps +774 µs" in result.stdout.str()
 
 
 

@@ -18,7 +18,7 @@ TIMELINE_BASELINE = (REPO / "baselines" / "nvidia-h200-sm90"
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-@pytest.mark.parametrize("setting", ["timeline_sketch", "timeline_cold_regions"])
+@pytest.mark.parametrize("setting", ["timeline_sketch", "timeline_module_loading"])
 @pytest.mark.parametrize("output", ["text", "html"])
 def test_a_deep_json_setting_is_not_read(setting: str, output: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:

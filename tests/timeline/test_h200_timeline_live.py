@@ -106,4 +106,9 @@ def test_the_recorded_sync_trace_judged_today_gives_the_same_verdict(tmp_path: P
     result = gate(measured, baselines=baselines.parent, options=options, settings=dict(measured.settings),
                   where=Where(name=name, test=MLP))
     assert result.status == "regression"
-    _sync_verdict(result_rows(result.report))
+    rows = result_rows(result.report)
+    # The committed baseline was written when a region's time began at its first launch; today it begins when its
+    # range opens, so layer0's host work before its first launch (0.1-0.3 ms) is in the trace's wall time only.
+    layer0 = [r for r in rows if r["kernel"] == "layer0" and r["status"] == "regression"]
+    assert [r["metric"] for r in layer0] == [WALL]
+    _sync_verdict([r for r in rows if r["kernel"] != "layer0"])

@@ -5,7 +5,7 @@ the rule docs/timeline.md states, by brute force: a GPU op belongs to the host r
 call's thread at the call's start (both ends included), or, where none is open there, to those open on any
 thread; ``ProfilerStep#N`` ranges form the region ``step`` whatever the thread; a range's path is its
 enclosing range's path, then its name. Per region path: the median kernel count over the entries that ran
-GPU work. Per kernel: its innermost region. perfgate's table must give the same.
+GPU work; a trace without ranges, one region ``whole trace``. Per kernel: its innermost region. perfgate's table must give the same.
 """
 
 from __future__ import annotations
@@ -125,6 +125,8 @@ def independent_regions(path: Path) -> tuple[dict[str, float], Counter[str]]:
     entries: dict[str, list[int]] = defaultdict(list)
     for index in gpu_ops:
         entries[paths[index]].append(kernels[index])
+    if not ranges.names and ops:  # no ranges at all: the whole trace is one region
+        entries["whole trace"].append(sum(op.kernel for op in ops))
     return {p: float(statistics.median(counts)) for p, counts in entries.items()}, innermost
 
 

@@ -58,3 +58,13 @@ def test_hostile_or_broken_sketches_are_text_or_left_out() -> None:
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert html.count("<svg") == 1 and html.count("<rect x=") == 1  # the malformed op is left out
     assert timeline_sections({"comparisons": [{"settings": {}}]}) == ""  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("lead", "marked"), [(400, True), (5, False), (-400, False), (5000, False),
+                                              ("400", False), (True, False), (float("nan"), False)])
+def test_the_host_lead_is_marked_only_when_it_is_a_real_share_of_the_wall(lead: object, marked: bool) -> None:
+    """A sketch's host lead comes from a file: marked where it is a number from 1% of the wall time up to it."""
+    sketch = json.dumps({"version": 1, "regions": {"step": {"wall": 1000, "lead": lead, "idle_pct": 40.0,
+                                                            "lanes": {"stream 7": [[400, 600, "kernel", "k", 1]]}}}})
+    html = timeline_sections({"comparisons": [{"settings": {"current": {"timeline_sketch": sketch}}}]})  # type: ignore[arg-type]
+    assert ('class="lead"' in html) == marked and ("host lead 0.4 µs" in html) == marked

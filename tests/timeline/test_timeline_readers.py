@@ -200,7 +200,8 @@ def test_our_mlp_traces_attribute_every_kernel_to_its_layer(name: str) -> None:
 
 def test_planted_sync_shows_in_the_step_idle_and_wall() -> None:
     calm, synced = _regions(OURS / "mlp.cupti.a.cupti.json.gz"), _regions(OURS / "mlp.sync.cupti.cupti.json.gz")
-    assert calm["step"]["timeline.gpu_idle_pct"] < 2 < 8 < synced["step"]["timeline.gpu_idle_pct"]
+    # the calm step's idle is mostly its host work before the first layer (0.2-0.4 ms of 8.8 ms)
+    assert calm["step"]["timeline.gpu_idle_pct"] < 5 < 10 < synced["step"]["timeline.gpu_idle_pct"]
     assert synced["step"]["timeline.wall_time"] > 1.08 * calm["step"]["timeline.wall_time"]
     assert synced["step"]["timeline.kernel_time"] == pytest.approx(calm["step"]["timeline.kernel_time"], rel=0.01)
 
@@ -267,14 +268,17 @@ def test_oldest_kineto_schema(tmp_path: Path) -> None:
         "volta_sgemm_128x64_nn": "forward", "graph_kernel_a": "forward", "graph_kernel_b": "forward",
         "after_forward": "", "unlaunched": ""}
     assert kernels["value"].tolist() == [8000, 4000, 4000, 5000, 5000]
+    # A region runs from its range's start on the host to the later of its end and its GPU work's end; the
+    # memset and the unlaunched kernel belong to no region but keep the GPU busy in the step's window.
     assert _regions(trace) == {
-        "step": pytest.approx({"timeline.kernel_count": 4, "timeline.wall_time": 67_000, "timeline.gpu_busy": 21_000,
-                               "timeline.gpu_idle": 46_000, "timeline.gpu_idle_pct": 100 * 46 / 67,
-                               "timeline.launch_overhead": 46_000, "timeline.kernel_time": 21_000}),
-        "forward": pytest.approx({"timeline.kernel_count": 3, "timeline.wall_time": 31_000,
-                                  "timeline.gpu_busy": 16_000, "timeline.gpu_idle": 15_000,
-                                  "timeline.gpu_idle_pct": 100 * 15 / 31, "timeline.launch_overhead": 15_000,
-                                  "timeline.kernel_time": 16_000})}
+        "step": pytest.approx({"timeline.kernel_count": 4, "timeline.wall_time": 100_000, "timeline.gpu_busy": 21_000,
+                               "timeline.gpu_idle": 73_000, "timeline.gpu_idle_pct": 73.0,
+                               "timeline.host_lead": 20_000, "timeline.launch_overhead": 79_000,
+                               "timeline.kernel_time": 21_000}),
+        "forward": pytest.approx({"timeline.kernel_count": 3, "timeline.wall_time": 50_000,
+                                  "timeline.gpu_busy": 16_000, "timeline.gpu_idle": 34_000,
+                                  "timeline.gpu_idle_pct": 68.0, "timeline.host_lead": 10_000,
+                                  "timeline.launch_overhead": 34_000, "timeline.kernel_time": 16_000})}
 
 
 def test_the_metrics_picture_is_what_perfgate_measures(tmp_path: Path) -> None:
@@ -292,11 +296,12 @@ def test_the_metrics_picture_is_what_perfgate_measures(tmp_path: Path) -> None:
     trace.write_text(json.dumps({"traceEvents": [event("user_annotation", "step", 4, 92, 0), *launches, *kernels]}),
                      encoding="utf-8")
     assert _regions(trace)["step"] == pytest.approx({
-        "timeline.wall_time": 78_000, "timeline.gpu_busy": 56_000, "timeline.gpu_idle": 22_000,
-        "timeline.gpu_idle_pct": 100 * 22 / 78, "timeline.launch_overhead": 22_000, "timeline.kernel_time": 66_000,
-        "timeline.kernel_count": 4})
+        "timeline.wall_time": 92_000, "timeline.gpu_busy": 56_000, "timeline.gpu_idle": 36_000,
+        "timeline.gpu_idle_pct": 100 * 36 / 92, "timeline.host_lead": 10_000, "timeline.launch_overhead": 36_000,
+        "timeline.kernel_time": 66_000, "timeline.kernel_count": 4})
     picture = (Path(__file__).parents[2] / "docs" / "img" / "timeline-metrics.svg").read_text(encoding="utf-8")
-    assert all(figure in picture for figure in ("78 µs", "56 µs", "22 µs", "(28%)", "= 66 µs", "kernel count = 4"))
+    assert all(figure in picture for figure in ("92 µs", "10 µs", "56 µs", "36 µs", "(39%)", "= 66 µs",
+                                                "kernel count = 4"))
 
 
 def test_sqlite_labels_in_textid_old_metadata_table_and_extra_columns(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ Every schema age seen in real traces (``../shared/reference/timeline-and-history
 with ``ts``/``dur`` in microseconds (integers in older traces, floats with nanosecond fractions in newer ones);
 categories today ``kernel``, ``gpu_memcpy``, ``gpu_memset``, ``cuda_runtime``, ``cuda_driver``,
 ``user_annotation``, ``cpu_op`` and, in older traces, ``Kernel``, ``Memcpy``, ``Memset``, ``Runtime``,
-``Operator`` (where record_function ranges are ``Operator`` events too: an ``Operator`` without ``::`` in
-its name is taken as a range). The GPU of a kernel is its ``args.device``, named by ``deviceProperties``
+``Operator`` (where record_function ranges and autograd nodes are ``Operator`` events too: ``_is_range``
+tells them apart). The GPU of a kernel is its ``args.device``, named by ``deviceProperties``
 when the trace has it. A launch is the runtime/driver event with the kernel's ``args.correlation``.
 """
 
@@ -36,6 +36,8 @@ from perfgate.errors import InputError
 _OPS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
 _LAUNCH_CATEGORIES = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
 _STEP = re.compile(r"^ProfilerStep#\d+$")
+_AUTOGRAD_NODE = re.compile(r"Backward\d*$")  # autograd's node classes: AddmmBackward, ReluBackward1
+_OPERATOR_ARGS = ("Sequence number", "Fwd thread id", "Input Dims", "Input dims", "Input type")
 
 
 def looks_like_chrome_trace(document: Any) -> bool:
@@ -77,12 +79,17 @@ def _devices(document: Any) -> dict[int, Device]:
     return found
 
 
-def _is_range(category: str, name: str) -> bool:
+def _is_range(category: str, name: str, args: dict[str, Any]) -> bool:
+    """A user annotation (record_function, ProfilerStep), never an operator or an autograd node. Older Kineto writes
+    both as ``Operator``: there an annotation has no ``::`` in its name, is not an autograd node (``AddmmBackward``,
+    with a sequence number and forward thread), and records no inputs (operators do, under record_shapes)."""
     if category == "user_annotation":
         return True
     if category in ("cpu_op", "operator") and _STEP.match(name):
         return True  # ProfilerStep#N is a cpu_op in some versions
-    return category == "operator" and "::" not in name
+    if category != "operator" or "::" in name or _AUTOGRAD_NODE.search(name):
+        return False
+    return not any(key in args for key in _OPERATOR_ARGS)
 
 
 def _facts(document: Any) -> dict[str, str | int | float | bool]:
@@ -146,7 +153,7 @@ def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None 
             correlation = _int(args.get("correlation"), NO_CORRELATION)
             if correlation != NO_CORRELATION and correlation not in launches:
                 launches[correlation] = Launch(correlation, f"{event.get('pid')}/{event.get('tid')}", start, end)
-        elif _is_range(category, name):
+        elif _is_range(category, name, args):
             ranges.append(Range(name, f"{event.get('pid')}/{event.get('tid')}", start, end,
                                 step=bool(_STEP.match(name))))
     facts = _facts(document)

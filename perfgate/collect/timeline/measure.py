@@ -3,9 +3,11 @@
 Kernel rows (kind ``kernel``): ``timeline.kernel_duration`` (ns, the GPU's start-to-end time of the launch)
 and the launch facts (stream, registers, shared memory), in the region their launch was made in
 (``perfgate.collect.timeline.attribute``). Region rows (kind ``region``, one per region path, ``ordinal`` 0):
-the metrics of ``perfgate.metrics.TIMELINE_REGION_METRICS``, each the median over the region's instances
-(each profiler step's, each entry's), so one slow step does not move it. Every instance that launched GPU
-work counts; an instance that launched none has no wall time to measure and is left out.
+the metrics of ``REGION_UNITS``, each the median over the region's instances (each profiler step's, each
+entry's), so one slow step does not move it. An instance is its host range: from the range's start (or, where
+GPU work launched before it still runs then, that work's end) to the later of the range's end and the end of the
+GPU work it launched. Every instance that launched GPU work counts; one that launched none is left out. A trace
+without ranges is one region, ``whole trace``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
-from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, union_length
-from perfgate.collect.timeline.model import COLD_SETTING, FROM_PROCESS_START, KERNEL, Device, Trace
+from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
+from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
 from perfgate.errors import InputError
 from perfgate.table import Measurement, assign_ordinals, format_dim, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -34,16 +36,22 @@ IDLE_SHARE = "timeline.gpu_idle_pct"
 LAUNCH_OVERHEAD = "timeline.launch_overhead"
 KERNEL_COUNT = "timeline.kernel_count"
 KERNEL_TIME = "timeline.kernel_time"
-REGION_UNITS = {WALL_TIME: "ns", GPU_BUSY: "ns", GPU_IDLE: "ns", IDLE_SHARE: "%", LAUNCH_OVERHEAD: "ns",
-                KERNEL_COUNT: "", KERNEL_TIME: "ns"}
+HOST_LEAD = "timeline.host_lead"
+REGION_UNITS = {WALL_TIME: "ns", GPU_BUSY: "ns", GPU_IDLE: "ns", IDLE_SHARE: "%", HOST_LEAD: "ns",
+                LAUNCH_OVERHEAD: "ns", KERNEL_COUNT: "", KERNEL_TIME: "ns"}
+WHOLE_TRACE = "whole trace"  # the one region of a trace that has no host ranges
+# A measurement's setting: per region, the median host time its entries spent in first launch calls (CUDA's lazy
+# module loading), left out of its wall time and GPU idle; JSON {path: ns}.
+MODULE_LOADING_SETTING = "timeline_module_loading"
+MODULE_LOADING = "module_loading"  # an entry's value, not a metric: ns of first launch calls left out
 
 
 class RegionInstance(NamedTuple):
     """One entry into a region (one step's), measured."""
 
     path: str
-    first_launch: int
-    last_end: int
+    start: int  # the host range's start (a whole-trace row: its first launch call or GPU work)
+    end: int  # the later of the range's end and the end of the GPU work it launched
     ops: tuple[int, ...]  # indices into trace.ops
     values: dict[str, float]
 
@@ -70,32 +78,79 @@ def check_times(trace: Trace, path: Path) -> None:
                              "trace again; the file is corrupt or was edited")
 
 
+def _first_launch_calls(trace: Trace, attribution: Attribution) -> list[tuple[int, int]]:
+    """The launch calls (start, end) of each kernel's first launch in the traced process: where CUDA's lazy loading
+    loads the kernel's module, inside the call. Empty unless the trace is known to start with its process
+    (perfgate's own CUPTI trace; an Nsight Systems export captured from the start): a profiler trace may start
+    after warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
+    if trace.format != "cupti" and not trace.facts.get(FROM_PROCESS_START):
+        return []
+    first: dict[str, int] = {}
+    for index in sorted((i for i, op in enumerate(trace.ops) if op.kind == KERNEL), key=lambda i: trace.ops[i].start):
+        first.setdefault(trace.ops[index].demangled, index)
+    calls = {(launch.start, launch.end) for launch in (attribution.op_launch[i] for i in first.values())
+             if launch is not None}
+    return sorted(calls)
+
+
+def _measure(path: str, host_start: int, inside: list[int], trace: Trace, timelines: tuple[BusyTimeline, QueuedWork],
+             range_end: int, cold_calls: list[tuple[int, int]]) -> RegionInstance:
+    """One entry: from ``host_start`` (or, where GPU work queued earlier still runs then, that work's end) to the
+    later of ``range_end`` and its GPU work's end."""
+    ops = trace.ops
+    busy, queue = timelines
+    first_work = min(ops[i].start for i in inside)
+    # The host ran ahead of the GPU (asynchronous launches): the region's clock starts when the GPU is done with
+    # what was queued before it, so the time the GPU spends on earlier regions' work is not this region's.
+    start = max(host_start, min(queue.end_before(first_work), first_work))
+    end = max(range_end, max(ops[i].end for i in inside))
+    wall = max(end - start, 0)
+    idle = wall - busy.busy(start, end)
+    # Lazy module loading inside a first launch call is the driver's, not the code's: its host time is left out.
+    loading = [(max(lo, start), min(hi, end)) for lo, hi in cold_calls if lo < end and hi > start]
+    lead = max(first_work - start, 0)
+    loaded = 0
+    if loading:
+        spans = merged_pairs(loading)
+        loaded = sum(hi - lo for lo, hi in spans)
+        loaded_idle = loaded - sum(busy.busy(lo, hi) for lo, hi in spans)
+        wall, idle = wall - loaded, max(idle - loaded_idle, 0)
+        lead = max(lead - sum(max(min(hi, first_work) - lo, 0) for lo, hi in spans), 0)
+    own_busy = union_length([ops[i].start for i in inside], [ops[i].end for i in inside])
+    kernels = [i for i in inside if ops[i].kind == KERNEL]
+    values = {WALL_TIME: float(wall), GPU_BUSY: float(own_busy), GPU_IDLE: float(idle),
+              IDLE_SHARE: 100.0 * idle / wall if wall else 0.0, HOST_LEAD: float(lead),
+              LAUNCH_OVERHEAD: float(max(wall - own_busy, 0)), KERNEL_COUNT: float(len(kernels)),
+              KERNEL_TIME: float(sum(ops[i].end - ops[i].start for i in kernels)), MODULE_LOADING: float(loaded)}
+    return RegionInstance(path, start, end, tuple(inside), values)
+
+
+def merged_pairs(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    begin, finish = merged([lo for lo, _ in intervals], [hi for _, hi in intervals])
+    return list(zip(begin.tolist(), finish.tolist(), strict=True))
+
+
 def region_instances(trace: Trace, attribution: Attribution) -> list[RegionInstance]:
-    """Each range that launched GPU work, measured (see ``perfgate.metrics`` for each metric)."""
+    """Each range that launched GPU work, measured from the range's start on the host (see ``perfgate.metrics``
+    for each metric); a trace without ranges: one whole-trace entry, from its first launch call on."""
     members: dict[int, list[int]] = defaultdict(list)
     for op_index, held in enumerate(attribution.op_ranges):
         for range_index in held:
             members[range_index].append(op_index)
     ops = trace.ops
-    busy = BusyTimeline([op.start for op in ops], [op.end for op in ops])
-    queue = QueuedWork([op.start for op in ops], [op.end for op in ops])
+    timelines = (BusyTimeline([op.start for op in ops], [op.end for op in ops]),
+                 QueuedWork([op.start for op in ops], [op.end for op in ops]))
+    cold_calls = _first_launch_calls(trace, attribution)
+    if not trace.ranges and ops:
+        everything = list(range(len(ops)))
+        start = min(launch.start if launch is not None else op.start
+                    for op, launch in zip(ops, attribution.op_launch, strict=True))
+        return [_measure(WHOLE_TRACE, start, everything, trace, timelines, start, cold_calls)]
     found = []
     for range_index in sorted(members, key=lambda i: trace.ranges[i].start):
-        inside = members[range_index]
-        launched = [attribution.op_launch[i] for i in inside]
-        first_start = min(ops[i].start for i in inside)
-        launch_at = min(launch.start if launch is not None else ops[i].start for i, launch in zip(inside, launched))
-        # Queued behind earlier GPU work, the region's clock starts when that work ends, not at its launch call.
-        first = max(launch_at, min(queue.end_before(first_start), first_start))
-        last = max(ops[i].end for i in inside)
-        wall = max(last - first, 0)
-        own_busy = union_length([ops[i].start for i in inside], [ops[i].end for i in inside])
-        idle = wall - busy.busy(first, last)
-        kernels = [i for i in inside if ops[i].kind == KERNEL]
-        values = {WALL_TIME: float(wall), GPU_BUSY: float(own_busy), GPU_IDLE: float(idle),
-                  IDLE_SHARE: 100.0 * idle / wall if wall else 0.0, LAUNCH_OVERHEAD: float(max(wall - own_busy, 0)),
-                  KERNEL_COUNT: float(len(kernels)), KERNEL_TIME: float(sum(ops[i].end - ops[i].start for i in kernels))}
-        found.append(RegionInstance(attribution.paths[range_index], first, last, tuple(inside), values))
+        host = trace.ranges[range_index]
+        found.append(_measure(attribution.paths[range_index], host.start, members[range_index], trace, timelines,
+                              host.end, cold_calls))
     return found
 
 
@@ -142,22 +197,14 @@ def _region_rows(trace: Trace, instances: list[RegionInstance], first_launch: in
     return rows
 
 
-def cold_regions(trace: Trace, instances: list[RegionInstance]) -> list[str]:
-    """The regions that, in at least half their entries (so in their median), hold a kernel's first launch in
-    the process, whose launch call paid CUDA's lazy module loading. Only for traces known to start with their
-    process: perfgate's own CUPTI trace (its child is traced from the test's call on) and an Nsight Systems
-    export whose capture started at once (``FROM_PROCESS_START``); a profiler trace otherwise may start after
-    warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
-    if trace.format != "cupti" and not trace.facts.get(FROM_PROCESS_START):
-        return []
-    first: dict[str, int] = {}
-    for index in sorted((i for i, op in enumerate(trace.ops) if op.kind == KERNEL), key=lambda i: trace.ops[i].start):
-        first.setdefault(trace.ops[index].demangled, index)
-    firsts = set(first.values())
-    entries: dict[str, list[bool]] = defaultdict(list)
+def module_loading(instances: list[RegionInstance]) -> dict[str, float]:
+    """Per region, the median host time its entries spent in kernels' first launch calls (lazy module loading),
+    which its wall time and GPU idle leave out; regions that spent none are not named."""
+    by_path: dict[str, list[float]] = defaultdict(list)
     for instance in instances:
-        entries[instance.path].append(not firsts.isdisjoint(instance.ops))
-    return sorted(path for path, cold in entries.items() if 2 * sum(cold) >= len(cold))
+        by_path[instance.path].append(instance.values[MODULE_LOADING])
+    found = {path: float(statistics.median(spent)) for path, spent in by_path.items()}
+    return {path: spent for path, spent in found.items() if spent > 0}
 
 
 def measurement_of(trace: Trace, path: Path) -> Measurement:
@@ -173,9 +220,9 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
-    cold = cold_regions(trace, instances)
-    if cold:
-        settings[COLD_SETTING] = json.dumps(cold)
+    loading = module_loading(instances)
+    if loading:
+        settings[MODULE_LOADING_SETTING] = json.dumps(loading, separators=(",", ":"))
     drawn = sketch(trace, instances)
     if drawn:
         settings[SKETCH_SETTING] = drawn

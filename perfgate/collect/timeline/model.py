@@ -15,11 +15,9 @@ MEMSET = "memset"
 NO_CORRELATION = -1
 # A trace's fact: it was recorded from its process's start, so a kernel's first launch in it is the process's first.
 FROM_PROCESS_START = "trace_from_process_start"
-# The settings a trace's measurement carries for compare (``perfgate.compare.sources``): the trace's time step in
-# ns where it is coarser than a nanosecond, and a JSON list of the regions whose wall time holds a kernel's first
-# launch in the traced process (CUDA's lazy module loading), whose host-side times are shown unjudged.
+# A setting a trace's measurement carries for compare (``perfgate.compare.sources``): the trace's time step in ns
+# where it is coarser than a nanosecond.
 RESOLUTION_SETTING = "trace_resolution_ns"
-COLD_SETTING = "timeline_cold_regions"
 
 
 class GpuOp(NamedTuple):

@@ -10,6 +10,7 @@ profiled host's environment) is decoded with replacement characters instead of f
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,11 @@ def _launches(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Lau
     return launches
 
 
+# torch.autograd.profiler.emit_nvtx() names each operator's and autograd node's NVTX range "aten::addmm, seq = 12,
+# op_id = 5, sizes = [...]": operators, not user annotations, so never regions.
+_OPERATOR_RANGE = re.compile(r", (?:seq|op_id) = -?\d")
+
+
 def _ranges(connection: sqlite3.Connection, tables: set[str]) -> list[Range]:
     if "NVTX_EVENTS" not in tables:
         return []
@@ -110,7 +116,7 @@ def _ranges(connection: sqlite3.Connection, tables: set[str]) -> list[Range]:
     query = (f"SELECT {label}, n.globalTid, n.start, n.end FROM NVTX_EVENTS n {joined} "
              "WHERE n.end IS NOT NULL AND n.start IS NOT NULL ORDER BY n.start")
     return [Range(str(name), str(thread), int(start), int(end)) for name, thread, start, end in
-            connection.execute(query)]
+            connection.execute(query) if not _OPERATOR_RANGE.search(str(name))]
 
 
 def _devices(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Device]:
@@ -135,7 +141,7 @@ def _facts(connection: sqlite3.Connection, tables: set[str]) -> dict[str, str | 
         capture = dict(connection.execute("SELECT name, value FROM META_DATA_CAPTURE WHERE name IN "
                                           "('START_TRIGGER', 'START_DELAY_MS')").fetchall())
         # Traced from the process's start (no --delay, no capture range): a kernel's first launch in the export
-        # is its first in the process (``measure.cold_regions``).
+        # is its first in the process (``measure.module_loading``).
         if capture.get("START_TRIGGER") == "Immediate" and str(capture.get("START_DELAY_MS")) == "0":
             facts[FROM_PROCESS_START] = True
     return facts

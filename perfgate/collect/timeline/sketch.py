@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from perfgate.collect.timeline.measure import WALL_TIME, RegionInstance
+from perfgate.collect.timeline.measure import HOST_LEAD, WALL_TIME, RegionInstance
 from perfgate.collect.timeline.model import Trace
 from perfgate.vocabulary import REGION_SEPARATOR
 
@@ -37,7 +37,7 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
     total = 0
     for path, entries in list(by_path.items())[:MAX_REGIONS]:
         chosen = _representative(entries)
-        lo, hi = chosen.first_launch, chosen.last_end
+        lo, hi = chosen.start, chosen.end
         own = set(chosen.ops)
         lanes: dict[str, list[list[Any]]] = defaultdict(list)
         kept = 0
@@ -54,5 +54,6 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
             kept += 1
             total += 1
         regions[path] = {"wall": hi - lo, "entries": len(entries), "lanes": dict(lanes),
-                         "idle_pct": round(chosen.values["timeline.gpu_idle_pct"], 2)}
+                         "idle_pct": round(chosen.values["timeline.gpu_idle_pct"], 2),
+                         "lead": round(chosen.values[HOST_LEAD])}
     return json.dumps({"version": 1, "regions": regions}, separators=(",", ":")) if regions else ""

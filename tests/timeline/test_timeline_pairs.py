@@ -1,0 +1,84 @@
+"""A kernel's launches judged in pairs where both traces hold the same launches (``compare.timeline_pairs``), with
+a trace's time step as the floor in nanoseconds (docs/timeline.md, "What is measured").
+
+Real pair: the corpus' switchtransformers re-run of unchanged code (5e8101d -> 9a8e4ed changes only the trace
+file), whole-microsecond time stamps, 474 kernels. Expected before the first run: no inconclusive kernel either
+way. The whole-trace row (the trace has no ranges) is a one-shot, cold run: 5e8101d spent 220 ms more in its
+first matrix multiply's launch call (lazy loading in a profile that started with the process, which a Kineto trace
+does not say); that row improves one way and fails the other, and the test says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers.timeline import corpus_trace
+
+from perfgate.collect import read_table
+from perfgate.compare import compare_tables
+from perfgate.compare.timeline_pairs import paired_shift
+
+RERUN = ("switchtransformers-a100/trace_5e8101d.json", "switchtransformers-a100/trace_9a8e4ed.json")
+
+
+def _launch_statuses(comparison: Any, kind: str) -> set[str]:
+    launches = comparison.launches
+    return {str(s) for k, s in zip(launches["kind"].tolist(), launches["status"].tolist(), strict=True) if k == kind}
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_rerun_in_whole_microseconds_has_no_inconclusive_kernel(reverse: bool) -> None:
+    base, cur = (read_table(corpus_trace(name)) for name in (RERUN[::-1] if reverse else RERUN))
+    comparison = compare_tables(base, cur)
+    assert _launch_statuses(comparison, "kernel") == {"unchanged"}
+    whole = _launch_statuses(comparison, "region")
+    assert whole == ({"regression"} if reverse else {"improvement"})  # the one-shot run's cold first call
+    assert comparison.verdict == ("fail" if reverse else "pass")
+
+
+def _trace(path: Path, durations: list[int]) -> Path:
+    events: list[dict[str, Any]] = [{"ph": "X", "cat": "user_annotation", "name": "step", "ts": 0, "dur": 10_000,
+                                     "pid": 1, "tid": 1, "args": {}}]
+    for at, duration in enumerate(durations):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 100 * at + 1,
+                       "dur": 1, "pid": 1, "tid": 1, "args": {"correlation": at + 1}})
+        events.append({"ph": "X", "cat": "kernel", "name": "tiny_kernel", "ts": 100 * at + 3, "dur": duration,
+                       "pid": 0, "tid": 7, "args": {"correlation": at + 1, "device": 0, "stream": 7}})
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("before", "after", "status"), [
+    ([1, 2] * 10, [2, 2] * 10, "unchanged"),  # each launch one step later at most: rounding
+    ([2, 1] * 10, [1, 2] * 10, "unchanged"),  # launches swap their rounding
+    ([2] * 20, [6] * 20, "regression"),  # 4 µs a launch: beyond 10% and 2 µs
+])
+def test_paired_launches_in_whole_microseconds(tmp_path: Path, before: list[int], after: list[int],
+                                               status: str) -> None:
+    comparison = compare_tables(read_table(_trace(tmp_path / "a.json", before)),
+                                read_table(_trace(tmp_path / "b.json", after)))
+    assert _launch_statuses(comparison, "kernel") == {status}
+
+
+def test_the_paired_interval_covers_the_median_difference() -> None:
+    rng = np.random.default_rng(34)
+    base = rng.normal(100.0, 5.0, 400)
+    estimate, low, high = paired_shift(base, base + 3.0 + rng.normal(0.0, 1.0, 400), 0.95)
+    assert low <= estimate <= high and low < 3.0 < high and high - low < 0.5
+    assert paired_shift(base[:3], base[:3] + 1.0, 0.95) == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_an_inconclusive_kernel_in_whole_microseconds_names_the_clock(tmp_path: Path) -> None:
+    """Launch counts differ (no pairs): a 1 µs kernel read as 1 or 3 µs, an interval two time steps wide; more
+    launches would not settle rounding, so the advice names the trace's clock."""
+    comparison = compare_tables(read_table(_trace(tmp_path / "a.json", [1] * 10)),
+                                read_table(_trace(tmp_path / "b.json", [1, 3] * 6)))
+    said = [n for n in comparison.notes if n.startswith("tiny_kernel")]
+    assert _launch_statuses(comparison, "kernel") == {"inconclusive", "new"}  # two launches more
+    assert len(said) == 1 and said[0].endswith(
+        "inconclusive, not failed; the trace's time stamps are whole steps of 1 µs, and the interval is two of them: "
+        "record a trace with nanosecond time stamps (a current torch.profiler, Nsight Systems) to settle it"), said
