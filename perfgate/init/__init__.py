@@ -42,7 +42,8 @@ class InitOptions:
     runner_label: str = "gpu"
     branch: str = "main"
     tests: str = "tests/perf"
-    perfgate_spec: str = f"perfgate=={__version__}"
+    # perfgate is not on the package index yet: its release tag on GitHub (docs/getting-started.md#install)
+    perfgate_spec: str = f"perfgate @ git+https://github.com/perfgate/perfgate@v{__version__}"
     install: str | None = None  # None: from what the repository has (pyproject.toml's [project], requirements.txt)
     example: str = "auto"  # auto, torch, cupy or cpu
     force: bool = False
