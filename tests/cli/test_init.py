@@ -3,6 +3,7 @@ every byte it had, and nothing that exists is overwritten (one line, exit 2, not
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -132,3 +133,23 @@ def test_the_install_step_follows_what_the_repository_is(tmp_path: Path) -> None
     (tmp_path / "pyproject.toml").write_bytes(PROJECT)
     assert "pip install --disable-pip-version-check -e ." in pr_text()
     assert "make install" in plan(tmp_path, InitOptions(install="make install"))[0].text
+
+
+def test_a_perf_test_not_measured_fails_the_job_but_a_new_one_does_not(tmp_path: Path) -> None:
+    """The first pull requests (tests reported as new) stay green; a runner that lost ncu or its GPU does not."""
+    workflow = yaml.safe_load(plan(tmp_path, InitOptions())[0].text)
+    (script,) = [s["run"] for s in workflow["jobs"]["perf"]["steps"]
+                 if s.get("name") == "A perf test not measured means a broken runner"]
+    report = tmp_path / "perfgate-report.json"
+
+    def run(unmeasured: list[dict[str, str]]) -> subprocess.CompletedProcess[str]:
+        report.write_text(json.dumps({"verdict": "not measured", "unmeasured": unmeasured}))
+        return subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    assert run([]).returncode == 0
+    broken = run([{"test": "t.py::t", "cause": "ncu not found\n::warning::forged"}])
+    assert broken.returncode == 1 and broken.stdout.count("\n") == 1
+    assert broken.stdout.startswith("::error::perfgate: 1 perf test(s) not measured on this runner, e.g. ncu not found")
+    report.unlink()
+    assert subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, timeout=60,
+                          env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}).returncode == 0
