@@ -364,3 +364,16 @@ def test_with_a_history_nothing_compared_yet_is_neutral_but_a_broken_runner_fail
     broken = make_report([])
     broken["unmeasured"] = [{"test": "tests/gpu/test_gemm.py::test_gemm", "cause": "ncu not found"}]
     assert bash(script, {**env, "REPORT": str(write_report(tmp_path, broken))}, tmp_path).returncode == 1
+
+
+def test_the_install_input_runs_with_perfgates_python_first_on_path(tmp_path: Path) -> None:
+    script = step(load(ACTION), "Install the project under test")["run"]
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("#!/bin/sh\necho venv-python \"$@\"\n")
+    (venv / "python").chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", ""), "PERFGATE_PYTHON": str(venv / "python"),
+           "INSTALL": "python -m pip install -e . && echo done"}
+    done = bash(script, env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "venv-python -m pip install -e .\ndone\n"
+    assert bash(script, {**env, "INSTALL": "false"}, tmp_path).returncode == 1  # a failed install fails the step
