@@ -76,6 +76,8 @@ def test_the_wheel_has_the_schema_the_license_and_no_tests(dists: dict[str, Path
     assert {"perfgate/py.typed", "perfgate/render/html.py"} <= names
     shipped = {f"perfgate/render/templates/{p.name}" for p in (REPO / "perfgate/render/templates").glob("*.j2")}
     assert shipped and shipped <= names  # the Markdown report's templates (perfgate.render.templates)
+    init = {f"perfgate/init/templates/{p.name}" for p in (REPO / "perfgate/init/templates").glob("*.j2")}
+    assert len(init) == 8 and init <= names  # what perfgate init writes
     assert not [n for n in names if n.startswith(("tests/", "examples/")) or n.endswith(".pyc")]
 
 
