@@ -195,6 +195,9 @@ def conflicts(root: Path, planned: list[Planned]) -> list[Path]:
                 found.append(item.path)
         elif target.exists() or target.is_symlink():
             found.append(item.path)
+        # A folder on the way that is a file would stop the writing half-way: refused before anything is written.
+        found += [parent for parent in item.path.parents if parent != Path(".") and (root / parent).exists()
+                  and not (root / parent).is_dir() and parent not in found]
     return found
 
 

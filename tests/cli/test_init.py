@@ -79,7 +79,8 @@ def test_without_pyproject_one_is_made(tmp_path: Path, capsys: pytest.CaptureFix
     assert "branches: [trunk]" in (tmp_path / WRITTEN[2]).read_text()
 
 
-@pytest.mark.parametrize("existing", ["tests/perf/test_perf_example.py", ".github/actionlint.yaml", "pyproject.toml"])
+@pytest.mark.parametrize("existing", ["tests/perf/test_perf_example.py", ".github/actionlint.yaml", "pyproject.toml",
+                                      "tests/perf"])
 def test_nothing_that_exists_is_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str], existing: str) -> None:
     target = tmp_path / existing
     target.parent.mkdir(parents=True, exist_ok=True)
