@@ -115,19 +115,17 @@ def _history_reference(settings: Settings) -> tuple[tuple[str, ...], Reference]:
     ``history_fallback`` (``perfgate init``'s setting): a history not made yet is an empty one (the first pull
     request of a repository, before its main branch recorded anything), and the notes say what to do while the
     branch has too few runs."""
-    from perfgate.history.db import sqlite_path
+    from perfgate.history.db import open_history
     from perfgate.history.noise import plugin_thresholds
-    from perfgate.history.reference import MIN_REFERENCE_RUNS, Reference, plugin_reference
+    from perfgate.history.reference import MIN_REFERENCE_RUNS, plugin_reference
 
     branch = settings.history_branch
-    path = sqlite_path(settings.history)
-    if settings.history_fallback and path is not None and not path.exists():
-        reference = Reference(branch, 0, "", {}, {})
-        notes: tuple[str, ...] = ()
-    else:
-        learned = plugin_thresholds(settings.history, branch, settings.thresholds, settings.metrics)
-        notes = tuple(learned.notes)
-        reference = plugin_reference(settings.history, branch)._replace(thresholds=learned.series)
+    if settings.history_fallback:
+        with open_history(settings.history, create=True):  # made (as the session's recording would) where new
+            pass
+    learned = plugin_thresholds(settings.history, branch, settings.thresholds, settings.metrics)
+    notes = tuple(learned.notes)
+    reference = plugin_reference(settings.history, branch)._replace(thresholds=learned.series)
     if settings.history_fallback and reference.commits < MIN_REFERENCE_RUNS:
         notes = (*notes, f"not gated yet: {branch} has {reference.commits} recorded run"
                          f"{'' if reference.commits == 1 else 's'} and a test without a committed baseline is judged "
