@@ -4,7 +4,8 @@ Per regressed test (a ``perfgate compare`` report has none: its kernels), the co
 is accepted (``perfgate accept``, docs/history.md) and the one that makes it the baseline the next run is judged
 against. The names come from the code under test: a name of plain characters is quoted for the shell
 (``shlex.quote``), any other is a placeholder (TEST, KERNEL) whose exact value the JSON report holds, and the
-commands sit in a fenced code block, so nothing in a name can render as Markdown or mention anyone.
+commands are escaped as every name of the comment is (``md_inline``), so nothing in them renders as Markdown or
+mentions anyone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 from typing import Any, Mapping
 
 from perfgate.render.kernels import KernelRow, KernelRows
+from perfgate.render.untrusted import md_inline
 from perfgate.vocabulary import Status
 
 SHOWN = 5  # regressed tests given their commands; the rest are counted
@@ -45,7 +47,7 @@ def _commands(test: str | None, rows: list[KernelRow], current: str) -> list[str
         accept += ["--kernel", _arg(kernels[0], "KERNEL")]
     if len(metrics) == 1:
         accept += ["--metric", _arg(metrics[0], "METRIC")]
-    accept += ["--reason", "'<why this change is intended>'"]
+    accept += ["--reason", "'why this change is intended'"]
     update = (f"pytest --perfgate --perfgate-update {_arg(test, 'TEST')}" if test
               else f"perfgate baseline {current} -d baselines")
     return [" ".join(accept), f"{update}   # then commit baselines/"]
@@ -65,8 +67,9 @@ def next_steps_block(report: Mapping[str, Any], kernels: KernelRows) -> str:
     more = len(by_test) - SHOWN
     if more > 0:
         lines.append(f"# and {more} more regressed test{'s' if more > 1 else ''}: the JSON report lists them")
-    body = "\n".join(lines)
-    fence = "```"  # no name holds a backtick (_PLAIN)
-    return ("**To accept a regression** (at the pull request's head; `perfgate accept` records who and why in the "
-            "history, `--db URL` where it is not the configured one), then make this run the baseline it is "
-            f"judged against:\n\n{fence}sh\n{body}\n{fence}")
+    # A list of escaped lines, not a code block: the comment holds no code at all (names elsewhere in it are
+    # escaped, backticks to &#96;), and the escapes render back to the exact command.
+    body = "\n".join(f"- {md_inline(line, None)}" for line in lines)
+    return ("**To accept a regression** (at the pull request's head; perfgate accept records who and why in the "
+            "history, add --db URL where that is not the configured one), then make this run the baseline it is "
+            f"judged against:\n\n{body}")

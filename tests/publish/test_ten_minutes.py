@@ -27,8 +27,16 @@ from helpers.github_server import (
     pull_request_event,
     run_publish,
 )
+from helpers.next_steps import commands_of
 
+import perfgate.cli.publish  # noqa: F401
+import perfgate.publish.github  # noqa: F401
+import perfgate.publish.publisher  # noqa: F401
+import perfgate.publish.summary  # noqa: F401
 from perfgate.history.reference import MIN_REFERENCE_RUNS
+
+# The publishing modules (and requests) are imported here, before pytester snapshots sys.modules: imported
+# first inside the test, pytester would drop them at its end and later tests would meet two copies of requests.
 
 __all__ = ["github"]
 
@@ -112,15 +120,14 @@ def test_ten_minutes_from_init_to_a_green_rerun(pytester: pytest.Pytester, monke
     assert all(c["baseline"].startswith("history: median of 5 runs of main") for c in report["comparisons"])
     assert _publish(github, pytester, tmp_path)["conclusion"] == "failure"
     (comment,) = github.comments_on(REPO, PR)
-    commands = comment["body"].split("**To accept a regression**", 1)[1].split("```sh\n", 1)[1].split("\n```")[0]
-    accept, update = commands.splitlines()
+    accept, update = commands_of(comment["body"])
     assert accept == (f"perfgate accept --test {NODE} --kernel {NODE} --metric time.min "
-                      "--reason '<why this change is intended>'")
-    assert update == f"pytest --perfgate --perfgate-update {NODE}   # then commit baselines/"
+                      "--reason 'why this change is intended'")
+    assert update == f"pytest --perfgate --perfgate-update {NODE} # then commit baselines/"
 
     # 4. The author accepts it and makes it the baseline, at the pull request's head, as the comment says.
     _gh_env(monkeypatch, GITHUB_SHA=HEAD_SHA, GITHUB_REF_NAME="feature", PARSE_N="4800")
-    argv = shlex.split(accept.replace("<why this change is intended>", "a wider parse, on purpose"))
+    argv = shlex.split(accept.replace("why this change is intended", "a wider parse, on purpose"))
     status, out, _ = run_cli(capsys, *argv[1:])
     assert status == 0 and "accepted the change at" in out
     pytester.runpytest(*shlex.split(update.split("#")[0])[1:], *BENCH_OPTIONS).assert_outcomes(passed=1)
