@@ -52,6 +52,7 @@ class Settings(NamedTuple):
     history: str = ""
     history_branch: str = "main"
     history_thresholds: bool = False
+    history_fallback: bool = False  # the history judges only the tests without a committed baseline
     # A folder of jinja2 templates overriding perfgate's by file name (docs/reports.md); "" = perfgate's own.
     templates: str = ""
 

@@ -158,6 +158,10 @@ OPTIONS: tuple[Option, ...] = (
                                  "baseline where a series has too few) and size each metric's threshold from their "
                                  "spread, never above the hand-set one",
            plugin="--perfgate-history-thresholds", flag=True),
+    Option("history_fallback", "judge each test without a committed baseline against the median of the history's "
+                               "recent base-branch runs, with thresholds learned from their spread; committed "
+                               "baselines win (perfgate init's setting)",
+           plugin="--perfgate-history-fallback", flag=True),
     Option("history_branch", "the base branch whose runs --history reads", cli=("--history-branch",),
            commands=("compare", "publish"), metavar="NAME"),
     Option("thresholds", "gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "

@@ -10,6 +10,7 @@ from perfgate.cli.baseline import add_parser as add_baseline
 from perfgate.cli.baselines import add_parser as add_baselines
 from perfgate.cli.compare import add_parser as add_compare
 from perfgate.cli.history import add_accept_parser, add_parser as add_history
+from perfgate.cli.init import add_parser as add_init
 from perfgate.cli.merge import add_parser as add_merge
 from perfgate.cli.publish import add_parser as add_publish
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 # Each command and what adds its parser, in the order --help lists them.
 _COMMAND_PARSERS: dict[str, Callable[[SubParsers], None]] = {
     "compare": add_compare, "baseline": add_baseline, "merge": add_merge, "publish": add_publish,
-    "baselines": add_baselines, "history": add_history, "accept": add_accept_parser}
+    "baselines": add_baselines, "history": add_history, "accept": add_accept_parser, "init": add_init}
 COMMANDS = tuple(_COMMAND_PARSERS)
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 import numpy as np
-from scipy.special import stdtr
+
+from perfgate.history.stats import stdtr
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
 MIN_SIDE = 3  # fewest points on either side of a split the t-test judges

@@ -48,6 +48,7 @@ class PluginOptions(NamedTuple):
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
     history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
+    history_fallback: bool = False  # the reference judges only tests without a committed baseline
     templates: Path | None = None  # [tool.perfgate] templates: a team's templates (None: perfgate's)
 
 
@@ -107,13 +108,8 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
     _check_report_path(given["report"], configured.report, report)
     notes: tuple[str, ...] = ()
     reference = None
-    if settings.history and settings.history_thresholds:
-        from perfgate.history.noise import plugin_thresholds
-        from perfgate.history.reference import plugin_reference
-
-        learned = plugin_thresholds(settings.history, settings.history_branch, settings.thresholds, settings.metrics)
-        notes = tuple(learned.notes)
-        reference = plugin_reference(settings.history, settings.history_branch)._replace(thresholds=learned.series)
+    if settings.history and (settings.history_thresholds or settings.history_fallback):
+        notes, reference = _history_reference(settings)
     return PluginOptions(
         update=bool(config.getoption("perfgate_update")), strict=settings.strict, baselines=Path(settings.baselines),
         report=report, ncu=settings.ncu, clock_control=settings.clock_control, cache_control=settings.cache_control,
@@ -122,7 +118,33 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         keep_artifacts=settings.keep_artifacts, isolate=settings.isolate, kernel_aliases=settings.kernel_aliases,
         accept_unpaired_kernels=settings.accept_unpaired_kernels, sections=settings.sections, source=settings.source,
         history=settings.history, history_notes=notes, history_reference=reference,
+        history_fallback=settings.history_fallback and not settings.history_thresholds,
         templates=_templates(settings.templates))
+
+
+def _history_reference(settings: Settings) -> tuple[tuple[str, ...], Reference]:
+    """The base branch's recent runs every test is judged against, with their learned thresholds, and the notes.
+    ``history_fallback`` (``perfgate init``'s setting): a history not made yet is an empty one (the first pull
+    request of a repository, before its main branch recorded anything), and the notes say what to do while the
+    branch has too few runs."""
+    from perfgate.history.db import open_history
+    from perfgate.history.noise import plugin_thresholds
+    from perfgate.history.reference import MIN_REFERENCE_RUNS, plugin_reference
+
+    branch = settings.history_branch
+    if settings.history_fallback:
+        with open_history(settings.history, create=True):  # made (as the session's recording would) where new
+            pass
+    learned = plugin_thresholds(settings.history, branch, settings.thresholds, settings.metrics)
+    notes = tuple(learned.notes)
+    reference = plugin_reference(settings.history, branch)._replace(thresholds=learned.series)
+    if settings.history_fallback and reference.commits < MIN_REFERENCE_RUNS:
+        notes = (*notes, f"not gated yet: {branch} has {reference.commits} recorded run"
+                         f"{'' if reference.commits == 1 else 's'} and a test without a committed baseline is judged "
+                         f"against {branch}'s recent runs once {MIN_REFERENCE_RUNS} are recorded; each push to {branch} "
+                         "records one (perfgate-main.yml), or gate at once: pytest --perfgate --perfgate-update on the "
+                         "GPU runner, then commit baselines/")
+    return notes, reference
 
 
 def _check_report_path(given: str | None, configured: str, report: Path) -> None:

@@ -360,7 +360,8 @@ class PerfgateSession:
         root = self.config.rootpath
         try:
             judged, acceptances = sources.with_history(parts, item.nodeid, self.options.history_reference,
-                                                       self.options.history if self.options.update else "")
+                                                       self.options.history if self.options.update else "",
+                                                       self.options.history_fallback)
             gated = sources.gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
                                        update=self.options.update, strict=self.options.strict,
                                        shown=lambda p: shown_path(p, root), acceptances=acceptances)

@@ -123,16 +123,17 @@ class Gated(NamedTuple):
 
 
 def with_history(parts: Sequence[GatePart], test: str, reference: HistoryReference | None,
-                 update_history: str) -> tuple[list[GatePart], AcceptanceCheck | None]:
+                 update_history: str, fallback: bool = False) -> tuple[list[GatePart], AcceptanceCheck | None]:
     """Each part judged against the base branch's recent runs in ``reference`` (with its series' learned
-    thresholds), where one is given; and, for an update recorded in the history ``update_history`` (""
-    otherwise), what says whether the regressions it carries are accepted (docs/history.md)."""
+    thresholds), where one is given (``fallback``: only where no baseline is committed; a committed one wins);
+    and, for an update recorded in the history ``update_history`` ("" otherwise), what says whether the
+    regressions it carries are accepted (docs/history.md)."""
     judged = list(parts)
     if reference is not None:
         from perfgate.history.reference import judging_for
 
-        judged = [part._replace(options=options, reference=referred) for part in judged
-                  for options, referred in [judging_for(reference, part.options, test=test)]]
+        judged = [part._replace(options=options, reference=_unless_committed(referred) if fallback else referred)
+                  for part in judged for options, referred in [judging_for(reference, part.options, test=test)]]
     if not update_history:
         return judged, None
     from perfgate.history.accept import update_check
@@ -141,6 +142,13 @@ def with_history(parts: Sequence[GatePart], test: str, reference: HistoryReferen
     if problem and judged:  # said once: the parts' reports are merged into one
         judged[0] = judged[0]._replace(notes=[*judged[0].notes, f"{test}: {problem}"])
     return judged, acceptances
+
+
+def _unless_committed(referred: Reference) -> Reference:
+    """The history's reference for a device without a committed baseline; a committed one is kept as it is."""
+    def build(baseline: Measurement, current: Measurement) -> tuple[Measurement, list[str]]:
+        return (baseline, []) if not baseline.table.empty else referred(baseline, current)
+    return build
 
 
 def gate_parts(parts: Sequence[GatePart], *, test: str, path: str, line: int | None, baselines: Path, update: bool,

@@ -347,21 +347,21 @@ def findings_text(row: KernelRow, limit: int = 4) -> list[str]:
 
 
 def why_lines(row: KernelRow, others: int = 3) -> list[str]:
-    """The "why" of a kernel's change, in every format: its bound before and after, the launch configuration
-    change, the rule findings that appeared or went, then the explanatory metrics that moved most. A timeline
+    """The "why" of a kernel's change, in every format, the most specific cause first: the rule findings that
+    appeared or went (ncu names the cause: "Uncoalesced Global Accesses"), its bound before and after, the launch
+    configuration change, the launches that moved alone, then the explanatory metrics that moved most. A timeline
     region's: one line, which part of its wall time moved (``compare.timeline_why``)."""
     if row.kind == KIND_REGION and any(m.metric.startswith("timeline.") for m in row.metrics):
         line = region_why({m.metric: m.before for m in row.metrics if m.before is not None},
                           {m.metric: m.after for m in row.metrics if m.after is not None})
         return [line] if line else []
     bound = bound_text(row)
-    lines = [bound] if bound else []
-    if row.alone:
-        shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
-        lines.insert(0, f"moved alone, past its limit: {shown} (see the notes)")
+    lines = findings_text(row) + ([bound] if bound else [])
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
-    lines += findings_text(row)
+    if row.alone:
+        shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
+        lines.append(f"moved alone, past its limit: {shown} (see the notes)")
     sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]

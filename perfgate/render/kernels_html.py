@@ -82,7 +82,7 @@ def _table_row(row: KernelRow) -> dict[str, Any]:
             "labels": [m.label for m in moved], "befores": [before for before, _ in shown],
             "afters": [after for _, after in shown], "changes": [change_text(m) for m in moved],
             "limits": [m.limit for m in moved],
-            "why": why_lines(row, others=0)[:3]}  # the bound, a launch-config change, ncu's findings
+            "why": why_lines(row, others=0)[:3]}  # ncu's findings, the bound, a launch-config change
 
 
 def kernel_sections(rows: KernelRows, templates: Path | None = None) -> str:

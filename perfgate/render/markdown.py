@@ -39,6 +39,7 @@ from perfgate.render.common import (
 )
 from perfgate.render.formatting import pair_texts, text_length
 from perfgate.render.kernels import KernelRow, KernelRows, change_text, kernel_rows, launches_label, why_lines
+from perfgate.render.next_steps import next_steps_block
 from perfgate.render.templates import render_block, render_template
 from perfgate.report import ReportView, listed_summary
 from perfgate.vocabulary import KIND_BENCHMARK, Status
@@ -167,11 +168,12 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
     layout = _Layout(templates, len({d for d in report["launches"]["device"] if d}) > 1)
     head = headline_block(report, commits, templates)
     notes, notes_left = _notes(report, layout)
+    kernels = kernel_rows(report)
+    steps = next_steps_block(report, kernels)
     fixed = [head, *notes] + ([f"> … and {notes_left:,} more notes (the JSON report has them all)"] if notes_left
-                              else [])
+                              else []) + ([steps] if steps else [])
     # Each note follows a blank line; 600: the left-out line.
     left = _Budget(budget - sum(text_length(s) + 1 for s in fixed) - (len(fixed) - 1) - 600)
-    kernels = kernel_rows(report)
     counts = listed_summary(report)
     listed: Counter[str] = Counter()
     fill = _Filler(kernels, layout, left, listed)
@@ -196,7 +198,7 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
             opening = f"{plural(len(rest), 'other kernel')} ({', '.join(others)})"
             sections["others"] = fill(rest, False, opening)[0]
     return render_template("report.md.j2", templates, plural=plural, head=head, notes=notes, notes_left=notes_left,
-                           where=where, missing=left_out(report, listed),
+                           where=where, missing=left_out(report, listed), next_steps=steps,
                            **{"attention": "", "more_table": "", "more_attention": 0, "others": "", **sections})
 
 

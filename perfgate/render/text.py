@@ -65,7 +65,7 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     if status in ("regression", "improvement", "inconclusive"):
         kernel = kernel_row(report, [item.index])
         bound = bound_text(kernel)
-        lines += [f"    why: {text}" for text in ([bound] if bound else []) + findings_text(kernel)]
+        lines += [f"    why: {text}" for text in findings_text(kernel) + ([bound] if bound else [])]
         skip = ("SM throughput %", "memory throughput %") if bound else ()
         for why in [w for w in explanation([r for r in rows if not r.get("gated")]) if not w.startswith(skip)][:4]:
             lines.append(f"    why: {why}")

@@ -317,3 +317,63 @@ def test_later_steps_run_the_python_that_has_perfgate(name: str) -> None:
     s = step(load(ACTION), name)
     assert s["env"]["PERFGATE_PYTHON"] == "${{ steps.install.outputs.python }}"
     assert '"$PERFGATE_PYTHON" -m ' in s["run"] and "command -v python" not in s["run"]
+
+
+def test_the_modes_give_pytest_the_history_or_the_update(tmp_path: Path) -> None:
+    script = step(load(ACTION), "pytest --perfgate")["run"]
+    script = script.replace('"$PERFGATE_PYTHON" -m pytest', 'printf "<%s>" ')
+    env = {"PATH": os.environ.get("PATH", ""), "GITHUB_OUTPUT": str(tmp_path / "out"), "REPORT": "/r/report.json",
+           "BASELINES": "", "PYTEST_ARGS": "tests", "HISTORY": "sqlite:///h.sqlite"}
+    argv = {mode: bash(script, {**env, "MODE": mode}, tmp_path).stdout for mode in ("gate", "record", "update")}
+    assert argv["gate"] == ("<--perfgate><--perfgate-report=/r/report.json><--perfgate-history=sqlite:///h.sqlite>"
+                            "<--perfgate-history-fallback><tests>")
+    assert argv["record"] == "<--perfgate><--perfgate-report=/r/report.json><--perfgate-history=sqlite:///h.sqlite><tests>"
+    assert argv["update"] == "<--perfgate><--perfgate-report=/r/report.json><--perfgate-update><tests>"
+    no_history = bash(script, {**env, "MODE": "gate", "HISTORY": ""}, tmp_path).stdout
+    assert no_history == "<--perfgate><--perfgate-report=/r/report.json><tests>"
+
+
+@pytest.mark.parametrize(("mode", "history", "strict", "expected"), [
+    ("gate", "", "auto", "strict=true"), ("gate", "sqlite:///h", "auto", "strict=unmeasured"),
+    ("update", "", "auto", "strict=false"), ("gate", "sqlite:///h", "true", "strict=true"),
+    ("record", "", "auto", "::error::perfgate: mode record needs the history input"),
+    ("publish", "", "auto", "::error::perfgate: mode must be gate, record or update")])
+def test_the_locate_step_checks_the_mode_and_resolves_strict(tmp_path: Path, mode: str, history: str, strict: str,
+                                                             expected: str) -> None:
+    script = step(load(ACTION), "Locate the report")["run"]
+    out = tmp_path / "out"
+    env = {"PATH": os.environ.get("PATH", ""), "GITHUB_OUTPUT": str(out), "REPORT": "r.json", "MODE": mode,
+           "HISTORY": history, "STRICT": strict, "BASELINES": ""}
+    done = bash(script, env, tmp_path)
+    if expected.startswith("::error::"):
+        assert done.returncode == 1 and expected in done.stdout
+    else:
+        assert done.returncode == 0 and expected in out.read_text().splitlines()
+        kept = dict(line.split("=", 1) for line in out.read_text().splitlines())["kept"]
+        assert kept == (str(tmp_path / "baselines") if mode == "update" else str(tmp_path / "r.json"))
+
+
+def test_with_a_history_nothing_compared_yet_is_neutral_but_a_broken_runner_fails(tmp_path: Path) -> None:
+    """strict auto with a history: the first pull requests (no baseline, too few runs of main) are not red."""
+    script = step(load(ACTION), "Verdict")["run"]
+    env = {"PATH": os.environ.get("PATH", ""), "EXIT_CODE": "0", "PERFGATE_PYTHON": sys.executable,
+           "STRICT": "unmeasured"}
+    new_only = write_report(tmp_path, make_report([launch("k", status="new")]), "new.json")
+    assert bash(script, {**env, "REPORT": str(new_only)}, tmp_path).returncode == 0
+    assert bash(script, {**env, "REPORT": str(new_only), "STRICT": "true"}, tmp_path).returncode == 1
+    broken = make_report([])
+    broken["unmeasured"] = [{"test": "tests/gpu/test_gemm.py::test_gemm", "cause": "ncu not found"}]
+    assert bash(script, {**env, "REPORT": str(write_report(tmp_path, broken))}, tmp_path).returncode == 1
+
+
+def test_the_install_input_runs_with_perfgates_python_first_on_path(tmp_path: Path) -> None:
+    script = step(load(ACTION), "Install the project under test")["run"]
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("#!/bin/sh\necho venv-python \"$@\"\n")
+    (venv / "python").chmod(0o755)
+    env = {"PATH": os.environ.get("PATH", ""), "PERFGATE_PYTHON": str(venv / "python"),
+           "INSTALL": "python -m pip install -e . && echo done"}
+    done = bash(script, env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "venv-python -m pip install -e .\ndone\n"
+    assert bash(script, {**env, "INSTALL": "false"}, tmp_path).returncode == 1  # a failed install fails the step
