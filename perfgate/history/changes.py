@@ -7,8 +7,9 @@ drops the weakest one at a time until every one left passes the final p-value (a
 against its neighbours. Written here on numpy/scipy because Otava's package pins old numpy/scipy and pulls
 cloud SDKs.
 
-An exact counter (instructions, bytes moved) is the same number run after run until the code changes: its
-series is piecewise constant, and each step is named at the exact commit where the new value starts and stays.
+An exact counter (instructions, bytes moved) is the same number run after run until the code changes (now and
+then another code path adds a little): its series goes through the same search and tests, its new value must
+hold (be the median after the step), and each step is named at the exact commit where the new value starts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from scipy.special import stdtr
 WINDOW = 50  # Otava's default window; windows advance by half of it
 MIN_SIDE = 3  # fewest points on either side of a split the t-test judges
 WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
+SEEN_HOLD = 10  # commits an exact counter's value seen before its step must hold to be a new level
+RETRIES = 1  # how many failed splits deep E-divisive still searches a window's sides
 # The final p-value. Otava defaults to 0.001; a history gates thousands of series, and on planted series
 # (docs/history.md) 0.0001 kept every step of 3% in 1% noise and dropped most false change points.
 P_VALUE = 0.0001
@@ -69,29 +72,51 @@ def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
     return int(t[int(np.argmax(q))])
 
 
-def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: list[int]) -> None:
-    """E-divisive on values[start:stop]: split where Q peaks while the t-test passes, then each side."""
+def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: list[int],
+            retries: int = RETRIES) -> None:
+    """E-divisive on values[start:stop]: split where Q peaks while the t-test passes, then each side.
+
+    A split that fails is not the end of the segment: a short-lived change (a regression reverted after a few
+    commits) puts Q's peak on one of its edges, where the t-test sees the other edge's points as noise. Each side
+    is searched in turn (``retries`` failures deep), and a point found there re-judges the failed split against
+    the segment it now bounds."""
     split = best_split(values[start:stop])
     if split < 0:
         return
     at = start + split
-    if t_test(values[start:at], values[at:stop]) > p_value:
+    if t_test(values[start:at], values[at:stop]) <= p_value:
+        found.append(at)
+        _divide(values, start, at, p_value, found)
+        _divide(values, at, stop, p_value, found)
         return
-    found.append(at)
-    _divide(values, start, at, p_value, found)
-    _divide(values, at, stop, p_value, found)
+    if retries <= 0:
+        return
+    before = len(found)
+    _divide(values, start, at, p_value, found, retries - 1)
+    _divide(values, at, stop, p_value, found, retries - 1)
+    if len(found) == before:
+        return
+    left = max((f for f in found[before:] if f < at), default=start)
+    right = min((f for f in found[before:] if f > at), default=stop)
+    if at not in found[before:] and t_test(values[left:at], values[at:right]) <= p_value:
+        found.append(at)
 
 
 def weak_change_points(values: np.ndarray, p_value: float, window: int = WINDOW) -> list[int]:
-    """Candidates at ``WEAK_FACTOR`` x ``p_value``, from E-divisive in sliding windows, merged."""
+    """Candidates at ``WEAK_FACTOR`` x ``p_value``, from E-divisive in sliding windows, merged. A window starts
+    half a window after the previous one, or at the last change found in it when that is later (as Otava):
+    the next window judges the new level from its first point."""
     weak = p_value * WEAK_FACTOR
     found: list[int] = []
     step = max(window // 2, 1)
-    for start in range(0, max(len(values) - window, 0) + step, step):
+    start = 0
+    while start < len(values):
         stop = min(start + window, len(values))
+        before = len(found)
         _divide(values, start, stop, weak, found)
         if stop == len(values):
             break
+        start = max(start + step, max(found[before:], default=0))
     return sorted(set(found))
 
 
@@ -106,30 +131,46 @@ def _magnitude(left: np.ndarray, right: np.ndarray) -> float:
     return abs(float(np.median(right)) / before - 1.0) if before else float(abs(np.median(right)) > 0)
 
 
+def _passes(left: np.ndarray, right: np.ndarray, p_value: float, min_change: float, exact: bool) -> bool:
+    """A change point's test against its neighbours' segments. An exact counter's new value must also hold: be
+    the median of at least ``MIN_SIDE`` commits after the step, and of ``SEEN_HOLD`` where it already came up
+    before the step (a value seen now and then, a few times in a row by chance, is no new level)."""
+    if t_test(left, right) > p_value or _magnitude(left, right) < min_change:
+        return False
+    if not exact:
+        return True
+    new = float(np.median(right))
+    if min(len(left), len(right)) < MIN_SIDE or float(np.median(left)) == new:
+        return False
+    return len(right) >= SEEN_HOLD or not bool(np.any(left == new))
+
+
 def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE, min_change: float = 0.0,
                   window: int = WINDOW) -> list[ChangePoint]:
     """The change points of a series in order: each passes ``p_value`` and ``min_change`` (relative) against
-    the segments between its neighbours."""
+    the segments between its neighbours. An exact counter's go through the same search and tests, and each is
+    then named at the commit where its new value starts."""
     series = np.asarray(values, dtype=float)
     if len(series) < 2 or float(series.min()) == float(series.max()):
         return []
-    if is_piecewise_constant(series):
-        return exact_steps(series)
+    exact = is_piecewise_constant(series)
     points = weak_change_points(series, p_value, window)
     while points:
         scores = []
         for k in range(len(points)):
             left, right = _sides(series, points, k)
-            passed = t_test(left, right) <= p_value and _magnitude(left, right) >= min_change
-            scores.append((passed, -t_test(left, right)))
+            p = t_test(left, right)
+            scores.append((_passes(left, right, p_value, min_change, exact), -p))
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
             break
         del points[weakest]
+    if exact:
+        points = _exact_starts(series, points)
     result = []
     for k, at in enumerate(points):
         left, right = _sides(series, points, k)
-        result.append(ChangePoint(at, t_test(left, right), float(np.median(left)), float(np.median(right)), False))
+        result.append(ChangePoint(at, t_test(left, right), float(np.median(left)), float(np.median(right)), exact))
     return result
 
 
@@ -139,19 +180,18 @@ def is_piecewise_constant(series: np.ndarray) -> bool:
     return bool(same >= 0.75 * (len(series) - 1))
 
 
-def exact_steps(series: np.ndarray, persist: int = 2) -> list[ChangePoint]:
-    """Where a piecewise-constant series takes a new value and keeps it for ``persist`` points (a one-point
-    blip is an outlier, not a change), with the constant values before and after."""
-    steps: list[int] = []
-    level = series[0]  # the last value that persisted: a blip and the return from it are no steps
-    for i in range(1, len(series) - persist + 1):
-        if series[i] != level and np.all(series[i:i + persist] == series[i]):
-            steps.append(i)
-            level = series[i]
-    result = []
-    for k, at in enumerate(steps):
-        start = steps[k - 1] if k else 0
-        stop = steps[k + 1] if k + 1 < len(steps) else len(series)
-        left, right = series[start:at], series[at:stop]
-        result.append(ChangePoint(at, t_test(left, right), float(np.median(left)), float(np.median(right)), True))
-    return result
+def _exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:
+    """Each step of an exact counter moved (at most ``reach`` commits, within its segments) to the first commit
+    of its new value: the search's split can land beside it when an odd value sits next to the step."""
+    moved = []
+    for k, at in enumerate(points):
+        start = moved[-1] + 1 if moved else 1
+        stop = points[k + 1] if k + 1 < len(points) else len(series)
+        new = float(np.median(series[at:stop]))
+        first = at
+        while first < min(at + reach, stop - 1) and series[first] != new:
+            first += 1
+        while first > max(at - reach, start) and series[first - 1] == new:
+            first -= 1
+        moved.append(first if series[first] == new else at)
+    return moved
