@@ -183,7 +183,7 @@ def is_piecewise_constant(series: np.ndarray) -> bool:
 def _exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:
     """Each step of an exact counter moved (at most ``reach`` commits, within its segments) to the first commit
     of its new value: the search's split can land beside it when an odd value sits next to the step."""
-    moved = []
+    moved: list[int] = []
     for k, at in enumerate(points):
         start = moved[-1] + 1 if moved else 1
         stop = points[k + 1] if k + 1 < len(points) else len(series)
