@@ -60,7 +60,10 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
     gate_row = re.search(r'<tr class="gate">(.*?)</tr>', duration, re.S).group(1)  # type: ignore[union-attr]
     assert commit_of(5)[:12] in gate_row and ">regression<" in gate_row and ">gate<" in gate_row
     assert re.search(r"\+\d{3}\.\d%", gate_row), gate_row  # about 80 µs -> 381 µs
-    assert "No change point." in duration  # E-divisive found none: the gate's verdict is what shows it
+    # E-divisive found none yet: the page says the gate's regression awaits confirmation, never "No change point."
+    assert "No change point." not in duration
+    assert "No change point yet: the newest run&#39;s regression awaits confirmation" in duration
+    assert "the newest run&#39;s regression awaits confirmation" in gate_row
     marks = {m["metric"]: m["changes"] for m in _data(page)["metrics"]}  # type: ignore[attr-defined]
     assert marks["gpu__time_duration.sum"] == [{"x": 5, "direction": "regression", "gate": True}]
 
