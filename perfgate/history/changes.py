@@ -23,6 +23,7 @@ WINDOW = 50  # Otava's default window; windows advance by half of it
 MIN_SIDE = 3  # fewest points on either side of a split the t-test judges
 WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 SEEN_HOLD = 10  # commits an exact counter's value seen before its step must hold to be a new level
+SCREEN_ROWS = 256  # series quiet_series judges at once
 RETRIES = 1  # how many failed splits deep E-divisive still searches a window's sides
 # The final p-value. Otava defaults to 0.001; a history gates thousands of series, and on planted series
 # (docs/history.md) 0.0001 kept every step of 3% in 1% noise and dropped most false change points.
@@ -102,22 +103,44 @@ def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: li
         found.append(at)
 
 
-def weak_change_points(values: np.ndarray, p_value: float, window: int = WINDOW) -> list[int]:
-    """Candidates at ``WEAK_FACTOR`` x ``p_value``, from E-divisive in sliding windows, merged. A window starts
-    half a window after the previous one, or at the last change found in it when that is later (as Otava):
-    the next window judges the new level from its first point."""
+def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
+                  start: int = 0) -> tuple[list[int], list[int], int]:
+    """E-divisive in sliding windows from ``start``, at ``WEAK_FACTOR`` x ``p_value``: every candidate, the
+    candidates of the windows that had their full length, and where a search over more points resumes (the
+    first window cut short by the series' end). A window of full length sees no later point, so a history
+    that grows by a commit redoes only the windows from there (``perfgate.history.cache``)."""
     weak = p_value * WEAK_FACTOR
     found: list[int] = []
     step = max(window // 2, 1)
-    start = 0
     while start < len(values):
         stop = min(start + window, len(values))
         before = len(found)
         _divide(values, start, stop, weak, found)
+        if stop < start + window:
+            return sorted(set(found)), sorted(set(found[:before])), start
+        start = max(start + step, max(found[before:], default=0))
         if stop == len(values):
             break
-        start = max(start + step, max(found[before:], default=0))
-    return sorted(set(found))
+    return sorted(set(found)), sorted(set(found)), start
+
+
+def weak_change_points(values: np.ndarray, p_value: float, window: int = WINDOW) -> list[int]:
+    """Candidates at ``WEAK_FACTOR`` x ``p_value``, from E-divisive in sliding windows, merged. A window starts
+    half a window after the previous one, or at the last change found in it when that is later (as Otava):
+    the next window judges the new level from its first point."""
+    return window_search(values, p_value, window)[0]
+
+
+def quiet_resume(length: int, window: int = WINDOW) -> int:
+    """Where ``window_search`` resumes on ``length`` points from 0 when no window found anything."""
+    step, start = max(window // 2, 1), 0
+    while start < length:
+        if start + window > length:
+            return start
+        start += step
+        if start - step + window == length:
+            break
+    return start
 
 
 def _sides(values: np.ndarray, points: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,8 +176,16 @@ def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE
     series = np.asarray(values, dtype=float)
     if len(series) < 2 or float(series.min()) == float(series.max()):
         return []
+    return merge(series, weak_change_points(series, p_value, window), p_value, min_change)
+
+
+def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
+          min_change: float = 0.0) -> list[ChangePoint]:
+    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours."""
+    if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
+        return []
     exact = is_piecewise_constant(series)
-    points = weak_change_points(series, p_value, window)
+    points = list(candidates)
     while points:
         scores = []
         for k in range(len(points)):
@@ -195,3 +226,99 @@ def _exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) 
             first -= 1
         moved.append(first if series[first] == new else at)
     return moved
+
+
+def quiet_series(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
+    """For rows of equal length (one series each), whether ``weak_change_points`` finds nothing in the row: the
+    same windows, splits and t-tests as the search, for many series at once (most series of a history have no
+    change, and this costs a small part of searching them one at a time). A row it cannot clear is False:
+    ``change_points`` decides it."""
+    if len(matrix) > SCREEN_ROWS:  # a few MB at a time: the arrays stay in the processor's cache
+        return np.concatenate([quiet_series(matrix[at:at + SCREEN_ROWS], p_value, window)
+                               for at in range(0, len(matrix), SCREEN_ROWS)])
+    rows, n = matrix.shape
+    quiet = np.ones(rows, dtype=bool)
+    if n < 2 * MIN_SIDE:
+        return quiet
+    weak = p_value * WEAK_FACTOR
+    step = max(window // 2, 1)
+    for start in range(0, n, step):
+        stop = min(start + window, n)
+        part = matrix[:, start:stop]
+        part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
+        prefix = _distance_prefix(part)
+        sums = np.zeros((rows, part.shape[1] + 1))
+        squares = np.zeros_like(sums)
+        sums[:, 1:] = part.cumsum(1)
+        squares[:, 1:] = (part * part).cumsum(1)
+        every = np.arange(rows)
+        low, high = np.zeros(rows, dtype=np.int64), np.full(rows, part.shape[1], dtype=np.int64)
+        at, passed = _split_many(prefix, sums, squares, every, low, high, weak)
+        flat = np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
+        passed &= ~flat
+        quiet &= ~passed
+        for side_low, side_high in ((low, at), (at, high)):  # a failed split: its sides are searched too
+            checked = ~passed & ~flat & (at > 0)
+            _, side = _split_many(prefix, sums, squares, every[checked], side_low[checked], side_high[checked], weak)
+            quiet &= ~side
+        if stop == n:
+            break
+    return quiet
+
+
+def _distance_prefix(part: np.ndarray) -> np.ndarray:
+    """[row, i, j]: the sum of |x_i - x_j'| over j' < j, in one row of ``part``."""
+    rows, m = part.shape
+    prefix = np.zeros((rows, m, m + 1))
+    np.cumsum(np.abs(part[:, :, None] - part[:, None, :]), axis=2, out=prefix[:, :, 1:])
+    return prefix
+
+
+def _split_many(prefix: np.ndarray, sums: np.ndarray, squares: np.ndarray, rows: np.ndarray, low: np.ndarray,
+                high: np.ndarray, p_value: float) -> tuple[np.ndarray, np.ndarray]:
+    """``best_split`` and its t-test on part[row, low:high] for each row: the split (0 where too short) and
+    whether it passes ``p_value`` (NaN, from a segment without spread, counts as passing: the row is searched
+    one at a time). Q's block sums from each point's distances to the points before it and to the whole range."""
+    at = np.zeros(len(prefix), dtype=np.int64)
+    passed = np.zeros(len(prefix), dtype=bool)
+    size = high - low
+    long_enough = size >= 2 * MIN_SIDE
+    rows, low, high, size = rows[long_enough], low[long_enough], high[long_enough], size[long_enough]
+    if len(rows) == 0:
+        return at, passed
+    m = prefix.shape[1]
+    p = prefix if len(rows) == len(prefix) else prefix[rows]
+    pick = np.arange(len(rows))
+    k = np.arange(m)[None, :]
+    inside = (k >= low[:, None]) & (k < high[:, None])
+    to_low = p[pick, :, low]
+    earlier = np.where(inside, np.diagonal(p[:, :, :m], axis1=1, axis2=2) - to_low, 0.0)
+    whole = np.where(inside, p[pick, :, high] - to_low, 0.0)
+    within_left = np.zeros((len(rows), m + 1))
+    rows_left = np.zeros_like(within_left)
+    np.cumsum(2 * earlier, axis=1, out=within_left[:, 1:])
+    np.cumsum(whole, axis=1, out=rows_left[:, 1:])
+    total = rows_left[pick, high][:, None]
+    cross = rows_left - within_left
+    within_right = total - 2 * cross - within_left
+    t = np.arange(m + 1)[None, :]
+    left = (t - low[:, None]).astype(float)
+    right = (high[:, None] - t).astype(float)
+    valid = (left >= MIN_SIDE) & (right >= MIN_SIDE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = (left * right / size[:, None]) * (2 * cross / (left * right) - within_left / (left * (left - 1))
+                                               - within_right / (right * (right - 1)))
+    q = np.where(valid, q, -np.inf)
+    split = np.argmax(q, axis=1)
+    n1, n2 = (split - low).astype(float), (high - split).astype(float)
+    s1 = sums[rows, split] - sums[rows, low]
+    s2 = sums[rows, high] - sums[rows, split]
+    q1 = squares[rows, split] - squares[rows, low]
+    q2 = squares[rows, high] - squares[rows, split]
+    pooled = ((q1 - s1 * s1 / n1) + (q2 - s2 * s2 / n2)) / (n1 + n2 - 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_value = np.abs(s1 / n1 - s2 / n2) / np.sqrt(pooled * (1 / n1 + 1 / n2))
+        p_values = 2.0 * stdtr(n1 + n2 - 2, -t_value)
+    at[rows] = split
+    passed[rows] = ~(p_values > p_value)  # NaN (no spread) passes: searched one at a time
+    return at, passed

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Sequence
 from perfgate.errors import InputError
 
 DEFAULT_URL = "sqlite:///.perfgate/history.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_SECONDS = 60.0  # how long a SQLite writer waits for another one's transaction
 _MIGRATION_LOCK = 0x70657266  # pg_advisory_xact_lock key: one migrating writer at a time ("perf")
 
@@ -54,6 +54,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # the gate's verdict on a point when its run was measured (perfgate.history.verdicts); null: none recorded
     3: ("ALTER TABLE perfgate_points ADD COLUMN gate TEXT",),
+    # each series' change-point search, kept to redo only what new points change (perfgate.history.cache)
+    4: ("""CREATE TABLE perfgate_change_cache (
+             branch TEXT NOT NULL, series_id BIGINT NOT NULL REFERENCES perfgate_series (id), state TEXT NOT NULL,
+             PRIMARY KEY (branch, series_id))""",),
 }
 
 
@@ -108,6 +112,12 @@ class History:
     def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._errors():  # a damaged page is met while fetching, not when the statement starts
             return list(self.execute(statement, params).fetchall())
+
+    @contextlib.contextmanager
+    def reading(self, statement: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The cursor of a query, to fetch its rows a part at a time (``fetchmany``)."""
+        with self._errors():
+            yield self.execute(statement, params)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

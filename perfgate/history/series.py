@@ -6,7 +6,7 @@ recording on the branch.
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -49,16 +49,51 @@ def commit_order(history: History, branch: str) -> tuple[list[str], list[str], d
 def load_branch(history: History, branch: str) -> Branch:
     """Every series with points on ``branch``."""
     commits, times, run_commit = commit_order(history, branch)
+    return Branch(branch, commits, times, load_series(history, branch, run_commit))
+
+
+def load_series(history: History, branch: str, run_commit: dict[int, int],
+                ids: Sequence[int] | None = None) -> list[Series]:
+    """The series of ``ids`` (None: every one) with their points on ``branch``; ``run_commit`` from
+    ``commit_order``. Read a million points at a time into arrays: a Python tuple per point would cost GBs."""
     facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
         f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
-    rows = history.query("SELECT p.series_id, p.run_id, p.value FROM perfgate_points p "
-                         "JOIN perfgate_runs r ON r.id = p.run_id WHERE r.branch = ?", (branch,))
-    if not rows:
-        return Branch(branch, commits, times, [])
-    table = np.array(rows, dtype=float)
+    if not run_commit:
+        return []
+    lookup = np.full(max(run_commit) + 1, -1, dtype=np.int64)
+    lookup[list(run_commit)] = list(run_commit.values())
+    select = ("SELECT p.series_id, p.run_id, p.value FROM perfgate_points p JOIN perfgate_runs r ON r.id = p.run_id "
+              "WHERE r.branch = ?")
+    parts: list[np.ndarray] = []
+    if ids is None:
+        parts += _read_points(history, select, (branch,))
+    else:
+        wanted = sorted(ids)
+        for start in range(0, len(wanted), IDS_PER_QUERY):
+            chunk = wanted[start:start + IDS_PER_QUERY]
+            parts += _read_points(history, f"{select} AND p.series_id IN ({', '.join('?' * len(chunk))})",
+                                  (branch, *chunk))
+    if not parts:
+        return []
+    table = np.concatenate(parts)
     series_ids = table[:, 0].astype(np.int64)
-    commit_of = np.array([run_commit[int(r)] for r in table[:, 1]], dtype=np.int64)
-    return Branch(branch, commits, times, list(_split(series_ids, commit_of, table[:, 2], facts)))
+    commit_of = lookup[table[:, 1].astype(np.int64)]
+    return list(_split(series_ids, commit_of, table[:, 2], facts))
+
+
+IDS_PER_QUERY = 500  # series ids per statement: bounds its parameters
+FETCH_ROWS = 1_000_000
+
+
+def _read_points(history: History, statement: str, params: Sequence[object]) -> list[np.ndarray]:
+    parts = []
+    with history.reading(statement, params) as cursor:
+        while True:
+            rows = cursor.fetchmany(FETCH_ROWS)
+            if not rows:
+                break
+            parts.append(np.array(rows, dtype=float).reshape(-1, 3))
+    return parts
 
 
 def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,
