@@ -7,7 +7,9 @@ end cut short. A series' row keeps that state (the candidates, where the search 
 on, its count of equal neighbours for the exact-counter rule) and its change points, keyed by its count of
 points and its newest commit. A branch's entry in ``perfgate_meta`` says which runs and commits the rows cover
 and under which settings; anything else (a rerun or a backfill of a covered commit, other settings, a row that
-does not parse) is searched from scratch, and the result is the same as without the cache.
+does not parse) is searched from scratch, and the result is the same as without the cache. A search from
+scratch checks every point of a SQLite history first (``check_sqlite_values``); an update checks the points it
+reads as it reads them.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from perfgate.history.changes import (
     quiet_series,
     window_search,
 )
-from perfgate.history.db import History
-from perfgate.history.series import Series, load_series
+from perfgate.history.db import History, check_sqlite_values
+from perfgate.history.series import Series, checked_points, load_series
 
 CACHE_VERSION = 1  # bump when the search changes: older rows are searched again
 
@@ -121,11 +123,13 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
               and 0 < meta["commits"] <= len(commits) and meta.get("digest") == _digest(commits[:meta["commits"]]))
     states = _read_states(history, branch) if usable else None
     if states is None or meta is None:
+        check_sqlite_values(history)  # every point is read: checked first, as every whole reader does
         states = search(load_series(history, branch, run_commit), p_value, min_change, window)
         changed = True
     else:
         new_runs = sorted(run for run in run_commit if run > meta["last_run"])
         if any(run_commit[run] < meta["commits"] for run in new_runs):  # a covered commit measured again
+            check_sqlite_values(history)
             states = search(load_series(history, branch, run_commit), p_value, min_change, window)
         else:
             _update(history, branch, run_commit, new_runs, states, p_value, min_change, window)
@@ -143,10 +147,11 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
     added: dict[int, dict[int, list[float]]] = {}
     for start in range(0, len(new_runs), 500):
         part = new_runs[start:start + 500]
-        for series_id, run_id, value in history.query(
-                f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
-                part):
-            added.setdefault(int(series_id), {}).setdefault(run_commit[int(run_id)], []).append(float(value))
+        rows = checked_points(history, history.query(
+            f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
+            part))
+        for series_id, run_id, value in rows.tolist():
+            added.setdefault(int(series_id), {}).setdefault(run_commit[int(run_id)], []).append(value)
     unknown = [sid for sid in added if sid not in states]
     tails: dict[int, tuple[np.ndarray, list[int]]] = {}
     for series_id, by_commit in added.items():

@@ -151,7 +151,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
     first. The search is kept in the history (``perfgate.history.cache``): only series with new points are
     searched again, from where their new points matter."""
-    commits, times, run_commit = commit_order(history, branch)
+    commits, times, run_commit = commit_order(history, branch, check_points=False)  # the cache checks what it reads
     if not commits:
         raise no_runs(history, branch)
     cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)

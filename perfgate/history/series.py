@@ -10,7 +10,7 @@ from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.db import History, check_sqlite_values
+from perfgate.history.db import History, check_sqlite_values, damaged
 
 SERIES_COLUMNS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "direction")
 
@@ -29,10 +29,12 @@ class Branch(NamedTuple):
     series: list[Series]
 
 
-def commit_order(history: History, branch: str) -> tuple[list[str], list[str], dict[int, int]]:
+def commit_order(history: History, branch: str,
+                 check_points: bool = True) -> tuple[list[str], list[str], dict[int, int]]:
     """The branch's commits in the order first measured, their times, and each run's commit index. Every reader of
-    a branch starts here, so a SQLite history's values are checked here first."""
-    check_sqlite_values(history)
+    a branch starts here, so a SQLite history's values are checked here first (``check_points`` False: a reader
+    of only some points checks those with ``checked_points``)."""
+    check_sqlite_values(history, check_points)
     runs = history.query("SELECT id, commit_sha, recorded_at FROM perfgate_runs WHERE branch = ? "
                          "ORDER BY recorded_at, id", (branch,))
     commits: dict[str, int] = {}
@@ -92,8 +94,20 @@ def _read_points(history: History, statement: str, params: Sequence[object]) -> 
             rows = cursor.fetchmany(FETCH_ROWS)
             if not rows:
                 break
-            parts.append(np.array(rows, dtype=float).reshape(-1, 3))
+            parts.append(checked_points(history, rows))
     return parts
+
+
+def checked_points(history: History, rows: Sequence[Sequence[object]]) -> np.ndarray:
+    """(series id, run id, value) rows as an array; InputError for a value no perfgate wrote (text, a number
+    past a double's range, an id that is no integer): what ``check_sqlite_values`` refuses, for these rows."""
+    try:
+        table = np.array(rows, dtype=float).reshape(-1, 3)
+    except (TypeError, ValueError):
+        raise damaged(history, "perfgate_points holds a value of the wrong type") from None
+    if not np.all(np.isfinite(table)) or np.any(table[:, :2] != np.round(table[:, :2])):
+        raise damaged(history, "perfgate_points holds a value of the wrong type")
+    return table
 
 
 def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,

@@ -94,3 +94,21 @@ def test_a_damaged_cache_row_is_searched_again(tmp_path: Any) -> None:
         _record(history, values, range(80, 81))
         assert find_changes(history, "main") == _from_scratch(history)
         assert expected  # the planted steps were found
+
+
+def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """An update reads only the new points of a SQLite history: it checks those as it reads them."""
+    from perfgate.cli import main
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    values = _series()[:4]
+    with open_history(url) as history:
+        _record(history, values, range(0, 60))
+        find_changes(history, "main")
+        _record(history, values, range(60, 61))
+        history.execute("UPDATE perfgate_points SET value = 'fast' WHERE run_id = 61 AND series_id = 2")
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "perfgate_points holds a value of the wrong type (the history was edited or " \
+                                   "is damaged)" in err
