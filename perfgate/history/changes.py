@@ -154,11 +154,12 @@ def _magnitude(left: np.ndarray, right: np.ndarray) -> float:
     return abs(float(np.median(right)) / before - 1.0) if before else float(abs(np.median(right)) > 0)
 
 
-def _passes(left: np.ndarray, right: np.ndarray, p_value: float, min_change: float, exact: bool) -> bool:
-    """A change point's test against its neighbours' segments. An exact counter's new value must also hold: be
-    the median of at least ``MIN_SIDE`` commits after the step, and of ``SEEN_HOLD`` where it already came up
-    before the step (a value seen now and then, a few times in a row by chance, is no new level)."""
-    if t_test(left, right) > p_value or _magnitude(left, right) < min_change:
+def _passes(left: np.ndarray, right: np.ndarray, p: float, p_value: float, min_change: float, exact: bool) -> bool:
+    """A change point's test against its neighbours' segments (``p``: their t-test). An exact counter's new
+    value must also hold: be the median of at least ``MIN_SIDE`` commits after the step, and of ``SEEN_HOLD``
+    where it already came up before the step (a value seen now and then, a few times in a row by chance, is no
+    new level)."""
+    if p > p_value or (min_change > 0 and _magnitude(left, right) < min_change):
         return False
     if not exact:
         return True
@@ -186,12 +187,16 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
         return []
     exact = is_piecewise_constant(series)
     points = list(candidates)
+    judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
     while points:
         scores = []
         for k in range(len(points)):
-            left, right = _sides(series, points, k)
-            p = t_test(left, right)
-            scores.append((_passes(left, right, p_value, min_change, exact), -p))
+            key = (points[k - 1] if k else 0, points[k], points[k + 1] if k + 1 < len(points) else len(series))
+            if key not in judged:
+                left, right = _sides(series, points, k)
+                p = t_test(left, right)
+                judged[key] = (_passes(left, right, p, p_value, min_change, exact), -p)
+            scores.append(judged[key])
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
             break
