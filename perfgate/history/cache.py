@@ -14,6 +14,8 @@ reads as it reads them.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -51,6 +53,9 @@ class State(NamedTuple):
     resume: int  # where the search resumes
     tail: list[float]  # values[resume:]
     changes: list[Found]
+    # a series with candidates: every value and its commit indexes, to judge them again without reading it
+    values: np.ndarray = np.zeros(0)
+    commits: np.ndarray = np.zeros(0, dtype=np.int64)
 
 
 class Cached(NamedTuple):
@@ -75,14 +80,21 @@ def _settings(p_value: float, min_change: float, window: int) -> dict[str, Any]:
 
 def _state_text(state: State) -> str:
     return json.dumps([state.points, state.last, state.weak, state.resume, state.tail,
-                       [[f.commit, f.previous, *f.point] for f in state.changes]], separators=(",", ":"))
+                       [[f.commit, f.previous, *f.point] for f in state.changes],
+                       base64.b64encode(state.values.astype("<f8").tobytes()).decode(),
+                       base64.b64encode(state.commits.astype("<i8").tobytes()).decode()], separators=(",", ":"))
 
 
 def _state_of(text: str) -> State:
-    points, last, weak, resume, tail, changes = json.loads(text)
+    points, last, weak, resume, tail, changes, values, commits = json.loads(text)
     found = [Found(int(c[0]), int(c[1]), ChangePoint(int(c[2]), float(c[3]), float(c[4]), float(c[5]), bool(c[6])))
              for c in changes]
-    return State(int(points), int(last), [int(w) for w in weak], int(resume), [float(v) for v in tail], found)
+    kept = np.frombuffer(base64.b64decode(values, validate=True), dtype="<f8").astype(float)
+    at = np.frombuffer(base64.b64decode(commits, validate=True), dtype="<i8").astype(np.int64)
+    if len(kept) != len(at) or (len(kept) and len(kept) != int(points)) or not np.all(np.isfinite(kept)):
+        raise ValueError("kept values")
+    return State(int(points), int(last), [int(w) for w in weak], int(resume), [float(v) for v in tail], found,
+                 kept, at)
 
 
 def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
@@ -108,7 +120,8 @@ def search(series_list: Sequence[Series], p_value: float, min_change: float, win
                 candidates, weak, resume = window_search(values, p_value, window)
             found = found_in(series, merge(values, candidates, p_value, min_change)) if candidates else []
             states[series.id] = State(length, int(series.commits[-1]) if length else -1, weak, resume,
-                                      values[resume:].tolist(), found)
+                                      values[resume:].tolist(), found,
+                                      *((values, series.commits) if candidates else ()))
     return states
 
 
@@ -182,15 +195,19 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
                                       tail[resume:].tolist(), [])
             if candidates:
                 pending[series_id] = candidates
-                full_needed.append(series_id)
-    if not full_needed:
-        return
-    loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed)}
-    fresh = search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window)
-    states.update(fresh)
+                if len(state.values):  # kept: the new values appended
+                    states[series_id] = states[series_id]._replace(
+                        values=np.r_[state.values, tail[len(state.tail):]],
+                        commits=np.r_[state.commits, np.array(order, dtype=np.int64)])
+                else:
+                    full_needed.append(series_id)
+    loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed)} if full_needed else {}
+    states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
     for series_id, candidates in pending.items():
-        series = loaded[series_id]
         state = states[series_id]
+        if series_id in loaded:
+            state = state._replace(values=loaded[series_id].values, commits=loaded[series_id].commits)
+        series = Series(series_id, {}, state.commits, state.values)
         states[series_id] = state._replace(changes=found_in(series, merge(series.values, candidates, p_value,
                                                                         min_change)))
 
@@ -211,7 +228,7 @@ def _read_states(history: History, branch: str) -> dict[int, State] | None:
         for series_id, text in history.query("SELECT series_id, state FROM perfgate_change_cache WHERE branch = ?",
                                              (branch,)):
             states[int(series_id)] = _state_of(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, binascii.Error):
         return None
     return states
 
