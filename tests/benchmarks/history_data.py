@@ -44,12 +44,13 @@ def fill_history(history: History, series: int, commits: int, seed: int = 26) ->
 
 def add_commit(history: History, series: int, commit: int, seed: int = 27) -> None:
     """One more commit of main (index ``commit``, after ``fill_history``'s): a run with a point for every series,
-    as CI records one commit at a time; each series keeps its level (the median of its last 5 values, noise
-    redrawn)."""
+    as CI records one commit at a time; each series keeps its level (the median of its values in the last 10
+    commits ``fill_history`` wrote: no drift however many are added), noise redrawn."""
     rng = np.random.default_rng(seed + commit)
     recent: dict[int, list[float]] = {}
-    for series_id, value in history.query("SELECT series_id, value FROM perfgate_points WHERE run_id > ?",
-                                          (commit - 5,)):
+    for series_id, value in history.query(
+            "SELECT series_id, value FROM perfgate_points WHERE run_id IN (SELECT id FROM perfgate_runs WHERE "
+            "recorded_at < '2026-01-02' ORDER BY id DESC LIMIT 10)"):
         recent.setdefault(int(series_id), []).append(float(value))
     last = {series_id: float(np.median(values)) for series_id, values in recent.items()}
     exact = {int(row[0]) for row in history.query("SELECT id FROM perfgate_series WHERE metric IN "
