@@ -180,7 +180,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "
                         "pyproject.toml's folder", default_text="perfgate's own", anchor="path"),
     Option("", "pyproject.toml whose [tool.perfgate] to use", cli=("--config",),
-           commands=("compare", "baseline", "baselines"), metavar="PYPROJECT", parse=Path,
+           commands=("compare", "baseline", "baselines", "history changes", "history dashboard"), metavar="PYPROJECT",
+           parse=Path,
            default_text="the nearest one above the current directory"),
 )
 

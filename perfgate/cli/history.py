@@ -1,8 +1,12 @@
 """``perfgate history record|changes|dashboard`` and ``perfgate accept``: their parsers and what each runs.
 
 Exit status: 0 = done, 2 = bad input (a report that fails validation, a history that cannot be opened or that
-kept the command waiting past ``--max-time``).
+kept the command waiting past ``--max-time``, a branch with no runs).
 ``history changes`` exits 0 whatever it finds: it reports, the gate is ``compare``'s and the plugin's.
+
+``history changes`` and ``history dashboard`` read ``[tool.perfgate]`` (of ``--config``, else of the nearest
+pyproject.toml): the history is ``--db``, else ``$PERFGATE_HISTORY``, else ``history``, else the default file; the
+branch is ``--branch``, else ``history_branch`` (default main).
 
 Each command imports the history's machinery when it runs (the shell's edge), as every command does: every
 other command builds this parser, and the history's modules bring numpy, the change-point search scipy, the
@@ -16,8 +20,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError
 from perfgate.files import write_file
+from perfgate.option_table import add_arguments
 from perfgate.options import non_negative_fraction, non_negative_seconds, probability
 from perfgate.process import print_out
 from perfgate.text import inert
@@ -30,6 +36,9 @@ DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $
            "sqlite:///.perfgate/history.sqlite)")
 MAX_TIME_HELP = ("give up (exit 2) when the history database keeps this command waiting longer: connecting, "
                  "another writer's lock, one statement (default: 60)")
+READ_DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $PERFGATE_HISTORY, else "
+                "[tool.perfgate] history, else sqlite:///.perfgate/history.sqlite)")
+BRANCH_HELP = "branch whose runs to read (default: [tool.perfgate] history_branch, else main)"
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -82,16 +91,17 @@ def _add_changes(commands: SubParsers) -> None:
     changes = commands.add_parser("changes", help="list change points per series",
                                   description="Find change points in every series of a branch (E-divisive means "
                                               "with a t-test, as Apache Otava/Hunter).")
-    changes.add_argument("--db", metavar="URL", help=DB_HELP)
+    changes.add_argument("--db", metavar="URL", help=READ_DB_HELP)
     changes.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
                          help=MAX_TIME_HELP)
-    changes.add_argument("--branch", default="main", metavar="NAME", help="branch whose runs to read (default: main)")
+    changes.add_argument("--branch", metavar="NAME", help=BRANCH_HELP)
     changes.add_argument("--format", choices=("text", "json", "md"), default="text", help="output (default: text)")
     changes.add_argument("--p-value", type=probability, default=0.0001, metavar="P",
                          help="a change point must beat this t-test p-value (default: 0.0001)")
     changes.add_argument("--min-change", type=non_negative_fraction, default=0.0, metavar="FRACTION",
                          help="ignore change points smaller than this relative change, e.g. 0.01 (default: 0)")
     changes.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
+    add_arguments(changes, "history changes")
     changes.set_defaults(func=cmd_changes)
 
 
@@ -99,11 +109,12 @@ def _add_dashboard(commands: SubParsers) -> None:
     dashboard = commands.add_parser("dashboard", help="write the static trend dashboard",
                                     description="Write a static site (GitHub Pages ready, works offline): an index "
                                                 "of series, one page per kernel with charts over commits.")
-    dashboard.add_argument("--db", metavar="URL", help=DB_HELP)
+    dashboard.add_argument("--db", metavar="URL", help=READ_DB_HELP)
     dashboard.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
                            help=MAX_TIME_HELP)
-    dashboard.add_argument("--branch", default="main", metavar="NAME", help="branch to chart (default: main)")
+    dashboard.add_argument("--branch", metavar="NAME", help=BRANCH_HELP)
     dashboard.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="folder to write")
+    add_arguments(dashboard, "history dashboard")
     dashboard.set_defaults(func=cmd_dashboard)
 
 
@@ -121,12 +132,20 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def history_to_read(args: argparse.Namespace, command: str) -> tuple[str | None, str]:
+    """The history URL (None: open_history's default) and the branch ``history changes|dashboard`` read."""
+    settings = settings_for(args, command)
+    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
+    return url, args.branch or settings.history_branch
+
+
 def cmd_changes(args: argparse.Namespace) -> int:
     from perfgate.history.db import open_history
     from perfgate.history.detect import find_changes, render_changes
 
-    with open_history(args.db, create=False, max_time=args.max_time) as history:
-        found = find_changes(history, args.branch, p_value=args.p_value, min_change=args.min_change)
+    url, branch = history_to_read(args, "history changes")
+    with open_history(url, create=False, max_time=args.max_time) as history:
+        found = find_changes(history, branch, p_value=args.p_value, min_change=args.min_change)
     text = render_changes(found, args.format)
     _write(text, args.output)
     return EXIT_OK
@@ -136,8 +155,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from perfgate.history.dashboard import write_dashboard
     from perfgate.history.db import open_history
 
-    with open_history(args.db, create=False, max_time=args.max_time) as history:
-        pages = write_dashboard(history, args.branch, args.output)
+    url, branch = history_to_read(args, "history dashboard")
+    with open_history(url, create=False, max_time=args.max_time) as history:
+        pages = write_dashboard(history, branch, args.output)
     print_out(inert(f"wrote {pages} pages to {args.output}") + "\n")
     return EXIT_OK
 

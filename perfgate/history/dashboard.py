@@ -25,12 +25,10 @@ import numpy as np
 from markupsafe import Markup
 
 from perfgate.errors import InputError
-from perfgate.history.accept import acceptance_of, load_acceptances
 from perfgate.history.db import History
-from perfgate.history.detect import changes_by_series
+from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, newest_runs, no_runs
 from perfgate.history.findings import RunFindings, load_findings
 from perfgate.history.series import Branch, Series
-from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
 from perfgate.vocabulary import NO_ENTRIES, Status
 
 ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
@@ -94,7 +92,14 @@ def _gate_view(verdict: dict[str, Any]) -> dict[str, Any]:
     """The gate's verdict on a series' newest run, in the place of a change point's row."""
     return {"commit": verdict["commit"][:12], "direction": verdict["status"], "text": f"{verdict['change']:+.1%}",
             "before": number(verdict["before"]), "after": number(verdict["after"]), "gate": True,
-            "accepted": verdict.get("accepted")}
+            "accepted": verdict.get("accepted"), "note": newest_note(verdict["status"])}
+
+
+def newest_note(status: str) -> str:
+    """The note under the gate's verdict on a newest run: as ``history changes`` words it where it lists it."""
+    if status in AWAITED:
+        return awaiting_note(status)
+    return f"the gate judged the newest run {status}; later runs will tell whether the series changed"
 
 
 def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict[int, list[dict[str, Any]]],
@@ -151,28 +156,11 @@ def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]
             rows=rows[number_ * ROWS_PER_PAGE:(number_ + 1) * ROWS_PER_PAGE]))
 
 
-def newest_runs(history: History, branch: Branch,
-                changes: dict[int, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
-    """Per series, the gate's verdict on its newest run where no change point covers that run, with the
-    acceptance that covers it (``perfgate accept`` of that commit), as a change point has."""
-    index = {commit: at for at, commit in enumerate(branch.commits)}
-    by_id = {series.id: series for series in branch.series}
-    acceptances = load_acceptances(history)
-    found = {}
-    for series_id, status in newest_gate_verdicts(history, branch).items():
-        verdict = newest_verdict(branch, by_id[series_id], status, changes[series_id], index)
-        if verdict is not None:
-            accepted = acceptance_of(acceptances, by_id[series_id].facts, verdict["commit"])
-            verdict["accepted"] = None if accepted is None else {"by": accepted.by, "reason": accepted.reason}
-            found[series_id] = verdict
-    return found
-
-
 def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     """Write the site for ``branch_name`` to ``output``; returns how many HTML pages it has."""
     branch, changes = changes_by_series(history, branch_name)
     if not branch.series:
-        raise InputError(branch_name, "no run is recorded on this branch", "pass --branch, or record runs first")
+        raise no_runs(history, branch_name)
     findings = load_findings(history, branch_name, branch.commits)
     newest = newest_runs(history, branch, changes)
     groups: dict[tuple[str, ...], list[Series]] = {}

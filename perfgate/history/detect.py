@@ -2,24 +2,35 @@
 
 A creep (several same-direction changes in a row, each small enough to pass a PR gate) shows on each of its
 later changes as ``creep: true`` with ``cumulative``: the change from before the first one of the run.
+
+A change in a series' newest runs is no change point yet (``changes.MIN_SIDE`` runs must show it): where the gate
+judged the newest run a regression or an improvement and no change point covers that run, the list carries it as
+``awaiting: true``, worded as the dashboard words it: the newest run's regression awaits confirmation.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from perfgate.history.accept import acceptance_of, load_acceptances
-from perfgate.history.changes import P_VALUE, change_points
+import numpy as np
+
+from perfgate.errors import InputError
+from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
+from perfgate.history.cache import Found, found_in, cached_changes, search
+from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
-from perfgate.history.series import Branch, Series, load_branch, relative
+from perfgate.history.series import SERIES_COLUMNS, Branch, Series, commit_order, load_branch, load_series, relative
+from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
+from perfgate.vocabulary import Status
 
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
-                 "accepted")
+                 "accepted", "awaiting")
+AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
 def direction_word(change: float, direction: str) -> str:
@@ -31,50 +42,131 @@ def direction_word(change: float, direction: str) -> str:
     return "change"
 
 
-def series_changes(branch: Branch, series: Series, p_value: float, min_change: float) -> list[dict[str, Any]]:
+def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, str],
+                 found: Sequence[Found]) -> list[dict[str, Any]]:
     """The change points of one series as JSON-ready objects, creeps marked."""
-    found: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
     run_start: float | None = None
-    for point in change_points(series.values, p_value=p_value, min_change=min_change):
+    for item in found:
+        point = item.point
         change = relative(point.before, point.after)
-        word = direction_word(change, series.facts["direction"])
-        previous = found[-1] if found else None
+        word = direction_word(change, facts["direction"])
+        previous = changes[-1] if changes else None
         continues = previous is not None and previous["direction"] == word and word != "change"
         run_start = run_start if continues and run_start is not None else point.before
-        commit_index = int(series.commits[point.position])
-        found.append({
-            **{name: series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
-            "commit": branch.commits[commit_index],
-            "previous_commit": branch.commits[int(series.commits[point.position - 1])],
-            "time": branch.times[commit_index], "change": change, "direction": word, "before": point.before,
-            "after": point.after, "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
-            "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None})
+        changes.append({
+            **{name: facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
+            "commit": commits[item.commit], "previous_commit": commits[item.previous], "time": times[item.commit],
+            "change": change, "direction": word, "before": point.before, "after": point.after,
+            "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
+            "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False})
         if continues:
             previous["creep"] = True  # type: ignore[index]
-    return found
+    return changes
+
+
+def series_changes(branch: Branch, series: Series, p_value: float, min_change: float) -> list[dict[str, Any]]:
+    """One series' change points as JSON-ready objects, searched from its values."""
+    found = found_in(series, change_points(series.values, p_value=p_value, min_change=min_change))
+    return change_dicts(branch.commits, branch.times, series.facts, found)
+
+
+def _mark_accepted(acceptances: Sequence[Acceptance], changes: Iterable[dict[str, Any]]) -> None:
+    for change in changes:
+        accepted = acceptance_of(acceptances, change, change["commit"])
+        if accepted is not None:
+            change["accepted"] = {"by": accepted.by, "reason": accepted.reason, "when": accepted.when}
 
 
 def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
                       min_change: float = 0.0) -> tuple[Branch, dict[int, list[dict[str, Any]]]]:
-    """The branch's series and each one's change points, in commit order, accepted ones marked."""
+    """The branch's series (every value: the dashboard charts them) and each one's change points, in commit
+    order, accepted ones marked. A branch with no run is an InputError naming the branches that have runs."""
     loaded = load_branch(history, branch)
+    if not loaded.commits:
+        raise no_runs(history, branch)
     acceptances = load_acceptances(history)
+    states = search(loaded.series, p_value, min_change, WINDOW)
     found: dict[int, list[dict[str, Any]]] = {}
     for series in loaded.series:
-        changes = series_changes(loaded, series, p_value, min_change)
-        for change in changes:
-            accepted = acceptance_of(acceptances, change, change["commit"])
-            if accepted is not None:
-                change["accepted"] = {"by": accepted.by, "reason": accepted.reason, "when": accepted.when}
-        found[series.id] = changes
+        found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, states[series.id].changes)
+        _mark_accepted(acceptances, found[series.id])
     return loaded, found
+
+
+def no_runs(history: History, branch: str) -> InputError:
+    """The error for a branch with no run: one line naming the branches that have runs."""
+    names = [str(row[0]) for row in history.query("SELECT DISTINCT branch FROM perfgate_runs ORDER BY branch "
+                                                  "LIMIT 6")]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    recorded = f"branches with runs: {shown}" if names else "no run is recorded at all"
+    return InputError(f"branch {branch!r}", "has no runs in this history",
+                      f"{recorded}; pass --branch, or set history_branch in [tool.perfgate]")
+
+
+def awaiting_note(status: str) -> str:
+    """What the history says of a gate verdict on a newest run that no change point covers yet."""
+    return (f"the newest run's {status} awaits confirmation (a change point needs {MIN_SIDE} runs that show "
+            "it; this is the gate's verdict)")
+
+
+def newest_runs(history: History, branch: Branch, changes: dict[int, list[dict[str, Any]]],
+                run_commit: dict[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    """Per series, the gate's verdict on its newest run where no change point covers that run, with the
+    acceptance that covers it (``perfgate accept`` of that commit), as a change point has."""
+    index = {commit: at for at, commit in enumerate(branch.commits)}
+    by_id = {series.id: series for series in branch.series}
+    acceptances = load_acceptances(history)
+    found = {}
+    for series_id, status in newest_gate_verdicts(history, branch, run_commit).items():
+        verdict = newest_verdict(branch, by_id[series_id], status, changes[series_id], index)
+        if verdict is not None:
+            accepted = acceptance_of(acceptances, by_id[series_id].facts, verdict["commit"])
+            verdict["accepted"] = None if accepted is None else {"by": accepted.by, "reason": accepted.reason}
+            found[series_id] = verdict
+    return found
+
+
+def awaiting_changes(history: History, branch: Branch, by_series: dict[int, list[dict[str, Any]]],
+                     run_commit: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """The newest runs the gate judged a regression or an improvement that no change point covers yet, as
+    entries of the change list (``awaiting: true``)."""
+    by_id = {series.id: series for series in branch.series}
+    found = []
+    for series_id, verdict in newest_runs(history, branch, by_series, run_commit).items():
+        if verdict["status"] not in AWAITED:
+            continue
+        series = by_id[series_id]
+        found.append({
+            **{name: series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
+            "commit": verdict["commit"], "previous_commit": branch.commits[int(series.commits[-2])],
+            "time": branch.times[int(series.commits[-1])], "change": verdict["change"], "direction": verdict["status"],
+            "before": verdict["before"], "after": verdict["after"], "confidence": None, "p_value": None,
+            "exact": False, "creep": False, "cumulative": None, "accepted": verdict["accepted"], "awaiting": True})
+    return found
 
 
 def find_changes(history: History, branch: str, p_value: float = P_VALUE,
                  min_change: float = 0.0) -> list[dict[str, Any]]:
-    """Every change point of ``branch``, the most recent first."""
-    _, by_series = changes_by_series(history, branch, p_value, min_change)
+    """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
+    first. The search is kept in the history (``perfgate.history.cache``): only series with new points are
+    searched again, from where their new points matter."""
+    commits, times, run_commit = commit_order(history, branch, check_points=False)  # the cache checks what it reads
+    if not commits:
+        raise no_runs(history, branch)
+    cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)
+    facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
+        f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
+    by_series = {sid: change_dicts(commits, times, facts[sid], found) for sid, found in cached.changes.items()}
     found = [change for changes in by_series.values() for change in changes]
+    _mark_accepted(load_acceptances(history), found)
+    # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
+    newest = Branch(branch, commits, times, [Series(sid, facts[sid], np.array([last]), np.zeros(1))
+                                             for sid, last in cached.newest.items()])
+    flagged = newest_gate_verdicts(history, newest, run_commit)
+    if flagged:
+        read = Branch(branch, commits, times, load_series(history, branch, run_commit, sorted(flagged)))
+        found += awaiting_changes(history, read, by_series, run_commit)
     found.sort(key=lambda c: (c["time"], c["gpu"], c["test"], c["kernel"], c["region"], c["metric"]), reverse=True)
     return found
 
@@ -105,10 +197,13 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
         return "no change points\n"
     lines = []
     for c in changes:
-        exact = " exactly" if c["exact"] else ""
-        lines.append(inert(f"{c['direction'].upper()} {c['change']:+.1%} {c['metric']} {_name(c)} at "
-                           f"{c['commit'][:12]}{exact}: {c['before']:.6g} -> {c['after']:.6g} (confidence "
-                           f"{c['confidence']:.1%}{_creep_note(c)})", 600))
+        if c["awaiting"]:
+            at, note = f"{c['commit'][:12]}", awaiting_note(c["direction"])
+        else:
+            at = f"{c['commit'][:12]}{' exactly' if c['exact'] else ''}"
+            note = f"confidence {c['confidence']:.1%}{_creep_note(c)}"
+        lines.append(inert(f"{c['direction'].upper()} {c['change']:+.1%} {c['metric']} {_name(c)} at {at}: "
+                           f"{c['before']:.6g} -> {c['after']:.6g} ({note})", 600))
         if c["accepted"]:
             lines.append(inert(f"  accepted by {c['accepted']['by']}: {c['accepted']['reason']}", 600))
     return "\n".join(lines) + "\n"
@@ -120,12 +215,12 @@ def _markdown(changes: Sequence[dict[str, Any]]) -> str:
     lines = ["| | change | metric | kernel | commit | before → after | confidence | note |",
              "|---|---:|---|---|---|---|---:|---|"]
     for c in changes:
-        note = []
+        note = [awaiting_note(c["direction"])] if c["awaiting"] else []
         if c["creep"]:
             note.append(f"creep, {c['cumulative']:+.1%} in all")
         if c["accepted"]:
             note.append(f"accepted by {md_escape(c['accepted']['by'])}: {md_escape(c['accepted']['reason'])}")
         lines.append(f"| {c['direction']} | {c['change']:+.1%} | {md_escape(c['metric'])} | {md_escape(_name(c))} "
                       f"| {md_escape(c['commit'][:12])} | {c['before']:.6g} → {c['after']:.6g} | "
-                      f"{c['confidence']:.1%} | {'; '.join(note)} |")
+                      f"{'gate' if c['awaiting'] else format(c['confidence'], '.1%')} | {'; '.join(note)} |")
     return "\n".join(lines) + "\n"

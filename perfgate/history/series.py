@@ -6,11 +6,11 @@ recording on the branch.
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.db import History, check_sqlite_values
+from perfgate.history.db import History, check_sqlite_values, damaged
 
 SERIES_COLUMNS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "direction")
 
@@ -29,10 +29,12 @@ class Branch(NamedTuple):
     series: list[Series]
 
 
-def commit_order(history: History, branch: str) -> tuple[list[str], list[str], dict[int, int]]:
+def commit_order(history: History, branch: str,
+                 check_points: bool = True) -> tuple[list[str], list[str], dict[int, int]]:
     """The branch's commits in the order first measured, their times, and each run's commit index. Every reader of
-    a branch starts here, so a SQLite history's values are checked here first."""
-    check_sqlite_values(history)
+    a branch starts here, so a SQLite history's values are checked here first (``check_points`` False: a reader
+    of only some points checks those with ``checked_points``)."""
+    check_sqlite_values(history, check_points)
     runs = history.query("SELECT id, commit_sha, recorded_at FROM perfgate_runs WHERE branch = ? "
                          "ORDER BY recorded_at, id", (branch,))
     commits: dict[str, int] = {}
@@ -49,16 +51,63 @@ def commit_order(history: History, branch: str) -> tuple[list[str], list[str], d
 def load_branch(history: History, branch: str) -> Branch:
     """Every series with points on ``branch``."""
     commits, times, run_commit = commit_order(history, branch)
+    return Branch(branch, commits, times, load_series(history, branch, run_commit))
+
+
+def load_series(history: History, branch: str, run_commit: dict[int, int],
+                ids: Sequence[int] | None = None) -> list[Series]:
+    """The series of ``ids`` (None: every one) with their points on ``branch``; ``run_commit`` from
+    ``commit_order``. Read a million points at a time into arrays: a Python tuple per point would cost GBs."""
     facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
         f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
-    rows = history.query("SELECT p.series_id, p.run_id, p.value FROM perfgate_points p "
-                         "JOIN perfgate_runs r ON r.id = p.run_id WHERE r.branch = ?", (branch,))
-    if not rows:
-        return Branch(branch, commits, times, [])
-    table = np.array(rows, dtype=float)
+    if not run_commit:
+        return []
+    lookup = np.full(max(run_commit) + 1, -1, dtype=np.int64)
+    lookup[list(run_commit)] = list(run_commit.values())
+    select = ("SELECT p.series_id, p.run_id, p.value FROM perfgate_points p JOIN perfgate_runs r ON r.id = p.run_id "
+              "WHERE r.branch = ?")
+    parts: list[np.ndarray] = []
+    if ids is None:
+        parts += _read_points(history, select, (branch,))
+    else:
+        wanted = sorted(ids)
+        for start in range(0, len(wanted), IDS_PER_QUERY):
+            chunk = wanted[start:start + IDS_PER_QUERY]
+            parts += _read_points(history, f"{select} AND p.series_id IN ({', '.join('?' * len(chunk))})",
+                                  (branch, *chunk))
+    if not parts:
+        return []
+    table = np.concatenate(parts)
     series_ids = table[:, 0].astype(np.int64)
-    commit_of = np.array([run_commit[int(r)] for r in table[:, 1]], dtype=np.int64)
-    return Branch(branch, commits, times, list(_split(series_ids, commit_of, table[:, 2], facts)))
+    commit_of = lookup[table[:, 1].astype(np.int64)]
+    return list(_split(series_ids, commit_of, table[:, 2], facts))
+
+
+IDS_PER_QUERY = 500  # series ids per statement: bounds its parameters
+FETCH_ROWS = 1_000_000
+
+
+def _read_points(history: History, statement: str, params: Sequence[object]) -> list[np.ndarray]:
+    parts = []
+    with history.reading(statement, params) as cursor:
+        while True:
+            rows = cursor.fetchmany(FETCH_ROWS)
+            if not rows:
+                break
+            parts.append(checked_points(history, rows))
+    return parts
+
+
+def checked_points(history: History, rows: Sequence[Sequence[object]]) -> np.ndarray:
+    """(series id, run id, value) rows as an array; InputError for a value no perfgate wrote (text, a number
+    past a double's range, an id that is no integer): what ``check_sqlite_values`` refuses, for these rows."""
+    try:
+        table = np.array(rows, dtype=float).reshape(-1, 3)
+    except (TypeError, ValueError):
+        raise damaged(history, "perfgate_points holds a value of the wrong type") from None
+    if not np.all(np.isfinite(table)) or np.any(table[:, :2] != np.round(table[:, :2])):
+        raise damaged(history, "perfgate_points holds a value of the wrong type")
+    return table
 
 
 def _split(series_ids: np.ndarray, commit_of: np.ndarray, values: np.ndarray,

@@ -40,12 +40,13 @@ def point_gate(statuses: Iterable[str]) -> str | None:
     return held
 
 
-def newest_gate_verdicts(history: History, branch: Branch) -> dict[int, str]:
+def newest_gate_verdicts(history: History, branch: Branch, run_commit: dict[int, int] | None = None) -> dict[int, str]:
     """Per series id, the gate's verdict on its newest commit (the latest run of that commit: a rerun's verdict
     replaces the earlier one's), where that verdict was one of ``GATE_STATUSES``."""
     if not branch.series:
         return {}
-    _, _, run_commit = commit_order(history, branch.name)
+    if run_commit is None:  # commit_order's, where the caller has it
+        _, _, run_commit = commit_order(history, branch.name)
     newest = {int(series.commits[-1]) for series in branch.series}
     runs = sorted(run for run, commit in run_commit.items() if commit in newest)  # ids grow with recording
     latest: dict[tuple[int, int], tuple[int, str | None]] = {}

@@ -42,6 +42,31 @@ def fill_history(history: History, series: int, commits: int, seed: int = 26) ->
                                 [(series_id, c + 1, v, v, v) for c, v in enumerate(values.tolist())])
 
 
+def add_commit(history: History, series: int, commit: int, seed: int = 27) -> None:
+    """One more commit of main (index ``commit``, after ``fill_history``'s): a run with a point for every series,
+    as CI records one commit at a time; each series keeps its level (the median of its values in the last 10
+    commits ``fill_history`` wrote: no drift however many are added), noise redrawn."""
+    rng = np.random.default_rng(seed + commit)
+    recent: dict[int, list[float]] = {}
+    for series_id, value in history.query(
+            "SELECT series_id, value FROM perfgate_points WHERE run_id IN (SELECT id FROM perfgate_runs WHERE "
+            "recorded_at < '2026-01-02' ORDER BY id DESC LIMIT 10)"):
+        recent.setdefault(int(series_id), []).append(float(value))
+    last = {series_id: float(np.median(values)) for series_id, values in recent.items()}
+    exact = {int(row[0]) for row in history.query("SELECT id FROM perfgate_series WHERE metric IN "
+                                                  f"({', '.join('?' * len(EXACT))})", sorted(EXACT))}
+    with history.transaction():
+        history.execute("INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, generator, "
+                        "settings) VALUES (?, ?, ?, 'main', ?, 'bench.json', 'perfgate 0.1.0', '{}')",
+                        (commit + 1, f"key{commit}", f"{commit:040x}",
+                         f"2026-01-02T{commit // 3600:02d}:{commit // 60 % 60:02d}:{commit % 60:02d}.000000Z"))
+        rows = []
+        for series_id, value in sorted(last.items()):
+            value = round(value) if series_id in exact else value * (1 + rng.normal(0, 0.01))
+            rows.append((series_id, commit + 1, 1, value, value, value))
+        history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"), rows)
+
+
 def _values(rng: np.random.Generator, exact: bool, commits: int) -> np.ndarray:
     level = np.full(commits, float(rng.integers(1_000, 1_000_000)))
     if rng.random() < 0.05:

@@ -41,6 +41,60 @@ def planted_series(seed: int = 26, per_family: int = 50) -> Iterator[Planted]:
         yield Planted("noise", 100.0 + rng.normal(0, 1.0, COMMITS), ())
 
 
+def held_out_style_series(seed: int = 35, per_family: int = 40) -> Iterator[Planted]:
+    """The shapes issue 35 measured against Apache Otava, written (with each series' expected change points)
+    before the detector first ran on them. Noise is 1% of the level unless said.
+
+    * ``flat``: noise only: no change point.
+    * ``step2`` ... ``step20``: one step of 2, 3, 5, 10 or 20% (either way) at a random commit in 20..180.
+    * ``two-steps``: a 5% step and a 4% step the other way, at least 30 commits apart.
+    * ``exact``: an exact counter (no noise) that steps by 1 to 1000 counts at a random commit.
+    * ``flicker``: an exact counter whose value is 0.4% higher in a random 10% of runs (another code path now
+      and then): no change point.
+    * ``flicker-step``: the same, with a real 5% step at a random commit: one change point.
+    * ``reverted``: a regression of 5, 10 or 20% that lasts 3 commits and is reverted: two change points, its
+      start and its revert.
+    * ``drift``: a slow drift of 2% over the 200 commits: no change point (no step to name).
+    """
+    rng = np.random.default_rng(seed)
+    commits = np.arange(COMMITS)
+
+    def noisy(level: np.ndarray) -> np.ndarray:
+        return level * (1 + rng.normal(0, 0.01, COMMITS))
+
+    for _ in range(per_family):
+        yield Planted("flat", noisy(np.full(COMMITS, 100.0)), ())
+    for size in (0.02, 0.03, 0.05, 0.10, 0.20):
+        for _ in range(per_family):
+            at = int(rng.integers(20, COMMITS - 20))
+            sign = float(rng.choice([-1, 1]))
+            yield Planted(f"step{round(size * 100)}", noisy(np.where(commits < at, 100.0, 100.0 * (1 + sign * size))),
+                          (at,))
+    for _ in range(per_family):
+        first = int(rng.integers(20, COMMITS - 50))
+        second = int(rng.integers(first + 30, COMMITS - 20 + 1))
+        level = 100.0 * np.where(commits < first, 1.0, np.where(commits < second, 1.05, 1.05 * 0.96))
+        yield Planted("two-steps", noisy(level), (first, second))
+    for _ in range(per_family):
+        at = int(rng.integers(5, COMMITS - 5))
+        base = float(rng.integers(1_000, 10_000_000))
+        yield Planted("exact", np.where(commits < at, base, base + int(rng.integers(1, 1000))), (at,))
+    for _ in range(per_family):
+        base = float(rng.integers(100_000, 10_000_000))
+        yield Planted("flicker", np.where(rng.random(COMMITS) < 0.1, np.round(base * 1.004), base), ())
+    for _ in range(per_family):
+        at = int(rng.integers(20, COMMITS - 20))
+        base = np.where(commits < at, 1.0, 1.05) * float(rng.integers(100_000, 10_000_000))
+        yield Planted("flicker-step", np.round(np.where(rng.random(COMMITS) < 0.1, base * 1.004, base)), (at,))
+    for _ in range(per_family):
+        at = int(rng.integers(20, COMMITS - 23))
+        size = float(rng.choice([0.05, 0.10, 0.20]))
+        yield Planted("reverted", noisy(np.where((commits >= at) & (commits < at + 3), 100.0 * (1 + size), 100.0)),
+                      (at, at + 3))
+    for _ in range(per_family):
+        yield Planted("drift", noisy(100.0 * (1 + 0.02 * commits / COMMITS)), ())
+
+
 class Score(NamedTuple):
     family: str
     planted: int

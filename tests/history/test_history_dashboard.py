@@ -86,7 +86,8 @@ def test_dashboard_of_an_unknown_branch_writes_nothing(tmp_path: Path, capsys: p
     url = _history(tmp_path / "runs")
     site = tmp_path / "site"
     assert main(["history", "dashboard", "--db", url, "--branch", "nope", "-o", str(site)]) == 2
-    assert "nope: no run is recorded on this branch" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "branch 'nope': has no runs in this history (branches with runs: main;" in err
     assert not site.exists() and list(tmp_path.glob(".site*")) == []
 
 

@@ -60,7 +60,10 @@ def test_the_h100_regression_in_the_newest_run_is_shown(tmp_path: Path) -> None:
     gate_row = re.search(r'<tr class="gate">(.*?)</tr>', duration, re.S).group(1)  # type: ignore[union-attr]
     assert commit_of(5)[:12] in gate_row and ">regression<" in gate_row and ">gate<" in gate_row
     assert re.search(r"\+\d{3}\.\d%", gate_row), gate_row  # about 80 µs -> 381 µs
-    assert "No change point." in duration  # E-divisive found none: the gate's verdict is what shows it
+    # E-divisive found none yet: the page says the gate's regression awaits confirmation, never "No change point."
+    assert "No change point." not in duration
+    assert "No change point yet: the newest run&#39;s regression awaits confirmation" in duration
+    assert "the newest run&#39;s regression awaits confirmation" in gate_row
     marks = {m["metric"]: m["changes"] for m in _data(page)["metrics"]}  # type: ignore[attr-defined]
     assert marks["gpu__time_duration.sum"] == [{"x": 5, "direction": "regression", "gate": True}]
 
@@ -121,7 +124,7 @@ def test_a_rerun_of_the_newest_commit_replaces_its_verdict(tmp_path: Path) -> No
 def test_a_history_of_schema_2_is_migrated_and_its_points_have_no_verdict(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     with open_history(f"sqlite:///{path}") as history:  # rebuilt as schema 2 left it
-        for table in ("perfgate_findings", "perfgate_points", "perfgate_acceptances", "perfgate_series",
+        for table in ("perfgate_change_cache", "perfgate_findings", "perfgate_points", "perfgate_acceptances", "perfgate_series",
                       "perfgate_runs"):
             history.execute(f"DROP TABLE {table}")
         for statement in (*MIGRATIONS[1], *MIGRATIONS[2]):

@@ -1,0 +1,114 @@
+"""The change-point cache (``perfgate_change_cache``): ``history changes`` after more commits gives what a search
+from scratch gives, on both engines, while reading whole only the series whose change points may move."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+import pytest
+
+from helpers import history as history_helpers
+from helpers.history_planted import held_out_style_series
+from perfgate.history import cache
+from perfgate.history.db import History, open_history
+from perfgate.history.detect import find_changes
+
+history_url = history_helpers.history_url
+COMMITS = 108
+
+
+def _series() -> list[np.ndarray]:
+    """Five of each planted family, cut to 120 commits, and 20 flat ones: most series have no change."""
+    picked = [s.values[:COMMITS] for family, group in itertools.groupby(held_out_style_series(41, 5),
+                                                                         key=lambda s: s.family)
+              for s in list(group)[:5]]
+    rng = np.random.default_rng(4)
+    return picked + [100.0 * (1 + rng.normal(0, 0.01, COMMITS)) for _ in range(20)]
+
+
+def _record(history: History, values: Sequence[np.ndarray], commits: range, rerun: bool = False) -> None:
+    with history.transaction():
+        if commits.start == 0:
+            history.insert_rows("perfgate_series", ("id", "gpu", "test", "kind", "kernel", "region", "metric", "unit",
+                                                    "direction"),
+                                [(i + 1, "H100", "t", "kernel", f"k{i}", "", "time", "ns", "lower")
+                                 for i in range(len(values))])
+        for c in commits:
+            run = c + 1 + (1000 if rerun else 0)
+            history.execute("INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, settings) "
+                            "VALUES (?, ?, ?, 'main', ?, 's', '{}')",
+                            (run, f"key{run}", f"{c:040x}", f"2026-01-01T00:{c // 60:02d}:{c % 60:02d}.{run:06d}Z"))
+            history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"),
+                                [(i + 1, run, 1, float(v[c]) * (1.5 if rerun else 1.0), 0.0, 0.0)
+                                 for i, v in enumerate(values)])
+
+
+def _from_scratch(history: History) -> list[dict[str, Any]]:
+    with history.transaction():
+        history.execute("DELETE FROM perfgate_change_cache")
+        history.execute("DELETE FROM perfgate_meta WHERE name LIKE ?", ("change_cache %",))
+    return find_changes(history, "main")
+
+
+def test_changes_after_more_commits_are_those_of_a_search_from_scratch(history_url: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    values = _series()
+    read_whole: list[list[int] | None] = []
+    real_load = cache.load_series
+
+    def load_series(history: History, branch: str, run_commit: dict[int, int], ids: Any = None) -> Any:
+        read_whole.append(None if ids is None else list(ids))
+        return real_load(history, branch, run_commit, ids)
+
+    monkeypatch.setattr(cache, "load_series", load_series)
+    with open_history(history_url) as history:
+        _record(history, values, range(0, 100))
+        first = find_changes(history, "main")
+        assert read_whole == [None]  # no cache yet: every series read
+        for commit in range(100, COMMITS):
+            _record(history, values, range(commit, commit + 1))
+            found = find_changes(history, "main")
+        assert all(ids is not None and len(ids) < len(values) // 2 for ids in read_whole[1:]), read_whole
+        assert any(c["direction"] == "regression" for c in first)
+        assert found == _from_scratch(history)
+        # a rerun of a covered commit changes a median inside the series: searched from scratch again
+        _record(history, values, range(50, 51), rerun=True)
+        read_whole.clear()
+        rerun = find_changes(history, "main")
+        assert read_whole == [None] and rerun == _from_scratch(history)
+        # other settings: the cache does not hold for them, and is searched again under them
+        read_whole.clear()
+        small = find_changes(history, "main", min_change=0.04)
+        assert read_whole == [None] and len(small) < len(rerun)
+
+
+def test_a_damaged_cache_row_is_searched_again(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    values = _series()[:10]
+    with open_history(url) as history:
+        _record(history, values, range(0, 80))
+        expected = find_changes(history, "main")
+        history.execute("UPDATE perfgate_change_cache SET state = 'not json'")
+        _record(history, values, range(80, 81))
+        assert find_changes(history, "main") == _from_scratch(history)
+        assert expected  # the planted steps were found
+
+
+def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """An update reads only the new points of a SQLite history: it checks those as it reads them."""
+    from perfgate.cli import main
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    values = _series()[:4]
+    with open_history(url) as history:
+        _record(history, values, range(0, 60))
+        find_changes(history, "main")
+        _record(history, values, range(60, 61))
+        history.execute("UPDATE perfgate_points SET value = 'fast' WHERE run_id = 61 AND series_id = 2")
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "perfgate_points holds a value of the wrong type (the history was edited or " \
+                                   "is damaged)" in err
