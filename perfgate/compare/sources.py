@@ -28,7 +28,7 @@ from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import DEFAULT_KERNEL_METRICS, TIMELINE_METRICS
-from perfgate.compare.timeline_why import duration, moved_parts, points, signed_duration
+from perfgate.timeline_why import duration, moved_parts, points, signed_duration
 from perfgate.columns import objects
 from perfgate.table import Measurement, assign_ordinals
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, is_benchmark_metric

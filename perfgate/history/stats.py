@@ -7,6 +7,11 @@ and the commands that need it say so in one line when it is missing (docs/histor
 
 from __future__ import annotations
 
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
+
 from perfgate.errors import PerfgateError
 
 INSTALL_LINE = "pip install 'perfgate[history]'"
@@ -16,11 +21,17 @@ class MissingExtra(PerfgateError):
     """An optional dependency a command needs is not installed."""
 
 
-def stdtr(df: int, t: float) -> float:
-    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+@overload
+def stdtr(df: int, t: float) -> float: ...
+@overload
+def stdtr(df: int | npt.NDArray[np.float64], t: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]: ...
+def stdtr(df: int | npt.NDArray[np.float64], t: float | npt.NDArray[np.float64]) -> float | npt.NDArray[np.float64]:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom; element-wise over arrays (many series at once)."""
     try:
         from scipy.special import stdtr as scipy_stdtr
     except ImportError:
         raise MissingExtra(f"the history's change points need scipy (Student's t-test), an extra: {INSTALL_LINE}"
                            ) from None
+    if isinstance(t, np.ndarray):
+        return np.asarray(scipy_stdtr(df, t), dtype=np.float64)
     return float(scipy_stdtr(df, t))

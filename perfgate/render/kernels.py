@@ -10,7 +10,7 @@ from operator import itemgetter
 from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.compare.timeline_why import region_why
+from perfgate.timeline_why import region_why
 from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
 from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals, result_span
@@ -350,7 +350,7 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     """The "why" of a kernel's change, in every format, the most specific cause first: the rule findings that
     appeared or went (ncu names the cause: "Uncoalesced Global Accesses"), its bound before and after, the launch
     configuration change, the launches that moved alone, then the explanatory metrics that moved most. A timeline
-    region's: one line, which part of its wall time moved (``compare.timeline_why``)."""
+    region's: one line, which part of its wall time moved (``timeline_why``)."""
     if row.kind == KIND_REGION and any(m.metric.startswith("timeline.") for m in row.metrics):
         line = region_why({m.metric: m.before for m in row.metrics if m.before is not None},
                           {m.metric: m.after for m in row.metrics if m.after is not None})

@@ -17,7 +17,7 @@ from perfgate.render.common import (
     unmeasured_notes,
     verdict_line,
 )
-from perfgate.compare.timeline_why import region_why
+from perfgate.timeline_why import region_why
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals

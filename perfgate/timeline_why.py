@@ -1,6 +1,8 @@
 """What moved in a timeline region, as one line every format shows: which part of its wall time moved (the host
 lead before its first GPU work, the idle gaps after it, its own GPU busy time, other GPU work in its window),
-its GPU idle share in percentage points, and its kernel time. Durations in the unit a reader expects (µs, ms)."""
+its GPU idle share in percentage points, and its kernel time. Durations in the unit a reader expects (µs, ms).
+
+Outside compare and render: both word a region's move, and rendering a report loads no table machinery."""
 
 from __future__ import annotations
 
