@@ -21,6 +21,7 @@ from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
 from perfgate.history.cache import Found, found_in, cached_changes, search
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
+from perfgate.history.stats import require_scipy
 from perfgate.history.series import SERIES_COLUMNS, Branch, Series, commit_order, load_branch, load_series, relative
 from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
 from perfgate.render.formatting import md_escape
@@ -151,6 +152,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
     first. The search is kept in the history (``perfgate.history.cache``): only series with new points are
     searched again, from where their new points matter."""
+    require_scipy()
     commits, times, run_commit = commit_order(history, branch, check_points=False)  # the cache checks what it reads
     if not commits:
         raise no_runs(history, branch)

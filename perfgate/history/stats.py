@@ -21,6 +21,16 @@ class MissingExtra(PerfgateError):
     """An optional dependency a command needs is not installed."""
 
 
+def require_scipy() -> None:
+    """MissingExtra unless scipy is installed: a command that may need the t-test says so before it starts, whether
+    or not this run's search happens to reach it (the change-point cache spares most)."""
+    try:
+        import scipy.special  # noqa: F401
+    except ImportError:
+        raise MissingExtra(f"the history's change points need scipy (Student's t-test), an extra: {INSTALL_LINE}"
+                           ) from None
+
+
 @overload
 def stdtr(df: int, t: float) -> float: ...
 @overload

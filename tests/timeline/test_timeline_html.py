@@ -31,7 +31,7 @@ def test_timelines_draw_baseline_above_current_in_chromium(capsys: pytest.Captur
     assert dom.count('class="timeline"') == 12  # 6 regions (step, layer0..3, backward) x baseline and current
     step = dom[dom.index("region <code>step</code>"):]
     assert step.index(">baseline<") < step.index(">current<")
-    assert "GPU idle 9.6%" in step and "GPU idle 1.0%" in step
+    assert "baseline: wall 8.77 ms, GPU idle 4.4%" in step and "current: wall 9.48 ms, GPU idle 11.5%" in step  # host ranges
     assert dom.count('class="idle"') > 6  # idle gaps shaded
     screenshot(page, tmp_path / "report.png")
 
