@@ -62,6 +62,12 @@ def record_acceptance(history: History, acceptance: Acceptance, *, given_commit:
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     with history.transaction():
         matched = int(history.query(f"SELECT COUNT(*) FROM perfgate_series{where}", values)[0][0])
+        if not matched and not int(history.query("SELECT COUNT(*) FROM perfgate_series")[0][0]):
+            # a developer's clone: the CI's history (perfgate init keeps it in the Actions cache) is not here
+            raise InputError(history.shown, "holds no recorded run: there is no change in it to accept",
+                             "pass --db with the history your CI records into; where that is out of reach (perfgate "
+                             "init's Actions cache), skip the accept: the committed baseline is what turns the check "
+                             "green")
         if not matched:
             raise InputError("perfgate accept", "no recorded series matches the filters given",
                              "check --gpu/--test/--kernel/--region/--metric against 'perfgate history changes'")

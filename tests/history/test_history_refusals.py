@@ -68,6 +68,15 @@ def test_the_checked_out_head_is_accepted_before_its_run_is_recorded(url: str, c
     assert status == 2 and "is recorded" in err, err
 
 
+def test_accepting_in_a_history_with_no_run_says_where_the_runs_are(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A developer's clone has no history (the CI keeps it): the line says so, not 'check the filters'."""
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+    status, _, err = run_cli(capsys, "accept", "--db", url, "--test", "t.py::t", "--reason", "r", "--by", "me")
+    assert status == 2 and err.count("\n") == 1, err
+    assert "holds no recorded run" in err and "skip the accept" in err and "filters" not in err, err
+
+
 @pytest.mark.parametrize("value", ["-1", "-0.01", "nan", "inf"])
 def test_a_negative_min_change_is_refused(value: str, url: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
