@@ -172,7 +172,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
                             region=args.region, metric=args.metric, reason=args.reason,
                             by=args.by or accepted_by(os.environ), when=iso_time(None))
     with open_history(args.db, max_time=args.max_time) as history:
-        matched = record_acceptance(history, acceptance)
+        matched = record_acceptance(history, acceptance, given_commit=args.commit is not None)
     print_out(inert(f"accepted the change at {commit[:12]} for {matched} series: {args.reason}", 400) + "\n")
     return EXIT_OK
 

@@ -50,8 +50,11 @@ def accepted_by(env: Mapping[str, str]) -> str:
     return name or env.get("USER") or env.get("USERNAME") or "unknown"
 
 
-def record_acceptance(history: History, acceptance: Acceptance) -> int:
-    """Store ``acceptance``; returns how many recorded series it matches (refused when none: a typo)."""
+def record_acceptance(history: History, acceptance: Acceptance, *, given_commit: bool = True) -> int:
+    """Store ``acceptance``; returns how many recorded series it matches (refused when none: a typo).
+    ``given_commit``: the commit was typed (``--commit``), so one never recorded is refused as a typo; the default,
+    the checked-out head, is accepted before its run is recorded: a pull request's runs are recorded only in its
+    job's copy of the history, and the update that follows the accept, at the same head, reads it."""
     if not acceptance.reason.strip():
         raise InputError("--reason", "is empty", "say why the change is accepted")
     clauses = [f"{name} = ?" for name in FILTERS if getattr(acceptance, name) is not None]
@@ -59,10 +62,16 @@ def record_acceptance(history: History, acceptance: Acceptance) -> int:
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     with history.transaction():
         matched = int(history.query(f"SELECT COUNT(*) FROM perfgate_series{where}", values)[0][0])
+        if not matched and not int(history.query("SELECT COUNT(*) FROM perfgate_series")[0][0]):
+            # a developer's clone: the CI's history (perfgate init keeps it in the Actions cache) is not here
+            raise InputError(history.shown, "holds no recorded run: there is no change in it to accept",
+                             "pass --db with the history your CI records into; where that is out of reach (perfgate "
+                             "init's Actions cache), skip the accept: the committed baseline is what turns the check "
+                             "green")
         if not matched:
             raise InputError("perfgate accept", "no recorded series matches the filters given",
                              "check --gpu/--test/--kernel/--region/--metric against 'perfgate history changes'")
-        if not _recorded(history, acceptance.commit):
+        if given_commit and not _recorded(history, acceptance.commit):
             raise InputError("perfgate accept", f"no run of commit {acceptance.commit[:40]!r} is recorded",
                              "accept a commit that 'perfgate history changes' lists, or record its run first")
         history.execute(

@@ -1,5 +1,5 @@
 """The history takes only what it can keep: an in-memory database (which printed "recorded" and kept nothing),
-an empty commit or branch, an acceptance of a commit never recorded and a negative ``--min-change`` are each
+an empty commit or branch, an acceptance of a typed commit never recorded and a negative ``--min-change`` are each
 refused with one line, exit 2, and nothing is written."""
 
 from __future__ import annotations
@@ -53,6 +53,28 @@ def test_accepting_a_commit_never_recorded_is_refused(commit: str, url: str,
     status, _, err = run_cli(capsys, "accept", "--db", url, "--commit", commit_of(1)[:10], "--reason", "r",
                              "--by", "me")
     assert status == 0, err  # a recorded commit, abbreviated, is accepted
+
+
+def test_the_checked_out_head_is_accepted_before_its_run_is_recorded(url: str, capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PR comment's accept runs at the pull request's head, whose runs only its job's copy of the history
+    holds: without --commit it is taken; the typo guard is for a commit that was typed."""
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_HEAD_REF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_SHA", commit_of(7))
+    status, out, err = run_cli(capsys, "accept", "--db", url, "--kernel", "gemm", "--reason", "r", "--by", "me")
+    assert status == 0 and f"accepted the change at {commit_of(7)[:12]} for 1 series" in out, err
+    status, _, err = run_cli(capsys, "accept", "--db", url, "--commit", commit_of(7), "--reason", "r", "--by", "me")
+    assert status == 2 and "is recorded" in err, err
+
+
+def test_accepting_in_a_history_with_no_run_says_where_the_runs_are(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A developer's clone has no history (the CI keeps it): the line says so, not 'check the filters'."""
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+    status, _, err = run_cli(capsys, "accept", "--db", url, "--test", "t.py::t", "--reason", "r", "--by", "me")
+    assert status == 2 and err.count("\n") == 1, err
+    assert "holds no recorded run" in err and "skip the accept" in err and "filters" not in err, err
 
 
 @pytest.mark.parametrize("value", ["-1", "-0.01", "nan", "inf"])
