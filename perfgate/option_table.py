@@ -137,14 +137,14 @@ OPTIONS: tuple[Option, ...] = (
            plugin="--perfgate-isolate", flag=True),
     Option("metrics", "comma-separated metrics to compare, replacing the configured set; prefix each with '+' to add "
                       "to it",
-           plugin="--perfgate-metrics", cli=("--metrics",), commands=("compare", "baseline"), metavar="NAMES",
+           plugin="--perfgate-metrics", cli=("--metrics",), commands=("compare", "baseline", "bisect"), metavar="NAMES",
            parse=metrics_arg, default_text="the curated set", combine=_merge_metrics),
     Option("sections", "comma-separated ncu sections to collect besides the metrics (ncu --section; `ncu "
                        "--list-sections` names them), so that ncu's rule findings such as 'Uncoalesced Global "
                        "Accesses' explain a regression; costs replay passes; 'none' for none",
            plugin="--perfgate-sections", metavar="IDS", parse=sections_arg, default_text="none"),
     Option("significance", "p-value a benchmark slowdown must beat when raw timings exist on both sides",
-           plugin="--perfgate-significance", cli=("--significance",), commands=("compare",), metavar="P",
+           plugin="--perfgate-significance", cli=("--significance",), commands=("compare", "bisect"), metavar="P",
            parse=probability),
     Option("source", "what measures the perf tests: ncu (Nsight Compute's counters), timeline (a CUPTI activity "
                      "trace: region wall time, GPU idle, kernel durations; no counter permission needed), both, or "
@@ -166,7 +166,7 @@ OPTIONS: tuple[Option, ...] = (
            commands=("compare", "publish"), metavar="NAME"),
     Option("thresholds", "gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
                          "'off' not gated; repeatable",
-           plugin="--perfgate-threshold", cli=("--threshold",), commands=("compare",), metavar="METRIC=SPEC",
+           plugin="--perfgate-threshold", cli=("--threshold",), commands=("compare", "bisect"), metavar="METRIC=SPEC",
            parse=threshold_arg, repeat=True, combine=_merge_thresholds,
            plugin_note="a marker's thresholds= wins for its test",
            default_text=f"the catalog's: {_catalog_thresholds()}"),
@@ -180,7 +180,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "
                         "pyproject.toml's folder", default_text="perfgate's own", anchor="path"),
     Option("", "pyproject.toml whose [tool.perfgate] to use", cli=("--config",),
-           commands=("compare", "baseline", "baselines", "history changes", "history dashboard"), metavar="PYPROJECT",
+           commands=("compare", "baseline", "baselines", "history changes", "history dashboard", "bisect"),
+           metavar="PYPROJECT",
            parse=Path,
            default_text="the nearest one above the current directory"),
 )

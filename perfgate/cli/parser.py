@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from perfgate import __version__
 from perfgate.cli.baseline import add_parser as add_baseline
 from perfgate.cli.baselines import add_parser as add_baselines
+from perfgate.cli.bisect import add_parser as add_bisect
 from perfgate.cli.compare import add_parser as add_compare
 from perfgate.cli.history import add_accept_parser, add_parser as add_history
 from perfgate.cli.init import add_parser as add_init
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 # Each command and what adds its parser, in the order --help lists them.
 _COMMAND_PARSERS: dict[str, Callable[[SubParsers], None]] = {
     "compare": add_compare, "baseline": add_baseline, "merge": add_merge, "publish": add_publish,
-    "baselines": add_baselines, "history": add_history, "accept": add_accept_parser, "init": add_init}
+    "baselines": add_baselines, "history": add_history, "accept": add_accept_parser, "bisect": add_bisect,
+    "init": add_init}
 COMMANDS = tuple(_COMMAND_PARSERS)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
 from perfgate.history.cache import Found, found_in, cached_changes, search
+from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
 from perfgate.history.stats import require_scipy
@@ -30,7 +31,7 @@ from perfgate.vocabulary import Status
 
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
-                 "accepted", "awaiting")
+                 "accepted", "awaiting", "culprit")
 AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
@@ -60,7 +61,8 @@ def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, 
             "commit": commits[item.commit], "previous_commit": commits[item.previous], "time": times[item.commit],
             "change": change, "direction": word, "before": point.before, "after": point.after,
             "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
-            "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False})
+            "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False,
+            "culprit": None})
         if continues:
             previous["creep"] = True  # type: ignore[index]
     return changes
@@ -87,11 +89,13 @@ def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
     if not loaded.commits:
         raise no_runs(history, branch)
     acceptances = load_acceptances(history)
+    culprits = load_culprits(history)
     states = search(loaded.series, p_value, min_change, WINDOW)
     found: dict[int, list[dict[str, Any]]] = {}
     for series in loaded.series:
         found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, states[series.id].changes)
         _mark_accepted(acceptances, found[series.id])
+        mark_culprits(culprits, branch, found[series.id])
     return loaded, found
 
 
@@ -143,7 +147,8 @@ def awaiting_changes(history: History, branch: Branch, by_series: dict[int, list
             "commit": verdict["commit"], "previous_commit": branch.commits[int(series.commits[-2])],
             "time": branch.times[int(series.commits[-1])], "change": verdict["change"], "direction": verdict["status"],
             "before": verdict["before"], "after": verdict["after"], "confidence": None, "p_value": None,
-            "exact": False, "creep": False, "cumulative": None, "accepted": verdict["accepted"], "awaiting": True})
+            "exact": False, "creep": False, "cumulative": None, "accepted": verdict["accepted"], "awaiting": True,
+            "culprit": None})
     return found
 
 
@@ -162,6 +167,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     by_series = {sid: change_dicts(commits, times, facts[sid], found) for sid, found in cached.changes.items()}
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
+    mark_culprits(load_culprits(history), branch, found)
     # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
     newest = Branch(branch, commits, times, [Series(sid, facts[sid], np.array([last]), np.zeros(1))
                                              for sid, last in cached.newest.items()])
@@ -208,6 +214,9 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
                            f"{c['before']:.6g} -> {c['after']:.6g} ({note})", 600))
         if c["accepted"]:
             lines.append(inert(f"  accepted by {c['accepted']['by']}: {c['accepted']['reason']}", 600))
+        if c["culprit"]:
+            lines.append(inert(f"  culprit: {c['culprit']['commit']} (perfgate bisect, "
+                               f"{c['culprit']['runs']} runs)", 600))
     return "\n".join(lines) + "\n"
 
 
@@ -220,6 +229,8 @@ def _markdown(changes: Sequence[dict[str, Any]]) -> str:
         note = [awaiting_note(c["direction"])] if c["awaiting"] else []
         if c["creep"]:
             note.append(f"creep, {c['cumulative']:+.1%} in all")
+        if c["culprit"]:
+            note.append(f"culprit {md_escape(c['culprit']['commit'][:12])} (bisect)")
         if c["accepted"]:
             note.append(f"accepted by {md_escape(c['accepted']['by'])}: {md_escape(c['accepted']['reason'])}")
         lines.append(f"| {c['direction']} | {c['change']:+.1%} | {md_escape(c['metric'])} | {md_escape(_name(c))} "

@@ -1,0 +1,193 @@
+"""A commit measured: checked out in a temporary ``git worktree`` (always removed), built, its test run, its result
+read by perfgate's readers, and judged against the good and the bad end with perfgate's own comparison.
+
+The test writes its result to the file named by ``$PERFGATE_BISECT_OUTPUT``: by default pytest runs NODEID with
+pytest-benchmark's ``--benchmark-json`` there (its raw timings kept, so the comparison's Mann-Whitney test judges
+time); ``--command`` gives any other command that writes a file perfgate reads (a pytest-benchmark JSON, an ncu
+report). A commit whose build or test fails, or whose result is missing, is skipped, never judged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from perfgate.bisect.search import Judged
+from perfgate.errors import InputError, PerfgateError
+from perfgate.vocabulary import Verdict
+
+if TYPE_CHECKING:
+    from perfgate.compare import CompareOptions
+    from perfgate.table import Measurement
+
+OUTPUT_VARIABLE = "PERFGATE_BISECT_OUTPUT"
+TEST_VARIABLE = "PERFGATE_BISECT_TEST"
+STEP_SECONDS = 3600.0  # a build or a test that runs longer is stuck: its commit is skipped
+
+
+def default_command(test: str) -> str:
+    """pytest running ``test`` with its timings written where bisect reads them (raw data: the statistics)."""
+    return (f"{shlex.quote(sys.executable)} -m pytest {shlex.quote(test)} -q -p no:cacheprovider "
+            f"--benchmark-only --benchmark-json=\"${OUTPUT_VARIABLE}\" --benchmark-save-data")
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root``; its failure is an InputError quoting git's first line."""
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError("git", f"cannot run ({exc})", "install git and run perfgate bisect in a repository") from None
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["failed"])[0]
+        raise InputError(f"git {args[0]}", first, "run perfgate bisect inside the repository, with refs it holds")
+    return done.stdout.strip()
+
+
+def repository_root(here: Path) -> Path:
+    try:
+        return Path(git(here, "rev-parse", "--show-toplevel"))
+    except InputError:
+        raise InputError(here, "is not inside a git repository",
+                         "run perfgate bisect in the repository whose commits to search") from None
+
+
+def resolve_commit(root: Path, ref: str, option: str) -> str:
+    """The full hash of ``ref``, or an InputError naming the option that gave it."""
+    try:
+        return git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except InputError:
+        raise InputError(option, f"{ref!r} is not a commit of this repository",
+                         "give a commit hash, branch or tag that 'git rev-parse' resolves") from None
+
+
+def commits_between(root: Path, good: str, bad: str) -> list[str]:
+    """``good``, then the first-parent commits up to ``bad``, oldest first; ``good`` must be an ancestor of ``bad``."""
+    if good == bad:
+        raise InputError("--good", "is the same commit as --bad", "give a good commit older than the bad one")
+    if not is_ancestor(root, good, bad):
+        raise InputError("--good", f"{good[:12]} is not an ancestor of --bad {bad[:12]}",
+                         "give the older, good commit as --good and the newer, bad one as --bad")
+    listed = git(root, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}").split()
+    return [good, *listed]
+
+
+class Result(NamedTuple):
+    """A commit's run: its measurement, or None and why it cannot be judged."""
+
+    measurement: Measurement | None
+    problem: str
+
+
+class Runner(NamedTuple):
+    """How a commit is built and tested."""
+
+    root: Path
+    test: str
+    build: str | None
+    command: str
+    wanted: tuple[str, ...]
+    repeat: int = 1  # runs of the test per commit whose samples are pooled (time: more samples, more power)
+
+    def run(self, commit: str, keep: Path | None = None) -> Result:
+        """Check ``commit`` out in a temporary worktree, build it, run its test; the worktree is always removed.
+        ``keep``: where to copy the result file (read back by a later ``git bisect run`` step)."""
+        scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
+        tree = scratch / "tree"
+        try:
+            git(self.root, "worktree", "add", "--detach", "--quiet", str(tree), commit)
+            if self.build:
+                failed = _shell(self.build, tree, {})
+                if failed:
+                    return Result(None, f"build failed ({failed})")
+            outputs = []
+            for at in range(self.repeat):
+                output = scratch / f"result-{at}.json"
+                failed = _shell(self.command, tree, {OUTPUT_VARIABLE: str(output), TEST_VARIABLE: self.test})
+                if failed:
+                    return Result(None, f"test failed ({failed})")
+                if not output.is_file():
+                    return Result(None, "the test wrote no result")
+                outputs.append(output)
+            result = outputs[0] if len(outputs) == 1 else _pooled(outputs, scratch / "pooled.json")
+            measurement = read_result(result, self.wanted)
+            if keep is not None:
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(result, keep)
+            return Result(measurement, "")
+        except PerfgateError as exc:
+            return Result(None, f"result unreadable ({exc})")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=self.root, capture_output=True,
+                           timeout=300, check=False)
+            shutil.rmtree(scratch, ignore_errors=True)
+            subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, timeout=300, check=False)
+
+
+def _shell(command: str, cwd: Path, extra: dict[str, str]) -> str:
+    """Run ``command`` with the shell in ``cwd``; "" when it succeeded, else what went wrong."""
+    env = {**os.environ, **extra}
+    try:
+        done = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, timeout=STEP_SECONDS,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        return f"still running after {STEP_SECONDS:.0f} s"
+    if done.returncode == 0:
+        return ""
+    tail = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+    return f"exit {done.returncode}" + (f": {tail[-1][:200]}" if tail else "")
+
+
+def read_result(path: Path, wanted: tuple[str, ...]) -> Measurement:
+    from perfgate.collect import read_table
+
+    return read_table(path, wanted)
+
+
+def is_ancestor(root: Path, older: str, newer: str) -> bool:
+    """Whether ``older`` is ``newer`` or one of its ancestors."""
+    return subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=root, capture_output=True,
+                          timeout=300, check=False).returncode == 0
+
+
+def _pooled(outputs: list[Path], path: Path) -> Path:
+    """pytest-benchmark results of repeated runs as one: each benchmark's raw timings put together."""
+    documents = [json.loads(output.read_text(encoding="utf-8")) for output in outputs]
+    first = documents[0]
+    for document in documents[1:]:
+        for into, more in zip(first.get("benchmarks", []), document.get("benchmarks", []), strict=False):
+            data = into.get("stats", {}).get("data")
+            if isinstance(data, list) and isinstance(more.get("stats", {}).get("data"), list):
+                data.extend(more["stats"]["data"])
+    path.write_text(json.dumps(first), encoding="utf-8")
+    return path
+
+
+def judge(good: Measurement, candidate: Measurement, bad: Measurement, options: CompareOptions) -> Judged:
+    """Bad when the candidate regressed from the good end and the bad end did not regress from it; good when the
+    bad end regressed from it and it did not regress from the good end; anything else (both, neither, an
+    inconclusive change) is skipped: under noise no commit is called either way."""
+    from perfgate.compare import compare_tables
+
+    from_good = compare_tables(good, candidate, options)
+    to_bad = compare_tables(candidate, bad, options)
+    if from_good.inconclusive or to_bad.inconclusive:
+        return Judged.SKIP
+    if from_good.verdict == Verdict.FAIL.value and to_bad.verdict == Verdict.PASS.value:
+        return Judged.BAD
+    if to_bad.verdict == Verdict.FAIL.value and from_good.verdict == Verdict.PASS.value:
+        return Judged.GOOD
+    return Judged.SKIP
+
+
+def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions) -> str:
+    """The comparison's verdict of the bad end against the good end ("fail": there is a regression to find)."""
+    from perfgate.compare import compare_tables
+
+    return compare_tables(good, bad, options).verdict

@@ -1,0 +1,74 @@
+"""One step of ``git bisect run perfgate bisect --step ...``: the commit git checked out, judged against both ends.
+
+git starts a new process per step, so each end's result is kept in the repository's git folder
+(``perfgate-bisect/``, per test, build and command) and measured once for the whole bisection. The ends default
+to git's own: ``refs/bisect/bad`` and the oldest ``refs/bisect/good-*``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfgate.bisect.measure import Runner, git, read_result, resolve_commit
+from perfgate.bisect.search import Judged
+from perfgate.errors import InputError
+from perfgate.vocabulary import Verdict
+
+if TYPE_CHECKING:
+    from perfgate.compare import CompareOptions
+    from perfgate.table import Measurement
+
+
+def _cache(runner: Runner) -> Path:
+    common = Path(git(runner.root, "rev-parse", "--git-common-dir"))
+    folder = common if common.is_absolute() else runner.root / common
+    key = hashlib.sha256("\0".join([runner.test, runner.build or "", runner.command, str(runner.repeat)]).encode())
+    return folder / "perfgate-bisect" / key.hexdigest()[:16]
+
+
+def _bisect_end(runner: Runner, given: str | None, which: str) -> str:
+    if given:
+        return resolve_commit(runner.root, given, f"--{which}")
+    refs = git(runner.root, "for-each-ref", "--format=%(objectname)", f"refs/bisect/{which}*").split()
+    if not refs:
+        raise InputError(f"--{which}", "is not given and git bisect has no such commit",
+                         f"give --{which} REF, or start with 'git bisect start BAD GOOD'")
+    return refs[0] if which == "bad" else _oldest(runner, refs)
+
+
+def _oldest(runner: Runner, commits: list[str]) -> str:
+    listed = git(runner.root, "rev-list", "--topo-order", "--reverse", *commits).split()
+    wanted = set(commits)
+    return next((c for c in listed if c in wanted), commits[0])
+
+
+def _end(runner: Runner, commit: str, which: str) -> Measurement:
+    kept = _cache(runner) / f"{commit}.json"
+    if kept.is_file():
+        return read_result(kept, runner.wanted)
+    result = runner.run(commit, keep=kept)
+    if result.measurement is None:
+        raise InputError(f"--{which}", f"commit {commit[:12]} cannot be measured: {result.problem}",
+                         "check --test (the test must exist and pass at both ends) and --build")
+    return result.measurement
+
+
+def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, bad_ref: str | None,
+               commit_ref: str) -> Judged:
+    """The verdict on ``commit_ref``: good, bad, or skip (it cannot be built or tested, or is like neither end)."""
+    from perfgate.bisect.measure import ends_differ, judge
+
+    good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
+    commit = resolve_commit(runner.root, commit_ref, "--commit")
+    good, bad = _end(runner, good_commit, "good"), _end(runner, bad_commit, "bad")
+    if ends_differ(good, bad, options) != Verdict.FAIL.value:
+        raise InputError("--bad", f"{bad_commit[:12]} did not regress from --good {good_commit[:12]}",
+                         "there is nothing to bisect for this test; check --test and the two ends")
+    if commit in (good_commit, bad_commit):
+        return Judged.GOOD if commit == good_commit else Judged.BAD
+    result = runner.run(commit)
+    if result.measurement is None:
+        return Judged.SKIP
+    return judge(good, result.measurement, bad, options)

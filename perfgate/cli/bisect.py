@@ -1,0 +1,210 @@
+"""``perfgate bisect``: the first bad commit between a good and a bad one, for one test.
+
+Exit status: 0 = the search ran (a culprit, or a range when it could not name one: see ``culprit`` and ``range``),
+2 = bad input (not in a repository, a ref that does not resolve, good not an ancestor of bad, a test that cannot
+run at an end). With ``--step`` it is one step of ``git bisect run``, judging the checked-out HEAD (or
+``--commit``): 0 good, 1 bad, 125 skip (build or test failed, or the result is like neither end), and 128 for bad
+input, which makes git stop the bisection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfgate.cli.common import settings_for
+from perfgate.errors import EXIT_OK, InputError, PerfgateError
+from perfgate.option_table import add_arguments
+from perfgate.options import non_negative_seconds
+from perfgate.process import print_out
+from perfgate.text import inert, inert_json
+
+if TYPE_CHECKING:
+    from perfgate.bisect.run import Plan
+    from perfgate.cli.common import SubParsers
+
+STEP_EXIT = {"good": 0, "bad": 1, "skip": 125}
+STEP_BAD_INPUT = 128  # git bisect run stops on an exit status over 127
+
+
+def add_parser(sub: SubParsers) -> None:
+    parser = sub.add_parser(
+        "bisect", help="find the first bad commit of a regression",
+        description="Find the first commit between --good and --bad at which --test regressed: each commit is "
+                    "checked out in a temporary git worktree, built (--build), its test run and judged against "
+                    "both ends by perfgate's comparison. Commits the history judged cost nothing. See "
+                    "docs/bisect.md.")
+    parser.add_argument("--good", metavar="REF", help="a commit without the regression (default: the change point's "
+                                                      "previous commit in the history)")
+    parser.add_argument("--bad", metavar="REF", help="a commit with it (default: the change point's commit)")
+    parser.add_argument("--test", required=True, metavar="NODEID", help="the test to run (a pytest node id)")
+    parser.add_argument("--build", metavar="CMD", help="shell command that builds a commit (its failure: skip)")
+    parser.add_argument("--command", metavar="CMD",
+                        help="shell command that runs the test and writes its result (pytest-benchmark JSON, ncu "
+                             "report) to $PERFGATE_BISECT_OUTPUT (default: pytest NODEID --benchmark-json)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="runs of the test per commit, timings pooled (default: 1)")
+    parser.add_argument("--budget", type=int, metavar="N", help="at most N runs of the test, both ends included; "
+                                                                "then the narrowed range is reported")
+    parser.add_argument("--change", metavar="SHA", help="the history's change point at this commit gives --good "
+                                                        "and --bad")
+    parser.add_argument("--record", action="store_true", help="write the culprit onto its change point in the "
+                                                              "history (shown by history changes)")
+    parser.add_argument("--db", metavar="URL", help="history URL (default: $PERFGATE_HISTORY, else [tool.perfgate] "
+                                                    "history; none: no commit is seeded from a history)")
+    parser.add_argument("--branch", metavar="NAME", help="history branch (default: [tool.perfgate] history_branch)")
+    parser.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
+                        help="give up (exit 2) when the history keeps this command waiting longer (default: 60)")
+    parser.add_argument("--step", action="store_true", help="one step of 'git bisect run': judge HEAD (or --commit) "
+                                                            "and exit 0 good, 1 bad, 125 skip, 128 bad input")
+    parser.add_argument("--commit", metavar="REF", help="with --step: the commit to judge (default: HEAD)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output (default: text)")
+    add_arguments(parser, "bisect")
+    parser.set_defaults(func=cmd_bisect)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    if not args.step:
+        return _search(args)
+    try:
+        return _step(args)
+    except PerfgateError as exc:  # git bisect run reads 2 as "bad": bad input must stop it instead
+        sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
+        return STEP_BAD_INPUT
+
+
+def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    from perfgate.bisect.measure import Runner, default_command, repository_root
+    from perfgate.options import selection
+
+    root = repository_root(Path.cwd())
+    settings = settings_for(args, "bisect")
+    options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=settings.significance,
+                        allow_device_mismatch=False, kernel_aliases=settings.kernel_aliases,
+                        accept_unpaired_kernels=settings.accept_unpaired_kernels)
+    if args.repeat < 1 or (args.budget is not None and args.budget < 2):
+        raise InputError("--repeat/--budget", "must be at least 1 (--repeat) and 2 (--budget: both ends)",
+                         "give larger numbers")
+    runner = Runner(root, args.test, args.build, args.command or default_command(args.test),
+                    options.wanted_metrics(), args.repeat)
+    return runner, options, settings
+
+
+def _search(args: argparse.Namespace) -> int:
+    from perfgate.bisect.run import bisect_commits, render_text
+
+    runner, options, settings = _runner(args)
+    url, branch = _history_of(args, settings)
+    plan = _plan(args, runner.root, url, branch)
+    outcome = bisect_commits(runner, plan, options, progress=lambda line: sys.stderr.write(inert(line) + "\n"))
+    if args.record:
+        outcome["recorded"] = _record(args, runner.root, url, branch, outcome)
+    text = render_text(outcome)
+    print_out(inert_json(_json(outcome)) if args.format == "json" else
+              "".join(inert(line, 400) + "\n" for line in text.splitlines()))
+    return EXIT_OK
+
+
+def _json(outcome: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(outcome, indent=1) + "\n"
+
+
+def _history_of(args: argparse.Namespace, settings: Any) -> tuple[str | None, str]:
+    """The history URL to seed from (None: none given or configured) and its branch."""
+    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
+    return url, args.branch or settings.history_branch
+
+
+def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) -> Plan:
+    """The range to search: --good/--bad, else the change point (--change, else the newest of the test's)."""
+    from perfgate.bisect.measure import resolve_commit
+    from perfgate.bisect.run import Plan
+    from perfgate.bisect.search import Judged
+
+    change = _change_point(args, url, branch) if url is not None and (args.change or args.record or
+                                                                       not (args.good and args.bad)) else None
+    good_ref = args.good or (change["previous_commit"] if change else None)
+    bad_ref = args.bad or (change["commit"] if change else None)
+    if good_ref is None or bad_ref is None:
+        raise InputError("perfgate bisect", "needs --good and --bad, or a history with a change point of the test",
+                         "give --good REF --bad REF, or --db with the history that found the change")
+    good = resolve_commit(root, good_ref, "--good")
+    bad = resolve_commit(root, bad_ref, "--bad")
+    known: dict[str, Judged] = {}
+    if change is not None:  # the history's runs judged these two: they cost nothing
+        for ref, verdict in ((change["previous_commit"], Judged.GOOD), (change["commit"], Judged.BAD)):
+            try:
+                known[resolve_commit(root, ref, "--db")] = verdict
+            except InputError:
+                continue  # a commit of the history this clone does not hold
+    return Plan(good, bad, known, args.budget)
+
+
+def _change_point(args: argparse.Namespace, url: str, branch: str) -> dict[str, Any] | None:
+    """The test's change point in the history: at --change, else the newest regression; None where the history
+    holds no change of the test (and none was asked for by --change)."""
+    from perfgate.history.culprits import of_test
+    from perfgate.history.db import open_history, sqlite_path
+    from perfgate.history.detect import find_changes
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        if args.change:
+            raise InputError(path, "does not exist, so it has no change point", "pass --db with your history")
+        return None
+    with open_history(url, create=False, max_time=args.max_time) as history:
+        found = [c for c in find_changes(history, branch) if of_test(c, args.test) and not c["awaiting"]]
+    if args.change:
+        found = [c for c in found if c["commit"].startswith(args.change.lower())]
+        if not found:
+            raise InputError("--change", f"the history holds no change point of {args.test!r} at {args.change!r}",
+                             "pick one that 'perfgate history changes' lists for the test")
+    regressions = [c for c in found if c["direction"] == "regression"]
+    return regressions[0] if regressions else None
+
+
+def _holds(root: Path, change: dict[str, Any], culprit: str) -> bool:
+    """Whether the change point's commits are around ``culprit`` (previous before it, the change at or after)."""
+    from perfgate.bisect.measure import is_ancestor
+
+    return (is_ancestor(root, change["previous_commit"], culprit) and change["previous_commit"] != culprit
+            and is_ancestor(root, culprit, change["commit"]))
+
+
+def _record(args: argparse.Namespace, root: Path, url: str | None, branch: str, outcome: dict[str, Any]) -> str:
+    """The culprit written onto the test's change point that holds it; returns the change point's commit."""
+    from perfgate.history.culprits import Culprit, of_test, record_culprit
+    from perfgate.history.db import open_history
+    from perfgate.history.detect import find_changes
+    from perfgate.history.record import iso_time
+
+    if outcome["culprit"] is None:
+        raise InputError("--record", "no culprit was found, so none is recorded", "see the range reported above")
+    if url is None:
+        raise InputError("--record", "no history is given", "pass --db URL or set [tool.perfgate] history")
+    with open_history(url, create=False, max_time=args.max_time) as history:
+        changes = [c for c in find_changes(history, branch) if of_test(c, args.test) and not c["awaiting"]]
+        at = [c for c in changes if _holds(root, c, outcome["culprit"])]
+        if args.change:
+            at = [c for c in at if c["commit"].startswith(args.change.lower())]
+        if not at:
+            raise InputError("--record", f"the history holds no change point of {args.test!r} at the bad end",
+                             "bisect the range of a change point that 'perfgate history changes' lists")
+        record_culprit(history, Culprit(branch, args.test, at[0]["commit"], outcome["culprit"], outcome["range"][0],
+                                        len(outcome["runs"]), iso_time(None)))
+    return str(at[0]["commit"])
+
+
+def _step(args: argparse.Namespace) -> int:
+    """One ``git bisect run`` step: HEAD judged against both ends (each end's result kept for the next step)."""
+    from perfgate.bisect.step import judge_step
+
+    runner, options, settings = _runner(args)
+    verdict = judge_step(runner, options, args.good, args.bad, args.commit or "HEAD")
+    sys.stderr.write(f"perfgate bisect: {verdict.value}\n")
+    return STEP_EXIT[verdict.value]

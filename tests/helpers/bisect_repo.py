@@ -1,0 +1,88 @@
+"""A generated git repository for ``perfgate bisect``: each commit's pytest-benchmark result is a function of the
+commit (a planted slowdown from commit ``slow_from`` on, seeded noise, commits that fail to build).
+
+The test is a tiny script (``bench.py``) that writes a pytest-benchmark JSON with raw timings to
+``$PERFGATE_BISECT_OUTPUT``: a search of 16 commits then costs milliseconds a run, not a pytest start. ``test_bench.py``
+is the same benchmark as a real pytest-benchmark test on perfgate's virtual clock, for the end-to-end run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple, Sequence
+
+from tests.helpers.benchmark_suite import BENCH_OPTIONS, VIRTUAL_CLOCK
+
+BENCH_SCRIPT = """
+import json, os, random
+state = json.load(open("state.json"))
+rng = random.Random(state["seed"] + int(os.environ.get("BENCH_RUN", "0")))
+data = [state["mean"] * (1.0 + abs(rng.gauss(0.0, state["noise"]))) for _ in range(25)]
+stats = {"min": min(data), "max": max(data), "mean": sum(data) / len(data), "median": sorted(data)[12],
+         "stddev": 0.0, "rounds": len(data), "ops": 1.0 / min(data), "data": data}
+document = {"machine_info": {"cpu": {"brand_raw": "bisect test CPU"}}, "version": "4.0.0",
+            "benchmarks": [{"name": "test_step", "fullname": "test_bench.py::test_step", "group": None,
+                            "stats": stats}]}
+json.dump(document, open(os.environ["PERFGATE_BISECT_OUTPUT"], "w"))
+"""
+
+BUILD_SCRIPT = """
+import json, sys
+sys.exit(1 if json.load(open("state.json"))["broken"] else 0)
+"""
+
+PYTEST_BENCH = """
+import json
+import virtual_clock
+
+def test_step(benchmark):
+    mean = json.load(open("state.json"))["mean"]
+    benchmark(virtual_clock.spend, mean)
+"""
+
+TEST = "test_bench.py::test_step"
+COMMAND = f"{sys.executable} bench.py"
+BUILD = f"{sys.executable} build.py"
+PYTEST_COMMAND = (f"{sys.executable} -m pytest {TEST} -q -p no:cacheprovider -p no:randomly "
+                  f"--benchmark-json=\"$PERFGATE_BISECT_OUTPUT\" --benchmark-save-data {' '.join(BENCH_OPTIONS)}")
+
+
+class Repo(NamedTuple):
+    path: Path
+    commits: list[str]  # oldest first
+
+
+def git(path: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def make_repo(path: Path, count: int, slow_from: int | None, noise: float = 0.01, broken: Sequence[int] = (),
+              slowdown: float = 1.5, mean: float = 1e-3) -> Repo:
+    """``count`` commits; from ``slow_from`` on (None: never) the benchmark is ``slowdown`` times slower."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in (("bench.py", BENCH_SCRIPT), ("build.py", BUILD_SCRIPT), ("test_bench.py", PYTEST_BENCH),
+                       ("virtual_clock.py", VIRTUAL_CLOCK)):
+        (path / name).write_text(text, encoding="utf-8")
+    commits = []
+    for at in range(count):
+        slow = slow_from is not None and at >= slow_from
+        state = {"index": at, "seed": at * 1000, "noise": noise, "broken": at in broken,
+                 "mean": mean * (slowdown if slow else 1.0)}
+        (path / "state.json").write_text(json.dumps(state), encoding="utf-8")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"commit {at}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+    return Repo(path, commits)
+
+
+def clone(repo: Repo, path: Path) -> Repo:
+    """A copy a test may change (git bisect's refs, a worktree's state)."""
+    subprocess.run(["git", "clone", "-q", "--local", str(repo.path), str(path)], check=True, capture_output=True)
+    return Repo(path, repo.commits)
