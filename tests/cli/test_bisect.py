@@ -1,0 +1,257 @@
+"""``perfgate bisect`` on generated git repositories (tests/helpers/bisect_repo.py): the planted commit found in
+few runs, skips reported as skips, no culprit named under noise, a budget, ``git bisect run`` steps, --record.
+
+The repositories are made once per module; a test that changes one (git bisect's refs) works on a local clone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfgate.bisect.search import ALL_SKIPPED, BUDGET_SPENT, FOUND, Judged, bisect
+from perfgate.cli import main
+from tests.helpers.bisect_repo import BUILD, COMMAND, PYTEST_COMMAND, TEST, Repo, clone, make_repo
+from tests.helpers.history import KERNEL_TIME, fresh_postgres_database, write_report
+
+SLOW_FROM = 11
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """16 commits, 1.5x slower from commit 11 on, 1% noise; commit 3 fails to build (never probed here)."""
+    return make_repo(tmp_path_factory.mktemp("planted") / "repo", 16, SLOW_FROM, broken=(3,))
+
+
+@pytest.fixture(scope="module")
+def skipping(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """8 commits, slower from commit 4 on; commit 3, the first probed, fails to build."""
+    return make_repo(tmp_path_factory.mktemp("skipping") / "repo", 8, 4, broken=(3,))
+
+
+def bisect_json(repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> dict[str, Any]:
+    monkeypatch.chdir(repo.path)
+    capsys.readouterr()
+    status = main(["bisect", "--test", TEST, "--command", COMMAND, "--build", BUILD, "--format", "json", *args])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    found: dict[str, Any] = json.loads(out)
+    return found
+
+
+# ---------------------------------------------------------------- the pure search
+
+
+def _judge_planted(first_bad: int, skipped: tuple[int, ...] = ()) -> Any:
+    calls: list[int] = []
+
+    def judge(commit: str) -> Judged:
+        at = int(commit)
+        calls.append(at)
+        return Judged.SKIP if at in skipped else Judged.BAD if at >= first_bad else Judged.GOOD
+    return judge, calls
+
+
+@pytest.mark.parametrize("count", [2, 3, 5, 16, 33, 100])
+def test_search_finds_every_planted_commit_in_log2_probes(count: int) -> None:
+    commits = [str(i) for i in range(count)]
+    for first_bad in range(1, count):
+        judge, calls = _judge_planted(first_bad)
+        outcome = bisect(commits, judge)
+        assert outcome.culprit == str(first_bad) and outcome.reason == FOUND
+        assert len(calls) <= math.ceil(math.log2(count - 1)) if count > 2 else not calls
+
+
+def test_search_steps_around_skips_and_names_nobody_when_only_skips_are_left() -> None:
+    commits = [str(i) for i in range(10)]
+    judge, calls = _judge_planted(6, skipped=(4, 5))
+    outcome = bisect(commits, judge)
+    assert outcome.culprit is None and outcome.reason == ALL_SKIPPED
+    assert (outcome.good, outcome.bad) == ("3", "6") and {4, 5} <= set(calls)
+    judge, _ = _judge_planted(6, skipped=(4,))
+    assert bisect(commits, judge).culprit == "6"
+
+
+def test_search_stops_at_its_budget_with_the_range() -> None:
+    commits = [str(i) for i in range(64)]
+    judge, calls = _judge_planted(37)
+    outcome = bisect(commits, judge, budget=3)
+    assert outcome.culprit is None and outcome.reason == BUDGET_SPENT and len(calls) == 3
+    assert int(outcome.good) < 37 <= int(outcome.bad) and int(outcome.bad) - int(outcome.good) <= 8
+
+
+def test_search_uses_known_verdicts_before_any_run() -> None:
+    commits = [str(i) for i in range(32)]
+    judge, calls = _judge_planted(20)
+    outcome = bisect(commits, judge, known={"16": Judged.GOOD, "24": Judged.BAD})
+    assert outcome.culprit == "20" and len(calls) <= 3 and all(16 < c < 24 for c in calls)
+
+
+def test_search_under_noise_never_names_a_wrong_commit() -> None:
+    """A judge that cannot tell (noise: skip) for every commit near the change keeps the range."""
+    commits = [str(i) for i in range(16)]
+    judge, _ = _judge_planted(9, skipped=(7, 8, 9, 10))
+    outcome = bisect(commits, judge)
+    assert outcome.culprit is None and int(outcome.good) < 9 <= int(outcome.bad)
+
+
+# ---------------------------------------------------------------- the command on a generated repository
+
+
+def test_finds_the_planted_commit_within_log2_plus_two_runs(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[0], "--bad", "HEAD")
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert found["range"] == [planted.commits[SLOW_FROM - 1], planted.commits[SLOW_FROM]]
+    assert len(found["runs"]) <= math.ceil(math.log2(len(planted.commits))) + 2  # 6 for 16 commits
+    assert found["runs"][:2] == [planted.commits[0], planted.commits[-1]]  # the two ends first
+    assert not subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=planted.path, capture_output=True,
+                              text=True, check=True).stdout.count("worktree ") - 1  # every worktree removed
+
+
+def test_text_names_the_culprit_in_a_short_summary(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(planted.path)
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--good", planted.commits[8], "--bad",
+                 planted.commits[12]]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
+    assert "runs of the test over 4 commits" in out
+
+
+def test_a_commit_that_fails_to_build_is_reported_as_a_skip(skipping: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    found = bisect_json(skipping, monkeypatch, capsys, "--good", skipping.commits[0], "--bad", skipping.commits[-1])
+    skipped = [v for v in found["verdicts"] if v["verdict"] == "skip"]
+    assert [v["commit"] for v in skipped] == [skipping.commits[3]] and "build failed" in skipped[0]["note"]
+    # 3 was skipped and 4 is the first bad one: either may have made the change, so nobody is named
+    assert found["culprit"] is None and found["stopped"] == ALL_SKIPPED
+    assert found["range"] == [skipping.commits[2], skipping.commits[4]]
+
+
+def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[0], "--bad", "HEAD", "--budget", "4")
+    assert found["culprit"] is None and found["stopped"] == BUDGET_SPENT and len(found["runs"]) == 4
+    good, bad = (planted.commits.index(c) for c in found["range"])
+    assert good < SLOW_FROM <= bad and bad - good < 15
+
+
+@pytest.mark.parametrize("slow_from", [None, 4])
+def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str], slow_from: int | None) -> None:
+    """25% noise: with no real change nothing is named; with one, the planted commit or a range that holds it."""
+    repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=0.25, slowdown=1.6)
+    found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
+    if slow_from is None:
+        assert found["culprit"] is None and found["stopped"] == "no change" and len(found["runs"]) == 2
+    else:
+        assert found["culprit"] in (None, repo.commits[slow_from])
+        good, bad = (repo.commits.index(c) for c in found["range"])
+        assert good < slow_from <= bad
+
+
+def test_git_bisect_run_steps(planted: Repo, tmp_path: Path) -> None:
+    """A real ``git bisect run``: exit 0 good, 1 bad, 125 skip; git names the planted commit."""
+    repo = clone(planted, tmp_path / "clone")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[13], repo.commits[9]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", COMMAND, "--build", BUILD], cwd=repo.path, capture_output=True, text=True,
+                          env={**_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
+    step = [sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST, "--command", COMMAND, "--build",
+            BUILD, "--good", repo.commits[0], "--bad", repo.commits[13], "--commit"]
+    statuses = [subprocess.run([*step, repo.commits[at]], cwd=repo.path, capture_output=True, env=_env()).returncode
+                for at in (3, 12, 5)]
+    assert statuses == [125, 1, 0]
+    bad_input = subprocess.run([*step[:-5], "--good", "nosuchref", "--bad", "HEAD"], cwd=repo.path,
+                               capture_output=True, text=True, env=_env())
+    assert bad_input.returncode == 128 and bad_input.stderr.count("\n") == 1 and "nosuchref" in bad_input.stderr
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def test_real_pytest_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The test run by pytest-benchmark itself (on perfgate's virtual clock): 4 commits, slower from commit 2."""
+    repo = make_repo(tmp_path / "pytest", 4, 2, noise=0.0)
+    monkeypatch.chdir(repo.path)
+    assert main(["bisect", "--test", TEST, "--command", PYTEST_COMMAND, "--good", repo.commits[0], "--bad",
+                 repo.commits[-1], "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["culprit"] == repo.commits[2] and len(found["runs"]) <= 4
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--good", "nosuchref", "--bad", "HEAD"], "'nosuchref' is not a commit"),
+    (["--good", "HEAD", "--bad", "HEAD~3"], "is not an ancestor of --bad"),
+    (["--good", "HEAD~2", "--bad", "HEAD", "--command", "exit 4"], "cannot be measured: test failed (exit 4)"),
+])
+def test_bad_input_is_one_line_and_exit_2(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    monkeypatch.chdir(planted.path)
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_outside_a_repository_is_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert main(["bisect", "--test", TEST, "--good", "HEAD~1", "--bad", "HEAD"]) == 2
+    assert "is not inside a git repository" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- --record and history changes
+
+
+def _record_history(url: str, repo: Repo, tmp_path: Path) -> None:
+    """The history recorded commits 0-5 (fast) and 12-15 (slow), not those between: a change point at 12."""
+    for at in (*range(6), *range(12, 16)):
+        value = (1500.0 if at >= SLOW_FROM else 1000.0) + at % 3
+        report = write_report(tmp_path / f"run{at}.json", {("k", KERNEL_TIME): [value]}, test=TEST)
+        assert main(["history", "record", str(report), "--db", url, "--commit", repo.commits[at], "--branch", "main",
+                     "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
+
+
+def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    _record_history(url, repo, tmp_path)
+    found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--record")  # the range from the change point
+    assert found["culprit"] == repo.commits[SLOW_FROM] and found["recorded"] == repo.commits[12]
+    # the history's ends (5, 12) judged, then 8, 10, 11 run: both ends are measured as the references
+    assert found["runs"][:2] == [repo.commits[5], repo.commits[12]] and len(found["runs"]) <= 5
+    assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
+    assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    assert [c["culprit"]["commit"] for c in changes] == [repo.commits[SLOW_FROM]]
+    assert main(["history", "changes", "--db", url]) == 0
+    assert f"culprit: {repo.commits[SLOW_FROM]} (perfgate bisect" in capsys.readouterr().out
+
+
+def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _record_then_changes(f"sqlite:///{tmp_path / 'history.sqlite'}", planted, tmp_path, monkeypatch, capsys)
+
+
+def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    for url in fresh_postgres_database():
+        _record_then_changes(url, planted, tmp_path, monkeypatch, capsys)
