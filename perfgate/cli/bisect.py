@@ -99,13 +99,17 @@ def _search(args: argparse.Namespace) -> int:
     runner, options, settings = _runner(args)
     url, branch = _history_of(args, settings)
     plan = _plan(args, runner.root, url, branch)
-    outcome = bisect_commits(runner, plan, options, progress=lambda line: sys.stderr.write(inert(line) + "\n"))
+    outcome = bisect_commits(runner, plan, options, progress=_progress)
     if args.record:
         outcome["recorded"] = _record(args, runner.root, url, branch, outcome)
     text = render_text(outcome)
     print_out(inert_json(_json(outcome)) if args.format == "json" else
               "".join(inert(line, 400) + "\n" for line in text.splitlines()))
     return EXIT_OK
+
+
+def _progress(line: str) -> None:
+    sys.stderr.write(inert(line) + "\n")
 
 
 def _json(outcome: dict[str, Any]) -> str:
