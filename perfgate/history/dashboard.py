@@ -79,7 +79,8 @@ def _change_view(change: dict[str, Any]) -> dict[str, Any]:
     return {"commit": change["commit"][:12], "direction": change["direction"], "text": f"{change['change']:+.1%}",
             "before": number(change["before"]), "after": number(change["after"]),
             "confidence": f"{change['confidence']:.1%}", "creep": change["creep"],
-            "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"], "gate": False}
+            "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"], "gate": False,
+            "culprit": (change.get("culprit") or {}).get("commit")}
 
 
 def script_json(value: Any) -> Any:

@@ -12,6 +12,7 @@ import numpy as np
 
 from perfgate.history.accept import load_acceptances
 from perfgate.history.changes import P_VALUE
+from perfgate.history.culprits import Culprit, load_culprits, mark_culprits
 from perfgate.history.db import History
 from perfgate.history.keys import gpu_key
 from perfgate.history.detect import series_changes
@@ -41,14 +42,18 @@ def _regressed_rows(report: Report) -> list[dict[str, Any]]:
     return rows
 
 
-def _creep(branch: Any, series: Series) -> str:
-    """Whether the base branch's latest commits already moved this series the same (worse) way."""
+def _creep(branch: Any, series: Series, culprits: Sequence[Culprit]) -> str:
+    """Whether the base branch's latest commits already moved this series the same (worse) way, with the culprit
+    commits ``perfgate bisect --record`` found for those changes."""
     recent = set(branch.commits[int(i)] for i in series.commits[-TREND_COMMITS:])
     found = [c for c in series_changes(branch, series, P_VALUE, 0.0) if c["commit"] in recent]
     worse = [c for c in found if c["direction"] == "regression"]
     if not worse:
         return "no"
-    return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits"
+    mark_culprits(culprits, branch.name, worse)
+    named = [md_escape(c["culprit"]["commit"][:12]) for c in worse if c["culprit"]]
+    found = f" (culprit {', '.join(named)})" if named else ""
+    return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits{found}"
 
 
 def trend_markdown(history: History, report: Report, branch_name: str) -> str:
@@ -60,6 +65,7 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     by_key = {tuple(s.facts[n] for n in ("gpu", "test", "kind", "kernel", "region", "metric")): s
               for s in branch.series}
     acceptances = load_acceptances(history)
+    culprits = load_culprits(history)
     lines = [f"#### Trend on `{md_escape(branch_name)}` (last {TREND_COMMITS} commits, then this run)", "",
              "| kernel | metric | trend | base → now | continues a creep | accepted before |", "|---|---|---|---|---|---|"]
     for row in rows[:KERNELS_SHOWN]:
@@ -78,7 +84,7 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
         said = "; ".join(f"{md_escape(a.commit[:12])} by {md_escape(a.by)}: {md_escape(a.reason)}"
                          for a in accepted[-2:])
         lines.append(f"| {name} | {md_escape(row['metric'])} | {sparkline(values)} | {change} | "
-                     f"{_creep(branch, series)} | {said} |")
+                     f"{_creep(branch, series, culprits)} | {said} |")
     if len(rows) > KERNELS_SHOWN:
         lines.append(f"\n{len(rows) - KERNELS_SHOWN} more regressed values have a trend in the dashboard.")
     return "\n".join(lines) + "\n"

@@ -244,6 +244,16 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     assert [c["culprit"]["commit"] for c in changes] == [repo.commits[SLOW_FROM]]
     assert main(["history", "changes", "--db", url]) == 0
     assert f"culprit: {repo.commits[SLOW_FROM]} (perfgate bisect" in capsys.readouterr().out
+    assert main(["history", "dashboard", "--db", url, "-o", str(tmp_path / "site")]) == 0
+    (page,) = (tmp_path / "site" / "kernels").iterdir()
+    assert f"culprit <code>{repo.commits[SLOW_FROM][:12]}</code> (bisect)" in page.read_text(encoding="utf-8")
+    # the PR comment's trend: a regression that continues one whose culprit is known names it
+    pr = write_report(tmp_path / "pr.json", {("k", KERNEL_TIME): [1700.0]}, test=TEST, status="regression")
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_SHA"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    assert main(["publish", str(pr), "--no-comment", "--no-check", "--history", url]) == 0
+    assert f"(culprit {repo.commits[SLOW_FROM][:12]})" in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
 def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
