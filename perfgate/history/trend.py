@@ -52,8 +52,8 @@ def _creep(branch: Any, series: Series, culprits: Sequence[Culprit]) -> str:
         return "no"
     mark_culprits(culprits, branch.name, worse)
     named = [md_escape(c["culprit"]["commit"][:12]) for c in worse if c["culprit"]]
-    found = f" (culprit {', '.join(named)})" if named else ""
-    return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits{found}"
+    culprit = f" (culprit {', '.join(named)})" if named else ""
+    return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits{culprit}"
 
 
 def trend_markdown(history: History, report: Report, branch_name: str) -> str:
