@@ -17,7 +17,7 @@ import pytest
 
 from perfgate.bisect.search import ALL_SKIPPED, BUDGET_SPENT, FOUND, Judged, bisect
 from perfgate.cli import main
-from tests.helpers.bisect_repo import BUILD, COMMAND, PYTEST_COMMAND, TEST, Repo, clone, make_repo
+from tests.helpers.bisect_repo import BUILD, COMMAND, COUNTERS, PYTEST_COMMAND, TEST, Repo, clone, make_repo
 from tests.helpers.history import KERNEL_TIME, fresh_postgres_database, write_report
 
 SLOW_FROM = 11
@@ -114,6 +114,15 @@ def test_finds_the_planted_commit_within_log2_plus_two_runs(planted: Repo, monke
     assert found["runs"][:2] == [planted.commits[0], planted.commits[-1]]  # the two ends first
     assert not subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=planted.path, capture_output=True,
                               text=True, check=True).stdout.count("worktree ") - 1  # every worktree removed
+
+
+def test_counters_are_judged_exactly_in_one_run_a_commit(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A perf test's counters (a perfgate baseline file a commit): +50% instructions from commit 11."""
+    found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[0], "--bad", "HEAD", "--command",
+                        COUNTERS)
+    assert found["culprit"] == planted.commits[SLOW_FROM] and len(found["runs"]) <= 6
+    assert len(set(found["runs"])) == len(found["runs"])  # each commit run once
 
 
 def test_text_names_the_culprit_in_a_short_summary(planted: Repo, monkeypatch: pytest.MonkeyPatch,

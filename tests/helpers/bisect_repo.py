@@ -30,6 +30,18 @@ document = {"machine_info": {"cpu": {"brand_raw": "bisect test CPU"}}, "version"
 json.dump(document, open(os.environ["PERFGATE_BISECT_OUTPUT"], "w"))
 """
 
+# A GPU perf test's counters as a perfgate baseline (what pytest --perfgate --perfgate-update writes): a kernel's
+# instructions, deterministic for the same code, and its time; one run a commit is enough to judge them.
+COUNTER_SCRIPT = """
+import json, os
+state = json.load(open("state.json"))
+metrics = {"smsp__inst_executed.sum": {"unit": "", "value": round(4096 * state["mean"] / 1e-3)},
+           "gpu__time_duration.sum": {"unit": "ns", "value": 1e6 * state["mean"]}}
+document = {"format": "perfgate-baseline", "version": 1, "device": {"name": "NVIDIA H100", "cc": "9.0"},
+            "entries": [{"kind": "kernel", "name": "gemm", "ordinal": 0, "metrics": metrics}]}
+json.dump(document, open(os.environ["PERFGATE_BISECT_OUTPUT"], "w"))
+"""
+
 BUILD_SCRIPT = """
 import json, sys
 sys.exit(1 if json.load(open("state.json"))["broken"] else 0)
@@ -47,6 +59,7 @@ def test_step(benchmark):
 TEST = "test_bench.py::test_step"
 COMMAND = f"{sys.executable} -S bench.py"  # -S: no site packages to import, a third of each run's time
 BUILD = f"{sys.executable} -S build.py"
+COUNTERS = f"{sys.executable} -S counters.py"
 PYTEST_COMMAND = (f"{sys.executable} -m pytest {TEST} -q -p no:cacheprovider -p no:randomly "
                   f"--benchmark-json=\"$PERFGATE_BISECT_OUTPUT\" --benchmark-save-data {' '.join(BENCH_OPTIONS)}")
 
@@ -68,7 +81,7 @@ def make_repo(path: Path, count: int, slow_from: int | None, noise: float = 0.01
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     for name, text in (("bench.py", BENCH_SCRIPT), ("build.py", BUILD_SCRIPT), ("test_bench.py", PYTEST_BENCH),
-                       ("virtual_clock.py", VIRTUAL_CLOCK)):
+                       ("virtual_clock.py", VIRTUAL_CLOCK), ("counters.py", COUNTER_SCRIPT)):
         (path / name).write_text(text, encoding="utf-8")
     commits = []
     for at in range(count):
