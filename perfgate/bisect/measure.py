@@ -122,12 +122,14 @@ class Runner(NamedTuple):
                 shutil.copyfile(result, keep)
             return Result(measurement, "")
         except PerfgateError as exc:
-            return Result(None, f"result unreadable ({exc})")
+            return Result(None, str(exc))
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=self.root, capture_output=True,
-                           timeout=300, check=False)
+            removed = subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=self.root,
+                                     capture_output=True, timeout=300, check=False)
             shutil.rmtree(scratch, ignore_errors=True)
-            subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, timeout=300, check=False)
+            if removed.returncode != 0:  # never added, or removed half-way: git's record of it goes too
+                subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, timeout=300,
+                               check=False)
 
 
 def _shell(command: str, cwd: Path, extra: dict[str, str]) -> str:

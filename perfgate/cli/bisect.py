@@ -125,51 +125,54 @@ def _history_of(args: argparse.Namespace, settings: Any) -> tuple[str | None, st
 
 
 def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) -> Plan:
-    """The range to search: --good/--bad, else the change point (--change, else the newest of the test's)."""
+    """The range to search: --good/--bad, else the change point (--change, else the test's newest regression);
+    the history's verdicts on the change point's two commits, where they lie in the range, cost nothing."""
     from perfgate.bisect.measure import resolve_commit
     from perfgate.bisect.run import Plan
     from perfgate.bisect.search import Judged
 
-    change = _change_point(args, url, branch) if url is not None and (args.change or args.record or
-                                                                       not (args.good and args.bad)) else None
-    good_ref = args.good or (change["previous_commit"] if change else None)
-    bad_ref = args.bad or (change["commit"] if change else None)
-    if good_ref is None or bad_ref is None:
+    given = {name: resolve_commit(root, ref, f"--{name}") for name, ref in (("good", args.good), ("bad", args.bad))
+             if ref}
+    change = _change_point(args, root, url, branch, given) if url is not None else None
+    if change is None and args.change:
+        raise InputError("--change", f"the history holds no change point of {args.test!r} at {args.change!r}",
+                         "pick one that 'perfgate history changes' lists for the test")
+    if change is None and len(given) < 2:
         raise InputError("perfgate bisect", "needs --good and --bad, or a history with a change point of the test",
                          "give --good REF --bad REF, or --db with the history that found the change")
-    good = resolve_commit(root, good_ref, "--good")
-    bad = resolve_commit(root, bad_ref, "--bad")
-    known: dict[str, Judged] = {}
-    if change is not None:  # the history's runs judged these two: they cost nothing
-        for ref, verdict in ((change["previous_commit"], Judged.GOOD), (change["commit"], Judged.BAD)):
-            try:
-                known[resolve_commit(root, ref, "--db")] = verdict
-            except InputError:
-                continue  # a commit of the history this clone does not hold
-    return Plan(good, bad, known, args.budget)
+    if change is None:
+        return Plan(given["good"], given["bad"], {}, args.budget)
+    known = {change["previous"]: Judged.GOOD, change["bad"]: Judged.BAD}
+    return Plan(given.get("good", change["previous"]), given.get("bad", change["bad"]), known, args.budget)
 
 
-def _change_point(args: argparse.Namespace, url: str, branch: str) -> dict[str, Any] | None:
-    """The test's change point in the history: at --change, else the newest regression; None where the history
-    holds no change of the test (and none was asked for by --change)."""
+def _change_point(args: argparse.Namespace, root: Path, url: str, branch: str,
+                  given: dict[str, str]) -> dict[str, Any] | None:
+    """The test's regression change point in the history that lies within the given ends (at --change, else the
+    newest), with its two commits as this repository resolves them (``previous``, ``bad``); None where there is
+    none, or the history does not exist."""
+    from perfgate.bisect.measure import is_ancestor, resolve_commit
     from perfgate.history.culprits import of_test
     from perfgate.history.db import open_history, sqlite_path
     from perfgate.history.detect import find_changes
 
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        if args.change:
-            raise InputError(path, "does not exist, so it has no change point", "pass --db with your history")
         return None
     with open_history(url, create=False, max_time=args.max_time) as history:
-        found = [c for c in find_changes(history, branch) if of_test(c, args.test) and not c["awaiting"]]
-    if args.change:
-        found = [c for c in found if c["commit"].startswith(args.change.lower())]
-        if not found:
-            raise InputError("--change", f"the history holds no change point of {args.test!r} at {args.change!r}",
-                             "pick one that 'perfgate history changes' lists for the test")
-    regressions = [c for c in found if c["direction"] == "regression"]
-    return regressions[0] if regressions else None
+        found = [c for c in find_changes(history, branch) if of_test(c, args.test) and not c["awaiting"]
+                 and c["direction"] == "regression"]
+    for change in found:
+        if args.change and not change["commit"].startswith(args.change.lower()):
+            continue
+        try:  # a commit of the history this clone does not hold is no help
+            previous = resolve_commit(root, change["previous_commit"], "--db")
+            bad = resolve_commit(root, change["commit"], "--db")
+        except InputError:
+            continue
+        if is_ancestor(root, given.get("good", previous), previous) and is_ancestor(root, bad, given.get("bad", bad)):
+            return {**change, "previous": previous, "bad": bad}
+    return None
 
 
 def _holds(root: Path, change: dict[str, Any], culprit: str) -> bool:

@@ -39,7 +39,7 @@ def bisect_json(repo: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
                 *args: str) -> dict[str, Any]:
     monkeypatch.chdir(repo.path)
     capsys.readouterr()
-    status = main(["bisect", "--test", TEST, "--command", COMMAND, "--build", BUILD, "--format", "json", *args])
+    status = main(["bisect", "--test", TEST, "--command", COMMAND, "--format", "json", *args])
     out = capsys.readouterr().out
     assert status == 0, out
     found: dict[str, Any] = json.loads(out)
@@ -137,7 +137,8 @@ def test_text_names_the_culprit_in_a_short_summary(planted: Repo, monkeypatch: p
 
 def test_a_commit_that_fails_to_build_is_reported_as_a_skip(skipping: Repo, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    found = bisect_json(skipping, monkeypatch, capsys, "--good", skipping.commits[0], "--bad", skipping.commits[-1])
+    found = bisect_json(skipping, monkeypatch, capsys, "--good", skipping.commits[0], "--bad", skipping.commits[-1],
+                        "--build", BUILD)
     skipped = [v for v in found["verdicts"] if v["verdict"] == "skip"]
     assert [v["commit"] for v in skipped] == [skipping.commits[3]] and "build failed" in skipped[0]["note"]
     # 3 was skipped and 4 is the first bad one: either may have made the change, so nobody is named
@@ -263,6 +264,18 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     assert main(["publish", str(pr), "--no-comment", "--no-check", "--history", url]) == 0
     assert f"(culprit {repo.commits[SLOW_FROM][:12]})" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
+def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """--good 0 --bad 15 with a history that recorded 5 (good) and 12 (bad): only 5..12 is searched."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    _record_history(url, planted, tmp_path)
+    found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--good", planted.commits[0], "--bad", "HEAD")
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert found["runs"][:2] == [planted.commits[5], planted.commits[12]] and len(found["runs"]) == 5
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--change", "0" * 12]) == 2
+    assert "holds no change point of" in capsys.readouterr().err
 
 
 def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
