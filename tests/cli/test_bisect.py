@@ -125,6 +125,13 @@ def test_counters_are_judged_exactly_in_one_run_a_commit(planted: Repo, monkeypa
     assert len(set(found["runs"])) == len(found["runs"])  # each commit run once
 
 
+def test_repeat_pools_the_runs_of_each_commit(planted: Repo, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[9], "--bad", planted.commits[12],
+                        "--repeat", "2")
+    assert found["culprit"] == planted.commits[SLOW_FROM] and len(found["runs"]) <= 4
+
+
 def test_text_names_the_culprit_in_a_short_summary(planted: Repo, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(planted.path)
@@ -154,11 +161,14 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from", [None, 4])
+@pytest.mark.parametrize("slow_from, seed", [(None, 1), (4, 1), (4, 15), (4, 29)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str], slow_from: int | None) -> None:
-    """25% noise: with no real change nothing is named; with one, the planted commit or a range that holds it."""
-    repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=0.25, slowdown=1.6)
+                                           capsys: pytest.CaptureFixture[str], slow_from: int | None,
+                                           seed: int) -> None:
+    """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
+    slowdown at commit 4, commit 4 or a range that holds it (these seeds give: a range after skips, the culprit, a
+    range; 8 seeds tried: 4 culprits, 3 ranges, 1 "no change", never a wrong commit)."""
+    repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
         assert found["culprit"] is None and found["stopped"] == "no change" and len(found["runs"]) == 2
@@ -212,6 +222,8 @@ def test_real_pytest_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.Mo
     (["--good", "nosuchref", "--bad", "HEAD"], "'nosuchref' is not a commit"),
     (["--good", "HEAD", "--bad", "HEAD~3"], "is not an ancestor of --bad"),
     (["--good", "HEAD~2", "--bad", "HEAD", "--command", "exit 4"], "cannot be measured: test failed (exit 4)"),
+    (["--good", "HEAD~2", "--bad", "HEAD", "--budget", "1"], "must be at least"),
+    (["--bad", "HEAD"], "needs --good and --bad"),
 ])
 def test_bad_input_is_one_line_and_exit_2(planted: Repo, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:

@@ -20,7 +20,9 @@ from tests.helpers.benchmark_suite import BENCH_OPTIONS, VIRTUAL_CLOCK
 BENCH_SCRIPT = """
 import json, os, random
 state = json.load(open("state.json"))
-rng = random.Random(state["seed"] + int(os.environ.get("BENCH_RUN", "0")))
+run = int(open("runs.txt").read()) if os.path.exists("runs.txt") else 0  # --repeat: each run its own noise
+open("runs.txt", "w").write(str(run + 1))
+rng = random.Random(state["seed"] + run)
 data = [state["mean"] * (1.0 + abs(rng.gauss(0.0, state["noise"]))) for _ in range(25)]
 stats = {"min": min(data), "max": max(data), "mean": sum(data) / len(data), "median": sorted(data)[12],
          "stddev": 0.0, "rounds": len(data), "ops": 1.0 / min(data), "data": data}
@@ -76,7 +78,7 @@ def git(path: Path, *args: str) -> str:
 
 
 def make_repo(path: Path, count: int, slow_from: int | None, noise: float = 0.01, broken: Sequence[int] = (),
-              slowdown: float = 1.5, mean: float = 1e-3) -> Repo:
+              slowdown: float = 1.5, mean: float = 1e-3, seed: int = 0) -> Repo:
     """``count`` commits; from ``slow_from`` on (None: never) the benchmark is ``slowdown`` times slower."""
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
@@ -86,7 +88,7 @@ def make_repo(path: Path, count: int, slow_from: int | None, noise: float = 0.01
     commits = []
     for at in range(count):
         slow = slow_from is not None and at >= slow_from
-        state = {"index": at, "seed": at * 1000, "noise": noise, "broken": at in broken,
+        state = {"index": at, "seed": seed + at * 1000, "noise": noise, "broken": at in broken,
                  "mean": mean * (slowdown if slow else 1.0)}
         (path / "state.json").write_text(json.dumps(state), encoding="utf-8")
         git(path, "add", "-A")
