@@ -94,18 +94,28 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from perfgate.bisect.run import bisect_commits, render_text
+    from perfgate.bisect.run import bisect_commits
 
     runner, options, settings = _runner(args)
     url, branch = _history_of(args, settings)
     plan = _plan(args, runner.root, url, branch)
     outcome = bisect_commits(runner, plan, options, progress=_progress)
     if args.record:
-        outcome["recorded"] = _record(args, runner.root, url, branch, outcome)
-    text = render_text(outcome)
-    print_out(inert_json(_json(outcome)) if args.format == "json" else
-              "".join(inert(line, 400) + "\n" for line in text.splitlines()))
+        try:
+            outcome["recorded"] = _record(args, runner.root, url, branch, outcome)
+        except PerfgateError:
+            _print(args.format, outcome)  # what the runs found is shown before the error line
+            raise
+    _print(args.format, outcome)
     return EXIT_OK
+
+
+def _print(fmt: str, outcome: dict[str, Any]) -> None:
+    from perfgate.bisect.run import render_text
+
+    text = render_text(outcome)
+    print_out(inert_json(_json(outcome)) if fmt == "json" else
+              "".join(inert(line, 400) + "\n" for line in text.splitlines()))
 
 
 def _progress(line: str) -> None:

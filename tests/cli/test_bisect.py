@@ -288,6 +288,11 @@ def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, m
     assert found["runs"][:2] == [planted.commits[5], planted.commits[12]] and len(found["runs"]) == 5
     assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--change", "0" * 12]) == 2
     assert "holds no change point of" in capsys.readouterr().err
+    # a culprit outside every change point of the test is not recorded, but what the runs found is shown
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--record", "--good",
+                 planted.commits[12], "--bad", planted.commits[14]]) == 2
+    captured = capsys.readouterr()
+    assert "no culprit named: the bad end did not regress" in captured.out and "--record" in captured.err
 
 
 def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
