@@ -49,7 +49,7 @@ def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
                  {"commit": commits[high], "verdict": "bad", "by": "run", "note": "the bad end"}]
     ends = ends_differ(good, bad, options)
     if ends != Verdict.FAIL.value:
-        verdicts[-1].update(verdict="skip", note=f"compared with the good end: {ends}")
+        verdicts[-1].update(verdict="good", note=f"the bad end; compared with the good end: {ends}")
         return _outcome(None, commits[low], commits[high], runs, verdicts, "no change", len(commits) - 1)
 
     def judged(commit: str) -> Judged:

@@ -172,6 +172,7 @@ def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.M
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
         assert found["culprit"] is None and found["stopped"] == "no change" and len(found["runs"]) == 2
+        assert [v["verdict"] for v in found["verdicts"]] == ["good", "good"]
     else:
         assert found["culprit"] in (None, repo.commits[slow_from])
         good, bad = (repo.commits.index(c) for c in found["range"])
