@@ -3,8 +3,8 @@ read by perfgate's readers, and judged against the good and the bad end with per
 
 The test writes its result to the file named by ``$PERFGATE_BISECT_OUTPUT``: by default pytest runs NODEID with
 pytest-benchmark's ``--benchmark-json`` there (its raw timings kept, so the comparison's Mann-Whitney test judges
-time); ``--command`` gives any other command that writes a file perfgate reads (a pytest-benchmark JSON, an ncu
-report). A commit whose build or test fails, or whose result is missing, is skipped, never judged.
+time); with ``--perfgate`` under ``pytest --perfgate``, its baseline written there (ncu's counters); ``--command``
+gives any other command that writes a file perfgate reads (a pytest-benchmark JSON, an ncu report, a baseline). A commit whose build or test fails, or whose result is missing, is skipped, never judged.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ def default_command(test: str) -> str:
     """pytest running ``test`` with its timings written where bisect reads them (raw data: the statistics)."""
     return (f"{shlex.quote(sys.executable)} -m pytest {shlex.quote(test)} -q -p no:cacheprovider "
             f"--benchmark-only --benchmark-json=\"${OUTPUT_VARIABLE}\" --benchmark-save-data")
+
+
+def perfgate_command(test: str) -> str:
+    """pytest --perfgate measuring ``test`` (ncu's counters, or the configured source), its baseline written to a
+    folder of its own and copied where bisect reads it: one GPU, one baseline file."""
+    folder = f"\"${OUTPUT_VARIABLE}.d\""
+    return (f"{shlex.quote(sys.executable)} -m pytest {shlex.quote(test)} -q -p no:cacheprovider --perfgate "
+            f"--perfgate-update --perfgate-baselines {folder} && cp {folder}/*/*.json \"${OUTPUT_VARIABLE}\"")
 
 
 def git(root: Path, *args: str) -> str:

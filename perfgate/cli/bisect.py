@@ -45,6 +45,8 @@ def add_parser(sub: SubParsers) -> None:
     parser.add_argument("--command", metavar="CMD",
                         help="shell command that runs the test and writes its result (pytest-benchmark JSON, ncu "
                              "report) to $PERFGATE_BISECT_OUTPUT (default: pytest NODEID --benchmark-json)")
+    parser.add_argument("--perfgate", action="store_true",
+                        help="the test is a perf test: run it under pytest --perfgate (its baseline is the result)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="runs of the test per commit, timings pooled (default: 1)")
     parser.add_argument("--budget", type=int, metavar="N", help="at most N runs of the test, both ends included; "
@@ -77,7 +79,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 
 def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
-    from perfgate.bisect.measure import Runner, default_command, repository_root
+    from perfgate.bisect.measure import Runner, default_command, perfgate_command, repository_root
     from perfgate.options import selection
 
     root = repository_root(Path.cwd())
@@ -88,7 +90,8 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     if args.repeat < 1 or (args.budget is not None and args.budget < 2):
         raise InputError("--repeat/--budget", "must be at least 1 (--repeat) and 2 (--budget: both ends)",
                          "give larger numbers")
-    runner = Runner(root, args.test, args.build, args.command or default_command(args.test),
+    command = args.command or (perfgate_command if args.perfgate else default_command)(args.test)
+    runner = Runner(root, args.test, args.build, command,
                     options.wanted_metrics(), args.repeat)
     return runner, options, settings
 
