@@ -125,6 +125,9 @@ class Runner(NamedTuple):
                 outputs.append(output)
             result = outputs[0] if len(outputs) == 1 else _pooled(outputs, scratch / "pooled.json")
             measurement = read_result(result, self.wanted)
+            if measurement.table.empty:
+                return Result(None, "its result holds no measurement (a benchmark test takes the benchmark "
+                                    "fixture; a perf test needs --perfgate)")
             if keep is not None:
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(result, keep)

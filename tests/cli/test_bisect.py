@@ -224,6 +224,8 @@ def test_real_pytest_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.Mo
     (["--good", "HEAD", "--bad", "HEAD~3"], "is not an ancestor of --bad"),
     (["--good", "HEAD~2", "--bad", "HEAD", "--command", "exit 4"], "cannot be measured: test failed (exit 4)"),
     (["--good", "HEAD~2", "--bad", "HEAD", "--budget", "1"], "must be at least"),
+    (["--good", "HEAD~2", "--bad", "HEAD", "--command", "echo '{\"version\": \"4\", \"benchmarks\": []}' > "
+      "$PERFGATE_BISECT_OUTPUT"], "its result holds no measurement"),
     (["--bad", "HEAD"], "needs --good and --bad"),
 ])
 def test_bad_input_is_one_line_and_exit_2(planted: Repo, monkeypatch: pytest.MonkeyPatch,
