@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from perfgate.bisect.search import Judged
 from perfgate.errors import InputError, PerfgateError
-from perfgate.vocabulary import Verdict
+from perfgate.vocabulary import Status, Verdict
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
@@ -199,8 +199,18 @@ def judge(good: Measurement, candidate: Measurement, bad: Measurement, options: 
     return Judged.SKIP
 
 
-def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions) -> str:
-    """The comparison's verdict of the bad end against the good end ("fail": there is a regression to find)."""
-    from perfgate.compare import compare_tables
+class EndsCompared(NamedTuple):
+    verdict: str  # the comparison's: "fail" when the bad end regressed from the good end
+    counters: bool  # a work counter (not time) regressed: judged exactly, one run a commit is enough
 
-    return compare_tables(good, bad, options).verdict
+
+def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions) -> EndsCompared:
+    """The bad end compared with the good end, and whether a deterministic counter is among what regressed."""
+    from perfgate.compare import compare_tables
+    from perfgate.metrics import is_time_like
+
+    compared = compare_tables(good, bad, options)
+    results = compared.results
+    regressed = results["metric"][results.equals("status", Status.REGRESSION.value)].tolist()
+    counters = any(not (is_time_like(m) or m.startswith("time.")) for m in regressed)
+    return EndsCompared(compared.verdict, counters)

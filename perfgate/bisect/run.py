@@ -48,9 +48,11 @@ def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
     verdicts += [{"commit": commits[low], "verdict": "good", "by": "run", "note": "the good end"},
                  {"commit": commits[high], "verdict": "bad", "by": "run", "note": "the bad end"}]
     ends = ends_differ(good, bad, options)
-    if ends != Verdict.FAIL.value:
-        verdicts[-1].update(verdict="good", note=f"the bad end; compared with the good end: {ends}")
+    if ends.verdict != Verdict.FAIL.value:
+        verdicts[-1].update(verdict="good", note=f"the bad end; compared with the good end: {ends.verdict}")
         return _outcome(None, commits[low], commits[high], runs, verdicts, "no change", len(commits) - 1)
+    if ends.counters:  # deterministic counters moved: exact, one run a commit (--repeat is for time)
+        runner = runner._replace(repeat=1)
 
     def judged(commit: str) -> Judged:
         runs.append(commit)
@@ -65,7 +67,10 @@ def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
         return verdict
 
     outcome = bisect(commits[low:high + 1], judged, budget=None if plan.budget is None else max(plan.budget - 2, 0))
-    return _outcome(outcome.culprit, outcome.good, outcome.bad, runs, verdicts, outcome.reason, len(commits) - 1)
+    found = _outcome(outcome.culprit, outcome.good, outcome.bad, runs, verdicts, outcome.reason, len(commits) - 1)
+    found["judged_on"] = "counters" if ends.counters else "time"
+    found["runs_per_commit"] = runner.repeat
+    return found
 
 
 def _narrowed(commits: list[str], known: dict[str, Judged]) -> tuple[int, int]:

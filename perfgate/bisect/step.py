@@ -63,7 +63,7 @@ def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, ba
     good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
     commit = resolve_commit(runner.root, commit_ref, "--commit")
     good, bad = _end(runner, good_commit, "good"), _end(runner, bad_commit, "bad")
-    if ends_differ(good, bad, options) != Verdict.FAIL.value:
+    if ends_differ(good, bad, options).verdict != Verdict.FAIL.value:
         raise InputError("--bad", f"{bad_commit[:12]} did not regress from --good {good_commit[:12]}",
                          "there is nothing to bisect for this test; check --test and the two ends")
     if commit in (good_commit, bad_commit):

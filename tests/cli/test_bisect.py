@@ -120,8 +120,9 @@ def test_counters_are_judged_exactly_in_one_run_a_commit(planted: Repo, monkeypa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A perf test's counters (a perfgate baseline file a commit): +50% instructions from commit 11."""
     found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[0], "--bad", "HEAD", "--command",
-                        COUNTERS)
+                        COUNTERS, "--repeat", "3")
     assert found["culprit"] == planted.commits[SLOW_FROM] and len(found["runs"]) <= 6
+    assert found["judged_on"] == "counters" and found["runs_per_commit"] == 1  # --repeat is for time only
     assert len(set(found["runs"])) == len(found["runs"])  # each commit run once
 
 
@@ -130,6 +131,7 @@ def test_repeat_pools_the_runs_of_each_commit(planted: Repo, monkeypatch: pytest
     found = bisect_json(planted, monkeypatch, capsys, "--good", planted.commits[9], "--bad", planted.commits[12],
                         "--repeat", "2")
     assert found["culprit"] == planted.commits[SLOW_FROM] and len(found["runs"]) <= 4
+    assert found["judged_on"] == "time" and found["runs_per_commit"] == 2
 
 
 def test_text_names_the_culprit_in_a_short_summary(planted: Repo, monkeypatch: pytest.MonkeyPatch,
