@@ -76,6 +76,11 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     except PerfgateError as exc:  # git bisect run reads 2 as "bad": bad input must stop it instead
         sys.stderr.write(f"perfgate: error: {inert(exc)}\n")
         return STEP_BAD_INPUT
+    except Exception as exc:  # nor may anything unforeseen pass for a verdict
+        if os.environ.get("PERFGATE_DEBUG"):
+            raise
+        sys.stderr.write(f"perfgate: error: {type(exc).__name__}: {inert(exc, max_chars=300)}\n")
+        return STEP_BAD_INPUT
 
 
 def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
@@ -103,7 +108,9 @@ def _search(args: argparse.Namespace) -> int:
     url, branch = _history_of(args, settings)
     plan = _plan(args, runner.root, url, branch)
     outcome = bisect_commits(runner, plan, options, progress=_progress)
-    if args.record:
+    if args.record and outcome["culprit"] is None:
+        sys.stderr.write("perfgate bisect: nothing recorded: no culprit was named\n")
+    elif args.record:
         try:
             outcome["recorded"] = _record(args, runner.root, url, branch, outcome)
         except PerfgateError:
@@ -203,8 +210,6 @@ def _record(args: argparse.Namespace, root: Path, url: str | None, branch: str, 
     from perfgate.history.detect import find_changes
     from perfgate.history.record import iso_time
 
-    if outcome["culprit"] is None:
-        raise InputError("--record", "no culprit was found, so none is recorded", "see the range reported above")
     if url is None:
         raise InputError("--record", "no history is given", "pass --db URL or set [tool.perfgate] history")
     with open_history(url, create=False, max_time=args.max_time) as history:
@@ -224,7 +229,7 @@ def _step(args: argparse.Namespace) -> int:
     """One ``git bisect run`` step: HEAD judged against both ends (each end's result kept for the next step)."""
     from perfgate.bisect.step import judge_step
 
-    runner, options, settings = _runner(args)
+    runner, options, _ = _runner(args)
     verdict = judge_step(runner, options, args.good, args.bad, args.commit or "HEAD")
     sys.stderr.write(f"perfgate bisect: {verdict.value}\n")
     return STEP_EXIT[verdict.value]

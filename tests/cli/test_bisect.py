@@ -293,11 +293,16 @@ def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, m
     assert found["runs"][:2] == [planted.commits[5], planted.commits[12]] and len(found["runs"]) == 5
     assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--change", "0" * 12]) == 2
     assert "holds no change point of" in capsys.readouterr().err
-    # a culprit outside every change point of the test is not recorded, but what the runs found is shown
+    # no culprit: nothing is recorded, and the run is no error
     assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--record", "--good",
-                 planted.commits[12], "--bad", planted.commits[14]]) == 2
+                 planted.commits[12], "--bad", planted.commits[14]]) == 0
     captured = capsys.readouterr()
-    assert "no culprit named: the bad end did not regress" in captured.out and "--record" in captured.err
+    assert "no culprit named: the bad end did not regress" in captured.out and "nothing recorded" in captured.err
+    # a culprit of a test with no change point is not recorded, but what the runs found is shown
+    assert main(["bisect", "--test", "test_other.py::test_x", "--command", COMMAND, "--db", url, "--record",
+                 "--good", planted.commits[10], "--bad", planted.commits[11]]) == 2
+    captured = capsys.readouterr()
+    assert f"first bad commit: {planted.commits[SLOW_FROM]}" in captured.out and "--record" in captured.err
 
 
 def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
