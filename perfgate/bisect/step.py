@@ -2,7 +2,7 @@
 
 git starts a new process per step, so each end's result is kept in the repository's git folder
 (``perfgate-bisect/``, per test, build and command) and measured once for the whole bisection. The ends default
-to git's own: ``refs/bisect/bad`` and the oldest ``refs/bisect/good-*``.
+to the bisection's first bad and good commit (``git bisect log``).
 """
 
 from __future__ import annotations
@@ -29,19 +29,20 @@ def _cache(runner: Runner) -> Path:
 
 
 def _bisect_end(runner: Runner, given: str | None, which: str) -> str:
+    """--good/--bad, else the bisection's first good or bad commit as ``git bisect log`` has it: git moves its
+    refs as the bisection narrows, and every step must judge against the same two ends (measured once)."""
     if given:
         return resolve_commit(runner.root, given, f"--{which}")
-    refs = git(runner.root, "for-each-ref", "--format=%(objectname)", f"refs/bisect/{which}*").split()
-    if not refs:
+    try:
+        log = git(runner.root, "bisect", "log").splitlines()
+    except InputError:
+        log = []
+    # "# bad: [SHA] subject", "# good: [SHA] subject": the first of each is where the bisection started
+    marked = [line.split("[", 1)[1].split("]", 1)[0] for line in log if line.startswith(f"# {which}: [")]
+    if not marked:
         raise InputError(f"--{which}", "is not given and git bisect has no such commit",
                          f"give --{which} REF, or start with 'git bisect start BAD GOOD'")
-    return refs[0] if which == "bad" else _oldest(runner, refs)
-
-
-def _oldest(runner: Runner, commits: list[str]) -> str:
-    listed = git(runner.root, "rev-list", "--topo-order", "--reverse", *commits).split()
-    wanted = set(commits)
-    return next((c for c in listed if c in wanted), commits[0])
+    return resolve_commit(runner.root, marked[0], f"--{which}")
 
 
 def _end(runner: Runner, commit: str, which: str) -> Measurement:

@@ -181,26 +181,28 @@ def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.M
         assert good < slow_from <= bad
 
 
-def test_git_bisect_run_steps(skipping: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_git_bisect_run_steps(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    """A real ``git bisect run`` over the repository whose commit 3 fails to build: exit 0 good, 1 bad, 125 skip;
-    git then knows the change is at 3 or 4, as perfgate bisect does itself."""
-    repo = clone(skipping, tmp_path / "clone")
+    """A real ``git bisect run`` (exit 0 good, 1 bad): git names the planted commit; a commit that fails to build
+    is 125 (skip), and bad input 128, which stops git's bisection (2 would read as "bad")."""
+    repo = clone(planted, tmp_path / "clone")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "bisect", "start", repo.commits[-1], repo.commits[0]], cwd=repo.path, check=True,
+    subprocess.run([*git, "bisect", "start", repo.commits[12], repo.commits[9]], cwd=repo.path, check=True,
                    capture_output=True)
     done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
                            "--command", COMMAND, "--build", BUILD], cwd=repo.path, capture_output=True, text=True,
                           env=_env())
-    assert "only 'skip'ped commits left" in done.stdout, done.stdout + done.stderr  # git then exits 2 itself
-    assert repo.commits[3] in done.stdout and repo.commits[4] in done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
     log = subprocess.run(["git", "bisect", "log"], cwd=repo.path, capture_output=True, text=True, check=True).stdout
-    assert f"git bisect skip {repo.commits[3]}" in log and f"git bisect bad {repo.commits[4]}" in log
-    assert f"git bisect good {repo.commits[2]}" in log
-    monkeypatch.chdir(repo.path)  # bad input stops git's bisection: 128, not 2 (which git reads as "bad")
-    assert main(["bisect", "--step", "--test", TEST, "--command", COMMAND, "--good", "nosuchref", "--bad", "HEAD"]) == 128
+    assert f"git bisect good {repo.commits[10]}" in log and f"git bisect bad {repo.commits[SLOW_FROM]}" in log
+    assert len(list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))) == 2  # each end measured once
+    monkeypatch.chdir(repo.path)
+    step = ["bisect", "--step", "--test", TEST, "--command", COMMAND, "--build", BUILD]
+    assert main([*step, "--good", repo.commits[0], "--bad", repo.commits[13], "--commit", repo.commits[3]]) == 125
+    assert main([*step, "--good", "nosuchref", "--bad", "HEAD"]) == 128
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'nosuchref' is not a commit" in err
+    assert err.count("perfgate: error:") == 1 and "'nosuchref' is not a commit" in err
 
 
 def _env() -> dict[str, str]:
