@@ -83,6 +83,9 @@ def commits_between(root: Path, good: str, bad: str) -> list[str]:
         raise InputError("--good", f"{good[:12]} is not an ancestor of --bad {bad[:12]}",
                          "give the older, good commit as --good and the newer, bad one as --bad")
     listed = git(root, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}").split()
+    if not listed or listed[-1] != bad:
+        raise InputError("--good", f"{good[:12]} is not on the first-parent line of --bad {bad[:12]}",
+                         "give a good commit that 'git log --first-parent BAD' lists")
     return [good, *listed]
 
 
