@@ -273,6 +273,8 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     assert [c["culprit"]["commit"] for c in changes] == [repo.commits[SLOW_FROM]]
     assert main(["history", "changes", "--db", url]) == 0
     assert f"culprit: {repo.commits[SLOW_FROM]} (perfgate bisect" in capsys.readouterr().out
+    assert main(["history", "changes", "--db", url, "--format", "md"]) == 0
+    assert f"culprit {repo.commits[SLOW_FROM][:12]} (bisect)" in capsys.readouterr().out
     assert main(["history", "dashboard", "--db", url, "-o", str(tmp_path / "site")]) == 0
     (page,) = (tmp_path / "site" / "kernels").iterdir()
     assert f"culprit <code>{repo.commits[SLOW_FROM][:12]}</code> (bisect)" in page.read_text(encoding="utf-8")
