@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from perfgate import __version__
+from perfgate.version import __version__
 from perfgate.errors import ConfigError, InputError
 
 if sys.version_info >= (3, 11):  # the same reader as perfgate.config
