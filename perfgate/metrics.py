@@ -14,6 +14,7 @@ import math
 import re
 from typing import NamedTuple
 
+from perfgate.derived import DERIVED
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import is_benchmark_metric
 
@@ -208,7 +209,12 @@ TIMELINE_CATALOG: tuple[MetricInfo, ...] = (
 )
 TIMELINE_METRICS: tuple[str, ...] = tuple(m.name for m in TIMELINE_CATALOG)
 
-CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in (*CATALOG, *TIMELINE_CATALOG)}
+# The derived metrics (``perfgate.derived``: each one row there, its formula beside it), computed when compared.
+DERIVED_CATALOG: tuple[MetricInfo, ...] = tuple(
+    MetricInfo(d.name, d.label, Direction(d.direction), parse_threshold(d.threshold), d.why, d.time_like)
+    for d in DERIVED)
+
+CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in (*CATALOG, *TIMELINE_CATALOG, *DERIVED_CATALOG)}
 
 DEFAULT_KERNEL_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if not is_benchmark_metric(m.name))
 
@@ -284,4 +290,4 @@ def label_of(metric: str) -> str:
 
 
 def default_thresholds() -> dict[str, Threshold]:
-    return {m.name: m.threshold for m in (*CATALOG, *TIMELINE_CATALOG)}
+    return {m.name: m.threshold for m in (*CATALOG, *TIMELINE_CATALOG, *DERIVED_CATALOG)}
