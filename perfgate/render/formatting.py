@@ -199,6 +199,8 @@ def limit_text(spec: str | None, unit: str | None) -> str:
     parts = [f"{threshold.relative * 100:g}%"] if threshold.relative is not None else []
     if threshold.absolute is not None:  # of a percentage: points
         parts.append(f"{threshold.absolute:g} pp" if unit == "%" else format_value(threshold.absolute, unit))
+    if threshold.floor is not None:
+        parts.append(f"at least {format_value(threshold.floor, unit)}")
     return " + ".join(parts) or spec
 
 

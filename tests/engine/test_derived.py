@@ -17,10 +17,12 @@ from perfgate.baseline import baseline_documents
 from perfgate.collect import read_table
 from perfgate.compare import CompareOptions, compare_tables
 from perfgate.derived import DERIVED, METRIC_GROUPS, derived_inputs, expand_groups
-from perfgate.metrics import Threshold, direction_of, is_time_like
+from perfgate.errors import ConfigError
+from perfgate.metrics import Threshold, direction_of, is_time_like, parse_threshold
 from perfgate.options import resolve_metrics
 from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.prepare import prepare, read_prepared, with_derived
+from perfgate.render.formatting import limit_text
 from perfgate.table import Measurement
 
 ROOFLINE = CompareOptions(metrics=resolve_metrics(["+roofline"], None))  # the defaults and the group
@@ -166,3 +168,24 @@ def test_prepare_drops_unscoped_launches_and_adds_region_totals() -> None:
     again, _ = prepare(prepared)  # a stored baseline has them: not added twice
     assert len(again.table) == len(prepared.table)
     assert not math.isnan(float(prepared.table["value"][-1]))
+
+
+def test_a_floor_fails_a_kernel_below_it_whatever_its_change(esmm: Measurement) -> None:
+    # one_blocktiling sits at 18.5% of its roof, the other three at 27-36%: unchanged, and below a floor of 20.
+    floored = ROOFLINE._replace(thresholds={"derived.roofline_pct": parse_threshold(">=20")})
+    comparison = compare_tables(esmm, esmm, floored)
+    statuses = {row["kernel"]: row["status"] for row in comparison.results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses == {"one_blocktiling": "regression", "two_blocktiling": "unchanged",
+                        "vectorized_blocktiling": "unchanged", "warptiling": "unchanged"}
+    assert comparison.verdict == "fail"
+    assert compare_tables(esmm, esmm, ROOFLINE._replace(
+        thresholds={"derived.roofline_pct": parse_threshold("5+>=18")})).verdict == "pass"
+
+
+def test_a_floor_is_written_and_read_back() -> None:
+    assert parse_threshold("5+>=60") == Threshold(absolute=5.0, floor=60.0)
+    assert parse_threshold(">=60").spec == ">=60" and parse_threshold("5+>=60").spec == "5+>=60"
+    assert limit_text("5+>=60", "%") == "5 pp + at least 60.0%"
+    with pytest.raises(ConfigError):
+        parse_threshold(">=60+>=70")
