@@ -16,13 +16,16 @@ from helpers.common import NCU_REP, corpus_file
 from perfgate.baseline import baseline_documents
 from perfgate.collect import read_table
 from perfgate.compare import CompareOptions, compare_tables
+from perfgate.config import settings_from_table
 from perfgate.derived import DERIVED, METRIC_GROUPS, derived_inputs, expand_groups
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, direction_of, is_time_like, parse_threshold
 from perfgate.options import resolve_metrics
 from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.prepare import prepare, read_prepared, with_derived
+from perfgate.render import render
 from perfgate.render.formatting import limit_text
+from perfgate.report import build_report
 from perfgate.table import Measurement
 
 ROOFLINE = CompareOptions(metrics=resolve_metrics(["+roofline"], None))  # the defaults and the group
@@ -189,3 +192,20 @@ def test_a_floor_is_written_and_read_back() -> None:
     assert limit_text("5+>=60", "%") == "5 pp + at least 60.0%"
     with pytest.raises(ConfigError):
         parse_threshold(">=60+>=70")
+
+
+def test_a_regime_change_is_a_finding_in_every_formats_why(esmm: Measurement) -> None:
+    # A quarter of the FLOP at the same duration and bytes: one_blocktiling's intensity falls from 2.3 to 0.58 x
+    # the ridge point, compute-bound to memory-bound.
+    report = build_report(compare_tables(esmm, _halved_flop(esmm, 0.25), ROOFLINE))
+    for fmt in ("text", "md", "html"):
+        page = render(report, fmt)
+        assert "regime: compute-bound → memory-bound (intensity 2.31 → 0.577 x the ridge point)" in page, fmt
+        assert "roofline: 4.98 TFLOP/s of a 26.9 TFLOP/s roof (18.5%) →" in page, fmt
+    assert {"derived.roofline_pct", "derived.flop_per_s", "derived.ridge_ratio"} <= set(report["metrics"]["metric"])
+
+
+def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> None:
+    settings = settings_from_table({"metrics": ["+roofline"]})
+    assert settings.metrics is not None and settings.metrics[0] == "gpu__time_duration.sum"
+    assert "derived.roofline_pct" in CompareOptions(metrics=settings.metrics).compared_metrics()
