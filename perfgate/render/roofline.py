@@ -61,3 +61,56 @@ def roofline_lines(row: _Row) -> list[str]:
             regime = regime_of(ridge.after if ridge is not None else None)
             lines.append(f"roofline: {sides[0] or '—'} → {sides[1] or '—'}" + (f", {regime}" if regime else ""))
     return lines
+
+
+INTENSITY, PEAK_FLOP, PEAK_DRAM = "derived.arithmetic_intensity", "derived.peak_flop_per_s", "derived.peak_dram_bytes_per_s"
+_WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 520, 300, 84, 16, 12, 40
+
+
+def _decades(low: float, high: float) -> tuple[int, int]:
+    return math.floor(math.log10(low)), math.ceil(math.log10(high))
+
+
+def roofline_chart(row: _Row) -> dict[str, object] | None:
+    """A kernel on the roofline of its device, both sides, as coordinates for the page's inline SVG (the template's
+    ``roofline_chart`` macro draws it): log-log axes, FLOP per DRAM byte against FLOP/s; the memory roof (intensity
+    x peak DRAM bytes/s) up to the ridge point, the FP32 roof past it. None without the derived metrics."""
+    found = {name: row.metric(name) for name in (INTENSITY, FLOP_RATE, PEAK_FLOP, PEAK_DRAM)}
+    sides = []
+    for side in ("before", "after"):
+        values = [_finite(getattr(summary, side)) if summary is not None else None for summary in found.values()]
+        if all(v is not None and v > 0 for v in values):
+            sides.append((side, *values))
+    if not sides:
+        return None
+    peak, bandwidth = sides[-1][3], sides[-1][4]  # the current run's roofs (the baseline's where it alone has them)
+    assert peak is not None and bandwidth is not None
+    ridge = peak / bandwidth
+    xs = [s[1] for s in sides] + [ridge]
+    ys = [s[2] for s in sides] + [peak]
+    x_lo, x_hi = _decades(min(xs) / 3, max(xs) * 3)
+    y_lo, y_hi = _decades(min(ys) / 3, max(ys) * 1.5)
+    plot_w, plot_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
+
+    def x(value: float) -> float:
+        return round(_LEFT + (math.log10(value) - x_lo) / (x_hi - x_lo) * plot_w, 1)
+
+    def y(value: float) -> float:
+        return round(_TOP + (y_hi - math.log10(value)) / (y_hi - y_lo) * plot_h, 1)
+
+    start = max(10.0 ** x_lo, 10.0 ** y_lo / bandwidth)  # where the memory roof enters the plot
+    roof = [(x(start), y(start * bandwidth)), (x(ridge), y(peak)), (x(10.0 ** x_hi), y(peak))]
+    points = [{"side": "baseline" if side == "before" else "current", "x": x(ai), "y": y(rate),
+               "title": f"{'baseline' if side == 'before' else 'current'}: {rate_text(rate)} at {ai:.3g} FLOP/byte"}
+              for side, ai, rate, *_ in sides]
+    return {"width": _WIDTH, "height": _HEIGHT, "left": _LEFT, "top": _TOP, "right": _WIDTH - _RIGHT,
+            "bottom": _HEIGHT - _BOTTOM, "roof": " ".join(f"{a},{b}" for a, b in roof), "points": points,
+            "ridge": {"x": x(ridge), "y": y(peak), "text": f"ridge {ridge:.3g} FLOP/byte"},
+            "peak_text": f"FP32 {rate_text(peak)}", "memory_text": f"DRAM {format_value(bandwidth, 'byte/s')}",
+            "x_ticks": [{"at": x(10.0 ** k), "text": f"{10.0 ** k:g}"} for k in range(x_lo, x_hi + 1)],
+            "y_ticks": [{"at": y(10.0 ** k), "text": rate_text(10.0 ** k)} for k in range(y_lo, y_hi + 1)],
+            "label": f"roofline: {' → '.join(p['title'] for p in points)}"}
+
+
+def rate_text(value: float) -> str:
+    return format_value(value, "FLOP/s")

@@ -203,6 +203,10 @@ def test_a_regime_change_is_a_finding_in_every_formats_why(esmm: Measurement) ->
         assert "regime: compute-bound → memory-bound (intensity 2.31 → 0.577 x the ridge point)" in page, fmt
         assert "roofline: 4.98 TFLOP/s of a 26.9 TFLOP/s roof (18.5%) →" in page, fmt
     assert {"derived.roofline_pct", "derived.flop_per_s", "derived.ridge_ratio"} <= set(report["metrics"]["metric"])
+    html = render(report, "html")  # each regressed kernel's section draws it on its device's roofline, both sides
+    assert html.count('<svg class="roofline"') == 4
+    assert 'aria-label="roofline: baseline: 4.98 TFLOP/s at 104 FLOP/byte → current: 1.24 TFLOP/s at 26 FLOP/byte"' \
+        in html
 
 
 def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> None:
