@@ -8,7 +8,7 @@ so a report read back draws the same line as the one just compared.
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from perfgate.render.formatting import format_value
 
@@ -18,8 +18,11 @@ ROOFLINE_METRICS = frozenset({FLOP_RATE, ROOF_PCT, RIDGE, "derived.arithmetic_in
 
 
 class _Summary(Protocol):
-    before: float | None
-    after: float | None
+    @property
+    def before(self) -> float | None: ...
+
+    @property
+    def after(self) -> float | None: ...
 
 
 class _Row(Protocol):
@@ -75,19 +78,13 @@ def roofline_chart(row: _Row) -> dict[str, object] | None:
     """A kernel on the roofline of its device, both sides, as coordinates for the page's inline SVG (the template's
     ``roofline_chart`` macro draws it): log-log axes, FLOP per DRAM byte against FLOP/s; the memory roof (intensity
     x peak DRAM bytes/s) up to the ridge point, the FP32 roof past it. None without the derived metrics."""
-    found = {name: row.metric(name) for name in (INTENSITY, FLOP_RATE, PEAK_FLOP, PEAK_DRAM)}
-    sides = []
-    for side in ("before", "after"):
-        values = [_finite(getattr(summary, side)) if summary is not None else None for summary in found.values()]
-        if all(v is not None and v > 0 for v in values):
-            sides.append((side, *values))
+    sides = [point for point in (_point(row, "before"), _point(row, "after")) if point is not None]
     if not sides:
         return None
-    peak, bandwidth = sides[-1][3], sides[-1][4]  # the current run's roofs (the baseline's where it alone has them)
-    assert peak is not None and bandwidth is not None
+    peak, bandwidth = sides[-1].peak, sides[-1].bandwidth  # the current run's roofs (the baseline's if it alone)
     ridge = peak / bandwidth
-    xs = [s[1] for s in sides] + [ridge]
-    ys = [s[2] for s in sides] + [peak]
+    xs = [s.intensity for s in sides] + [ridge]
+    ys = [s.rate for s in sides] + [peak]
     x_lo, x_hi = _decades(min(xs) / 3, max(xs) * 3)
     y_lo, y_hi = _decades(min(ys) / 3, max(ys) * 1.5)
     plot_w, plot_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
@@ -100,16 +97,35 @@ def roofline_chart(row: _Row) -> dict[str, object] | None:
 
     start = max(10.0 ** x_lo, 10.0 ** y_lo / bandwidth)  # where the memory roof enters the plot
     roof = [(x(start), y(start * bandwidth)), (x(ridge), y(peak)), (x(10.0 ** x_hi), y(peak))]
-    points = [{"side": "baseline" if side == "before" else "current", "x": x(ai), "y": y(rate),
-               "title": f"{'baseline' if side == 'before' else 'current'}: {rate_text(rate)} at {ai:.3g} FLOP/byte"}
-              for side, ai, rate, *_ in sides]
+    titles = [f"{s.side}: {rate_text(s.rate)} at {s.intensity:.3g} FLOP/byte" for s in sides]
+    points = [{"side": s.side, "x": x(s.intensity), "y": y(s.rate), "title": title} for s, title in zip(sides, titles)]
     return {"width": _WIDTH, "height": _HEIGHT, "left": _LEFT, "top": _TOP, "right": _WIDTH - _RIGHT,
             "bottom": _HEIGHT - _BOTTOM, "roof": " ".join(f"{a},{b}" for a, b in roof), "points": points,
             "ridge": {"x": x(ridge), "y": y(peak), "text": f"ridge {ridge:.3g} FLOP/byte"},
             "peak_text": f"FP32 {rate_text(peak)}", "memory_text": f"DRAM {format_value(bandwidth, 'byte/s')}",
             "x_ticks": [{"at": x(10.0 ** k), "text": f"{10.0 ** k:g}"} for k in range(x_lo, x_hi + 1)],
             "y_ticks": [{"at": y(10.0 ** k), "text": rate_text(10.0 ** k)} for k in range(y_lo, y_hi + 1)],
-            "label": f"roofline: {' → '.join(p['title'] for p in points)}"}
+            "label": f"roofline: {' → '.join(titles)}"}
+
+
+class _Point(NamedTuple):
+    side: str  # baseline or current
+    intensity: float
+    rate: float
+    peak: float
+    bandwidth: float
+
+
+def _point(row: _Row, side: str) -> _Point | None:
+    """One side of a kernel on the roofline: its intensity and FLOP/s, the roofs; None without them all."""
+    values = []
+    for name in (INTENSITY, FLOP_RATE, PEAK_FLOP, PEAK_DRAM):
+        summary = row.metric(name)
+        value = _finite(summary.before if side == "before" else summary.after) if summary is not None else None
+        if value is None or value <= 0:
+            return None
+        values.append(value)
+    return _Point("baseline" if side == "before" else "current", *values)
 
 
 def rate_text(value: float) -> str:
