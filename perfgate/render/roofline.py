@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Protocol
 
+from perfgate.errors import PerfgateError
+from perfgate.metrics import parse_threshold
 from perfgate.render.formatting import format_value
 
 FLOP_RATE, ROOF_PCT, RIDGE = "derived.flop_per_s", "derived.roofline_pct", "derived.ridge_ratio"
@@ -23,6 +25,9 @@ class _Summary(Protocol):
 
     @property
     def after(self) -> float | None: ...
+
+    @property
+    def threshold(self) -> str: ...
 
 
 class _Row(Protocol):
@@ -63,7 +68,19 @@ def roofline_lines(row: _Row) -> list[str]:
         if any(sides):
             regime = regime_of(ridge.after if ridge is not None else None)
             lines.append(f"roofline: {sides[0] or '—'} → {sides[1] or '—'}" + (f", {regime}" if regime else ""))
+        floor = _floor(pct.threshold)
+        after = _finite(pct.after)
+        if floor is not None and after is not None and after < floor:
+            lines.insert(0, f"below its floor: {after:.1f}% of the roof, at least {floor:g}% required")
     return lines
+
+
+def _floor(spec: str) -> float | None:
+    """The floor of a threshold spec as the report holds it (``5+>=60``); None without one."""
+    try:
+        return parse_threshold(spec).floor if spec else None
+    except PerfgateError:  # a spec of an old or hand-made report
+        return None
 
 
 INTENSITY, PEAK_FLOP, PEAK_DRAM = "derived.arithmetic_intensity", "derived.peak_flop_per_s", "derived.peak_dram_bytes_per_s"

@@ -182,6 +182,7 @@ def test_a_floor_fails_a_kernel_below_it_whatever_its_change(esmm: Measurement) 
     assert statuses == {"one_blocktiling": "regression", "two_blocktiling": "unchanged",
                         "vectorized_blocktiling": "unchanged", "warptiling": "unchanged"}
     assert comparison.verdict == "fail"
+    assert "below its floor: 18.5% of the roof, at least 20% required" in render(build_report(comparison), "md")
     assert compare_tables(esmm, esmm, ROOFLINE._replace(
         thresholds={"derived.roofline_pct": parse_threshold("5+>=18")})).verdict == "pass"
 
