@@ -69,9 +69,9 @@ def roofline_lines(row: _Row) -> list[str]:
             regime = regime_of(ridge.after if ridge is not None else None)
             lines.append(f"roofline: {sides[0] or '—'} → {sides[1] or '—'}" + (f", {regime}" if regime else ""))
         floor = _floor(pct.threshold)
-        after = _finite(pct.after)
-        if floor is not None and after is not None and after < floor:
-            lines.insert(0, f"below its floor: {after:.1f}% of the roof, at least {floor:g}% required")
+        share = _finite(pct.after)
+        if floor is not None and share is not None and share < floor:
+            lines.insert(0, f"below its floor: {share:.1f}% of the roof, at least {floor:g}% required")
     return lines
 
 
