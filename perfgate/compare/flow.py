@@ -62,6 +62,7 @@ from perfgate.compare.replaced import (
 )
 from perfgate.compare.result import Comparison
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
+from perfgate.prepare import with_derived
 from perfgate.regions import like_for_like_totals
 from perfgate.table import (
     Measurement,
@@ -206,6 +207,8 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     check_same_source(baseline, current)
     baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
+    compared = options.compared_metrics()  # derived metrics: from each side's raw counters, at compare time
+    baseline, current = with_derived(baseline, compared), with_derived(current, compared)
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:

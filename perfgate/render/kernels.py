@@ -12,6 +12,7 @@ from perfgate.timeline_why import region_why
 from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
 from perfgate.render.metric_launches import MetricLaunches, gathered, metric_launches
+from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
 from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals
 from perfgate.vocabulary import KIND_REGION, SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
@@ -295,13 +296,14 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
                           {m.metric: m.after for m in row.metrics if m.after is not None})
         return [line] if line else []
     bound = bound_text(row)
-    lines = findings_text(row) + ([bound] if bound else [])
+    roofline = roofline_lines(row)
+    lines = findings_text(row) + ([bound] if bound else []) + roofline
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
     if row.alone:
         shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
         lines.append(f"moved alone, past its limit: {shown} (see the notes)")
-    sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()
+    sol = {*((SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()), *(ROOFLINE_METRICS if roofline else ())}
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
     moved.sort(key=lambda m: -abs(m.change or 0.0))
