@@ -62,6 +62,9 @@ def worst_verdict(*verdicts: str) -> str:
 KIND_KERNEL = "kernel"  # an ncu launch
 KIND_BENCHMARK = "benchmark"  # a pytest-benchmark benchmark
 KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
+# The note an update's report carries ("--perfgate-update: baselines written: ..."): a report of new launches
+# that has it was a first recording, not a run that still needs its baselines.
+UPDATE_NOTE = "--perfgate-update: "
 REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
 REPLAY_PASSES = "replay_passes"  # a measurement's setting: the most replay passes any of its launches took
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)
