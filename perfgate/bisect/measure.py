@@ -103,7 +103,7 @@ class Runner(NamedTuple):
     test: str
     build: str | None
     command: str
-    wanted: tuple[str, ...]
+    options: CompareOptions  # what the comparison wants read (its metrics, the inputs of its derived ones)
     repeat: int = 1  # runs of the test per commit whose samples are pooled (time: more samples, more power)
 
     def run(self, commit: str, keep: Path | None = None) -> Result:
@@ -127,7 +127,7 @@ class Runner(NamedTuple):
                     return Result(None, "the test wrote no result")
                 outputs.append(output)
             result = outputs[0] if len(outputs) == 1 else _pooled(outputs, scratch / "pooled.json")
-            measurement = read_result(result, self.wanted)
+            measurement = read_result(result, self.options)
             if measurement.table.empty:
                 return Result(None, "its result holds no measurement (a benchmark test takes the benchmark "
                                     "fixture; a perf test needs --perfgate)")
@@ -160,10 +160,11 @@ def _shell(command: str, cwd: Path, extra: dict[str, str]) -> str:
     return f"exit {done.returncode}" + (f": {tail[-1][:200]}" if tail else "")
 
 
-def read_result(path: Path, wanted: tuple[str, ...]) -> Measurement:
-    from perfgate.collect import read_table
+def read_result(path: Path, options: CompareOptions) -> Measurement:
+    """A commit's result read and prepared as ``perfgate compare`` reads its inputs (region totals added)."""
+    from perfgate.prepare import read_prepared
 
-    return read_table(path, wanted)
+    return read_prepared(path, options)
 
 
 def is_ancestor(root: Path, older: str, newer: str) -> bool:

@@ -48,7 +48,7 @@ def _bisect_end(runner: Runner, given: str | None, which: str) -> str:
 def _end(runner: Runner, commit: str, which: str) -> Measurement:
     kept = _cache(runner) / f"{commit}.json"
     if kept.is_file():
-        return read_result(kept, runner.wanted)
+        return read_result(kept, runner.options)
     result = runner.run(commit, keep=kept)
     if result.measurement is None:
         raise InputError(f"--{which}", f"commit {commit[:12]} cannot be measured: {result.problem}",

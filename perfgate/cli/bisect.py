@@ -97,7 +97,7 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
                          "give larger numbers")
     command = args.command or (perfgate_command if args.perfgate else default_command)(args.test)
     runner = Runner(root, args.test, args.build, command,
-                    options.wanted_metrics(), args.repeat)
+                    options, args.repeat)
     return runner, options, settings
 
 
