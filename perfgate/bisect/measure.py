@@ -4,7 +4,9 @@ read by perfgate's readers, and judged against the good and the bad end with per
 The test writes its result to the file named by ``$PERFGATE_BISECT_OUTPUT``: by default pytest runs NODEID with
 pytest-benchmark's ``--benchmark-json`` there (its raw timings kept, so the comparison's Mann-Whitney test judges
 time); with ``--perfgate`` under ``pytest --perfgate``, its baseline written there (ncu's counters); ``--command``
-gives any other command that writes a file perfgate reads (a pytest-benchmark JSON, an ncu report, a baseline). A commit whose build or test fails, or whose result is missing, is skipped, never judged.
+gives any other command that writes a file perfgate reads (a pytest-benchmark JSON, an ncu report, a baseline).
+pytest runs with the Python perfgate runs in. A commit whose build or test fails, or whose result is missing, is
+skipped, never judged.
 """
 
 from __future__ import annotations
