@@ -57,7 +57,7 @@ def write_nsys_export(path: Path, kernels: int, per_step: int = 100) -> Path:
             if index % per_step == 0:
                 name = "forward" if (index // per_step) % 2 == 0 else "backward"
                 last = min(index + per_step, kernels) - 1
-                range_rows.append((clock, clock + (last - index + 1) * 5_000 + 1_000, 59, name, _THREAD))
+                range_rows.append((clock, clock + (last - index + 1) * 5_000 - 100, 59, name, _THREAD))
             correlation = index + 1
             which = index % len(_KERNELS)
             launch_rows.append((clock + 100, clock + 2_100, 0, _THREAD, correlation, launch_name, 0, None))

@@ -12,6 +12,7 @@ without ranges is one region, ``whole trace``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -77,8 +78,10 @@ MAX_TIME_NS = 2**62
 
 def check_times(trace: Trace, path: Path) -> None:
     """InputError for a time no clock gave (a hand-edited or corrupt trace): it would overflow int64 later."""
-    spans = [(op.start, op.end) for op in trace.ops] + [(call.start, call.end) for call in trace.launches.values()]
-    for start, end in spans + [(host.start, host.end) for host in trace.ranges]:
+    spans = itertools.chain(((op.start, op.end) for op in trace.ops),
+                            ((call.start, call.end) for call in trace.launches.values()),
+                            ((host.start, host.end) for host in trace.ranges))  # one at a time: no list per op
+    for start, end in spans:
         if not (-MAX_TIME_NS < start < MAX_TIME_NS and -MAX_TIME_NS < end < MAX_TIME_NS):
             raise InputError(path, f"a time stamp out of any clock's range ({start:.3g} to {end:.3g} ns)",
                              "trace again; the file is corrupt or was edited")
