@@ -206,15 +206,15 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     launch_codes = {column: np.empty(count + regions, dtype=np.int64)
                     for column in ("kernel", "demangled", "region", "device", "grid", "block")}
     values = np.full((count, len(_KERNEL_METRICS)), np.nan)
-    for launch, index in enumerate(kernels):
+    for at, index in enumerate(kernels):
         op = ops[index]
         held = [r for r in attribution.op_ranges[index] if not trace.ranges[r].step]
         codes = (names(op.name), demangled(op.demangled), region(max((attribution.paths[r] for r in held), key=len,
                                                                     default="")),
                  device(_device_of(trace, op.device)), dims(op.grid), dims(op.block))
         for column, code in zip(launch_codes.values(), codes, strict=True):
-            column[launch] = code
-        values[launch] = (op.end - op.start, op.stream, _or_nan(op.registers), _or_nan(op.static_shared),
+            column[at] = code
+        values[at] = (op.end - op.start, op.stream, _or_nan(op.registers), _or_nan(op.static_shared),
                           _or_nan(op.dynamic_shared))
     present = ~np.isnan(values)
     present[:, :2] = True
