@@ -1,7 +1,8 @@
 """A JSON input read once, under perfgate's input limits, for every reader of a JSON format.
 
-A trace's event array is read one event at a time (``open_json``), so that memory follows what the reader keeps
-of each event rather than the whole document: a 453 MB profiler trace parsed whole took 4 GB, and a gzip of
+A trace's event array (under a key, or a bare top-level list of events) is read one event at a time
+(``open_json``), from a file or from a compressed file's expansion as it is made, so that memory follows what the
+reader keeps of each event rather than the whole document: a 453 MB profiler trace parsed whole took 4 GB, and a gzip of
 2 MB expanding to 2 GiB ran out of memory. Hand-written over the stdlib's own decoder (``raw_decode`` of one
 value at a time): the stdlib has no incremental parser, and one array does not warrant a new dependency.
 """
