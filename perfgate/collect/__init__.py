@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from perfgate.limits import (
@@ -33,11 +33,17 @@ from perfgate.limits import (
 )
 from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
 from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
-from perfgate.collect.json_input import open_json
+from perfgate.collect.json_input import Stream, open_json
 from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
-from perfgate.collect.timeline import looks_like_trace, read_nsys_export, streams_events, table_from_trace
+from perfgate.collect.timeline import (
+    looks_like_trace,
+    read_nsys_export,
+    streams_event_list,
+    streams_events,
+    table_from_trace,
+)
 from perfgate.errors import InputError
 from perfgate.process import Terminated, terminated_by
 from perfgate.table import Measurement, restrict_metrics
@@ -193,6 +199,37 @@ def _copy_in_thread(fd: int, handle: int, head: bytes, limit: int, source: Path,
         raise failures[0]
 
 
+class _Expansion:
+    """An xz or gzip file's expansion, read as it is made (``json_input.Stream``): past the input limit, or broken,
+    one InputError naming the file."""
+
+    def __init__(self, source: Path, head: bytes) -> None:
+        opener = lzma.open if head.startswith(XZ_MAGIC) else gzip.open
+        self.source, self.limit, self.expanded = source, max_input_bytes(), 0
+        try:
+            self.packed = opener(source, "rb")
+        except OSError as exc:
+            raise InputError(source, f"cannot read ({exc.strerror or exc})") from None
+
+    def read(self, size: int, /) -> bytes:
+        try:
+            chunk: bytes = self.packed.read(size)
+        except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # zlib.error: a bad deflate block
+            raise InputError(self.source, f"broken compressed file ({exc})", "copy or download it again") from None
+        self.expanded += len(chunk)
+        if self.expanded > self.limit:
+            raise _too_large_expansion(self.source, self.limit)
+        return chunk
+
+    def close(self) -> None:
+        self.packed.close()
+
+
+def _too_large_expansion(source: Path, limit: int) -> InputError:
+    return InputError(source, f"decompresses to more than perfgate's input limit of {size_text(limit)}",
+                      "decompress it yourself and pass the file")
+
+
 def _decompress(source: Path, head: bytes, folder: Path) -> Path:
     """Expand an xz or gzip file into ``folder``, keeping its inner name (``mlp.ncu-rep.xz`` -> ``mlp.ncu-rep``)."""
     inner_name = source.name[: -len(source.suffix)] if source.suffix in (".xz", ".gz") else source.name
@@ -205,8 +242,7 @@ def _decompress(source: Path, head: bytes, folder: Path) -> Path:
             while chunk := packed.read(1 << 20):
                 written += len(chunk)
                 if written > limit:
-                    raise InputError(source, f"decompresses to more than perfgate's input limit of "
-                                             f"{size_text(limit)}", "decompress it yourself and pass the file")
+                    raise _too_large_expansion(source, limit)
                 out.write(chunk)
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # zlib.error: a bad deflate block
         raise InputError(source, f"broken compressed file ({exc})", "copy or download it again") from None
@@ -253,6 +289,14 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
         raise InputError(file_path, "empty file",
                          f"expected {READABLE_INPUTS}")
     if head.startswith((XZ_MAGIC, GZIP_MAGIC)):
+        expansion = _Expansion(file_path, head)
+        try:
+            inner_head = expansion.read(_SNIFF_BYTES)
+        finally:
+            expansion.close()
+        if inner_head.lstrip()[:1] in (b"{", b"["):  # JSON is read as it is expanded, never written out
+            return _read_json(file_path, lambda _: _Expansion(file_path, head))._replace(source=shown)
+        # The other readers (ncu_report, SQLite, the CSV pages) read a file: expanded into a temporary one.
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
             try:
@@ -282,22 +326,29 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
     if head.startswith(_SQLITE_MAGIC):
         return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):
-        document, key, events = open_json(file_path, streams_events)
-        if events is not None:
-            return table_from_trace(document, file_path, events, key)
-        if looks_like_baseline(document):
-            return table_from_baseline(document, file_path)
-        if looks_like_benchmark_json(document):
-            return table_from_benchmark_json(document, file_path)
-        if looks_like_trace(document):
-            return table_from_trace(document, file_path)
-        raise InputError(file_path, "JSON that is neither a perfgate baseline, pytest-benchmark output nor a "
-                                    "Chrome trace (no traceEvents)",
-                         "pass a baseline written by 'perfgate baseline', a --benchmark-json file or a trace "
-                         "torch.profiler exported")
+        return _read_json(file_path)
     text_head = head.decode("utf-8", errors="replace")
     # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
     if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:
         raise _unrecognized(file_path)
     measurement = read_ncu_csv(file_path, metrics)
     return measurement if metrics is None else restrict_metrics(measurement, metrics)
+
+
+def _read_json(file_path: Path, opener: Callable[[Path], Stream] | None = None) -> Measurement:
+    """A JSON input: a trace's events read one at a time, anything else whole; ``opener``: how to read it
+    (a compressed file's expansion, as it is made)."""
+    document, key, events = (open_json(file_path, streams_events, streams_event_list) if opener is None
+                             else open_json(file_path, streams_events, streams_event_list, opener))
+    if events is not None:
+        return table_from_trace(document, file_path, events, key)
+    if looks_like_baseline(document):
+        return table_from_baseline(document, file_path)
+    if looks_like_benchmark_json(document):
+        return table_from_benchmark_json(document, file_path)
+    if looks_like_trace(document):
+        return table_from_trace(document, file_path)
+    raise InputError(file_path, "JSON that is neither a perfgate baseline, pytest-benchmark output nor a "
+                                "Chrome trace (no traceEvents)",
+                     "pass a baseline written by 'perfgate baseline', a --benchmark-json file or a trace "
+                     "torch.profiler exported")

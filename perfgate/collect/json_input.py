@@ -1,7 +1,8 @@
 """A JSON input read once, under perfgate's input limits, for every reader of a JSON format.
 
-A trace's event array is read one event at a time (``open_json``), so that memory follows what the reader keeps
-of each event rather than the whole document: a 453 MB profiler trace parsed whole took 4 GB, and a gzip of
+A trace's event array (under a key, or a bare top-level list of events) is read one event at a time
+(``open_json``), from a file or from a compressed file's expansion as it is made, so that memory follows what the
+reader keeps of each event rather than the whole document: a 453 MB profiler trace parsed whole took 4 GB, and a gzip of
 2 MB expanding to 2 GiB ran out of memory. Hand-written over the stdlib's own decoder (``raw_decode`` of one
 value at a time): the stdlib has no incremental parser, and one array does not warrant a new dependency.
 """
@@ -13,10 +14,10 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from perfgate.errors import InputError
-from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, read_json_file
+from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, parse_json, read_json_file
 
 FIX = "regenerate the file (perfgate or pytest-benchmark)"
 TRACE_FIX = "export the trace again"  # once a list is streamed, the input is a trace
@@ -35,6 +36,39 @@ def load_json(path: Path) -> Any:
     return read_json_file(path, "JSON", FIX)
 
 
+class Stream(Protocol):
+    """What the reader needs of a file: a binary file, or a compressed file's expansion read as it is made
+    (``perfgate.collect``, which bounds it by the input limit)."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def _opened(path: Path) -> Stream:
+    return path.open("rb")
+
+
+def _whole(path: Path, opener: Callable[[Path], Stream]) -> Any:
+    """``load_json`` of what ``opener`` reads (a compressed file's expansion: read a chunk at a time, so that its
+    limit stops it before the text is all in memory)."""
+    if opener is _opened:
+        return load_json(path)
+    handle = opener(path)
+    try:
+        parts = []
+        while chunk := handle.read(_CHUNK):
+            parts.append(chunk)
+    finally:
+        handle.close()
+    try:
+        text = b"".join(parts).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text; expected JSON") from None
+    del parts
+    return parse_json(text, path, FIX)
+
+
 class _TooLarge(Exception):
     """A top-level value too large to read as one piece: the document is read whole instead."""
 
@@ -50,7 +84,7 @@ def _reject_constant(name: str) -> Any:
 class _Reader:
     """JSON text from a binary file, decoded a chunk at a time, read one value at a time."""
 
-    def __init__(self, handle: IO[bytes], path: Path) -> None:
+    def __init__(self, handle: Stream, path: Path) -> None:
         self.handle, self.path = handle, path
         self.utf8 = codecs.getincrementaldecoder("utf-8")()
         self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
@@ -135,20 +169,28 @@ class _Reader:
             pass
 
 
-def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tuple[Any, str, Iterator[Any] | None]:
+def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool],
+              streams_list: Callable[[Any], bool] = lambda first: False,
+              opener: Callable[[Path], Stream] = _opened) -> tuple[Any, str, Iterator[Any] | None]:
     """A JSON input whose top-level object holds a list that ``streams(key, document so far)`` picks (a trace's
     events), with that list's elements read one at a time: the document without them (the key maps to an empty
     list), the key, and the elements. The document's keys after the list are added to it as the elements run
-    out. Any other document is read whole (``load_json``), with no key ("") and no elements (None)."""
+    out. A top-level list whose first element ``streams_list`` picks (a Chrome trace's bare list of events) is
+    read one element at a time too: an empty list, no key (""), and the elements. Any other document is read
+    whole (``load_json``), with no key ("") and no elements (None). ``opener``: how the file is read (a compressed
+    file's expansion, as it is made)."""
     try:
-        handle = path.open("rb")
+        handle = opener(path)
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror})") from exc
     try:
         reader = _Reader(handle, path)
-        if reader.peek() != "{":
+        first_char = reader.peek()
+        if first_char == "[":
+            return _open_list(reader, handle, streams_list, opener)
+        if first_char != "{":
             handle.close()
-            return load_json(path), "", None
+            return _whole(path, opener), "", None
         reader.take("{")
         document: dict[str, Any] = {}
         if reader.peek() != "}":
@@ -170,36 +212,64 @@ def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool]) -> tup
         return document, "", None
     except _TooLarge:
         handle.close()
-        return load_json(path), "", None
+        return _whole(path, opener), "", None
     except BaseException:
         handle.close()
         raise
 
 
-def _elements(reader: _Reader, document: dict[str, Any], handle: IO[bytes]) -> Iterator[Any]:
+def _open_list(reader: _Reader, handle: Stream, streams_list: Callable[[Any], bool],
+               opener: Callable[[Path], Stream]) -> tuple[Any, str, Iterator[Any] | None]:
+    """``open_json`` of a top-level list: streamed when its first element is picked, else read whole."""
+    reader.take("[")
+    if reader.peek() != "]":
+        first = reader.value()
+        if streams_list(first):
+            reader.fix = TRACE_FIX
+            return [], "", _list_elements(reader, first, handle)
+    handle.close()
+    return _whole(reader.path, opener), "", None
+
+
+def _list_elements(reader: _Reader, first: Any, handle: Stream) -> Iterator[Any]:
+    """A top-level list's elements (``first`` read already), then nothing but whitespace."""
+    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
+    try:
+        yield first
+        while reader.take(",]") == ",":
+            yield reader.value()
+        _end(reader, [])
+    except _TooLarge:
+        raise too_large from None
+    finally:
+        handle.close()
+
+
+def _elements(reader: _Reader, document: dict[str, Any], handle: Stream) -> Iterator[Any]:
     """The list's elements, then the rest of the top-level object into ``document``."""
     too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
-    with handle:
-        try:
-            if reader.peek() != "]":
-                while True:
-                    yield reader.value()
-                    if reader.take(",]") == "]":
-                        break
-            else:
-                reader.take("]")
-            while reader.take(",}") == ",":
-                key = reader.value()
-                if not isinstance(key, str):
-                    raise reader.broken(reader.at, "expecting a property name in double quotes")
-                reader.take(":")
-                document[key] = reader.value()
-            _end(reader, document)
-        except _TooLarge:
-            raise too_large from None
+    try:
+        if reader.peek() != "]":
+            while True:
+                yield reader.value()
+                if reader.take(",]") == "]":
+                    break
+        else:
+            reader.take("]")
+        while reader.take(",}") == ",":
+            key = reader.value()
+            if not isinstance(key, str):
+                raise reader.broken(reader.at, "expecting a property name in double quotes")
+            reader.take(":")
+            document[key] = reader.value()
+        _end(reader, document)
+    except _TooLarge:
+        raise too_large from None
+    finally:
+        handle.close()
 
 
-def _end(reader: _Reader, document: dict[str, Any]) -> None:
+def _end(reader: _Reader, document: dict[str, Any] | list[Any]) -> None:
     """Nothing but whitespace after the document, which nests no deeper than the limit."""
     if reader.peek():
         raise reader.broken(reader.at, "extra data")

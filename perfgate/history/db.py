@@ -23,10 +23,12 @@ from perfgate.history.schema import (
     ID_COLUMN,
     META,
     MIGRATIONS,
+    PG_OBJECTS,
     SCHEMA_QUERY,
     SCHEMA_VERSION,
     foreign_objects,
     harden_sqlite,
+    pg_object,
     schema_object,
 )
 
@@ -187,6 +189,8 @@ def open_history(url: str | None = None, *, create: bool = True, max_time: float
     try:
         if history.dialect == "sqlite":
             check_sqlite_schema(history)
+        else:
+            check_postgresql_schema(history)
         migrate(history, create)
     except BaseException:
         history.close()
@@ -230,13 +234,56 @@ def check_sqlite_values(history: History, points: bool = True) -> None:
 def check_sqlite_schema(history: History) -> None:
     """Refuse a SQLite history holding a view, trigger, table or index perfgate did not create: such an object
     runs on every read or write (a view that never ends, a trigger that deletes points)."""
-    foreign = foreign_objects([schema_object(row) for row in history.query(SCHEMA_QUERY)])
+    _refuse_foreign(history, foreign_objects([schema_object(row) for row in history.query(SCHEMA_QUERY)]), "file's")
+
+
+def _refuse_foreign(history: History, foreign: list[tuple[str, str, str, str]], whose: str) -> None:
     if foreign:
-        kind, name, _, _ = foreign[0]
+        kind, name, table, _ = foreign[0]
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-        raise InputError(history.shown, f"holds a {kind} perfgate did not create ({name[:80]!r}{more}); perfgate "
-                         "reads no history whose schema was changed, as it could run code of the file's",
+        on = f" on {table}" if table and table != name else ""
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise InputError(history.shown, f"holds {article} {kind}{on} perfgate did not create ({name[:80]!r}{more}); perfgate "
+                         f"reads no history whose schema was changed, as it could run code of the {whose}",
                          "record into a new history, or restore this one from a backup")
+
+
+class _RolledBack(Exception):
+    """Ends the transaction that made perfgate's own schema to compare with: nothing of it is kept."""
+
+
+def check_postgresql_schema(history: History) -> None:
+    """Refuse a PostgreSQL history whose ``perfgate_*`` tables carry a trigger, rule, view, policy, default, index or
+    constraint perfgate's migrations do not make (``schema.PG_OBJECTS``): compared with what the same migrations,
+    up to the history's version, make in this session's temporary schema, in a transaction rolled back."""
+    schema, oid = history.query("SELECT current_schema(), (SELECT oid FROM pg_namespace "
+                                "WHERE nspname = current_schema())")[0]
+    if oid is None:
+        return  # no schema to create tables in: migrate says so
+    found = [pg_object(row, str(schema)) for row in history.query(PG_OBJECTS.format(schema=int(oid)))]
+    if not found:
+        return  # a new history
+    version = 0
+    if ("table", "perfgate_meta") in {(kind, name) for kind, name, _, _ in found}:
+        version = schema_version(history)
+        if version > SCHEMA_VERSION:
+            return  # a newer perfgate's history: migrate refuses it
+    made: set[tuple[str, str, str, str]] = set()
+    try:
+        with history.transaction():
+            history.execute("SET LOCAL search_path TO pg_temp")  # what the migrations make is temporary
+            history.execute(META)
+            temporary, temporary_oid = history.query("SELECT nspname, oid FROM pg_namespace "
+                                                     "WHERE oid = pg_my_temp_schema()")[0]
+            for target in range(1, version + 1):
+                for statement in MIGRATIONS[target]:
+                    history.execute(statement.format(id=ID_COLUMN["postgresql"]))
+            made.update(pg_object(row, str(temporary), "pg_temp")
+                        for row in history.query(PG_OBJECTS.format(schema=int(temporary_oid))))
+            raise _RolledBack
+    except _RolledBack:
+        pass
+    _refuse_foreign(history, [item for item in found if item not in made], "database's")
 
 
 def _open_sqlite(location: HistoryURL, create: bool, max_time: float) -> History:

@@ -3,7 +3,9 @@
 A SQLite history is a file anyone can hand perfgate (a cache restored in CI, an artifact): besides tables it can
 hold views and triggers, which run on every read or write (a recursive view that never ends, a trigger that
 deletes earlier runs' points). perfgate opens it with SQLite's defences on and refuses any schema object its own
-migrations do not make, before it reads or writes a row.
+migrations do not make, before it reads or writes a row. A PostgreSQL history is checked the same way: the objects
+on its ``perfgate_*`` tables (``PG_OBJECTS``: relations, triggers, rules, policies, defaults, indexes, constraints)
+against those the same migrations make in a temporary schema, rolled back (``perfgate.history.db``).
 """
 
 from __future__ import annotations
@@ -99,3 +101,39 @@ def foreign_objects(found: list[SchemaObject]) -> list[SchemaObject]:
     """The schema objects of a SQLite history that perfgate's migrations do not make."""
     made = objects_perfgate_makes()
     return [item for item in found if item not in made and not (item[0] == "table" and item[1] in _SQLITE_OWN)]
+
+
+# A PostgreSQL schema's objects on perfgate's tables, described so that two schemas compare: each row
+# (what, name, the table it is on, its definition). Code can hide in any of them: a trigger or rule runs on a write,
+# a view or policy on a read, a default, an expression index or a check constraint on an insert. Formatted with
+# the schema's oid; ``%`` of LIKE doubled for psycopg.
+PG_OBJECTS = """
+WITH ours AS (SELECT oid, relname, relkind, relrowsecurity FROM pg_class
+              WHERE relnamespace = {schema} AND relname LIKE 'perfgate%%')
+SELECT CASE relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index'
+       WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' ELSE 'relation' END,
+       relname, relname,
+       CASE WHEN relrowsecurity THEN 'row level security' ELSE '' END FROM ours
+UNION ALL SELECT 'trigger', t.tgname, o.relname, pg_get_triggerdef(t.oid)
+  FROM pg_trigger t JOIN ours o ON o.oid = t.tgrelid WHERE NOT t.tgisinternal
+UNION ALL SELECT 'rule', r.rulename, o.relname, pg_get_ruledef(r.oid) FROM pg_rewrite r JOIN ours o ON o.oid = r.ev_class
+UNION ALL SELECT 'policy', p.polname, o.relname, coalesce(pg_get_expr(p.polqual, p.polrelid), '')
+  FROM pg_policy p JOIN ours o ON o.oid = p.polrelid
+UNION ALL SELECT 'default', a.attname, o.relname, pg_get_expr(d.adbin, d.adrelid)
+  FROM pg_attrdef d JOIN ours o ON o.oid = d.adrelid
+  JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+UNION ALL SELECT 'index', c.relname, o.relname, pg_get_indexdef(i.indexrelid)
+  FROM pg_index i JOIN ours o ON o.oid = i.indrelid JOIN pg_class c ON c.oid = i.indexrelid
+UNION ALL SELECT 'constraint', k.conname, o.relname, pg_get_constraintdef(k.oid)
+  FROM pg_constraint k JOIN ours o ON o.oid = k.conrelid
+"""
+
+
+def pg_object(row: tuple[object, ...], *schemas: str) -> SchemaObject:
+    """A row of ``PG_OBJECTS`` with its schema's names taken out of its definition (``public.perfgate_runs``; a
+    temporary schema's ``pg_temp_3.`` or ``pg_temp.``)."""
+    kind, name, table, sql = (str(value) if value is not None else "" for value in row)
+    for schema in schemas:
+        for prefix in (f'"{schema}".', f"{schema}."):
+            sql = sql.replace(prefix, "")
+    return kind, name, table, " ".join(sql.split())

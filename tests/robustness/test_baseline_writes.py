@@ -192,3 +192,22 @@ def test_kill_9_during_a_multi_gpu_write_leaves_what_the_readme_says(tmp_path: P
     save_baselines(two_gpu_documents(200.0), tmp_path, "t")
     assert durations(tmp_path) == [200, 200]
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize("source", ["", "\x00entries\x00"])
+def test_a_baseline_encoded_entry_by_entry_is_the_whole_documents_json(source: str) -> None:
+    """``dumps_baseline`` encodes entries one at a time (memory); its text is json.dumps(indent=2) of the whole,
+    byte for byte, whatever the strings hold (newlines, workflow commands, its own marker)."""
+    import json
+
+    from perfgate.baseline import dumps_baseline
+    from perfgate.text import inert_json
+
+    document = {"format": "perfgate-baseline", "version": 1, "source": source, "entries": [
+        {"kind": "kernel", "name": "a\nb ##[stop-commands] \x00entries\x00 é \"q\"", "metrics": {
+            "gpu__time_duration.sum": {"unit": "ns", "value": 1.5}}, "findings": []},
+        {}, {"nested": [1, {"deeper": [None, True]}], "empty": {}}]}
+    expected = inert_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    assert dumps_baseline(document) == expected
+    assert dumps_baseline({**document, "entries": []}) == inert_json(json.dumps(
+        {**document, "entries": []}, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"

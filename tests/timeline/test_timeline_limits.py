@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 from helpers.common import REPO, run_cli
+from helpers.nsys_export import write_nsys_export
 from helpers.timeline import OURS, corpus_trace
 
 from perfgate.collect import json_input, read_table
+from perfgate.collect import timeline
 from perfgate.collect.timeline import attribute
 from perfgate.collect.timeline.chrome import read_chrome_trace
 from perfgate.collect.timeline.cupti_dump import read_cupti_dump
@@ -161,16 +163,23 @@ def test_deep_nesting_inside_an_event_is_refused(tmp_path: Path) -> None:
         read_table(trace)
 
 
+# The peak (kB) of this process's own memory: /proc's VmHWM, where Linux has it. getrusage's ru_maxrss survives exec,
+# so a child of a large pytest process would start at its parent's peak and show no growth at all.
 _PEAK = """
-import resource, sys
+import re, resource, sys
+from pathlib import Path
 from perfgate.collect import read_table
 from perfgate.errors import InputError
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak():
+    status = Path("/proc/self/status")
+    found = re.search(r"VmHWM:\\s*(\\d+)", status.read_text()) if status.exists() else None
+    return int(found.group(1)) if found else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak()
 try:
     read_table(sys.argv[1])
 except InputError:
     pass
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+print(peak() - before)
 """
 
 
@@ -187,3 +196,97 @@ def test_a_gzip_of_whitespace_is_read_in_bounded_memory(tmp_path: Path) -> None:
     grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(padded)], capture_output=True, text=True,
                                   check=True, cwd=REPO).stdout)
     assert grown_kb < 48 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
+
+
+def test_a_kernel_dense_nsys_export_is_read_in_memory_that_follows_its_launches(tmp_path: Path) -> None:
+    """An export of 10,000 kernels (1 MB): its table's rows were dicts, five a launch (43.6 MB more at the peak;
+    200,000 kernels: 879 MB). As columns, a launch's texts codes into their few distinct values: 10.4 MB."""
+    export = write_nsys_export(tmp_path / "dense.sqlite", 10_000)
+    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(export)], capture_output=True, text=True,
+                                  check=True, cwd=REPO).stdout)
+    assert grown_kb < 20 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
+
+
+# ---------------------------------------------------------------- a bare list of events; a compressed trace
+
+def test_a_bare_list_of_events_is_streamed_and_measures_as_the_parsed_one(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """A Chrome trace may be a top-level list of events (no traceEvents object): it was parsed whole."""
+    events = _kineto()["traceEvents"]
+    trace = tmp_path / "bare.json"
+    trace.write_text(json.dumps(events, indent=1))
+    document, key, streamed = json_input.open_json(trace, timeline.streams_events, timeline.streams_event_list)
+    assert (document, key) == ([], "") and streamed is not None
+    streamed.close()
+    monkeypatch.setattr(json_input, "_CHUNK", 7)
+    read = read_table(trace)
+    parsed = measurement_of(read_chrome_trace(events, trace), trace)
+    assert list(read.table.rows()) == list(parsed.table.rows()) and read.settings == parsed.settings
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[{"ph": "X"}, 1 2]', "broken JSON at line 1 column 17"),
+    ('[{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1}] []', "extra data"),
+    ('[{"ph": "X", "ts": NaN}]', "NaN is not valid JSON"),
+])
+def test_a_broken_bare_list_is_refused_as_the_object_form_is(text: str, message: str, tmp_path: Path) -> None:
+    trace = tmp_path / "bare.json"
+    trace.write_text(text)
+    with pytest.raises(InputError, match=message):
+        read_table(trace)
+
+
+def test_a_list_that_is_no_trace_is_still_read_whole_and_refused(tmp_path: Path) -> None:
+    path = tmp_path / "numbers.json"
+    path.write_text("[1, 2, 3]")
+    with pytest.raises(InputError, match="JSON that is neither a perfgate baseline"):
+        read_table(path)
+
+
+def test_a_gzip_of_a_bare_list_padded_with_whitespace_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """32 MiB of whitespace between a bare list's events: parsed whole, the text alone was 32 MiB and more."""
+    events = [json.dumps(event).encode() for event in _kineto()["traceEvents"]]
+    padded = tmp_path / "bare.json.gz"
+    with gzip.open(padded, "wb", compresslevel=1) as out:
+        out.write(b"[" + events[0])
+        for _ in range(32):
+            out.write(b" " * (1 << 20))
+        out.write(b"," + b",".join(events[1:]) + b"]")
+    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(padded)], capture_output=True, text=True,
+                                  check=True, cwd=REPO).stdout)
+    assert grown_kb < 16 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
+
+
+def test_a_compressed_trace_is_read_as_it_expands_never_into_tmpdir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip or xz of JSON was expanded into a temporary folder first (a 2 GiB expansion: 2 GiB of TMPDIR)."""
+    import perfgate.collect as collect
+
+    def no_folder(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a compressed JSON input was expanded into TMPDIR")
+
+    monkeypatch.setattr(collect.tempfile, "TemporaryDirectory", no_folder)
+    measured = read_table(KINETO)
+    assert measured.source == str(KINETO) and len(measured.table)
+
+
+@pytest.mark.parametrize("packed", ["gz", "xz"])
+def test_a_compressed_trace_past_the_input_limit_is_refused_as_it_expands(packed: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import lzma
+
+    text = gzip.decompress(KINETO.read_bytes())
+    path = tmp_path / f"trace.json.{packed}"
+    path.write_bytes(gzip.compress(text) if packed == "gz" else lzma.compress(text))
+    monkeypatch.setenv("PERFGATE_MAX_INPUT_BYTES", str(len(text) - 1))
+    with pytest.raises(InputError, match=f"{path}: decompresses to more than perfgate's input limit of "):
+        read_table(path)
+    monkeypatch.setenv("PERFGATE_MAX_INPUT_BYTES", str(len(text)))
+    assert len(read_table(path).table)
+
+
+@pytest.mark.parametrize("cut", [100, -20])
+def test_a_truncated_compressed_trace_is_a_broken_compressed_file(cut: int, tmp_path: Path) -> None:
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(KINETO.read_bytes()[:cut])
+    with pytest.raises(InputError, match=f"{path}: broken compressed file"):
+        read_table(path)

@@ -29,7 +29,7 @@ from perfgate.errors import InputError
 from perfgate.table import Measurement
 
 __all__ = ["SOURCE_SETTING", "SQLITE_MAGIC", "TIMELINE", "looks_like_trace", "read_nsys_export", "streams_events",
-           "table_from_trace"]
+           "streams_event_list", "table_from_trace"]
 
 TRACE_EVENTS, RECORDS = "traceEvents", "records"  # a Chrome trace's events; perfgate's CUPTI trace's records
 
@@ -41,15 +41,22 @@ def streams_events(key: str, document: dict[str, Any]) -> bool:
     return key == TRACE_EVENTS or (key == RECORDS and document.get("format", FORMAT_NAME) == FORMAT_NAME)
 
 
+def streams_event_list(first: Any) -> bool:
+    """Whether a JSON input's top-level list, whose first element is ``first``, is a Chrome trace's bare list of
+    events, read one at a time as the object form's ``traceEvents`` is."""
+    return looks_like_chrome_trace([first])
+
+
 def looks_like_trace(document: Any) -> bool:
     return looks_like_chrome_trace(document) or looks_like_cupti_dump(document)
 
 
 def table_from_trace(document: Any, path: Path, events: Iterable[Any] | None = None, key: str = "") -> Measurement:
     """A parsed Chrome trace or perfgate CUPTI trace as the normalized table; ``events``: the list under ``key``
-    as it is read (``streams_events``), ``document`` holding the rest."""
+    as it is read (``streams_events``), ``document`` holding the rest; no key: a Chrome trace's bare list of
+    events (``streams_event_list``)."""
     if events is not None:
-        read = read_chrome_trace if key == TRACE_EVENTS else read_cupti_dump
+        read = read_cupti_dump if key == RECORDS else read_chrome_trace
         return _measured(read(document, path, events), path)
     trace = read_cupti_dump(document, path) if looks_like_cupti_dump(document) else read_chrome_trace(document, path)
     return _measured(trace, path)

@@ -19,10 +19,8 @@ _FIX = "trace again; the file is corrupt or was edited"
 
 def check_trace(trace: Trace, path: Path) -> None:
     """InputError for the first of these a trace holds (one without kernels is left to ``measure.no_kernels``)."""
-    for what, spans in (("GPU op", [(op.start, op.end) for op in trace.ops]),
-                        ("launch call", [(call.start, call.end) for call in trace.launches.values()]),
-                        ("host range", [(host.start, host.end) for host in trace.ranges])):
-        backwards = [(start, end) for start, end in spans if end < start]
+    for what, items in (("GPU op", trace.ops), ("launch call", trace.launches.values()), ("host range", trace.ranges)):
+        backwards = [(item.start, item.end) for item in items if item.end < item.start]
         if backwards:
             start, end = backwards[0]
             count = f"{len(backwards):,} {what}s end" if len(backwards) > 1 else f"a {what} ends"

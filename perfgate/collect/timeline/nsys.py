@@ -62,11 +62,16 @@ def _name_of(strings: dict[int, str], *ids: Any) -> str:
     return ""
 
 
+def _once(shared: dict[Any, Any], value: Any) -> Any:
+    return shared.setdefault(value, value)
+
+
 def _kernels(connection: sqlite3.Connection, strings: dict[int, str]) -> list[GpuOp]:
     present = _columns(connection, "CUPTI_ACTIVITY_KIND_KERNEL")
     names: list[str] = [c for c in ("shortName", "demangledName", "mangledName") if c in present]
     wanted = [c if c in present else "NULL" for c in _KERNEL_COLUMNS] + (names or ["NULL"])
     ops = []
+    shared: dict[Any, Any] = {}  # grids, blocks and sizes repeat: each distinct one held once, not once a kernel
     for row in connection.execute(f"SELECT {', '.join(wanted)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
         (start, end, device, stream, correlation, gx, gy, gz, bx, by, bz, registers, static, dynamic) = row[:14]
         ids = row[14:]
@@ -74,11 +79,11 @@ def _kernels(connection: sqlite3.Connection, strings: dict[int, str]) -> list[Gp
         short = _name_of(strings, ids[0]) if names and names[0] == "shortName" else ""
         ops.append(GpuOp(KERNEL, short or bare_name(demangled), demangled_name(demangled) or short, int(start), int(end),
                          int(device or 0), int(stream or 0), int(correlation if correlation is not None else -1),
-                         grid=(int(gx or 0), int(gy or 0), int(gz or 0)) if gx is not None else None,
-                         block=(int(bx or 0), int(by or 0), int(bz or 0)) if bx is not None else None,
-                         registers=None if registers is None else int(registers),
-                         static_shared=None if static is None else int(static),
-                         dynamic_shared=None if dynamic is None else int(dynamic)))
+                         grid=_once(shared, (int(gx or 0), int(gy or 0), int(gz or 0))) if gx is not None else None,
+                         block=_once(shared, (int(bx or 0), int(by or 0), int(bz or 0))) if bx is not None else None,
+                         registers=None if registers is None else _once(shared, int(registers)),
+                         static_shared=None if static is None else _once(shared, int(static)),
+                         dynamic_shared=None if dynamic is None else _once(shared, int(dynamic))))
     return ops
 
 
@@ -95,11 +100,13 @@ def _memory_ops(connection: sqlite3.Connection, tables: set[str]) -> list[GpuOp]
 
 def _launches(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Launch]:
     launches: dict[int, Launch] = {}
+    threads: dict[Any, str] = {}  # a few threads make every launch: each one's name held once
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         for correlation, thread, start, end in connection.execute(
                 "SELECT correlationId, globalTid, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start"):
             if correlation is not None and int(correlation) not in launches:
-                launches[int(correlation)] = Launch(int(correlation), str(thread), int(start), int(end))
+                name = threads.get(thread) or threads.setdefault(thread, str(thread))
+                launches[int(correlation)] = Launch(int(correlation), name, int(start), int(end))
     return launches
 
 
