@@ -68,7 +68,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=settings.significance,
                         allow_device_mismatch=settings.allow_device_mismatch, kernel_aliases=settings.kernel_aliases,
                         accept_unpaired_kernels=settings.accept_unpaired_kernels)
-    current = with_region_totals(read_table(args.current, options.wanted_metrics()))
+    args.read_code = settings.code_identity  # the same-code rule: _comparison reads the baseline's code alike
+    current = with_region_totals(read_table(args.current, options.wanted_metrics(), code=args.read_code))
     history_notes: list[str] = []
     reference = None
     if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
@@ -140,7 +141,9 @@ def _comparison(args: argparse.Namespace, current: Measurement, options: Compare
     from perfgate.regions import with_region_totals
     from perfgate.table import Measurement, empty_table
 
-    baseline = with_region_totals(read_table(args.baseline, options.wanted_metrics())) if args.baseline is not None \
+    code = bool(getattr(args, "read_code", False))
+    baseline = with_region_totals(read_table(args.baseline, options.wanted_metrics(), code=code)) \
+        if args.baseline is not None \
         else Measurement(empty_table())
     if reference is not None:
         baseline, referred = reference(baseline, current)
