@@ -26,7 +26,7 @@ from perfgate.compare.options import TIME_METRIC
 from perfgate.compare.policies import JudgedRows
 from perfgate.metrics import LAUNCH_CONFIG_METRICS, is_time_like
 from perfgate.table import KernelCode, Measurement
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import KIND_KERNEL, Status
 
 DRIFT_KERNELS = 3  # same-code kernels that must move together before the runner is blamed
 SHOWN_OPCODES = 5  # instruction-mix changes named in a kernel's why
@@ -51,6 +51,7 @@ class CodeFacts(NamedTuple):
     same: Bools
     changed: Bools
     why: list[str | None]
+    kernel: Bools  # a kernel launch (not a region total or a benchmark), which has code to compare
 
 
 def mix_change(before: Mapping[str, int], after: Mapping[str, int], limit: int = SHOWN_OPCODES) -> str:
@@ -99,7 +100,7 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
             changed[at] = True
             why.append(f"code changed ({before.code_id[:SHOWN_ID]} → {after.code_id[:SHOWN_ID]}): "
                        + mix_change(before.opcodes, after.opcodes))
-    return CodeFacts(base_id, cur_id, same, changed, why)
+    return CodeFacts(base_id, cur_id, same, changed, why, launches.kinds == KIND_KERNEL)
 
 
 def _timing_rows(rows: JoinedRows) -> Bools:
@@ -139,7 +140,8 @@ def _count_note(code: CodeFacts, kernels: Sequence[str]) -> str:
     """``machine code: 4 kernels the same ..., 1 changed (name), 0 not known``, kernels counted by name."""
     same = {kernels[at] for at in np.flatnonzero(code.same).tolist()}
     changed = {kernels[at] for at in np.flatnonzero(code.changed).tolist()}
-    unknown = {kernels[at] for at, (b, c) in enumerate(zip(code.base_id, code.cur_id)) if b is None or c is None}
+    unknown = {kernels[at] for at, (b, c) in enumerate(zip(code.base_id, code.cur_id))
+               if code.kernel[at] and (b is None or c is None)}
     other = {kernels[at] for at, (b, c) in enumerate(zip(code.base_id, code.cur_id))
              if b is not None and b == c and not code.same[at]}
     named = f" ({', '.join(sorted(changed)[:5])}{' …' if len(changed) > 5 else ''})" if changed else ""
