@@ -26,7 +26,7 @@ from perfgate.compare.options import TIME_METRIC
 from perfgate.compare.policies import JudgedRows
 from perfgate.metrics import LAUNCH_CONFIG_METRICS, is_time_like
 from perfgate.table import KernelCode, Measurement
-from perfgate.vocabulary import KIND_KERNEL, Status
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, Status
 
 DRIFT_KERNELS = 3  # same-code kernels that must move together before the runner is blamed
 SHOWN_OPCODES = 5  # instruction-mix changes named in a kernel's why
@@ -100,7 +100,22 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
             changed[at] = True
             why.append(f"code changed ({before.code_id[:SHOWN_ID]} → {after.code_id[:SHOWN_ID]}): "
                        + mix_change(before.opcodes, after.opcodes))
-    return CodeFacts(base_id, cur_id, same, changed, why, launches.kinds == KIND_KERNEL)
+    kernel = launches.kinds == KIND_KERNEL
+    _same_code_totals(frame["region"].tolist(), launches.kinds, kernel, same, why)
+    return CodeFacts(base_id, cur_id, same, changed, why, kernel)
+
+
+def _same_code_totals(regions: list[str], kinds: np.ndarray, kernel: Bools, same: Bools, why: list[str | None]) -> None:
+    """A region total (``perfgate.regions``: its top-level region's kernels; "" for the overall one) whose kernel
+    launches are all same-code is a sum of same-code times: judged as they are (``same`` and ``why`` filled in)."""
+    kernels = np.flatnonzero(kernel & np.array([bool(r) for r in regions], dtype=bool)).tolist()
+    for at in np.flatnonzero(kinds == KIND_REGION).tolist():
+        region = regions[at]
+        members = [k for k in kernels if not region or regions[k].split(REGION_SEPARATOR, 1)[0] == region]
+        if members and all(same[k] for k in members):
+            same[at] = True
+            why[at] = (f"its {len(members)} kernel launch{'es' if len(members) != 1 else ''} kept their code and "
+                       "launch configuration: its time is judged unchanged")
 
 
 def _timing_rows(rows: JoinedRows) -> Bools:
@@ -123,7 +138,8 @@ def same_code_judgement(rows: JoinedRows, judged: JudgedRows, code: CodeFacts,
     _, change = rows.changes()
     notes = [_count_note(code, kernels)]
     for index in np.flatnonzero(held)[:SHOWN_HELD].tolist():
-        notes.append(f"{kernels[int(rows.launch_id[index])]}: {rows.names[int(rows.metric_code[index])]} "
+        at = int(rows.launch_id[index])
+        notes.append(f"{'' if code.kernel[at] else 'region total '}{kernels[at]}: {rows.names[int(rows.metric_code[index])]} "
                      f"{float(change[index]):+.1%} judged unchanged (same code): the same machine code and launch "
                      "configuration on both sides, so the change is the runner's noise")
     if int(held.sum()) > SHOWN_HELD:
@@ -158,7 +174,7 @@ def drift_judgement(rows: JoinedRows, judged: JudgedRows, code: CodeFacts, relat
         return judged, []
     _, change = rows.changes()
     duration = np.array([name == TIME_METRIC for name in rows.names], dtype=bool)[rows.metric_code]
-    sample = duration & code.same[rows.launch_id] & np.isfinite(change)
+    sample = duration & (code.same & code.kernel)[rows.launch_id] & np.isfinite(change)
     per_kernel: dict[str, list[tuple[float, float]]] = {}
     for index in np.flatnonzero(sample).tolist():
         per_kernel.setdefault(kernels[int(rows.launch_id[index])], []).append(
