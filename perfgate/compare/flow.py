@@ -174,7 +174,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, replacements = judge_through_totals(rows, judged, find_replacements(launches))
-    code, drift_notes = None, []
+    code: CodeFacts | None = None
+    drift_notes: list[str] = []
     if baseline.code or current.code:  # the same-code rule, then the drift canary it feeds
         code = code_facts(launches, baseline, current, launch_facts(launches, base_side, cur_side, codes))
         kernels = launches.frame["kernel"].tolist()

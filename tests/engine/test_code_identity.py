@@ -8,7 +8,6 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from perfgate.collect import read_table
 from perfgate.collect.sass import kernel_code, opcode, relative_addresses
