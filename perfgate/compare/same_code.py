@@ -52,6 +52,7 @@ class CodeFacts(NamedTuple):
     changed: Bools
     why: list[str | None]
     kernel: Bools  # a kernel launch (not a region total or a benchmark), which has code to compare
+    unknown: Bools  # a kernel launch on both sides whose code one side does not give
 
 
 def mix_change(before: Mapping[str, int], after: Mapping[str, int], limit: int = SHOWN_OPCODES) -> str:
@@ -83,6 +84,7 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
     why: list[str | None] = []
     same = np.zeros(launches.count, dtype=bool)
     changed = np.zeros(launches.count, dtype=bool)
+    unknown = np.zeros(launches.count, dtype=bool)
     frame = launches.frame
     for at, (before_at, after_at) in enumerate(zip(frame["launch_b"].tolist(), frame["launch_c"].tolist())):
         before = base_code.get(int(before_at)) if before_at >= 0 else None
@@ -90,6 +92,7 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
         base_id.append(None if before is None else before.code_id)
         cur_id.append(None if after is None else after.code_id)
         if before is None or after is None:
+            unknown[at] = before_at >= 0 and after_at >= 0
             why.append(None)
         elif before.code_id == after.code_id:
             same[at] = bool(config[at])
@@ -102,7 +105,7 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
                        + mix_change(before.opcodes, after.opcodes))
     kernel = launches.kinds == KIND_KERNEL
     _same_code_totals(frame["region"].tolist(), launches.kinds, kernel, same, why)
-    return CodeFacts(base_id, cur_id, same, changed, why, kernel)
+    return CodeFacts(base_id, cur_id, same, changed, why, kernel, unknown & kernel)
 
 
 def _same_code_totals(regions: list[str], kinds: np.ndarray, kernel: Bools, same: Bools, why: list[str | None]) -> None:
@@ -153,11 +156,11 @@ def same_code_judgement(rows: JoinedRows, judged: JudgedRows, code: CodeFacts,
 
 
 def _count_note(code: CodeFacts, kernels: Sequence[str]) -> str:
-    """``machine code: 4 kernels the same ..., 1 changed (name), 0 not known``, kernels counted by name."""
-    same = {kernels[at] for at in np.flatnonzero(code.same).tolist()}
+    """``machine code: 4 kernels the same ..., 1 changed (name), 0 not known``, kernels counted by name (a kernel on
+    one side only is neither)."""
+    same = {kernels[at] for at in np.flatnonzero(code.same & code.kernel).tolist()}
     changed = {kernels[at] for at in np.flatnonzero(code.changed).tolist()}
-    unknown = {kernels[at] for at, (b, c) in enumerate(zip(code.base_id, code.cur_id))
-               if code.kernel[at] and (b is None or c is None)}
+    unknown = {kernels[at] for at in np.flatnonzero(code.unknown).tolist()}
     other = {kernels[at] for at, (b, c) in enumerate(zip(code.base_id, code.cur_id))
              if b is not None and b == c and not code.same[at]}
     named = f" ({', '.join(sorted(changed)[:5])}{' …' if len(changed) > 5 else ''})" if changed else ""
