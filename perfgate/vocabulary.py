@@ -62,6 +62,9 @@ def worst_verdict(*verdicts: str) -> str:
 KIND_KERNEL = "kernel"  # an ncu launch
 KIND_BENCHMARK = "benchmark"  # a pytest-benchmark benchmark
 KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
+# The end of a launch's code_why where the same-code rule held its time (compare.same_code): the history keeps such
+# a launch's timing changes as A/A samples (history.record).
+SAME_CODE_HELD = "its time is judged unchanged"
 REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
 REPLAY_PASSES = "replay_passes"  # a measurement's setting: the most replay passes any of its launches took
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)

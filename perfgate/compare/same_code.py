@@ -24,22 +24,15 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.options import TIME_METRIC
 from perfgate.compare.policies import JudgedRows
-from perfgate.metrics import LAUNCH_CONFIG_METRICS, is_time_like
+from perfgate.metrics import LAUNCH_CONFIG_METRICS, is_timing
 from perfgate.table import KernelCode, Measurement
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, Status
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, SAME_CODE_HELD, Status
 
 DRIFT_KERNELS = 3  # same-code kernels that must move together before the runner is blamed
 SHOWN_OPCODES = 5  # instruction-mix changes named in a kernel's why
 SHOWN_ID = 12  # characters of a code_id in text
 SHOWN_HELD = 5  # timing changes held unchanged (same code) named in the notes
-# Rates and shares of peak are made from the time: they move with it.
-_TIMING_HINTS = ("per_second", "pct_of_peak", "throughput")
 _MOVED = (Status.REGRESSION, Status.IMPROVEMENT, Status.INCONCLUSIVE)
-
-
-def is_timing(metric: str) -> bool:
-    """Whether a metric measures (or is made from) time, which the same code may take more or less of."""
-    return is_time_like(metric) or any(hint in metric for hint in _TIMING_HINTS)
 
 
 class CodeFacts(NamedTuple):
@@ -97,7 +90,7 @@ def code_facts(launches: MatchedLaunches, baseline: Measurement, current: Measur
         elif before.code_id == after.code_id:
             same[at] = bool(config[at])
             why.append(f"same code ({after.code_id[:SHOWN_ID]})" + (
-                " and launch configuration: its time is judged unchanged" if same[at] else
+                f" and launch configuration: {SAME_CODE_HELD}" if same[at] else
                 " in another launch configuration: judged as usual"))
         else:
             changed[at] = True
@@ -118,7 +111,7 @@ def _same_code_totals(regions: list[str], kinds: np.ndarray, kernel: Bools, same
         if members and all(same[k] for k in members):
             same[at] = True
             why[at] = (f"its {len(members)} kernel launch{'es' if len(members) != 1 else ''} kept their code and "
-                       "launch configuration: its time is judged unchanged")
+                       f"launch configuration: {SAME_CODE_HELD}")
 
 
 def _timing_rows(rows: JoinedRows) -> Bools:
