@@ -122,8 +122,9 @@ def report_points(report: Report) -> list[Point]:
         collected[key].append(float(value))
         if status in GATE_RANK:
             gates[key] = worse_gate(gates.get(key), status)
-        if code_ids[at]:
-            codes.setdefault(key, set()).add(code_ids[at])
+        code_id = code_ids[at]
+        if code_id:
+            codes.setdefault(key, set()).add(code_id)
         if held[at] and change is not None and is_timing(names[code] or ""):
             same_code.setdefault(key, []).append(float(change))
     return [Point(key, *facts[key], tuple(values), gates.get(key),
