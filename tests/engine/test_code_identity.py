@@ -132,3 +132,19 @@ def test_same_code_kernels_moving_together_make_a_code_change_inconclusive() -> 
     # Without the same-code kernels' evidence the code change is blamed.
     alone = build_report(compare_tables(base, cur._replace(code={launch_of["warptiling"]: code[launch_of["warptiling"]]})))
     assert dict(zip(alone["launches"]["kernel"], alone["launches"]["status"]))["warptiling"] == "regression"
+
+
+def test_every_format_shows_what_the_code_says() -> None:
+    from perfgate.render import render
+
+    base = _read(corpus_file("mlp-t4/report_v3_loop_unroll.ncu-rep"))
+    cur = _read(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))
+    report = build_report(compare_tables(base, cur))
+    for fmt in ("text", "md", "html", "json"):
+        shown = render(report, fmt)
+        assert "code changed (0825bea863d0 → 340cf3f494a8)" in shown, fmt
+        assert "LDG +12" in shown, fmt
+    same = build_report(compare_tables(_read(H100 / "vector_add.ncu-rep"), _read(H100 / "vector_add.rerun.ncu-rep"),
+                                       CompareOptions(thresholds={TIME: Threshold(relative=0.0)})))
+    for fmt in ("text", "md", "html", "json"):
+        assert "judged unchanged (same code)" in render(same, fmt), fmt
