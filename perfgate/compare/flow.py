@@ -62,7 +62,7 @@ from perfgate.compare.replaced import (
     unjudged_replacements,
 )
 from perfgate.compare.result import Comparison
-from perfgate.compare.same_code import CodeFacts, code_facts, drift_judgement, same_code_judgement
+from perfgate.compare.same_code import CodeFacts, code_columns, code_facts, drift_judgement, same_code_judgement
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.regions import like_for_like_totals
 from perfgate.table import (
@@ -176,7 +176,11 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     judged, replacements = judge_through_totals(rows, judged, find_replacements(launches))
     code: CodeFacts | None = None
     drift_notes: list[str] = []
-    if baseline.code or current.code:  # the same-code rule, then the drift canary it feeds
+    if bool(baseline.code) != bool(current.code):  # a stored baseline or the history's reference keeps no code
+        lacking = "baseline" if current.code else "current run"
+        drift_notes.append(f"machine code: the {lacking} carries none (only .ncu-rep files read with "
+                           "--code-identity do): the same-code rule was not applied")
+    elif baseline.code and current.code:  # the same-code rule, then the drift canary it feeds
         code = code_facts(launches, baseline, current, launch_facts(launches, base_side, cur_side, codes))
         kernels = launches.frame["kernel"].tolist()
         judged, code, drift_notes = same_code_judgement(rows, judged, code, kernels)
@@ -237,9 +241,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
     appeared, gone = finding_changes(launches, baseline, current)
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
-    if found.code is not None:
-        launch_frame = launch_frame.assign(code_id=objects(found.code.cur_id), baseline_code_id=objects(found.code.base_id),
-                                           code_why=objects(found.code.why))
+    launch_frame = launch_frame.assign(**code_columns(found.code))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
     if options.series_thresholds:

@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.columns import Columns
-from perfgate.compare.arrays import Bools
+from perfgate.columns import Columns, objects
+from perfgate.compare.arrays import Bools, Objects
 from perfgate.compare.codes import STATUS_CODE, is_status
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
@@ -57,6 +57,14 @@ def mix_change(before: Mapping[str, int], after: Mapping[str, int], limit: int =
     total = f"instructions {sum(before.values())} → {sum(after.values())}"
     return total + (": " + ", ".join(parts) + (f" and {more} more" if more > 0 else "") if parts else
                     ": the same mix, other code")
+
+
+def code_columns(code: CodeFacts | None) -> dict[str, Objects]:
+    """The launch table's code columns (``code_id``, ``baseline_code_id``, ``code_why``); none where no code is
+    known (the report's columns are then null)."""
+    if code is None:
+        return {}
+    return {"code_id": objects(code.cur_id), "baseline_code_id": objects(code.base_id), "code_why": objects(code.why)}
 
 
 def _config_same(facts: Columns) -> Bools:
