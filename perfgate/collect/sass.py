@@ -99,13 +99,18 @@ class CodeReader:
         self.codes: dict[int, KernelCode] = {}  # launch -> its code
 
     def read(self, action: Any, launch: int) -> None:
+        """Read ``action``'s code as launch ``launch``'s; a report whose code cannot be read gives none for it (the
+        same-code rule then does not apply), never a failed read of its measurements."""
         start = function_start(action)
         if start is None:
             return
         # By address and name: a module unloaded and another loaded at its address must not share its code.
         key = (start, str(action.name()))
         if key not in self._by_function:
-            lines = function_sass(action, start)
+            try:
+                lines = function_sass(action, start)
+            except Exception:  # an ncu_report without SASS access, or a damaged record of it
+                lines = None
             self._by_function[key] = None if lines is None else kernel_code(lines, start)
         found = self._by_function[key]
         if found is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -157,3 +158,30 @@ def test_a_side_without_code_is_said_and_nothing_is_held() -> None:
     assert "machine code: the baseline carries none (only .ncu-rep files read with --code-identity do): the " \
            "same-code rule was not applied" in report["notes"]
     assert "regression" in report["launches"]["status"]
+
+
+def test_code_that_cannot_be_read_leaves_the_launch_without_code() -> None:
+    from perfgate.collect.sass import CodeReader
+
+    class Broken:
+        """An action whose SASS the report cannot give (ncu_report raises), as a damaged record would."""
+
+        def metric_by_name(self, name: str) -> Any:
+            return _Pcs() if name == "launch__function_pcs" else None
+
+        def name(self) -> str:
+            return "k"
+
+        def sass_by_pc(self, pc: int) -> str:
+            raise RuntimeError("no SASS")
+
+    class _Pcs:
+        def num_instances(self) -> int:
+            return 1
+
+        def as_uint64(self, index: int = 0) -> int:
+            return 0x7F0000000000
+
+    reader = CodeReader()
+    reader.read(Broken(), 0)
+    assert reader.known() is None
