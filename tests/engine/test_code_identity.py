@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from perfgate.collect import read_table
 from perfgate.collect.sass import kernel_code, opcode, relative_addresses
@@ -185,3 +186,31 @@ def test_code_that_cannot_be_read_leaves_the_launch_without_code() -> None:
     reader = CodeReader()
     reader.read(Broken(), 0)
     assert reader.known() is None
+
+
+def test_a_baseline_keeps_the_code_and_the_gate_judges_against_it(tmp_path: Path) -> None:
+    import json
+
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]
+    from importlib import resources
+
+    from perfgate.baseline import baseline_documents
+    from perfgate.errors import InputError
+
+    base = _read(H100 / "vector_add.ncu-rep")
+    [document] = baseline_documents(base).values()
+    schema = json.loads(resources.files("perfgate").joinpath("schemas/baseline-v1.schema.json").read_text())
+    jsonschema.validate(document, schema)
+    kernel = next(e for e in document["entries"] if e["kind"] == "kernel")
+    assert kernel["code"]["id"] == next(iter(base.code.values())).code_id  # type: ignore[union-attr]
+    path = tmp_path / "vector_add.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    stored = read_table(path)
+    report = build_report(compare_tables(stored, _read(H100 / "vector_add.rerun.ncu-rep"),
+                                         CompareOptions(thresholds={TIME: Threshold(relative=0.0)})))
+    assert set(report["launches"]["status"]) == {"unchanged"}
+    assert any("judged unchanged (same code)" in note for note in report["notes"])
+    kernel["code"] = {"id": "not hex", "opcodes": {}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(InputError, match=r"entries\[\d+\]\.code must be"):
+        read_table(path)
