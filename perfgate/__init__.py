@@ -25,6 +25,7 @@ from perfgate.errors import (
     NcuError,
     PerfgateError,
 )
+from perfgate.version import __version__
 from perfgate.vocabulary import Status, Verdict
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from perfgate.table import Measurement
     from perfgate.verdict import GateStatus, exit_status
 
-__version__ = "0.1.0"
 
 __all__ = [
     "EXIT_OK",

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from perfgate.baseline import baseline_file
+from perfgate.carried_item import AcceptanceCheck, Carried
 from perfgate.collect.baseline_json import read_baseline
 from perfgate.compare import Comparison, compare_tables
 from perfgate.errors import PerfgateError
@@ -26,30 +27,6 @@ from perfgate.vocabulary import Status
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
     from perfgate.table import Measurement
-
-
-class Accepted(TypedDict):
-    by: str
-    reason: str
-    commit: str
-
-
-class Carried(TypedDict):
-    """A regression the new baseline carries, as written in its ``regressions`` list."""
-
-    kind: str
-    kernel: str
-    region: str
-    metric: str
-    before: float
-    after: float
-    change: float | None  # after / before - 1; None from 0
-    threshold: str
-    accepted: Accepted | None  # None: none recorded, or no history configured
-
-
-# Adds who accepted each regression, from the history (``perfgate.history.accept.accepted_regressions``).
-AcceptanceCheck = Callable[[Sequence[Carried], str], list[Carried]]  # items, the GPU
 
 
 def carried_regressions(comparison: Comparison) -> list[Carried]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from perfgate.errors import ConfigError
-from perfgate.metrics import Threshold, parse_threshold
+from perfgate.metrics import DEFAULT_BENCHMARK_METRICS, DEFAULT_KERNEL_METRICS, Threshold, parse_threshold
 from perfgate.vocabulary import NO_ENTRIES
 
 if sys.version_info >= (3, 11):
@@ -153,6 +153,9 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
             if not names or not all(names):
                 raise ConfigError(f"{source}: metrics must name at least one metric, and no empty name (leave the "
                                   "key out for the curated set)")
+            if all(name.startswith("+") for name in names):  # additions to the curated set: ["+roofline"]
+                names = list(dict.fromkeys([*DEFAULT_KERNEL_METRICS, *DEFAULT_BENCHMARK_METRICS,
+                                            *(name[1:] for name in names)]))
             values[key] = tuple(names)
         else:
             expected = type(getattr(Settings(), key))

@@ -22,7 +22,8 @@ from perfgate.baseline import (
     save_baselines,
 )
 from perfgate.collect.baseline_json import read_baseline
-from perfgate.carried import AcceptanceCheck, carried_lines, carried_regressions, with_carried
+from perfgate.carried import carried_lines, carried_regressions, with_carried
+from perfgate.carried_item import AcceptanceCheck
 from perfgate.compare import CompareOptions, Comparison, compare_tables
 from perfgate.errors import PerfgateError
 from perfgate.limits import parse_json_or_none

@@ -14,6 +14,7 @@ import math
 import re
 from typing import NamedTuple
 
+from perfgate.derived import DERIVED
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import is_benchmark_metric
 
@@ -30,12 +31,15 @@ class Threshold(NamedTuple):
     A change is a regression only when it is worse than *every* limit given: ``5%+1000`` means
     "more than 5% and more than 1000 units", which keeps tiny kernels from failing on jitter.
     ``relative`` is a fraction (0.05 = 5%); ``absolute`` is in the metric's base unit.
-    ``gating=False`` shows the metric and its change but never fails the gate.
+    ``gating=False`` shows the metric and its change but never fails the gate. ``floor`` (``>=60``): a value
+    below it is a regression whatever the change (``derived.roofline_pct >= 60``); a spec of a floor alone gates
+    on the floor alone.
     """
 
     relative: float | None = None
     absolute: float | None = None
     gating: bool = True
+    floor: float | None = None
 
     @property
     def spec(self) -> str:
@@ -46,36 +50,45 @@ class Threshold(NamedTuple):
             parts.append(f"{self.relative * 100:g}%")
         if self.absolute is not None:
             parts.append(f"{self.absolute:g}")
+        if self.floor is not None:
+            parts.append(f">={self.floor:g}")
         return "+".join(parts) or "0%"
 
 
 OFF = Threshold(gating=False)
 
-_SPEC_PART = re.compile(r"^\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
+_SPEC_PART = re.compile(r"^\s*(?P<floor>>=)?\s*(?P<num>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<pct>%?)\s*$")
 
 
 MAX_RELATIVE_PERCENT = 1000.0  # a limit past a tenfold change is a typo, or a way to gate nothing
 
 
 def parse_threshold(spec: str) -> Threshold:
-    """Parse ``5%``, ``1000``, ``5%+1000`` or ``off``."""
+    """Parse ``5%``, ``1000``, ``5%+1000``, a floor ``>=60`` (alone or with them: ``5+>=60``) or ``off``."""
     text = str(spec).strip().lower()
     if text in ("off", "none", "no", "false"):
         return OFF
     relative: float | None = None
     absolute: float | None = None
+    floor: float | None = None
     for part in text.split("+"):
         match = _SPEC_PART.match(part)
         if not match:
             raise ConfigError(
                 f"bad threshold {spec!r}: use a relative limit like '5%', an absolute one in the metric's "
-                "base unit like '1000', both like '5%+1000', or 'off'"
+                "base unit like '1000', both like '5%+1000', a floor the value must stay at or above like '>=60', "
+                "or 'off'"
             )
         number = float(match["num"])
         if not math.isfinite(number):
             # 1e999 reads as infinity: a limit nothing can exceed would gate nothing, silently.
             raise ConfigError(f"bad threshold {spec!r}: {match['num']} is not a finite number; a limit that "
                               "nothing exceeds gates nothing (use 'off' to show a metric without gating it)")
+        if match["floor"]:
+            if floor is not None or match["pct"]:
+                raise ConfigError(f"bad threshold {spec!r}: one floor, in the metric's own unit (>=60 for 60%)")
+            floor = number
+            continue
         if match["pct"] and number > MAX_RELATIVE_PERCENT:
             raise ConfigError(f"bad threshold {spec!r}: {match['num']}% is beyond any change a run shows, so it "
                               f"would gate nothing (at most {MAX_RELATIVE_PERCENT:g}%; 'off' shows a metric "
@@ -88,7 +101,7 @@ def parse_threshold(spec: str) -> Threshold:
             if absolute is not None:
                 raise ConfigError(f"bad threshold {spec!r}: two absolute limits")
             absolute = number
-    return Threshold(relative=relative, absolute=absolute)
+    return Threshold(relative=relative, absolute=absolute, floor=floor)
 
 
 def parse_threshold_assignment(text: str) -> tuple[str, Threshold]:
@@ -208,7 +221,12 @@ TIMELINE_CATALOG: tuple[MetricInfo, ...] = (
 )
 TIMELINE_METRICS: tuple[str, ...] = tuple(m.name for m in TIMELINE_CATALOG)
 
-CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in (*CATALOG, *TIMELINE_CATALOG)}
+# The derived metrics (``perfgate.derived``: each one row there, its formula beside it), computed when compared.
+DERIVED_CATALOG: tuple[MetricInfo, ...] = tuple(
+    MetricInfo(d.name, d.label, Direction(d.direction), parse_threshold(d.threshold), d.why, d.time_like)
+    for d in DERIVED)
+
+CATALOG_BY_NAME: dict[str, MetricInfo] = {m.name: m for m in (*CATALOG, *TIMELINE_CATALOG, *DERIVED_CATALOG)}
 
 DEFAULT_KERNEL_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if not is_benchmark_metric(m.name))
 
@@ -278,14 +296,15 @@ def is_time_like(metric: str) -> bool:
     return any(hint in metric for hint in _TIME_LIKE_HINTS)
 
 
-# Rates and shares of peak are made from the time: they move with it.
-_TIMING_HINTS = ("per_second", "pct_of_peak", "throughput")
+# Rates and shares of peak are made from the time: they move with it (ncu's ``.per_second``, a derived
+# ``derived.flop_per_s``, ``derived.roofline_pct``: achieved FLOP/s against the roof).
+_TIMING_HINTS = ("per_second", "pct_of_peak", "throughput", "roofline_pct")
 
 
 def is_timing(metric: str) -> bool:
     """Whether a metric measures time or is made from it: what the same machine code may take more or less of
     (``perfgate.compare.same_code``), unlike the work it counts."""
-    return is_time_like(metric) or any(hint in metric for hint in _TIMING_HINTS)
+    return is_time_like(metric) or metric.endswith("_per_s") or any(hint in metric for hint in _TIMING_HINTS)
 
 
 def label_of(metric: str) -> str:
@@ -294,4 +313,4 @@ def label_of(metric: str) -> str:
 
 
 def default_thresholds() -> dict[str, Threshold]:
-    return {m.name: m.threshold for m in (*CATALOG, *TIMELINE_CATALOG)}
+    return {m.name: m.threshold for m in (*CATALOG, *TIMELINE_CATALOG, *DERIVED_CATALOG)}

@@ -99,6 +99,9 @@ class Measurement(NamedTuple):
     unusable: tuple[Unusable, ...] = ()
     findings: Mapping[int, tuple[str, ...]] | None = None  # launch -> Nsight Compute rule findings; None: not known
     code: Mapping[int, KernelCode] | None = None  # launch -> its machine code (.ncu-rep only); None: not known
+    # Benchmarks whose value is the median of recorded runs (the history's reference side): no raw timings exist
+    # to save for them, so no note asks for --benchmark-save-data.
+    run_medians: frozenset[str] = frozenset()
 
     def with_table(self, table: Columns) -> Measurement:
         """The same facts beside another table (a subset, or the table with more rows)."""

@@ -65,6 +65,9 @@ KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
 # The end of a launch's code_why where the same-code rule held its time (compare.same_code): the history keeps such
 # a launch's timing changes as A/A samples (history.record).
 SAME_CODE_HELD = "its time is judged unchanged"
+# The note an update's report carries ("--perfgate-update: baselines written: ..."): a report of new launches
+# that has it was a first recording, not a run that still needs its baselines.
+UPDATE_NOTE = "--perfgate-update: "
 REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
 REPLAY_PASSES = "replay_passes"  # a measurement's setting: the most replay passes any of its launches took
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)

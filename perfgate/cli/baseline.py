@@ -33,14 +33,13 @@ def add_parser(sub: SubParsers) -> None:
 def cmd_baseline(args: argparse.Namespace) -> int:
     from perfgate.baseline import baseline_documents, baseline_file, save_baselines
     from perfgate.carried import carried_in_update  # regressions the update carries (docs/history.md)
-    from perfgate.collect import read_table
     from perfgate.compare import CompareOptions
     from perfgate.compare.sources import for_measurement
-    from perfgate.regions import with_region_totals
+    from perfgate.prepare import read_prepared
 
     settings = settings_for(args, "baseline")
     options = CompareOptions(thresholds=settings.thresholds, metrics=settings.metrics)
-    measurement = with_region_totals(read_table(args.report, options.wanted_metrics(), code=settings.code_identity))
+    measurement = read_prepared(args.report, options, code=settings.code_identity)
     options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "

@@ -55,9 +55,8 @@ def add_parser(sub: SubParsers) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from perfgate.collect import read_table
     from perfgate.options import selection
-    from perfgate.regions import with_region_totals
+    from perfgate.prepare import read_prepared
     from perfgate.render import render_parts, verdict_line
     from perfgate.render.templates import team_templates
 
@@ -69,7 +68,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         allow_device_mismatch=settings.allow_device_mismatch, kernel_aliases=settings.kernel_aliases,
                         accept_unpaired_kernels=settings.accept_unpaired_kernels)
     args.read_code = settings.code_identity  # the same-code rule: _comparison reads the baseline's code alike
-    current = with_region_totals(read_table(args.current, options.wanted_metrics(), code=args.read_code))
+    current = read_prepared(args.current, options, code=args.read_code)
     history_notes: list[str] = []
     reference = None
     if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
@@ -136,14 +135,12 @@ def _compare_files(args: argparse.Namespace, current: Measurement, options: Comp
 def _comparison(args: argparse.Namespace, current: Measurement, options: CompareOptions,
                 reference: Reference | None, history_notes: list[str], history_branch: str) -> Comparison:
     """CURRENT compared with BASELINE, or with the history's reference (its notes put before ``history_notes``'s)."""
-    from perfgate.collect import read_table
     from perfgate.compare import compare_tables
-    from perfgate.regions import with_region_totals
+    from perfgate.prepare import read_prepared
     from perfgate.table import Measurement, empty_table
 
     code = bool(getattr(args, "read_code", False))
-    baseline = with_region_totals(read_table(args.baseline, options.wanted_metrics(), code=code)) \
-        if args.baseline is not None \
+    baseline = read_prepared(args.baseline, options, code=code) if args.baseline is not None \
         else Measurement(empty_table())
     if reference is not None:
         baseline, referred = reference(baseline, current)

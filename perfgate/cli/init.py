@@ -32,9 +32,10 @@ def add_parser(sub: SubParsers) -> None:
                       help=f"the branch whose runs are recorded and judge pull requests (default: {default.branch})")
     init.add_argument("--tests", default=default.tests, metavar="PATH",
                       help=f"where the perf tests live; the example goes there (default: {default.tests})")
-    init.add_argument("--perfgate-spec", default=default.perfgate_spec, metavar="REQUIREMENT",
-                      help="what the workflows pip-install perfgate from (default: %(default)s; a git URL pinned "
-                           "to a commit works too)")
+    init.add_argument("--perfgate-spec", default=None, metavar="REQUIREMENT",
+                      help="what the workflows pip-install perfgate from (default: the git commit this perfgate was "
+                           "installed from, else the main branch, which init says to pin: perfgate has no release "
+                           "tag yet)")
     init.add_argument("--install", default=None, metavar="COMMAND",
                       help="the workflows' command installing the project under test (default: pip install -e . "
                            "for a package, -r requirements.txt where there is one)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Callable
 
-from perfgate import __version__
+from perfgate.version import __version__
 from perfgate.cli.baseline import add_parser as add_baseline
 from perfgate.cli.baselines import add_parser as add_baselines
 from perfgate.cli.compare import add_parser as add_compare

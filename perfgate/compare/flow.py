@@ -3,7 +3,6 @@ judge repeated launches as groups, judge rows, assemble."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -64,6 +63,7 @@ from perfgate.compare.replaced import (
 from perfgate.compare.result import Comparison
 from perfgate.compare.same_code import CodeFacts, code_columns, code_facts, drift_judgement, same_code_judgement
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
+from perfgate.prepare import with_derived
 from perfgate.regions import like_for_like_totals
 from perfgate.table import (
     Measurement,
@@ -75,20 +75,26 @@ from perfgate.table import (
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, Status
 
 
-def significance_notes(launch_frame: Columns, statuses: StatusCodes, base_samples: Mapping[str, Sequence[float]],
-                       cur_samples: Mapping[str, Sequence[float]], significance: float) -> list[str]:
+def significance_notes(launch_frame: Columns, statuses: StatusCodes, baseline: Measurement, current: Measurement,
+                       significance: float) -> list[str]:
     """Benchmarks compared without the significance test, because a side has no raw timings, or with too few
     rounds for it to decide a slowdown: say so (``statuses``: the launches' status codes, in ``launch_frame``'s
-    order)."""
+    order). ``--benchmark-save-data`` is advised only for a side that could have saved them: a baseline that is
+    the median of recorded runs (the history's) has none to save."""
+    base_samples, cur_samples = baseline.samples, current.samples
     kept = (launch_frame["kind"] == KIND_BENCHMARK) & ~is_status(statuses, Status.MISSING, Status.NEW)
     compared, compared_status = launch_frame[kept], statuses[kept]
     notes = []
     for name in dict.fromkeys(compared["kernel"].tolist()):
         lacking = [side for side, samples in (("baseline", base_samples), ("current run", cur_samples))
-                   if len(samples.get(name, ())) < 2]
+                   if len(samples.get(name, ())) < 2 and not (side == "baseline" and name in baseline.run_medians)]
         if lacking:
             notes.append(f"{name}: no significance test (raw timings missing in the {' and the '.join(lacking)}; "
                          "save them with pytest-benchmark's --benchmark-save-data): judged on the threshold alone")
+            continue
+        if name in baseline.run_medians:
+            notes.append(f"{name}: no significance test (the baseline is the median of recorded runs, which keeps "
+                         "no rounds): judged on the threshold alone")
             continue
         base, cur = base_samples[name], cur_samples[name]
         slower = is_status(compared_status[compared["kernel"] == name], Status.REGRESSION, Status.INCONCLUSIVE)
@@ -216,6 +222,8 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     check_same_source(baseline, current)
     baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
+    compared = options.compared_metrics()  # derived metrics: from each side's raw counters, at compare time
+    baseline, current = with_derived(baseline, compared), with_derived(current, compared)
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:
@@ -247,7 +255,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     if options.series_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
     notes += _result_notes(found, results, order, options)
-    notes += significance_notes(launch_frame, statuses, baseline.samples, current.samples, options.significance)
+    notes += significance_notes(launch_frame, statuses, baseline, current, options.significance)
     notes += unusable_notes(baseline, found.compared) + unusable_notes(current, found.compared)
     unmeasured = one_sided_values(rows, judged, launches, baseline, current)
     if not options.accept_unpaired_kernels:

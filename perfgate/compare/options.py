@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from perfgate.derived import derived_inputs, expand_groups
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
     DEFAULT_KERNEL_METRICS,
@@ -57,8 +58,10 @@ class CompareOptions(NamedTuple):
         chosen = list(self.metrics) if self.metrics is not None else [*DEFAULT_KERNEL_METRICS,
                                                                       *DEFAULT_BENCHMARK_METRICS]
         extra = [m for m in self.thresholds if m not in chosen]
-        return tuple(dict.fromkeys([*chosen, *extra]))
+        return expand_groups([*chosen, *extra])  # a group (``roofline``) stands for its metrics
 
     def wanted_metrics(self) -> tuple[str, ...]:
-        """Metrics a reader must keep: compared ones plus the launch facts used for notes."""
-        return tuple(dict.fromkeys([*self.compared_metrics(), *LAUNCH_CONFIG_METRICS]))
+        """Metrics a reader must keep: compared ones, the launch facts used for notes, the counters the derived
+        metrics among them are computed from."""
+        compared = self.compared_metrics()
+        return tuple(dict.fromkeys([*compared, *LAUNCH_CONFIG_METRICS, *derived_inputs(compared)]))

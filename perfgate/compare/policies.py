@@ -36,13 +36,14 @@ class MetricRules(NamedTuple):
 
     ``worse_sign`` is +1 where a higher value is worse, -1 where a lower one is, 0 for a neutral
     metric; ``gated`` says whether a change can fail the gate; ``relative``/``absolute`` are the
-    limits, -1 where not given.
+    limits, -1 where not given; ``floor`` the value a row may not fall below, NaN where none.
     """
 
     worse_sign: Floats
     gated: Bools
     relative: Floats
     absolute: Floats
+    floor: Floats | None = None
 
 
 def metric_rules(names: Sequence[str], thresholds: Mapping[str, Threshold]) -> MetricRules:
@@ -51,10 +52,22 @@ def metric_rules(names: Sequence[str], thresholds: Mapping[str, Threshold]) -> M
     found = [thresholds.get(name) for name in names]
     sign = np.array([_WORSE_SIGN.get(direction_of(name), 0.0) for name in names], dtype=float)
     gating = np.array([can_fail(name, t) for name, t in zip(names, found, strict=True)], dtype=bool)
-    relative = [t.relative if t is not None and t.relative is not None else -1.0 for t in found]
+    # A floor alone gates on the floor alone: no change is past a relative limit of infinity.
+    floor_only = [t is not None and t.floor is not None and t.relative is None and t.absolute is None for t in found]
+    relative = [math.inf if alone else t.relative if t is not None and t.relative is not None else -1.0
+                for t, alone in zip(found, floor_only, strict=True)]
     absolute = [t.absolute if t is not None and t.absolute is not None else -1.0 for t in found]
+    floor = [t.floor if t is not None and t.floor is not None else math.nan for t in found]
     return MetricRules(worse_sign=sign, gated=gating, relative=np.array(relative, dtype=float),
-                       absolute=np.array(absolute, dtype=float))
+                       absolute=np.array(absolute, dtype=float), floor=np.array(floor, dtype=float))
+
+
+def below_floor(status: StatusCodes, gated: Bools, current: Floats, floor: Floats) -> StatusCodes:
+    """A compared value below its metric's floor (``>=60``) is a regression, whatever its change."""
+    compared = np.isin(status, [STATUS_CODE[s] for s in (*_COMPARED, Status.INCONCLUSIVE)])
+    with np.errstate(invalid="ignore"):
+        below = gated & compared & (current < floor)  # False where there is no floor (NaN)
+    return _override(status, below, Status.REGRESSION)
 
 
 def beyond_limits(delta: Floats, change: Floats, relative: Floats, absolute: Floats) -> Bools:
@@ -295,4 +308,6 @@ def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
     if groups is not None:
         status = repeated_launches_as_one(status, groups)
     status, gated = speed_up_trade_off(status, gated, rows.launch_id, rows.is_metric(TIME_METRIC))
+    if rules.floor is not None:
+        status = below_floor(status, gated, rows.current, rules.floor[code])
     return JudgedRows(status=status, gated=gated, delta=delta, change=change)

@@ -17,12 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.collect.timeline.measure import (
-    HOST_LEAD,
-    IDLE_SHARE,
-    MODULE_LOADING_SETTING,
-    WALL_TIME,
-)
+from perfgate.collect.timeline.measure import MODULE_LOADING_SETTING
+from perfgate.collect.timeline.region_entry import HOST_LEAD, IDLE_SHARE, WALL_TIME
 from perfgate.collect.timeline.model import RESOLUTION_SETTING
 from perfgate.compare.options import CompareOptions
 from perfgate.errors import InputError

@@ -15,7 +15,7 @@ from perfgate.history.db import History, open_history, sqlite_path
 from perfgate.history.record import provenance
 
 if TYPE_CHECKING:
-    from perfgate.carried import AcceptanceCheck, Carried
+    from perfgate.carried_item import AcceptanceCheck, Carried
 
 FILTERS = ("gpu", "test", "kernel", "region", "metric")
 

@@ -136,6 +136,8 @@ def reference_measurement(reference: Reference, baseline: Measurement, current: 
         if found is not None and found[1] >= MIN_REFERENCE_RUNS:
             rows.append({**row, "value": found[0], "launch": row["launch"] + offset})
             used.add(facts)
+            if row["kind"] == KIND_BENCHMARK:
+                from_history.add(row["kernel"])
         elif row["metric"] in gated and facts not in short:
             short[facts] = f"{_where(row)}: {_runs(found)}: no reference"
     notes = _notes(reference, used, short, file_name if len(baseline.table) else None)
@@ -144,7 +146,8 @@ def reference_measurement(reference: Reference, baseline: Measurement, current: 
     if not used:
         return baseline, notes
     samples = {name: timings for name, timings in baseline.samples.items() if name not in from_history}
-    return baseline._replace(table=make_table(rows), source=source, samples=samples), notes
+    return baseline._replace(table=make_table(rows), source=source, samples=samples,
+                             run_medians=frozenset(from_history)), notes
 
 
 def _runs(found: tuple[float, int] | None) -> str:

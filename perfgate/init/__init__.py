@@ -10,7 +10,9 @@ is checked before the first is written.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.resources
+import json
 import importlib.util
 import re
 import shlex
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from perfgate import __version__
 from perfgate.errors import ConfigError, InputError
 
 if sys.version_info >= (3, 11):  # the same reader as perfgate.config
@@ -35,6 +36,33 @@ _BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,199}")
 _TESTS = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]{0,199}")
 
 
+REPOSITORY = "https://github.com/perfgate/perfgate"
+UNPINNED_SPEC = f"perfgate @ git+{REPOSITORY}@main"
+
+
+def installed_spec(direct_url: str | None = None) -> str | None:
+    """The requirement that installs this very perfgate again: the git commit pip installed it from (PEP 610's
+    ``direct_url.json``, or ``direct_url`` given); None where it came from elsewhere (an editable checkout, a
+    wheel)."""
+    try:
+        text = direct_url if direct_url is not None else importlib.metadata.distribution("perfgate").read_text(
+            "direct_url.json")
+        found = json.loads(text or "{}")
+        vcs, url = found.get("vcs_info") or {}, str(found.get("url") or "")
+        commit = str(vcs.get("commit_id") or "")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError):
+        return None
+    if vcs.get("vcs") != "git" or not re.fullmatch(r"[0-9a-f]{40}", commit) or not url.startswith("https://"):
+        return None
+    return f"perfgate @ git+{url}@{commit}"
+
+
+def workflow_spec(options: InitOptions) -> str:
+    """What the workflows install perfgate from: ``--perfgate-spec``, else the commit installed here, else main's
+    head (which ``next_steps`` says to pin)."""
+    return options.perfgate_spec or installed_spec() or UNPINNED_SPEC
+
+
 @dataclass(frozen=True)
 class InitOptions:
     """What ``perfgate init`` was asked for (its command-line options)."""
@@ -42,8 +70,9 @@ class InitOptions:
     runner_label: str = "gpu"
     branch: str = "main"
     tests: str = "tests/perf"
-    # perfgate is not on the package index yet: its release tag on GitHub (docs/getting-started.md#install)
-    perfgate_spec: str = f"perfgate @ git+https://github.com/perfgate/perfgate@v{__version__}"
+    # What the workflows pip-install perfgate from; None: the git commit this perfgate was installed from, else
+    # UNPINNED_SPEC (perfgate is on no package index and has no release tag yet: docs/getting-started.md#install).
+    perfgate_spec: str | None = None
     install: str | None = None  # None: from what the repository has (pyproject.toml's [project], requirements.txt)
     example: str = "auto"  # auto, torch, cupy or cpu
     force: bool = False
@@ -75,7 +104,7 @@ def _checked(options: InitOptions) -> None:
         if not pattern.fullmatch(value) or ".." in value.split("/"):
             allowed = "letters, digits, _ . -" + (" /" if label != "--runner-label" else "")
             raise ConfigError(f"perfgate init: {label} {value!r} is not a plain name ({allowed})")
-    for label, text in (("--perfgate-spec", options.perfgate_spec), ("--install", options.install or "x")):
+    for label, text in (("--perfgate-spec", options.perfgate_spec or "x"), ("--install", options.install or "x")):
         if not text.strip() or any(c in text for c in "\r\n\0"):
             raise ConfigError(f"perfgate init: {label} must be one non-empty line")
     if options.example not in ("auto", *EXAMPLES):
@@ -117,7 +146,7 @@ def plan(root: Path, options: InitOptions, importable: Callable[[str], bool] | N
     _checked(options)
     example = detected_example(importable) if options.example == "auto" else options.example
     values = {"runner_label": options.runner_label, "branch": options.branch, "tests": options.tests,
-              "perfgate_spec": shlex.quote(options.perfgate_spec),
+              "perfgate_spec": shlex.quote(workflow_spec(options)),
               "install": options.install if options.install is not None else install_command(root)}
     test_file = Path(options.tests) / "test_perf_example.py"
     return [
@@ -229,4 +258,8 @@ def next_steps(options: InitOptions, planned: list[Planned]) -> str:
         "  4. optional, to gate at once: on the GPU runner, pytest "
         f"{options.tests} --perfgate --perfgate-update, then commit baselines/ (committed baselines win)",
         "  5. add perfgate-report.* perfgate-artifacts/ .perfgate/ to .gitignore",
+        *([f"  !  the workflows install perfgate from its main branch ({UNPINNED_SPEC}): perfgate has no release tag "
+           "yet and this one was not installed from a git commit; pin one so that CI installs what you tried: "
+           f"perfgate init --force --perfgate-spec 'perfgate @ git+{REPOSITORY}@<commit-sha>'"]
+          if workflow_spec(options) == UNPINNED_SPEC else []),
     ])

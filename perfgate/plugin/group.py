@@ -29,7 +29,7 @@ from perfgate.plugin.runner import (
     _unplaced_note,
     no_kernels_message,
 )
-from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.prepare import prepare
 from perfgate.table import Measurement
 from perfgate.vocabulary import KIND_KERNEL, REGION_SEPARATOR, NcuOutcome
 
@@ -125,10 +125,9 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
                   shared: SharedRun) -> GroupOutcome:
     outcome = _test_outcome(launched, nodeid, marker)
     if outcome is None:
-        kept = drop_unscoped_launches(part)
+        kept, unplaced = prepare(part, scoped=True)
         if (kept.table["kind"] == KIND_KERNEL).any():
-            unplaced = len(set(part.table["launch"].tolist())) - len(set(kept.table["launch"].tolist()))
-            return Profiled(measurement=add_region_totals(kept), notes=_unplaced_note(nodeid, unplaced),
+            return Profiled(measurement=kept, notes=_unplaced_note(nodeid, unplaced),
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     return _settled(launched, outcome, artifacts, shared)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.collect.group_watchdog import GroupWatchdog
+from perfgate.derived import READ_ONLY_INPUTS, is_derived
 from perfgate.errors import ConfigError
 from perfgate.process import terminating_unwinds
 from perfgate.vocabulary import (
@@ -55,7 +56,8 @@ def profiling_metrics(requested: Iterable[str]) -> list[str]:
     ``time.*``, ``rounds`` and ``ops`` are pytest-benchmark statistics, not ncu metrics.
     """
     names = {m.strip() for m in requested if m and m.strip()}
-    names = {m for m in names if not is_benchmark_metric(m)}
+    # Derived metrics are computed, never collected; their inputs' other forms are read where a report has them.
+    names = {m for m in names if not is_benchmark_metric(m) and not is_derived(m) and m not in READ_ONLY_INPUTS}
     return sorted(names | set(IDENTITY_METRICS))
 
 

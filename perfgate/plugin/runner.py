@@ -34,7 +34,7 @@ from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_GROUP, ENV_CHILD_RESULT
 from perfgate.plugin.marker import PerfMarker
 from perfgate.plugin.run_folders import Profiled, child_result, keep_artifacts, new_run_dir
-from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.prepare import prepare
 from perfgate.table import Measurement, restrict_metrics
 from perfgate.vocabulary import KIND_KERNEL, NcuOutcome
 
@@ -90,11 +90,7 @@ def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] 
 
     ``regions`` are the region names the test entered (its child process records them); ``code``: read the
     kernels' machine code too."""
-    measurement = _read_report(export, metrics, regions, code)
-    launches_read = len(set(measurement.table["launch"].tolist()))
-    measurement = drop_unscoped_launches(measurement)
-    unplaced = launches_read - len(set(measurement.table["launch"].tolist()))
-    return add_region_totals(measurement), unplaced
+    return prepare(_read_report(export, metrics, regions, code), scoped=True)
 
 
 def no_kernels_message(marker: PerfMarker, regions: Sequence[str], ncu_said: bool) -> str:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.plugin.options import PluginOptions, report_files
-from perfgate.verdict import GateStatus, UngatedStatus, session_verdict
-from perfgate.vocabulary import Verdict
+from perfgate.verdict import GateStatus, UngatedStatus, compared_launches, session_verdict
+from perfgate.vocabulary import UPDATE_NOTE, Verdict
 
 if TYPE_CHECKING:
     from perfgate.report import Report
@@ -106,7 +106,7 @@ class SessionReport:
             notes.append("no perf test or gated benchmark ran in this session")
         notes.extend(n for n in self.options.history_notes if n not in notes)
         if self.options.update and self._written():
-            notes.append(f"--perfgate-update: {self._written_line()}")
+            notes.append(f"{UPDATE_NOTE}{self._written_line()}")
         merged["notes"] = notes
         failed = any(p.get("status") == UngatedStatus.FAILED for p in self.payloads)
         merged["verdict"] = session_verdict(merged, [r["verdict"] for r in reports], update=self.options.update,
@@ -193,6 +193,8 @@ class SessionReport:
             if counts.get("regression") and len(tests) != counts["regression"]:  # kernels of fewer tests
                 parts[0] += f" in {plural(len(tests), 'test')}"
             said = ", ".join(parts) or "nothing compared"
+            if counts.get("new") and not compared_launches(counts):  # a first run: "1 new" says too little
+                said = headline(report, counts)
             lines = [f"perfgate {VERDICT_WORD.get(verdict, 'FAIL')}: {said}"]
             why = headline(report)
             if (report["unmeasured"] or not parts) and why != said:  # the cause, where it says more

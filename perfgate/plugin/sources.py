@@ -18,7 +18,7 @@ from perfgate.plugin.preflight import PreflightFacts, check_preflight
 from perfgate.verdict import GateStatus, worst_gate_status
 
 if TYPE_CHECKING:
-    from perfgate.carried import AcceptanceCheck
+    from perfgate.carried_item import AcceptanceCheck
     from perfgate.compare import CompareOptions
     from perfgate.gate import Reference
     from perfgate.history.reference import Reference as HistoryReference

@@ -28,7 +28,7 @@ from perfgate.plugin.runner import (
     child_outcome,
 )
 from perfgate.plugin.tracer import ENV_TIMELINE
-from perfgate.regions import drop_unscoped_launches
+from perfgate.prepare import prepare
 from perfgate.vocabulary import KIND_KERNEL
 
 TRACE_FILE = "trace.cupti.json"
@@ -75,7 +75,7 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
     if not target.is_file():
         raise fail(f"the traced child wrote no trace (exit status {run.returncode}):\n{run.output}")
     try:
-        measurement = drop_unscoped_launches(read_table(target))
+        measurement = prepare(read_table(target), scoped=True, totals=False).measurement  # a trace has its regions
     except PerfgateError as exc:
         raise fail(f"cannot read the trace: {exc}") from None
     table = measurement.table

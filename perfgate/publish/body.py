@@ -286,6 +286,13 @@ def check_summary(report: Report, report_url: str | None, annotated: int, regres
                         regressed=regressed, pointer=full_report_pointer(report_url, templates))
 
 
+def without_heading(markdown: str) -> str:
+    """The Markdown report without its first line where that is a heading (``### ❌ perfgate: <headline>``): in a
+    check run the title above it is that headline already."""
+    first, newline, rest = markdown.partition("\n")
+    return rest.lstrip("\n") if newline and first.startswith("#") else markdown
+
+
 def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: str,
                        report_url: str | None = None, strict: bool = False,
                        workspace: str | None = None,
@@ -299,7 +306,7 @@ def check_run_requests(report: Report, markdown: str, *, name: str, head_sha: st
     output = {
         "title": _plain(headline(report), 255),
         "summary": fit(check_summary(report, report_url, len(kept), every, templates), CHECK_TEXT_LIMIT, ""),
-        "text": fit(markdown, CHECK_TEXT_LIMIT,
+        "text": fit(without_heading(markdown), CHECK_TEXT_LIMIT,
                     truncation_note(CHECK_TEXT_LIMIT, "a check run", report_url, templates)),
     }
     create: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": "completed",

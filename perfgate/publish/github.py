@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import requests
 import requests.auth
 
-from perfgate import __version__
+from perfgate.version import __version__
 from perfgate.errors import PerfgateError
 from perfgate.publish import DEFAULT_API_URL  # noqa: E402  (kept importable from here)
 from perfgate.publish.retry import (  # noqa: F401  (kept importable from here)

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 from perfgate.render.formatting import change_for, pair_texts
 from perfgate.report import ReportView, kernel_summary, launch_row, listed_summary, result_rows
 from perfgate.report.contract import compared_launches
-from perfgate.vocabulary import Status
+from perfgate.vocabulary import UPDATE_NOTE, Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
                "missing": "➖", "no data": "⚠️", "info": "ℹ️"}
@@ -113,6 +113,8 @@ def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
         cause, _ = causes.most_common(1)[0]
         more = f" and {len(causes) - 1} other cause{'s' if len(causes) > 2 else ''}" if len(causes) > 1 else ""
         return f"{_unmeasured_count(unmeasured)} not measured: {shorten_keeping_fix(cause)}{more}"
+    elif not compared and total and counts.get("new", 0) == total and not _updated(report):
+        return _all_new(report, total)
     elif not compared:
         return f"nothing compared ({total:,} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
             if total else "nothing compared"
@@ -123,6 +125,20 @@ def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
     if unmeasured:
         head += f"; {_unmeasured_count(unmeasured)} not measured"
     return head
+
+
+def _updated(report: ReportView) -> bool:
+    """An update's report: its baselines were written by the run, its new launches need nothing more."""
+    return any(str(note).startswith(UPDATE_NOTE) for note in report["notes"])
+
+
+def _all_new(report: ReportView, launches: int) -> str:
+    """Every launch is new (a first run, a first pull request): say so, and what gives it something to compare
+    with. The tests where the report names them, else the launches (a report compared by hand)."""
+    tests = {test for test, status in zip(report["launches"]["test"], report["launches"]["status"])
+             if test and status == Status.NEW.value}
+    what = f"{plural(len(tests), 'new test')}" if tests else plural(launches, "new launch", "new launches")
+    return f"{what} with no baseline yet, nothing to compare: record the base branch's runs, or update the baseline"
 
 
 HEADLINE_CAUSE_CHARS = 240

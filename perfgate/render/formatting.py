@@ -6,6 +6,7 @@ import math
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Sequence
 
+from perfgate.derived import POINT_METRICS
 from perfgate.render.untrusted import MAX_NAME, html_text, md_inline
 from perfgate.units import (
     BYTE,
@@ -160,8 +161,9 @@ def format_values(values: Sequence[float | None], unit: str | None) -> list[str]
     return ["—" if value is None or value != value else text(value) for value in values]
 
 
-# Timeline metrics that are a share of a region's wall time: their change is told in percentage points.
-TIMELINE_SHARES = frozenset({"timeline.gpu_idle_pct"})
+# Bounded shares (a region's idle share of its wall time, a kernel's share of its roof): their change is told in
+# percentage points.
+TIMELINE_SHARES = frozenset({"timeline.gpu_idle_pct"}) | POINT_METRICS
 
 
 def pair_texts(before: float | None, after: float | None, unit: str | None, metric: str) -> list[str]:
@@ -195,8 +197,10 @@ def limit_text(spec: str | None, unit: str | None) -> str:
     if not threshold.gating:
         return "off"
     parts = [f"{threshold.relative * 100:g}%"] if threshold.relative is not None else []
-    if threshold.absolute is not None:
-        parts.append(format_value(threshold.absolute, unit))
+    if threshold.absolute is not None:  # of a percentage: points
+        parts.append(f"{threshold.absolute:g} pp" if unit == "%" else format_value(threshold.absolute, unit))
+    if threshold.floor is not None:
+        parts.append(f"at least {format_value(threshold.floor, unit)}")
     return " + ".join(parts) or spec
 
 

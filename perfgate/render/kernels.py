@@ -3,17 +3,17 @@ the repeated-launch judgement and the "why" every format shows."""
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from functools import partial
-from operator import itemgetter
 from typing import Any, Callable, Iterable, NamedTuple
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
-from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals, result_span
+from perfgate.render.metric_launches import MetricLaunches, gathered, metric_launches
+from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
+from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals
 from perfgate.vocabulary import KIND_REGION, SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -118,10 +118,6 @@ def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> lis
     return [k for k in kernels if not all(i in repeated for i in k)] if repeated else kernels
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
 def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
                metrics: list[MetricLaunches] | None = None) -> KernelRow:
     """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized; ``metrics`` are
@@ -129,7 +125,7 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
     launches = report["launches"]
     optional: Any = launches
     first = indexes[0]
-    statuses: Counter[str] = Counter(_picked(launches["status"], indexes))
+    statuses: Counter[str] = Counter(gathered(launches["status"], indexes))
 
     def column(name: str) -> Any:
         values = optional.get(name)
@@ -137,7 +133,7 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
 
     def union(name: str) -> list[str] | None:
         values = optional.get(name)
-        picked = _picked(values, indexes) if values else ()
+        picked = gathered(values, indexes) if values else ()
         if picked.count(None) == len(picked):
             return None
         return list(dict.fromkeys(f for found in picked for f in (found or [])))
@@ -162,19 +158,6 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                                                  if optional.get("code_why") and optional["code_why"][i]), None))
 
 
-class MetricLaunches(NamedTuple):
-    """One metric over a kernel's launches, what its summary is made from: the statuses of its results (each once,
-    in report order), whether one is gated, its values (medians over several launches) and their change."""
-
-    code: int  # the metric's row of the report's ``metrics``
-    launches: int
-    statuses: tuple[str, ...]
-    gated: bool
-    before: float | None
-    after: float | None
-    change: float | None
-
-
 def _rank(status: str) -> int:
     return STATUS_RANK.get(status, 99) + (len(STATUS_RANK) if status in _UNCOMPARED else 0)
 
@@ -183,49 +166,6 @@ def worst_status(statuses: Iterable[str]) -> str:
     """A metric's status over its launches: the first worst compared one; new, missing or no data only when
     none is compared."""
     return min(statuses, key=_rank)
-
-
-def _picked(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
-    """``column``'s values at ``rows``, gathered in C (a kernel of a loop has thousands of launches)."""
-    return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
-
-
-def _rows_by_metric(report: ReportView, indexes: list[int]) -> dict[int, list[int]]:
-    """The result rows of launches ``indexes`` by metric code, in report order (codes in order of appearance)."""
-    codes = report["results"]["metric"]
-    spans = [span for span in (result_span(report, index) for index in indexes) if span[1] > span[0]]
-    if not spans:
-        return {}
-    first = codes[spans[0][0]:spans[0][1]]
-    if len(set(first)) == len(first) and all(codes[start:stop] == first for start, stop in spans):
-        # The launches of a loop hold the same metrics in the same order: each metric's rows are an offset.
-        starts = [start for start, _ in spans]
-        return {code: [start + offset for start in starts] for offset, code in enumerate(first)}
-    by_code: dict[int, list[int]] = {}
-    for start, stop in spans:
-        for i, code in zip(range(start, stop), codes[start:stop]):
-            by_code.setdefault(code, []).append(i)
-    return by_code
-
-
-def metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunches]:
-    """Each metric of launches ``indexes`` over them, in order of appearance: one launch's values as they are,
-    the medians of several (``perfgate.render.result_arrays.metric_launches`` is the same in numpy)."""
-    results = report["results"]
-    out = []
-    for code, rows in _rows_by_metric(report, indexes).items():
-        if len(rows) == 1:
-            i = rows[0]
-            before, after, change = results["baseline"][i], results["current"][i], results["change"][i]
-        else:
-            before = _median([v for v in _picked(results["baseline"], rows) if v is not None])
-            after = _median([v for v in _picked(results["current"], rows) if v is not None])
-            change = after / before - 1 if before and after is not None else None
-        out.append(MetricLaunches(code=code, launches=len(rows),
-                                  statuses=tuple(dict.fromkeys(_picked(results["status"], rows))),
-                                  gated=any(_picked(results["gated"], rows)), before=before, after=after,
-                                  change=change))
-    return out
 
 
 class KernelRows:
@@ -358,13 +298,14 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
                           {m.metric: m.after for m in row.metrics if m.after is not None})
         return [line] if line else []
     bound = bound_text(row)
-    lines = ([row.code_why] if row.code_why else []) + findings_text(row) + ([bound] if bound else [])
+    roofline = roofline_lines(row)
+    lines = ([row.code_why] if row.code_why else []) + findings_text(row) + ([bound] if bound else []) + roofline
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
     if row.alone:
         shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
         lines.append(f"moved alone, past its limit: {shown} (see the notes)")
-    sol = (SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()
+    sol = {*((SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()), *(ROOFLINE_METRICS if roofline else ())}
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]
     moved.sort(key=lambda m: -abs(m.change or 0.0))

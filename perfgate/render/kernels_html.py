@@ -19,6 +19,7 @@ from perfgate.render.common import STATUS_ICON
 from perfgate.render.formatting import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
+from perfgate.render.roofline import roofline_chart
 from perfgate.vocabulary import Status
 
 _TEMPLATE = "kernels.html.j2"
@@ -113,7 +114,7 @@ def _section(row: KernelRow, number: int) -> dict[str, Any]:
     return {"number": number, "icon": STATUS_ICON.get(row.status, ""), "name": row.name,
             "launches": launches_label(row), "where": _where(row), "why": why_lines(row, others=3),
             "charts": [band_chart(m) for m in row.metrics if m.gated and m.before is not None and m.after is not None],
-            "median": len(row.launches) > 1, "metrics": _metric_rows(row)}
+            "median": len(row.launches) > 1, "metrics": _metric_rows(row), "roofline": roofline_chart(row)}
 
 
 def _metric_rows(row: KernelRow) -> list[dict[str, Any]]:

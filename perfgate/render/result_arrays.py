@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from perfgate.columns import factorize, median
-from perfgate.render.kernels import MetricLaunches, metric_launches as metric_launches_one_by_one
+from perfgate.render.metric_launches import MetricLaunches, metric_launches as metric_launches_one_by_one
 from perfgate.report import ReportView
 
 _EXACT = 2.0 ** 53  # below it a float holds every integer: a median of ints is the median of their floats

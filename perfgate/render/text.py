@@ -20,6 +20,7 @@ from perfgate.render.common import (
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
+from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
 from perfgate.text import inert
 from perfgate.vocabulary import KIND_REGION, Status
@@ -67,9 +68,11 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     if status in ("regression", "improvement", "inconclusive"):
         kernel = kernel_row(report, [item.index])
         bound = bound_text(kernel)
-        lines += [f"    why: {text}" for text in findings_text(kernel) + ([bound] if bound else [])]
+        roofline = roofline_lines(kernel)
+        lines += [f"    why: {text}" for text in findings_text(kernel) + ([bound] if bound else []) + roofline]
         skip = ("SM throughput %", "memory throughput %") if bound else ()
-        for why in [w for w in explanation([r for r in rows if not r.get("gated")]) if not w.startswith(skip)][:4]:
+        shown = [r for r in rows if not r.get("gated") and not (roofline and r.get("metric") in ROOFLINE_METRICS)]
+        for why in [w for w in explanation(shown) if not w.startswith(skip)][:4]:
             lines.append(f"    why: {why}")
     return lines
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, cast
 
 import numpy as np
 
-from perfgate import __version__
+from perfgate.version import __version__
 from perfgate.columns import factorize, first_rows, objects
 from perfgate.compare import Comparison
 from perfgate.report.contract import (

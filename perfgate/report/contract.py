@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence, TypedDict, cast
 
-from perfgate import __version__
+from perfgate.version import __version__
 from perfgate.errors import InputError
 from perfgate.limits import MAX_FINDINGS
 from perfgate.verdict import COMPARED_STATUSES as COMPARED_STATUSES

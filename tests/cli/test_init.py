@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers.common import run_cli
-from perfgate.init import InitOptions, detected_example, plan
+from perfgate.init import UNPINNED_SPEC, InitOptions, detected_example, installed_spec, next_steps, plan
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -154,3 +154,21 @@ def test_a_perf_test_not_measured_fails_the_job_but_a_new_one_does_not(tmp_path:
     report.unlink()
     assert subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, timeout=60,
                           env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}).returncode == 0
+
+
+def test_the_workflows_install_the_commit_perfgate_came_from_never_a_missing_tag(tmp_path: Path) -> None:
+    """perfgate has no release tag yet: the workflows pin the git commit pip installed this perfgate from (PEP 610),
+    and where it came from elsewhere they install main's head and the next steps say to pin a commit."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    record = {"url": "https://github.com/perfgate/perfgate", "vcs_info": {"vcs": "git", "commit_id": commit}}
+    assert installed_spec(json.dumps(record)) == f"perfgate @ git+https://github.com/perfgate/perfgate@{commit}"
+    for other in ({"url": "file:///src/perfgate", "dir_info": {"editable": True}}, {**record, "vcs_info": {}},
+                  {"url": "https://github.com/perfgate/perfgate", "vcs_info": {"vcs": "git", "commit_id": "main"}}):
+        assert installed_spec(json.dumps(other)) is None
+    assert installed_spec("not json") is None
+    pinned = InitOptions(perfgate_spec=f"perfgate @ git+https://github.com/perfgate/perfgate@{commit}")
+    texts = {str(item.path): item.text for item in plan(tmp_path, pinned)}
+    assert commit in texts[".github/workflows/perfgate-pr.yml"] and "@v0" not in "".join(texts.values())
+    assert "pin one" not in next_steps(pinned, plan(tmp_path, pinned))
+    unpinned = InitOptions(perfgate_spec=UNPINNED_SPEC)
+    assert "perfgate has no release tag yet" in next_steps(unpinned, plan(tmp_path, unpinned))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from helpers.common import REPO
+from helpers.github_server import launch, make_report
 from helpers.plugin import preload_heavy_modules
 
 from perfgate.cli import main
@@ -54,6 +55,19 @@ def test_the_headline_of_an_unmeasured_report_ends_with_the_fix() -> None:
     assert line.endswith("…; record it again") and len(line) < 300
     report["unmeasured"][0]["cause"] = REPLAY_CAUSE
     assert headline(validate_report(report, "gate1.json")).endswith("record the baseline again with these settings")
+
+
+def test_the_headline_of_a_first_run_says_the_tests_are_new_and_what_to_do() -> None:
+    """Every launch new (a first pull request, nothing recorded): not "NOT MEASURED: 1 new", but which tests are new
+    and what gives them something to compare with; by hand (no test names), the launches."""
+    new = [launch(k, status="new", test=f"t.py::test_{k}") for k in ("a", "b", "c")]
+    assert headline(make_report(new)) == ("3 new tests with no baseline yet, nothing to compare: record the base "
+                                          "branch's runs, or update the baseline")
+    updated = make_report(new, notes=("--perfgate-update: baselines written: 3 files under baselines",))
+    assert headline(updated).startswith("nothing compared (3 launches")  # the update wrote them: nothing to do
+    assert headline(make_report([launch("a", status="new")])).startswith("1 new launch with no baseline yet")
+    some = make_report([launch("a", status="new", test="t.py::test_a"), launch("b", status="missing")])
+    assert headline(some).startswith("nothing compared (2 launches")  # not every one new: not a first run
 
 
 # ---------------------------------------------------------------- the comment of pytest-benchmark results

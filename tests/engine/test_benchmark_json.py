@@ -11,7 +11,7 @@ from helpers.benchmark_suite import UNEVEN_SUITE, run_virtual_benchmarks
 
 from perfgate.cli import main
 from perfgate.collect import read_table
-from perfgate.compare import mann_whitney_p
+from perfgate.compare import compare_tables, mann_whitney_p
 from perfgate.report import launch_rows, result_rows
 
 BENCH_SUITE = """
@@ -162,3 +162,20 @@ def test_a_side_without_raw_timings_says_the_significance_test_did_not_run(
     lacking = [n for n in notes if "no significance test" in n]
     assert len(lacking) == 2 and all("raw timings missing in the current run" in n for n in lacking)
     assert all("--benchmark-save-data" in n for n in lacking)
+
+
+def test_a_baseline_of_recorded_medians_is_not_asked_for_raw_timings(pytester: pytest.Pytester) -> None:
+    """The history's reference side is the median of recorded runs: there are no rounds to save for it, so the
+    note says why the significance test did not run and advises nothing (the current run's timings are there)."""
+    out = pytester.path / "run.json"
+    run_benchmarks(pytester, out, 2000)
+    current = read_table(out)
+    names = frozenset(current.samples)
+    medians = current._replace(samples={}, run_medians=names)
+    notes = compare_tables(medians, current).notes
+    said = [n for n in notes if "no significance test" in n]
+    assert len(said) == len(names) == 2
+    assert all("the baseline is the median of recorded runs" in n and "--benchmark-save-data" not in n for n in said)
+    unsaved = [n for n in compare_tables(medians, current._replace(samples={})).notes if "no significance test" in n]
+    assert len(unsaved) == 2 and all("missing in the current run; save them with pytest-benchmark's "
+                                     "--benchmark-save-data" in n for n in unsaved)  # the current run could have

@@ -20,7 +20,7 @@ from perfgate.render.html import render_html_chunks
 from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
 from perfgate.render.html_table import _ranks
 from perfgate.render.kernels import KernelRows, kernel_groups, kernel_row
-from perfgate.render.kernels import metric_launches as python_metric_launches
+from perfgate.render.metric_launches import metric_launches as python_metric_launches
 from perfgate.render.result_arrays import ResultArrays, metric_launches
 from perfgate.render.result_arrays import floats as _floats
 from perfgate.report import Report

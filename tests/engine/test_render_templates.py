@@ -191,6 +191,18 @@ def test_the_check_run_summary_says_how_many_regressions_are_annotated() -> None
     assert "annotated" not in check_summary(make_report([launch("k", status="unchanged")]), None, 0, 0)
 
 
+def test_the_check_run_says_the_headline_once() -> None:
+    """GitHub shows the title (the headline), then the summary, then the text: the summary gives the verdict and the
+    annotations, the text the report without the heading that would repeat the title."""
+    report = make_report([launch("k", test="t.py::test", path="t.py", line=3), launch("j", status="unchanged")])
+    markdown = render_markdown(report)
+    create, _ = check_run_requests(report, markdown, name="perfgate", head_sha="0" * 40)
+    output = create["output"]
+    assert output["title"] == "1 regression in 2 compared" and markdown.startswith("### ❌ perfgate: 1 regression")
+    assert output["summary"].startswith("**FAIL**\n\n1 regression annotated") and "compared" not in output["summary"]
+    assert output["title"] not in output["text"] and output["text"] == markdown.split("\n", 2)[2]
+
+
 def test_a_team_check_summary_template_replaces_perfgates(tmp_path: Path) -> None:
     project(tmp_path, **{"check_summary.md.j2": "{{ verdict }} / {{ headline|md(400) }} / {{ annotated }}\n"})
     report = make_report([launch("k<img>", test="t.py::test", path="t.py", line=3)])

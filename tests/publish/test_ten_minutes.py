@@ -104,6 +104,9 @@ def test_ten_minutes_from_init_to_a_green_rerun(pytester: pytest.Pytester, monke
     assert check["conclusion"] == "neutral" and github.comments_on(REPO, PR) == []
     text = json.dumps(check["output"])
     assert "not gated yet: main has 0 recorded runs" in text and "pytest --perfgate --perfgate-update" in text
+    assert check["output"]["title"] == ("1 new test with no baseline yet, nothing to compare: record the base branch's "
+                                        "runs, or update the baseline")
+    assert check["output"]["title"] not in check["output"]["summary"] + check["output"]["text"]  # said once
 
     # 2. Pushes to main record their runs (perfgate-main.yml): one real run, then the same session at more commits.
     _gh_env(monkeypatch, GITHUB_REF_NAME="main", GITHUB_SHA="c" * 40)
@@ -124,6 +127,8 @@ def test_ten_minutes_from_init_to_a_green_rerun(pytester: pytest.Pytester, monke
     assert accept == (f"perfgate accept --test {NODE} --kernel {NODE} --metric time.min "
                       "--reason 'why this change is intended'")
     assert update == f"pytest --perfgate --perfgate-update {NODE} # then commit baselines/"
+    # main's median keeps no rounds: no advice to save them, where saving them would change nothing
+    assert "--benchmark-save-data" not in comment["body"] and "median of recorded runs" in comment["body"]
 
     # 4. The author accepts it and makes it the baseline, at the pull request's head, as the comment says.
     _gh_env(monkeypatch, GITHUB_SHA=HEAD_SHA, GITHUB_REF_NAME="feature", PARSE_N="4800")
@@ -138,4 +143,5 @@ def test_ten_minutes_from_init_to_a_green_rerun(pytester: pytest.Pytester, monke
     assert json.loads((repo / "perfgate-report.json").read_text())["verdict"] == "pass"
     assert _publish(github, pytester, tmp_path)["conclusion"] == "success"
     (comment,) = github.comments_on(REPO, PR)
-    assert "All clear" in comment["body"]
+    assert ("All clear:** the regression this comment reported earlier no longer fails the check as of "
+            f"{HEAD_SHA[:12]} (fixed, or accepted into the baseline)") in comment["body"]

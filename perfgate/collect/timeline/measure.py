@@ -16,11 +16,25 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
 from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
+from perfgate.collect.timeline.region_entry import (
+    GPU_BUSY,
+    GPU_IDLE,
+    HOST_LEAD,
+    IDLE_SHARE,
+    KERNEL_COUNT,
+    KERNEL_TIME,
+    LAUNCH_OVERHEAD,
+    MODULE_LOADING,
+    REGION_UNITS,
+    WALL_TIME,
+    RegionInstance,
+)
+from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 from perfgate.errors import InputError
 from perfgate.table import Measurement, assign_ordinals, format_dim, make_table
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -29,31 +43,10 @@ SOURCE_SETTING = "source"  # a measurement's setting: "timeline" for a trace; an
 TIMELINE = "timeline"
 KERNEL_DURATION = "timeline.kernel_duration"
 STREAM = "launch__stream"  # the CUDA stream a kernel ran on: a launch fact, like ncu's launch__ metrics
-WALL_TIME = "timeline.wall_time"
-GPU_BUSY = "timeline.gpu_busy"
-GPU_IDLE = "timeline.gpu_idle"
-IDLE_SHARE = "timeline.gpu_idle_pct"
-LAUNCH_OVERHEAD = "timeline.launch_overhead"
-KERNEL_COUNT = "timeline.kernel_count"
-KERNEL_TIME = "timeline.kernel_time"
-HOST_LEAD = "timeline.host_lead"
-REGION_UNITS = {WALL_TIME: "ns", GPU_BUSY: "ns", GPU_IDLE: "ns", IDLE_SHARE: "%", HOST_LEAD: "ns",
-                LAUNCH_OVERHEAD: "ns", KERNEL_COUNT: "", KERNEL_TIME: "ns"}
 WHOLE_TRACE = "whole trace"  # the one region of a trace that has no host ranges
 # A measurement's setting: per region, the median host time its entries spent in first launch calls (CUDA's lazy
 # module loading), left out of its wall time and GPU idle; JSON {path: ns}.
 MODULE_LOADING_SETTING = "timeline_module_loading"
-MODULE_LOADING = "module_loading"  # an entry's value, not a metric: ns of first launch calls left out
-
-
-class RegionInstance(NamedTuple):
-    """One entry into a region (one step's), measured."""
-
-    path: str
-    start: int  # the host range's start (a whole-trace row: its first launch call or GPU work)
-    end: int  # the later of the range's end and the end of the GPU work it launched
-    ops: tuple[int, ...]  # indices into trace.ops
-    values: dict[str, float]
 
 
 def no_kernels(path: Path, trace: Trace) -> InputError:
@@ -216,8 +209,6 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     rows = _kernel_rows(trace, attribution)
     instances = region_instances(trace, attribution)
     rows += _region_rows(trace, instances, first_launch=len(rows) and rows[-1]["launch"] + 1)
-    # sketch reads this module's RegionInstance: imported here, the two stay out of an import circle.
-    from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
     loading = module_loading(instances)

@@ -13,8 +13,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from perfgate.collect.timeline.measure import HOST_LEAD, WALL_TIME, RegionInstance
 from perfgate.collect.timeline.model import Trace
+from perfgate.collect.timeline.region_entry import HOST_LEAD, IDLE_SHARE, WALL_TIME, RegionInstance
 from perfgate.vocabulary import REGION_SEPARATOR
 
 SKETCH_SETTING = "timeline_sketch"
@@ -54,6 +54,6 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
             kept += 1
             total += 1
         regions[path] = {"wall": hi - lo, "entries": len(entries), "lanes": dict(lanes),
-                         "idle_pct": round(chosen.values["timeline.gpu_idle_pct"], 2),
+                         "idle_pct": round(chosen.values[IDLE_SHARE], 2),
                          "lead": round(chosen.values[HOST_LEAD])}
     return json.dumps({"version": 1, "regions": regions}, separators=(",", ":")) if regions else ""

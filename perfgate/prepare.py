@@ -1,0 +1,137 @@
+"""The prepare stage, between reading and comparing: one place for what both shells did at each of their call sites.
+
+``prepare`` takes what a reader returned and gives what the compare stage takes: kernel launches outside every
+region dropped (``scoped``: ncu profiled only inside regions, so one outside slipped through), per-region totals
+added (``perfgate.regions``; not again where a stored baseline has them), and how many launches were dropped.
+``read_prepared`` reads a file keeping the metrics a comparison wants (the readers' hint) and prepares it:
+``perfgate compare`` and ``perfgate baseline`` read every input through it, the plugin prepares what ncu left.
+
+``with_derived`` adds the derived metrics (``perfgate.derived``) that a comparison compares, computed from each
+side's raw counters: ``compare_tables`` applies it to both sides, so a stored baseline, which keeps raw counters
+only, is judged by today's formulas.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING, Any, Collection, NamedTuple
+
+import numpy as np
+
+from perfgate.columns import Columns, first_rows, objects
+from perfgate.derived import DERIVED, DERIVED_BY_NAME, is_derived
+from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.table import Measurement, normalized
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
+
+if TYPE_CHECKING:
+    from perfgate.compare.options import CompareOptions
+
+
+class Prepared(NamedTuple):
+    measurement: Measurement
+    unplaced: int  # kernel launches dropped for lying outside every region (``scoped``)
+
+
+def _launch_count(measurement: Measurement) -> int:
+    return len(set(measurement.table["launch"].tolist()))
+
+
+def prepare(measurement: Measurement, *, scoped: bool = False, totals: bool = True) -> Prepared:
+    """``measurement`` ready to compare: with ``scoped``, its kernel launches outside every region dropped (a
+    report without region information is kept whole); with ``totals``, its per-region totals added unless it has
+    them already (a baseline the plugin wrote)."""
+    unplaced = 0
+    if scoped:
+        read = _launch_count(measurement)
+        measurement = drop_unscoped_launches(measurement)
+        unplaced = read - _launch_count(measurement)
+    if totals and not measurement.table.equals("kind", KIND_REGION).any():
+        measurement = add_region_totals(measurement)
+    return Prepared(measurement, unplaced)
+
+
+def read_prepared(path: str | os.PathLike[str], options: CompareOptions, code: bool = False) -> Measurement:
+    """A file read keeping the metrics ``options`` want (what the comparison shows, the launch facts its notes
+    use, the inputs of its derived metrics), prepared: region totals added. ``code``: the kernels' machine code
+    read too (``--code-identity``)."""
+    from perfgate.collect import read_table  # the readers: a shell's command loads them when it runs
+
+    return prepare(read_table(path, options.wanted_metrics(), code=code)).measurement
+
+
+class _LaunchValues:
+    """Per launch of one table, the value of a metric (its first row's; NaN where a launch lacks it): what a
+    derived metric's formula reads (``perfgate.derived.Values``)."""
+
+    def __init__(self, table: Columns, launch_index: np.ndarray, count: int) -> None:
+        self._codes, self._names = table.coded("metric")
+        self._position = {str(name): code for code, name in enumerate(self._names.tolist())}
+        self._values, self._launch, self._count = table["value"], launch_index, count
+        self.computed: dict[str, Any] = {}
+
+    def __call__(self, metric: str) -> Any:
+        if metric in self.computed:
+            return self.computed[metric]
+        code = self._position.get(metric)
+        if code is None:
+            return None
+        rows = np.flatnonzero(self._codes == code)
+        rows = rows[first_rows(self._launch[rows])]  # a launch's first row of it
+        values = np.full(self._count, math.nan)
+        values[self._launch[rows]] = self._values[rows]
+        return values
+
+    def minimum(self, a: Any, b: Any) -> Any:
+        return np.minimum(a, b)
+
+    def where_finite(self, a: Any, b: Any) -> Any:
+        return np.where(np.isfinite(a), a, b)
+
+
+def with_derived(measurement: Measurement, metrics: Collection[str]) -> Measurement:
+    """``measurement`` with a row per kernel or region launch and derived metric among ``metrics`` that its raw
+    counters let compute (none where they do not); a derived row it held already is replaced where one is
+    computed (a formula's latest word), kept where none is."""
+    wanted = [name for name in metrics if name in DERIVED_BY_NAME]
+    table = measurement.table
+    if not wanted or table.empty:
+        return measurement
+    table = normalized(table)
+    launch_ids, launch_index = np.unique(table["launch"], return_inverse=True)
+    values = _LaunchValues(table, launch_index, len(launch_ids))
+    last = max(i for i, d in enumerate(DERIVED) if d.name in wanted)
+    for derived in DERIVED[:last + 1]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            found = derived.formula(values)
+        if found is not None:
+            values.computed[derived.name] = np.asarray(found, dtype=np.float64)
+    firsts = first_rows(table["launch"])
+    heads = table[firsts]  # one row per launch, in launch-id order after sorting
+    heads = heads[np.argsort(heads["launch"], kind="stable")]
+    measured = np.isin(heads["kind"], objects([KIND_KERNEL, KIND_REGION]))
+    parts: list[Columns] = []
+    for name in wanted:
+        found = values.computed.get(name)
+        if found is None:
+            continue
+        keep = np.flatnonzero(np.isfinite(found) & measured)
+        if len(keep):
+            parts.append(heads[keep].assign(metric=objects([name] * len(keep)),
+                                            unit=objects([DERIVED_BY_NAME[name].unit] * len(keep)),
+                                            value=found[keep]))
+    if not parts:
+        return measurement
+    added = Columns.concat(parts)
+    old = np.array([is_derived(str(m)) for m in table.coded("metric")[1].tolist()], dtype=bool)[
+        table.coded("metric")[0]]
+    if old.any():  # replace the (launch, metric) pairs computed again
+        replaced = set(zip(added["launch"].tolist(), added["metric"].tolist()))
+        rows = np.flatnonzero(old)
+        drop = [row for row in rows.tolist() if (int(table["launch"][row]), str(table["metric"][row])) in replaced]
+        keep_rows = np.ones(len(table), dtype=bool)
+        keep_rows[drop] = False
+        table = table[keep_rows]
+    both = Columns.concat([table, added])
+    return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])

@@ -1,0 +1,216 @@
+"""Derived metrics and the roofline gate (issue 37): computed when compared, from each side's raw counters.
+
+The values are checked against a computation of our own from other forms of the same counters (ncu's own DRAM
+rate, the per-cycle FLOP rates) on every corpus report that holds them; the gate on a real report whose FLOP
+counters are halved at the same duration."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.common import NCU_REP, corpus_file
+
+from perfgate.baseline import baseline_documents
+from perfgate.collect import read_table
+from perfgate.compare import CompareOptions, compare_tables
+from perfgate.config import settings_from_table
+from perfgate.derived import DERIVED, METRIC_GROUPS, derived_inputs, expand_groups
+from perfgate.errors import ConfigError
+from perfgate.metrics import Threshold, direction_of, is_time_like, parse_threshold
+from perfgate.options import resolve_metrics
+from perfgate.plugin.ncu_run import profiling_metrics
+from perfgate.prepare import prepare, read_prepared, with_derived
+from perfgate.render import render
+from perfgate.render.formatting import limit_text
+from perfgate.report import build_report
+from perfgate.table import Measurement
+
+ROOFLINE = CompareOptions(metrics=resolve_metrics(["+roofline"], None))  # the defaults and the group
+REPORTS = sorted(p.relative_to(NCU_REP).as_posix() for p in NCU_REP.glob("*/*.ncu-rep")) if NCU_REP.is_dir() else []
+OPS = {"fadd": 1, "fmul": 1, "ffma": 2, "dadd": 1, "dmul": 1, "dfma": 2, "hadd": 2, "hmul": 2, "hfma": 4}
+H100 = Path(__file__).resolve().parents[1] / "data" / "h100"
+
+
+def _per_launch(measurement: Measurement) -> dict[int, dict[str, float]]:
+    values: dict[int, dict[str, float]] = {}
+    for row in measurement.table.rows():
+        values.setdefault(int(row["launch"]), {}).setdefault(str(row["metric"]), float(row["value"]))
+    return values
+
+
+def _expected(raw: dict[str, float]) -> dict[str, float] | None:
+    """The roofline of one launch, as ncu's sections compute it from the forms a report holds: the per-cycle FLOP
+    rates times the SM sub-partitions' clock, ncu's own DRAM byte rate; None without them."""
+    rate = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+    needed = [rate.format(op) for op in ("fadd", "fmul", "ffma")] + [
+        "smsp__cycles_elapsed.avg.per_second", "dram__bytes.sum.per_second", "dram__bytes.sum.peak_sustained",
+        "dram__cycles_elapsed.avg.per_second", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+        "sm__cycles_elapsed.avg.per_second"]
+    if not all(name in raw for name in needed):
+        return None
+    flop = sum(weight * raw.get(rate.format(op), 0.0) for op, weight in OPS.items()) \
+        * raw["smsp__cycles_elapsed.avg.per_second"]
+    dram = raw["dram__bytes.sum.per_second"]
+    peak = 2 * raw["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"] \
+        * raw["sm__cycles_elapsed.avg.per_second"]
+    bandwidth = raw["dram__bytes.sum.peak_sustained"] * raw["dram__cycles_elapsed.avg.per_second"]
+    intensity = flop / dram
+    expected = {"derived.flop_per_s": flop, "derived.dram_bytes_per_s": dram, "derived.arithmetic_intensity": intensity,
+                "derived.peak_flop_per_s": peak, "derived.peak_dram_bytes_per_s": bandwidth,
+                "derived.ridge_ratio": intensity / (peak / bandwidth)}
+    if flop > 0:
+        expected["derived.roofline_pct"] = flop / min(peak, intensity * bandwidth) * 100
+    return expected
+
+
+@pytest.mark.parametrize("relative", REPORTS or ["mlp-t4/report.ncu-rep"])
+def test_derived_values_equal_our_own_computation_on_every_corpus_report(relative: str) -> None:
+    measurement = read_prepared(corpus_file(relative), ROOFLINE)
+    raw = _per_launch(measurement)
+    derived = _per_launch(with_derived(measurement, ROOFLINE.compared_metrics()))
+    checked = 0
+    for launch, values in raw.items():
+        expected = _expected(values)
+        got = {k: v for k, v in derived[launch].items() if k.startswith("derived.")}
+        if expected is None:  # a report of the default set: no row of any derived metric
+            assert not got, (launch, got)
+            continue
+        assert set(got) == set(expected), launch
+        for name, value in expected.items():
+            assert got[name] == pytest.approx(value, rel=0.01), (launch, name)
+        checked += 1
+    if relative.startswith("mlp-t4/") or relative == "esmm-a10g/a62323b_output.ncu-rep":
+        assert checked == len(raw)  # the reports the roofline facts name hold the counters for every launch
+
+
+def test_a_derived_metric_is_there_only_where_its_inputs_are() -> None:
+    measurement = read_prepared(H100 / "vector_add.ncu-rep", ROOFLINE)  # perfgate's default set: DRAM bytes, time
+    table = with_derived(measurement, ROOFLINE.compared_metrics()).table
+    derived = {str(m): float(v) for m, v in zip(table["metric"].tolist(), table["value"].tolist())
+               if str(m).startswith("derived.")}
+    assert list(derived) == ["derived.dram_bytes_per_s"]  # no FLOP counter: no FLOP rate, intensity or roofline
+    assert derived["derived.dram_bytes_per_s"] == pytest.approx((1.34230272e8 + 56897792) / 78880e-9)
+
+
+def _halved_flop(measurement: Measurement, factor: float = 0.5) -> Measurement:
+    """The same launches with ``factor`` times the FLOP at the same duration: the FLOP counters scaled, alone."""
+    table = measurement.table
+    flop = np.array([str(m).startswith("smsp__sass_thread_inst_executed_op_") for m in table["metric"].tolist()])
+    return measurement.with_table(table.assign(value=np.where(flop, table["value"] * factor, table["value"])))
+
+
+@pytest.fixture(scope="module")
+def esmm() -> Measurement:
+    return read_prepared(corpus_file("esmm-a10g/a62323b_output.ncu-rep"), ROOFLINE)
+
+
+def _roofline_statuses(comparison: object) -> list[str]:
+    results = comparison.results  # type: ignore[attr-defined]
+    return [row["status"] for row in results.rows() if row["metric"] == "derived.roofline_pct"]
+
+
+def test_flop_halved_at_the_same_duration_fails_on_the_roofline(esmm: Measurement) -> None:
+    comparison = compare_tables(esmm, _halved_flop(esmm), ROOFLINE)
+    # Compute-bound kernels (18-36% of the FP32 roof): half the FLOP is half the share, 9-18 points lost.
+    assert _roofline_statuses(comparison) == ["regression"] * 4
+    assert comparison.verdict == "fail"
+    durations = [row["status"] for row in comparison.results.rows() if row["metric"] == "gpu__time_duration.sum"]
+    assert set(durations) == {"unchanged"}
+
+
+def test_flop_doubled_back_passes(esmm: Measurement) -> None:
+    comparison = compare_tables(_halved_flop(esmm), esmm, ROOFLINE)
+    assert _roofline_statuses(comparison) == ["improvement"] * 4
+    assert comparison.verdict == "pass"
+
+
+def test_a_fall_within_five_points_passes(esmm: Measurement) -> None:
+    # warptiling 36.0% -> 32.4% (-3.6 points, -10%): judged in points, not percent.
+    comparison = compare_tables(esmm, _halved_flop(esmm, 0.9), ROOFLINE)
+    assert set(_roofline_statuses(comparison)) == {"unchanged"}
+    assert comparison.verdict == "pass"
+
+
+def test_baselines_keep_raw_counters_and_are_judged_by_todays_formulas(esmm: Measurement) -> None:
+    documents = baseline_documents(esmm, ROOFLINE.wanted_metrics())
+    [document] = documents.values()
+    stored = {name for entry in document["entries"] for name in entry["metrics"]}
+    assert not any(name.startswith("derived.") for name in stored)
+    assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed" in stored
+
+
+def test_the_roofline_group_names_the_derived_metrics_and_their_counters() -> None:
+    assert resolve_metrics(["+roofline"], None) is not None
+    compared = CompareOptions(metrics=resolve_metrics(["+roofline"], None)).compared_metrics()
+    assert set(METRIC_GROUPS["roofline"]) <= set(compared) and "roofline" not in compared
+    wanted = CompareOptions(metrics=compared).wanted_metrics()
+    assert set(derived_inputs(compared)) <= set(wanted)
+    asked = profiling_metrics(wanted)  # what ncu is asked for: counts, never a derived name or a section's form
+    assert "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum" in asked
+    assert not any(m.startswith("derived.") or m.endswith(".per_cycle_elapsed") for m in asked)
+    assert expand_groups(["gpu__time_duration.sum", "roofline"])[0] == "gpu__time_duration.sum"
+
+
+def test_each_derived_metric_is_one_row_of_the_table() -> None:
+    defaults = CompareOptions().effective_thresholds()
+    for derived in DERIVED:
+        assert derived.name.startswith("derived.") and derived.unit is not None
+        assert direction_of(derived.name).value == derived.direction
+        assert is_time_like(derived.name) == derived.time_like
+        assert derived.name in defaults
+    assert defaults["derived.roofline_pct"] == Threshold(absolute=5.0)  # 5 points of a share
+
+
+def test_prepare_drops_unscoped_launches_and_adds_region_totals() -> None:
+    measurement = read_table(H100 / "nested-regions.ncu-rep")
+    prepared, unplaced = prepare(measurement, scoped=True)
+    assert unplaced == 0 and len(prepared.table) > len(measurement.table)  # the regions' totals
+    again, _ = prepare(prepared)  # a stored baseline has them: not added twice
+    assert len(again.table) == len(prepared.table)
+    assert not math.isnan(float(prepared.table["value"][-1]))
+
+
+def test_a_floor_fails_a_kernel_below_it_whatever_its_change(esmm: Measurement) -> None:
+    # one_blocktiling sits at 18.5% of its roof, the other three at 27-36%: unchanged, and below a floor of 20.
+    floored = ROOFLINE._replace(thresholds={"derived.roofline_pct": parse_threshold(">=20")})
+    comparison = compare_tables(esmm, esmm, floored)
+    statuses = {row["kernel"]: row["status"] for row in comparison.results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses == {"one_blocktiling": "regression", "two_blocktiling": "unchanged",
+                        "vectorized_blocktiling": "unchanged", "warptiling": "unchanged"}
+    assert comparison.verdict == "fail"
+    assert "below its floor: 18.5% of the roof, at least 20% required" in render(build_report(comparison), "md")
+    assert compare_tables(esmm, esmm, ROOFLINE._replace(
+        thresholds={"derived.roofline_pct": parse_threshold("5+>=18")})).verdict == "pass"
+
+
+def test_a_floor_is_written_and_read_back() -> None:
+    assert parse_threshold("5+>=60") == Threshold(absolute=5.0, floor=60.0)
+    assert parse_threshold(">=60").spec == ">=60" and parse_threshold("5+>=60").spec == "5+>=60"
+    assert limit_text("5+>=60", "%") == "5 pp + at least 60.0%"
+    with pytest.raises(ConfigError):
+        parse_threshold(">=60+>=70")
+
+
+def test_a_regime_change_is_a_finding_in_every_formats_why(esmm: Measurement) -> None:
+    # A quarter of the FLOP at the same duration and bytes: one_blocktiling's intensity falls from 2.3 to 0.58 x
+    # the ridge point, compute-bound to memory-bound.
+    report = build_report(compare_tables(esmm, _halved_flop(esmm, 0.25), ROOFLINE))
+    for fmt in ("text", "md", "html"):
+        page = render(report, fmt)
+        assert "regime: compute-bound → memory-bound (intensity 2.31 → 0.577 x the ridge point)" in page, fmt
+        assert "roofline: 4.98 TFLOP/s of a 26.9 TFLOP/s roof (18.5%) →" in page, fmt
+    assert {"derived.roofline_pct", "derived.flop_per_s", "derived.ridge_ratio"} <= set(report["metrics"]["metric"])
+    html = render(report, "html")  # each regressed kernel's section draws it on its device's roofline, both sides
+    assert html.count('<svg class="roofline"') == 4
+    assert 'aria-label="roofline: baseline: 4.98 TFLOP/s at 104 FLOP/byte → current: 1.24 TFLOP/s at 26 FLOP/byte"' \
+        in html
+
+
+def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> None:
+    settings = settings_from_table({"metrics": ["+roofline"]})
+    assert settings.metrics is not None and settings.metrics[0] == "gpu__time_duration.sum"
+    assert "derived.roofline_pct" in CompareOptions(metrics=settings.metrics).compared_metrics()
