@@ -142,6 +142,9 @@ def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None =
             }
             if findings is not None and launch["kind"] == KIND_KERNEL:
                 entry["findings"] = list(findings.get(int(launch["launch"]), ()))
+            code = (measurement.code or {}).get(int(launch["launch"]))
+            if code is not None:  # read with --code-identity: the same-code rule can judge against it
+                entry["code"] = {"id": code.code_id, "opcodes": dict(code.opcodes)}
             if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in all_samples:
                 entry["samples"] = _compress_samples(all_samples[launch["kernel"]])
             entries.append(entry)

@@ -41,6 +41,7 @@ class Settings(NamedTuple):
     isolate: bool = False  # one profiled child per perf test instead of one per group sharing ncu's options
     kernel_aliases: Mapping[str, str] = NO_ENTRIES  # glob pattern -> name, to pair renamed kernels
     accept_unpaired_kernels: bool = False  # missing + new kernels of one region pass (else: not measured)
+    code_identity: bool = False  # read each kernel's machine code from .ncu-rep files: the same-code rule
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
     # Global Accesses") that explain a regression, at the cost of more replay passes per kernel.
     sections: tuple[str, ...] = ()

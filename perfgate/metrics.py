@@ -296,6 +296,17 @@ def is_time_like(metric: str) -> bool:
     return any(hint in metric for hint in _TIME_LIKE_HINTS)
 
 
+# Rates and shares of peak are made from the time: they move with it (ncu's ``.per_second``, a derived
+# ``derived.flop_per_s``, ``derived.roofline_pct``: achieved FLOP/s against the roof).
+_TIMING_HINTS = ("per_second", "pct_of_peak", "throughput", "roofline_pct")
+
+
+def is_timing(metric: str) -> bool:
+    """Whether a metric measures time or is made from it: what the same machine code may take more or less of
+    (``perfgate.compare.same_code``), unlike the work it counts."""
+    return is_time_like(metric) or metric.endswith("_per_s") or any(hint in metric for hint in _TIMING_HINTS)
+
+
 def label_of(metric: str) -> str:
     info = CATALOG_BY_NAME.get(metric)
     return info.label if info else metric

@@ -175,6 +175,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("accept_unpaired_kernels", "kernels missing and new in the same region that no rule paired pass",
            cli=("--accept-unpaired-kernels",), commands=("compare",), flag=True,
            default_text="off: the comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged"),
+    Option("code_identity", "read each kernel's machine code from .ncu-rep files (its code_id): a kernel whose code and "
+                            "launch configuration are the same on both sides cannot regress in time",
+           plugin="--perfgate-code-identity", cli=("--code-identity",), commands=("compare", "baseline"), flag=True,
+           default_text="off: reading the code costs about a second per large library kernel"),
     Option("kernel_aliases", "a table of glob pattern = name: kernels matching a pattern pair under that name, as a "
                              "renamed kernel", default_text="none"),
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "

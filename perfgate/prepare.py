@@ -52,12 +52,13 @@ def prepare(measurement: Measurement, *, scoped: bool = False, totals: bool = Tr
     return Prepared(measurement, unplaced)
 
 
-def read_prepared(path: str | os.PathLike[str], options: CompareOptions) -> Measurement:
+def read_prepared(path: str | os.PathLike[str], options: CompareOptions, code: bool = False) -> Measurement:
     """A file read keeping the metrics ``options`` want (what the comparison shows, the launch facts its notes
-    use, the inputs of its derived metrics), prepared: region totals added."""
+    use, the inputs of its derived metrics), prepared: region totals added. ``code``: the kernels' machine code
+    read too (``--code-identity``)."""
     from perfgate.collect import read_table  # the readers: a shell's command loads them when it runs
 
-    return prepare(read_table(path, options.wanted_metrics())).measurement
+    return prepare(read_table(path, options.wanted_metrics(), code=code)).measurement
 
 
 class _LaunchValues:

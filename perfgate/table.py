@@ -79,6 +79,14 @@ class Location(TypedDict, total=False):
     line: int
 
 
+class KernelCode(NamedTuple):
+    """A kernel's machine code, as far as a comparison needs it: its identity (a hash of the SASS with addresses
+    relative to the function's start, ``perfgate.collect.sass``) and its instruction mix (opcode -> count)."""
+
+    code_id: str
+    opcodes: Mapping[str, int]
+
+
 class Measurement(NamedTuple):
     """A normalized table and the facts about it that are not per row: what every reader returns and every
     later stage (regions, compare, gate, baseline) takes."""
@@ -90,6 +98,7 @@ class Measurement(NamedTuple):
     locations: Mapping[str, Location] = NO_ENTRIES  # kernel or benchmark name -> its test
     unusable: tuple[Unusable, ...] = ()
     findings: Mapping[int, tuple[str, ...]] | None = None  # launch -> Nsight Compute rule findings; None: not known
+    code: Mapping[int, KernelCode] | None = None  # launch -> its machine code (.ncu-rep only); None: not known
     # Benchmarks whose value is the median of recorded runs (the history's reference side): no raw timings exist
     # to save for them, so no note asks for --benchmark-save-data.
     run_medians: frozenset[str] = frozenset()

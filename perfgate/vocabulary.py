@@ -62,6 +62,9 @@ def worst_verdict(*verdicts: str) -> str:
 KIND_KERNEL = "kernel"  # an ncu launch
 KIND_BENCHMARK = "benchmark"  # a pytest-benchmark benchmark
 KIND_REGION = "region"  # a per-NVTX-region total made from kernel launches
+# The end of a launch's code_why where the same-code rule held its time (compare.same_code): the history keeps such
+# a launch's timing changes as A/A samples (history.record).
+SAME_CODE_HELD = "its time is judged unchanged"
 # The note an update's report carries ("--perfgate-update: baselines written: ..."): a report of new launches
 # that has it was a first recording, not a run that still needs its baselines.
 UPDATE_NOTE = "--perfgate-update: "

@@ -39,7 +39,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     settings = settings_for(args, "baseline")
     options = CompareOptions(thresholds=settings.thresholds, metrics=settings.metrics)
-    measurement = read_prepared(args.report, options)
+    measurement = read_prepared(args.report, options, code=settings.code_identity)
     options = for_measurement(options, measurement)  # a trace is kept with the timeline metrics
     if (measurement.table["device"] == "").any():
         raise InputError(args.report, "names no GPU (ncu's CSV details page gives only the device index), so its "

@@ -67,7 +67,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=settings.significance,
                         allow_device_mismatch=settings.allow_device_mismatch, kernel_aliases=settings.kernel_aliases,
                         accept_unpaired_kernels=settings.accept_unpaired_kernels)
-    current = read_prepared(args.current, options)
+    args.read_code = settings.code_identity  # the same-code rule: _comparison reads the baseline's code alike
+    current = read_prepared(args.current, options, code=args.read_code)
     history_notes: list[str] = []
     reference = None
     if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
@@ -138,7 +139,9 @@ def _comparison(args: argparse.Namespace, current: Measurement, options: Compare
     from perfgate.prepare import read_prepared
     from perfgate.table import Measurement, empty_table
 
-    baseline = read_prepared(args.baseline, options) if args.baseline is not None else Measurement(empty_table())
+    code = bool(getattr(args, "read_code", False))
+    baseline = read_prepared(args.baseline, options, code=code) if args.baseline is not None \
+        else Measurement(empty_table())
     if reference is not None:
         baseline, referred = reference(baseline, current)
         history_notes[:0] = referred

@@ -256,12 +256,13 @@ def _renamed(exc: InputError, inner: Path, outer: str | os.PathLike[str]) -> Inp
     return InputError(outer, exc.problem, exc.fix)
 
 
-def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None) -> Measurement:
+def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None, code: bool = False) -> Measurement:
     """Read any supported input into the normalized table and the facts beside it.
 
     ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so. A pipe is
     copied to a temporary file first, and a compressed input expanded into a temporary folder: both
-    are removed before this returns or raises.
+    are removed before this returns or raises. ``code``: read the kernels' machine code where the input holds it
+    (``.ncu-rep``), for the same-code rule.
     """
     file_path = Path(path)
     spooled: list[Path] = []  # filled by _spool as soon as the file exists: removed here even if a signal ends it
@@ -270,7 +271,7 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             # A pipe or process substitution can be read only once, and readers need to seek.
             file_path = _spool(file_path, spooled)
         try:
-            measurement = _read_file(file_path, metrics, str(path))
+            measurement = _read_file(file_path, metrics, str(path), code)
         except InputError as exc:
             raise _renamed(exc, file_path, path) from None
         return measurement._replace(source=str(path)) if spooled else measurement
@@ -279,7 +280,7 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             made.unlink(missing_ok=True)
 
 
-def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> Measurement:
+def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, code: bool = False) -> Measurement:
     try:
         with file_path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
@@ -300,11 +301,11 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str) -> 
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
             try:
-                measurement = read_table(inner, metrics)
+                measurement = read_table(inner, metrics, code)
             except InputError as exc:
                 raise _renamed(exc, inner, shown) from None
         return measurement._replace(source=shown)
-    return _read_by_format(file_path, head, metrics)
+    return _read_by_format(file_path, head, metrics, code)
 
 
 def _supported_head(head: bytes) -> bool:
@@ -319,10 +320,10 @@ def _unrecognized(path: Path) -> InputError:
     return InputError(path, "unrecognized file format", f"expected {READABLE_INPUTS}")
 
 
-def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None) -> Measurement:
+def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None, code: bool = False) -> Measurement:
     """Hand an uncompressed file to its reader, sniffed from its first bytes ``head``."""
     if head.startswith(NCU_REP_MAGIC) or file_path.suffix == ".ncu-rep":
-        return read_ncu_rep(file_path, metrics)
+        return read_ncu_rep(file_path, metrics, code=code)
     if head.startswith(_SQLITE_MAGIC):
         return read_nsys_export(file_path)
     if head.lstrip()[:1] in (b"{", b"["):

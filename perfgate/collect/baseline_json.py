@@ -16,14 +16,17 @@ from perfgate.collect.screen import shown, value_problem
 from perfgate.collect.timeline.names import demangled_name
 from perfgate.errors import InputError
 from perfgate.limits import FIX_SIZE, MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length, max_input_bytes, size_text
-from perfgate.table import Measurement, make_table
+from perfgate.table import KernelCode, Measurement, make_table
 from perfgate.vocabulary import KIND_KERNEL, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
 FORMAT_VERSION = 1
 # "regressions": what an update carried (perfgate.carried), for the reader of its diff; not read back.
 _TOP_KEYS = {"format", "version", "device", "settings", "source", "entries", "regressions"}
-_ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples", "findings"}
+_ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples", "findings",
+               "code"}
+_CODE_ID = re.compile(r"^[0-9a-f]{16}$")
+MAX_OPCODES = 2000  # distinct opcodes of one kernel's instruction mix (SASS has a few hundred)
 
 
 def looks_like_baseline(document: Any) -> bool:
@@ -48,10 +51,13 @@ def table_from_baseline(document: Any, path: Path) -> Measurement:
     rows: list[dict[str, Any]] = []
     samples: dict[str, list[float]] = {}
     findings: dict[int, tuple[str, ...]] = {}
+    code: dict[int, KernelCode] = {}
     for index, entry in enumerate(entries):
         rows.extend(_entry_rows(entry, index, device, path))
         if "findings" in entry:
             findings[index] = _entry_findings(entry["findings"], index, path)
+        if "code" in entry:
+            code[index] = _entry_code(entry["code"], index, path)
         raw = entry.get("samples")
         if raw is not None:
             if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -61,7 +67,19 @@ def table_from_baseline(document: Any, path: Path) -> Measurement:
             samples[entry["name"]] = [float(v) for v in raw]
     # Written for every kernel entry when the run collected ncu sections, else for none: "not known".
     return Measurement(make_table(rows), source=str(path), settings=dict(settings), samples=samples,
-                       findings=findings or None)
+                       findings=findings or None, code=code or None)
+
+
+def _entry_code(value: Any, index: int, path: Path) -> KernelCode:
+    """An entry's machine code: ``{"id": 16 hex digits, "opcodes": {opcode: count}}``."""
+    opcodes = value.get("opcodes") if isinstance(value, dict) else None
+    if not (isinstance(value, dict) and set(value) == {"id", "opcodes"} and isinstance(value["id"], str)
+            and _CODE_ID.match(value["id"]) and isinstance(opcodes, dict) and len(opcodes) <= MAX_OPCODES
+            and all(isinstance(op, str) and 0 < len(op) <= 64 and isinstance(count, int)
+                    and not isinstance(count, bool) and count >= 0 for op, count in opcodes.items())):
+        raise _fail(path, f"entries[{index}].code must be {{\"id\": 16 hex digits, \"opcodes\": {{opcode: count}}}} "
+                          f"(at most {MAX_OPCODES} opcodes)")
+    return KernelCode(value["id"], dict(opcodes))
 
 
 def _entry_findings(value: Any, index: int, path: Path) -> tuple[str, ...]:

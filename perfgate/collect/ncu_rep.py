@@ -28,6 +28,7 @@ from perfgate.collect.screen import (
 )
 from perfgate.collect.ncu_rep_framing import check_framing
 from perfgate.collect.rules import action_findings
+from perfgate.collect.sass import CodeReader
 from perfgate.errors import InputError
 from perfgate.table import (
     Measurement,
@@ -234,19 +235,20 @@ def _api_error(path: Path, module: ModuleType, launch: int, exc: Exception) -> I
 
 
 def read_ncu_rep(path: str | os.PathLike[str], metrics: Collection[str] | None = None,
-                 region_names: Sequence[str] = ()) -> Measurement:
+                 region_names: Sequence[str] = (), code: bool = False) -> Measurement:
     """Read every profiled launch of a report into the normalized table, with its unusable values and rule findings.
 
     ``metrics`` limits which metrics are kept (launch facts and device are always read); None keeps
     every numeric metric. ``region_names`` are perfgate regions the profiled program entered (the
     plugin knows them), so launches made on other threads inside a region that no launch of the
-    test's own thread names are placed too.
+    test's own thread names are placed too. ``code``: read each kernel's machine code too (``Measurement.code``;
+    seconds for a report of large library kernels, see ``perfgate.collect.sass``).
     """
     report_path = Path(path)
     check_framing(report_path)
     ncu_report = find_ncu_report_module()
     with _native_stderr_silenced():
-        return _read_report(report_path, ncu_report, metrics, region_names)
+        return _read_report(report_path, ncu_report, metrics, region_names, CodeReader() if code else None)
 
 
 @contextlib.contextmanager
@@ -267,7 +269,7 @@ def _native_stderr_silenced() -> Iterator[None]:
 
 
 def _read_report(report_path: Path, ncu_report: ModuleType, metrics: Collection[str] | None,
-                 region_names: Sequence[str]) -> Measurement:
+                 region_names: Sequence[str], code: CodeReader | None) -> Measurement:
     try:
         context: _Context = ncu_report.load_report(str(report_path))
     except Exception as exc:  # ncu_report raises plain exceptions with its own text
@@ -292,6 +294,8 @@ def _read_report(report_path: Path, ncu_report: ModuleType, metrics: Collection[
             region = REGION_SEPARATOR.join(stack) if stack else others
             try:
                 rows.extend(_action_rows(action, launch, region, wanted, unusable))
+                if code is not None:
+                    code.read(action, launch)
             except _Damaged as exc:
                 raise InputError(report_path, f"damaged Nsight Compute report (launch {launch} {exc})",
                                  "copy or download it again, or re-run ncu") from None
@@ -314,7 +318,8 @@ def _read_report(report_path: Path, ncu_report: ModuleType, metrics: Collection[
     known = {at: tuple(found) for at, found in findings.items()} if any(findings.values()) else None
     # How ncu replayed the kernels: DRAM writes are judged only against a run replayed alike (compare/replay).
     settings = {REPLAY_PASSES: max(passes)} if passes else {}
-    return screen_values(Measurement(frame, source=str(report_path), findings=known, settings=settings), unusable)
+    return screen_values(Measurement(frame, source=str(report_path), findings=known, settings=settings,
+                                     code=None if code is None else code.known()), unusable)
 
 
 def _replay_passes(action: Any) -> int | None:

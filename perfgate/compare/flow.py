@@ -61,6 +61,7 @@ from perfgate.compare.replaced import (
     unjudged_replacements,
 )
 from perfgate.compare.result import Comparison
+from perfgate.compare.same_code import CodeFacts, code_columns, code_facts, drift_judgement, same_code_judgement
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.prepare import with_derived
 from perfgate.regions import like_for_like_totals
@@ -153,6 +154,8 @@ class _Judgement(NamedTuple):
     cold_notes: list[str]
     replacements: list[Replacement]  # kernels missing and new in one region, judged through a total where one holds them
     resolution: float  # the traces' time step in ns; 0 where none is known
+    code: CodeFacts | None  # each launch's code on both sides (same-code rule); None: no side knows its code
+    drift_notes: list[str]
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
@@ -177,10 +180,22 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     judged = judge_rows(rows, rules, launches, baseline.samples, current.samples, options.significance, groups,
                         floored)
     judged, replacements = judge_through_totals(rows, judged, find_replacements(launches))
+    code: CodeFacts | None = None
+    drift_notes: list[str] = []
+    if bool(baseline.code) != bool(current.code):  # a stored baseline or the history's reference keeps no code
+        lacking = "baseline" if current.code else "current run"
+        drift_notes.append(f"machine code: the {lacking} carries none (only .ncu-rep files read with "
+                           "--code-identity do): the same-code rule was not applied")
+    elif baseline.code and current.code:  # the same-code rule, then the drift canary it feeds
+        code = code_facts(launches, baseline, current, launch_facts(launches, base_side, cur_side, codes))
+        kernels = launches.frame["kernel"].tolist()
+        judged, code, drift_notes = same_code_judgement(rows, judged, code, kernels)
+        judged, drift = drift_judgement(rows, judged, code, floored.relative, kernels)
+        drift_notes += drift
     cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
-                      groups, judged, statuses, cold_notes, replacements, resolution)
+                      groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -227,13 +242,14 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                              replaced_launches(launches, found.replacements))
     notes += total_notes + rename_notes(launches.renames) + region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
-    notes += found.cold_notes
+    notes += found.cold_notes + found.drift_notes
     notes += replacement_notes(rows, judged, launches, statuses, found.replacements)
 
     change_notes = launch_change_notes(launch_facts(launches, found.base_side, found.cur_side, found.codes))
     launch_frame, launch_order = launch_table(launches, statuses, change_notes, groups)
     appeared, gone = finding_changes(launches, baseline, current)
     launch_frame = launch_frame.assign(findings_appeared=objects(appeared), findings_gone=objects(gone))
+    launch_frame = launch_frame.assign(**code_columns(found.code))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
     if options.series_thresholds:

@@ -64,14 +64,32 @@ def spread_threshold(recent: np.ndarray) -> float:
     return max(SIGMAS * spread, FLOOR)
 
 
+def same_code_threshold(changes: np.ndarray) -> float:
+    """``max(SIGMAS * robust spread, FLOOR)`` of A/A samples: relative changes between two runs of the same machine
+    code, whose spread is that of a comparison's change itself (no real change can be in them: 0 is their centre)."""
+    return max(SIGMAS * MAD_TO_SIGMA * float(np.median(np.abs(changes))), FLOOR)
+
+
+def _spread(item: Series, launches: Mapping[int, np.ndarray] | None,
+            same_code: Mapping[int, np.ndarray] | None) -> tuple[float, str]:
+    """The series' learned relative spread, and what it was learned from ("runs", "launches" or "same code")."""
+    samples = same_code.get(item.id) if same_code else None
+    if samples is not None and len(samples) >= MIN_RUNS:
+        return same_code_threshold(samples[-WINDOW * 10:]), "same code"
+    pooled = launches.get(item.id) if launches else None
+    return (series_threshold(item.values), "runs") if pooled is None else (spread_threshold(pooled), "launches")
+
+
 def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold], wanted: set[tuple[str, ...]] | None = None,
-          launches: Mapping[int, np.ndarray] | None = None) -> Learned:
+          launches: Mapping[int, np.ndarray] | None = None, same_code: Mapping[int, np.ndarray] | None = None
+          ) -> Learned:
     """Per series, the learned threshold of ``series``, capped by ``hand_set``. ``wanted``: the launches the
     current run measured, as (GPU, kind, kernel, region): only their series count (any test), and one with no
     series at all is insufficient data. ``launches``: per series id of a kernel launched repeatedly, its launches'
-    values over its window (``launch_values``): its threshold is learned from their spread."""
+    values over its window (``launch_values``): its threshold is learned from their spread. ``same_code``: per
+    series id, its A/A samples (``same_code_values``): with at least ``MIN_RUNS`` of them, they size it."""
     learned: dict[tuple[str, ...], Threshold] = {}
-    per_launch: set[tuple[str, ...]] = set()
+    per_launch: dict[tuple[str, ...], str] = {}
     short: dict[str, int] = {}
     seen: set[tuple[str, ...]] = set()
     gpus: set[str] = set()
@@ -91,13 +109,11 @@ def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold], wanted: s
         if len(item.values) < MIN_RUNS:
             short[metric] = short.get(metric, 0) + 1
             continue
-        pooled = launches.get(item.id) if launches else None
-        spread = series_threshold(item.values) if pooled is None else spread_threshold(pooled)
+        spread, source = _spread(item, launches, same_code)
         rounded = math.ceil(spread * 1000) / 1000  # up to a tenth of a percent: a spec
         key = tuple(item.facts[name] for name in SERIES_KEY)
         learned[key] = ceiling._replace(relative=min(rounded, float(ceiling.relative)))
-        if pooled is not None:
-            per_launch.add(key)
+        per_launch[key] = source
     if wanted is not None and wanted - seen:
         for metric, limit in hand_set.items():  # a launch the base branch never measured
             if limit.gating and limit.relative is not None and any(key[-1] == metric for key in learned):
@@ -122,19 +138,23 @@ def _unseen_note(wanted: set[tuple[str, ...]], gpus: set[str]) -> str:
             f"({why}); the hand-set thresholds apply")
 
 
-def _notes(learned: Mapping[tuple[str, ...], Threshold], per_launch: set[tuple[str, ...]], short: Mapping[str, int],
-           hand_set: Mapping[str, Threshold]) -> list[str]:
+_HOW = {"runs": "(each learned from its own spread on the base branch",
+        "launches": "of kernels launched repeatedly (each learned from the spread of its launches on the base branch, "
+                    "as they are judged one by one too",
+        "same code": "(each learned from its A/A samples: changes between runs of the same machine code in the same "
+                     "launch configuration"}
+
+
+def _notes(learned: Mapping[tuple[str, ...], Threshold], per_launch: Mapping[tuple[str, ...], str],
+           short: Mapping[str, int], hand_set: Mapping[str, Threshold]) -> list[str]:
     notes: list[str] = []
     for metric in sorted({key[-1] for key in learned}):
-        for launches in (False, True):
+        for source, how in _HOW.items():
             found = sorted((t.relative or 0.0, t.spec) for key, t in learned.items()
-                           if key[-1] == metric and (key in per_launch) == launches)
+                           if key[-1] == metric and per_launch.get(key) == source)
             if not found:
                 continue
             span = found[0][1] if found[0][1] == found[-1][1] else f"{found[0][1]} to {found[-1][1]}"
-            how = ("of kernels launched repeatedly (each learned from the spread of its launches on the base branch, "
-                   "as they are judged one by one too" if launches else
-                   "(each learned from its own spread on the base branch")
             notes.append(f"history: {metric} gated at {span} in {len(found)} series {how}; hand-set "
                          f"{hand_set[metric].spec})")
     for metric, count in sorted(short.items()):
@@ -164,7 +184,7 @@ def learned_thresholds(history: History, branch: str, hand_set: Mapping[str, Thr
     if not loaded.series:
         return Learned({}, [f"history: insufficient data: no run of branch {branch!r} is recorded; the hand-set "
                             "thresholds apply"])
-    return learn(loaded.series, hand_set, wanted, launch_values(history, loaded))
+    return learn(loaded.series, hand_set, wanted, launch_values(history, loaded), same_code_values(history, loaded))
 
 
 def launch_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
@@ -182,6 +202,23 @@ def launch_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
         if isinstance(values, list) and values and all(isinstance(v, (int, float)) for v in values):
             found.setdefault(int(series_id), []).extend(float(v) for v in values)
     return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items()}
+
+
+def same_code_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
+    """Per series, its A/A samples in the runs of its latest ``WINDOW`` commits (``record.Point.same_code``): the
+    changes of its launches that ran the same code in the same launch configuration as their baseline."""
+    window = {s.id: set(s.commits[-WINDOW:].tolist()) for s in branch.series}
+    _, _, run_commit = commit_order(history, branch.name)
+    found: dict[int, list[float]] = {}
+    for series_id, run_id, changes in history.query(
+            "SELECT p.series_id, p.run_id, p.same_code_changes FROM perfgate_points p JOIN perfgate_runs r "
+            "ON r.id = p.run_id WHERE r.branch = ? AND p.same_code_changes IS NOT NULL", (branch.name,)):
+        if run_commit.get(int(run_id)) not in window.get(int(series_id), ()):
+            continue
+        values = parse_json_or_none(changes)
+        if isinstance(values, list) and all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            found.setdefault(int(series_id), []).extend(float(v) for v in values)
+    return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items() if values}
 
 
 def compare_options_from_history(url: str, branch: str, options: CompareOptions,

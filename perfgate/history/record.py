@@ -23,6 +23,8 @@ from perfgate.history.db import History
 from perfgate.history.findings import write_findings
 from perfgate.history.keys import gpu_key
 from perfgate.history.verdicts import GATE_RANK, worse_gate
+from perfgate.metrics import is_timing
+from perfgate.vocabulary import SAME_CODE_HELD
 from perfgate.report import Report, load_report
 
 MAX_SAMPLES = 1000  # samples kept per point; a longer run of launches keeps its median, minimum and maximum
@@ -43,6 +45,10 @@ class Point(NamedTuple):
     direction: str
     samples: tuple[float, ...]
     gate: str | None = None  # the gate's verdict on the series in this run (perfgate.history.verdicts)
+    code_id: str | None = None  # its launches' code_id(s), sorted, space-separated; None: not known
+    # Where its launches ran the same code in the same launch configuration as its comparison's baseline: their
+    # relative changes, A/A samples of the runner's noise (timing metrics only); None: none.
+    same_code: tuple[float, ...] | None = None
 
 
 class Recorded(NamedTuple):
@@ -101,7 +107,11 @@ def report_points(report: Report) -> list[Point]:
     devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
                                                launches["kernel"], launches["region"])
     names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
-    for at, code, value, status in zip(results["launch"], results["metric"], results["current"], results["status"]):
+    code_ids, held = _launch_code(report)
+    codes: dict[tuple[str, str, str, str, str, str], set[str]] = {}
+    same_code: dict[tuple[str, str, str, str, str, str], list[float]] = {}
+    for at, code, value, status, change in zip(results["launch"], results["metric"], results["current"],
+                                               results["status"], results["change"]):
         if value is None:
             continue
         key = (gpu_key(devices[at]), tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
@@ -112,7 +122,27 @@ def report_points(report: Report) -> list[Point]:
         collected[key].append(float(value))
         if status in GATE_RANK:
             gates[key] = worse_gate(gates.get(key), status)
-    return [Point(key, *facts[key], tuple(values), gates.get(key)) for key, values in collected.items()]
+        code_id = code_ids[at]
+        if code_id:
+            codes.setdefault(key, set()).add(code_id)
+        if held[at] and change is not None and is_timing(names[code] or ""):
+            same_code.setdefault(key, []).append(float(change))
+    return [Point(key, *facts[key], tuple(values), gates.get(key),
+                  " ".join(sorted(codes[key])) if key in codes else None,
+                  tuple(same_code[key]) if key in same_code else None) for key, values in collected.items()]
+
+
+def _launch_code(report: Report) -> tuple[list[str | None], list[bool]]:
+    """Per launch of ``report``: its code_id (None: not known), and whether the same-code rule held its time (the
+    same code and launch configuration as its baseline: its changes are A/A samples)."""
+    launches: Any = report["launches"]
+    count = len(launches["kernel"])
+    code_ids = launches.get("code_id") or [None] * count
+    whys = launches.get("code_why") or [None] * count
+    base_ids = launches.get("baseline_code_id") or [None] * count
+    held = [bool(cur) and cur == base and isinstance(why, str) and why.endswith(SAME_CODE_HELD)
+            for cur, base, why in zip(code_ids, base_ids, whys)]
+    return list(code_ids), held
 
 
 def run_settings(report: Report, points: Sequence[Point]) -> dict[str, Any]:
@@ -152,8 +182,11 @@ def _write_run(history: History, report: Report, points: list[Point], source: st
     if not added:
         return Recorded(source, key, len(points), False)
     ids = series_ids(history, points)
-    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples", "gate"),
-                        [(*_point_row(ids[p.series], added[0][0], p.samples), p.gate) for p in points])
+    history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high", "samples", "gate",
+                                            "code_id", "same_code_changes"),
+                        [(*_point_row(ids[p.series], added[0][0], p.samples), p.gate, p.code_id,
+                          None if p.same_code is None else json.dumps(list(p.same_code[:MAX_SAMPLES])))
+                         for p in points])
     write_findings(history, added[0][0], report)
     return Recorded(source, key, len(points), True)
 

@@ -44,6 +44,7 @@ class PluginOptions(NamedTuple):
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
     accept_unpaired_kernels: bool = False
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
+    code_identity: bool = False  # read each kernel's machine code from ncu's report: the same-code rule
     source: str = "ncu"  # what measures perf tests: ncu, timeline, both, auto (docs/timeline.md)
     history: str = ""  # history URL each session is recorded in ("" = none)
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
@@ -117,7 +118,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         significance=settings.significance, allow_device_mismatch=settings.allow_device_mismatch,
         keep_artifacts=settings.keep_artifacts, isolate=settings.isolate, kernel_aliases=settings.kernel_aliases,
         accept_unpaired_kernels=settings.accept_unpaired_kernels, sections=settings.sections, source=settings.source,
-        history=settings.history, history_notes=notes, history_reference=reference,
+        code_identity=settings.code_identity, history=settings.history, history_notes=notes, history_reference=reference,
         history_fallback=settings.history_fallback and not settings.history_thresholds,
         templates=_templates(settings.templates))
 

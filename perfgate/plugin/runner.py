@@ -72,22 +72,25 @@ class NcuSpec:
     gpu: str | None  # CUDA_VISIBLE_DEVICES for the child, None to leave it
     lock_ids: tuple[str, ...]
     sections: tuple[str, ...] = ()  # ncu --section IDs collected besides the metrics
+    code: bool = False  # read each kernel's machine code from the report (--perfgate-code-identity)
 
 
-def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str]) -> Measurement:
+def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str], code: bool = False) -> Measurement:
     with export.open("rb") as fh:
         is_ncu_rep = fh.read(len(MAGIC)) == MAGIC
     if is_ncu_rep:
-        return read_ncu_rep(export, metrics, region_names=regions)
+        return read_ncu_rep(export, metrics, region_names=regions, code=code)
     # ncu's CSV in the export's place: what the stand-in ncu of perfgate's own tests writes.
     return restrict_metrics(read_ncu_csv(export, metrics), metrics)
 
 
-def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] = ()) -> tuple[Measurement, int]:
+def profiled_table(export: Path, metrics: Sequence[str], regions: Sequence[str] = (),
+                   code: bool = False) -> tuple[Measurement, int]:
     """(the launches of ncu's report of one perf test with per-region totals, launches left unplaced).
 
-    ``regions`` are the region names the test entered (its child process records them)."""
-    return prepare(_read_report(export, metrics, regions), scoped=True)
+    ``regions`` are the region names the test entered (its child process records them); ``code``: read the
+    kernels' machine code too."""
+    return prepare(_read_report(export, metrics, regions, code), scoped=True)
 
 
 def no_kernels_message(marker: PerfMarker, regions: Sequence[str], ncu_said: bool) -> str:
@@ -259,7 +262,7 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
     if diagnosis.outcome == NcuOutcome.NO_KERNELS or not launched.export.is_file():
         raise fail(no_kernels_message(marker, regions, diagnosis.outcome == NcuOutcome.NO_KERNELS))
     try:
-        measurement, unplaced = profiled_table(launched.export, ncu.metrics, regions)
+        measurement, unplaced = profiled_table(launched.export, ncu.metrics, regions, ncu.code)
     except PerfgateError as exc:
         raise fail(f"cannot read ncu's report: {exc}") from None
     except Exception as exc:  # a bug or an unforeseen ncu_report: keep the report, fail with one line

@@ -218,7 +218,7 @@ class PerfgateSession:
         return NcuSpec(ncu=self._facts.ncu_path, clock_control=self.options.clock_control,
                        cache_control=self.options.cache_control, metrics=metrics,
                        timeout=timeout or marker.timeout or self.options.timeout, gpu=gpu, lock_ids=lock_ids,
-                       sections=self.options.sections)
+                       sections=self.options.sections, code=self.options.code_identity)
 
     def _artifacts(self, nodeid: str) -> Path:
         from perfgate.gate import baseline_name

@@ -60,6 +60,7 @@ class KernelRow(NamedTuple):
     # all fail (a launch that moved alone: compare.alone).
     alone: tuple[int, ...] = ()
     variant: str = ""  # what tells it apart from kernels of the same name in its region (kernel_names)
+    code_why: str | None = None  # what its machine code says: the same (time unchanged) or changed, and how
 
     @property
     def name(self) -> str:
@@ -153,7 +154,8 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                      metrics=_summaries(report, metric_launches(report, indexes) if metrics is None else metrics,
                                         group, group_stats(report) if stats is None else stats),
-                     alone=alone)
+                     alone=alone, code_why=next((optional["code_why"][i] for i in indexes
+                                                 if optional.get("code_why") and optional["code_why"][i]), None))
 
 
 def _rank(status: str) -> int:
@@ -297,7 +299,7 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
         return [line] if line else []
     bound = bound_text(row)
     roofline = roofline_lines(row)
-    lines = findings_text(row) + ([bound] if bound else []) + roofline
+    lines = ([row.code_why] if row.code_why else []) + findings_text(row) + ([bound] if bound else []) + roofline
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
     if row.alone:

@@ -63,6 +63,8 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
         lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
     if launch.get("launch_change"):
         lines.append(f"    launch config changed: {launch['launch_change']}")
+    if launch.get("code_why"):
+        lines.append(f"    code: {launch['code_why']}")
     if status in ("regression", "improvement", "inconclusive"):
         kernel = kernel_row(report, [item.index])
         bound = bound_text(kernel)

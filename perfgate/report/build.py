@@ -209,6 +209,9 @@ def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
         if values.count(None) != len(values):  # none known (no rule results): the list as it is
             values = [list(v) if isinstance(v, (list, tuple)) else None for v in values]
         columns[name] = values
+    for name in ("code_id", "baseline_code_id", "code_why"):  # None where no side knows its code
+        columns[name] = [v if isinstance(v, str) else None for v in frame[name].tolist()] if name in frame.columns \
+            else [None] * count
     return columns
 
 

@@ -86,6 +86,14 @@ OPTIONAL_LAUNCHES: dict[str, Column] = {
                                          "baseline has not; null when not known (a side carries no rule results)."),
     "findings_gone": Column("strs?", "Nsight Compute rule findings the baseline has and the current side has not; "
                                      "null when not known."),
+    "code_id": Column("str?", "A hash of the kernel's machine code in the current run (its SASS, addresses relative "
+                              "to the function's start; never its name); null when not known (read from .ncu-rep "
+                              "files with --code-identity)."),
+    "baseline_code_id": Column("str?", "The same hash of the kernel's machine code in the baseline; null when not "
+                                       "known."),
+    "code_why": Column("str?", "What the code says about the change: 'same code ... judged unchanged' (its timing "
+                               "metrics cannot regress), or 'code changed' with the instruction mix's largest "
+                               "changes; null when not known."),
 }
 METRICS: dict[str, Column] = {
     "metric": Column("str", "The metric's name (an ncu metric, or a pytest-benchmark statistic like 'time.min')."),
@@ -171,6 +179,9 @@ class LaunchTable(TypedDict, total=False):
     group: list[Optional[int]]
     findings_appeared: list[Optional[list[str]]]
     findings_gone: list[Optional[list[str]]]
+    code_id: list[Optional[str]]
+    baseline_code_id: list[Optional[str]]
+    code_why: list[Optional[str]]
 
 
 class MetricTable(TypedDict):

@@ -66,6 +66,8 @@ def test_a_history_of_the_previous_schema_is_migrated_by_any_command(tmp_path: P
         history.execute("ALTER TABLE perfgate_points DROP COLUMN gate")  # added by schema version 3
         history.execute("DROP TABLE perfgate_change_cache")  # added by schema version 4
         history.execute("DROP TABLE perfgate_culprits")  # added by schema version 5
+        history.execute("ALTER TABLE perfgate_points DROP COLUMN same_code_changes")  # added by schema version 6
+        history.execute("ALTER TABLE perfgate_points DROP COLUMN code_id")
         history.execute("UPDATE perfgate_meta SET value = '1' WHERE name = 'schema_version'")
     assert main(["history", "changes", "--db", url]) == 0
     with open_history(url, create=False) as history:
