@@ -95,7 +95,9 @@ def test_an_older_history_of_perfgate_s_own_is_migrated_not_refused() -> None:
     url = next(databases)
     try:
         open_history(url).close()
-        _run(url, "DROP TABLE perfgate_change_cache; UPDATE perfgate_meta SET value = '3' "
+        _run(url, "DROP TABLE perfgate_culprits; DROP TABLE perfgate_change_cache; "
+                  "ALTER TABLE perfgate_points DROP COLUMN code_id, DROP COLUMN same_code_changes; "
+                  "UPDATE perfgate_meta SET value = '3' "
                   "WHERE name = 'schema_version'")
         open_history(url).close()
         with pytest.raises(InputError, match="a view"):  # and one that was changed is still refused

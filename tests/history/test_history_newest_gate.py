@@ -124,7 +124,7 @@ def test_a_rerun_of_the_newest_commit_replaces_its_verdict(tmp_path: Path) -> No
 def test_a_history_of_schema_2_is_migrated_and_its_points_have_no_verdict(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     with open_history(f"sqlite:///{path}") as history:  # rebuilt as schema 2 left it
-        for table in ("perfgate_change_cache", "perfgate_findings", "perfgate_points", "perfgate_acceptances", "perfgate_series",
+        for table in ("perfgate_culprits", "perfgate_change_cache", "perfgate_findings", "perfgate_points", "perfgate_acceptances", "perfgate_series",
                       "perfgate_runs"):
             history.execute(f"DROP TABLE {table}")
         for statement in (*MIGRATIONS[1], *MIGRATIONS[2]):

@@ -212,16 +212,7 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     present = ~np.isnan(values)
     present[:, :2] = True
     kernel_ordinals = _ordinals(launch_codes["kernel"][:count] * (len(region.index) + 1) + launch_codes["region"][:count])
-    region_values = np.empty((regions, len(REGION_UNITS)))
-    for offset, (path, entries) in enumerate(by_path.items()):
-        at = count + offset
-        # No signature: a region is known by its path (``kernel`` and ``region``), its values are medians over its
-        # entries.
-        for column, code in zip(launch_codes.values(), (names(path), 0, region(path),
-                                                         device(_device_of(trace, ops[entries[0].ops[0]].device)),
-                                                         0, 0), strict=True):
-            column[at] = code
-        region_values[offset] = [statistics.median(e.values[metric] for e in entries) for metric in REGION_UNITS]
+    region_values = _region_values(trace, by_path, count, launch_codes, (names, region, device))
     launch = np.concatenate((np.repeat(np.arange(count, dtype=np.int64), present.sum(axis=1)),
                              np.repeat(np.arange(count, count + regions, dtype=np.int64), len(REGION_UNITS))))
     metric = np.concatenate((np.nonzero(present)[1], np.tile(np.arange(len(REGION_UNITS)), regions)
@@ -246,6 +237,22 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
         "value": np.concatenate((values[present], region_values.ravel())),
     }
     return normalized(Columns({column: data[column] for column in COLUMNS}))
+
+
+def _region_values(trace: Trace, by_path: dict[str, list[RegionInstance]], count: int,
+                   launch_codes: dict[str, npt.NDArray[np.int64]],
+                   codes: tuple[_Codes, _Codes, _Codes]) -> npt.NDArray[np.float64]:
+    """The region rows after the ``count`` kernel rows: their launch codes set in ``launch_codes`` and their values,
+    the medians over their entries. No signature: a region is known by its path (``kernel`` and ``region``)."""
+    names, region, device = codes
+    values = np.empty((len(by_path), len(REGION_UNITS)))
+    for offset, (path, entries) in enumerate(by_path.items()):
+        for column, code in zip(launch_codes.values(), (names(path), 0, region(path),
+                                                         device(_device_of(trace, trace.ops[entries[0].ops[0]].device)),
+                                                         0, 0), strict=True):
+            column[count + offset] = code
+        values[offset] = [statistics.median(e.values[metric] for e in entries) for metric in REGION_UNITS]
+    return values
 
 
 def _or_nan(value: int | None) -> float:
