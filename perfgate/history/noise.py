@@ -190,32 +190,27 @@ def learned_thresholds(history: History, branch: str, hand_set: Mapping[str, Thr
 def launch_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
     """Per series whose points hold several launches (a kernel launched repeatedly in a run): its launches' values
     in the runs of its latest ``WINDOW`` commits, as each point keeps them (up to ``record.MAX_SAMPLES``)."""
-    window = {s.id: set(s.commits[-WINDOW:].tolist()) for s in branch.series}
-    _, _, run_commit = commit_order(history, branch.name)
-    found: dict[int, list[float]] = {}
-    for series_id, run_id, samples in history.query(
-            "SELECT p.series_id, p.run_id, p.samples FROM perfgate_points p JOIN perfgate_runs r ON r.id = p.run_id "
-            "WHERE r.branch = ? AND p.n > 1 AND p.samples IS NOT NULL", (branch.name,)):
-        if run_commit.get(int(run_id)) not in window.get(int(series_id), ()):
-            continue
-        values = parse_json_or_none(samples)
-        if isinstance(values, list) and values and all(isinstance(v, (int, float)) for v in values):
-            found.setdefault(int(series_id), []).extend(float(v) for v in values)
-    return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items()}
+    return _window_samples(history, branch, "samples", "p.n > 1 AND p.samples IS NOT NULL")
 
 
 def same_code_values(history: History, branch: Branch) -> dict[int, np.ndarray]:
     """Per series, its A/A samples in the runs of its latest ``WINDOW`` commits (``record.Point.same_code``): the
     changes of its launches that ran the same code in the same launch configuration as their baseline."""
+    return _window_samples(history, branch, "same_code_changes", "p.same_code_changes IS NOT NULL")
+
+
+def _window_samples(history: History, branch: Branch, column: str, condition: str) -> dict[int, np.ndarray]:
+    """Per series, the numbers of the JSON lists in the points' ``column`` (a constant of this module) in the runs of
+    the series' latest ``WINDOW`` commits; a cell that is not a list of finite numbers is passed over."""
     window = {s.id: set(s.commits[-WINDOW:].tolist()) for s in branch.series}
     _, _, run_commit = commit_order(history, branch.name)
     found: dict[int, list[float]] = {}
-    for series_id, run_id, changes in history.query(
-            "SELECT p.series_id, p.run_id, p.same_code_changes FROM perfgate_points p JOIN perfgate_runs r "
-            "ON r.id = p.run_id WHERE r.branch = ? AND p.same_code_changes IS NOT NULL", (branch.name,)):
+    for series_id, run_id, cell in history.query(
+            f"SELECT p.series_id, p.run_id, p.{column} FROM perfgate_points p JOIN perfgate_runs r "
+            f"ON r.id = p.run_id WHERE r.branch = ? AND {condition}", (branch.name,)):
         if run_commit.get(int(run_id)) not in window.get(int(series_id), ()):
             continue
-        values = parse_json_or_none(changes)
+        values = parse_json_or_none(cell)
         if isinstance(values, list) and all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
             found.setdefault(int(series_id), []).extend(float(v) for v in values)
     return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items() if values}
