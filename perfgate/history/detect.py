@@ -22,7 +22,7 @@ from perfgate.history.cache import Found, found_in, cached_changes, search
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
 from perfgate.history.stats import require_scipy
-from perfgate.history.series import SERIES_COLUMNS, Branch, Series, commit_order, load_branch, load_series, relative
+from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
@@ -31,6 +31,7 @@ from perfgate.vocabulary import Status
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
                  "accepted", "awaiting")
+NO_VALUES = np.zeros(0)
 AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
@@ -157,13 +158,15 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     if not commits:
         raise no_runs(history, branch)
     cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)
-    facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
-        f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
-    by_series = {sid: change_dicts(commits, times, facts[sid], found) for sid, found in cached.changes.items()}
+    # the facts of the series with change points only: most of a large history's have none
+    facts = series_facts(history, [sid for sid, found in cached.changes.items() if found])
+    by_series = {sid: change_dicts(commits, times, facts[sid], found) if found else []
+                 for sid, found in cached.changes.items()}
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
-    newest = Branch(branch, commits, times, [Series(sid, facts[sid], np.array([last]), np.zeros(1))
+    no_facts: dict[str, str] = {}
+    newest = Branch(branch, commits, times, [Series(sid, no_facts, np.array([last]), NO_VALUES)
                                              for sid, last in cached.newest.items()])
     flagged = newest_gate_verdicts(history, newest, run_commit)
     if flagged:
