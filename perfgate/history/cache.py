@@ -29,7 +29,7 @@ from perfgate.history.changes import (
     ChangePoint,
     merge,
     quiet_resume,
-    quiet_series,
+    loud_windows,
     window_search,
 )
 from perfgate.history.db import History, check_sqlite_values
@@ -123,22 +123,22 @@ def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
 
 
 def search(series_list: Sequence[Series], p_value: float, min_change: float, window: int) -> dict[int, State]:
-    """Each series searched from scratch; many at once where they have the same length (``quiet_series``)."""
+    """Each series searched from scratch; many at once where they have the same length (``loud_windows``)."""
     states: dict[int, State] = {}
     by_length: dict[int, list[Series]] = {}
     for series in series_list:
         by_length.setdefault(len(series.values), []).append(series)
     for length, group in by_length.items():
-        quiet = quiet_series(np.array([s.values for s in group]), p_value, window) if length else np.ones(0, bool)
+        loud = loud_windows(np.array([s.values for s in group]), p_value, window)
         calm_resume = quiet_resume(length, window)
-        for series, calm in zip(group, quiet.tolist()):
+        for series, first in zip(group, loud.tolist()):
             values = series.values
             candidates: list[int] = []
             weak: list[int] = []
-            if calm:
+            if first < 0:
                 resume = calm_resume
             else:
-                candidates, weak, resume = window_search(values, p_value, window)
+                candidates, weak, resume = window_search(values, p_value, window, first)
             found = found_in(series, merge(values, candidates, p_value, min_change)) if candidates else []
             states[series.id] = State(length, int(series.commits[-1]) if length else -1, weak, resume,
                                       values[resume:], found,
@@ -198,17 +198,17 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
     full_needed: list[int] = list(unknown)
     pending: dict[int, list[int]] = {}
     for length, ids in by_length.items():
-        quiet = quiet_series(np.stack([tails[sid][0] for sid in ids]), p_value, window)
+        loud = loud_windows(np.stack([tails[sid][0] for sid in ids]), p_value, window)
         calm_resume = quiet_resume(length, window)
-        for series_id, calm in zip(ids, quiet.tolist()):
+        for series_id, first in zip(ids, loud.tolist()):
             state = states[series_id]
             tail, order = tails[series_id]
             found_all: list[int] = []
             saved: list[int] = []
-            if calm:
+            if first < 0:
                 resume = calm_resume
             else:
-                found_all, saved, resume = window_search(tail, p_value, window)
+                found_all, saved, resume = window_search(tail, p_value, window, first)
             weak = state.weak + [state.resume + at for at in saved]
             candidates = state.weak + [state.resume + at for at in found_all]
             states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
