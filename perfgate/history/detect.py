@@ -14,8 +14,6 @@ import json
 import math
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
 from perfgate.history.cache import Found, found_in, cached_changes, search
@@ -23,7 +21,7 @@ from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
-from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
+from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
 from perfgate.vocabulary import Status
@@ -31,7 +29,6 @@ from perfgate.vocabulary import Status
 CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
                  "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
                  "accepted", "awaiting")
-NO_VALUES = np.zeros(0)
 AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
@@ -165,10 +162,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
-    no_facts: dict[str, str] = {}
-    newest = Branch(branch, commits, times, [Series(sid, no_facts, np.array([last]), NO_VALUES)
-                                             for sid, last in cached.newest.items()])
-    flagged = newest_gate_verdicts(history, newest, run_commit)
+    flagged = gate_verdicts_at(history, cached.newest, run_commit)
     if flagged:
         read = Branch(branch, commits, times, load_series(history, branch, run_commit, sorted(flagged)))
         found += awaiting_changes(history, read, by_series, run_commit)
