@@ -188,10 +188,7 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
             part)))
     table = np.concatenate(parts)
     unknown = [sid for sid in np.unique(table[:, 0]).astype(np.int64).tolist() if sid not in states]
-    tails: dict[int, tuple[np.ndarray, list[int]]] = {}
-    for series in split_series(table[:, 0].astype(np.int64), lookup[table[:, 1].astype(np.int64)], table[:, 2], None):
-        if series.id in states:  # the new commits' values (a rerun's: the median), after the kept tail
-            tails[series.id] = (np.concatenate((states[series.id].tail, series.values)), series.commits.tolist())
+    tails = _new_tails(table[:, 0].astype(np.int64), lookup[table[:, 1].astype(np.int64)], table[:, 2], states)
     by_length: dict[int, list[int]] = {}
     for series_id, (tail, _) in tails.items():
         by_length.setdefault(len(tail), []).append(series_id)
@@ -230,6 +227,34 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
         series = Series(series_id, {}, state.commits, state.values)
         states[series_id] = state._replace(changes=found_in(series, merge(series.values, candidates, p_value,
                                                                         min_change)))
+
+
+def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
+               states: dict[int, State]) -> dict[int, tuple[np.ndarray, list[int]]]:
+    """Per series with a state, its tail with the new commits' values after it (a rerun's: the median), and those
+    commits' indexes; by series id."""
+    order = np.argsort(ids, kind="stable")
+    ids, commits, values = ids[order], commits[order], values[order]
+    tails: dict[int, tuple[np.ndarray, list[int]]] = {}
+    if len(ids) and not np.all(ids[1:] > ids[:-1]):  # a series with several new points
+        for series in split_series(ids, commits, values, None):
+            if series.id in states:
+                tails[series.id] = (np.concatenate((states[series.id].tail, series.values)), series.commits.tolist())
+        return tails
+    # one new point a series (CI records one commit at a time): the tails of a length as the rows of one array
+    listed, at = ids.tolist(), commits.tolist()
+    by_length: dict[int, list[int]] = {}
+    for position, series_id in enumerate(listed):
+        state = states.get(series_id)
+        if state is not None:
+            by_length.setdefault(len(state.tail), []).append(position)
+    for length, positions in by_length.items():
+        rows = np.empty((len(positions), length + 1))
+        rows[:, :length] = np.array([states[listed[p]].tail for p in positions]).reshape(len(positions), length)
+        rows[:, length] = values[positions]
+        for row, position in zip(rows, positions):
+            tails[listed[position]] = (row, [at[position]])
+    return tails
 
 
 def _read_meta(history: History, branch: str) -> dict[str, Any] | None:
