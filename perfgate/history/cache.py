@@ -104,9 +104,7 @@ def _state_of(text: str) -> State:
     points, last, resume, weak, tail, changes, values, commits = text.split("|")
     found = [Found(int(c[0]), int(c[1]), ChangePoint(int(c[2]), float(c[3]), float(c[4]), float(c[5]), bool(c[6])))
              for c in json.loads(changes)] if changes else []
-    rest = _unpack(tail, "<f8")
-    if not np.isfinite(rest).all():
-        raise ValueError("tail")
+    rest = _unpack(tail, "<f8")  # checked with the other rows' (``_read_states``)
     if not values and not commits:  # most series: no candidate, nothing kept
         return State(int(points), int(last), [int(w) for w in weak.split(",")] if weak else [], int(resume), rest,
                      found)
@@ -274,6 +272,8 @@ def _read_states(history: History, branch: str) -> dict[int, State] | None:
                                              (branch,)):
             states[int(series_id)] = _state_of(text)
     except (TypeError, ValueError, IndexError, binascii.Error):
+        return None
+    if states and not np.isfinite(np.concatenate([state.tail for state in states.values()])).all():
         return None
     return states
 
