@@ -71,9 +71,10 @@ def load_series(history: History, branch: str, run_commit: dict[int, int],
         parts += _read_points(history, _whole_branch(history, select, len(run_commit)), (branch,))
     else:
         wanted = sorted(ids)
+        by_series = _points_first(select)  # each series' points by the key's index (not each run's)
         for start in range(0, len(wanted), IDS_PER_QUERY):
             chunk = wanted[start:start + IDS_PER_QUERY]
-            parts += _read_points(history, f"{select} AND p.series_id IN ({', '.join('?' * len(chunk))})",
+            parts += _read_points(history, f"{by_series} AND p.series_id IN ({', '.join('?' * len(chunk))})",
                                   (branch, *chunk))
     if not parts:
         return []
@@ -102,6 +103,12 @@ def _whole_branch(history: History, select: str, runs: int) -> str:
     a CROSS JOIN (SQLite's way to fix the order) scans the points and looks each run up by its id."""
     if history.dialect != "sqlite" or runs * 2 < int(history.query("SELECT count(*) FROM perfgate_runs")[0][0]):
         return select
+    return _points_first(select)
+
+
+def _points_first(select: str) -> str:
+    """``select`` with the points as SQLite's outer loop (its CROSS JOIN keeps the order written; PostgreSQL plans
+    it as any join), each point's run looked up by its id."""
     return select.replace("JOIN perfgate_runs r ON r.id = p.run_id WHERE", "CROSS JOIN perfgate_runs r WHERE r.id = p.run_id AND")
 
 
