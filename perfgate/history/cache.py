@@ -29,13 +29,13 @@ from perfgate.history.changes import (
     ChangePoint,
     merge,
     quiet_resume,
-    quiet_series,
+    loud_windows,
     window_search,
 )
 from perfgate.history.db import History, check_sqlite_values
-from perfgate.history.series import Series, checked_points, load_series
+from perfgate.history.series import Series, checked_points, load_series, split_series
 
-CACHE_VERSION = 1  # bump when the search changes: older rows are searched again
+CACHE_VERSION = 2  # bump when the search changes: older rows are searched again
 
 
 class Found(NamedTuple):
@@ -51,7 +51,7 @@ class State(NamedTuple):
     last: int  # index of its newest commit in the branch's commits
     weak: list[int]  # candidates from windows of full length
     resume: int  # where the search resumes
-    tail: list[float]  # values[resume:]
+    tail: np.ndarray  # values[resume:]
     changes: list[Found]
     # a series with candidates: every value and its commit indexes, to judge them again without reading it
     values: np.ndarray = np.zeros(0)
@@ -79,29 +79,40 @@ def _settings(p_value: float, min_change: float, window: int) -> dict[str, Any]:
 
 
 def _state_text(state: State) -> str:
-    return json.dumps([state.points, state.last, state.weak, state.resume, _pack(np.asarray(state.tail), "<f8"),
-                       [[f.commit, f.previous, *f.point] for f in state.changes],
-                       _pack(state.values, "<f8"), _pack(state.commits, "<i8")], separators=(",", ":"))
+    """A state as ``|``-separated fields: its counts, weak candidates, then its arrays as base64 and its change
+    points as JSON (written and read in a few microseconds: a history of 100,000 series rewrites every row)."""
+    changes = json.dumps([[f.commit, f.previous, *f.point] for f in state.changes], separators=(",", ":")) \
+        if state.changes else ""
+    return "|".join((str(state.points), str(state.last), str(state.resume), ",".join(map(str, state.weak)),
+                     _pack(state.tail, "<f8"), changes, _pack(state.values, "<f8"), _pack(state.commits, "<i8")))
 
 
 def _pack(array: np.ndarray, dtype: str) -> str:
     """An array as base64 of its little-endian bytes: a tenth of the time of a JSON list of numbers."""
-    return base64.b64encode(array.astype(dtype).tobytes()).decode() if len(array) else ""
+    return base64.b64encode(array.astype(dtype, copy=False).tobytes()).decode() if len(array) else ""
 
 
 def _unpack(text: str, dtype: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text, validate=True), dtype=dtype) if text else np.zeros(0, dtype)
+    """``_pack``'s array, as float64 or int64 in this machine's byte order (read-only: the text's bytes)."""
+    if not text:
+        return np.zeros(0, dtype)
+    array = np.frombuffer(base64.b64decode(text, validate=True), dtype=dtype)
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def _state_of(text: str) -> State:
-    points, last, weak, resume, tail, changes, values, commits = json.loads(text)
+    points, last, resume, weak, tail, changes, values, commits = text.split("|")
     found = [Found(int(c[0]), int(c[1]), ChangePoint(int(c[2]), float(c[3]), float(c[4]), float(c[5]), bool(c[6])))
-             for c in changes]
-    kept, at, rest = _unpack(values, "<f8").astype(float), _unpack(commits, "<i8").astype(np.int64), _unpack(tail, "<f8")
-    if len(kept) != len(at) or (len(kept) and (len(kept) != int(points) or not np.isfinite(kept).all())) \
-            or not np.isfinite(rest).all():
+             for c in json.loads(changes)] if changes else []
+    rest = _unpack(tail, "<f8")  # checked with the other rows' (``_read_states``)
+    if not values and not commits:  # most series: no candidate, nothing kept
+        return State(int(points), int(last), [int(w) for w in weak.split(",")] if weak else [], int(resume), rest,
+                     found)
+    kept, at = _unpack(values, "<f8"), _unpack(commits, "<i8").astype(np.int64)
+    if len(kept) != len(at) or (len(kept) and (len(kept) != int(points) or not np.isfinite(kept).all())):
         raise ValueError("kept values")
-    return State(int(points), int(last), [int(w) for w in weak], int(resume), rest.tolist(), found, kept, at)
+    return State(int(points), int(last), [int(w) for w in weak.split(",")] if weak else [], int(resume), rest,
+                 found, kept, at)
 
 
 def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
@@ -110,24 +121,25 @@ def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
 
 
 def search(series_list: Sequence[Series], p_value: float, min_change: float, window: int) -> dict[int, State]:
-    """Each series searched from scratch; many at once where they have the same length (``quiet_series``)."""
+    """Each series searched from scratch; many at once where they have the same length (``loud_windows``)."""
     states: dict[int, State] = {}
     by_length: dict[int, list[Series]] = {}
     for series in series_list:
         by_length.setdefault(len(series.values), []).append(series)
     for length, group in by_length.items():
-        quiet = quiet_series(np.array([s.values for s in group]), p_value, window) if length else np.ones(0, bool)
-        for series, calm in zip(group, quiet):
+        loud = loud_windows(np.array([s.values for s in group]), p_value, window)
+        calm_resume = quiet_resume(length, window)
+        for series, first in zip(group, loud.tolist()):
             values = series.values
             candidates: list[int] = []
             weak: list[int] = []
-            if calm:
-                resume = quiet_resume(length, window)
+            if first < 0:
+                resume = calm_resume
             else:
-                candidates, weak, resume = window_search(values, p_value, window)
+                candidates, weak, resume = window_search(values, p_value, window, first)
             found = found_in(series, merge(values, candidates, p_value, min_change)) if candidates else []
             states[series.id] = State(length, int(series.commits[-1]) if length else -1, weak, resume,
-                                      values[resume:].tolist(), found,
+                                      values[resume:], found,
                                       *((values, series.commits) if candidates else ()))
     return states
 
@@ -164,48 +176,44 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
 def _update(history: History, branch: str, run_commit: dict[int, int], new_runs: list[int], states: dict[int, State],
             p_value: float, min_change: float, window: int) -> None:
     """Append the new runs' points to their series' states and search again from where each resumes."""
-    added: dict[int, dict[int, list[float]]] = {}
+    lookup = np.full(max(run_commit) + 1, -1, dtype=np.int64)
+    lookup[list(run_commit)] = list(run_commit.values())
+    parts = [np.zeros((0, 3))]
     for start in range(0, len(new_runs), 500):
         part = new_runs[start:start + 500]
-        rows = checked_points(history, history.query(
+        parts.append(checked_points(history, history.query(
             f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
-            part))
-        for series_id, run_id, value in rows.tolist():
-            added.setdefault(int(series_id), {}).setdefault(run_commit[int(run_id)], []).append(value)
-    unknown = [sid for sid in added if sid not in states]
-    tails: dict[int, tuple[np.ndarray, list[int]]] = {}
-    for series_id, by_commit in added.items():
-        if series_id in unknown:
-            continue
-        order = sorted(by_commit)
-        new = [runs[0] if len(runs) == 1 else float(np.median(runs)) for runs in (by_commit[c] for c in order)]
-        tails[series_id] = (np.array(states[series_id].tail + new), order)
+            part)))
+    table = np.concatenate(parts)
+    unknown = [sid for sid in np.unique(table[:, 0]).astype(np.int64).tolist() if sid not in states]
+    tails = _new_tails(table[:, 0].astype(np.int64), lookup[table[:, 1].astype(np.int64)], table[:, 2], states)
     by_length: dict[int, list[int]] = {}
     for series_id, (tail, _) in tails.items():
         by_length.setdefault(len(tail), []).append(series_id)
     full_needed: list[int] = list(unknown)
     pending: dict[int, list[int]] = {}
     for length, ids in by_length.items():
-        quiet = quiet_series(np.array([tails[sid][0] for sid in ids]), p_value, window)
-        for series_id, calm in zip(ids, quiet):
+        loud = loud_windows(np.stack([tails[sid][0] for sid in ids]), p_value, window)
+        calm_resume = quiet_resume(length, window)
+        for series_id, first in zip(ids, loud.tolist()):
             state = states[series_id]
             tail, order = tails[series_id]
             found_all: list[int] = []
             saved: list[int] = []
-            if calm:
-                resume = quiet_resume(length, window)
+            if first < 0:
+                resume = calm_resume
             else:
-                found_all, saved, resume = window_search(tail, p_value, window)
+                found_all, saved, resume = window_search(tail, p_value, window, first)
             weak = state.weak + [state.resume + at for at in saved]
             candidates = state.weak + [state.resume + at for at in found_all]
             states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
-                                      tail[resume:].tolist(), [])
+                                      tail[resume:], [])
             if candidates:
                 pending[series_id] = candidates
                 if len(state.values):  # kept: the new values appended
                     states[series_id] = states[series_id]._replace(
-                        values=np.r_[state.values, tail[len(state.tail):]],
-                        commits=np.r_[state.commits, np.array(order, dtype=np.int64)])
+                        values=np.concatenate((state.values, tail[len(state.tail):])),
+                        commits=np.concatenate((state.commits, np.array(order, dtype=np.int64))))
                 else:
                     full_needed.append(series_id)
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed)} if full_needed else {}
@@ -217,6 +225,34 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
         series = Series(series_id, {}, state.commits, state.values)
         states[series_id] = state._replace(changes=found_in(series, merge(series.values, candidates, p_value,
                                                                         min_change)))
+
+
+def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
+               states: dict[int, State]) -> dict[int, tuple[np.ndarray, list[int]]]:
+    """Per series with a state, its tail with the new commits' values after it (a rerun's: the median), and those
+    commits' indexes; by series id."""
+    order = np.argsort(ids, kind="stable")
+    ids, commits, values = ids[order], commits[order], values[order]
+    tails: dict[int, tuple[np.ndarray, list[int]]] = {}
+    if len(ids) and not np.all(ids[1:] > ids[:-1]):  # a series with several new points
+        for series in split_series(ids, commits, values, None):
+            if series.id in states:
+                tails[series.id] = (np.concatenate((states[series.id].tail, series.values)), series.commits.tolist())
+        return tails
+    # one new point a series (CI records one commit at a time): the tails of a length as the rows of one array
+    listed, at = ids.tolist(), commits.tolist()
+    by_length: dict[int, list[int]] = {}
+    for position, series_id in enumerate(listed):
+        state = states.get(series_id)
+        if state is not None:
+            by_length.setdefault(len(state.tail), []).append(position)
+    for length, positions in by_length.items():
+        rows = np.empty((len(positions), length + 1))
+        rows[:, :length] = np.array([states[listed[p]].tail for p in positions]).reshape(len(positions), length)
+        rows[:, length] = values[positions]
+        for row, position in zip(rows, positions):
+            tails[listed[position]] = (row, [at[position]])
+    return tails
 
 
 def _read_meta(history: History, branch: str) -> dict[str, Any] | None:
@@ -236,6 +272,8 @@ def _read_states(history: History, branch: str) -> dict[int, State] | None:
                                              (branch,)):
             states[int(series_id)] = _state_of(text)
     except (TypeError, ValueError, IndexError, binascii.Error):
+        return None
+    if states and not np.isfinite(np.concatenate([state.tail for state in states.values()])).all():
         return None
     return states
 

@@ -248,13 +248,21 @@ def quiet_series(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
     same windows, splits and t-tests as the search, for many series at once (most series of a history have no
     change, and this costs a small part of searching them one at a time). A row it cannot clear is False:
     ``change_points`` decides it."""
+    return loud_windows(matrix, p_value, window) < 0
+
+
+def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
+    """``quiet_series`` as the start of each row's first window it cannot clear, -1 where it clears them all. The
+    windows before it find nothing, so the search's windows start where the screen's do: ``window_search`` of
+    the row from that start finds what it finds from 0."""
     if len(matrix) > SCREEN_ROWS:  # a few MB at a time: the arrays stay in the processor's cache
-        return np.concatenate([quiet_series(matrix[at:at + SCREEN_ROWS], p_value, window)
+        return np.concatenate([loud_windows(matrix[at:at + SCREEN_ROWS], p_value, window)
                                for at in range(0, len(matrix), SCREEN_ROWS)])
     rows, n = matrix.shape
-    quiet = np.ones(rows, dtype=bool)
+    first = np.full(rows, -1, dtype=np.int64)
     if n < 2 * MIN_SIDE:
-        return quiet
+        return first
+    quiet = np.ones(rows, dtype=bool)
     weak = p_value * WEAK_FACTOR
     step = max(window // 2, 1)
     for start in range(0, n, step):
@@ -276,9 +284,10 @@ def quiet_series(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
             checked = ~passed & ~flat & (at > 0)
             _, side = _split_many(prefix, sums, squares, every[checked], side_low[checked], side_high[checked], weak)
             quiet &= ~side
+        first[~quiet & (first < 0)] = start
         if stop == n:
             break
-    return quiet
+    return first
 
 
 def _distance_prefix(part: np.ndarray) -> np.ndarray:

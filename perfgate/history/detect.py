@@ -14,8 +14,6 @@ import json
 import math
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
 from perfgate.history.cache import Found, found_in, cached_changes, search
@@ -23,8 +21,8 @@ from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
 from perfgate.history.stats import require_scipy
-from perfgate.history.series import SERIES_COLUMNS, Branch, Series, commit_order, load_branch, load_series, relative
-from perfgate.history.verdicts import newest_gate_verdicts, newest_verdict
+from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
+from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
 from perfgate.vocabulary import Status
@@ -162,16 +160,15 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     if not commits:
         raise no_runs(history, branch)
     cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)
-    facts = {int(row[0]): dict(zip(SERIES_COLUMNS, row[1:])) for row in history.query(
-        f"SELECT id, {', '.join(SERIES_COLUMNS)} FROM perfgate_series")}
-    by_series = {sid: change_dicts(commits, times, facts[sid], found) for sid, found in cached.changes.items()}
+    # the facts of the series with change points only: most of a large history's have none
+    facts = series_facts(history, [sid for sid, found in cached.changes.items() if found])
+    by_series = {sid: change_dicts(commits, times, facts[sid], found) if found else []
+                 for sid, found in cached.changes.items()}
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     mark_culprits(load_culprits(history), branch, found)
     # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
-    newest = Branch(branch, commits, times, [Series(sid, facts[sid], np.array([last]), np.zeros(1))
-                                             for sid, last in cached.newest.items()])
-    flagged = newest_gate_verdicts(history, newest, run_commit)
+    flagged = gate_verdicts_at(history, cached.newest, run_commit)
     if flagged:
         read = Branch(branch, commits, times, load_series(history, branch, run_commit, sorted(flagged)))
         found += awaiting_changes(history, read, by_series, run_commit)

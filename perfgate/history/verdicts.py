@@ -47,23 +47,41 @@ def newest_gate_verdicts(history: History, branch: Branch, run_commit: dict[int,
         return {}
     if run_commit is None:  # commit_order's, where the caller has it
         _, _, run_commit = commit_order(history, branch.name)
-    newest = {int(series.commits[-1]) for series in branch.series}
-    runs = sorted(run for run, commit in run_commit.items() if commit in newest)  # ids grow with recording
+    return gate_verdicts_at(history, {series.id: int(series.commits[-1]) for series in branch.series}, run_commit)
+
+
+def gate_verdicts_at(history: History, newest: Mapping[int, int], run_commit: dict[int, int]) -> dict[int, str]:
+    """``newest_gate_verdicts`` of the series ids of ``newest``, each at its commit index there."""
+    commits = set(newest.values())
+    runs = sorted(run for run, commit in run_commit.items() if commit in commits)  # ids grow with recording
+    per_commit: dict[int, int] = {}
+    for run in runs:
+        per_commit[run_commit[run]] = per_commit.get(run_commit[run], 0) + 1
+    # a commit's only run: its points without a verdict say nothing (most points; not read). A commit run again:
+    # every point, as a rerun's point without a verdict replaces the earlier run's verdict.
     latest: dict[tuple[int, int], tuple[int, str | None]] = {}
+    for alone in (True, False):
+        picked = [run for run in runs if (per_commit[run_commit[run]] == 1) == alone]
+        _read_gates(history, picked, run_commit, latest, " AND gate IS NOT NULL" if alone else "")
+    found: dict[int, str] = {}
+    for series_id, commit in newest.items():
+        entry = latest.get((series_id, commit))
+        if entry is not None and entry[1] in GATE_STATUSES:
+            found[series_id] = str(entry[1])
+    return found
+
+
+def _read_gates(history: History, runs: Sequence[int], run_commit: dict[int, int],
+                latest: dict[tuple[int, int], tuple[int, str | None]], where: str) -> None:
+    """Each (series, commit)'s latest run among ``runs`` and its point's gate status, into ``latest``."""
     for start in range(0, len(runs), RUNS_PER_QUERY):
         part = runs[start:start + RUNS_PER_QUERY]
         for series_id, run_id, gate in history.query(
-                f"SELECT series_id, run_id, gate FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
-                part):
+                f"SELECT series_id, run_id, gate FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})"
+                f"{where}", part):
             key = (int(series_id), run_commit[int(run_id)])
             if key not in latest or latest[key][0] < int(run_id):
                 latest[key] = (int(run_id), gate)
-    found: dict[int, str] = {}
-    for series in branch.series:
-        entry = latest.get((series.id, int(series.commits[-1])))
-        if entry is not None and entry[1] in GATE_STATUSES:
-            found[series.id] = str(entry[1])
-    return found
 
 
 def newest_verdict(branch: Branch, series: Series, status: str, changes: Sequence[Mapping[str, Any]],

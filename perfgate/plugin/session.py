@@ -38,7 +38,21 @@ from perfgate.plugin.options import (
 from perfgate.plugin.preflight import PreflightFacts, check_preflight, gather_facts
 from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
-from perfgate.plugin import sources
+# the names, not ``from perfgate.plugin import sources``: that reads the package's attribute, which an
+# in-process pytest run (pytester) leaves on the module it imported and then dropped
+from perfgate.plugin.sources import (
+    GatePart,
+    chosen_sources,
+    fail_on,
+    gate_parts,
+    preflight_for,
+    settle,
+    timeline_part,
+    traced_instead_note,
+    unusable_ncu,
+    why_traced_instead,
+    with_history,
+)
 from perfgate.text import inert
 from perfgate.verdict import PerTestStatus, UngatedStatus
 
@@ -111,7 +125,7 @@ class PerfgateSession:
                 version, problem = ncu_version(self._facts.ncu_path)
                 self._ncu_version = version
                 if problem:
-                    self._problem = sources.unusable_ncu(problem)
+                    self._problem = unusable_ncu(problem)
                     self._facts = self._facts._replace(ncu_unusable=problem)  # ``auto`` traces instead
         return self._problem
 
@@ -134,7 +148,7 @@ class PerfgateSession:
         except ConfigError as exc:
             # from None: the ConfigError would otherwise be shown too ("During handling of ...")
             raise pytest.fail.Exception(str(exc), pytrace=False) from None
-        problem = sources.preflight_for(self.options.source, self.preflight_problem(), self._facts)
+        problem = preflight_for(self.options.source, self.preflight_problem(), self._facts)
         if problem:  # before fixtures: a skipped perf test costs nothing
             self._unavailable(item, problem)
 
@@ -281,10 +295,10 @@ class PerfgateSession:
         """Measure the test with the chosen source(s) (``--perfgate-source``) and gate each measurement."""
         from perfgate.plugin.runner import ProfileFailed, ProfileSkipped
         marker = self.marker_of(item)
-        use_ncu, use_timeline = sources.chosen_sources(self.options.source, self._facts)
-        instead = sources.why_traced_instead(self.options.source, self._facts)  # auto: why ncu is not tried
+        use_ncu, use_timeline = chosen_sources(self.options.source, self._facts)
+        instead = why_traced_instead(self.options.source, self._facts)  # auto: why ncu is not tried
         done: list[Profiled] = []
-        parts: list[sources.GatePart] = []
+        parts: list[GatePart] = []
         try:
             if use_ncu:
                 try:
@@ -293,7 +307,7 @@ class PerfgateSession:
                     # The report's own facts (the replay passes ncu took: DRAM writes depend on them) beside the
                     # session's.
                     settings = {**self._settings(), **profiled.measurement.settings}
-                    parts.append(sources.GatePart(
+                    parts.append(GatePart(
                         profiled.measurement._replace(source=f"{item.nodeid} (ncu)", settings=settings),
                         self._compare_options(marker), settings, notes=profiled.notes,
                         footer=f"\nncu's report of this run (open it in Nsight Compute): {profiled.report_file}"))
@@ -304,8 +318,8 @@ class PerfgateSession:
             if use_timeline:
                 gpu, lock_ids = self._gpu_assignment()
                 if instead:
-                    self._say(f"perfgate: {sources.traced_instead_note(item.nodeid, instead)}")
-                parts.append(sources.timeline_part(
+                    self._say(f"perfgate: {traced_instead_note(item.nodeid, instead)}")
+                parts.append(timeline_part(
                     self._child_spec(item.nodeid), self._compare_options(marker, collecting=False), gpu=gpu,
                     timeout=marker.timeout or self.options.timeout, lock_ids=lock_ids,
                     artifacts=self._artifacts(item.nodeid), done=done, progress=self._say, instead=instead))
@@ -316,14 +330,14 @@ class PerfgateSession:
                                 status=UngatedStatus.SKIPPED, cause=f"skipped while measured: {exc}")
             _skip(str(exc))
         except ProfileFailed as exc:
-            sources.settle(done, keep=True)
+            settle(done, keep=True)
             self._fail(item, str(exc))
         try:
             self._gate_parts(item, parts)
         except pytest.fail.Exception:
-            sources.settle(done, keep=True)
+            settle(done, keep=True)
             raise
-        sources.settle(done, keep=self.options.keep_artifacts)
+        settle(done, keep=self.options.keep_artifacts)
 
     # ------------------------------------------------------------ benchmarks
 
@@ -331,16 +345,16 @@ class PerfgateSession:
         fixture = getattr(item, "funcargs", {}).get("benchmark")
         if fixture is None or not type(fixture).__module__.startswith("pytest_benchmark"):
             return  # another plugin's "benchmark" fixture (pytest-codspeed...): not ours to read
-        from perfgate.plugin import benchmarks
+        from perfgate.plugin.benchmarks import benchmark_measurement, machine_info, ungated_reason
 
-        reason = benchmarks.ungated_reason(fixture)
+        reason = ungated_reason(fixture)
         if reason is not None:
             self._stash_payload(item, notes=[f"{item.nodeid}: {reason}"], status=UngatedStatus.NOT_GATED,
                                 cause=reason)
             return
         if self._machine_info is None:
-            self._machine_info = benchmarks.machine_info(self.config)
-        measured, settings = benchmarks.benchmark_measurement(item.nodeid, fixture, self._machine_info)
+            self._machine_info = machine_info(self.config)
+        measured, settings = benchmark_measurement(item.nodeid, fixture, self._machine_info)
         self._gate(item, measured, self._compare_options(), settings=settings)
 
     # ------------------------------------------------------------ compare / update
@@ -352,24 +366,24 @@ class PerfgateSession:
     def _gate(self, item: pytest.Item, current: Measurement, options: CompareOptions,
               settings: dict[str, Any], footer: str = "", notes: Sequence[str] = ()) -> None:
         """Compare ``current`` with this test's baseline(s); fail the test on a regression."""
-        self._gate_parts(item, [sources.GatePart(current, options, settings, footer, notes)])
+        self._gate_parts(item, [GatePart(current, options, settings, footer, notes)])
 
-    def _gate_parts(self, item: pytest.Item, parts: Sequence[sources.GatePart]) -> None:
+    def _gate_parts(self, item: pytest.Item, parts: Sequence[GatePart]) -> None:
         """Gate each measurement (ncu's, the timeline's) against its own baseline: one payload, one failure."""
         path, line = self._location(item)
         root = self.config.rootpath
         try:
-            judged, acceptances = sources.with_history(parts, item.nodeid, self.options.history_reference,
+            judged, acceptances = with_history(parts, item.nodeid, self.options.history_reference,
                                                        self.options.history if self.options.update else "",
                                                        self.options.history_fallback)
-            gated = sources.gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
+            gated = gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
                                        update=self.options.update, strict=self.options.strict,
                                        shown=lambda p: shown_path(p, root), acceptances=acceptances)
         except PerfgateError as exc:
             self._fail(item, str(exc))
         self._stash_payload(item, report=gated.report, status=gated.status,
                             written=[shown_path(p, root) for p in gated.written])
-        sources.fail_on(gated, item.nodeid)
+        fail_on(gated, item.nodeid)
 
     # ------------------------------------------------------------ payloads
 

@@ -101,7 +101,8 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """``build_report`` and ``build_view``, imported on first use (PEP 562): see the docstring."""
     if name in ("build_report", "build_view"):
-        from perfgate.report import build
+        # the module, not this package's attribute ``build``: see perfgate.plugin.session
+        from perfgate.report.build import build_report, build_view  # noqa: F811
 
-        return getattr(build, name)
+        return build_report if name == "build_report" else build_view
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -112,3 +112,20 @@ def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "perfgate_points holds a value of the wrong type (the history was edited or " \
                                    "is damaged)" in err
+
+
+def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_start_finds() -> None:
+    """``loud_windows``: the windows the screen clears before a row's first loud one find nothing, so the search
+    may start there (the cache's searches do)."""
+    from perfgate.history.changes import P_VALUE, WINDOW, loud_windows, window_search
+
+    rng = np.random.default_rng(7)
+    rows = 100.0 * (1 + rng.normal(0, 0.01, (240, 160)))
+    for row in rows[::2]:
+        row[int(rng.integers(10, 150)):] *= 1 + rng.uniform(-0.06, 0.06)
+    rows[::5] = np.round(rows[::5])  # exact counters, now and then one value off
+    loud = loud_windows(rows, P_VALUE, WINDOW)
+    assert (loud > 0).sum() >= 20 and (loud < 0).sum() >= 20
+    for row, first in zip(rows, loud.tolist()):
+        searched = window_search(row, P_VALUE, WINDOW)
+        assert (window_search(row, P_VALUE, WINDOW, first) if first >= 0 else ([], [], searched[2])) == searched
