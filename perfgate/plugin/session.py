@@ -40,19 +40,8 @@ from perfgate.plugin.run_folders import ARTIFACTS, Profiled, remove_live_runs
 from perfgate.plugin.session_report import SessionReport, shown_path
 # the names, not ``from perfgate.plugin import sources``: that reads the package's attribute, which an
 # in-process pytest run (pytester) leaves on the module it imported and then dropped
-from perfgate.plugin.sources import (
-    GatePart,
-    chosen_sources,
-    fail_on,
-    gate_parts,
-    preflight_for,
-    settle,
-    timeline_part,
-    traced_instead_note,
-    unusable_ncu,
-    why_traced_instead,
-    with_history,
-)
+from perfgate.plugin.sources import (GatePart, chosen_sources, fail_on, gate_parts, preflight_for, settle,
+                                     timeline_part, traced_instead_note, unusable_ncu, why_traced_instead, with_history)
 from perfgate.text import inert
 from perfgate.verdict import PerTestStatus, UngatedStatus
 
