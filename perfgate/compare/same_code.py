@@ -49,12 +49,12 @@ class CodeFacts(NamedTuple):
 
 
 def mix_change(before: Mapping[str, int], after: Mapping[str, int], limit: int = SHOWN_OPCODES) -> str:
-    """``instructions 248 → 256: FFMA +8, LDS -4``: the opcodes whose counts changed most, largest first."""
+    """``248 → 256 instructions in its code: FFMA +8, LDS -4`` (static, not executed): the opcodes whose counts changed most, largest first."""
     moved = sorted(((after.get(op, 0) - before.get(op, 0), op) for op in {*before, *after}),
                    key=lambda item: (-abs(item[0]), item[1]))
     parts = [f"{op} {delta:+d}" for delta, op in moved if delta][:limit]
     more = len([1 for delta, _ in moved if delta]) - len(parts)
-    total = f"instructions {sum(before.values())} → {sum(after.values())}"
+    total = f"{sum(before.values())} → {sum(after.values())} instructions in its code"
     return total + (": " + ", ".join(parts) + (f" and {more} more" if more > 0 else "") if parts else
                     ": the same mix, other code")
 

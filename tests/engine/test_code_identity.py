@@ -57,8 +57,8 @@ def test_the_same_code_loaded_elsewhere_hashes_the_same_and_other_code_does_not(
 
 def test_the_instruction_mix_names_the_largest_changes_first() -> None:
     assert mix_change({"LDG": 2, "FADD": 1, "NOP": 4}, {"LDG": 14, "FADD": 7, "NOP": 4}) \
-        == "instructions 7 → 25: LDG +12, FADD +6"
-    assert mix_change({"A": 1}, {"A": 1}) == "instructions 1 → 1: the same mix, other code"
+        == "7 → 25 instructions in its code: LDG +12, FADD +6"
+    assert mix_change({"A": 1}, {"A": 1}) == "1 → 1 instructions in its code: the same mix, other code"
 
 
 def test_a_rerun_on_our_h100_is_same_code_and_its_counters_are_still_judged() -> None:
@@ -104,7 +104,7 @@ def test_a_kernel_whose_code_changed_says_how_in_its_why() -> None:
     launches = report["launches"]
     assert launches["code_id"][0] != launches["baseline_code_id"][0]
     assert launches["status"] == ["regression"]
-    assert "code changed" in str(launches["code_why"][0]) and "instructions 32 → 56: LDG +12" in str(
+    assert "code changed" in str(launches["code_why"][0]) and "32 → 56 instructions in its code: LDG +12" in str(
         launches["code_why"][0])
     # v2 and v3 are the same work measured twice: the same code, though the source changed (loop unrolling).
     assert _read(corpus_file("mlp-t4/report_v2.ncu-rep")).code == base.code

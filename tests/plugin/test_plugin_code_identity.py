@@ -48,4 +48,4 @@ def test_the_update_keeps_the_code_and_the_gate_judges_same_code(pytester: pytes
     launches = read_json(pytester.path / "perfgate-report.json")["launches"]
     at = launches["kind"].index("kernel")
     assert launches["code_id"][at] != launches["baseline_code_id"][at]
-    assert "instructions 32 → 56: LDG +12" in str(launches["code_why"][at])
+    assert "32 → 56 instructions in its code: LDG +12" in str(launches["code_why"][at])
