@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError, PerfgateError
+from perfgate.history.location import resolve_history_url
 from perfgate.option_table import add_arguments
 from perfgate.options import non_negative_seconds
 from perfgate.process import print_out
@@ -140,8 +141,7 @@ def _json(outcome: dict[str, Any]) -> str:
 
 def _history_of(args: argparse.Namespace, settings: Any) -> tuple[str | None, str]:
     """The history URL to seed from (None: none given or configured) and its branch."""
-    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
-    return url, args.branch or settings.history_branch
+    return resolve_history_url(args.db, settings.history), args.branch or settings.history_branch
 
 
 def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) -> Plan:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError
 from perfgate.files import write_file
+from perfgate.history.location import resolve_history_url
 from perfgate.option_table import add_arguments
 from perfgate.options import non_negative_fraction, non_negative_seconds, probability
 from perfgate.process import print_out
@@ -135,8 +136,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 def history_to_read(args: argparse.Namespace, command: str) -> tuple[str | None, str]:
     """The history URL (None: open_history's default) and the branch ``history changes|dashboard`` read."""
     settings = settings_for(args, command)
-    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
-    return url, args.branch or settings.history_branch
+    return resolve_history_url(args.db, settings.history), args.branch or settings.history_branch
 
 
 def cmd_changes(args: argparse.Namespace) -> int:
