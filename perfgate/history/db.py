@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from perfgate.errors import InputError
+from perfgate.history.keys import SERIES_FIELDS
 from perfgate.history.location import (
     DEFAULT_URL,
     HistoryURL,
@@ -209,8 +210,7 @@ def open_history(url: str | None = None, *, create: bool = True, max_time: float
 _TEXT = "typeof({}) != 'text'"
 _SQLITE_CHECKS = {
     "perfgate_runs": " OR ".join(_TEXT.format(c) for c in ("commit_sha", "branch", "recorded_at", "settings")),
-    "perfgate_series": " OR ".join(_TEXT.format(c) for c in ("gpu", "test", "kind", "kernel", "region", "metric",
-                                                              "unit", "direction")),
+    "perfgate_series": " OR ".join(_TEXT.format(c) for c in (*SERIES_FIELDS, "unit", "direction")),
     "perfgate_points": "typeof(series_id) != 'integer' OR typeof(run_id) != 'integer' OR typeof(n) != 'integer' "
                        "OR " + " OR ".join(f"typeof({c}) NOT IN ('integer', 'real') OR abs({c}) > 1.7e308"
                                            for c in ("value", "low", "high"))
