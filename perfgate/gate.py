@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from perfgate.baseline import (
     baseline_documents,
-    device_slug,
+    baseline_file,
     file_stem,
     save_baselines,
 )
@@ -53,10 +53,6 @@ def baseline_name(test_id: str) -> str:
     if len(name) > 150:  # stay far below file-name limits; the hash keeps long ids distinct
         name = name[:130].rstrip("._") + "-" + digest[:12]
     return name
-
-
-def baseline_path(directory: Path, device: str, cc: str, name: str) -> Path:
-    return directory / device_slug(device, cc) / f"{file_stem(name)}.json"
 
 
 def own_name(directory: Path, name: str, test: str | None) -> str:
@@ -173,7 +169,7 @@ class _Found:
 
 def _gate_device(run: _Run, current: Measurement, device: str, cc: str, found: _Found) -> None:
     """Gate the launches of one device against its baseline file; the outcome goes to ``found``."""
-    file = baseline_path(run.baselines, device, cc, run.name)
+    file = baseline_file(run.baselines, (device, cc), run.name)
     notes = list(run.notes)
     baseline = _stored_baseline(run, file, notes)
     if run.reference is not None and not run.update:

@@ -3,8 +3,9 @@ and commands, how its value is parsed, its help. ``pytest_addoption`` and the co
 and ``resolve`` merges the command line over ``[tool.perfgate]`` over the default, once, for both shells.
 
 A setting's type and default are the ``perfgate.config.Settings`` field of its key; options without a key
-(``--perfgate``, ``--config``) belong to a shell, not to the configuration. Options that only one command has and
-that no setting backs (``compare --format``, ``publish --repo``) stay with their command.
+(``--perfgate``, ``--config``, the history commands' ``--db``, ``--branch`` and ``--max-time``) belong to a shell,
+not to the configuration. Options that only one command has and that no setting backs (``compare --format``,
+``publish --repo``) stay with their command.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from perfgate.config import CACHE_CONTROLS, SOURCES, Settings
+from perfgate.history.location import DEFAULT_URL
 from perfgate.metrics import CATALOG
 from perfgate.options import (
     clock_control_arg,
     metrics_arg,
+    non_negative_seconds,
     positive_seconds,
     probability,
     resolve_metrics,
@@ -27,6 +30,7 @@ from perfgate.options import (
 )
 
 DEFAULTS = Settings()
+HISTORY_URL = "history URL: sqlite:///PATH or postgresql://USER@HOST/DB"
 PLUGIN = "pytest"  # the shell a help text is for: the plugin's options ...
 COMMAND = "perfgate"  # ... or the commands'
 
@@ -58,6 +62,7 @@ class Option:
     default_text: str = ""  # how the default reads in help, where the setting's value does not say it
     anchor: str = ""  # "path": a path; "url": a history URL whose sqlite:/// path is relative
     combine: Callable[[Any, Any], Any] | None = None  # (configured, given) -> value; else given wins
+    value: Any = None  # a shell option's value where the command line gives none (an option with a key: None)
 
     @property
     def dest(self) -> str:
@@ -86,7 +91,8 @@ class Option:
     def argument(self, shell: str) -> dict[str, Any]:
         """``add_argument``'s (and pytest's ``addoption``'s) keywords. Unset, an option is None (False for a flag of
         a shell), so that ``resolve`` tells what the command line gave from what it did not."""
-        kwargs: dict[str, Any] = {"help": self.help_for(shell), "default": False if self.flag and not self.key else None}
+        unset = None if self.key else False if self.flag else self.value
+        kwargs: dict[str, Any] = {"help": self.help_for(shell), "default": unset}
         if self.flag:
             kwargs["action"] = "store_true"
         else:
@@ -164,6 +170,21 @@ OPTIONS: tuple[Option, ...] = (
            plugin="--perfgate-history-fallback", flag=True),
     Option("history_branch", "the base branch whose runs --history reads", cli=("--history-branch",),
            commands=("compare", "publish"), metavar="NAME"),
+    # The history commands' own options. A command given no --db uses $PERFGATE_HISTORY, and those that read
+    # [tool.perfgate] its history (perfgate.history.location.resolve_history_url): three defaults, three rows.
+    Option("", HISTORY_URL, cli=("--db",), commands=("history record", "accept"), metavar="URL",
+           default_text=f"$PERFGATE_HISTORY, else {DEFAULT_URL}"),
+    Option("", HISTORY_URL, cli=("--db",), commands=("history changes", "history dashboard"), metavar="URL",
+           default_text=f"$PERFGATE_HISTORY, else [tool.perfgate] history, else {DEFAULT_URL}"),
+    Option("", HISTORY_URL, cli=("--db",), commands=("bisect",), metavar="URL",
+           default_text="$PERFGATE_HISTORY, else [tool.perfgate] history; none: no commit is seeded from a history"),
+    Option("", "branch whose runs to read", cli=("--branch",),
+           commands=("history changes", "history dashboard", "bisect"), metavar="NAME",
+           default_text="[tool.perfgate] history_branch, else main"),
+    Option("", "give up (exit 2) when the history database keeps this command waiting longer: connecting, another "
+               "writer's lock, one statement",
+           cli=("--max-time",), commands=("history record", "history changes", "history dashboard", "accept", "bisect"),
+           metavar="SECONDS", parse=non_negative_seconds, value=60.0, default_text="60"),
     Option("thresholds", "gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
                          "'off' not gated; repeatable",
            plugin="--perfgate-threshold", cli=("--threshold",), commands=("compare", "bisect"), metavar="METRIC=SPEC",

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError, PerfgateError
+from perfgate.history.location import resolve_history_url
 from perfgate.option_table import add_arguments
-from perfgate.options import non_negative_seconds
 from perfgate.process import print_out
 from perfgate.text import inert, inert_json
 
@@ -55,11 +55,6 @@ def add_parser(sub: SubParsers) -> None:
                                                         "and --bad")
     parser.add_argument("--record", action="store_true", help="write the culprit onto its change point in the "
                                                               "history (shown by history changes)")
-    parser.add_argument("--db", metavar="URL", help="history URL (default: $PERFGATE_HISTORY, else [tool.perfgate] "
-                                                    "history; none: no commit is seeded from a history)")
-    parser.add_argument("--branch", metavar="NAME", help="history branch (default: [tool.perfgate] history_branch)")
-    parser.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                        help="give up (exit 2) when the history keeps this command waiting longer (default: 60)")
     parser.add_argument("--step", action="store_true", help="one step of 'git bisect run': judge HEAD (or --commit) "
                                                             "and exit 0 good, 1 bad, 125 skip, 128 bad input")
     parser.add_argument("--commit", metavar="REF", help="with --step: the commit to judge (default: HEAD)")
@@ -140,8 +135,7 @@ def _json(outcome: dict[str, Any]) -> str:
 
 def _history_of(args: argparse.Namespace, settings: Any) -> tuple[str | None, str]:
     """The history URL to seed from (None: none given or configured) and its branch."""
-    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
-    return url, args.branch or settings.history_branch
+    return resolve_history_url(args.db, settings.history), args.branch or settings.history_branch
 
 
 def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) -> Plan:

@@ -23,22 +23,14 @@ from typing import TYPE_CHECKING
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError
 from perfgate.files import write_file
+from perfgate.history.location import resolve_history_url
 from perfgate.option_table import add_arguments
-from perfgate.options import non_negative_fraction, non_negative_seconds, probability
+from perfgate.options import non_negative_fraction, probability
 from perfgate.process import print_out
 from perfgate.text import inert
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
-
-
-DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $PERFGATE_HISTORY, else "
-           "sqlite:///.perfgate/history.sqlite)")
-MAX_TIME_HELP = ("give up (exit 2) when the history database keeps this command waiting longer: connecting, "
-                 "another writer's lock, one statement (default: 60)")
-READ_DB_HELP = ("history URL: sqlite:///PATH or postgresql://USER@HOST/DB (default: $PERFGATE_HISTORY, else "
-                "[tool.perfgate] history, else sqlite:///.perfgate/history.sqlite)")
-BRANCH_HELP = "branch whose runs to read (default: [tool.perfgate] history_branch, else main)"
 
 
 def add_parser(sub: SubParsers) -> None:
@@ -64,9 +56,7 @@ def add_accept_parser(sub: SubParsers) -> None:
                                                      "else $USER)")
     for field in ("gpu", "test", "kernel", "region", "metric"):
         accept.add_argument(f"--{field}", metavar="NAME", help=f"only series of this {field} (default: any)")
-    accept.add_argument("--db", metavar="URL", help=DB_HELP)
-    accept.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                        help=MAX_TIME_HELP)
+    add_arguments(accept, "accept")
     accept.set_defaults(func=cmd_accept)
 
 
@@ -76,9 +66,7 @@ def _add_record(commands: SubParsers) -> None:
                                              "session report or a compare --format json report) in the history. "
                                              "Recording the same run twice adds nothing.")
     record.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
-    record.add_argument("--db", metavar="URL", help=DB_HELP)
-    record.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                        help=MAX_TIME_HELP)
+    add_arguments(record, "history record")
     record.add_argument("--commit", metavar="SHA", help="measured commit (default: GitHub Actions' head sha, else "
                                                         "git rev-parse HEAD)")
     record.add_argument("--branch", metavar="NAME", help="branch (default: GITHUB_HEAD_REF, GITHUB_REF_NAME, else "
@@ -91,17 +79,13 @@ def _add_changes(commands: SubParsers) -> None:
     changes = commands.add_parser("changes", help="list change points per series",
                                   description="Find change points in every series of a branch (E-divisive means "
                                               "with a t-test, as Apache Otava/Hunter).")
-    changes.add_argument("--db", metavar="URL", help=READ_DB_HELP)
-    changes.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                         help=MAX_TIME_HELP)
-    changes.add_argument("--branch", metavar="NAME", help=BRANCH_HELP)
+    add_arguments(changes, "history changes")
     changes.add_argument("--format", choices=("text", "json", "md"), default="text", help="output (default: text)")
     changes.add_argument("--p-value", type=probability, default=0.0001, metavar="P",
                          help="a change point must beat this t-test p-value (default: 0.0001)")
     changes.add_argument("--min-change", type=non_negative_fraction, default=0.0, metavar="FRACTION",
                          help="ignore change points smaller than this relative change, e.g. 0.01 (default: 0)")
     changes.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
-    add_arguments(changes, "history changes")
     changes.set_defaults(func=cmd_changes)
 
 
@@ -109,12 +93,8 @@ def _add_dashboard(commands: SubParsers) -> None:
     dashboard = commands.add_parser("dashboard", help="write the static trend dashboard",
                                     description="Write a static site (GitHub Pages ready, works offline): an index "
                                                 "of series, one page per kernel with charts over commits.")
-    dashboard.add_argument("--db", metavar="URL", help=READ_DB_HELP)
-    dashboard.add_argument("--max-time", type=non_negative_seconds, default=60.0, metavar="SECONDS",
-                           help=MAX_TIME_HELP)
-    dashboard.add_argument("--branch", metavar="NAME", help=BRANCH_HELP)
-    dashboard.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="folder to write")
     add_arguments(dashboard, "history dashboard")
+    dashboard.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="folder to write")
     dashboard.set_defaults(func=cmd_dashboard)
 
 
@@ -135,8 +115,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 def history_to_read(args: argparse.Namespace, command: str) -> tuple[str | None, str]:
     """The history URL (None: open_history's default) and the branch ``history changes|dashboard`` read."""
     settings = settings_for(args, command)
-    url = args.db or os.environ.get("PERFGATE_HISTORY") or settings.history or None
-    return url, args.branch or settings.history_branch
+    return resolve_history_url(args.db, settings.history), args.branch or settings.history_branch
 
 
 def cmd_changes(args: argparse.Namespace) -> int:

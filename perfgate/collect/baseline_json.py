@@ -13,7 +13,7 @@ from typing import Any
 
 from perfgate.collect.json_input import load_json
 from perfgate.collect.screen import shown, value_problem
-from perfgate.collect.timeline.names import demangled_name
+from perfgate.demangled import demangled_name
 from perfgate.errors import InputError
 from perfgate.limits import FIX_SIZE, MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length, max_input_bytes, size_text
 from perfgate.table import KernelCode, Measurement, make_table

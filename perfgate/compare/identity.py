@@ -17,10 +17,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.collect.ncu_csv.names import kernel_function_name
 from perfgate.columns import Columns, factorize, objects
 from perfgate.compare.arrays import Ints
 from perfgate.compare.codes import Coded, combined, counts_by_pair, distinct_coded
+from perfgate.demangled import short_name
 from perfgate.vocabulary import KIND_KERNEL
 
 SHARED_MEMORY_METRICS = ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic")
@@ -119,22 +119,6 @@ def occurrences(launches: Columns, identity: Coded) -> Ints:
     found = np.empty(len(order), dtype=np.int64)
     found[order] = rank
     return found
-
-
-def short_name(demangled: str) -> str:
-    """``gemm_tiled<128, 64, 8>`` of ``void ns::gemm_tiled<128, 64, 8>(float *, int)``: the function name with its
-    template arguments, without return type, namespaces or parameters."""
-    bare = kernel_function_name(demangled)
-    name = demangled.strip()
-    if name.endswith(")"):
-        depth = 0
-        for i in range(len(name) - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(name[i], 0)
-            if depth == 0:
-                name = name[:i].rstrip()
-                break
-    at = name.rfind(bare + "<") if bare else -1
-    return name[at:] if at >= 0 and name.endswith(">") else bare
 
 
 def name_of(identity: str) -> str:

@@ -14,7 +14,8 @@ from perfgate.compare.arrays import Bools, Floats, Ints, Objects, StatusCodes
 from perfgate.compare.codes import is_status
 from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
-from perfgate.compare.identity import short_name, shown
+from perfgate.compare.identity import shown
+from perfgate.demangled import short_name
 from perfgate.compare.renames import BY_CONFIG, BY_TEMPLATE, RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, TRAFFIC_FLOOR_SHARE, Threshold

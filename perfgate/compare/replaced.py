@@ -18,7 +18,7 @@ import numpy as np
 
 from perfgate.compare.arrays import Bools, StatusCodes
 from perfgate.compare.codes import STATUS_CODE, is_status
-from perfgate.compare.identity import short_name
+from perfgate.demangled import short_name
 from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.policies import JudgedRows

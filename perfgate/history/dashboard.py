@@ -28,6 +28,7 @@ from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, newest_runs, no_runs
 from perfgate.history.findings import RunFindings, load_findings
+from perfgate.history.keys import KERNEL_FIELDS, facts_key
 from perfgate.history.series import Branch, Series
 from perfgate.vocabulary import NO_ENTRIES, Status
 
@@ -44,7 +45,7 @@ def _environment() -> Any:
 
 
 def kernel_key(series: Series) -> tuple[str, ...]:
-    return tuple(series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region"))
+    return facts_key(series.facts, KERNEL_FIELDS)
 
 
 def page_name(key: Sequence[str]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sqlite3
 import sys
 import time
@@ -18,7 +17,15 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from perfgate.errors import InputError
-from perfgate.history.location import DEFAULT_URL, HistoryURL, parse_history_url, refuse_unknown, shown_url
+from perfgate.history.keys import SERIES_FIELDS
+from perfgate.history.location import (
+    DEFAULT_URL,
+    HistoryURL,
+    resolve_history_url,
+    parse_history_url,
+    refuse_unknown,
+    shown_url,
+)
 from perfgate.history.schema import (
     ID_COLUMN,
     META,
@@ -179,7 +186,7 @@ def sqlite_path(url: str) -> Path | None:
 def open_history(url: str | None = None, *, create: bool = True, max_time: float = WAIT_SECONDS) -> History:
     """Open (and with ``create``, make and migrate) the history at ``url``; refuse one that cannot be used.
     ``max_time``: seconds it may wait for the database (connecting, another writer's locks, one statement)."""
-    location = parse_history_url(url or os.environ.get("PERFGATE_HISTORY") or DEFAULT_URL)
+    location = parse_history_url(resolve_history_url(url) or DEFAULT_URL)
     if location.engine == "sqlite":
         history = _open_sqlite(location, create, max_time)
     elif location.engine == "postgresql":
@@ -203,8 +210,7 @@ def open_history(url: str | None = None, *, create: bool = True, max_time: float
 _TEXT = "typeof({}) != 'text'"
 _SQLITE_CHECKS = {
     "perfgate_runs": " OR ".join(_TEXT.format(c) for c in ("commit_sha", "branch", "recorded_at", "settings")),
-    "perfgate_series": " OR ".join(_TEXT.format(c) for c in ("gpu", "test", "kind", "kernel", "region", "metric",
-                                                              "unit", "direction")),
+    "perfgate_series": " OR ".join(_TEXT.format(c) for c in (*SERIES_FIELDS, "unit", "direction")),
     "perfgate_points": "typeof(series_id) != 'integer' OR typeof(run_id) != 'integer' OR typeof(n) != 'integer' "
                        "OR " + " OR ".join(f"typeof({c}) NOT IN ('integer', 'real') OR abs({c}) > 1.7e308"
                                            for c in ("value", "low", "high"))

@@ -20,6 +20,7 @@ from perfgate.history.cache import Found, found_in, cached_changes, search
 from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
+from perfgate.history.keys import SERIES_FIELDS
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
@@ -27,9 +28,8 @@ from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
 from perfgate.vocabulary import Status
 
-CHANGE_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "commit", "previous_commit", "time",
-                 "change", "direction", "before", "after", "confidence", "p_value", "exact", "creep", "cumulative",
-                 "accepted", "awaiting", "culprit")
+CHANGE_FIELDS = (*SERIES_FIELDS, "unit", "commit", "previous_commit", "time", "change", "direction", "before",
+                 "after", "confidence", "p_value", "exact", "creep", "cumulative", "accepted", "awaiting", "culprit")
 AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
@@ -55,7 +55,7 @@ def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, 
         continues = previous is not None and previous["direction"] == word and word != "change"
         run_start = run_start if continues and run_start is not None else point.before
         changes.append({
-            **{name: facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
+            **{name: facts[name] for name in (*SERIES_FIELDS, "unit")},
             "commit": commits[item.commit], "previous_commit": commits[item.previous], "time": times[item.commit],
             "change": change, "direction": word, "before": point.before, "after": point.after,
             "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
@@ -141,7 +141,7 @@ def awaiting_changes(history: History, branch: Branch, by_series: dict[int, list
             continue
         series = by_id[series_id]
         found.append({
-            **{name: series.facts[name] for name in ("gpu", "test", "kind", "kernel", "region", "metric", "unit")},
+            **{name: series.facts[name] for name in (*SERIES_FIELDS, "unit")},
             "commit": verdict["commit"], "previous_commit": branch.commits[int(series.commits[-2])],
             "time": branch.times[int(series.commits[-1])], "change": verdict["change"], "direction": verdict["status"],
             "before": verdict["before"], "after": verdict["after"], "confidence": None, "p_value": None,

@@ -13,12 +13,11 @@ import json
 from typing import Any, NamedTuple, Sequence
 
 from perfgate.history.db import History, damaged
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import KERNEL_FIELDS, KernelKey, kernel_key
 from perfgate.limits import parse_json_or_none
 from perfgate.report import Report
 
-KernelKey = tuple[str, str, str, str, str]  # gpu, test, kind, kernel, region
-COLUMNS = ("run_id", "gpu", "test", "kind", "kernel", "region", "appeared", "gone")
+COLUMNS = ("run_id", *KERNEL_FIELDS, "appeared", "gone")
 
 
 class RunFindings(NamedTuple):
@@ -40,8 +39,8 @@ def report_findings(report: Report) -> dict[KernelKey, tuple[list[str], list[str
         appeared, gone = appeared_of[at], gone_of[at]
         if appeared is None and gone is None:
             continue
-        key = (gpu_key(launches["device"][at]), launches["test"][at] or "", launches["kind"][at] or "kernel",
-               launches["kernel"][at], launches["region"][at] or "")
+        key = kernel_key(launches["device"][at], launches["test"][at], launches["kind"][at], launches["kernel"][at],
+                         launches["region"][at])
         into = found.setdefault(key, ([], []))
         for target, names in zip(into, (appeared or [], gone or [])):
             target.extend(name for name in names if name not in target)

@@ -1,4 +1,5 @@
-"""Where a history lives: its ``--db`` URL parsed once, the form of it that may be printed, and its secrets.
+"""Where a history lives: which URL a command uses (:func:`resolve_history_url`, the one home of that choice), that URL
+parsed once, the form of it that may be printed, and its secrets.
 
 A PostgreSQL URL can carry a password in four places (``user:PASSWORD@``, ``?password=``, a key=value
 ``password=`` and, for a URL libpq reads differently from the user's intent, the text between the user and the
@@ -9,13 +10,15 @@ the URI it could not parse).
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 from perfgate.errors import InputError
 
 DEFAULT_URL = "sqlite:///.perfgate/history.sqlite"
+HISTORY_ENV = "PERFGATE_HISTORY"  # the history of a command given none
 POSTGRESQL_SCHEMES = ("postgresql", "postgres")
 HIDDEN = "***"
 
@@ -39,6 +42,15 @@ class HistoryURL(NamedTuple):
         for secret in self.secrets:
             text = text.replace(secret, HIDDEN)
         return text
+
+
+def resolve_history_url(given: str | None, configured: str | None = None,
+                env: Mapping[str, str] | None = None) -> str | None:
+    """The history a command uses: the one it was given (``--db``), else ``$PERFGATE_HISTORY``, else the configured
+    one (``[tool.perfgate] history``); None where there is none (``open_history`` then opens :data:`DEFAULT_URL`).
+    An empty word counts as none."""
+    environ = os.environ if env is None else env
+    return given or environ.get(HISTORY_ENV) or configured or None
 
 
 def parse_history_url(url: str) -> HistoryURL:

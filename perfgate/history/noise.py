@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.db import History, open_history
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import facts_key, gpu_key
 from perfgate.history.series import Branch, Series, commit_order, load_branch
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import Threshold
@@ -43,11 +43,8 @@ MAD_TO_SIGMA = 1.4826
 
 
 class Learned(NamedTuple):
-    series: dict[tuple[str, ...], Threshold]  # per series (SERIES_KEY), only those learned
+    series: dict[tuple[str, ...], Threshold]  # per series (its key, perfgate.history.keys), only those learned
     notes: list[str]
-
-
-SERIES_KEY = ("gpu", "test", "kind", "kernel", "region", "metric")
 
 
 def series_threshold(values: np.ndarray) -> float:
@@ -111,7 +108,7 @@ def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold], wanted: s
             continue
         spread, source = _spread(item, launches, same_code)
         rounded = math.ceil(spread * 1000) / 1000  # up to a tenth of a percent: a spec
-        key = tuple(item.facts[name] for name in SERIES_KEY)
+        key = facts_key(item.facts)
         learned[key] = ceiling._replace(relative=min(rounded, float(ceiling.relative)))
         per_launch[key] = source
     if wanted is not None and wanted - seen:

@@ -21,14 +21,13 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import SELECT_SERIES_KEYS, SERIES_FIELDS, SeriesKey, series_key
 from perfgate.history.verdicts import GATE_RANK, worse_gate
 from perfgate.metrics import is_timing
 from perfgate.vocabulary import SAME_CODE_HELD
 from perfgate.report import Report, load_report
 
 MAX_SAMPLES = 1000  # samples kept per point; a longer run of launches keeps its median, minimum and maximum
-SERIES_FIELDS = ("gpu", "test", "kind", "kernel", "region", "metric")
 
 
 class Provenance(NamedTuple):
@@ -40,7 +39,7 @@ class Provenance(NamedTuple):
 
 
 class Point(NamedTuple):
-    series: tuple[str, str, str, str, str, str]  # SERIES_FIELDS
+    series: SeriesKey
     unit: str
     direction: str
     samples: tuple[float, ...]
@@ -101,21 +100,20 @@ def iso_time(text: str | None) -> str:
 def report_points(report: Report) -> list[Point]:
     """The current side of ``report``, one point per series (values of repeated launches as its samples)."""
     launches, metrics, results = report["launches"], report["metrics"], report["results"]
-    collected: dict[tuple[str, str, str, str, str, str], list[float]] = {}
-    facts: dict[tuple[str, str, str, str, str, str], tuple[str, str]] = {}
-    gates: dict[tuple[str, str, str, str, str, str], str] = {}  # only the few points the gate judged changed
+    collected: dict[SeriesKey, list[float]] = {}
+    facts: dict[SeriesKey, tuple[str, str]] = {}
+    gates: dict[SeriesKey, str] = {}  # only the few points the gate judged changed
     devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
                                                launches["kernel"], launches["region"])
     names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
     code_ids, held = _launch_code(report)
-    codes: dict[tuple[str, str, str, str, str, str], set[str]] = {}
-    same_code: dict[tuple[str, str, str, str, str, str], list[float]] = {}
+    codes: dict[SeriesKey, set[str]] = {}
+    same_code: dict[SeriesKey, list[float]] = {}
     for at, code, value, status, change in zip(results["launch"], results["metric"], results["current"],
                                                results["status"], results["change"]):
         if value is None:
             continue
-        key = (gpu_key(devices[at]), tests[at] or "", kinds[at] or "kernel", kernels[at], regions[at] or "",
-               names[code] or "")
+        key = series_key(devices[at], tests[at], kinds[at], kernels[at], regions[at], names[code])
         if key not in collected:
             collected[key] = []
             facts[key] = (units[code] or "", directions[code] or "")
@@ -204,15 +202,13 @@ def series_ids(history: History, points: Iterable[Point]) -> dict[tuple[str, ...
     ids = _all_series(history)
     missing = sorted({(*p.series, p.unit, p.direction) for p in points if p.series not in ids})
     if missing:
-        history.insert_rows("perfgate_series", ("gpu", "test", "kind", "kernel", "region", "metric", "unit",
-                                                "direction"), missing, unique=SERIES_FIELDS)
+        history.insert_rows("perfgate_series", (*SERIES_FIELDS, "unit", "direction"), missing, unique=SERIES_FIELDS)
         ids = _all_series(history)
     return ids
 
 
 def _all_series(history: History) -> dict[tuple[str, ...], int]:
-    return {tuple(row[1:]): int(row[0]) for row in history.query(
-        "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
+    return {tuple(row[1:]): int(row[0]) for row in history.query(SELECT_SERIES_KEYS)}
 
 
 def record_files(history: History, paths: Sequence[str], when: Provenance) -> list[Recorded]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 import numpy as np
 
 from perfgate.history.db import History, open_history
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import SELECT_SERIES_KEYS, SeriesKey, series_key, with_test
 from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
 from perfgate.metrics import Threshold
@@ -35,7 +35,6 @@ NOTES_SHOWN = 20  # insufficient-data notes listed one by one; the rest are coun
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
 
-SeriesKey = tuple[str, str, str, str, str, str]  # gpu, test, kind, kernel, region, metric
 ReferenceFor = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]  # as perfgate.gate.Reference
 
 
@@ -46,23 +45,24 @@ class Reference(NamedTuple):
     commits: int  # commits in the window (at most REFERENCE_COMMITS)
     since: str  # first recording of the window's first commit (ISO-8601 UTC)
     medians: Mapping[SeriesKey, tuple[float, int]]  # series -> (median, commits that measured it)
-    tests: Mapping[tuple[str, ...], tuple[str, ...]]  # (gpu, kind, kernel, region, metric) -> the tests measuring it
+    tests: Mapping[SeriesKey, tuple[str, ...]]  # a series of no test ("") -> the tests measuring it
     thresholds: Mapping[tuple[str, ...], Threshold] = NO_ENTRIES  # per series, learned from its spread (noise)
 
     @property
     def label(self) -> str:
         return f"history: median of {self.commits} runs of {self.branch} since {self.since[:10]}"
 
-    def lookup(self, test: str | None, facts: tuple[str, str, str, str, str]) -> tuple[float, int] | None:
-        """A series' (median, runs); ``test`` None (a report compared by hand): the series of no test, else of the
-        only test that measured it (several tests measuring the same kernel are not guessed between)."""
+    def lookup(self, test: str | None, key: SeriesKey) -> tuple[float, int] | None:
+        """The (median, runs) of series ``key`` (of no test) as measured by ``test``; ``test`` None (a report
+        compared by hand): the series of no test, else of the only test that measured it (several tests measuring
+        the same kernel are not guessed between)."""
         if test is not None:
-            return self.medians.get((facts[0], test, *facts[1:]))
-        found = self.medians.get((facts[0], "", *facts[1:]))
+            return self.medians.get(with_test(key, test))
+        found = self.medians.get(key)
         if found is not None:
             return found
-        tests = self.tests.get(facts, ())
-        return self.medians.get((facts[0], tests[0], *facts[1:])) if len(tests) == 1 else None
+        tests = self.tests.get(key, ())
+        return self.medians.get(with_test(key, tests[0])) if len(tests) == 1 else None
 
 
 def load_reference(history: History, branch: str) -> Reference:
@@ -72,8 +72,7 @@ def load_reference(history: History, branch: str) -> Reference:
     if not commits:
         return Reference(branch, 0, "", {}, {})
     runs = [run for run, commit in run_commit.items() if commit >= start]
-    facts = {int(row[0]): tuple(str(v) for v in row[1:]) for row in history.query(
-        "SELECT id, gpu, test, kind, kernel, region, metric FROM perfgate_series")}
+    facts = {int(row[0]): tuple(str(v) for v in row[1:]) for row in history.query(SELECT_SERIES_KEYS)}
     per_commit: dict[tuple[int, int], list[float]] = {}
     for chunk in range(0, len(runs), 500):  # bound the statement's parameters
         part = runs[chunk:chunk + 500]
@@ -85,17 +84,18 @@ def load_reference(history: History, branch: str) -> Reference:
     for (series_id, _), found in per_commit.items():
         values.setdefault(series_id, []).append(float(np.median(found)))
     medians: dict[SeriesKey, tuple[float, int]] = {}
-    tests: dict[tuple[str, ...], list[str]] = {}
+    tests: dict[SeriesKey, list[str]] = {}
     for series_id, found in values.items():
         key: Any = facts[series_id]
         medians[key] = (float(np.median(found)), len(found))
-        tests.setdefault((key[0], *key[2:]), []).append(key[1])
+        tests.setdefault(with_test(key, ""), []).append(key[1])
     return Reference(branch, len(commits) - start, times[start], medians,
                      {k: tuple(sorted(v)) for k, v in tests.items()})
 
 
-def _facts(row: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
-    return (gpu_key(row["device"]), row["kind"] or "kernel", row["kernel"], row["region"] or "", row["metric"])
+def _facts(row: Mapping[str, Any]) -> SeriesKey:
+    """The series of a table's row, of no test (``Reference.lookup`` puts the test in)."""
+    return series_key(row["device"], "", row["kind"], row["kernel"], row["region"], row["metric"])
 
 
 def _where(row: Mapping[str, Any]) -> str:

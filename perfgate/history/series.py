@@ -12,8 +12,9 @@ from typing import Iterator, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.db import History, check_sqlite_values, damaged
+from perfgate.history.keys import SERIES_FIELDS
 
-SERIES_COLUMNS = ("gpu", "test", "kind", "kernel", "region", "metric", "unit", "direction")
+SERIES_COLUMNS = (*SERIES_FIELDS, "unit", "direction")
 
 
 class Series(NamedTuple):

@@ -14,7 +14,7 @@ from perfgate.history.accept import load_acceptances
 from perfgate.history.changes import P_VALUE
 from perfgate.history.culprits import Culprit, load_culprits, mark_culprits
 from perfgate.history.db import History
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import facts_key, series_key
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
 from perfgate.render.formatting import md_escape
@@ -62,15 +62,13 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     if not rows:
         return ""
     branch = load_branch(history, branch_name)
-    by_key = {tuple(s.facts[n] for n in ("gpu", "test", "kind", "kernel", "region", "metric")): s
-              for s in branch.series}
+    by_key = {facts_key(s.facts): s for s in branch.series}
     acceptances = load_acceptances(history)
     culprits = load_culprits(history)
     lines = [f"#### Trend on `{md_escape(branch_name)}` (last {TREND_COMMITS} commits, then this run)", "",
              "| kernel | metric | trend | base → now | continues a creep | accepted before |", "|---|---|---|---|---|---|"]
     for row in rows[:KERNELS_SHOWN]:
-        key = (gpu_key(row["device"]), row["test"] or "", row["kind"] or "kernel", row["kernel"],
-               row["region"] or "", row["metric"] or "")
+        key = series_key(row["device"], row["test"], row["kind"], row["kernel"], row["region"], row["metric"])
         name = md_escape(row["kernel"] + (f" [{row['region']}]" if row["region"] else ""))
         series = by_key.get(key)
         if series is None or not len(series.values):

@@ -15,11 +15,11 @@ from helpers.common import corpus_file
 from perfgate.collect.ncu_csv import (
     _SECTION_LABELS,
     _numbers,
-    kernel_function_name,
     looks_like_ncu_csv,
     nvtx_region,
     read_ncu_csv,
 )
+from perfgate.demangled import kernel_function_name
 from perfgate.errors import InputError, NcuError, PerfgateError
 from perfgate.table import COLUMNS, LAUNCH_KEY, Measurement
 

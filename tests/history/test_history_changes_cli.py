@@ -12,6 +12,7 @@ import pytest
 
 from helpers.history import KERNEL_TIME, commit_of, record_reports, write_report
 from perfgate.cli import main
+from perfgate.history.location import resolve_history_url
 
 H100 = Path(__file__).resolve().parents[1] / "data" / "h100" / "default-metrics" / "sessions"
 
@@ -21,6 +22,14 @@ def _record(url: str, tmp_path: Path, values: list[float], branch: str = "main",
         report = write_report(tmp_path / f"{branch}{index}.json", {("gemm", KERNEL_TIME): [value]},
                               status=status if index == len(values) - 1 else "unchanged")
         assert record_reports(url, report, index, branch=branch) == 0
+
+
+def test_the_history_is_the_given_one_else_the_environments_else_the_configured_one() -> None:
+    env = {"PERFGATE_HISTORY": "sqlite:///env.sqlite"}
+    assert resolve_history_url("sqlite:///given.sqlite", "sqlite:///conf.sqlite", env) == "sqlite:///given.sqlite"
+    assert resolve_history_url(None, "sqlite:///conf.sqlite", env) == "sqlite:///env.sqlite"
+    assert resolve_history_url("", "sqlite:///conf.sqlite", {}) == "sqlite:///conf.sqlite"
+    assert resolve_history_url(None, "", {"PERFGATE_HISTORY": ""}) is None  # open_history's default file
 
 
 def test_the_configured_history_and_branch_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

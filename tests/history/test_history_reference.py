@@ -125,6 +125,6 @@ def test_the_reference_reads_the_same_on_both_engines(tmp_path: Path, history_ur
     with open_history(history_url, create=False) as history:
         reference = load_reference(history, "main")
     assert reference.commits == 6 and reference.since.startswith("2026-11-01")
-    assert reference.lookup(None, ("NVIDIA H100", "kernel", "gemm", "", KERNEL_TIME)) == (100000.0, 6)
-    assert reference.lookup("tests/test_k.py::test_k", ("NVIDIA H100", "kernel", "scan", "", KERNEL_TIME)) == (7.0, 6)
-    assert reference.lookup("another::test", ("NVIDIA H100", "kernel", "scan", "", KERNEL_TIME)) is None
+    assert reference.lookup(None, ("NVIDIA H100", "", "kernel", "gemm", "", KERNEL_TIME)) == (100000.0, 6)
+    assert reference.lookup("tests/test_k.py::test_k", ("NVIDIA H100", "", "kernel", "scan", "", KERNEL_TIME)) == (7.0, 6)
+    assert reference.lookup("another::test", ("NVIDIA H100", "", "kernel", "scan", "", KERNEL_TIME)) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.collect.timeline.names import bare_name, demangled_name
+from perfgate.demangled import bare_name, demangled_name
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200" / "timeline-live"

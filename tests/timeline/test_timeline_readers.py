@@ -233,7 +233,7 @@ def test_cupti_dump_with_dropped_records_is_refused(tmp_path: Path) -> None:
 
 
 def test_mangled_names_have_the_bare_name_kineto_gives() -> None:
-    from perfgate.collect.timeline.names import bare_name
+    from perfgate.demangled import bare_name
 
     assert bare_name("_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_18GeluCUDAKernelImplE") == \
         "vectorized_elementwise_kernel"

@@ -11,7 +11,7 @@ H100 (``tests/data/h100/*.csv``). The reader is a few modules, each with the sou
   labels it prints instead of metric names by default;
 * ``raw``: the raw page (one row per launch, a units row);
 * ``launches``: per-launch attributes (kernel, NVTX region, device, CC, grid, block) and the table
-  built from them, with ``names`` for kernel function names and NVTX push/pop stacks;
+  built from them (kernel function names by ``perfgate.demangled``), with ``names`` for NVTX push/pop stacks;
 * ``values``: cells to numbers and units to base units (``perfgate.units``);
 * ``reader``: ``read_ncu_csv``, the fast path and the careful one.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from perfgate.collect.ncu_csv.framing import looks_like_ncu_csv
 from perfgate.collect.ncu_csv.labels import SECTION_LABELS as _SECTION_LABELS  # noqa: F401 (tests use this name)
-from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
+from perfgate.collect.ncu_csv.names import nvtx_region
 from perfgate.collect.ncu_csv.reader import read_ncu_csv
 from perfgate.collect.ncu_csv.values import numbers as _numbers  # noqa: F401 (tests use this name)
 
-__all__ = ["kernel_function_name", "looks_like_ncu_csv", "nvtx_region", "read_ncu_csv"]
+__all__ = ["looks_like_ncu_csv", "nvtx_region", "read_ncu_csv"]

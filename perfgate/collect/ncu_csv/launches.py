@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.columns import Array, Columns, Gather, combined_key, factorize, first_rows, objects
+from perfgate.demangled import kernel_function_name
 from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 from perfgate.collect.ncu_csv.arrays import FloatArray, IntArray, ObjectArray
-from perfgate.collect.ncu_csv.names import kernel_function_name, nvtx_region
+from perfgate.collect.ncu_csv.names import nvtx_region
 from perfgate.collect.ncu_csv.parsing import is_push_pop
 from perfgate.table import (
     COLUMNS,

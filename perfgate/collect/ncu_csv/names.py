@@ -1,4 +1,4 @@
-"""Names from the leading columns: a kernel's bare function name, and the NVTX region of a launch.
+"""The NVTX region of a launch, from the leading columns (a kernel's names: ``perfgate.demangled``).
 
 NVTX: with ``--nvtx`` both pages gain, after "Host Name", the columns
 ``"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"`` and
@@ -18,59 +18,6 @@ import re
 
 from perfgate.vocabulary import REGION_SEPARATOR
 from perfgate.vocabulary import NVTX_DOMAIN
-
-
-def kernel_function_name(demangled: str) -> str:
-    """The bare function name of a kernel signature, as ncu's ``function`` name base prints it.
-
-    Drops, in this order: the parameter list (the last balanced ``(...)`` at the end), trailing
-    template arguments (the last balanced ``<...>``), the return type and qualifiers (everything up
-    to the last top-level space) and the enclosing namespaces/classes (everything up to the last
-    top-level ``::``). ``void at::native::vectorized_elementwise_kernel<4, F>(int, F)`` ->
-    ``vectorized_elementwise_kernel``; ``<unnamed>::transposeNaive(const float *)`` ->
-    ``transposeNaive``; a name that is already bare (or mangled) is returned unchanged.
-    Unbalanced brackets leave the name as it is after the last step that parsed.
-    """
-    name = demangled.strip()
-    if name.endswith(")"):
-        start = _matching_open(name, "(", ")")
-        if start > 0:
-            name = name[:start].rstrip()
-    if name.endswith(">"):
-        start = _matching_open(name, "<", ">")
-        if start > 0:
-            name = name[:start].rstrip()
-    # Split at top level only: template arguments and "(anonymous namespace)" hold spaces and "::".
-    depth = 0
-    cut = 0
-    i = 0
-    while i < len(name):
-        char = name[i]
-        if char in "<([{":
-            depth += 1
-        elif char in ">)]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and char == " ":
-            cut = i + 1
-        elif depth == 0 and name.startswith("::", i):
-            cut = i + 2
-            i += 1
-        i += 1
-    bare = name[cut:]
-    return bare or demangled.strip()
-
-
-def _matching_open(text: str, opener: str, closer: str) -> int:
-    """Index of the bracket that opens the one closing ``text`` (which ends with ``closer``); -1 if none."""
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        if text[i] == closer:
-            depth += 1
-        elif text[i] == opener:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
 
 
 def nvtx_region(cell: str) -> str:

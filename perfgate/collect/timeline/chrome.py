@@ -30,7 +30,7 @@ from perfgate.collect.timeline.model import (
     Trace,
 )
 from perfgate.collect.timeline.measure import MAX_TIME_NS
-from perfgate.collect.timeline.names import bare_name, demangled_name
+from perfgate.demangled import bare_name, demangled_name
 from perfgate.errors import InputError
 
 _OPS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}

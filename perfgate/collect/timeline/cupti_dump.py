@@ -40,7 +40,7 @@ from perfgate.collect.timeline.model import (
     Range,
     Trace,
 )
-from perfgate.collect.timeline.names import bare_name, demangled_name
+from perfgate.demangled import bare_name, demangled_name
 from perfgate.errors import InputError
 
 FORMAT_NAME = "perfgate-cupti-trace"

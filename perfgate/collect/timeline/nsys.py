@@ -26,7 +26,7 @@ from perfgate.collect.timeline.model import (
     Range,
     Trace,
 )
-from perfgate.collect.timeline.names import bare_name, demangled_name
+from perfgate.demangled import bare_name, demangled_name
 from perfgate.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
