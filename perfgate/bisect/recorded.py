@@ -99,6 +99,20 @@ def comparable(recorded: Measurement, run: Measurement, options: CompareOptions)
     return ""
 
 
+def like_an_end(good: Measurement, bad: Measurement, run: Measurement, options: CompareOptions) -> bool:
+    """Whether ``run`` is like one of the ends the history holds (compared with it, no gated value moved): a run
+    like neither (everything faster on this machine, say) shows the history measured otherwise."""
+    from perfgate.compare import compare_tables
+    from perfgate.vocabulary import Status
+
+    moved = {Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.INCONCLUSIVE.value}
+    for end in (good, bad):
+        compared = compare_tables(end, run, options)
+        if not moved & set(compared.results["status"].tolist()):
+            return True
+    return False
+
+
 def _gated(measurement: Measurement, gated: set[str]) -> set[tuple[str, str, str, int, str]]:
     table = measurement.table
     return {(kind, kernel, region, ordinal, metric) for kind, kernel, region, ordinal, metric, value in zip(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 from perfgate.bisect.measure import Result, Runner, commits_between, ends_differ, judgement
-from perfgate.bisect.recorded import comparable, on_devices_of
+from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
 from perfgate.bisect.search import FOUND, Judged, bisect
 from perfgate.errors import InputError
 from perfgate.vocabulary import NO_ENTRIES, Verdict
@@ -94,7 +94,10 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
         problem = comparable(sides.good, run, options)
         if problem:
             return problem
-        return sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
+        checked_sides = sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
+        if not like_an_end(checked_sides.good, checked_sides.bad, run, options):
+            return "the first commit run is like neither end"
+        return checked_sides
 
     def judged(commit: str) -> Judged:
         nonlocal sides
@@ -134,7 +137,7 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
     found = _outcome(outcome.culprit, outcome.good, outcome.bad, runs, verdicts, outcome.reason, len(commits) - 1)
     found["judged_on"] = "counters" if ends.counters else "time"
     found["runs_per_commit"] = runner.repeat
-    found["from_history"] = sorted(sides.from_history)
+    found["from_history"] = [c for c in (commits[low], commits[high]) if c in sides.from_history]
     return found
 
 

@@ -17,7 +17,17 @@ import pytest
 
 from perfgate.bisect.search import ALL_SKIPPED, BUDGET_SPENT, FOUND, Judged, bisect
 from perfgate.cli import main
-from tests.helpers.bisect_repo import BUILD, COMMAND, COUNTERS, PYTEST_COMMAND, TEST, Repo, clone, make_repo
+from tests.helpers.bisect_repo import (
+    BUILD,
+    COMMAND,
+    COUNTERS,
+    PYTEST_COMMAND,
+    TEST,
+    Repo,
+    benchmark_json,
+    clone,
+    make_repo,
+)
 from tests.helpers.history import KERNEL_TIME, fresh_postgres_database, write_report
 
 SLOW_FROM = 11
@@ -265,7 +275,8 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     _record_history(url, repo, tmp_path)
     found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--record")  # the range from the change point
     assert found["culprit"] == repo.commits[SLOW_FROM] and found["recorded"] == repo.commits[12]
-    # the history's ends (5, 12) judged, then 8, 10, 11 run: both ends are measured as the references
+    # the history's ends (5, 12) judged, then 8, 10, 11 run; the history holds kernel k's times, not the
+    # benchmark's the runs give: both ends are measured as the references
     assert found["runs"][:2] == [repo.commits[5], repo.commits[12]] and len(found["runs"]) <= 5
     assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
@@ -320,3 +331,83 @@ def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, t
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     for url in fresh_postgres_database():
         _record_then_changes(url, planted, tmp_path, monkeypatch, capsys)
+
+
+# ---------------------------------------------------------------- commits the history holds cost nothing
+
+HELD = (*range(2, 6), *range(12, 15))  # the commits CI recorded: a change point at 12, its previous commit 5
+
+
+def _record_counters(url: str, repo: Repo, tmp_path: Path, branch: str = "main", scale: float = 1.0) -> None:
+    """What CI recorded of the perf test at HELD: counters.py's kernel (instructions and time), same GPU model;
+    ``scale``: its times on CI's machine over this one's."""
+    for at in HELD:
+        slow = at >= SLOW_FROM
+        report = write_report(tmp_path / f"counters{at}.json", {
+            ("gemm", "smsp__inst_executed.sum"): [6144.0 if slow else 4096.0],
+            ("gemm", KERNEL_TIME): [scale * (1500.0 if slow else 1000.0)]}, test=TEST)
+        assert main(["history", "record", str(report), "--db", url, "--commit", repo.commits[at], "--branch", branch,
+                     "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
+
+
+def test_commits_the_history_holds_are_not_run(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The change point's two commits (5, 12) are the ends, from the history: only commits between run, at most
+    ceil(log2 n) for the n = 8 commits 5..12 (the ends cost nothing); 5 runs when the ends must be run."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    _record_counters(url, planted, tmp_path)
+    found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS)
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert found["from_history"] == [planted.commits[5], planted.commits[12]]
+    assert planted.commits[5] not in found["runs"] and planted.commits[12] not in found["runs"]
+    assert len(found["runs"]) <= math.ceil(math.log2(12 - 5 + 1)) and found["judged_on"] == "counters"
+    assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
+    assert all(v["by"] == "run" for v in found["verdicts"][2:])
+    # --good 0 --bad 15: the history narrows to 5..12 and holds both: the same runs
+    again = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--good",
+                        planted.commits[0], "--bad", "HEAD")
+    assert again["culprit"] == planted.commits[SLOW_FROM] and again["runs"] == found["runs"]
+    # a history whose times are 1000x this machine's (same GPU model): the first run is like neither end, so the
+    # ends are run (the runs so far kept) and the culprit is still the planted one
+    _record_counters(url, planted, tmp_path, branch="elsewhere", scale=1000.0)
+    scaled = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--branch", "elsewhere")
+    assert scaled["culprit"] == planted.commits[SLOW_FROM] and scaled["from_history"] == []
+    assert {planted.commits[5], planted.commits[12]} <= set(scaled["runs"]) and len(scaled["runs"]) <= 6
+
+
+def test_commits_the_history_holds_between_the_ends_are_judged_from_it(
+        planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A history too sparse for a change point (commits 2, 8 and 14): --good 2 --bad 14 are its, and 8, between,
+    is judged good from it: only 9..13 are searched by runs."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    for at in (2, 8, 14):
+        report = write_report(tmp_path / f"sparse{at}.json", {
+            ("gemm", "smsp__inst_executed.sum"): [6144.0 if at >= SLOW_FROM else 4096.0],
+            ("gemm", KERNEL_TIME): [1500.0 if at >= SLOW_FROM else 1000.0]}, test=TEST)
+        assert main(["history", "record", str(report), "--db", url, "--commit", planted.commits[at], "--when",
+                     f"2026-11-{at + 1:02d}T00:00:00Z", "--branch", "main"]) == 0
+    found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--good",
+                        planted.commits[2], "--bad", planted.commits[14])
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert {"commit": planted.commits[8], "verdict": "good", "by": "history", "note": ""} in found["verdicts"]
+    assert all(planted.commits.index(c) in range(9, 14) for c in found["runs"]) and len(found["runs"]) <= 3
+
+
+def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
+        planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """CI recorded the pytest-benchmark (perfgate compare's report of its JSON) at HELD: the ends are the history's
+    medians, each run's rounds compared with them on the threshold; the text says which commits were not run."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    for at in HELD:
+        measured = benchmark_json(tmp_path / f"bench{at}.json", 1.5e-3 if at >= SLOW_FROM else 1e-3, seed=at)
+        report = tmp_path / f"report{at}.json"
+        assert main(["compare", str(measured), str(measured), "-o", str(report), "--format", "json"]) == 0
+        assert main(["history", "record", str(report), "--db", url, "--commit", planted.commits[at], "--branch",
+                     "main", "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
+    monkeypatch.chdir(planted.path)
+    capsys.readouterr()
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
+    assert (f"3 runs of the test over 7 commits; the history's: {planted.commits[5][:12]}, "
+            f"{planted.commits[12][:12]} (no run)") in out

@@ -97,6 +97,20 @@ def make_repo(path: Path, count: int, slow_from: int | None, noise: float = 0.01
     return Repo(path, commits)
 
 
+def benchmark_json(path: Path, mean: float, noise: float = 0.01, seed: int = 0) -> Path:
+    """A pytest-benchmark JSON like ``bench.py``'s (25 raw rounds about ``mean``): what CI measured and recorded."""
+    import random
+
+    rng = random.Random(seed)
+    data = [mean * (1.0 + abs(rng.gauss(0.0, noise))) for _ in range(25)]
+    stats = {"min": min(data), "max": max(data), "mean": sum(data) / len(data), "median": sorted(data)[12],
+             "stddev": 0.0, "rounds": len(data), "ops": 1.0 / min(data), "data": data}
+    document = {"machine_info": {"cpu": {"brand_raw": "bisect test CPU"}}, "version": "4.0.0",
+                "benchmarks": [{"name": "test_step", "fullname": TEST, "group": None, "stats": stats}]}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
 def clone(repo: Repo, path: Path) -> Repo:
     """A copy a test may change (git bisect's refs, a worktree's state)."""
     subprocess.run(["git", "clone", "-q", "--local", str(repo.path), str(path)], check=True, capture_output=True)
