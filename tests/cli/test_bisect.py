@@ -173,22 +173,28 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from, seed", [(None, 1), (4, 1), (4, 15), (4, 29)])
+@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 15, 0), (4, 29, 4)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], slow_from: int | None,
-                                           seed: int) -> None:
+                                           seed: int, looked: int) -> None:
     """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
-    slowdown at commit 4, commit 4 or a range that holds it (these seeds give: a range after skips, the culprit, a
-    range; 8 seeds tried: 4 culprits, 3 ranges, 1 "no change", never a wrong commit)."""
+    slowdown at commit 4, commit 4 or a range that holds it. A commit whose time neither end explains is run
+    again, its rounds pooled (``looked``: the commit so judged, 0: none): seeds 1 and 29 gave a range after skips
+    with one run a commit, and name commit 4 with it. 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
+    ends themselves undecided), never a wrong commit; 10 seeds without a slowdown: "no change" every time."""
     repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
         assert found["culprit"] is None and found["stopped"] == "no change" and len(found["runs"]) == 2
         assert [v["verdict"] for v in found["verdicts"]] == ["good", "good"]
     else:
-        assert found["culprit"] in (None, repo.commits[slow_from])
+        assert found["culprit"] == repo.commits[slow_from]
         good, bad = (repo.commits.index(c) for c in found["range"])
         assert good < slow_from <= bad
+    pooled = [v for v in found["verdicts"] if "timings pooled" in v["note"]]
+    assert [repo.commits.index(v["commit"]) for v in pooled] == ([looked] if looked else [])
+    if pooled:  # each run of the commit is listed: the runs are counted as they were made
+        assert found["runs"].count(pooled[0]["commit"]) == 2 and "after 2 runs" in pooled[0]["note"]
 
 
 def test_git_bisect_run_steps(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
