@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -173,14 +174,14 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 15, 0), (4, 29, 4)])
+@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 29, 4)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], slow_from: int | None,
                                            seed: int, looked: int) -> None:
     """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
     slowdown at commit 4, commit 4 or a range that holds it. A commit whose time neither end explains is run
     again, its rounds pooled (``looked``: the commit so judged, 0: none): seeds 1 and 29 gave a range after skips
-    with one run a commit, and name commit 4 with it. 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
+    with one run a commit, and name commit 4 with it (seed 15 names it in one run a commit). 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
     ends themselves undecided), never a wrong commit; 10 seeds without a slowdown: "no change" every time."""
     repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
@@ -276,9 +277,18 @@ def _record_history(url: str, repo: Repo, tmp_path: Path) -> None:
                      "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
 
 
+@pytest.fixture(scope="module")
+def kernel_history(planted: Repo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``_record_history``'s SQLite file, recorded once: a test that writes to it works on a copy."""
+    folder = tmp_path_factory.mktemp("kernel-history")
+    _record_history(f"sqlite:///{folder / 'history.sqlite'}", planted, folder)
+    return folder / "history.sqlite"
+
+
 def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                         capsys: pytest.CaptureFixture[str]) -> None:
-    _record_history(url, repo, tmp_path)
+                         capsys: pytest.CaptureFixture[str], recorded: bool = False) -> None:
+    if not recorded:
+        _record_history(url, repo, tmp_path)
     found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--record")  # the range from the change point
     assert found["culprit"] == repo.commits[SLOW_FROM] and found["recorded"] == repo.commits[12]
     # the history's ends (5, 12) judged, then 8, 10, 11 run; the history holds kernel k's times, not the
@@ -304,11 +314,12 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     assert f"(culprit {repo.commits[SLOW_FROM][:12]})" in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
-def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_given_ends_are_narrowed_by_the_history(planted: Repo, kernel_history: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """--good 0 --bad 15 with a history that recorded 5 (good) and 12 (bad): only 5..12 is searched."""
-    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    _record_history(url, planted, tmp_path)
+    """--good 0 --bad 15 with a history that recorded 5 (good) and 12 (bad): only 5..12 is searched (the history
+    is read, never written: no culprit is recorded)."""
+    url = f"sqlite:///{kernel_history}"
     found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--good", planted.commits[0], "--bad", "HEAD")
     assert found["culprit"] == planted.commits[SLOW_FROM]
     assert found["runs"][:2] == [planted.commits[5], planted.commits[12]] and len(found["runs"]) == 5
@@ -326,10 +337,12 @@ def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, m
     assert f"first bad commit: {planted.commits[SLOW_FROM]}" in captured.out and "--record" in captured.err
 
 
-def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
+def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, kernel_history: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    _record_then_changes(f"sqlite:///{tmp_path / 'history.sqlite'}", planted, tmp_path, monkeypatch, capsys)
+    shutil.copyfile(kernel_history, tmp_path / "history.sqlite")
+    _record_then_changes(f"sqlite:///{tmp_path / 'history.sqlite'}", planted, tmp_path, monkeypatch, capsys,
+                         recorded=True)
 
 
 def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, tmp_path: Path,
@@ -344,56 +357,63 @@ def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, t
 HELD = (*range(2, 6), *range(12, 15))  # the commits CI recorded: a change point at 12, its previous commit 5
 
 
-def _record_counters(url: str, repo: Repo, tmp_path: Path, branch: str = "main", scale: float = 1.0) -> None:
-    """What CI recorded of the perf test at HELD: counters.py's kernel (instructions and time), same GPU model;
-    ``scale``: its times on CI's machine over this one's."""
-    for at in HELD:
+def _record_counters(url: str, repo: Repo, tmp_path: Path, commits: Sequence[int], branch: str,
+                     scale: float = 1.0) -> None:
+    """What CI recorded of the perf test at ``commits``: counters.py's kernel (instructions and time), the same GPU
+    model; ``scale``: its times on CI's machine over this one's."""
+    for at in commits:
         slow = at >= SLOW_FROM
-        report = write_report(tmp_path / f"counters{at}.json", {
+        report = write_report(tmp_path / f"counters-{branch}-{at}.json", {
             ("gemm", "smsp__inst_executed.sum"): [6144.0 if slow else 4096.0],
             ("gemm", KERNEL_TIME): [scale * (1500.0 if slow else 1000.0)]}, test=TEST)
         assert main(["history", "record", str(report), "--db", url, "--commit", repo.commits[at], "--branch", branch,
                      "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
 
 
-def test_commits_the_history_holds_are_not_run(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.fixture(scope="module")
+def counters_history(planted: Repo, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Branch main: CI's records at HELD (a change point at 12); "sparse": commits 2, 8 and 14, too few for a
+    change point; "elsewhere": commits 5 and 12 with times 1000x this machine's (the same GPU model)."""
+    folder = tmp_path_factory.mktemp("counters-history")
+    url = f"sqlite:///{folder / 'history.sqlite'}"
+    _record_counters(url, planted, folder, HELD, "main")
+    _record_counters(url, planted, folder, (2, 8, 14), "sparse")
+    _record_counters(url, planted, folder, (5, 12), "elsewhere", scale=1000.0)
+    return url
+
+
+def test_commits_the_history_holds_are_not_run(planted: Repo, counters_history: str,
+                                               monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """The change point's two commits (5, 12) are the ends, from the history: only commits between run, at most
     ceil(log2 n) for the n = 8 commits 5..12 (the ends cost nothing); 5 runs when the ends must be run."""
-    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    _record_counters(url, planted, tmp_path)
-    found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS)
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS)
     assert found["culprit"] == planted.commits[SLOW_FROM]
     assert found["from_history"] == [planted.commits[5], planted.commits[12]]
     assert planted.commits[5] not in found["runs"] and planted.commits[12] not in found["runs"]
     assert len(found["runs"]) <= math.ceil(math.log2(12 - 5 + 1)) and found["judged_on"] == "counters"
     assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
     assert all(v["by"] == "run" for v in found["verdicts"][2:])
-    # --good 0 --bad 15: the history narrows to 5..12 and holds both: the same runs
-    again = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--good",
-                        planted.commits[0], "--bad", "HEAD")
-    assert again["culprit"] == planted.commits[SLOW_FROM] and again["runs"] == found["runs"]
-    # a history whose times are 1000x this machine's (same GPU model): the first run is like neither end, so the
-    # ends are run (the runs so far kept) and the culprit is still the planted one
-    _record_counters(url, planted, tmp_path, branch="elsewhere", scale=1000.0)
-    scaled = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--branch", "elsewhere")
-    assert scaled["culprit"] == planted.commits[SLOW_FROM] and scaled["from_history"] == []
-    assert {planted.commits[5], planted.commits[12]} <= set(scaled["runs"]) and len(scaled["runs"]) <= 6
+
+
+def test_a_history_of_other_times_is_no_reference(planted: Repo, counters_history: str,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Times 1000x this machine's on the same GPU model: the first run is like neither end, so the ends are run
+    (the run made kept) and the culprit is still the planted one."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "elsewhere", "--good", planted.commits[5], "--bad", planted.commits[12])
+    assert found["culprit"] == planted.commits[SLOW_FROM] and found["from_history"] == []
+    assert {planted.commits[5], planted.commits[12]} <= set(found["runs"]) and len(found["runs"]) == 5
 
 
 def test_commits_the_history_holds_between_the_ends_are_judged_from_it(
-        planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        planted: Repo, counters_history: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """A history too sparse for a change point (commits 2, 8 and 14): --good 2 --bad 14 are its, and 8, between,
     is judged good from it: only 9..13 are searched by runs."""
-    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    for at in (2, 8, 14):
-        report = write_report(tmp_path / f"sparse{at}.json", {
-            ("gemm", "smsp__inst_executed.sum"): [6144.0 if at >= SLOW_FROM else 4096.0],
-            ("gemm", KERNEL_TIME): [1500.0 if at >= SLOW_FROM else 1000.0]}, test=TEST)
-        assert main(["history", "record", str(report), "--db", url, "--commit", planted.commits[at], "--when",
-                     f"2026-11-{at + 1:02d}T00:00:00Z", "--branch", "main"]) == 0
-    found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--command", COUNTERS, "--good",
-                        planted.commits[2], "--bad", planted.commits[14])
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "sparse", "--good", planted.commits[2], "--bad", planted.commits[14])
     assert found["culprit"] == planted.commits[SLOW_FROM]
     assert {"commit": planted.commits[8], "verdict": "good", "by": "history", "note": ""} in found["verdicts"]
     assert all(planted.commits.index(c) in range(9, 14) for c in found["runs"]) and len(found["runs"]) <= 3
@@ -401,10 +421,11 @@ def test_commits_the_history_holds_between_the_ends_are_judged_from_it(
 
 def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
         planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """CI recorded the pytest-benchmark (perfgate compare's report of its JSON) at HELD: the ends are the history's
-    medians, each run's rounds compared with them on the threshold; the text says which commits were not run."""
+    """CI recorded the pytest-benchmark (perfgate compare's report of its JSON) at commits 5 and 12: the ends are
+    the history's medians, each run's rounds compared with them on the threshold; the text says which commits were
+    not run (5 runs without the history)."""
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    for at in HELD:
+    for at in (5, 12):
         measured = benchmark_json(tmp_path / f"bench{at}.json", 1.5e-3 if at >= SLOW_FROM else 1e-3, seed=at)
         report = tmp_path / f"report{at}.json"
         assert main(["compare", str(measured), str(measured), "-o", str(report), "--format", "json"]) == 0
@@ -412,7 +433,8 @@ def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
                      "main", "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
     monkeypatch.chdir(planted.path)
     capsys.readouterr()
-    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url]) == 0
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--good", planted.commits[5], "--bad",
+                 planted.commits[12]]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
     assert (f"3 runs of the test over 7 commits; the history's: {planted.commits[5][:12]}, "
