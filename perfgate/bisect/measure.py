@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 OUTPUT_VARIABLE = "PERFGATE_BISECT_OUTPUT"
 TEST_VARIABLE = "PERFGATE_BISECT_TEST"
 STEP_SECONDS = 3600.0  # a build or a test that runs longer is stuck: its commit is skipped
+# A commit whose time could not be told from either end is run again, its timings pooled, up to this many times
+# in all before it is skipped; each look tests at the significance divided by the looks taken (Bonferroni), so
+# looking again does not make a chance difference more likely to pass for a change.
+AUTO_LOOKS = 3
 
 
 def default_command(test: str) -> str:
@@ -210,9 +214,13 @@ class Judgement(NamedTuple):
     # of its time may decide it, unlike a commit that regressed from the good end and still from it to the bad one
 
 
-def judgement(good: Measurement, candidate: Measurement, bad: Measurement, options: CompareOptions) -> Judgement:
-    """``judge``'s verdict, and whether a skip is for want of evidence."""
+def judgement(good: Measurement, candidate: Measurement, bad: Measurement, options: CompareOptions,
+              looks: int = 1) -> Judgement:
+    """``judge``'s verdict, and whether a skip is for want of evidence; ``looks``: the runs of the candidate so far,
+    each a test of the same question: the significance is divided among them."""
     from perfgate.compare import compare_tables
+
+    options = options._replace(significance=options.significance / looks)
 
     from_good = compare_tables(good, candidate, options)
     to_bad = compare_tables(candidate, bad, options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
-from perfgate.bisect.measure import Result, Runner, commits_between, ends_differ, judgement
+from perfgate.bisect.measure import AUTO_LOOKS, Result, Runner, commits_between, ends_differ, judgement
 from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
 from perfgate.bisect.search import FOUND, Judged, bisect
 from perfgate.errors import InputError
@@ -27,10 +27,6 @@ REASONS = {
     "skipped": "every commit left in the range was skipped: the first bad commit is one of them or the bad end",
     "no change": "the bad end did not regress from the good end",
 }
-# A commit whose time could not be told from either end is run again, its timings pooled, up to this many times
-# in all before it is skipped; each look tests at the significance divided by the looks taken (Bonferroni), so
-# looking again does not make a chance difference more likely to pass for a change.
-AUTO_LOOKS = 3
 
 
 class Plan(NamedTuple):
@@ -107,8 +103,7 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
             ends_now = references(run)
             if isinstance(ends_now, str):
                 return False
-            decided = judgement(ends_now.good, run, ends_now.bad,
-                                options._replace(significance=options.significance / looks))
+            decided = judgement(ends_now.good, run, ends_now.bad, options, looks)
             last.update(looks=looks, judged=decided)
             room = plan.budget is None or len(runs) + looks < plan.budget
             return decided.undecided and not ends.counters and looks < AUTO_LOOKS and room
