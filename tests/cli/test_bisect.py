@@ -417,6 +417,12 @@ def test_commits_the_history_holds_between_the_ends_are_judged_from_it(
     assert found["culprit"] == planted.commits[SLOW_FROM]
     assert {"commit": planted.commits[8], "verdict": "good", "by": "history", "note": ""} in found["verdicts"]
     assert all(planted.commits.index(c) in range(9, 14) for c in found["runs"]) and len(found["runs"]) <= 3
+    # one end the history's (2), the other run (15): the run end checks it, and only the held end costs nothing
+    one = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                      "sparse", "--good", planted.commits[2], "--bad", planted.commits[15])
+    assert one["culprit"] == planted.commits[SLOW_FROM] and one["from_history"] == [planted.commits[2]]
+    assert one["runs"][0] == planted.commits[15] and planted.commits[2] not in one["runs"]
+    assert len(one["runs"]) <= math.ceil(math.log2(15 - 2 + 1)) + 1
 
 
 def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
