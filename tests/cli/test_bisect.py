@@ -98,6 +98,19 @@ def test_search_stops_at_its_budget_with_the_range() -> None:
     assert int(outcome.good) < 37 <= int(outcome.bad) and int(outcome.bad) - int(outcome.good) <= 8
 
 
+def test_search_budget_counts_the_runs_its_caller_counts() -> None:
+    """``spent``: runs counted by the caller (ends run, a commit run twice): no judge call once they reach it."""
+    commits = [str(i) for i in range(64)]
+    judge, calls = _judge_planted(37)
+    runs = [2]  # the two ends
+
+    def counted(commit: str) -> Judged:
+        runs[0] += 2  # each commit run twice
+        return judge(commit)
+    outcome = bisect(commits, counted, budget=7, spent=lambda: runs[0])
+    assert outcome.reason == BUDGET_SPENT and len(calls) == 3 and runs[0] == 8
+
+
 def test_search_uses_known_verdicts_before_any_run() -> None:
     commits = [str(i) for i in range(32)]
     judge, calls = _judge_planted(20)
