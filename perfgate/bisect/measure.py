@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from perfgate.bisect.search import Judged
 from perfgate.errors import InputError, PerfgateError
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 OUTPUT_VARIABLE = "PERFGATE_BISECT_OUTPUT"
 TEST_VARIABLE = "PERFGATE_BISECT_TEST"
 STEP_SECONDS = 3600.0  # a build or a test that runs longer is stuck: its commit is skipped
+# A commit whose time could not be told from either end is run again, its timings pooled, up to this many times
+# in all before it is skipped; each look tests at the significance divided by the looks taken (Bonferroni), so
+# looking again does not make a chance difference more likely to pass for a change.
+AUTO_LOOKS = 3
 
 
 def default_command(test: str) -> str:
@@ -96,6 +100,7 @@ class Result(NamedTuple):
 
     measurement: Measurement | None
     problem: str
+    looks: int = 1  # times the test ran ``repeat`` times on the commit, pooled (more when time was undecided)
 
 
 class Runner(NamedTuple):
@@ -108,9 +113,12 @@ class Runner(NamedTuple):
     options: CompareOptions  # what the comparison wants read (its metrics, the inputs of its derived ones)
     repeat: int = 1  # runs of the test per commit whose samples are pooled (time: more samples, more power)
 
-    def run(self, commit: str, keep: Path | None = None) -> Result:
+    def run(self, commit: str, keep: Path | None = None,
+            again: Callable[[Measurement, int], bool] | None = None) -> Result:
         """Check ``commit`` out in a temporary worktree, build it, run its test; the worktree is always removed.
-        ``keep``: where to copy the result file (read back by a later ``git bisect run`` step)."""
+        ``keep``: where to copy the result file (read back by a later ``git bisect run`` step). ``again``: given
+        the measurement so far and the looks taken, whether to run the test ``repeat`` times more in the same
+        worktree (no second build) and pool the timings."""
         scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
         tree = scratch / "tree"
         try:
@@ -119,24 +127,29 @@ class Runner(NamedTuple):
                 failed = _shell(self.build, tree, {})
                 if failed:
                     return Result(None, f"build failed ({failed})")
-            outputs = []
-            for at in range(self.repeat):
-                output = scratch / f"result-{at}.json"
-                failed = _shell(self.command, tree, {OUTPUT_VARIABLE: str(output), TEST_VARIABLE: self.test})
-                if failed:
-                    return Result(None, f"test failed ({failed})")
-                if not output.is_file():
-                    return Result(None, "the test wrote no result")
-                outputs.append(output)
-            result = outputs[0] if len(outputs) == 1 else _pooled(outputs, scratch / "pooled.json")
-            measurement = read_result(result, self.options)
-            if measurement.table.empty:
-                return Result(None, "its result holds no measurement (a benchmark test takes the benchmark "
-                                    "fixture; a perf test needs --perfgate)")
+            outputs: list[Path] = []
+            looks = 0
+            while True:
+                for _ in range(self.repeat):
+                    output = scratch / f"result-{len(outputs)}.json"
+                    failed = _shell(self.command, tree, {OUTPUT_VARIABLE: str(output), TEST_VARIABLE: self.test})
+                    if failed:
+                        return Result(None, f"test failed ({failed})", looks + 1)
+                    if not output.is_file():
+                        return Result(None, "the test wrote no result", looks + 1)
+                    outputs.append(output)
+                looks += 1
+                result = outputs[0] if len(outputs) == 1 else _pooled(outputs, scratch / f"pooled-{looks}.json")
+                measurement = read_result(result, self.options)
+                if measurement.table.empty:
+                    return Result(None, "its result holds no measurement (a benchmark test takes the benchmark "
+                                        "fixture; a perf test needs --perfgate)", looks)
+                if again is None or not again(measurement, looks):
+                    break
             if keep is not None:
                 keep.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(result, keep)
-            return Result(measurement, "")
+            return Result(measurement, "", looks)
         except PerfgateError as exc:
             return Result(None, str(exc))
         finally:
@@ -192,17 +205,32 @@ def judge(good: Measurement, candidate: Measurement, bad: Measurement, options: 
     """Bad when the candidate regressed from the good end and the bad end did not regress from it; good when the
     bad end regressed from it and it did not regress from the good end; anything else (both, neither, an
     inconclusive change) is skipped: under noise no commit is called either way."""
+    return judgement(good, candidate, bad, options).verdict
+
+
+class Judgement(NamedTuple):
+    verdict: Judged
+    undecided: bool  # skipped because a comparison could not tell (inconclusive, or like both ends): more samples
+    # of its time may decide it, unlike a commit that regressed from the good end and still from it to the bad one
+
+
+def judgement(good: Measurement, candidate: Measurement, bad: Measurement, options: CompareOptions,
+              looks: int = 1) -> Judgement:
+    """``judge``'s verdict, and whether a skip is for want of evidence; ``looks``: the runs of the candidate so far,
+    each a test of the same question: the significance is divided among them."""
     from perfgate.compare import compare_tables
+
+    options = options._replace(significance=options.significance / looks)
 
     from_good = compare_tables(good, candidate, options)
     to_bad = compare_tables(candidate, bad, options)
     if from_good.inconclusive or to_bad.inconclusive:
-        return Judged.SKIP
+        return Judgement(Judged.SKIP, True)
     if from_good.verdict == Verdict.FAIL.value and to_bad.verdict == Verdict.PASS.value:
-        return Judged.BAD
+        return Judgement(Judged.BAD, False)
     if to_bad.verdict == Verdict.FAIL.value and from_good.verdict == Verdict.PASS.value:
-        return Judged.GOOD
-    return Judged.SKIP
+        return Judgement(Judged.GOOD, False)
+    return Judgement(Judged.SKIP, from_good.verdict == to_bad.verdict == Verdict.PASS.value)
 
 
 class EndsCompared(NamedTuple):

@@ -9,12 +9,13 @@ judged, with where its verdict came from).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
-from perfgate.bisect.measure import Runner, commits_between, ends_differ, judge
+from perfgate.bisect.measure import AUTO_LOOKS, Result, Runner, commits_between, ends_differ, judgement
+from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
 from perfgate.bisect.search import FOUND, Judged, bisect
 from perfgate.errors import InputError
-from perfgate.vocabulary import Verdict
+from perfgate.vocabulary import NO_ENTRIES, Verdict
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
@@ -33,47 +34,109 @@ class Plan(NamedTuple):
     bad: str
     known: dict[str, Judged]  # verdicts from the history: cost nothing
     budget: int | None
+    recorded: Mapping[str, Measurement] = NO_ENTRIES  # the test's points the history holds, per commit: no run
+
+
+class _NotComparable(Exception):
+    """A run shows that the history's measurements cannot be its references (``comparable``)."""
+
+
+class _Sides(NamedTuple):
+    good: Measurement
+    bad: Measurement
+    from_history: frozenset[str]  # the ends' commits whose measurement is the history's
 
 
 def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
                    progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Search ``plan``'s range with ``runner``; the outcome as JSON-ready data."""
+    """Search ``plan``'s range with ``runner``; the outcome as JSON-ready data. Commits the history holds are
+    judged, and serve as ends, without a run; when the first run shows the history is no reference for this
+    machine's runs, the search starts again with the ends run (the runs made so far kept)."""
     commits = commits_between(runner.root, plan.good, plan.bad)
     runs: list[str] = []
+    measured: dict[str, Result] = {}
+    try:
+        return _search(runner, plan, options, progress, commits, runs, measured)
+    except _NotComparable as exc:
+        progress(f"the history is no reference for this machine's runs ({exc}): the ends are run")
+        return _search(runner, plan._replace(recorded=NO_ENTRIES), options, progress, commits, runs, measured)
+
+
+def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Callable[[str], None],
+            commits: list[str], runs: list[str], measured: dict[str, Result]) -> dict[str, Any]:
     verdicts: list[dict[str, Any]] = [{"commit": c, "verdict": v.value, "by": "history", "note": ""}
                                       for c, v in plan.known.items() if c in commits]
     low, high = _narrowed(commits, plan.known)
-    good = _end(runner, commits[low], "--good", runs, progress)
-    bad = _end(runner, commits[high], "--bad", runs, progress)
-    verdicts += [{"commit": commits[low], "verdict": "good", "by": "run", "note": "the good end"},
-                 {"commit": commits[high], "verdict": "bad", "by": "run", "note": "the bad end"}]
-    ends = ends_differ(good, bad, options)
+    sides = _ends(runner, commits[low], commits[high], plan, runs, measured, progress)
+    for commit, which, verdict in ((commits[low], "good", "good"), (commits[high], "bad", "bad")):
+        by = "history" if commit in sides.from_history else "run"
+        if by == "run" or commit not in plan.known:
+            verdicts.append({"commit": commit, "verdict": verdict, "by": by, "note": f"the {which} end"})
+    ends = ends_differ(sides.good, sides.bad, options)
+    if ends.verdict != Verdict.FAIL.value and sides.from_history:  # not checked against a run yet: runs decide
+        raise _NotComparable(f"its ends compared: {ends.verdict}")
     if ends.verdict != Verdict.FAIL.value:
         verdicts[-1].update(verdict="good", note=f"the bad end; compared with the good end: {ends.verdict}")
         return _outcome(None, commits[low], commits[high], runs, verdicts, "no change", len(commits) - 1)
     if ends.counters:  # deterministic counters moved: exact, one run a commit (--repeat is for time)
         runner = runner._replace(repeat=1)
+    known = _judged_by_history(commits[low + 1:high], plan.recorded, sides, options, verdicts)
+    checked = {"done": len(sides.from_history) < 2}  # both ends the history's: the first run checks them
+
+    def references(run: Measurement) -> _Sides | str:
+        """The ends to judge ``run`` against, or why the history's cannot be."""
+        if checked["done"]:
+            return sides
+        problem = comparable(sides.good, run, options)
+        if problem:
+            return problem
+        checked_sides = sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
+        if not like_an_end(checked_sides.good, checked_sides.bad, run, options):
+            return "the first commit run is like neither end"
+        return checked_sides
 
     def judged(commit: str) -> Judged:
-        runs.append(commit)
-        result = runner.run(commit)
+        nonlocal sides
+        last: dict[str, Any] = {}
+
+        def again(run: Measurement, looks: int) -> bool:
+            ends_now = references(run)
+            if isinstance(ends_now, str):
+                return False
+            decided = judgement(ends_now.good, run, ends_now.bad, options, looks)
+            last.update(looks=looks, judged=decided)
+            room = plan.budget is None or len(runs) + looks < plan.budget
+            return decided.undecided and not ends.counters and looks < AUTO_LOOKS and room
+
+        result = measured.get(commit)
+        if result is None:
+            result = measured[commit] = runner.run(commit, again=again)
+            runs.extend([commit] * result.looks)
+        elif result.measurement is not None:
+            again(result.measurement, result.looks)
         if result.measurement is None:
             verdict, note = Judged.SKIP, result.problem
         else:
-            verdict = judge(good, result.measurement, bad, options)
-            note = "" if verdict is not Judged.SKIP else "neither like the good end nor like the bad end"
-        verdicts.append({"commit": commit, "verdict": verdict.value, "by": "run", "note": note})
-        progress(f"{commit[:12]}: {verdict.value}{f' ({note})' if note else ''}")
+            ends_now = references(result.measurement)
+            if isinstance(ends_now, str):
+                raise _NotComparable(ends_now)
+            sides, checked["done"] = ends_now, True
+            verdict = last["judged"].verdict
+            looked = f" after {last['looks']} runs, timings pooled" if last["looks"] > 1 else ""
+            note = ("" if verdict is not Judged.SKIP else "neither like the good end nor like the bad end") + looked
+        verdicts.append({"commit": commit, "verdict": verdict.value, "by": "run", "note": note.strip()})
+        progress(f"{commit[:12]}: {verdict.value}{f' ({note.strip()})' if note.strip() else ''}")
         return verdict
 
-    outcome = bisect(commits[low:high + 1], judged, budget=None if plan.budget is None else max(plan.budget - 2, 0))
+    outcome = bisect(commits[low:high + 1], judged, known=known, budget=plan.budget, spent=lambda: len(runs))
     found = _outcome(outcome.culprit, outcome.good, outcome.bad, runs, verdicts, outcome.reason, len(commits) - 1)
     found["judged_on"] = "counters" if ends.counters else "time"
     found["runs_per_commit"] = runner.repeat
+    found["from_history"] = [c for c in (commits[low], commits[high]) if c in sides.from_history]
     return found
 
 
-def _narrowed(commits: list[str], known: dict[str, Judged]) -> tuple[int, int]:
+def _narrowed(commits: list[str], known: Mapping[str, Judged]) -> tuple[int, int]:
     """The newest commit the history calls good and the oldest after it that it calls bad."""
     low = max((at for at, c in enumerate(commits[:-1]) if known.get(c) is Judged.GOOD), default=0)
     high = min((at for at, c in enumerate(commits) if at > low and known.get(c) is Judged.BAD),
@@ -81,11 +144,48 @@ def _narrowed(commits: list[str], known: dict[str, Judged]) -> tuple[int, int]:
     return low, high
 
 
-def _end(runner: Runner, commit: str, option: str, runs: list[str],
+def _ends(runner: Runner, good: str, bad: str, plan: Plan, runs: list[str], measured: dict[str, Result],
+          progress: Callable[[str], None]) -> _Sides:
+    """The two ends: the history's measurements where it holds them, else runs; when one end is run and the other
+    the history's, the run checks the history (not comparable: that end is run too)."""
+    from_history = {commit for commit in (good, bad) if commit in plan.recorded}
+    got = {commit: plan.recorded[commit] for commit in from_history}
+    for commit, option in ((good, "--good"), (bad, "--bad")):
+        if commit not in got:
+            got[commit] = _end(runner, commit, option, runs, measured, progress)
+    if len(from_history) == 1:
+        (held,) = from_history
+        ran = got[bad if held == good else good]
+        if comparable(got[held], ran, runner.options):
+            from_history = set()
+            got[held] = _end(runner, held, "--good" if held == good else "--bad", runs, measured, progress)
+        else:
+            got[held] = on_devices_of(got[held], ran)
+    for commit in sorted(from_history, key=lambda c: c != good):
+        progress(f"{commit[:12]}: from the history ({'good' if commit == good else 'bad'} end)")
+    return _Sides(got[good], got[bad], frozenset(from_history))
+
+
+def _judged_by_history(between: list[str], recorded: Mapping[str, Measurement], sides: _Sides,
+                       options: CompareOptions, verdicts: list[dict[str, Any]]) -> dict[str, Judged]:
+    """The commits between the ends that the history holds, judged from it when both ends are the history's."""
+    if len(sides.from_history) < 2:
+        return {}
+    known = {}
+    for commit in between:
+        if commit in recorded:
+            known[commit] = judgement(sides.good, recorded[commit], sides.bad, options).verdict
+            verdicts.append({"commit": commit, "verdict": known[commit].value, "by": "history", "note": ""})
+    return known
+
+
+def _end(runner: Runner, commit: str, option: str, runs: list[str], measured: dict[str, Result],
          progress: Callable[[str], None]) -> Measurement:
     """An end of the range measured: it must build and its test must run, or there is nothing to judge against."""
-    runs.append(commit)
-    result = runner.run(commit)
+    result = measured.get(commit)
+    if result is None:
+        runs.append(commit)
+        result = measured[commit] = runner.run(commit)
     if result.measurement is None:
         raise InputError(option, f"commit {commit[:12]} cannot be measured: {result.problem}",
                          "check --test (the test must exist and pass at both ends) and --build")
@@ -102,6 +202,8 @@ def _outcome(culprit: str | None, good: str, bad: str, runs: list[str], verdicts
 def render_text(outcome: dict[str, Any]) -> str:
     """One short summary a person reads."""
     runs = len(outcome["runs"])
+    held = outcome.get("from_history") or []
+    history_note = f"; the history's: {', '.join(c[:12] for c in held)} (no run)" if held else ""
     skipped = [v["commit"][:12] for v in outcome["verdicts"] if v["verdict"] == "skip" and v["by"] == "run"]
     skip_note = f"; skipped: {', '.join(skipped)}" if skipped else ""
     if outcome["culprit"]:
@@ -110,4 +212,4 @@ def render_text(outcome: dict[str, Any]) -> str:
         good, bad = outcome["range"]
         head = f"no culprit named: {outcome['reason']}; range {good[:12]}..{bad[:12]}"
     recorded = f"\nrecorded on the change point at {outcome['recorded'][:12]}" if outcome.get("recorded") else ""
-    return f"{head}\n{runs} runs of the test over {outcome['commits']} commits{skip_note}{recorded}\n"
+    return f"{head}\n{runs} runs of the test over {outcome['commits']} commits{history_note}{skip_note}{recorded}\n"

@@ -49,9 +49,10 @@ def next_probe(low: int, high: int, skipped: set[int]) -> int | None:
 
 
 def bisect(commits: Sequence[str], judge: Callable[[str], Judged], known: Mapping[str, Judged] | None = None,
-           budget: int | None = None) -> Outcome:
+           budget: int | None = None, spent: Callable[[], int] | None = None) -> Outcome:
     """The first bad commit of ``commits`` (oldest first; the first good, the last bad). ``known``: verdicts that
-    cost nothing (the history's); each is used before any run. ``budget``: at most this many calls of ``judge``."""
+    cost nothing (the history's); each is used before any run. ``budget``: at most this many calls of ``judge``,
+    or, with ``spent``, no call once ``spent()`` (the runs so far, counted by the caller) reaches it."""
     if len(commits) < 2:
         raise ValueError("a bisection needs a good and a bad commit")
     known = known or {}
@@ -69,7 +70,7 @@ def bisect(commits: Sequence[str], judge: Callable[[str], Judged], known: Mappin
         probe = next_probe(low, high, skipped)
         if probe is None:
             return Outcome(None, commits[low], commits[high], tuple(verdicts), ALL_SKIPPED)
-        if budget is not None and runs >= budget:
+        if budget is not None and (spent() if spent is not None else runs) >= budget:
             return Outcome(None, commits[low], commits[high], tuple(verdicts), BUDGET_SPENT)
         verdict = judge(commits[probe])
         runs += 1

@@ -59,17 +59,26 @@ def _end(runner: Runner, commit: str, which: str) -> Measurement:
 def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, bad_ref: str | None,
                commit_ref: str) -> Judged:
     """The verdict on ``commit_ref``: good, bad, or skip (it cannot be built or tested, or is like neither end)."""
-    from perfgate.bisect.measure import ends_differ, judge
+    from perfgate.bisect.measure import AUTO_LOOKS, ends_differ, judgement
 
     good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
     commit = resolve_commit(runner.root, commit_ref, "--commit")
     good, bad = _end(runner, good_commit, "good"), _end(runner, bad_commit, "bad")
-    if ends_differ(good, bad, options).verdict != Verdict.FAIL.value:
+    compared = ends_differ(good, bad, options)
+    if compared.verdict != Verdict.FAIL.value:
         raise InputError("--bad", f"{bad_commit[:12]} did not regress from --good {good_commit[:12]}",
                          "there is nothing to bisect for this test; check --test and the two ends")
     if commit in (good_commit, bad_commit):
         return Judged.GOOD if commit == good_commit else Judged.BAD
-    result = runner.run(commit)
+    verdicts: list[Judged] = []
+
+    def again(run: Measurement, looks: int) -> bool:
+        """Undecided time: run the test again in the same worktree, as ``perfgate bisect`` does."""
+        decided = judgement(good, run, bad, options, looks)
+        verdicts.append(decided.verdict)
+        return decided.undecided and not compared.counters and looks < AUTO_LOOKS
+
+    result = runner.run(commit, again=again)
     if result.measurement is None:
         return Judged.SKIP
-    return judge(good, result.measurement, bad, options)
+    return verdicts[-1]

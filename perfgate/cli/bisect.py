@@ -101,7 +101,7 @@ def _search(args: argparse.Namespace) -> int:
 
     runner, options, settings = _runner(args)
     url, branch = _history_of(args, settings)
-    plan = _plan(args, runner.root, url, branch)
+    plan = _plan(args, runner.root, url, branch, options)
     outcome = bisect_commits(runner, plan, options, progress=_progress)
     if args.record and outcome["culprit"] is None:
         sys.stderr.write("perfgate bisect: nothing recorded: no culprit was named\n")
@@ -138,9 +138,10 @@ def _history_of(args: argparse.Namespace, settings: Any) -> tuple[str | None, st
     return resolve_history_url(args.db, settings.history), args.branch or settings.history_branch
 
 
-def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) -> Plan:
+def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str, options: Any) -> Plan:
     """The range to search: --good/--bad, else the change point (--change, else the test's newest regression);
-    the history's verdicts on the change point's two commits, where they lie in the range, cost nothing."""
+    the history's verdicts on the change point's two commits, where they lie in the range, cost nothing, and so
+    do the test's points it holds for any commit of the range."""
     from perfgate.bisect.measure import resolve_commit
     from perfgate.bisect.run import Plan
     from perfgate.bisect.search import Judged
@@ -155,9 +156,28 @@ def _plan(args: argparse.Namespace, root: Path, url: str | None, branch: str) ->
         raise InputError("perfgate bisect", "needs --good and --bad, or a history with a change point of the test",
                          "give --good REF --bad REF, or --db with the history that found the change")
     if change is None:
-        return Plan(given["good"], given["bad"], {}, args.budget)
-    known = {change["previous"]: Judged.GOOD, change["bad"]: Judged.BAD}
-    return Plan(given.get("good", change["previous"]), given.get("bad", change["bad"]), known, args.budget)
+        plan = Plan(given["good"], given["bad"], {}, args.budget)
+    else:
+        known = {change["previous"]: Judged.GOOD, change["bad"]: Judged.BAD}
+        plan = Plan(given.get("good", change["previous"]), given.get("bad", change["bad"]), known, args.budget)
+    if url is None:
+        return plan
+    return plan._replace(recorded=_recorded(args, root, url, branch, plan, options))
+
+
+def _recorded(args: argparse.Namespace, root: Path, url: str, branch: str, plan: Plan,
+              options: Any) -> dict[str, Any]:
+    """The test's measurements the history holds for the commits of the plan's range."""
+    from perfgate.bisect.measure import commits_between
+    from perfgate.bisect.recorded import recorded_measurements
+    from perfgate.history.db import open_history, sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return {}
+    commits = commits_between(root, plan.good, plan.bad)
+    with open_history(url, create=False, max_time=args.max_time) as history:
+        return recorded_measurements(history, branch, args.test, commits, options)
 
 
 def _change_point(args: argparse.Namespace, root: Path, url: str, branch: str,

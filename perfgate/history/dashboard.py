@@ -25,6 +25,7 @@ import numpy as np
 from markupsafe import Markup
 
 from perfgate.errors import InputError
+from perfgate.history.code_change import code_note
 from perfgate.history.db import History
 from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, newest_runs, no_runs
 from perfgate.history.findings import RunFindings, load_findings
@@ -81,7 +82,7 @@ def _change_view(change: dict[str, Any]) -> dict[str, Any]:
             "before": number(change["before"]), "after": number(change["after"]),
             "confidence": f"{change['confidence']:.1%}", "creep": change["creep"],
             "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"], "gate": False,
-            "culprit": (change.get("culprit") or {}).get("commit")}
+            "culprit": (change.get("culprit") or {}).get("commit"), "code": code_note(change.get("code"))}
 
 
 def script_json(value: Any) -> Any:

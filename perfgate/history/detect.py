@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
 from perfgate.history.cache import Found, found_in, cached_changes, search
+from perfgate.history.code_change import code_note, mark_code
 from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
@@ -29,7 +30,8 @@ from perfgate.text import inert, inert_json
 from perfgate.vocabulary import Status
 
 CHANGE_FIELDS = (*SERIES_FIELDS, "unit", "commit", "previous_commit", "time", "change", "direction", "before",
-                 "after", "confidence", "p_value", "exact", "creep", "cumulative", "accepted", "awaiting", "culprit")
+                 "after", "confidence", "p_value", "exact", "creep", "cumulative", "accepted", "awaiting", "culprit",
+                 "code")
 AWAITED = (Status.REGRESSION.value, Status.IMPROVEMENT.value)  # the newest run's gate verdicts that await a change
 
 
@@ -60,7 +62,7 @@ def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, 
             "change": change, "direction": word, "before": point.before, "after": point.after,
             "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
             "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False,
-            "culprit": None})
+            "culprit": None, "code": None})
         if continues:
             previous["creep"] = True  # type: ignore[index]
     return changes
@@ -94,6 +96,7 @@ def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
         found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, states[series.id].changes)
         _mark_accepted(acceptances, found[series.id])
         mark_culprits(culprits, branch, found[series.id])
+    mark_code(history, branch, found)
     return loaded, found
 
 
@@ -146,7 +149,7 @@ def awaiting_changes(history: History, branch: Branch, by_series: dict[int, list
             "time": branch.times[int(series.commits[-1])], "change": verdict["change"], "direction": verdict["status"],
             "before": verdict["before"], "after": verdict["after"], "confidence": None, "p_value": None,
             "exact": False, "creep": False, "cumulative": None, "accepted": verdict["accepted"], "awaiting": True,
-            "culprit": None})
+            "culprit": None, "code": None})
     return found
 
 
@@ -167,6 +170,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     mark_culprits(load_culprits(history), branch, found)
+    mark_code(history, branch, by_series)
     # the gate's verdicts on each series' newest commit; only the series it flagged are read whole
     flagged = gate_verdicts_at(history, cached.newest, run_commit)
     if flagged:
@@ -214,6 +218,8 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
         if c["culprit"]:
             lines.append(inert(f"  culprit: {c['culprit']['commit']} (perfgate bisect, "
                                f"{c['culprit']['runs']} runs)", 600))
+        if c["code"]:
+            lines.append(inert(f"  {code_note(c['code'])}", 600))
     return "\n".join(lines) + "\n"
 
 
@@ -228,6 +234,8 @@ def _markdown(changes: Sequence[dict[str, Any]]) -> str:
             note.append(f"creep, {c['cumulative']:+.1%} in all")
         if c["culprit"]:
             note.append(f"culprit {md_escape(c['culprit']['commit'][:12])} (bisect)")
+        if c["code"]:
+            note.append(md_escape(code_note(c["code"])))
         if c["accepted"]:
             note.append(f"accepted by {md_escape(c['accepted']['by'])}: {md_escape(c['accepted']['reason'])}")
         lines.append(f"| {c['direction']} | {c['change']:+.1%} | {md_escape(c['metric'])} | {md_escape(_name(c))} "

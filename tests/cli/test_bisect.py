@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
 from perfgate.bisect.search import ALL_SKIPPED, BUDGET_SPENT, FOUND, Judged, bisect
 from perfgate.cli import main
-from tests.helpers.bisect_repo import BUILD, COMMAND, COUNTERS, PYTEST_COMMAND, TEST, Repo, clone, make_repo
+from tests.helpers.bisect_repo import (
+    BUILD,
+    COMMAND,
+    COUNTERS,
+    PYTEST_COMMAND,
+    TEST,
+    Repo,
+    benchmark_json,
+    clone,
+    make_repo,
+)
 from tests.helpers.history import KERNEL_TIME, fresh_postgres_database, write_report
 
 SLOW_FROM = 11
@@ -85,6 +96,19 @@ def test_search_stops_at_its_budget_with_the_range() -> None:
     outcome = bisect(commits, judge, budget=3)
     assert outcome.culprit is None and outcome.reason == BUDGET_SPENT and len(calls) == 3
     assert int(outcome.good) < 37 <= int(outcome.bad) and int(outcome.bad) - int(outcome.good) <= 8
+
+
+def test_search_budget_counts_the_runs_its_caller_counts() -> None:
+    """``spent``: runs counted by the caller (ends run, a commit run twice): no judge call once they reach it."""
+    commits = [str(i) for i in range(64)]
+    judge, calls = _judge_planted(37)
+    runs = [2]  # the two ends
+
+    def counted(commit: str) -> Judged:
+        runs[0] += 2  # each commit run twice
+        return judge(commit)
+    outcome = bisect(commits, counted, budget=7, spent=lambda: runs[0])
+    assert outcome.reason == BUDGET_SPENT and len(calls) == 3 and runs[0] == 8
 
 
 def test_search_uses_known_verdicts_before_any_run() -> None:
@@ -163,22 +187,28 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from, seed", [(None, 1), (4, 1), (4, 15), (4, 29)])
+@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 29, 4)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], slow_from: int | None,
-                                           seed: int) -> None:
+                                           seed: int, looked: int) -> None:
     """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
-    slowdown at commit 4, commit 4 or a range that holds it (these seeds give: a range after skips, the culprit, a
-    range; 8 seeds tried: 4 culprits, 3 ranges, 1 "no change", never a wrong commit)."""
+    slowdown at commit 4, commit 4 or a range that holds it. A commit whose time neither end explains is run
+    again, its rounds pooled (``looked``: the commit so judged, 0: none): seeds 1 and 29 gave a range after skips
+    with one run a commit, and name commit 4 with it (seed 15 names it in one run a commit). 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
+    ends themselves undecided), never a wrong commit; 10 seeds without a slowdown: "no change" every time."""
     repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
         assert found["culprit"] is None and found["stopped"] == "no change" and len(found["runs"]) == 2
         assert [v["verdict"] for v in found["verdicts"]] == ["good", "good"]
     else:
-        assert found["culprit"] in (None, repo.commits[slow_from])
+        assert found["culprit"] == repo.commits[slow_from]
         good, bad = (repo.commits.index(c) for c in found["range"])
         assert good < slow_from <= bad
+    pooled = [v for v in found["verdicts"] if "timings pooled" in v["note"]]
+    assert [repo.commits.index(v["commit"]) for v in pooled] == ([looked] if looked else [])
+    if pooled:  # each run of the commit is listed: the runs are counted as they were made
+        assert found["runs"].count(pooled[0]["commit"]) == 2 and "after 2 runs" in pooled[0]["note"]
 
 
 def test_git_bisect_run_steps(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -260,12 +290,22 @@ def _record_history(url: str, repo: Repo, tmp_path: Path) -> None:
                      "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
 
 
+@pytest.fixture(scope="module")
+def kernel_history(planted: Repo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``_record_history``'s SQLite file, recorded once: a test that writes to it works on a copy."""
+    folder = tmp_path_factory.mktemp("kernel-history")
+    _record_history(f"sqlite:///{folder / 'history.sqlite'}", planted, folder)
+    return folder / "history.sqlite"
+
+
 def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                         capsys: pytest.CaptureFixture[str]) -> None:
-    _record_history(url, repo, tmp_path)
+                         capsys: pytest.CaptureFixture[str], recorded: bool = False) -> None:
+    if not recorded:
+        _record_history(url, repo, tmp_path)
     found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--record")  # the range from the change point
     assert found["culprit"] == repo.commits[SLOW_FROM] and found["recorded"] == repo.commits[12]
-    # the history's ends (5, 12) judged, then 8, 10, 11 run: both ends are measured as the references
+    # the history's ends (5, 12) judged, then 8, 10, 11 run; the history holds kernel k's times, not the
+    # benchmark's the runs give: both ends are measured as the references
     assert found["runs"][:2] == [repo.commits[5], repo.commits[12]] and len(found["runs"]) <= 5
     assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
@@ -287,11 +327,12 @@ def _record_then_changes(url: str, repo: Repo, tmp_path: Path, monkeypatch: pyte
     assert f"(culprit {repo.commits[SLOW_FROM][:12]})" in (tmp_path / "summary.md").read_text(encoding="utf-8")
 
 
-def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_given_ends_are_narrowed_by_the_history(planted: Repo, kernel_history: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """--good 0 --bad 15 with a history that recorded 5 (good) and 12 (bad): only 5..12 is searched."""
-    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    _record_history(url, planted, tmp_path)
+    """--good 0 --bad 15 with a history that recorded 5 (good) and 12 (bad): only 5..12 is searched (the history
+    is read, never written: no culprit is recorded)."""
+    url = f"sqlite:///{kernel_history}"
     found = bisect_json(planted, monkeypatch, capsys, "--db", url, "--good", planted.commits[0], "--bad", "HEAD")
     assert found["culprit"] == planted.commits[SLOW_FROM]
     assert found["runs"][:2] == [planted.commits[5], planted.commits[12]] and len(found["runs"]) == 5
@@ -309,10 +350,12 @@ def test_given_ends_are_narrowed_by_the_history(planted: Repo, tmp_path: Path, m
     assert f"first bad commit: {planted.commits[SLOW_FROM]}" in captured.out and "--record" in captured.err
 
 
-def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, tmp_path: Path,
+def test_record_shows_the_culprit_in_history_changes_sqlite(planted: Repo, kernel_history: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    _record_then_changes(f"sqlite:///{tmp_path / 'history.sqlite'}", planted, tmp_path, monkeypatch, capsys)
+    shutil.copyfile(kernel_history, tmp_path / "history.sqlite")
+    _record_then_changes(f"sqlite:///{tmp_path / 'history.sqlite'}", planted, tmp_path, monkeypatch, capsys,
+                         recorded=True)
 
 
 def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, tmp_path: Path,
@@ -320,3 +363,98 @@ def test_record_shows_the_culprit_in_history_changes_postgresql(planted: Repo, t
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     for url in fresh_postgres_database():
         _record_then_changes(url, planted, tmp_path, monkeypatch, capsys)
+
+
+# ---------------------------------------------------------------- commits the history holds cost nothing
+
+HELD = (*range(2, 6), *range(12, 15))  # the commits CI recorded: a change point at 12, its previous commit 5
+
+
+def _record_counters(url: str, repo: Repo, tmp_path: Path, commits: Sequence[int], branch: str,
+                     scale: float = 1.0) -> None:
+    """What CI recorded of the perf test at ``commits``: counters.py's kernel (instructions and time), the same GPU
+    model; ``scale``: its times on CI's machine over this one's."""
+    for at in commits:
+        slow = at >= SLOW_FROM
+        report = write_report(tmp_path / f"counters-{branch}-{at}.json", {
+            ("gemm", "smsp__inst_executed.sum"): [6144.0 if slow else 4096.0],
+            ("gemm", KERNEL_TIME): [scale * (1500.0 if slow else 1000.0)]}, test=TEST)
+        assert main(["history", "record", str(report), "--db", url, "--commit", repo.commits[at], "--branch", branch,
+                     "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
+
+
+@pytest.fixture(scope="module")
+def counters_history(planted: Repo, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Branch main: CI's records at HELD (a change point at 12); "sparse": commits 2, 8 and 14, too few for a
+    change point; "elsewhere": commits 5 and 12 with times 1000x this machine's (the same GPU model)."""
+    folder = tmp_path_factory.mktemp("counters-history")
+    url = f"sqlite:///{folder / 'history.sqlite'}"
+    _record_counters(url, planted, folder, HELD, "main")
+    _record_counters(url, planted, folder, (2, 8, 14), "sparse")
+    _record_counters(url, planted, folder, (5, 12), "elsewhere", scale=1000.0)
+    return url
+
+
+def test_commits_the_history_holds_are_not_run(planted: Repo, counters_history: str,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The change point's two commits (5, 12) are the ends, from the history: only commits between run, at most
+    ceil(log2 n) for the n = 8 commits 5..12 (the ends cost nothing); 5 runs when the ends must be run."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS)
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert found["from_history"] == [planted.commits[5], planted.commits[12]]
+    assert planted.commits[5] not in found["runs"] and planted.commits[12] not in found["runs"]
+    assert len(found["runs"]) <= math.ceil(math.log2(12 - 5 + 1)) and found["judged_on"] == "counters"
+    assert [v["by"] for v in found["verdicts"][:2]] == ["history", "history"]
+    assert all(v["by"] == "run" for v in found["verdicts"][2:])
+
+
+def test_a_history_of_other_times_is_no_reference(planted: Repo, counters_history: str,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Times 1000x this machine's on the same GPU model: the first run is like neither end, so the ends are run
+    (the run made kept) and the culprit is still the planted one."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "elsewhere", "--good", planted.commits[5], "--bad", planted.commits[12])
+    assert found["culprit"] == planted.commits[SLOW_FROM] and found["from_history"] == []
+    assert {planted.commits[5], planted.commits[12]} <= set(found["runs"]) and len(found["runs"]) == 5
+
+
+def test_commits_the_history_holds_between_the_ends_are_judged_from_it(
+        planted: Repo, counters_history: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A history too sparse for a change point (commits 2, 8 and 14): --good 2 --bad 14 are its, and 8, between,
+    is judged good from it: only 9..13 are searched by runs."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "sparse", "--good", planted.commits[2], "--bad", planted.commits[14])
+    assert found["culprit"] == planted.commits[SLOW_FROM]
+    assert {"commit": planted.commits[8], "verdict": "good", "by": "history", "note": ""} in found["verdicts"]
+    assert all(planted.commits.index(c) in range(9, 14) for c in found["runs"]) and len(found["runs"]) <= 3
+    # one end the history's (2), the other run (15): the run end checks it, and only the held end costs nothing
+    one = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                      "sparse", "--good", planted.commits[2], "--bad", planted.commits[15])
+    assert one["culprit"] == planted.commits[SLOW_FROM] and one["from_history"] == [planted.commits[2]]
+    assert one["runs"][0] == planted.commits[15] and planted.commits[2] not in one["runs"]
+    assert len(one["runs"]) <= math.ceil(math.log2(15 - 2 + 1)) + 1
+
+
+def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
+        planted: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """CI recorded the pytest-benchmark (perfgate compare's report of its JSON) at commits 5 and 12: the ends are
+    the history's medians, each run's rounds compared with them on the threshold; the text says which commits were
+    not run (5 runs without the history)."""
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    for at in (5, 12):
+        measured = benchmark_json(tmp_path / f"bench{at}.json", 1.5e-3 if at >= SLOW_FROM else 1e-3, seed=at)
+        report = tmp_path / f"report{at}.json"
+        assert main(["compare", str(measured), str(measured), "-o", str(report), "--format", "json"]) == 0
+        assert main(["history", "record", str(report), "--db", url, "--commit", planted.commits[at], "--branch",
+                     "main", "--when", f"2026-11-{at + 1:02d}T00:00:00Z"]) == 0
+    monkeypatch.chdir(planted.path)
+    capsys.readouterr()
+    assert main(["bisect", "--test", TEST, "--command", COMMAND, "--db", url, "--good", planted.commits[5], "--bad",
+                 planted.commits[12]]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
+    assert (f"3 runs of the test over 7 commits; the history's: {planted.commits[5][:12]}, "
+            f"{planted.commits[12][:12]} (no run)") in out

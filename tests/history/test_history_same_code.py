@@ -63,3 +63,37 @@ def test_a_run_without_code_records_none(history_url: str, tmp_path: Path) -> No
     assert record_reports(history_url, path, 0) == 0
     with open_history(history_url, create=False) as history:
         assert set(history.query("SELECT code_id, same_code_changes FROM perfgate_points")) == {(None, None)}
+
+
+def test_history_changes_say_whether_the_code_changed_at_the_change_point(history_url: str,  # noqa: F811
+                                                                         tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Three kernels 50% slower from run 4: "gemm" with other code there, "copy" with the same code (the change is
+    not its code), "plain" recorded without code."""
+    from helpers.history import KERNEL_TIME, write_report
+
+    for index in range(7):
+        slow = index >= 4
+        path = write_report(tmp_path / f"run{index}.json", {(k, KERNEL_TIME): [1500.0 if slow else 1000.0]
+                                                            for k in ("copy", "gemm", "plain")})
+        report = json.loads(path.read_text(encoding="utf-8"))
+        report["launches"]["code_id"] = [{"copy": "c0de" * 16, "gemm": ("bbbb" if slow else "aaaa") * 16}.get(k)
+                                         for k in report["launches"]["kernel"]]
+        path.write_text(json.dumps(report), encoding="utf-8")
+        assert record_reports(history_url, path, index) == 0
+    capsys.readouterr()
+    assert main(["history", "changes", "--db", history_url, "--format", "json"]) == 0
+    changes = {c["kernel"]: c for c in json.loads(capsys.readouterr().out)}
+    assert changes["gemm"]["code"] == {"before": "aaaa" * 16, "after": "bbbb" * 16, "changed": True}
+    assert changes["copy"]["code"] == {"before": "c0de" * 16, "after": "c0de" * 16, "changed": False}
+    assert changes["plain"]["code"] is None
+    assert main(["history", "changes", "--db", history_url]) == 0
+    text = capsys.readouterr().out
+    assert f"  code changed: {'aaaa' * 3} -> {'bbbb' * 3}\n" in text
+    assert f"  same code ({'c0de' * 3}) on both sides: not the kernel's code\n" in text
+    assert len([line for line in text.splitlines() if line.startswith("  ")]) == 2  # none for "plain"
+    assert main(["history", "changes", "--db", history_url, "--format", "md"]) == 0
+    assert f"code changed: {'aaaa' * 3} " in capsys.readouterr().out  # the arrow escaped for Markdown
+    assert main(["history", "dashboard", "--db", history_url, "-o", str(tmp_path / "site")]) == 0
+    pages = "".join(page.read_text(encoding="utf-8") for page in (tmp_path / "site" / "kernels").iterdir())
+    assert f'<span class="code">code changed: {"aaaa" * 3} -&gt; {"bbbb" * 3}</span>' in pages

@@ -1,0 +1,130 @@
+"""Commits the history holds: a test's recorded points at a commit, as the measurement a run of it would give, so
+that the commit is judged (and serves as a reference end) without running it.
+
+A commit's points are the test's series (its test, or its kernel for a pytest-benchmark: ``of_test``) in the runs
+of the branch recorded at that commit. A point's samples are its repeated launches' values, one launch each; a
+commit recorded more than once gives each launch the median of its runs. A pytest-benchmark keeps no rounds in the
+history: its value is the point's (``run_medians``), judged on the threshold alone.
+
+The history was measured on another machine than the runs bisect makes: it is a reference only for a run of the
+same GPU (or CPU) model that measured the same launches and gated metrics (``comparable``); otherwise bisect runs
+the commit as it would without a history.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from perfgate.history.keys import gpu_key
+from perfgate.table import Measurement, make_table
+from perfgate.vocabulary import KIND_BENCHMARK
+
+if TYPE_CHECKING:
+    from perfgate.compare import CompareOptions
+    from perfgate.history.db import History
+
+CHUNK = 500  # commits per statement: bound its parameters
+
+
+def recorded_measurements(history: History, branch: str, test: str, commits: Sequence[str],
+                          options: CompareOptions) -> dict[str, Measurement]:
+    """The test's measurement at each of ``commits`` (full hashes) that ``branch`` recorded it at."""
+    from perfgate.history.series import commit_order
+
+    recorded, _, _ = commit_order(history, branch)  # checks a SQLite history's values before they are read
+    wanted = {commit.lower() for commit in commits}
+    held = [commit for commit in recorded if commit.lower() in wanted]
+    metrics = set(options.compared_metrics())
+    values: dict[str, dict[tuple[str, str, str, str, str, str], list[list[float]]]] = {}
+    for start in range(0, len(held), CHUNK):
+        part = held[start:start + CHUNK]
+        marks = ", ".join("?" * len(part))
+        for commit, gpu, kind, kernel, region, metric, unit, value, samples in history.query(
+                "SELECT r.commit_sha, s.gpu, s.kind, s.kernel, s.region, s.metric, s.unit, p.value, p.samples "
+                "FROM perfgate_points p JOIN perfgate_runs r ON r.id = p.run_id "
+                "JOIN perfgate_series s ON s.id = p.series_id "
+                f"WHERE r.branch = ? AND (s.test = ? OR s.kernel = ?) AND r.commit_sha IN ({marks})",
+                (branch, test, test, *part)):
+            if metric not in metrics:
+                continue
+            key = (str(gpu), str(kind), str(kernel), str(region), str(metric), str(unit))
+            values.setdefault(str(commit).lower(), {}).setdefault(key, []).append(_launch_values(value, samples))
+    return {commit: _measurement(found) for commit, found in values.items() if found}
+
+
+def _launch_values(value: Any, samples: Any) -> list[float]:
+    try:
+        kept = json.loads(samples) if isinstance(samples, str) else None
+    except ValueError:
+        kept = None
+    if isinstance(kept, list) and kept and all(isinstance(v, (int, float)) for v in kept):
+        return [float(v) for v in kept]
+    return [float(value)]
+
+
+def _measurement(found: Mapping[tuple[str, str, str, str, str, str], list[list[float]]]) -> Measurement:
+    """One launch per sample (a repeated kernel's launches); reruns of the commit folded into their median."""
+    launches: dict[tuple[str, str, str, str], int] = {}
+    rows: list[dict[str, Any]] = []
+    for (gpu, kind, kernel, region, metric, unit), runs in sorted(found.items()):
+        sizes = {len(run) for run in runs}
+        per_launch = ([float(np.median(column)) for column in zip(*runs)] if len(sizes) == 1
+                      else [float(np.median([np.median(run) for run in runs]))])
+        for ordinal, value in enumerate(per_launch):
+            launch = launches.setdefault((kind, kernel, region, str(ordinal)), len(launches))
+            rows.append({"kind": kind, "kernel": kernel, "demangled": kernel, "region": region, "ordinal": ordinal,
+                         "launch": launch, "device": gpu, "cc": "", "metric": metric, "unit": unit,
+                         "value": value if math.isfinite(value) else math.nan})
+    rows.sort(key=lambda row: (row["launch"], row["metric"]))
+    benchmarks = frozenset(row["kernel"] for row in rows if row["kind"] == KIND_BENCHMARK)
+    return Measurement(make_table(rows), source="the history", run_medians=benchmarks)
+
+
+def comparable(recorded: Measurement, run: Measurement, options: CompareOptions) -> str:
+    """"" when ``recorded`` can stand for a run like ``run`` (the same device model; every gated value of the run's
+    launches is among the recorded ones), else why not."""
+    run_devices = {gpu_key(device) for device in run.table["device"].tolist()}
+    recorded_devices = set(recorded.table["device"].tolist())
+    if run_devices != recorded_devices:
+        return (f"the history measured on {', '.join(sorted(recorded_devices))}, this machine on "
+                f"{', '.join(sorted(run_devices))}")
+    gated = set(options.gated_metrics())
+    missing = _gated(run, gated) - _gated(recorded, gated)
+    if missing or not _gated(run, gated):
+        return "the history holds other measurements of the test than its run gives"
+    return ""
+
+
+def like_an_end(good: Measurement, bad: Measurement, run: Measurement, options: CompareOptions) -> bool:
+    """Whether ``run`` is like one of the ends the history holds (compared with it, no gated value moved): a run
+    like neither (everything faster on this machine, say) shows the history measured otherwise."""
+    from perfgate.compare import compare_tables
+    from perfgate.vocabulary import Status
+
+    moved = {Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.INCONCLUSIVE.value}
+    for end in (good, bad):
+        compared = compare_tables(end, run, options)
+        if not moved & set(compared.results["status"].tolist()):
+            return True
+    return False
+
+
+def _gated(measurement: Measurement, gated: set[str]) -> set[tuple[str, str, str, int, str]]:
+    table = measurement.table
+    return {(kind, kernel, region, ordinal, metric) for kind, kernel, region, ordinal, metric, value in zip(
+        table["kind"].tolist(), table["kernel"].tolist(), table["region"].tolist(), table["ordinal"].tolist(),
+        table["metric"].tolist(), table["value"].tolist()) if metric in gated and math.isfinite(value)}
+
+
+def on_devices_of(recorded: Measurement, run: Measurement) -> Measurement:
+    """``recorded`` with the run's compute capability beside each device name (the history keeps only the name)."""
+    capability = dict(zip((gpu_key(d) for d in run.table["device"].tolist()), run.table["cc"].tolist()))
+    table = recorded.table
+    cc = [capability.get(device, "") for device in table["device"].tolist()]
+    from perfgate.columns import objects
+
+    return recorded.with_table(table.assign(cc=objects(cc)))
