@@ -5,6 +5,9 @@ thread of its launch call at the call's start. A launch on a thread with no rang
 thread inside ``with region("backward")``) belongs to the ranges open at that moment on any thread, as ncu's
 process-scoped filter sees it. A kernel whose launch call the trace lacks belongs to no region. Profiler steps
 are not part of a region's path (``layer1``, not ``ProfilerStep#3 > layer1``): they are regions of their own.
+A range's path is built from the ranges that enclose it whole (NVTX push/pop ranges nest on their thread; start/end
+ranges "may overlap with other ranges arbitrarily", NVTX's documentation says): a range that only overlaps
+another, starting inside it and ending after it, is not its child. A kernel inside both belongs to both.
 
 Bounded for any input (``perfgate.limits``): at most ``MAX_OPEN_RANGES`` ranges open at once, a path of at most
 ``MAX_NAME_CHARS`` characters, and each distinct path built once and shared (a path is its parent's plus a name, so
@@ -91,7 +94,12 @@ def _sweep(ranges: list[Range], members: list[int], launches: list[tuple[int, La
     for _, what, index in events:
         if what == _OPEN:
             if paths is not None and not ranges[index].step:
-                parent = next((paths.of[i] for i in reversed(stack) if not ranges[i].step), "")
+                # Its parent: the innermost open range that encloses it whole. Start/end ranges may overlap without
+                # nesting (A starts, B starts, A ends, C starts...): taken as a stack, each would be the last one's
+                # child and the paths would grow with the number of ranges, not with the nesting.
+                end = ranges[index].end
+                parent = next((paths.of[i] for i in reversed(stack) if not ranges[i].step and ranges[i].end >= end),
+                              "")
                 paths.name(index, ranges[index].name, parent)
             stack.append(index)
             if len(stack) > MAX_OPEN_RANGES:
