@@ -23,7 +23,7 @@ from helpers.timeline import OURS, corpus_trace
 
 from perfgate.collect import json_input, read_table
 from perfgate.collect import timeline
-from perfgate.collect.timeline import attribute
+from perfgate.collect.timeline import attribute, measure
 from perfgate.collect.timeline.chrome import read_chrome_trace
 from perfgate.collect.timeline.cupti_dump import read_cupti_dump
 from perfgate.collect.timeline.measure import measurement_of
@@ -78,6 +78,18 @@ def test_region_paths_past_their_total_are_refused(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(attribute, "MAX_REGION_PATHS_CHARS", 1000)
     with pytest.raises(InputError, match="distinct region paths of more than 1,000 characters together"):
         read_table(_nested(tmp_path, ["x" * 600, "y" * 600]))
+
+
+def test_launch_texts_past_their_total_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path held once in memory is written once a launch: a long one over many launches would fill the disk."""
+    monkeypatch.setattr(measure, "MAX_LAUNCH_TEXT_CHARS", 20_000)
+    export = _nested(tmp_path, ["r" * 1000])
+    status, _, err = run_cli(capsys, "baseline", export, "-d", tmp_path / "baselines")
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"{export}: kernel names and region paths of " in err and "(perfgate reads up to 20,000)" in err
+    monkeypatch.setattr(measure, "MAX_LAUNCH_TEXT_CHARS", 1 << 30)
+    assert "r" * 1000 in set(read_table(export).table["region"])
 
 
 def test_a_path_shared_by_many_ranges_is_built_once() -> None:

@@ -42,6 +42,7 @@ from perfgate.collect.timeline.region_entry import (
 )
 from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 from perfgate.errors import InputError
+from perfgate.limits import MAX_LAUNCH_TEXT_CHARS
 from perfgate.columns import Columns, Gather, objects
 from perfgate.table import COLUMNS, Measurement, format_dim, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -183,7 +184,7 @@ def _dim(dims: tuple[int, int, int] | None) -> str:
     return format_dim(*dims) if dims else ""
 
 
-def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstance]) -> Columns:
+def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstance], source: Path) -> Columns:
     """The kernel rows (one launch per kernel, by start) and then the region rows (one per path: the median of its
     entries), built as columns: a launch's texts as codes into their few distinct values, each row's launch and
     metric as codes (``columns.Gather``). Rows as dicts took 2 GB for an export of 200,000 kernels."""
@@ -209,6 +210,7 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
             column[at] = code
         values[at] = (op.end - op.start, op.stream, _or_nan(op.registers), _or_nan(op.static_shared),
                           _or_nan(op.dynamic_shared))
+    _check_launch_text(source, count, launch_codes, {"kernel": names, "demangled": demangled, "region": region})
     present = ~np.isnan(values)
     present[:, :2] = True
     kernel_ordinals = _ordinals(launch_codes["kernel"][:count] * (len(region.index) + 1) + launch_codes["region"][:count])
@@ -237,6 +239,21 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
         "value": np.concatenate((values[present], region_values.ravel())),
     }
     return normalized(Columns({column: data[column] for column in COLUMNS}))
+
+
+def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDArray[np.int64]],
+                       texts: dict[str, _Codes]) -> None:
+    """InputError when the names and region paths of the ``count`` kernel launches, which every output writes once
+    a launch, pass ``MAX_LAUNCH_TEXT_CHARS`` together: each is held once in memory, but a long one repeated over many
+    launches would fill the disk."""
+    total = 0
+    for column, codes in texts.items():
+        lengths = np.fromiter((len(str(value)) for value in codes.index), dtype=np.int64, count=len(codes.index))
+        total += int(lengths[launch_codes[column][:count]].sum())
+    if total > MAX_LAUNCH_TEXT_CHARS:
+        raise InputError(source, f"kernel names and region paths of {total:,} characters over its {count:,} launches "
+                                 f"together (perfgate reads up to {MAX_LAUNCH_TEXT_CHARS:,})",
+                         "name ranges shorter, nest them less deeply, or trace fewer launches")
 
 
 def _region_values(trace: Trace, by_path: dict[str, list[RegionInstance]], count: int,
@@ -288,7 +305,7 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     check_times(trace, path)
     attribution = attribute(trace)
     instances = region_instances(trace, attribution)
-    table = _table(trace, attribution, instances)
+    table = _table(trace, attribution, instances, path)
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
     loading = module_loading(instances)
