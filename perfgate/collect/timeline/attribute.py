@@ -177,7 +177,9 @@ def attribute(trace: Trace) -> Attribution:
     _add_steps(ranges, calls.start, seen, held)
     at = calls.positions(np.fromiter((op.correlation for op in trace.ops), dtype=np.int64, count=len(trace.ops)))
     sets = [*held.sets, ()]  # number -1: none
-    op_ranges = [sets[number] for number in np.where(at >= 0, seen[at], -1).tolist()]
+    numbers = np.full(at.size, -1, dtype=np.int64)
+    numbers[at >= 0] = seen[at[at >= 0]]
+    op_ranges = [sets[number] for number in numbers.tolist()]
     return Attribution(paths.of, op_ranges, OpLaunches(calls, at))
 
 

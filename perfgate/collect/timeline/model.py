@@ -83,11 +83,10 @@ class LaunchColumns(Mapping[int, Launch]):
     def positions(self, correlations: Any) -> Ints:
         """Per correlation id: its call's position (in the given order), -1 where there is none."""
         wanted = np.asarray(correlations, dtype=np.int64)
-        at = np.searchsorted(self._sorted, wanted)
-        inside = at < self._sorted.size
-        found = np.zeros(wanted.size, dtype=bool)
-        found[inside] = self._sorted[at[inside]] == wanted[inside]
-        return np.where(found, self._order[np.minimum(at, max(self._sorted.size - 1, 0))], -1)
+        if not self._sorted.size:
+            return np.full(wanted.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._sorted, wanted), self._sorted.size - 1)
+        return np.where(self._sorted[at] == wanted, self._order[at], -1)
 
     def at(self, position: int) -> Launch:
         return Launch(int(self.correlation[position]), self.threads[int(self.thread[position])],
