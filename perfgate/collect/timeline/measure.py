@@ -189,7 +189,9 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     entries), built as columns: a launch's texts as codes into their few distinct values, each row's launch and
     metric as codes (``columns.Gather``). Rows as dicts took 2 GB for an export of 200,000 kernels."""
     ops = trace.ops
-    kernels = sorted((i for i, op in enumerate(ops) if op.kind == KERNEL), key=lambda i: ops[i].start)
+    kernel_ops = np.fromiter((i for i, op in enumerate(ops) if op.kind == KERNEL), dtype=np.int64)
+    starts = np.fromiter((ops[i].start for i in kernel_ops.tolist()), dtype=np.int64, count=kernel_ops.size)
+    kernels = kernel_ops[np.argsort(starts, kind="stable")]  # an array: a list of 200,000 ints took 7 MB
     by_path: dict[str, list[RegionInstance]] = defaultdict(list)
     for instance in instances:
         by_path[instance.path].append(instance)
@@ -197,10 +199,10 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     names, demangled, region, device, dims = _Codes(), _Codes(), _Codes(), _Codes(), _Codes()
     demangled("")  # a region's
     dims(None)
-    launch_codes = {column: np.empty(count + regions, dtype=np.int64)
+    launch_codes = {column: np.empty(count + regions, dtype=np.int32)  # codes into fewer distinct values than rows
                     for column in ("kernel", "demangled", "region", "device", "grid", "block")}
     values = np.full((count, len(_KERNEL_METRICS)), np.nan)
-    for at, index in enumerate(kernels):
+    for at, index in enumerate(kernels.tolist()):
         op = ops[index]
         held = [r for r in attribution.op_ranges[index] if not trace.ranges[r].step]
         codes = (names(op.name), demangled(op.demangled), region(max((attribution.paths[r] for r in held), key=len,
@@ -213,7 +215,8 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     _check_launch_text(source, count, launch_codes, {"kernel": names, "demangled": demangled, "region": region})
     present = ~np.isnan(values)
     present[:, :2] = True
-    kernel_ordinals = _ordinals(launch_codes["kernel"][:count] * (len(region.index) + 1) + launch_codes["region"][:count])
+    kernel_ordinals = _ordinals(launch_codes["kernel"][:count].astype(np.int64) * (len(region.index) + 1)
+                                + launch_codes["region"][:count])
     region_values = _region_values(trace, by_path, count, launch_codes, (names, region, device))
     launch = np.concatenate((np.repeat(np.arange(count, dtype=np.int64), present.sum(axis=1)),
                              np.repeat(np.arange(count, count + regions, dtype=np.int64), len(REGION_UNITS))))
@@ -241,7 +244,7 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     return normalized(Columns({column: data[column] for column in COLUMNS}))
 
 
-def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDArray[np.int64]],
+def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDArray[np.int32]],
                        texts: dict[str, _Codes]) -> None:
     """InputError when the names and region paths of the ``count`` kernel launches, which every output writes once
     a launch, pass ``MAX_LAUNCH_TEXT_CHARS`` together: each is held once in memory, but a long one repeated over many
@@ -257,7 +260,7 @@ def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDA
 
 
 def _region_values(trace: Trace, by_path: dict[str, list[RegionInstance]], count: int,
-                   launch_codes: dict[str, npt.NDArray[np.int64]],
+                   launch_codes: dict[str, npt.NDArray[np.int32]],
                    codes: tuple[_Codes, _Codes, _Codes]) -> npt.NDArray[np.float64]:
     """The region rows after the ``count`` kernel rows: their launch codes set in ``launch_codes`` and their values,
     the medians over their entries. No signature: a region is known by its path (``kernel`` and ``region``)."""
