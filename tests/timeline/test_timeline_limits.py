@@ -337,3 +337,25 @@ def test_a_truncated_compressed_trace_is_a_broken_compressed_file(cut: int, tmp_
     path.write_bytes(KINETO.read_bytes()[:cut])
     with pytest.raises(InputError, match=f"{path}: broken compressed file"):
         read_table(path)
+
+
+# ---------------------------------------------------------------- launch calls as columns
+
+def test_launches_at_a_range_s_edges_belong_to_it_and_a_step_from_any_thread() -> None:
+    """A range opens before, and closes after, a launch at the same moment; a launch on a thread with no range open
+    belongs to what is open on any thread; a step takes every launch inside it. Launch calls held as columns are
+    found by binary search among the ranges' events: the same answers as walking every launch."""
+    from perfgate.collect.timeline.model import GpuOp, Launch, LaunchColumns, Range, Trace
+
+    ranges = [Range("outer", "t1", 10, 40), Range("inner", "t1", 20, 30), Range("ProfilerStep#1", "t9", 0, 35, True)]
+    calls = {1: Launch(1, "t1", 10, 11), 2: Launch(2, "t1", 20, 21), 3: Launch(3, "t1", 30, 31),
+             4: Launch(4, "t1", 40, 41), 5: Launch(5, "t1", 41, 42), 6: Launch(6, "t2", 25, 26),
+             7: Launch(7, "t1", 5, 6)}
+    ops = [GpuOp("kernel", "k", "k", 100 + c, 101 + c, 0, 7, c) for c in (*calls, 99)]
+    for launches in (calls, LaunchColumns.of(calls)):
+        found = attribute.attribute(Trace("nsys", ops, launches, ranges, {}, {}))
+        assert [tuple(ranges[r].name for r in held) for held in found.op_ranges] == [
+            ("outer", "ProfilerStep#1"), ("outer", "inner", "ProfilerStep#1"), ("outer", "inner", "ProfilerStep#1"),
+            ("outer",), (), ("ProfilerStep#1", "outer", "inner"), ("ProfilerStep#1",), ()]
+        assert found.paths == ["outer", "outer > inner", "step"]
+        assert [call and call.correlation for call in found.op_launch] == [*calls, None]
