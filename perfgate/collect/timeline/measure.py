@@ -17,7 +17,7 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
-from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
+from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, LaunchColumns, Trace
 from perfgate.collect.timeline.region_entry import (
     GPU_BUSY,
     GPU_IDLE,
@@ -72,8 +72,14 @@ MAX_TIME_NS = 2**62
 
 def check_times(trace: Trace, path: Path) -> None:
     """InputError for a time no clock gave (a hand-edited or corrupt trace): it would overflow int64 later."""
-    spans = itertools.chain(((op.start, op.end) for op in trace.ops),
-                            ((call.start, call.end) for call in trace.launches.values()),
+    calls = trace.launches
+    if isinstance(calls, LaunchColumns):  # int64 columns: only the calls out of range, as pairs
+        wrong = ((calls.start <= -MAX_TIME_NS) | (calls.start >= MAX_TIME_NS) | (calls.end <= -MAX_TIME_NS)
+                 | (calls.end >= MAX_TIME_NS))
+        call_spans: Iterable[tuple[int, int]] = zip(calls.start[wrong].tolist(), calls.end[wrong].tolist(), strict=True)
+    else:
+        call_spans = ((call.start, call.end) for call in calls.values())
+    spans = itertools.chain(((op.start, op.end) for op in trace.ops), call_spans,
                             ((host.start, host.end) for host in trace.ranges))  # one at a time: no list per op
     for start, end in spans:
         if not (-MAX_TIME_NS < start < MAX_TIME_NS and -MAX_TIME_NS < end < MAX_TIME_NS):
