@@ -15,6 +15,10 @@ ends in one line (exit 2) within seconds, instead of filling the disk or the mem
   region paths grow with the square of the depth: 100,000 nested NVTX ranges took 4 GB.
 * ``MAX_REGION_PATHS_CHARS``: the distinct region paths of one trace together (64 Mi characters); a path itself
   is a name, at most ``MAX_NAME_CHARS``.
+* ``MAX_LAUNCH_TEXT_CHARS``: the kernel names and region paths of a trace's kernel launches together, each counted
+  once a launch as every output writes it (1 Gi characters; 200,000 launches of the 5,123-character demangled name,
+  the longest in the shared corpus, come near it). A region path of 64 Ki characters over 200,000 launches would make a
+  13 GB baseline.
 * ``FIFO_WAIT_SECONDS``: how long a named pipe (``mkfifo``) may have no writer before perfgate gives up
   (30 s; ``PERFGATE_FIFO_WAIT`` overrides it). An anonymous pipe (``<(cmd)``, ``cmd |``) always has its
   writer, and is read until it ends, like ``cat`` would, up to ``MAX_INPUT_BYTES``.
@@ -41,6 +45,7 @@ MAX_NAME_CHARS = 1 << 16
 MAX_JSON_DEPTH = 64
 MAX_OPEN_RANGES = 256
 MAX_REGION_PATHS_CHARS = 1 << 26
+MAX_LAUNCH_TEXT_CHARS = 1 << 30
 MAX_FINDINGS, MAX_FINDING_CHARS = 200, 500  # ncu rule findings of one launch, in reports and baselines
 FIFO_WAIT_SECONDS = 30.0
 

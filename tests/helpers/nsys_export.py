@@ -3,7 +3,7 @@ columns and types ``nsys export --type sqlite`` writes (copied from an nsys 2024
 ``nvfuser-h200``), so the reader takes the path it takes on a real one. For sizes no real export in the corpus
 reaches: kernel-dense traces (hundreds of thousands of launches), for memory bounds.
 
-Run as a script to write one: ``python tests/helpers/nsys_export.py OUT.sqlite KERNELS``.
+Run as a script to write one: ``python tests/helpers/nsys_export.py OUT.sqlite KERNELS [--overlap]``.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ _KERNELS = [("_ZN7cutlass6KernelI" + "S" * i + "EEvT_", f"cutlass_kernel_{i}") f
     ("_Z10vector_addPKfS0_Pfi", "vector_add"), ("_Z6reducePfS_i", "reduce")]
 
 
-def write_nsys_export(path: Path, kernels: int, per_step: int = 100) -> Path:
+def write_nsys_export(path: Path, kernels: int, per_step: int = 100, overlap: bool = False) -> Path:
     """An export of ``kernels`` kernel launches on one GPU, each with its runtime launch call, ``per_step`` of
-    them inside each NVTX range ``step`` (alternately ``forward`` and ``backward``)."""
+    them inside each NVTX range (alternately ``forward`` and ``backward``). The ranges follow one another; with
+    ``overlap``, each ends half a range after the next one starts (start/end ranges that overlap without nesting:
+    A starts, B starts, A ends, C starts, B ends...), so the launches of each range's second half are in two."""
     path.unlink(missing_ok=True)
     with sqlite3.connect(path) as connection:
         connection.executescript(SCHEMA)
@@ -57,7 +59,10 @@ def write_nsys_export(path: Path, kernels: int, per_step: int = 100) -> Path:
             if index % per_step == 0:
                 name = "forward" if (index // per_step) % 2 == 0 else "backward"
                 last = min(index + per_step, kernels) - 1
-                range_rows.append((clock, clock + (last - index + 1) * 5_000 - 100, 59, name, _THREAD))
+                length = (last - index + 1) * 5_000 - 100
+                if overlap:
+                    length += per_step // 2 * 5_000
+                range_rows.append((clock, clock + length, 60 if overlap else 59, name, _THREAD))
             correlation = index + 1
             which = index % len(_KERNELS)
             launch_rows.append((clock + 100, clock + 2_100, 0, _THREAD, correlation, launch_name, 0, None))
@@ -75,4 +80,4 @@ def write_nsys_export(path: Path, kernels: int, per_step: int = 100) -> Path:
 
 
 if __name__ == "__main__":
-    write_nsys_export(Path(sys.argv[1]), int(sys.argv[2]))
+    write_nsys_export(Path(sys.argv[1]), int(sys.argv[2]), overlap="--overlap" in sys.argv[3:])

@@ -160,3 +160,18 @@ def test_a_cupti_kernel_that_ends_before_it_starts_is_refused(tmp_path: Path) ->
     trace.write_text(json.dumps(document))
     with pytest.raises(InputError, match="a GPU op ends before it starts"):
         read_table(trace)
+
+
+@pytest.mark.parametrize("column, value", [("start", -(2**63)), ("end", 2**62), ("correlationId", "'x'")])
+def test_an_nsys_launch_call_out_of_range_is_refused_from_its_columns(column: str, value: object,
+                                                                     tmp_path: Path) -> None:
+    """Launch calls are held as int64 columns: the smallest int64 (whose absolute value is itself) is out of range
+    too, and text where a number belongs is a broken export, as in the kernels' table."""
+    export = tmp_path / "edited.sqlite"
+    export.write_bytes(corpus_trace("nvfuser-h200/report2_ce15be9.sqlite").read_bytes())
+    with sqlite3.connect(export) as connection:
+        connection.execute(f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET {column} = {value} WHERE rowid = 3")
+    connection.close()
+    message = "a number column holds something else" if column == "correlationId" else "out of any clock's range"
+    with pytest.raises(InputError, match=message):
+        read_table(export)

@@ -23,7 +23,7 @@ from helpers.timeline import OURS, corpus_trace
 
 from perfgate.collect import json_input, read_table
 from perfgate.collect import timeline
-from perfgate.collect.timeline import attribute
+from perfgate.collect.timeline import attribute, measure
 from perfgate.collect.timeline.chrome import read_chrome_trace
 from perfgate.collect.timeline.cupti_dump import read_cupti_dump
 from perfgate.collect.timeline.measure import measurement_of
@@ -80,6 +80,18 @@ def test_region_paths_past_their_total_are_refused(tmp_path: Path, monkeypatch: 
         read_table(_nested(tmp_path, ["x" * 600, "y" * 600]))
 
 
+def test_launch_texts_past_their_total_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path held once in memory is written once a launch: a long one over many launches would fill the disk."""
+    monkeypatch.setattr(measure, "MAX_LAUNCH_TEXT_CHARS", 20_000)
+    export = _nested(tmp_path, ["r" * 1000])
+    status, _, err = run_cli(capsys, "baseline", export, "-d", tmp_path / "baselines")
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"{export}: kernel names and region paths of " in err and "(perfgate reads up to 20,000)" in err
+    monkeypatch.setattr(measure, "MAX_LAUNCH_TEXT_CHARS", 1 << 30)
+    assert "r" * 1000 in set(read_table(export).table["region"])
+
+
 def test_a_path_shared_by_many_ranges_is_built_once() -> None:
     """Ranges of one path share one string: memory follows the distinct paths, not the ranges."""
     paths = attribute._Paths([])
@@ -87,6 +99,41 @@ def test_a_path_shared_by_many_ranges_is_built_once() -> None:
     paths.name(0, "layer", "step")
     paths.name(1, "layer", "step")
     assert paths.of[0] is paths.of[1] and paths.of[0] == "step > layer"
+
+
+def test_overlapping_start_end_ranges_are_regions_of_their_own_not_a_chain(tmp_path: Path) -> None:
+    """Start/end ranges that overlap without nesting (A starts, B starts, A ends, C starts...) were read as a stack:
+    each the last one's child, a path one name longer per range (a 21 MB export: a 2.28 GB baseline). A path is
+    made of the ranges that enclose a range whole; a launch inside two overlapping ranges belongs to both."""
+    export = write_nsys_export(tmp_path / "overlap.sqlite", 400, per_step=4, overlap=True)
+    table = read_table(export).table
+    assert set(table["region"]) == {"forward", "backward"}
+    counts = table[(table["kind"] == "region") & (table["metric"] == "timeline.kernel_count")]
+    assert dict(zip(counts["region"], counts["value"], strict=True)) == {"forward": 6.0, "backward": 6.0}
+
+
+_BASELINE_PEAK = """
+import re, sys
+from pathlib import Path
+from perfgate.cli import main
+def peak():
+    return int(re.search(r"VmHWM:\\s*(\\d+)", Path("/proc/self/status").read_text()).group(1))
+before = peak()
+status = main(["baseline", sys.argv[1], "-d", sys.argv[2]])
+print(status, peak() - before)
+"""
+
+
+def test_a_baseline_of_overlapping_ranges_follows_the_launches(tmp_path: Path) -> None:
+    """1,000 overlapping ranges around 2,000 launches (a 256 KB export): read as a chain, the baseline was 23 MB
+    and the peak grew by 117 MB; as ranges of their own, 1.4 MB and 35 MB."""
+    export = write_nsys_export(tmp_path / "overlap.sqlite", 2_000, per_step=2, overlap=True)
+    done = subprocess.run([sys.executable, "-c", _BASELINE_PEAK, str(export), str(tmp_path / "baselines")],
+                          capture_output=True, text=True, check=True, cwd=REPO)
+    status, grown_kb = map(int, done.stdout.split()[-2:])
+    written = sum(path.stat().st_size for path in (tmp_path / "baselines").rglob("*.json"))
+    assert status == 0 and written < 4 << 20, f"a baseline of {written:,} bytes"
+    assert grown_kb < 80 * 1024, f"writing it grew the peak memory by {grown_kb:,} KiB"
 
 
 # ---------------------------------------------------------------- a Chrome trace read one event at a time
@@ -290,3 +337,25 @@ def test_a_truncated_compressed_trace_is_a_broken_compressed_file(cut: int, tmp_
     path.write_bytes(KINETO.read_bytes()[:cut])
     with pytest.raises(InputError, match=f"{path}: broken compressed file"):
         read_table(path)
+
+
+# ---------------------------------------------------------------- launch calls as columns
+
+def test_launches_at_a_range_s_edges_belong_to_it_and_a_step_from_any_thread() -> None:
+    """A range opens before, and closes after, a launch at the same moment; a launch on a thread with no range open
+    belongs to what is open on any thread; a step takes every launch inside it. Launch calls held as columns are
+    found by binary search among the ranges' events: the same answers as walking every launch."""
+    from perfgate.collect.timeline.model import GpuOp, Launch, LaunchColumns, Range, Trace
+
+    ranges = [Range("outer", "t1", 10, 40), Range("inner", "t1", 20, 30), Range("ProfilerStep#1", "t9", 0, 35, True)]
+    calls = {1: Launch(1, "t1", 10, 11), 2: Launch(2, "t1", 20, 21), 3: Launch(3, "t1", 30, 31),
+             4: Launch(4, "t1", 40, 41), 5: Launch(5, "t1", 41, 42), 6: Launch(6, "t2", 25, 26),
+             7: Launch(7, "t1", 5, 6)}
+    ops = [GpuOp("kernel", "k", "k", 100 + c, 101 + c, 0, 7, c) for c in (*calls, 99)]
+    for launches in (calls, LaunchColumns.of(calls)):
+        found = attribute.attribute(Trace("nsys", ops, launches, ranges, {}, {}))
+        assert [tuple(ranges[r].name for r in held) for held in found.op_ranges] == [
+            ("outer", "ProfilerStep#1"), ("outer", "inner", "ProfilerStep#1"), ("outer", "inner", "ProfilerStep#1"),
+            ("outer",), (), ("ProfilerStep#1", "outer", "inner"), ("ProfilerStep#1",), ()]
+        assert found.paths == ["outer", "outer > inner", "step"]
+        assert [call and call.correlation for call in found.op_launch] == [*calls, None]

@@ -5,6 +5,9 @@ thread of its launch call at the call's start. A launch on a thread with no rang
 thread inside ``with region("backward")``) belongs to the ranges open at that moment on any thread, as ncu's
 process-scoped filter sees it. A kernel whose launch call the trace lacks belongs to no region. Profiler steps
 are not part of a region's path (``layer1``, not ``ProfilerStep#3 > layer1``): they are regions of their own.
+A range's path is built from the ranges that enclose it whole (NVTX push/pop ranges nest on their thread; start/end
+ranges "may overlap with other ranges arbitrarily", NVTX's documentation says): a range that only overlaps
+another, starting inside it and ending after it, is not its child. A kernel inside both belongs to both.
 
 Bounded for any input (``perfgate.limits``): at most ``MAX_OPEN_RANGES`` ranges open at once, a path of at most
 ``MAX_NAME_CHARS`` characters, and each distinct path built once and shared (a path is its parent's plus a name, so
@@ -15,21 +18,39 @@ paths rebuilt for every range of a deep nesting would grow with the square of th
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.collect.timeline.model import Launch, Range, Trace
+from perfgate.collect.timeline.model import Ints, Launch, LaunchColumns, Range, Trace
 from perfgate.limits import MAX_NAME_CHARS, MAX_OPEN_RANGES, MAX_REGION_PATHS_CHARS
 from perfgate.vocabulary import REGION_SEPARATOR
 
 _OPEN, _LAUNCH, _CLOSE = 0, 1, 2  # at the same time: a range opens before, and closes after, a launch in it
 
 
+class OpLaunches:
+    """Per op: its launch call, built when asked for (the calls are held as columns)."""
+
+    def __init__(self, calls: LaunchColumns, positions: Ints) -> None:
+        self.calls, self.positions = calls, positions
+
+    def __getitem__(self, op: int) -> Launch | None:
+        position = int(self.positions[op])
+        return self.calls.at(position) if position >= 0 else None
+
+    def __len__(self) -> int:
+        return int(self.positions.size)
+
+    def __iter__(self) -> Iterator[Launch | None]:
+        return (self[op] for op in range(len(self)))
+
+
 class Attribution(NamedTuple):
     paths: list[str]  # per range: its path of names (steps left out; a step's own path is STEP)
     op_ranges: list[tuple[int, ...]]  # per op: the ranges (indices) it belongs to, steps included
-    op_launch: list[Launch | None]  # per op: its launch call
+    op_launch: OpLaunches  # per op: its launch call
 
 
 STEP = "step"
@@ -75,75 +96,110 @@ def _too_many_open(thread: str) -> RangeLimit:
                       f"{MAX_OPEN_RANGES})", "close the ranges the program opens (every push needs its pop)")
 
 
-def _sweep(ranges: list[Range], members: list[int], launches: list[tuple[int, Launch]],
-           paths: _Paths | None, found: dict[int, tuple[int, ...]], thread: str = "") -> None:
-    """One pass over time: ranges ``members`` opening and closing, launches landing in what is open (naming each
-    range's path into ``paths`` where given)."""
-    events: list[tuple[int, int, int]] = []
-    for index in members:
-        events.append((ranges[index].start, _OPEN, index))
-        events.append((ranges[index].end, _CLOSE, index))
-    for position, (_, launch) in enumerate(launches):
-        events.append((launch.start, _LAUNCH, position))
-    events.sort()
+class _Held:
+    """The sets of open ranges launches saw, each built once and shared: numbered, so that a launch holds a number."""
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[int, ...]] = []
+        self._known: dict[tuple[int, ...], int] = {}
+
+    def number(self, ranges: tuple[int, ...]) -> int:
+        found = self._known.get(ranges)
+        if found is None:
+            found = self._known[ranges] = len(self.sets)
+            self.sets.append(ranges)
+        return found
+
+
+def _sweep(ranges: list[Range], members: list[int], moments: Ints, paths: _Paths | None, held: _Held,
+           thread: str = "") -> Ints:
+    """One pass over time: ranges ``members`` opening and closing (naming each range's path into ``paths`` where
+    given); per launch call at ``moments``, the number in ``held`` of the ranges open then, -1 where none is.
+
+    At the same moment a range opens before, and closes after, a launch in it. Only the ranges' events are walked:
+    a launch sees what is open after the events before it, found by binary search (launches are many, ranges few)."""
+    events = sorted([(ranges[index].start, _OPEN, index) for index in members]
+                    + [(ranges[index].end, _CLOSE, index) for index in members])
+    times = np.array([moment for moment, _, _ in events], dtype=np.int64)
+    opening = np.sort(np.array([ranges[index].start for index in members], dtype=np.int64))
+    # Events before a launch at t: all before t, and the openings at t (they sort before the closings at t).
+    before = (np.searchsorted(times, moments, side="left") + np.searchsorted(opening, moments, side="right")
+              - np.searchsorted(opening, moments, side="left"))
+    places, which = np.unique(before, return_inverse=True)
+    numbers = np.full(places.size, -1, dtype=np.int64)
     stack: list[int] = []
-    held: tuple[int, ...] | None = None  # the stack as launches see it, built once per change and shared
-    for _, what, index in events:
+    number = -1  # the stack's number in ``held``, looked up once per change
+    changed = True
+    place = 0
+    for done, (_, what, index) in enumerate(events):
+        while place < places.size and places[place] == done:
+            if changed:
+                number, changed = (held.number(tuple(stack)) if stack else -1), False
+            numbers[place] = number
+            place += 1
         if what == _OPEN:
             if paths is not None and not ranges[index].step:
-                parent = next((paths.of[i] for i in reversed(stack) if not ranges[i].step), "")
+                # Its parent: the innermost open range that encloses it whole. Start/end ranges may overlap without
+                # nesting (A starts, B starts, A ends, C starts...): taken as a stack, each would be the last one's
+                # child and the paths would grow with the number of ranges, not with the nesting.
+                end = ranges[index].end
+                parent = next((paths.of[i] for i in reversed(stack) if not ranges[i].step and ranges[i].end >= end),
+                              "")
                 paths.name(index, ranges[index].name, parent)
             stack.append(index)
             if len(stack) > MAX_OPEN_RANGES:
                 raise _too_many_open(thread)
-            held = None
-        elif what == _CLOSE:
-            if index in stack:
-                stack.remove(index)
-                held = None
-        elif stack:
-            if held is None:
-                held = tuple(stack)
-            found[launches[index][0]] = held
+            changed = True
+        elif index in stack:
+            stack.remove(index)
+            changed = True
+    if place < places.size:  # launches after every event: the stack is empty by then
+        numbers[place:] = held.number(tuple(stack)) if stack else -1
+    return numbers[which.reshape(-1)] if moments.size else np.empty(0, dtype=np.int64)
 
 
 def attribute(trace: Trace) -> Attribution:
     ranges = trace.ranges
     paths = _Paths(ranges)
+    held = _Held()
+    calls = LaunchColumns.of(trace.launches)
+    thread_names = np.array(calls.threads, dtype=object)[calls.thread] if len(calls) else np.empty(0, dtype=object)
     by_thread: dict[str, list[int]] = defaultdict(list)
     for index, item in enumerate(ranges):
         by_thread[item.thread].append(index)
-    launches_by_thread: dict[str, list[tuple[int, Launch]]] = defaultdict(list)
-    for launch in trace.launches.values():
-        launches_by_thread[launch.thread].append((launch.correlation, launch))
-    found: dict[int, tuple[int, ...]] = {}
+    seen = np.full(len(calls), -1, dtype=np.int64)  # per call: the number in ``held`` of the ranges it belongs to
     for thread, members in by_thread.items():
-        _sweep(ranges, members, launches_by_thread.get(thread, []), paths, found, thread)
-    elsewhere = [(c, launch) for c, launch in trace.launches.items() if c not in found]
-    if elsewhere and ranges:
-        by_time: dict[int, tuple[int, ...]] = {}
-        _sweep(ranges, list(range(len(ranges))), elsewhere, None, by_time)
-        found.update(by_time)
-    _add_steps(ranges, trace.launches, found)
-    op_ranges = [found.get(op.correlation, ()) for op in trace.ops]
-    op_launch = [trace.launches.get(op.correlation) for op in trace.ops]
-    return Attribution(paths.of, op_ranges, op_launch)
+        mine = np.flatnonzero(thread_names == thread)
+        seen[mine] = _sweep(ranges, members, calls.start[mine], paths, held, thread)
+    elsewhere = np.flatnonzero(seen < 0)
+    if elsewhere.size and ranges:
+        seen[elsewhere] = _sweep(ranges, list(range(len(ranges))), calls.start[elsewhere], None, held)
+    _add_steps(ranges, calls.start, seen, held)
+    at = calls.positions(np.fromiter((op.correlation for op in trace.ops), dtype=np.int64, count=len(trace.ops)))
+    sets = [*held.sets, ()]  # number -1: none
+    numbers = np.full(at.size, -1, dtype=np.int64)
+    numbers[at >= 0] = seen[at[at >= 0]]
+    op_ranges = [sets[number] for number in numbers.tolist()]
+    return Attribution(paths.of, op_ranges, OpLaunches(calls, at))
 
 
-def _add_steps(ranges: list[Range], launches: dict[int, Launch], found: dict[int, tuple[int, ...]]) -> None:
+def _add_steps(ranges: list[Range], moments: Ints, seen: Ints, held: _Held) -> None:
     """A launch inside a step belongs to it whichever thread launched it (steps do not overlap)."""
     steps = [index for index, item in enumerate(ranges) if item.step]
     if not steps:
         return
     steps.sort(key=lambda i: ranges[i].start)
     starts = np.array([ranges[i].start for i in steps], dtype=np.int64)
-    extended: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}  # shared, as _sweep shares what it finds
-    for correlation, launch in launches.items():
-        at = int(np.searchsorted(starts, launch.start, side="right")) - 1
-        if at >= 0 and launch.start <= ranges[steps[at]].end:
-            held = found.get(correlation, ())
-            if steps[at] not in held:
-                key = (held, steps[at])
-                if key not in extended:
-                    extended[key] = (*held, steps[at])
-                found[correlation] = extended[key]
+    ends = np.array([ranges[i].end for i in steps], dtype=np.int64)
+    at = np.searchsorted(starts, moments, side="right") - 1
+    inside = np.flatnonzero(at >= 0)
+    inside = inside[moments[inside] <= ends[at[inside]]]
+    extended: dict[tuple[int, int], int] = {}  # shared, as _sweep shares what it finds
+    for call, number in zip(inside.tolist(), seen[inside].tolist(), strict=True):
+        step = steps[int(at[call])]
+        before = held.sets[number] if number >= 0 else ()
+        if step not in before:
+            key = (number, step)
+            if key not in extended:
+                extended[key] = held.number((*before, step))
+            seen[call] = extended[key]

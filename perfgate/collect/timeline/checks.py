@@ -8,19 +8,29 @@ kernels that all last 0 ns (nothing to compare: every one would pass), and names
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from perfgate.collect.timeline.model import KERNEL, Trace
+from perfgate.collect.timeline.model import KERNEL, GpuOp, Launch, LaunchColumns, Range, Trace
 from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 
 _FIX = "trace again; the file is corrupt or was edited"
 
 
+def _backwards(items: Iterable[GpuOp | Range] | Mapping[int, Launch]) -> list[tuple[int, int]]:
+    """(start, end) of each item that ends before it starts; launch calls held as columns, compared as columns."""
+    if isinstance(items, LaunchColumns):
+        wrong = items.end < items.start
+        return list(zip(items.start[wrong].tolist(), items.end[wrong].tolist(), strict=True))
+    calls = items.values() if isinstance(items, Mapping) else items
+    return [(item.start, item.end) for item in calls if item.end < item.start]
+
+
 def check_trace(trace: Trace, path: Path) -> None:
     """InputError for the first of these a trace holds (one without kernels is left to ``measure.no_kernels``)."""
-    for what, items in (("GPU op", trace.ops), ("launch call", trace.launches.values()), ("host range", trace.ranges)):
-        backwards = [(item.start, item.end) for item in items if item.end < item.start]
+    for what, items in (("GPU op", trace.ops), ("launch call", trace.launches), ("host range", trace.ranges)):
+        backwards = _backwards(items)
         if backwards:
             start, end = backwards[0]
             count = f"{len(backwards):,} {what}s end" if len(backwards) > 1 else f"a {what} ends"

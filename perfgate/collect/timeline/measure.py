@@ -17,7 +17,7 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
-from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, Trace
+from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, LaunchColumns, Trace
 from perfgate.collect.timeline.region_entry import (
     GPU_BUSY,
     GPU_IDLE,
@@ -42,6 +42,7 @@ from perfgate.collect.timeline.region_entry import (
 )
 from perfgate.collect.timeline.sketch import SKETCH_SETTING, sketch
 from perfgate.errors import InputError
+from perfgate.limits import MAX_LAUNCH_TEXT_CHARS
 from perfgate.columns import Columns, Gather, objects
 from perfgate.table import COLUMNS, Measurement, format_dim, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
@@ -71,8 +72,14 @@ MAX_TIME_NS = 2**62
 
 def check_times(trace: Trace, path: Path) -> None:
     """InputError for a time no clock gave (a hand-edited or corrupt trace): it would overflow int64 later."""
-    spans = itertools.chain(((op.start, op.end) for op in trace.ops),
-                            ((call.start, call.end) for call in trace.launches.values()),
+    calls = trace.launches
+    if isinstance(calls, LaunchColumns):  # int64 columns: only the calls out of range, as pairs
+        wrong = ((calls.start <= -MAX_TIME_NS) | (calls.start >= MAX_TIME_NS) | (calls.end <= -MAX_TIME_NS)
+                 | (calls.end >= MAX_TIME_NS))
+        call_spans: Iterable[tuple[int, int]] = zip(calls.start[wrong].tolist(), calls.end[wrong].tolist(), strict=True)
+    else:
+        call_spans = ((call.start, call.end) for call in calls.values())
+    spans = itertools.chain(((op.start, op.end) for op in trace.ops), call_spans,
                             ((host.start, host.end) for host in trace.ranges))  # one at a time: no list per op
     for start, end in spans:
         if not (-MAX_TIME_NS < start < MAX_TIME_NS and -MAX_TIME_NS < end < MAX_TIME_NS):
@@ -183,12 +190,14 @@ def _dim(dims: tuple[int, int, int] | None) -> str:
     return format_dim(*dims) if dims else ""
 
 
-def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstance]) -> Columns:
+def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstance], source: Path) -> Columns:
     """The kernel rows (one launch per kernel, by start) and then the region rows (one per path: the median of its
     entries), built as columns: a launch's texts as codes into their few distinct values, each row's launch and
     metric as codes (``columns.Gather``). Rows as dicts took 2 GB for an export of 200,000 kernels."""
     ops = trace.ops
-    kernels = sorted((i for i, op in enumerate(ops) if op.kind == KERNEL), key=lambda i: ops[i].start)
+    kernel_ops = np.fromiter((i for i, op in enumerate(ops) if op.kind == KERNEL), dtype=np.int64)
+    starts = np.fromiter((ops[i].start for i in kernel_ops.tolist()), dtype=np.int64, count=kernel_ops.size)
+    kernels = kernel_ops[np.argsort(starts, kind="stable")]  # an array: a list of 200,000 ints took 7 MB
     by_path: dict[str, list[RegionInstance]] = defaultdict(list)
     for instance in instances:
         by_path[instance.path].append(instance)
@@ -196,10 +205,10 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     names, demangled, region, device, dims = _Codes(), _Codes(), _Codes(), _Codes(), _Codes()
     demangled("")  # a region's
     dims(None)
-    launch_codes = {column: np.empty(count + regions, dtype=np.int64)
+    launch_codes = {column: np.empty(count + regions, dtype=np.int32)  # codes into fewer distinct values than rows
                     for column in ("kernel", "demangled", "region", "device", "grid", "block")}
     values = np.full((count, len(_KERNEL_METRICS)), np.nan)
-    for at, index in enumerate(kernels):
+    for at, index in enumerate(kernels.tolist()):
         op = ops[index]
         held = [r for r in attribution.op_ranges[index] if not trace.ranges[r].step]
         codes = (names(op.name), demangled(op.demangled), region(max((attribution.paths[r] for r in held), key=len,
@@ -209,9 +218,11 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
             column[at] = code
         values[at] = (op.end - op.start, op.stream, _or_nan(op.registers), _or_nan(op.static_shared),
                           _or_nan(op.dynamic_shared))
+    _check_launch_text(source, count, launch_codes, {"kernel": names, "demangled": demangled, "region": region})
     present = ~np.isnan(values)
     present[:, :2] = True
-    kernel_ordinals = _ordinals(launch_codes["kernel"][:count] * (len(region.index) + 1) + launch_codes["region"][:count])
+    kernel_ordinals = _ordinals(launch_codes["kernel"][:count].astype(np.int64) * (len(region.index) + 1)
+                                + launch_codes["region"][:count])
     region_values = _region_values(trace, by_path, count, launch_codes, (names, region, device))
     launch = np.concatenate((np.repeat(np.arange(count, dtype=np.int64), present.sum(axis=1)),
                              np.repeat(np.arange(count, count + regions, dtype=np.int64), len(REGION_UNITS))))
@@ -239,8 +250,23 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     return normalized(Columns({column: data[column] for column in COLUMNS}))
 
 
+def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDArray[np.int32]],
+                       texts: dict[str, _Codes]) -> None:
+    """InputError when the names and region paths of the ``count`` kernel launches, which every output writes once
+    a launch, pass ``MAX_LAUNCH_TEXT_CHARS`` together: each is held once in memory, but a long one repeated over many
+    launches would fill the disk."""
+    total = 0
+    for column, codes in texts.items():
+        lengths = np.fromiter((len(str(value)) for value in codes.index), dtype=np.int64, count=len(codes.index))
+        total += int(lengths[launch_codes[column][:count]].sum())
+    if total > MAX_LAUNCH_TEXT_CHARS:
+        raise InputError(source, f"kernel names and region paths of {total:,} characters over its {count:,} launches "
+                                 f"together (perfgate reads up to {MAX_LAUNCH_TEXT_CHARS:,})",
+                         "name ranges shorter, nest them less deeply, or trace fewer launches")
+
+
 def _region_values(trace: Trace, by_path: dict[str, list[RegionInstance]], count: int,
-                   launch_codes: dict[str, npt.NDArray[np.int64]],
+                   launch_codes: dict[str, npt.NDArray[np.int32]],
                    codes: tuple[_Codes, _Codes, _Codes]) -> npt.NDArray[np.float64]:
     """The region rows after the ``count`` kernel rows: their launch codes set in ``launch_codes`` and their values,
     the medians over their entries. No signature: a region is known by its path (``kernel`` and ``region``)."""
@@ -288,7 +314,7 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     check_times(trace, path)
     attribution = attribute(trace)
     instances = region_instances(trace, attribution)
-    table = _table(trace, attribution, instances)
+    table = _table(trace, attribution, instances, path)
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
     loading = module_loading(instances)

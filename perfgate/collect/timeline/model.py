@@ -7,7 +7,13 @@ Times are integer nanoseconds from an origin of the reader's choosing (absolute 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping, ValuesView
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+Ints = npt.NDArray[np.int64]
 
 KERNEL = "kernel"
 MEMCPY = "memcpy"
@@ -47,6 +53,72 @@ class Launch(NamedTuple):
     end: int
 
 
+class LaunchColumns(Mapping[int, Launch]):
+    """Launch calls by correlation id, held as columns (an Nsight Systems export's hundreds of thousands of them: a
+    ``Launch`` object and a dict entry each took about 250 bytes a call). A ``Launch`` is built when one is asked for;
+    iteration follows the order the calls were given in."""
+
+    def __init__(self, correlation: Any, thread: Any, threads: list[str], start: Any, end: Any) -> None:
+        self.correlation: Ints = np.asarray(correlation, dtype=np.int64)
+        self.thread: Ints = np.asarray(thread, dtype=np.int64)  # codes into ``threads``
+        self.threads = threads
+        self.start: Ints = np.asarray(start, dtype=np.int64)
+        self.end: Ints = np.asarray(end, dtype=np.int64)
+        self._order = np.argsort(self.correlation, kind="stable")
+        self._sorted = self.correlation[self._order]
+
+    @classmethod
+    def of(cls, launches: Mapping[int, Launch]) -> LaunchColumns:
+        """Any mapping of launch calls as columns (itself where it is one)."""
+        if isinstance(launches, LaunchColumns):
+            return launches
+        codes: dict[str, int] = {}
+        count = len(launches)
+        return cls(np.fromiter(launches, dtype=np.int64, count=count),
+                   np.fromiter((codes.setdefault(call.thread, len(codes)) for call in launches.values()),
+                               dtype=np.int64, count=count),
+                   list(codes), np.fromiter((call.start for call in launches.values()), dtype=np.int64, count=count),
+                   np.fromiter((call.end for call in launches.values()), dtype=np.int64, count=count))
+
+    def positions(self, correlations: Any) -> Ints:
+        """Per correlation id: its call's position (in the given order), -1 where there is none."""
+        wanted = np.asarray(correlations, dtype=np.int64)
+        if not self._sorted.size:
+            return np.full(wanted.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._sorted, wanted), self._sorted.size - 1)
+        return np.where(self._sorted[at] == wanted, self._order[at], -1)
+
+    def at(self, position: int) -> Launch:
+        return Launch(int(self.correlation[position]), self.threads[int(self.thread[position])],
+                      int(self.start[position]), int(self.end[position]))
+
+    def __getitem__(self, correlation: int) -> Launch:
+        position = int(self.positions([correlation])[0]) if isinstance(correlation, int) else -1
+        if position < 0:
+            raise KeyError(correlation)
+        return self.at(position)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.correlation.tolist())
+
+    def values(self) -> ValuesView[Launch]:
+        return _Calls(self)
+
+    def __len__(self) -> int:
+        return int(self.correlation.size)
+
+
+class _Calls(ValuesView[Launch]):
+    """A ``LaunchColumns``' calls in order, each built as it is reached (not looked up by its id)."""
+
+    def __init__(self, launches: LaunchColumns) -> None:
+        super().__init__(launches)
+        self.launches = launches
+
+    def __iter__(self) -> Iterator[Launch]:
+        return (self.launches.at(position) for position in range(len(self.launches)))
+
+
 class Range(NamedTuple):
     """A host range: an NVTX push/pop range, a ``record_function``, a ``perfgate.region``, or a profiler step."""
 
@@ -65,7 +137,7 @@ class Device(NamedTuple):
 class Trace(NamedTuple):
     format: str  # "kineto", "nsys" or "cupti"
     ops: list[GpuOp]
-    launches: dict[int, Launch]  # by correlation id: the first API call with that id
+    launches: Mapping[int, Launch]  # by correlation id: the first API call with that id
     ranges: list[Range]
     devices: dict[int, Device]
     facts: dict[str, str | int | float | bool]  # versions and the like, kept in the measurement's settings

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from array import array
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from perfgate.collect.timeline.model import (
     FROM_PROCESS_START,
@@ -22,7 +25,8 @@ from perfgate.collect.timeline.model import (
     MEMSET,
     Device,
     GpuOp,
-    Launch,
+    Ints,
+    LaunchColumns,
     Range,
     Trace,
 )
@@ -98,16 +102,26 @@ def _memory_ops(connection: sqlite3.Connection, tables: set[str]) -> list[GpuOp]
     return ops
 
 
-def _launches(connection: sqlite3.Connection, tables: set[str]) -> dict[int, Launch]:
-    launches: dict[int, Launch] = {}
-    threads: dict[Any, str] = {}  # a few threads make every launch: each one's name held once
+def _launches(connection: sqlite3.Connection, tables: set[str]) -> LaunchColumns:
+    """The first call of each correlation id, as columns: a kernel-dense export holds hundreds of thousands."""
+    columns: tuple[array[int], ...] = (array("q"), array("q"), array("q"), array("q"))
+    correlations, thread_codes, starts, ends = columns
+    threads: dict[Any, int] = {}  # a few threads make every launch
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         for correlation, thread, start, end in connection.execute(
                 "SELECT correlationId, globalTid, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start"):
-            if correlation is not None and int(correlation) not in launches:
-                name = threads.get(thread) or threads.setdefault(thread, str(thread))
-                launches[int(correlation)] = Launch(int(correlation), name, int(start), int(end))
-    return launches
+            if correlation is not None:
+                correlations.append(int(correlation))
+                thread_codes.append(threads.setdefault(thread, len(threads)))
+                starts.append(int(start))
+                ends.append(int(end))
+    first = np.sort(np.unique(np.frombuffer(correlations, dtype=np.int64), return_index=True)[1])
+
+    def kept(column: array[int]) -> Ints:
+        return np.frombuffer(column, dtype=np.int64)[first]
+
+    return LaunchColumns(kept(correlations), kept(thread_codes), [str(thread) for thread in threads], kept(starts),
+                         kept(ends))
 
 
 # torch.autograd.profiler.emit_nvtx() names each operator's and autograd node's NVTX range "aten::addmm, seq = 12,
