@@ -8,7 +8,8 @@ added (``perfgate.regions``; not again where a stored baseline has them), and ho
 
 ``with_derived`` adds the derived metrics (``perfgate.derived``) that a comparison compares, computed from each
 side's raw counters: ``compare_tables`` applies it to both sides, so a stored baseline, which keeps raw counters
-only, is judged by today's formulas.
+only, is judged by today's formulas. A region total's ``derived.roofline_pct`` is its kernels' FLOP over the FLOP
+their roofs allowed in their durations (``region_roofline_pct``): the peaks do not add across launches.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Collection, NamedTuple
 import numpy as np
 
 from perfgate.columns import Columns, first_rows, objects
-from perfgate.derived import DERIVED, DERIVED_BY_NAME, is_derived
+from perfgate.derived import DERIVED, DERIVED_BY_NAME, DURATION, NS_PER_S, is_derived
 from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.vocabulary import REGION_SEPARATOR
 from perfgate.table import Measurement, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
@@ -90,6 +92,41 @@ class _LaunchValues:
         return np.where(np.isfinite(a), a, b)
 
 
+ROOFLINE_PCT = "derived.roofline_pct"
+
+
+def region_roofline_pct(heads: Columns, values: _LaunchValues) -> np.ndarray:
+    """Per launch, ``derived.roofline_pct`` with each region total's computed over its kernel launches: their
+    FLOP over the FLOP their roofs allowed in their durations, Σ FLOP_i / Σ (duration_i x roof_i) x 100, roof_i
+    being min(peak FLOP/s, intensity x peak DRAM B/s) at launch i. The peaks do not add across launches (a total
+    holds none), and a launch's roof weighs by its duration. NaN where a launch inside lacks a roof or a FLOP rate
+    (a total over part of its launches would flatter it)."""
+    pct = np.array(values.computed[ROOFLINE_PCT], dtype=np.float64)
+    kinds = heads["kind"]
+    totals = np.flatnonzero(kinds == KIND_REGION)
+    if not len(totals):
+        return pct
+    rate, duration = values.computed.get("derived.flop_per_s"), values(DURATION)
+    intensity = values.computed.get("derived.arithmetic_intensity")
+    peak, bandwidth = values.computed.get("derived.peak_flop_per_s"), values.computed.get(
+        "derived.peak_dram_bytes_per_s")
+    if rate is None or duration is None or intensity is None or peak is None or bandwidth is None:
+        return pct
+    seconds = duration / NS_PER_S
+    with np.errstate(invalid="ignore"):
+        flop, allowed = rate * seconds, np.minimum(peak, intensity * bandwidth) * seconds
+    regions = heads["region"]
+    kernels = np.flatnonzero((kinds == KIND_KERNEL) & (regions != ""))
+    top = np.array([str(r).split(REGION_SEPARATOR, 1)[0] for r in regions[kernels].tolist()], dtype=object)
+    for total in totals.tolist():
+        region = str(regions[total])
+        inside = kernels if not region else kernels[top == region]  # region "": the overall total
+        done, can = flop[inside], allowed[inside]
+        complete = len(inside) and np.isfinite(done).all() and np.isfinite(can).all() and can.sum() > 0
+        pct[total] = float(done.sum() / can.sum() * 100.0) if complete else math.nan
+    return pct
+
+
 def with_derived(measurement: Measurement, metrics: Collection[str]) -> Measurement:
     """``measurement`` with a row per kernel or region launch and derived metric among ``metrics`` that its raw
     counters let compute (none where they do not); a derived row it held already is replaced where one is
@@ -110,6 +147,8 @@ def with_derived(measurement: Measurement, metrics: Collection[str]) -> Measurem
     firsts = first_rows(table["launch"])
     heads = table[firsts]  # one row per launch, in launch-id order after sorting
     heads = heads[np.argsort(heads["launch"], kind="stable")]
+    if ROOFLINE_PCT in wanted and ROOFLINE_PCT in values.computed:
+        values.computed[ROOFLINE_PCT] = region_roofline_pct(heads, values)
     measured = np.isin(heads["kind"], objects([KIND_KERNEL, KIND_REGION]))
     parts: list[Columns] = []
     for name in wanted:

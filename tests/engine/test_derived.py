@@ -214,3 +214,45 @@ def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> 
     settings = settings_from_table({"metrics": ["+roofline"]})
     assert settings.metrics is not None and settings.metrics[0] == "gpu__time_duration.sum"
     assert "derived.roofline_pct" in CompareOptions(metrics=settings.metrics).compared_metrics()
+
+
+def _in_regions(measurement: Measurement, regions: list[str]) -> Measurement:
+    """The report's kernel launches placed in ``regions`` (in launch order, one each, cycling): as if each ran
+    inside ``perfgate.region(name)``."""
+    table = measurement.table
+    launches = sorted(set(table["launch"].tolist()))
+    place = {launch: regions[i % len(regions)] for i, launch in enumerate(launches)}
+    named = np.array([place[int(launch)] for launch in table["launch"].tolist()], dtype=object)
+    return measurement.with_table(table.assign(region=named))
+
+
+def test_a_region_totals_roofline_is_its_flop_over_the_duration_weighted_roofs() -> None:
+    """Σ FLOP_i / Σ (duration_i x roof_i), each launch's roof at its own intensity, computed here from the raw
+    counters of each launch (ncu's per-cycle forms), never from the derived values."""
+    measurement = read_table(corpus_file("esmm-a10g/a62323b_output.ncu-rep"), ROOFLINE.wanted_metrics())
+    placed, _ = prepare(_in_regions(measurement, ["layer1", "layer2"]))
+    derived = with_derived(placed, ROOFLINE.compared_metrics())
+    raw = _per_launch(placed)
+    kernels = {launch: values for launch, values in raw.items() if _expected(values) is not None}
+    assert len(kernels) == 4
+    region_of = {int(r["launch"]): str(r["region"]) for r in placed.table.rows()}
+    totals = {(str(r["kernel"]), int(r["launch"])): float(r["value"]) for r in derived.table.rows()
+              if r["kind"] == "region" and r["metric"] == "derived.roofline_pct"}
+    assert {name for name, _ in totals} == {"layer1", "layer2", "total"}
+    for (name, _), got in totals.items():
+        inside = [launch for launch in kernels if name == "total" or region_of[launch] == name]
+        flop = allowed = 0.0
+        for launch in inside:
+            expected = _expected(kernels[launch])
+            assert expected is not None
+            seconds = kernels[launch]["gpu__time_duration.sum"] / 1e9
+            flop += expected["derived.flop_per_s"] * seconds
+            roof = min(expected["derived.peak_flop_per_s"],
+                       expected["derived.arithmetic_intensity"] * expected["derived.peak_dram_bytes_per_s"])
+            allowed += roof * seconds
+        assert got == pytest.approx(flop / allowed * 100, rel=0.01), name
+    # Between its kernels' shares, nearer the longer ones' (the roofs weigh by duration).
+    shares = [v for (name, _), v in totals.items()]
+    kernel_shares = [float(r["value"]) for r in derived.table.rows()
+                     if r["kind"] == "kernel" and r["metric"] == "derived.roofline_pct"]
+    assert min(kernel_shares) <= min(shares) and max(shares) <= max(kernel_shares)
