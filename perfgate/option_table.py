@@ -179,6 +179,9 @@ OPTIONS: tuple[Option, ...] = (
                             "launch configuration are the same on both sides cannot regress in time",
            plugin="--perfgate-code-identity", cli=("--code-identity",), commands=("compare", "baseline"), flag=True,
            default_text="off: reading the code costs about a second per large library kernel"),
+    Option("kernel_thresholds", "a table of glob pattern = a table of thresholds: the kernels matching a pattern are "
+                                "gated by its thresholds instead of the metrics' (the first pattern that matches)",
+           default_text="none"),
     Option("kernel_aliases", "a table of glob pattern = name: kernels matching a pattern pair under that name, as a "
                              "renamed kernel", default_text="none"),
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "

@@ -171,7 +171,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     # Each row's limits: its series' own threshold where it has one (``series_thresholds``), else its metric's;
     # ``floored`` raises the absolute ones to the DRAM traffic floors (``absolute_floors``).
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
-                        launches.frame["region"], options.series_thresholds)
+                        launches.frame["region"], options.series_thresholds, rules.floor, options.kernel_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
     resolution = time_resolution(baseline, current)
@@ -252,7 +252,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame = launch_frame.assign(**code_columns(found.code))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
-    if options.series_thresholds:
+    if options.series_thresholds or options.kernel_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
     notes += _result_notes(found, results, order, options)
     notes += significance_notes(launch_frame, statuses, baseline, current, options.significance)

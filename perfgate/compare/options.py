@@ -42,6 +42,9 @@ class CompareOptions(NamedTuple):
     # renamed, whose change nobody judged) unless accepted: ``--accept-unpaired-kernels`` or
     # ``accept_unpaired_kernels`` in [tool.perfgate] or the perfgate marker.
     accept_unpaired_kernels: bool = False
+    # Thresholds of the kernels matching a glob pattern, pattern -> {metric: threshold} (``[tool.perfgate]
+    # kernel_thresholds``): over the metric's and a series' learned one (what a person wrote wins; ``row_limits``).
+    kernel_thresholds: Mapping[str, Mapping[str, Threshold]] = NO_ENTRIES
 
     def effective_thresholds(self) -> dict[str, Threshold]:
         merged = default_thresholds()
@@ -57,7 +60,8 @@ class CompareOptions(NamedTuple):
         """Metrics to show: the chosen set plus every metric that has an explicit threshold."""
         chosen = list(self.metrics) if self.metrics is not None else [*DEFAULT_KERNEL_METRICS,
                                                                       *DEFAULT_BENCHMARK_METRICS]
-        extra = [m for m in self.thresholds if m not in chosen]
+        per_kernel = [m for table in self.kernel_thresholds.values() for m in table]
+        extra = [m for m in [*self.thresholds, *per_kernel] if m not in chosen]
         return expand_groups([*chosen, *extra])  # a group (``roofline``) stands for its metrics
 
     def wanted_metrics(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from perfgate.config import settings_from_table
 from perfgate.derived import DERIVED, METRIC_GROUPS, derived_inputs, expand_groups
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, direction_of, is_time_like, parse_threshold
-from perfgate.options import resolve_metrics
+from perfgate.options import resolve_metrics, selection
 from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.prepare import prepare, read_prepared, with_derived
 from perfgate.render import render
@@ -256,3 +256,45 @@ def test_a_region_totals_roofline_is_its_flop_over_the_duration_weighted_roofs()
     kernel_shares = [float(r["value"]) for r in derived.table.rows()
                      if r["kind"] == "kernel" and r["metric"] == "derived.roofline_pct"]
     assert min(kernel_shares) <= min(shares) and max(shares) <= max(kernel_shares)
+
+
+def test_a_per_kernel_floor_in_the_config_fails_only_the_kernels_it_names(esmm: Measurement) -> None:
+    # warptiling sits at 36.0% of its roof, the others at 18.5-30.4%: a floor of 40 for "*warp*" fails it alone;
+    # the others keep the metric's 5 points (no floor), and a floor for a pattern no kernel matches gates nothing.
+    settings = settings_from_table({"metrics": ["+roofline"], "kernel_thresholds": {
+        "*warp*": {"derived.roofline_pct": ">=40"}, "*tiling": {"derived.roofline_pct": ">=10"},
+        "nothing*": {"derived.roofline_pct": ">=99"}}})
+    options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=0.01,
+                        allow_device_mismatch=False, kernel_thresholds=settings.kernel_thresholds)
+    comparison = compare_tables(esmm, esmm, options)
+    rows = {row["kernel"]: row for row in comparison.results.rows() if row["metric"] == "derived.roofline_pct"}
+    assert {k: r["status"] for k, r in rows.items()} == {
+        "one_blocktiling": "unchanged", "two_blocktiling": "unchanged", "vectorized_blocktiling": "unchanged",
+        "warptiling": "regression"}
+    # The first pattern a kernel matches is its threshold: warptiling's ">=40" (it matches "*tiling" too).
+    assert {k: r["threshold"] for k, r in rows.items()} == {
+        "one_blocktiling": ">=10", "two_blocktiling": ">=10", "vectorized_blocktiling": ">=10",
+        "warptiling": ">=40"}
+    assert comparison.verdict == "fail"
+    assert "below its floor: 36.0% of the roof, at least 40% required" in render(build_report(comparison), "md")
+    # Without the config's kernel table the same comparison passes: the floor was the kernel's alone.
+    assert compare_tables(esmm, esmm, options._replace(kernel_thresholds={})).verdict == "pass"
+
+
+def test_a_per_kernel_floor_alone_leaves_the_kernels_change_ungated_and_five_points_keeps_it(esmm: Measurement) -> None:
+    halved = _halved_flop(esmm)  # every kernel loses 9-18 points, all stay above 5% of the roof
+    floor_only = ROOFLINE._replace(kernel_thresholds={"warptiling": {"derived.roofline_pct": parse_threshold(">=5")}})
+    statuses = {row["kernel"]: row["status"] for row in compare_tables(esmm, halved, floor_only).results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses["warptiling"] == "unchanged" and statuses["one_blocktiling"] == "regression"
+    both = ROOFLINE._replace(kernel_thresholds={"warptiling": {"derived.roofline_pct": parse_threshold("5+>=5")}})
+    statuses = {row["kernel"]: row["status"] for row in compare_tables(esmm, halved, both).results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses["warptiling"] == "regression"
+
+
+@pytest.mark.parametrize("value", [{"sgemm*": ">=60"}, ["sgemm*"], {"sgemm*": {}},
+                                   {"sgemm*": {"derived.roofline_pct": 60}}])
+def test_a_malformed_kernel_thresholds_table_is_one_line_of_bad_config(value: object) -> None:
+    with pytest.raises(ConfigError, match="kernel_thresholds"):
+        settings_from_table({"kernel_thresholds": value})
