@@ -16,9 +16,11 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from perfgate.config import CACHE_CONTROLS, SOURCES, Settings
 from perfgate.metrics import CATALOG
+from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.options import (
     clock_control_arg,
     metrics_arg,
+    positive_flop,
     positive_seconds,
     probability,
     resolve_metrics,
@@ -186,6 +188,10 @@ OPTIONS: tuple[Option, ...] = (
                              "renamed kernel", default_text="none"),
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "
                         "pyproject.toml's folder", default_text="perfgate's own", anchor="path"),
+    Option("", "the useful work the compared test does, in FLOP (a GEMM's 2*M*N*K): the counted FLOP are compared "
+               f"with it, and counted FLOP above {REDUNDANT_WORK_RATIO:g} x it are redundant work, said in the Why (the "
+               "marker's flops=)",
+           cli=("--flops",), commands=("compare",), metavar="FLOP", parse=positive_flop, default_text="none"),
     Option("", "pyproject.toml whose [tool.perfgate] to use", cli=("--config",),
            commands=("compare", "baseline", "baselines", "history changes", "history dashboard", "bisect"),
            metavar="PYPROJECT",

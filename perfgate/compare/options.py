@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from perfgate.derived import derived_inputs, expand_groups
+from perfgate.derived import DECLARED_WORK_METRICS, derived_inputs, expand_groups
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
     DEFAULT_KERNEL_METRICS,
@@ -45,6 +45,10 @@ class CompareOptions(NamedTuple):
     # Thresholds of the kernels matching a glob pattern, pattern -> {metric: threshold} (``[tool.perfgate]
     # kernel_thresholds``): over the metric's and a series' learned one (what a person wrote wins; ``row_limits``).
     kernel_thresholds: Mapping[str, Mapping[str, Threshold]] = NO_ENTRIES
+    # The useful work the compared test declares, in FLOP (``@pytest.mark.perfgate(flops=…)``, ``perfgate compare
+    # --flops``): the counted FLOP and their ratio to it are compared, and counted FLOP above
+    # ``derived.REDUNDANT_WORK_RATIO`` x it is a finding (redundant work). None: none declared.
+    declared_flops: float | None = None
 
     def effective_thresholds(self) -> dict[str, Threshold]:
         merged = default_thresholds()
@@ -61,7 +65,8 @@ class CompareOptions(NamedTuple):
         chosen = list(self.metrics) if self.metrics is not None else [*DEFAULT_KERNEL_METRICS,
                                                                       *DEFAULT_BENCHMARK_METRICS]
         per_kernel = [m for table in self.kernel_thresholds.values() for m in table]
-        extra = [m for m in [*self.thresholds, *per_kernel] if m not in chosen]
+        declared = DECLARED_WORK_METRICS if self.declared_flops is not None else ()
+        extra = [m for m in [*self.thresholds, *per_kernel, *declared] if m not in chosen]
         return expand_groups([*chosen, *extra])  # a group (``roofline``) stands for its metrics
 
     def wanted_metrics(self) -> tuple[str, ...]:

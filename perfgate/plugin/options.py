@@ -179,5 +179,6 @@ def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None
                      extra_metrics=marker.metrics if marker else (),
                      extra_thresholds=marker.thresholds if marker else None, collecting=collecting,
                      kernel_aliases=options.kernel_aliases, kernel_thresholds=options.kernel_thresholds,
+                     declared_flops=marker.flops if marker else None,
                      accept_unpaired_kernels=options.accept_unpaired_kernels
                      or bool(marker and marker.accept_unpaired_kernels))

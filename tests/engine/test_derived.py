@@ -298,3 +298,53 @@ def test_a_per_kernel_floor_alone_leaves_the_kernels_change_ungated_and_five_poi
 def test_a_malformed_kernel_thresholds_table_is_one_line_of_bad_config(value: object) -> None:
     with pytest.raises(ConfigError, match="kernel_thresholds"):
         settings_from_table({"kernel_thresholds": value})
+
+
+# mlp-t4's matrix_addition2D adds two 1000 x 1000 float matrices, one FADD per element: 10^6 FLOP of useful work
+# (its 63 x 63 blocks of 16 x 16 threads are ceil(1000 / 16) = 63 a side; the threads outside add nothing).
+ADDITION_FLOP = 1000 * 1000
+
+
+def _declared(flops: float) -> CompareOptions:
+    return selection(metrics=None, thresholds={}, significance=0.01, allow_device_mismatch=False,
+                     declared_flops=flops)
+
+
+def _values(comparison: object, metric: str) -> list[tuple[float, float]]:
+    results = comparison.results  # type: ignore[attr-defined]
+    return [(row["baseline"], row["current"]) for row in results.rows() if row["metric"] == metric]
+
+
+def test_the_counted_flop_of_a_real_report_are_its_useful_work_and_match_nothing_redundant() -> None:
+    report = read_prepared(corpus_file("mlp-t4/report.ncu-rep"), _declared(ADDITION_FLOP))
+    comparison = compare_tables(report, report, _declared(ADDITION_FLOP))
+    [(_, counted)] = _values(comparison, "derived.flop")
+    assert counted == pytest.approx(ADDITION_FLOP, rel=0.01)
+    [(_, ratio)] = _values(comparison, "derived.declared_work")
+    assert ratio == pytest.approx(1.0, rel=0.01)
+    assert not any("redundant" in note for note in comparison.notes)
+
+
+def test_counted_flop_well_above_the_declared_are_redundant_work_in_every_formats_why() -> None:
+    # Declared 400,000 FLOP (as if the test's useful work were a 632 x 632 addition): counted 2.5x it.
+    options = _declared(4e5)
+    base = read_prepared(corpus_file("mlp-t4/report.ncu-rep"), options)
+    cur = read_prepared(corpus_file("mlp-t4/report_v2.ncu-rep"), options)  # slower: the why is shown
+    comparison = compare_tables(base, cur, options)
+    [(before, after)] = _values(comparison, "derived.declared_work")
+    assert before == pytest.approx(2.5, rel=0.01) and after == pytest.approx(2.5, rel=0.01)
+    [note] = [note for note in comparison.notes if note.startswith("redundant work")]
+    assert note.startswith("redundant work: the kernels counted 2.5× the declared FLOP (1e+06 counted, 4e+05 declared")
+    report = build_report(comparison)
+    for fmt in ("text", "md", "html"):
+        assert "counted 2.5× the declared FLOP: redundant work (2.5× in the baseline)" in render(report, fmt), fmt
+    # Declared 700,000: counted 1.43x, under the 1.5x of a finding.
+    quiet = compare_tables(base, cur, _declared(7e5))
+    assert not any("redundant" in note for note in quiet.notes)
+    assert "redundant work" not in render(build_report(quiet), "md")
+
+
+def test_a_declared_work_without_flop_counters_says_so() -> None:
+    measurement = read_prepared(H100 / "vector_add.ncu-rep", _declared(1e6))  # the default set: no FLOP counter
+    comparison = compare_tables(measurement, measurement, _declared(1e6))
+    assert any(note.startswith("declared work: the test declares 1e+06 FLOP but") for note in comparison.notes)
