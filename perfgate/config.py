@@ -40,6 +40,8 @@ class Settings(NamedTuple):
     keep_artifacts: bool = False  # keep ncu's report, log and command of every perf test, not only failed ones
     isolate: bool = False  # one profiled child per perf test instead of one per group sharing ncu's options
     kernel_aliases: Mapping[str, str] = NO_ENTRIES  # glob pattern -> name, to pair renamed kernels
+    # glob pattern -> {metric: threshold}: the thresholds of the kernels matching it, over the metric's
+    kernel_thresholds: Mapping[str, Mapping[str, Threshold]] = NO_ENTRIES
     accept_unpaired_kernels: bool = False  # missing + new kernels of one region pass (else: not measured)
     code_identity: bool = False  # read each kernel's machine code from .ncu-rep files: the same-code rule
     # ncu sections collected besides the metrics (--section ID): only their rules give findings ("Uncoalesced
@@ -129,6 +131,16 @@ def _threshold_entry(metric: object, value: object, source: str) -> Threshold:
         raise ConfigError(f"{source}: {exc}") from None
 
 
+def _kernel_thresholds(value: object, source: str) -> dict[str, dict[str, Threshold]]:
+    """``{"sgemm*" = {"derived.roofline_pct" = ">=60"}}``: per glob pattern, the thresholds of its kernels."""
+    shape = ('kernel_thresholds must be a table of glob pattern = a table of thresholds, like {"sgemm*" = '
+             '{"derived.roofline_pct" = ">=60"}}')
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) and v for v in value.values()):
+        raise ConfigError(f"{source}: {shape}")
+    return {str(pattern): {str(k): _threshold_entry(k, v, f'{source}: kernel_thresholds."{pattern}"')
+                           for k, v in table.items()} for pattern, table in value.items()}
+
+
 def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]") -> Settings:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
@@ -139,6 +151,8 @@ def settings_from_table(table: Mapping[str, Any], source: str = "[tool.perfgate]
             if not isinstance(value, Mapping):
                 raise ConfigError(f'{source}: thresholds must be a table like {{"gpu__time_duration.sum" = "5%"}}')
             values[key] = {str(k): _threshold_entry(k, v, source) for k, v in value.items()}
+        elif key == "kernel_thresholds":
+            values[key] = _kernel_thresholds(value, source)
         elif key == "kernel_aliases":
             if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
                 raise ConfigError(f'{source}: kernel_aliases must be a table like {{"triton_red_fused_sum_*" = '

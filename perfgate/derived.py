@@ -35,6 +35,11 @@ class Values(Protocol):
     def where_finite(self, a: Any, b: Any) -> Any:
         """Per launch, ``a`` where it is finite, else ``b``."""
 
+    @property
+    def declared_flops(self) -> float | None:
+        """The useful work the test declares (``@pytest.mark.perfgate(flops=…)``, ``perfgate compare --flops``);
+        None where none is."""
+
 
 class DerivedMetric(NamedTuple):
     """One derived metric; ``perfgate.metrics`` makes its catalog entry (``MetricInfo``) from the first fields."""
@@ -65,6 +70,8 @@ DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
 DRAM_READ, DRAM_WRITE, DRAM_BYTES = "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum"
 DRAM_RATE = "dram__bytes.sum.per_second"
 NS_PER_S = 1e9
+# Counted FLOP above this multiple of the declared useful work is a finding: redundant work (docs/roofline.md).
+REDUNDANT_WORK_RATIO = 1.5
 
 
 def _flop_per_s(values: Values) -> Any:
@@ -124,6 +131,18 @@ def _ratio(a: Any, b: Any) -> Any:
     return None if a is None or b is None else a / b
 
 
+def _flop(values: Values) -> Any:
+    """Counted FLOP of the launch: its FLOP/s over its duration (a region total's: its kernels', summed by
+    ``perfgate.prepare.with_derived``)."""
+    rate, duration = values("derived.flop_per_s"), values(DURATION)
+    return None if rate is None or duration is None else rate * (duration / NS_PER_S)
+
+
+def _declared_work(values: Values) -> Any:
+    declared = values.declared_flops
+    return None if declared is None else _ratio(values("derived.flop"), declared)
+
+
 def _peak_flop_per_s(values: Values) -> Any:
     return _product(values, FFMA_PEAK, SM_CLOCK, factor=2.0)
 
@@ -170,6 +189,14 @@ DERIVED: tuple[DerivedMetric, ...] = (
         "derived.arithmetic_intensity", "arithmetic intensity", "neutral", "off",
         "FLOP per DRAM byte: where the kernel sits on the roofline's x axis.", False, "FLOP/byte", (), _intensity),
     DerivedMetric(
+        "derived.flop", "FLOP", "neutral", "off",
+        "FLOP counted (FP32 + FP64 + FP16, non-tensor): the FLOP rate over the launch's duration; a region total's is "
+        "its kernels' sum.", False, "FLOP", (), _flop),
+    DerivedMetric(
+        "derived.declared_work", "FLOP / declared", "neutral", "off",
+        "Counted FLOP over the FLOP the test declares as its useful work (flops=, --flops): above "
+        f"{REDUNDANT_WORK_RATIO:g} x it is a finding in the Why: redundant work.", False, "", (), _declared_work),
+    DerivedMetric(
         "derived.peak_flop_per_s", "FP32 peak", "neutral", "off",
         "The device's FP32 roof at the clocks measured: 2 x the ffma peak rate x the SM clock.", False, "FLOP/s",
         (FFMA_PEAK, SM_CLOCK), _peak_flop_per_s),
@@ -194,6 +221,8 @@ METRIC_GROUPS: dict[str, tuple[str, ...]] = {
                  "derived.arithmetic_intensity", "derived.ridge_ratio", "derived.peak_flop_per_s",
                  "derived.peak_dram_bytes_per_s"),
 }
+# What a declared useful work compares: the counted FLOP and its ratio to the declaration.
+DECLARED_WORK_METRICS = ("derived.flop", "derived.declared_work")
 # Shares judged and shown in percentage points, not percent.
 POINT_METRICS = frozenset({"derived.roofline_pct"})
 
@@ -225,3 +254,12 @@ def derived_inputs(metrics: tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 # Input forms read where a report holds them but never asked of ncu (``plugin.ncu_run.profiling_metrics``).
 READ_ONLY_INPUTS = frozenset(name for derived in DERIVED for name in derived.also_reads)
+
+
+def read_forms(asked: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """What to keep of a report from an ncu run asked for ``asked``: those, and where the FLOP counters are among
+    them (``+roofline``, a declared ``flops=``), the other forms of the derived metrics' inputs that ncu's roofline
+    sections collect (a run with ``--section SpeedOfLight_RooflineChart``, or a report made by them)."""
+    if not any(name in _FLOP_INPUTS for name in asked):
+        return tuple(asked)
+    return tuple(dict.fromkeys([*asked, *sorted(READ_ONLY_INPUTS)]))

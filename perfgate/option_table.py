@@ -18,10 +18,12 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 from perfgate.config import CACHE_CONTROLS, SOURCES, Settings
 from perfgate.history.location import DEFAULT_URL
 from perfgate.metrics import CATALOG
+from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.options import (
     clock_control_arg,
     metrics_arg,
     non_negative_seconds,
+    positive_flop,
     positive_seconds,
     probability,
     resolve_metrics,
@@ -200,10 +202,17 @@ OPTIONS: tuple[Option, ...] = (
                             "launch configuration are the same on both sides cannot regress in time",
            plugin="--perfgate-code-identity", cli=("--code-identity",), commands=("compare", "baseline"), flag=True,
            default_text="off: reading the code costs about a second per large library kernel"),
+    Option("kernel_thresholds", "a table of glob pattern = a table of thresholds: the kernels matching a pattern are "
+                                "gated by its thresholds instead of the metrics' (the first pattern that matches)",
+           default_text="none"),
     Option("kernel_aliases", "a table of glob pattern = name: kernels matching a pattern pair under that name, as a "
                              "renamed kernel", default_text="none"),
     Option("templates", "a folder of jinja2 templates overriding perfgate's by file name, relative to the "
                         "pyproject.toml's folder", default_text="perfgate's own", anchor="path"),
+    Option("", "the useful work the compared test does, in FLOP (a GEMM's 2*M*N*K): the counted FLOP are compared "
+               f"with it, and counted FLOP above {REDUNDANT_WORK_RATIO:g} x it are redundant work, said in the Why (the "
+               "marker's flops=)",
+           cli=("--flops",), commands=("compare",), metavar="FLOP", parse=positive_flop, default_text="none"),
     Option("", "pyproject.toml whose [tool.perfgate] to use", cli=("--config",),
            commands=("compare", "baseline", "baselines", "history changes", "history dashboard", "bisect"),
            metavar="PYPROJECT",

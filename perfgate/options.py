@@ -61,6 +61,17 @@ def threshold_arg(text: str) -> tuple[str, Threshold]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def positive_flop(text: str) -> float:
+    """A declared useful work: a positive, finite number of FLOP (``2e9``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of FLOP such as 2e9, got {text!r}")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """A timeout: positive and finite (``nan`` and ``inf`` would switch the kill off)."""
     try:
@@ -129,7 +140,9 @@ def selection(*, metrics: Sequence[str] | None, thresholds: Mapping[str, Thresho
               allow_device_mismatch: bool, extra_metrics: Sequence[str] = (),
               extra_thresholds: Mapping[str, Threshold] | None = None, collecting: bool = False,
               kernel_aliases: Mapping[str, str] | None = None,
-              accept_unpaired_kernels: bool = False) -> CompareOptions:
+              accept_unpaired_kernels: bool = False,
+              kernel_thresholds: Mapping[str, Mapping[str, Threshold]] | None = None,
+              declared_flops: float | None = None) -> CompareOptions:
     """What to compare, and how strictly: the configured (or default) metrics plus ``extra_metrics`` (a
     marker's), the configured thresholds under ``extra_thresholds``.
 
@@ -144,8 +157,10 @@ def selection(*, metrics: Sequence[str] | None, thresholds: Mapping[str, Thresho
     if extra_metrics:
         chosen = tuple(dict.fromkeys([*chosen, *extra_metrics]))
     if collecting:
-        asked = {*(metrics or ()), *extra_metrics, *merged}
+        asked = {*(metrics or ()), *extra_metrics, *merged,
+                 *(metric for table in (kernel_thresholds or {}).values() for metric in table)}
         chosen = tuple(m for m in chosen if m not in MULTI_PASS_METRICS or m in asked)
     return CompareOptions(thresholds=merged, metrics=chosen, significance=significance,
                           allow_device_mismatch=allow_device_mismatch, kernel_aliases=dict(kernel_aliases or {}),
-                          accept_unpaired_kernels=accept_unpaired_kernels)
+                          accept_unpaired_kernels=accept_unpaired_kernels,
+                          kernel_thresholds=dict(kernel_thresholds or {}), declared_flops=declared_flops)

@@ -8,7 +8,8 @@ added (``perfgate.regions``; not again where a stored baseline has them), and ho
 
 ``with_derived`` adds the derived metrics (``perfgate.derived``) that a comparison compares, computed from each
 side's raw counters: ``compare_tables`` applies it to both sides, so a stored baseline, which keeps raw counters
-only, is judged by today's formulas.
+only, is judged by today's formulas. A region total's ``derived.roofline_pct`` is its kernels' FLOP over the FLOP
+their roofs allowed in their durations (``region_roofline_pct``): the peaks do not add across launches.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Collection, NamedTuple
 import numpy as np
 
 from perfgate.columns import Columns, first_rows, objects
-from perfgate.derived import DERIVED, DERIVED_BY_NAME, is_derived
+from perfgate.derived import DERIVED, DERIVED_BY_NAME, DURATION, NS_PER_S, is_derived
 from perfgate.regions import add_region_totals, drop_unscoped_launches
+from perfgate.vocabulary import REGION_SEPARATOR
 from perfgate.table import Measurement, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION
 
@@ -65,7 +67,9 @@ class _LaunchValues:
     """Per launch of one table, the value of a metric (its first row's; NaN where a launch lacks it): what a
     derived metric's formula reads (``perfgate.derived.Values``)."""
 
-    def __init__(self, table: Columns, launch_index: np.ndarray, count: int) -> None:
+    def __init__(self, table: Columns, launch_index: np.ndarray, count: int, declared_flops: float | None = None
+                 ) -> None:
+        self._declared = declared_flops
         self._codes, self._names = table.coded("metric")
         self._position = {str(name): code for code, name in enumerate(self._names.tolist())}
         self._values, self._launch, self._count = table["value"], launch_index, count
@@ -89,18 +93,82 @@ class _LaunchValues:
     def where_finite(self, a: Any, b: Any) -> Any:
         return np.where(np.isfinite(a), a, b)
 
+    @property
+    def declared_flops(self) -> float | None:
+        return self._declared
 
-def with_derived(measurement: Measurement, metrics: Collection[str]) -> Measurement:
+
+ROOFLINE_PCT, FLOP, DECLARED_WORK = "derived.roofline_pct", "derived.flop", "derived.declared_work"
+
+
+def region_totals_derived(heads: Columns, values: _LaunchValues) -> None:
+    """Each region total's counted FLOP and roofline computed over its kernel launches (in ``values.computed``),
+    not from its summed counters: the peaks do not add across launches (a total holds none), and ncu's roofline
+    sections hold rates, not counts. ``derived.flop``: Σ FLOP_i; ``derived.roofline_pct``: their FLOP over the
+    FLOP their roofs allowed in their durations, Σ FLOP_i / Σ (duration_i x roof_i) x 100, roof_i being min(peak
+    FLOP/s, intensity x peak DRAM B/s) at launch i, so each launch's roof weighs by its duration. NaN where a
+    launch inside lacks a FLOP rate or a roof (a total over part of its launches would flatter it)."""
+    kinds = heads["kind"]
+    totals = np.flatnonzero(kinds == KIND_REGION)
+    rate, duration = values.computed.get("derived.flop_per_s"), values(DURATION)
+    if not len(totals) or rate is None or duration is None:
+        return
+    seconds = duration / NS_PER_S
+    intensity = values.computed.get("derived.arithmetic_intensity")
+    peak, bandwidth = values.computed.get("derived.peak_flop_per_s"), values.computed.get(
+        "derived.peak_dram_bytes_per_s")
+    with np.errstate(invalid="ignore"):
+        flop = rate * seconds
+        allowed = (np.minimum(peak, intensity * bandwidth) * seconds
+                   if intensity is not None and peak is not None and bandwidth is not None else None)
+    regions = heads["region"]
+    kernels = np.flatnonzero((kinds == KIND_KERNEL) & (regions != ""))
+    top = np.array([str(r).split(REGION_SEPARATOR, 1)[0] for r in regions[kernels].tolist()], dtype=object)
+    for name, parts in ((FLOP, (flop,)), (ROOFLINE_PCT, (flop, allowed))):
+        if name not in values.computed or any(part is None for part in parts):
+            continue
+        found = np.array(values.computed[name], dtype=np.float64)
+        for total in totals.tolist():
+            region = str(regions[total])
+            inside = kernels if not region else kernels[top == region]  # region "": the overall total
+            sums = [part[inside] for part in parts if part is not None]
+            complete = len(inside) and all(np.isfinite(s).all() for s in sums)
+            if not complete:
+                found[total] = math.nan
+            elif name == FLOP:
+                found[total] = float(sums[0].sum())
+            else:
+                found[total] = float(sums[0].sum() / sums[1].sum() * 100.0) if sums[1].sum() > 0 else math.nan
+        values.computed[name] = found
+    if DECLARED_WORK in values.computed and values.declared_flops:
+        values.computed[DECLARED_WORK] = values.computed[FLOP] / values.declared_flops
+
+
+def counted_flop(measurement: Measurement) -> float | None:
+    """The FLOP its kernel launches counted (``derived.flop``, summed; ``with_derived`` must have added it); None
+    where a launch lacks it or none has it."""
+    table = measurement.table
+    rows = table[table.equals("metric", FLOP) & table.equals("kind", KIND_KERNEL)]
+    launches = len(set(table[table.equals("kind", KIND_KERNEL)]["launch"].tolist()))
+    per_launch = rows[first_rows(rows["launch"])]["value"] if not rows.empty else None
+    if per_launch is None or len(per_launch) != launches:
+        return None
+    return float(per_launch.sum())
+
+
+def with_derived(measurement: Measurement, metrics: Collection[str], declared_flops: float | None = None
+                 ) -> Measurement:
     """``measurement`` with a row per kernel or region launch and derived metric among ``metrics`` that its raw
     counters let compute (none where they do not); a derived row it held already is replaced where one is
-    computed (a formula's latest word), kept where none is."""
+    computed (a formula's latest word), kept where none is. ``declared_flops``: the test's useful work, which
+    ``derived.declared_work`` divides the counted FLOP by."""
     wanted = [name for name in metrics if name in DERIVED_BY_NAME]
     table = measurement.table
     if not wanted or table.empty:
         return measurement
     table = normalized(table)
     launch_ids, launch_index = np.unique(table["launch"], return_inverse=True)
-    values = _LaunchValues(table, launch_index, len(launch_ids))
+    values = _LaunchValues(table, launch_index, len(launch_ids), declared_flops)
     last = max(i for i, d in enumerate(DERIVED) if d.name in wanted)
     for derived in DERIVED[:last + 1]:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -110,6 +178,7 @@ def with_derived(measurement: Measurement, metrics: Collection[str]) -> Measurem
     firsts = first_rows(table["launch"])
     heads = table[firsts]  # one row per launch, in launch-id order after sorting
     heads = heads[np.argsort(heads["launch"], kind="stable")]
+    region_totals_derived(heads, values)
     measured = np.isin(heads["kind"], objects([KIND_KERNEL, KIND_REGION]))
     parts: list[Columns] = []
     for name in wanted:

@@ -86,6 +86,7 @@ def _runner(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     settings = settings_for(args, "bisect")
     options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=settings.significance,
                         allow_device_mismatch=False, kernel_aliases=settings.kernel_aliases,
+                        kernel_thresholds=settings.kernel_thresholds,
                         accept_unpaired_kernels=settings.accept_unpaired_kernels)
     if args.repeat < 1 or (args.budget is not None and args.budget < 2):
         raise InputError("--repeat/--budget", "must be at least 1 (--repeat) and 2 (--budget: both ends)",

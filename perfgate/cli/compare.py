@@ -66,7 +66,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     settings = settings_for(args, "compare")
     options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=settings.significance,
                         allow_device_mismatch=settings.allow_device_mismatch, kernel_aliases=settings.kernel_aliases,
-                        accept_unpaired_kernels=settings.accept_unpaired_kernels)
+                        kernel_thresholds=settings.kernel_thresholds,
+                        accept_unpaired_kernels=settings.accept_unpaired_kernels, declared_flops=args.flops)
     args.read_code = settings.code_identity  # the same-code rule: _comparison reads the baseline's code alike
     current = read_prepared(args.current, options, code=args.read_code)
     history_notes: list[str] = []

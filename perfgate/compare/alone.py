@@ -100,17 +100,22 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
     return found
 
 
-def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools) -> MovedAlone:
+def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools,
+                absolute: float = -1.0) -> MovedAlone:
     """Which launches of a group (paired by occurrence: ``base[i]`` with ``cur[i]``, values > 0) moved alone in
     the worse direction, and of those which sit at a call site that moved (``call_sites``); ``past_limit``: each
-    launch's own change is past its limit in the worse direction; ``relative``: the relative limit (-1: none)."""
+    launch's own change is past its limit in the worse direction; ``relative``: the relative limit (-1: none);
+    ``absolute``: the absolute one, which sizes the margin where there is no relative one (5 points of a share:
+    the change of 5 points at the group's median, not a margin of nothing)."""
     none = np.zeros(base.size, dtype=bool)
     if base.size < 2 or not past_limit.any():
         return MovedAlone(none, none)
     base_log, cur_log = np.log(base), np.log(cur)
     worse = worse_sign * (cur_log - base_log)
     apart = worse - median(worse)
-    limit = np.log1p(max(relative, 0.0))
+    center = median(base)
+    limit = (np.log1p(relative) if relative >= 0 else
+             np.log1p(absolute / center) if absolute > 0 and center > 0 else 0.0)
     # Small groups measure no spread worth the name: there a launch must move apart by the whole limit.
     margin = limit if base.size < SMALL_GROUP else limit / 2.0
     beyond_baseline = worse_sign * cur_log - float(np.max(worse_sign * base_log)) > margin

@@ -63,7 +63,8 @@ from perfgate.compare.replaced import (
 from perfgate.compare.result import Comparison
 from perfgate.compare.same_code import CodeFacts, code_columns, code_facts, drift_judgement, same_code_judgement
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
-from perfgate.prepare import with_derived
+from perfgate.derived import REDUNDANT_WORK_RATIO
+from perfgate.prepare import counted_flop, with_derived
 from perfgate.regions import like_for_like_totals
 from perfgate.table import (
     Measurement,
@@ -171,7 +172,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     # Each row's limits: its series' own threshold where it has one (``series_thresholds``), else its metric's;
     # ``floored`` raises the absolute ones to the DRAM traffic floors (``absolute_floors``).
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
-                        launches.frame["region"], options.series_thresholds)
+                        launches.frame["region"], options.series_thresholds, rules.floor, options.kernel_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
     past_floored = own_regressions(rows, rules, floored)
     resolution = time_resolution(baseline, current)
@@ -216,6 +217,21 @@ def _result_notes(found: _Judgement, results: Columns, order: Ints, options: Com
     return notes
 
 
+def declared_work_notes(current: Measurement, declared: float | None) -> list[str]:
+    """Where the test declares its useful work: the current run's kernel launches counted well above it (redundant
+    work), or no FLOP counter to tell (the counters of ``+roofline`` were not collected)."""
+    if declared is None:
+        return []
+    counted = counted_flop(current)
+    if counted is None:
+        return [f"declared work: the test declares {declared:.4g} FLOP but the current run's kernels hold no FLOP "
+                "counters to count them by (collect the +roofline metrics)"]
+    if counted > REDUNDANT_WORK_RATIO * declared:
+        return [f"redundant work: the kernels counted {counted / declared:.2g}× the declared FLOP ({counted:.4g} "
+                f"counted, {declared:.4g} declared; more than {REDUNDANT_WORK_RATIO:g}× is a finding)"]
+    return []
+
+
 def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
     """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
     InputError when launches match but no gated metric has values on both sides."""
@@ -223,7 +239,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
     compared = options.compared_metrics()  # derived metrics: from each side's raw counters, at compare time
-    baseline, current = with_derived(baseline, compared), with_derived(current, compared)
+    baseline, current = (with_derived(side, compared, options.declared_flops) for side in (baseline, current))
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:
@@ -242,7 +258,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
                              replaced_launches(launches, found.replacements))
     notes += total_notes + rename_notes(launches.renames) + region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
-    notes += found.cold_notes + found.drift_notes
+    notes += found.cold_notes + found.drift_notes + declared_work_notes(current, options.declared_flops)
     notes += replacement_notes(rows, judged, launches, statuses, found.replacements)
 
     change_notes = launch_change_notes(launch_facts(launches, found.base_side, found.cur_side, found.codes))
@@ -252,7 +268,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     launch_frame = launch_frame.assign(**code_columns(found.code))
     order = display_order(rows, judged, launch_order)
     results, result_metric = result_table(rows, judged, launch_frame, thresholds, groups, order)
-    if options.series_thresholds:
+    if options.series_thresholds or options.kernel_thresholds:
         results, result_metric = shown_thresholds(results, result_metric, found.limits.spec[order])
     notes += _result_notes(found, results, order, options)
     notes += significance_notes(launch_frame, statuses, baseline, current, options.significance)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from perfgate.derived import derived_inputs, expand_groups
+from perfgate.derived import DECLARED_WORK_METRICS, derived_inputs, expand_groups
 from perfgate.metrics import (
     DEFAULT_BENCHMARK_METRICS,
     DEFAULT_KERNEL_METRICS,
@@ -42,6 +42,13 @@ class CompareOptions(NamedTuple):
     # renamed, whose change nobody judged) unless accepted: ``--accept-unpaired-kernels`` or
     # ``accept_unpaired_kernels`` in [tool.perfgate] or the perfgate marker.
     accept_unpaired_kernels: bool = False
+    # Thresholds of the kernels matching a glob pattern, pattern -> {metric: threshold} (``[tool.perfgate]
+    # kernel_thresholds``): over the metric's and a series' learned one (what a person wrote wins; ``row_limits``).
+    kernel_thresholds: Mapping[str, Mapping[str, Threshold]] = NO_ENTRIES
+    # The useful work the compared test declares, in FLOP (``@pytest.mark.perfgate(flops=…)``, ``perfgate compare
+    # --flops``): the counted FLOP and their ratio to it are compared, and counted FLOP above
+    # ``derived.REDUNDANT_WORK_RATIO`` x it is a finding (redundant work). None: none declared.
+    declared_flops: float | None = None
 
     def effective_thresholds(self) -> dict[str, Threshold]:
         merged = default_thresholds()
@@ -57,7 +64,9 @@ class CompareOptions(NamedTuple):
         """Metrics to show: the chosen set plus every metric that has an explicit threshold."""
         chosen = list(self.metrics) if self.metrics is not None else [*DEFAULT_KERNEL_METRICS,
                                                                       *DEFAULT_BENCHMARK_METRICS]
-        extra = [m for m in self.thresholds if m not in chosen]
+        per_kernel = [m for table in self.kernel_thresholds.values() for m in table]
+        declared = DECLARED_WORK_METRICS if self.declared_flops is not None else ()
+        extra = [m for m in [*self.thresholds, *per_kernel, *declared] if m not in chosen]
         return expand_groups([*chosen, *extra])  # a group (``roofline``) stands for its metrics
 
     def wanted_metrics(self) -> tuple[str, ...]:

@@ -308,6 +308,8 @@ def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,
     if groups is not None:
         status = repeated_launches_as_one(status, groups)
     status, gated = speed_up_trade_off(status, gated, rows.launch_id, rows.is_metric(TIME_METRIC))
-    if rules.floor is not None:
-        status = below_floor(status, gated, rows.current, rules.floor[code])
+    floor = limits.floor if limits is not None and limits.floor is not None else (
+        rules.floor[code] if rules.floor is not None else None)
+    if floor is not None:
+        status = below_floor(status, gated, rows.current, floor)
     return JudgedRows(status=status, gated=gated, delta=delta, change=change)

@@ -282,7 +282,8 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         series[members] = len(judged)
         judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
-            moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]])
+            moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]],
+                                floor)
             alone[members[paired]], lone[members[paired]] = moved.alone, moved.lone
     series[series < 0] = len(judged)  # the "not judged" entry, after the judged ones
     launch_group = np.full(launches.count, -1, dtype=np.int64)

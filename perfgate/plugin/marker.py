@@ -15,9 +15,10 @@ from perfgate.plugin.fixture import check_region_name
 from perfgate.vocabulary import NO_ENTRIES
 
 MARKER_NAME = "perfgate"
-MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout", "accept_unpaired_kernels")
+MARKER_KEYS = ("kernels", "metrics", "thresholds", "regions", "timeout", "accept_unpaired_kernels", "flops")
 MARKER_HELP = (
-    "perfgate(kernels=None, metrics=(), thresholds={}, regions=(), timeout=None, accept_unpaired_kernels=False): "
+    "perfgate(kernels=None, metrics=(), thresholds={}, regions=(), timeout=None, accept_unpaired_kernels=False, "
+    "flops=None): "
     "a performance test. "
     "Runs as a plain test; with --perfgate its body runs under Nsight Compute and the kernels launched "
     "inside perfgate.region(...) are compared with the stored baseline."
@@ -33,6 +34,7 @@ class PerfMarker(NamedTuple):
     regions: tuple[str, ...] = ()  # profile only these top-level regions (default: all)
     timeout: float | None = None  # seconds for this test under ncu (default: --perfgate-timeout)
     accept_unpaired_kernels: bool = False  # kernels missing and new in one region pass (else: not measured)
+    flops: float | None = None  # the test's useful work in FLOP: counted FLOP well above it is redundant work
 
 
 def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -79,6 +81,11 @@ def parse_marker(args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> 
     accept = kwargs.get("accept_unpaired_kernels", False)
     if not isinstance(accept, bool):
         raise ConfigError(f"{where}: perfgate marker accept_unpaired_kernels= must be True or False, got {accept!r}")
+    flops = kwargs.get("flops")
+    if flops is not None and (isinstance(flops, bool) or not isinstance(flops, (int, float))
+                              or not math.isfinite(flops) or flops <= 0):
+        raise ConfigError(f"{where}: perfgate marker flops= must be the test's useful work, a positive number of "
+                          f"FLOP (such as 2 * M * N * K for a GEMM), got {flops!r}")
     return PerfMarker(kernels=kernels.strip() if kernels else None, metrics=metrics, thresholds=thresholds,
                       regions=regions, timeout=float(timeout) if timeout is not None else None,
-                      accept_unpaired_kernels=accept)
+                      accept_unpaired_kernels=accept, flops=float(flops) if flops is not None else None)

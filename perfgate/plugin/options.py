@@ -42,6 +42,7 @@ class PluginOptions(NamedTuple):
     keep_artifacts: bool = False
     isolate: bool = False
     kernel_aliases: Mapping[str, str] = NO_ENTRIES
+    kernel_thresholds: Mapping[str, Mapping[str, Threshold]] = NO_ENTRIES
     accept_unpaired_kernels: bool = False
     sections: tuple[str, ...] = ()  # ncu --section IDs: their rules' findings explain regressions
     code_identity: bool = False  # read each kernel's machine code from ncu's report: the same-code rule
@@ -117,6 +118,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         timeout=settings.timeout, thresholds=settings.thresholds, metrics=settings.metrics,
         significance=settings.significance, allow_device_mismatch=settings.allow_device_mismatch,
         keep_artifacts=settings.keep_artifacts, isolate=settings.isolate, kernel_aliases=settings.kernel_aliases,
+        kernel_thresholds=settings.kernel_thresholds,
         accept_unpaired_kernels=settings.accept_unpaired_kernels, sections=settings.sections, source=settings.source,
         code_identity=settings.code_identity, history=settings.history, history_notes=notes, history_reference=reference,
         history_fallback=settings.history_fallback and not settings.history_thresholds,
@@ -176,6 +178,7 @@ def compare_options_for(options: PluginOptions, marker: PerfMarker | None = None
                      allow_device_mismatch=options.allow_device_mismatch,
                      extra_metrics=marker.metrics if marker else (),
                      extra_thresholds=marker.thresholds if marker else None, collecting=collecting,
-                     kernel_aliases=options.kernel_aliases,
+                     kernel_aliases=options.kernel_aliases, kernel_thresholds=options.kernel_thresholds,
+                     declared_flops=marker.flops if marker else None,
                      accept_unpaired_kernels=options.accept_unpaired_kernels
                      or bool(marker and marker.accept_unpaired_kernels))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from perfgate.collect.ncu_csv import read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
 from perfgate.collect.ncu_rep_framing import MAGIC
+from perfgate.derived import read_forms
 from perfgate.plugin.ncu_run import (
     NcuDiagnosis,
     NcuRun,
@@ -76,6 +77,7 @@ class NcuSpec:
 
 
 def _read_report(export: Path, metrics: Sequence[str], regions: Sequence[str], code: bool = False) -> Measurement:
+    metrics = read_forms(list(metrics))  # the roofline sections' forms of the FLOP counters, where held
     with export.open("rb") as fh:
         is_ncu_rep = fh.read(len(MAGIC)) == MAGIC
     if is_ncu_rep:

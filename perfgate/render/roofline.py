@@ -10,13 +10,16 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Protocol
 
+from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.errors import PerfgateError
 from perfgate.metrics import parse_threshold
 from perfgate.render.formatting import format_value
 
 FLOP_RATE, ROOF_PCT, RIDGE = "derived.flop_per_s", "derived.roofline_pct", "derived.ridge_ratio"
+DECLARED_WORK = "derived.declared_work"
 ROOFLINE_METRICS = frozenset({FLOP_RATE, ROOF_PCT, RIDGE, "derived.arithmetic_intensity", "derived.dram_bytes_per_s",
-                              "derived.peak_flop_per_s", "derived.peak_dram_bytes_per_s"})
+                              "derived.peak_flop_per_s", "derived.peak_dram_bytes_per_s", "derived.flop",
+                              DECLARED_WORK})
 
 
 class _Summary(Protocol):
@@ -54,9 +57,10 @@ def _side(rate: float | None, pct: float | None) -> str | None:
 def roofline_lines(row: _Row) -> list[str]:
     """``roofline: 19 GFLOP/s of a 21.5 GFLOP/s roof (88.4%) → 14.8 GFLOP/s of a 16.3 GFLOP/s roof (90.8%),
     memory-bound`` and, where the kernel crossed the ridge point, ``regime: memory-bound → compute-bound
-    (intensity 0.5 → 2.1 x the ridge point)``; none without the derived metrics."""
+    (intensity 0.5 → 2.1 x the ridge point)``; where it counted well above the FLOP its test declares, ``counted
+    2.1x the declared FLOP: redundant work``; none without the derived metrics."""
     rate, pct, ridge = row.metric(FLOP_RATE), row.metric(ROOF_PCT), row.metric(RIDGE)
-    lines = []
+    lines = _redundant_work(row.metric(DECLARED_WORK))
     if ridge is not None:  # the finding first: the kernel's limit changed
         before, after = regime_of(ridge.before), regime_of(ridge.after)
         if before and after and before != after:
@@ -73,6 +77,17 @@ def roofline_lines(row: _Row) -> list[str]:
         if floor is not None and share is not None and share < floor:
             lines.insert(0, f"below its floor: {share:.1f}% of the roof, at least {floor:g}% required")
     return lines
+
+
+def _redundant_work(declared: _Summary | None) -> list[str]:
+    """``counted 2.1× the declared FLOP: redundant work (1× in the baseline)`` where the current side counted more
+    than ``REDUNDANT_WORK_RATIO`` x the test's declared useful work."""
+    after = _finite(declared.after) if declared is not None else None
+    if declared is None or after is None or after <= REDUNDANT_WORK_RATIO:
+        return []
+    before = _finite(declared.before)
+    was = f" ({before:.2g}× in the baseline)" if before is not None else ""
+    return [f"counted {after:.2g}× the declared FLOP: redundant work{was}"]
 
 
 def _floor(spec: str) -> float | None:

@@ -150,31 +150,34 @@ def interleaved_with_before(floor: Sequence[str], ours: Sequence[str], repeat: i
 
 # ---------------------------------------------------------------- inputs
 
-def csv_pair(folder: Path, page: str, launches: int, changed: bool = True) -> tuple[Path, Path]:
+def csv_pair(folder: Path, page: str, launches: int, changed: bool = True,
+             roofline: bool = False) -> tuple[Path, Path]:
     """Two ncu CSV exports of ``launches`` x 20 metrics: a baseline and a current run in which every
-    launch changed (``changed``, the worst case for reports) or the same code measured again."""
+    launch changed (``changed``, the worst case for reports) or the same code measured again; ``roofline``: 7 of
+    the 20 are the roofline's counters (``csvgen.ROOFLINE``), so that ``--metrics +roofline`` derives its metrics."""
     writer = write_details_csv if page == "details" else write_raw_csv
     folder.mkdir(parents=True, exist_ok=True)
-    base = folder / f"{page}-{launches}-base.csv"
-    cur = folder / f"{page}-{launches}-{'changed' if changed else 'rerun'}.csv"
+    kind = "-roofline" if roofline else ""
+    base = folder / f"{page}-{launches}{kind}-base.csv"
+    cur = folder / f"{page}-{launches}{kind}-{'changed' if changed else 'rerun'}.csv"
     if not base.is_file():
-        writer(base, launches, METRICS, seed=1, run=1)
+        writer(base, launches, METRICS, seed=1, run=1, roofline=roofline)
     if not cur.is_file():
         if changed:
-            writer(cur, launches, METRICS, seed=2, scale=1.01)
+            writer(cur, launches, METRICS, seed=2, scale=1.01, roofline=roofline)
         else:
-            writer(cur, launches, METRICS, seed=1, run=2)
+            writer(cur, launches, METRICS, seed=1, run=2, roofline=roofline)
     return base, cur
 
 
 def csv_commands(base: Path, cur: Path, fmt: str, out: Path, python: str = sys.executable,
-                 floor_script: Path | None = None) -> tuple[list[str], list[str]]:
+                 floor_script: Path | None = None, extra: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     if floor_script is None:
         floor_script = out.parent / "bare_pandas.py"
     if not floor_script.is_file():
         floor_script.write_text(BARE_PANDAS, encoding="utf-8")
     return ([python, str(floor_script), str(base), str(cur)],
-            [python, "-m", "perfgate", "compare", str(base), str(cur), "--format", fmt, "-o", str(out)])
+            [python, "-m", "perfgate", "compare", str(base), str(cur), "--format", fmt, "-o", str(out), *extra])
 
 
 def ncu_rep_commands(base: Path, cur: Path, folder: Path, python: str = sys.executable) -> tuple[list[str], list[str]]:
@@ -193,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
     parser.add_argument("--rerun", action="store_true", help="the same code measured twice instead of every "
                                                              "launch changed")
+    parser.add_argument("--roofline", action="store_true", help="7 of the 20 metrics the roofline's counters, compared "
+                                                               "with --metrics +roofline (derived metrics on)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--data", type=Path, default=Path("/tmp/perfgate-scale"))
     parser.add_argument("--python", default=sys.executable, help="the interpreter that has perfgate installed")
@@ -222,10 +227,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|")
     for launches in args.launches:
         for page in args.pages:
-            base, cur = csv_pair(args.data, page, launches, changed=not args.rerun)
+            base, cur = csv_pair(args.data, page, launches, changed=not args.rerun, roofline=args.roofline)
             for fmt in args.formats:
                 out = args.data / f"out.{fmt}"
-                floor, ours = csv_commands(base, cur, fmt, out, args.python)
+                floor, ours = csv_commands(base, cur, fmt, out, args.python,
+                                           extra=("--metrics", "+roofline") if args.roofline else ())
                 pair, before = interleaved_with_before(floor, ours, args.repeat, run, before_of(ours))
                 size = f"{out.stat().st_size / 1e6:.1f} MB" if fmt == "json" else ""
                 if args.before is not None:

@@ -380,3 +380,24 @@ def test_moved_alone_needs_a_call_site_that_moved_in_most_iterations() -> None:
     assert not judged(twice).alone.any()
     drift = cur * (1 + 0.06 * np.arange(30) / 29)  # the clock drifts to +6%: the late launches are not a call site
     assert not judged(drift).alone.any()
+
+
+def test_an_absolute_only_limit_sizes_the_moved_alone_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share judged in points (``derived.roofline_pct``: 5 points, no relative limit) that fell 6 points in every
+    launch of a kernel, with 1% noise per launch: no launch moved alone, and the launches within the 5 points' margin
+    of the group's median are not searched for a call site. With a margin of nothing (the relative limit's, absent)
+    half the launches counted as moved apart and the call-site search ran over every loop period (at 50,000
+    launches, 9.6 s of CPU)."""
+    from perfgate.compare import alone
+
+    searched: list[int] = []
+    search = alone.call_sites
+    monkeypatch.setattr(alone, "call_sites", lambda *args: searched.append(1) or search(*args))
+    rng = np.random.default_rng(5)
+    base = 36.0 * (1 + 0.01 * rng.standard_normal(600))
+    cur = 30.0 * (1 + 0.01 * rng.standard_normal(600))
+    past = base - cur > 5.0  # higher is better: past the 5 points in the worse direction
+    found = alone.moved_alone(base, cur, -1.0, -1.0, past, absolute=5.0)
+    assert not found.alone.any() and not found.lone.any() and not searched
+    unsized = alone.moved_alone(base, cur, -1.0, -1.0, past)  # no absolute given: the margin of nothing
+    assert not unsized.alone.any() and searched

@@ -20,7 +20,7 @@ from perfgate.config import settings_from_table
 from perfgate.derived import DERIVED, METRIC_GROUPS, derived_inputs, expand_groups
 from perfgate.errors import ConfigError
 from perfgate.metrics import Threshold, direction_of, is_time_like, parse_threshold
-from perfgate.options import resolve_metrics
+from perfgate.options import resolve_metrics, selection
 from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.prepare import prepare, read_prepared, with_derived
 from perfgate.render import render
@@ -214,3 +214,137 @@ def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> 
     settings = settings_from_table({"metrics": ["+roofline"]})
     assert settings.metrics is not None and settings.metrics[0] == "gpu__time_duration.sum"
     assert "derived.roofline_pct" in CompareOptions(metrics=settings.metrics).compared_metrics()
+
+
+def _in_regions(measurement: Measurement, regions: list[str]) -> Measurement:
+    """The report's kernel launches placed in ``regions`` (in launch order, one each, cycling): as if each ran
+    inside ``perfgate.region(name)``."""
+    table = measurement.table
+    launches = sorted(set(table["launch"].tolist()))
+    place = {launch: regions[i % len(regions)] for i, launch in enumerate(launches)}
+    named = np.array([place[int(launch)] for launch in table["launch"].tolist()], dtype=object)
+    return measurement.with_table(table.assign(region=named))
+
+
+def test_a_region_totals_roofline_is_its_flop_over_the_duration_weighted_roofs() -> None:
+    """Σ FLOP_i / Σ (duration_i x roof_i), each launch's roof at its own intensity, computed here from the raw
+    counters of each launch (ncu's per-cycle forms), never from the derived values."""
+    measurement = read_table(corpus_file("esmm-a10g/a62323b_output.ncu-rep"), ROOFLINE.wanted_metrics())
+    placed, _ = prepare(_in_regions(measurement, ["layer1", "layer2"]))
+    derived = with_derived(placed, ROOFLINE.compared_metrics())
+    raw = _per_launch(placed)
+    kernels = {launch: values for launch, values in raw.items() if _expected(values) is not None}
+    assert len(kernels) == 4
+    region_of = {int(r["launch"]): str(r["region"]) for r in placed.table.rows()}
+    totals = {(str(r["kernel"]), int(r["launch"])): float(r["value"]) for r in derived.table.rows()
+              if r["kind"] == "region" and r["metric"] == "derived.roofline_pct"}
+    assert {name for name, _ in totals} == {"layer1", "layer2", "total"}
+    for (name, _), got in totals.items():
+        inside = [launch for launch in kernels if name == "total" or region_of[launch] == name]
+        flop = allowed = 0.0
+        for launch in inside:
+            expected = _expected(kernels[launch])
+            assert expected is not None
+            seconds = kernels[launch]["gpu__time_duration.sum"] / 1e9
+            flop += expected["derived.flop_per_s"] * seconds
+            roof = min(expected["derived.peak_flop_per_s"],
+                       expected["derived.arithmetic_intensity"] * expected["derived.peak_dram_bytes_per_s"])
+            allowed += roof * seconds
+        assert got == pytest.approx(flop / allowed * 100, rel=0.01), name
+    # Between its kernels' shares, nearer the longer ones' (the roofs weigh by duration).
+    shares = [v for (name, _), v in totals.items()]
+    kernel_shares = [float(r["value"]) for r in derived.table.rows()
+                     if r["kind"] == "kernel" and r["metric"] == "derived.roofline_pct"]
+    assert min(kernel_shares) <= min(shares) and max(shares) <= max(kernel_shares)
+
+
+def test_a_per_kernel_floor_in_the_config_fails_only_the_kernels_it_names(esmm: Measurement) -> None:
+    # warptiling sits at 36.0% of its roof, the others at 18.5-30.4%: a floor of 40 for "*warp*" fails it alone;
+    # the others keep the metric's 5 points (no floor), and a floor for a pattern no kernel matches gates nothing.
+    settings = settings_from_table({"metrics": ["+roofline"], "kernel_thresholds": {
+        "*warp*": {"derived.roofline_pct": ">=40"}, "*tiling": {"derived.roofline_pct": ">=10"},
+        "nothing*": {"derived.roofline_pct": ">=99"}}})
+    options = selection(metrics=settings.metrics, thresholds=settings.thresholds, significance=0.01,
+                        allow_device_mismatch=False, kernel_thresholds=settings.kernel_thresholds)
+    comparison = compare_tables(esmm, esmm, options)
+    rows = {row["kernel"]: row for row in comparison.results.rows() if row["metric"] == "derived.roofline_pct"}
+    assert {k: r["status"] for k, r in rows.items()} == {
+        "one_blocktiling": "unchanged", "two_blocktiling": "unchanged", "vectorized_blocktiling": "unchanged",
+        "warptiling": "regression"}
+    # The first pattern a kernel matches is its threshold: warptiling's ">=40" (it matches "*tiling" too).
+    assert {k: r["threshold"] for k, r in rows.items()} == {
+        "one_blocktiling": ">=10", "two_blocktiling": ">=10", "vectorized_blocktiling": ">=10",
+        "warptiling": ">=40"}
+    assert comparison.verdict == "fail"
+    assert "below its floor: 36.0% of the roof, at least 40% required" in render(build_report(comparison), "md")
+    # Without the config's kernel table the same comparison passes: the floor was the kernel's alone.
+    assert compare_tables(esmm, esmm, options._replace(kernel_thresholds={})).verdict == "pass"
+
+
+def test_a_per_kernel_floor_alone_leaves_the_kernels_change_ungated_and_five_points_keeps_it(esmm: Measurement) -> None:
+    halved = _halved_flop(esmm)  # every kernel loses 9-18 points, all stay above 5% of the roof
+    floor_only = ROOFLINE._replace(kernel_thresholds={"warptiling": {"derived.roofline_pct": parse_threshold(">=5")}})
+    statuses = {row["kernel"]: row["status"] for row in compare_tables(esmm, halved, floor_only).results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses["warptiling"] == "unchanged" and statuses["one_blocktiling"] == "regression"
+    both = ROOFLINE._replace(kernel_thresholds={"warptiling": {"derived.roofline_pct": parse_threshold("5+>=5")}})
+    statuses = {row["kernel"]: row["status"] for row in compare_tables(esmm, halved, both).results.rows()
+                if row["metric"] == "derived.roofline_pct"}
+    assert statuses["warptiling"] == "regression"
+
+
+@pytest.mark.parametrize("value", [{"sgemm*": ">=60"}, ["sgemm*"], {"sgemm*": {}},
+                                   {"sgemm*": {"derived.roofline_pct": 60}}])
+def test_a_malformed_kernel_thresholds_table_is_one_line_of_bad_config(value: object) -> None:
+    with pytest.raises(ConfigError, match="kernel_thresholds"):
+        settings_from_table({"kernel_thresholds": value})
+
+
+# mlp-t4's matrix_addition2D adds two 1000 x 1000 float matrices, one FADD per element: 10^6 FLOP of useful work
+# (its 63 x 63 blocks of 16 x 16 threads are ceil(1000 / 16) = 63 a side; the threads outside add nothing).
+ADDITION_FLOP = 1000 * 1000
+
+
+def _declared(flops: float) -> CompareOptions:
+    return selection(metrics=None, thresholds={}, significance=0.01, allow_device_mismatch=False,
+                     declared_flops=flops)
+
+
+def _values(comparison: object, metric: str) -> list[tuple[float, float]]:
+    results = comparison.results  # type: ignore[attr-defined]
+    return [(row["baseline"], row["current"]) for row in results.rows() if row["metric"] == metric]
+
+
+def test_the_counted_flop_of_a_real_report_are_its_useful_work_and_match_nothing_redundant() -> None:
+    report = read_prepared(corpus_file("mlp-t4/report.ncu-rep"), _declared(ADDITION_FLOP))
+    comparison = compare_tables(report, report, _declared(ADDITION_FLOP))
+    [(_, counted)] = _values(comparison, "derived.flop")
+    assert counted == pytest.approx(ADDITION_FLOP, rel=0.01)
+    [(_, ratio)] = _values(comparison, "derived.declared_work")
+    assert ratio == pytest.approx(1.0, rel=0.01)
+    assert not any("redundant" in note for note in comparison.notes)
+
+
+def test_counted_flop_well_above_the_declared_are_redundant_work_in_every_formats_why() -> None:
+    # Declared 400,000 FLOP (as if the test's useful work were a 632 x 632 addition): counted 2.5x it.
+    options = _declared(4e5)
+    base = read_prepared(corpus_file("mlp-t4/report.ncu-rep"), options)
+    cur = read_prepared(corpus_file("mlp-t4/report_v2.ncu-rep"), options)  # slower: the why is shown
+    comparison = compare_tables(base, cur, options)
+    [(before, after)] = _values(comparison, "derived.declared_work")
+    assert before == pytest.approx(2.5, rel=0.01) and after == pytest.approx(2.5, rel=0.01)
+    [note] = [note for note in comparison.notes if note.startswith("redundant work")]
+    assert note.startswith("redundant work: the kernels counted 2.5× the declared FLOP (1e+06 counted, 4e+05 declared")
+    report = build_report(comparison)
+    for fmt in ("text", "md", "html"):
+        assert "counted 2.5× the declared FLOP: redundant work (2.5× in the baseline)" in render(report, fmt), fmt
+    # Declared 700,000: counted 1.43x, under the 1.5x of a finding.
+    quiet = compare_tables(base, cur, _declared(7e5))
+    assert not any("redundant" in note for note in quiet.notes)
+    assert "redundant work" not in render(build_report(quiet), "md")
+
+
+def test_a_declared_work_without_flop_counters_says_so() -> None:
+    measurement = read_prepared(H100 / "vector_add.ncu-rep", _declared(1e6))  # the default set: no FLOP counter
+    comparison = compare_tables(measurement, measurement, _declared(1e6))
+    assert any(note.startswith("declared work: the test declares 1e+06 FLOP but") for note in comparison.notes)

@@ -82,11 +82,26 @@ _FILLER: tuple[Metric, ...] = (
 )
 
 
-def metrics(n_metrics: int) -> list[Metric]:
-    """The first ``n_metrics`` metric definitions (named ones first, then filler)."""
-    catalog = list(_NAMED) + list(_FILLER)
+# What the roofline's derived metrics read (``perfgate.derived``; ``--metrics +roofline``): the FP32 SASS counts, the
+# FP32 peak rate and SM clock, the DRAM peak and its clock, at an A10G's magnitudes.
+ROOFLINE: tuple[Metric, ...] = (
+    Metric("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", 2_000_000.0, True),
+    Metric("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "inst", 1_000_000.0, True),
+    Metric("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", 40_000_000.0, True),
+    Metric("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", "inst/cycle", 10_240.0, True),
+    Metric("sm__cycles_elapsed.avg.per_second", "hz", 1_320_000_000.0, False),
+    Metric("dram__bytes.sum.peak_sustained", "byte/cycle", 96.0, True),
+    Metric("dram__cycles_elapsed.avg.per_second", "hz", 6_250_000_000.0, False),
+)
+
+
+def metrics(n_metrics: int, roofline: bool = False) -> list[Metric]:
+    """The first ``n_metrics`` metric definitions (named ones first, then filler); ``roofline``: the roofline's
+    counters in the last places, instead of filler (the same count of metrics)."""
+    catalog = list(_NAMED) + [m for m in _FILLER if not (roofline and m.name in {r.name for r in ROOFLINE})]
     extra = [Metric(f"smsp__filler_{i:03d}.sum", "inst", 1_000.0 * (i + 1), True) for i in range(n_metrics)]
-    return (catalog + extra)[:n_metrics]
+    chosen = (catalog + extra)[:n_metrics]
+    return chosen[:n_metrics - len(ROOFLINE)] + list(ROOFLINE) if roofline else chosen
 
 
 _JITTER = (0.99, 1.01)
@@ -105,7 +120,7 @@ def _format(value: float, integer: bool) -> str:
 
 
 def _launches(
-    n_launches: int, n_metrics: int, seed: int, scale: float, run: int | None = None
+    n_launches: int, n_metrics: int, seed: int, scale: float, run: int | None = None, roofline: bool = False
 ) -> tuple[list[Metric], list[tuple[int, list[str]]]]:
     """(metric definitions, [(kernel index, formatted values)]) for every launch, deterministic.
 
@@ -113,7 +128,7 @@ def _launches(
     ~1% run-to-run jitter, so the same seed with two runs is the same code measured twice.
     """
     rng = random.Random(seed)
-    defs = metrics(n_metrics)
+    defs = metrics(n_metrics, roofline)
     # Each kernel has its own typical magnitude per metric; launches jitter around it by ~1%.
     typical = [[m.base * rng.uniform(0.5, 2.0) for m in defs] for _ in KERNELS]
     if run is not None:
@@ -151,10 +166,10 @@ RAW_FIXED = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Co
 
 def write_details_csv(
     path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0,
-    run: int | None = None,
+    run: int | None = None, roofline: bool = False,
 ) -> None:
     """Write ``ncu --csv --page details --metrics ...`` output: one row per launch x metric."""
-    defs, launches = _launches(n_launches, n_metrics, seed, scale, run)
+    defs, launches = _launches(n_launches, n_metrics, seed, scale, run, roofline)
     out = _prof_head(n_launches)
     out.append(_q(*DETAILS_HEADER))
     section = "Command line profiler metrics"
@@ -173,10 +188,10 @@ def write_details_csv(
 
 def write_raw_csv(
     path: str | os.PathLike[str], n_launches: int, n_metrics: int, seed: int = 0, scale: float = 1.0,
-    run: int | None = None,
+    run: int | None = None, roofline: bool = False,
 ) -> None:
     """Write ``ncu --csv --page raw`` output: header, one units row, one row per launch."""
-    defs, launches = _launches(n_launches, n_metrics, seed, scale, run)
+    defs, launches = _launches(n_launches, n_metrics, seed, scale, run, roofline)
     columns = sorted([(m.name, m.unit, i) for i, m in enumerate(defs)] + [("device__attribute_display_name", "", -1)])
     out = _prof_head(n_launches)
     out.append(_q(*RAW_FIXED, *(c[0] for c in columns)))

@@ -365,7 +365,7 @@ def test_a_marker_typo_is_an_error_even_without_perfgate(env: Env) -> None:
             pass
         """)
     message = ("test_perf.py::test_add: unknown perfgate marker argument(s) kernal; known: kernels, metrics, "
-               "thresholds, regions, timeout, accept_unpaired_kernels")
+               "thresholds, regions, timeout, accept_unpaired_kernels, flops")
     for result in (env.pytester.runpytest(), env.run()):
         result.assert_outcomes(errors=1)
         result.stdout.fnmatch_lines([message])

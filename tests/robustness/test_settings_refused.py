@@ -117,6 +117,14 @@ def test_a_marker_timeout_that_disables_the_kill_is_refused(timeout: object) -> 
         parse_marker(mark.args, mark.kwargs, "t.py::test_x")
 
 
+@pytest.mark.parametrize("flops", [math.nan, math.inf, 0, -5, True, "2e9"])
+def test_a_marker_flops_that_is_no_positive_number_is_refused(flops: object) -> None:
+    mark = pytest.mark.perfgate(flops=flops).mark
+    with pytest.raises(ConfigError, match=r"flops= must be the test's useful work, a positive number of FLOP"):
+        parse_marker(mark.args, mark.kwargs, "t.py::test_x")
+    assert parse_marker((), {"flops": 2_000_000}, "t.py::test_x").flops == 2e6
+
+
 SUITE = """
 import pytest
 
