@@ -64,14 +64,9 @@ def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
 
 def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Callable[[str], None],
             commits: list[str], runs: list[str], measured: dict[str, Result]) -> dict[str, Any]:
-    verdicts: list[dict[str, Any]] = [{"commit": c, "verdict": v.value, "by": "history", "note": ""}
-                                      for c, v in plan.known.items() if c in commits]
     low, high = _narrowed(commits, plan.known)
     sides = _ends(runner, commits[low], commits[high], plan, runs, measured, progress)
-    for commit, which, verdict in ((commits[low], "good", "good"), (commits[high], "bad", "bad")):
-        by = "history" if commit in sides.from_history else "run"
-        if by == "run" or commit not in plan.known:
-            verdicts.append({"commit": commit, "verdict": verdict, "by": by, "note": f"the {which} end"})
+    verdicts = _end_verdicts(plan, commits, (commits[low], commits[high]), sides)
     ends = ends_differ(sides.good, sides.bad, options)
     if ends.verdict != Verdict.FAIL.value and sides.from_history:  # not checked against a run yet: runs decide
         raise _NotComparable(f"its ends compared: {ends.verdict}")
@@ -83,24 +78,12 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
     known = _judged_by_history(commits[low + 1:high], plan.recorded, sides, options, verdicts)
     checked = {"done": len(sides.from_history) < 2}  # both ends the history's: the first run checks them
 
-    def references(run: Measurement) -> _Sides | str:
-        """The ends to judge ``run`` against, or why the history's cannot be."""
-        if checked["done"]:
-            return sides
-        problem = comparable(sides.good, run, options)
-        if problem:
-            return problem
-        checked_sides = sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
-        if not like_an_end(checked_sides.good, checked_sides.bad, run, options):
-            return "the first commit run is like neither end"
-        return checked_sides
-
     def judged(commit: str) -> Judged:
         nonlocal sides
         last: dict[str, Any] = {}
 
         def again(run: Measurement, looks: int) -> bool:
-            ends_now = references(run)
+            ends_now = _references(sides, checked["done"], run, options)
             if isinstance(ends_now, str):
                 return False
             decided = judgement(ends_now.good, run, ends_now.bad, options, looks)
@@ -117,7 +100,7 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
         if result.measurement is None:
             verdict, note = Judged.SKIP, result.problem
         else:
-            ends_now = references(result.measurement)
+            ends_now = _references(sides, checked["done"], result.measurement, options)
             if isinstance(ends_now, str):
                 raise _NotComparable(ends_now)
             sides, checked["done"] = ends_now, True
@@ -134,6 +117,30 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
     found["runs_per_commit"] = runner.repeat
     found["from_history"] = [c for c in (commits[low], commits[high]) if c in sides.from_history]
     return found
+
+
+def _end_verdicts(plan: Plan, commits: list[str], ends: tuple[str, str], sides: _Sides) -> list[dict[str, Any]]:
+    """The verdicts known before any commit between the ends runs: the history's, then the ends'."""
+    verdicts: list[dict[str, Any]] = [{"commit": c, "verdict": v.value, "by": "history", "note": ""}
+                                      for c, v in plan.known.items() if c in commits]
+    for commit, which in zip(ends, ("good", "bad"), strict=True):
+        by = "history" if commit in sides.from_history else "run"
+        if by == "run" or commit not in plan.known:
+            verdicts.append({"commit": commit, "verdict": which, "by": by, "note": f"the {which} end"})
+    return verdicts
+
+
+def _references(sides: _Sides, checked: bool, run: Measurement, options: CompareOptions) -> _Sides | str:
+    """The ends to judge ``run`` against, or why the history's cannot be (until a first run has checked them)."""
+    if checked:
+        return sides
+    problem = comparable(sides.good, run, options)
+    if problem:
+        return problem
+    checked_sides = sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
+    if not like_an_end(checked_sides.good, checked_sides.bad, run, options):
+        return "the first commit run is like neither end"
+    return checked_sides
 
 
 def _narrowed(commits: list[str], known: Mapping[str, Judged]) -> tuple[int, int]:
