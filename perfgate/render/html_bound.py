@@ -204,7 +204,7 @@ def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column
     renamed = (launches.get("baseline_kernel") or [None] * (first + 1))[first]
     name = launches["kernel"][first]
     name = f"{renamed} → {name}" if renamed and renamed != name else name
-    gated = [m for m in metric_launches(report, arrays, members.tolist()) if m.gated]
+    gated = [m for m in metric_launches(arrays, members.tolist()) if m.gated]
     span = f' rowspan="{len(gated)}"' if len(gated) > 1 else ""
     who = ((f'<td class="kernel"{span}>{html_escape(launches["test"][first] or "")}</td>' if test_column else "")
            + f'<td class="kernel"{span}>{html_escape(name)}</td><td{span}>{html_escape(launches["region"][first] or "")}'
