@@ -31,8 +31,8 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, kernels_of, launch_groups, launch_table, utf8_size
-from perfgate.render.kernels import KernelRows
+from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, launch_table, utf8_size
+from perfgate.render.kernels import KernelRows, kernels_of, launch_groups
 from perfgate.render.kernels_html import kernel_sections, kernel_table
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.render.templates import render_template

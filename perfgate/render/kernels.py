@@ -8,13 +8,16 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any, Iterable, NamedTuple
 
+import numpy as np
+
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
 from perfgate.render.result_arrays import MetricLaunches, ResultArrays, metric_launches
 from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
-from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals, result_span
+from perfgate.columns import factorize, objects
+from perfgate.report import KERNEL_COLUMNS, KERNEL_NAME_COLUMNS, ReportView, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import KIND_REGION, SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -105,17 +108,33 @@ def _row_status(statuses: Counter[str]) -> str:
 
 
 def kernel_groups(report: ReportView) -> list[list[int]]:
-    """Launch indexes grouped by kernel (``kernel_keys``), in report order (worst first), without the region
+    """Launch indexes grouped by kernel (``KERNEL_COLUMNS``), in report order (worst first), without the region
     totals that only repeat their one kernel."""
-    launches = report["launches"]
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for index, key in enumerate(kernel_keys(launches)):
-        members = groups.get(key)
-        if members is None:
-            groups[key] = [index]
-        else:
-            members.append(index)
-    return without_repeated_totals(report, list(groups.values()))
+    return kernels_of(report, launch_groups(report))
+
+
+def launch_groups(report: ReportView) -> Any:
+    """Each launch's kernel (``KERNEL_COLUMNS``), numbered in order of first appearance."""
+    launches: Any = report["launches"]
+    count = len(launches["status"])
+    codes = np.zeros(count, dtype=np.int64)
+    for name in KERNEL_COLUMNS:
+        column = launches.get(name) or [None] * count
+        if not count or column.count(column[0]) == count:  # one value (one GPU, no test): it parts no kernel from another
+            continue
+        mine, distinct = factorize(objects(column))
+        codes = factorize(codes * len(distinct) + mine)[0]
+    return codes
+
+
+def kernels_of(report: ReportView, groups: Any) -> list[list[int]]:
+    """:func:`kernel_groups` from each launch's :func:`launch_groups` (a caller with them already): grouped in numpy,
+    not a dict of 500,000 keys."""
+    if not len(groups):
+        return []
+    by_kernel = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(groups[by_kernel][1:] != groups[by_kernel][:-1]) + 1
+    return without_repeated_totals(report, [kernel.tolist() for kernel in np.split(by_kernel, starts)])
 
 
 def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> list[list[int]]:

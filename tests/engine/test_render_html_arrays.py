@@ -1,5 +1,6 @@
 """The HTML page of ``perfgate compare`` reads the results as numpy arrays (``build_report(result_arrays=True)``):
-it is the page of the same report read back as lists, and the kernels grouped in numpy are ``kernel_groups``'."""
+it is the page of the same report read back as lists, and the kernels grouped in numpy are the launches of each
+``kernel_keys``."""
 
 from __future__ import annotations
 
@@ -17,10 +18,9 @@ from perfgate.config import Settings
 from perfgate.options import selection
 from perfgate.regions import with_region_totals
 from perfgate.render import render_html
-from perfgate.render.html_bound import kernels_of, launch_groups
-from perfgate.render.kernels import kernel_groups
+from perfgate.render.kernels import kernel_groups, kernels_of, launch_groups, without_repeated_totals
 from perfgate.render.result_arrays import ResultArrays
-from perfgate.report import Report, build_report, validate_report
+from perfgate.report import Report, build_report, kernel_keys, validate_report
 from perfgate.verdict import verdict_of
 
 DATA = REPO / "tests" / "data"
@@ -67,8 +67,12 @@ def _sessions() -> list[Report]:
             for path in sorted(DATA.glob("h*/**/sessions/*.json.xz")) if ".trace." not in path.name]
 
 
-def test_kernels_grouped_in_numpy_are_kernel_groups() -> None:
+def test_kernels_grouped_in_numpy_are_the_launches_of_each_kernel_key() -> None:
     reports = _sessions()
     assert reports
     for report in reports:
-        assert kernels_of(report, launch_groups(report)) == kernel_groups(report)
+        by_key: dict[tuple[object, ...], list[int]] = {}
+        for index, key in enumerate(kernel_keys(report["launches"])):
+            by_key.setdefault(key, []).append(index)
+        expected = without_repeated_totals(report, list(by_key.values()))
+        assert kernels_of(report, launch_groups(report)) == kernel_groups(report) == expected
