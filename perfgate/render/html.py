@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,10 @@ from perfgate.render.common import (
     summary_parts,
     unmeasured_notes,
 )
-from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, kernels_of, launch_groups, launch_table, utf8_size
-from perfgate.render.kernels import KernelRows
+from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, launch_table, utf8_size
+from perfgate.render.kernels import KernelRows, kernels_of, launch_groups
 from perfgate.render.kernels_html import kernel_sections, kernel_table
-from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.render.result_arrays import ResultArrays
 from perfgate.render.templates import render_template
 from perfgate.render.timeline_html import timeline_sections
 from perfgate.report import Report
@@ -80,7 +79,7 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
     arrays = ResultArrays(report) if report["launches"]["status"] else None  # None: a report without launches
     groups = launch_groups(report) if arrays is not None else None  # each launch's kernel: the tables share them
     kernels = KernelRows(report, kernels_of(report, groups) if groups is not None else None,
-                         partial(metric_launches, report, arrays) if arrays is not None else None)
+                         arrays)
     mark = f"<!-- rows {secrets.token_hex(16)} -->"
     given: dict[str, Any] = dict(
         headline=headline(report), facts=facts, summary=summary_parts(report),

@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.columns import factorize, objects
 from perfgate.render.formatting import format_change, format_values, html_escape, limit_text
 from perfgate.render.html_table import table_rows
-from perfgate.render.kernels import without_repeated_totals, worst_status
+from perfgate.render.kernels import launch_groups, worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
-from perfgate.report import KERNEL_COLUMNS, Report
+from perfgate.report import Report
 from perfgate.vocabulary import STATUS_RANK, Status
 
 PAGE_BYTES = 5_000_000  # the page's bound, in UTF-8 bytes: a browser opens it
@@ -47,7 +46,8 @@ def utf8_size(text: str) -> int:
 def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None,
                  groups: Any = None) -> LaunchTable:
     """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
-    where the page can name it; ``groups``: the report's :func:`launch_groups` where the caller has them."""
+    where the page can name it; ``groups``: the report's :func:`perfgate.render.kernels.launch_groups` where the
+    caller has them."""
     count = len(arrays.launch_status)
     groups = launch_groups(report) if groups is None else groups
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
@@ -110,31 +110,6 @@ def _launch_rows(parts: Any, owner: Any, count: int) -> tuple[list[str], Any, An
     launches = owner[starts]
     sizes[launches] = [len(row) if row.isascii() else len(row.encode("utf-8")) for row in rows]
     return rows, launches, sizes
-
-
-def launch_groups(report: Report) -> Any:
-    """Each launch's kernel (as ``kernel_groups`` groups them: ``KERNEL_COLUMNS``), numbered in order of first
-    appearance."""
-    launches: Any = report["launches"]
-    count = len(launches["status"])
-    codes = np.zeros(count, dtype=np.int64)
-    for name in KERNEL_COLUMNS:
-        column = launches.get(name) or [None] * count
-        if not count or column.count(column[0]) == count:  # one value (one GPU, no test): it parts no kernel from another
-            continue
-        mine, distinct = factorize(objects(column))
-        codes = factorize(codes * len(distinct) + mine)[0]
-    return codes
-
-
-def kernels_of(report: Report, groups: Any) -> list[list[int]]:
-    """:func:`perfgate.render.kernels.kernel_groups` of every launch, from its :func:`launch_groups` (numbered in
-    order of first appearance, as ``kernel_groups`` orders kernels): grouped in numpy, not a dict of 50,000 keys."""
-    if not len(groups):
-        return []
-    by_kernel = np.argsort(groups, kind="stable")
-    starts = np.flatnonzero(groups[by_kernel][1:] != groups[by_kernel][:-1]) + 1
-    return without_repeated_totals(report, [kernel.tolist() for kernel in np.split(by_kernel, starts)])
 
 
 def _attention_first(attention: Any, groups: Any, ranks: Any) -> Any:
@@ -204,7 +179,7 @@ def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column
     renamed = (launches.get("baseline_kernel") or [None] * (first + 1))[first]
     name = launches["kernel"][first]
     name = f"{renamed} → {name}" if renamed and renamed != name else name
-    gated = [m for m in metric_launches(report, arrays, members.tolist()) if m.gated]
+    gated = [m for m in metric_launches(arrays, members.tolist()) if m.gated]
     span = f' rowspan="{len(gated)}"' if len(gated) > 1 else ""
     who = ((f'<td class="kernel"{span}>{html_escape(launches["test"][first] or "")}</td>' if test_column else "")
            + f'<td class="kernel"{span}>{html_escape(name)}</td><td{span}>{html_escape(launches["region"][first] or "")}'

@@ -4,16 +4,20 @@ the repeated-launch judgement and the "why" every format shows."""
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
-from typing import Any, Callable, Iterable, NamedTuple
+from functools import cached_property
+from operator import itemgetter
+from typing import Any, Iterable, NamedTuple
+
+import numpy as np
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
-from perfgate.render.metric_launches import MetricLaunches, gathered, metric_launches
+from perfgate.render.result_arrays import MetricLaunches, ResultArrays, metric_launches
 from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
-from perfgate.report import KERNEL_NAME_COLUMNS, ReportView, group_stats, kernel_keys, repeated_totals
+from perfgate.columns import factorize, objects
+from perfgate.report import KERNEL_COLUMNS, KERNEL_NAME_COLUMNS, ReportView, group_stats, repeated_totals, result_span
 from perfgate.vocabulary import KIND_REGION, SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC, STATUS_RANK, Status, bound_of
 
 
@@ -88,6 +92,11 @@ class KernelRow(NamedTuple):
         return same or [m for m in gated if m.status in (Status.REGRESSION.value, Status.INCONCLUSIVE.value)] or gated
 
 
+def gathered(column: list[Any], rows: list[int]) -> tuple[Any, ...]:
+    """``column``'s values at ``rows``, gathered in C (a kernel of a loop has thousands of launches)."""
+    return itemgetter(*rows)(column) if len(rows) > 1 else (column[rows[0]],)
+
+
 _UNCOMPARED = (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
 
 
@@ -99,17 +108,33 @@ def _row_status(statuses: Counter[str]) -> str:
 
 
 def kernel_groups(report: ReportView) -> list[list[int]]:
-    """Launch indexes grouped by kernel (``kernel_keys``), in report order (worst first), without the region
+    """Launch indexes grouped by kernel (``KERNEL_COLUMNS``), in report order (worst first), without the region
     totals that only repeat their one kernel."""
-    launches = report["launches"]
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for index, key in enumerate(kernel_keys(launches)):
-        members = groups.get(key)
-        if members is None:
-            groups[key] = [index]
-        else:
-            members.append(index)
-    return without_repeated_totals(report, list(groups.values()))
+    return kernels_of(report, launch_groups(report))
+
+
+def launch_groups(report: ReportView) -> Any:
+    """Each launch's kernel (``KERNEL_COLUMNS``), numbered in order of first appearance."""
+    launches: Any = report["launches"]
+    count = len(launches["status"])
+    codes = np.zeros(count, dtype=np.int64)
+    for name in KERNEL_COLUMNS:
+        column = launches.get(name) or [None] * count
+        if not count or column.count(column[0]) == count:  # one value (one GPU, no test): it parts no kernel from another
+            continue
+        mine, distinct = factorize(objects(column))
+        codes = factorize(codes * len(distinct) + mine)[0]
+    return codes
+
+
+def kernels_of(report: ReportView, groups: Any) -> list[list[int]]:
+    """:func:`kernel_groups` from each launch's :func:`launch_groups` (a caller with them already): grouped in numpy,
+    not a dict of 500,000 keys."""
+    if not len(groups):
+        return []
+    by_kernel = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(groups[by_kernel][1:] != groups[by_kernel][:-1]) + 1
+    return without_repeated_totals(report, [kernel.tolist() for kernel in np.split(by_kernel, starts)])
 
 
 def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> list[list[int]]:
@@ -121,7 +146,8 @@ def without_repeated_totals(report: ReportView, kernels: list[list[int]]) -> lis
 def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, int], dict[str, Any]] | None = None,
                metrics: list[MetricLaunches] | None = None) -> KernelRow:
     """The kernel of launches ``indexes`` (one of :func:`kernel_groups`), its metrics summarized; ``metrics`` are
-    its :func:`metric_launches` when worked out already (the HTML page's, in numpy)."""
+    its :func:`metric_launches` when worked out already (a caller of many kernels makes the report's
+    :class:`ResultArrays` once: :class:`KernelRows`)."""
     launches = report["launches"]
     optional: Any = launches
     first = indexes[0]
@@ -152,10 +178,16 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                      launch_change=next((launches["launch_change"][i] for i in indexes if launches["launch_change"][i]),
                                         None),
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
-                     metrics=_summaries(report, metric_launches(report, indexes) if metrics is None else metrics,
+                     metrics=_summaries(report, _metric_launches(report, indexes) if metrics is None else metrics,
                                         group, group_stats(report) if stats is None else stats),
                      alone=alone, code_why=next((optional["code_why"][i] for i in indexes
                                                  if optional.get("code_why") and optional["code_why"][i]), None))
+
+
+def _metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunches]:
+    """:func:`metric_launches` of launches ``indexes`` from the result rows between the first's and the last's."""
+    span = result_span(report, min(indexes))[0], result_span(report, max(indexes))[1]
+    return metric_launches(ResultArrays(report, span), indexes)
 
 
 def _rank(status: str) -> int:
@@ -170,23 +202,27 @@ def worst_status(statuses: Iterable[str]) -> str:
 
 class KernelRows:
     """A report's kernels (``kernel_groups``; ``kernels`` where the caller has them), each summarized once
-    (:func:`kernel_row`) over all its launches, for the formats that show a row per kernel. ``summarize`` gives
-    a kernel's :class:`MetricLaunches` from its launches: :func:`metric_launches` by default, its numpy twin
-    (``perfgate.render.result_arrays``) for the page and for results held as numpy arrays (:func:`kernel_rows`)."""
+    (:func:`kernel_row`) over all its launches, for the formats that show a row per kernel, from the report's
+    :class:`ResultArrays` (``arrays`` where the caller has them, made at the first row else)."""
 
     def __init__(self, report: ReportView, kernels: list[list[int]] | None = None,
-                 summarize: Callable[[list[int]], list[MetricLaunches]] | None = None) -> None:
+                 arrays: ResultArrays | None = None) -> None:
         self.report = report
         self.kernels = kernel_groups(report) if kernels is None else kernels
         self.stats = group_stats(report)
-        self._summarize = summarize or partial(metric_launches, report)
+        if arrays is not None:
+            self.arrays = arrays
         self._rows: dict[int, KernelRow] = {}
         self._variants = kernel_variants(report, self.kernels)
+
+    @cached_property
+    def arrays(self) -> ResultArrays:
+        return ResultArrays(self.report)
 
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            found = kernel_row(self.report, indexes, self.stats, self._summarize(indexes))
+            found = kernel_row(self.report, indexes, self.stats, metric_launches(self.arrays, indexes))
             variant = self._variants.get(indexes[0])
             found = self._rows[indexes[0]] = found._replace(variant=variant) if variant else found
         return found
@@ -213,17 +249,6 @@ def kernel_variants(report: ReportView, kernels: list[list[int]]) -> dict[int, s
             demangled = [str(launches["demangled"][i] or "") for i in firsts]
             variants.update(zip(firsts, variant_labels(demangled, str(launches["kernel"][firsts[0]] or ""))))
     return variants
-
-
-def kernel_rows(report: ReportView) -> KernelRows:
-    """The report's :class:`KernelRows`, summarized in Python where its results are lists (a report read back)
-    and in numpy where they are numpy arrays (``build_report(result_arrays=True)``)."""
-    if isinstance(report["results"]["baseline"], list):
-        return KernelRows(report)
-    # numpy holds these results already: its summaries cost no import that the report did not make.
-    from perfgate.render.result_arrays import ResultArrays, metric_launches as in_numpy
-
-    return KernelRows(report, summarize=partial(in_numpy, report, ResultArrays(report)))
 
 
 def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int | None,

@@ -38,7 +38,7 @@ from perfgate.render.common import (
     unmeasured_notes,
 )
 from perfgate.render.formatting import pair_texts, text_length
-from perfgate.render.kernels import KernelRow, KernelRows, change_text, kernel_rows, launches_label, why_lines
+from perfgate.render.kernels import KernelRow, KernelRows, change_text, launches_label, why_lines
 from perfgate.render.next_steps import next_steps_block
 from perfgate.render.templates import render_block, render_template
 from perfgate.report import ReportView, listed_summary
@@ -168,7 +168,7 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
     layout = _Layout(templates, len({d for d in report["launches"]["device"] if d}) > 1)
     head = headline_block(report, commits, templates)
     notes, notes_left = _notes(report, layout)
-    kernels = kernel_rows(report)
+    kernels = KernelRows(report)
     steps = next_steps_block(report, kernels)
     fixed = [head, *notes] + ([f"> … and {notes_left:,} more notes (the JSON report has them all)"] if notes_left
                               else []) + ([steps] if steps else [])

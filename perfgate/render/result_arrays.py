@@ -1,9 +1,9 @@
-"""A report's results as numpy arrays, made once for the HTML page's table of launches
-(``perfgate.render.html_table``), and the kernel rows of the page and of a comment rendered from numpy results,
-whose kernels of a loop have thousands of launches (:func:`metric_launches`,
-:func:`perfgate.render.kernels.metric_launches` in numpy). The results may be lists (a report read back) or
-numpy arrays (``build_report(result_arrays=True)``, which ``perfgate compare`` builds for the page and the
-comment: 400,000 results are not made Python lists only to be made arrays again).
+"""A report's results as numpy arrays (:class:`ResultArrays`), the one in-memory shape every renderer reads a
+compared report's results in: made once per render for the HTML page's table of launches
+(``perfgate.render.html_table``) and for the kernel rows of every format (:func:`metric_launches`, whose kernels
+of a loop have thousands of launches). The results may be lists (a report read back) or numpy arrays
+(``build_report(result_arrays=True)``, which ``perfgate compare`` builds: 400,000 results are not made Python
+lists only to be made arrays again).
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from perfgate.columns import factorize, median
-from perfgate.render.metric_launches import MetricLaunches, metric_launches as metric_launches_one_by_one
 from perfgate.report import ReportView
 
 _EXACT = 2.0 ** 53  # below it a float holds every integer: a median of ints is the median of their floats
@@ -62,13 +61,23 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return finite
 
 
+_RESULT_COLUMNS = ("status", "launch", "metric", "gated", "baseline", "current", "change")
+
+
 class ResultArrays:
     """The results columns as arrays: statuses as codes into ``names``, None as NaN; ``values``: the baseline,
-    current and change columns as the report's lists hold them, for the values a float does not hold."""
+    current and change columns as the report's lists hold them, for the values a float does not hold.
 
-    def __init__(self, report: ReportView) -> None:
+    ``span``: only the result rows ``start:stop`` (a few launches' rows: ``result_span``), numbered from 0, and no
+    launch statuses (``launch_status`` is empty): a kernel row of one launch does not cost the whole report."""
+
+    def __init__(self, report: ReportView, span: tuple[int, int] | None = None) -> None:
         results: Any = report["results"]  # lists, or numpy arrays (build_report(result_arrays=True))
-        launches = report["launches"]
+        launches: Any = report["launches"]
+        if span is not None:
+            start, stop = span
+            results = {name: results[name][start:stop] for name in _RESULT_COLUMNS}
+            launches = {"status": []}
         self.names: list[str]
         self.status: np.ndarray
         if isinstance(results["status"], np.ndarray):
@@ -115,13 +124,22 @@ class ResultArrays:
         return rows
 
 
-_ONE_BY_ONE = 16  # launches below which a kernel is summarized in Python: numpy's calls cost more
+class MetricLaunches(NamedTuple):
+    """One metric over a kernel's launches, what its summary is made from: the statuses of its results (each once,
+    in report order), whether one is gated, its values (medians over several launches) and their change."""
+
+    code: int  # the metric's row of the report's ``metrics``
+    launches: int
+    statuses: tuple[str, ...]
+    gated: bool
+    before: float | None
+    after: float | None
+    change: float | None
 
 
-def metric_launches(report: ReportView, arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
-    """:func:`perfgate.render.kernels.metric_launches` of a kernel's launches ``indexes``, in numpy."""
-    if len(indexes) < _ONE_BY_ONE and not arrays.in_arrays:
-        return metric_launches_one_by_one(report, indexes)
+def metric_launches(arrays: ResultArrays, indexes: list[int]) -> list[MetricLaunches]:
+    """Each metric of a kernel's launches ``indexes`` over them, in order of appearance: one launch's values as the
+    report holds them, the medians of several (``statistics.median``'s, None left out)."""
     results = arrays.values
     codes, by_metric, grid = _metric_rows(arrays, arrays.rows_of(indexes), len(indexes))
     befores, afters = (_grid_medians(values, grid) for values in (arrays.baseline, arrays.current))

@@ -161,9 +161,8 @@ def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None =
     order; ``also_first``: each kernel's first launch of any status too. What a cut listing names before any
     kernel's second launch, so that no kernel that needs attention goes unnamed.
 
-    Not numpy: reading and rendering a report as text or Markdown loads no numpy. A dict filled from the last
-    launch back keeps each kernel's first launch, in C loops rather than a Python one (a report may hold 500k
-    launches)."""
+    A dict filled from the last launch back keeps each kernel's first launch, in C loops rather than a Python one
+    (a report may hold 500k launches)."""
     columns = _kernel_columns(launches)
     indexes = range(len(launches["status"]))
 

@@ -1,5 +1,6 @@
 """The HTML page of ``perfgate compare`` reads the results as numpy arrays (``build_report(result_arrays=True)``):
-it is the page of the same report read back as lists, and the kernels grouped in numpy are ``kernel_groups``'."""
+it is the page of the same report read back as lists, and the kernels grouped in numpy are the launches of each
+``kernel_keys``."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.common import REPO
+from helpers.csvgen import write_raw_csv
 
 from perfgate.collect import read_table
 from perfgate.compare import compare_tables
 from perfgate.config import Settings
 from perfgate.options import selection
 from perfgate.regions import with_region_totals
-from perfgate.render import render_html
-from perfgate.render.html_bound import kernels_of, launch_groups
-from perfgate.render.kernels import kernel_groups
+from perfgate.render import render_html, render_markdown, render_text
+from perfgate.render.kernels import kernel_groups, kernels_of, launch_groups, without_repeated_totals
 from perfgate.render.result_arrays import ResultArrays
-from perfgate.report import Report, build_report, validate_report
+from perfgate.report import Report, build_report, kernel_keys, validate_report
 from perfgate.verdict import verdict_of
 
 DATA = REPO / "tests" / "data"
@@ -47,6 +48,9 @@ def test_the_page_of_result_arrays_is_the_page_of_the_lists(kernel: str, page: s
         as_lists, as_arrays = _both(*pair)
         assert isinstance(as_arrays["results"]["baseline"], np.ndarray)
         assert render_html(as_arrays) == render_html(as_lists)
+        # Every format reads the results through ResultArrays: text and Markdown too, lists or arrays alike.
+        assert render_text(as_arrays) == render_text(as_lists)
+        assert render_markdown(as_arrays) == render_markdown(as_lists)
         lists, arrays = ResultArrays(as_lists), ResultArrays(as_arrays)
         assert lists.names == arrays.names and (lists.status == arrays.status).all()
         for name in ("baseline", "current", "change"):
@@ -67,8 +71,24 @@ def _sessions() -> list[Report]:
             for path in sorted(DATA.glob("h*/**/sessions/*.json.xz")) if ".trace." not in path.name]
 
 
-def test_kernels_grouped_in_numpy_are_kernel_groups() -> None:
+def test_kernels_grouped_in_numpy_are_the_launches_of_each_kernel_key() -> None:
     reports = _sessions()
     assert reports
     for report in reports:
-        assert kernels_of(report, launch_groups(report)) == kernel_groups(report)
+        by_key: dict[tuple[object, ...], list[int]] = {}
+        for index, key in enumerate(kernel_keys(report["launches"])):
+            by_key.setdefault(key, []).append(index)
+        expected = without_repeated_totals(report, list(by_key.values()))
+        assert kernels_of(report, launch_groups(report)) == kernel_groups(report) == expected
+
+
+def test_every_format_renders_regressed_launches_from_result_arrays_as_from_lists(tmp_path: Path) -> None:
+    """``perfgate compare``'s report holds its results as numpy arrays; text lists each regressed launch with its
+    kernel row (the same summary as the other formats), which reads them as it reads lists."""
+    base, current = tmp_path / "base.csv", tmp_path / "current.csv"
+    write_raw_csv(base, 40, 20, seed=1, run=1)
+    write_raw_csv(current, 40, 20, seed=2, scale=1.01)
+    as_lists, as_arrays = _both(base, current)
+    assert as_lists["summary"].get("regression")
+    for render in (render_text, render_markdown, render_html):
+        assert render(as_arrays) == render(as_lists)

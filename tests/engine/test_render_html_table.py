@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import random
-from functools import partial
+import statistics
 import re
 from typing import Any
 
@@ -20,8 +20,7 @@ from perfgate.render.html import render_html_chunks
 from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
 from perfgate.render.html_table import _ranks
 from perfgate.render.kernels import KernelRows, kernel_groups, kernel_row
-from perfgate.render.metric_launches import metric_launches as python_metric_launches
-from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.render.result_arrays import MetricLaunches, ResultArrays, metric_launches
 from perfgate.render.result_arrays import floats as _floats
 from perfgate.report import Report
 
@@ -256,22 +255,44 @@ def kernels_of_many_launches(regular: bool) -> Report:
     return hand_made(launches, results)
 
 
+def python_metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
+    """What ``metric_launches`` must give, worked out plainly from the report's lists: each metric's rows in
+    report order, one row's values as they are, ``statistics.median`` of several without None."""
+    results = report["results"]
+    by_code: dict[int, list[int]] = {}
+    for i, launch in enumerate(results["launch"]):
+        if launch in indexes:
+            by_code.setdefault(results["metric"][i], []).append(i)
+    out = []
+    for code, rows in by_code.items():
+        if len(rows) == 1:
+            before, after, change = (results[name][rows[0]] for name in ("baseline", "current", "change"))
+        else:
+            before, after = ((statistics.median(known) if (known := [results[name][i] for i in rows
+                                                                   if results[name][i] is not None]) else None)
+                             for name in ("baseline", "current"))
+            change = after / before - 1 if before and after is not None else None
+        out.append(MetricLaunches(code, len(rows), tuple(dict.fromkeys(results["status"][i] for i in rows)),
+                                  any(results["gated"][i] for i in rows), before, after, change))
+    return out
+
+
 @pytest.mark.parametrize("regular", [True, False])
 def test_kernels_of_many_launches_are_summarized_in_numpy_as_in_python(regular: bool) -> None:
     report = kernels_of_many_launches(regular)
     arrays = ResultArrays(report)
-    rows = KernelRows(report, summarize=partial(metric_launches, report, arrays))
+    rows = KernelRows(report, arrays=arrays)
     kernels = kernel_groups(report)
     assert len(kernels) == 3 and all(len(k) == 100 for k in kernels)
     for indexes in kernels:
-        fast, slow = metric_launches(report, arrays, indexes), python_metric_launches(report, indexes)
+        fast, slow = metric_launches(arrays, indexes), python_metric_launches(report, indexes)
         assert fast == slow  # medians of ints compare equal to their floats
         for one, other in zip(fast, slow):
             unit = METRICS["unit"][one.code]
             assert [format_value(v, unit) for v in (one.before, one.after)] == \
                 [format_value(v, unit) for v in (other.before, other.after)]
         assert rows.row(indexes) == kernel_row(report, indexes)
-    assert any((m.before or 0) > 2**53 for k in kernels for m in metric_launches(report, arrays, k))
+    assert any((m.before or 0) > 2**53 for k in kernels for m in metric_launches(arrays, k))
 
 
 @pytest.mark.parametrize("spread", [10**3, 10**12])  # by a table over the keys' range, by sorting
