@@ -137,18 +137,18 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
     """The states are kept as columns, ``cache.CHUNK`` series a row: a branch of several rows reads back whole
     (kept values, weak candidates and change points included), an older version's rows are searched again, and
     one damaged row makes the whole branch searched again."""
-    monkeypatch.setattr(cache, "CHUNK", 7)
-    values = _series()
+    monkeypatch.setattr(cache, "CHUNK", 4)
+    values = _series()[::3]
     with open_history(history_url) as history:
-        _record(history, values, range(0, 100))
+        _record(history, values, range(0, 90))
         find_changes(history, "main")
         rows = history.query("SELECT series_id FROM perfgate_change_cache WHERE branch = 'main' ORDER BY series_id")
-        assert [int(sid) for (sid,) in rows] == list(range(1, len(values) + 1, 7))
+        assert [int(sid) for (sid,) in rows] == list(range(1, len(values) + 1, 4))
         states = cache._read_states(history, "main")
         assert states is not None and sorted(states) == list(range(1, len(values) + 1))
         assert any(len(s.values) for s in states.values()) and any(s.changes for s in states.values())
         assert any(s.weak for s in states.values())
-        for commit in range(100, 103):
+        for commit in range(90, 92):
             _record(history, values, range(commit, commit + 1))
             found = find_changes(history, "main")
         assert found == _from_scratch(history)
@@ -158,11 +158,11 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
         monkeypatch.setattr(cache, "_read_states", lambda *_: pytest.fail("read rows of another version"))
         assert find_changes(history, "main") == found
     monkeypatch.undo()
-    monkeypatch.setattr(cache, "CHUNK", 7)
+    monkeypatch.setattr(cache, "CHUNK", 4)
     with open_history(history_url) as history:
         assert find_changes(history, "main") == found  # this version's rows again
-        history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = 8",
+        history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = 5",
                         (base64.b64encode(b"PK\x03\x04 not an archive").decode(),))
         assert cache._read_states(history, "main") is None
-        _record(history, values, range(103, 104))
+        _record(history, values, range(92, 93))
         assert find_changes(history, "main") == _from_scratch(history)
