@@ -3,13 +3,14 @@ one more recorded commit redoes only what the new points change.
 
 The windowed search (``changes.window_search``) judges a window of full length on its own points only: a
 series that grows by a commit keeps the candidates of those windows and searches again from the first window its
-end cut short. A series' row keeps that state (the candidates, where the search resumes, the points from there
-on, its count of equal neighbours for the exact-counter rule) and its change points, keyed by its count of
-points and its newest commit. A branch's entry in ``perfgate_meta`` says which runs and commits the rows cover
-and under which settings; anything else (a rerun or a backfill of a covered commit, other settings, a row that
-does not parse) is searched from scratch, and the result is the same as without the cache. A search from
-scratch checks every point of a SQLite history first (``check_sqlite_values``); an update checks the points it
-reads as it reads them.
+end cut short. A series' state (the candidates, where the search resumes, the points from there on, and for a
+series with candidates all its points) and its change points are kept with its count of points and its newest
+commit; a branch's states are kept as columns, ``CHUNK`` series a row (an ``.npz`` archive as base64 text,
+keyed by the chunk's first series id), so that 100,000 series are read and written as a few arrays. A branch's
+entry in ``perfgate_meta`` says which runs and commits the rows cover and under which settings; anything else (a
+rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row that does not parse) is
+searched from scratch, and the result is the same as without the cache. A search from scratch checks every point
+of a SQLite history first (``check_sqlite_values``); an update checks the points it reads as it reads them.
 """
 
 from __future__ import annotations
