@@ -22,6 +22,7 @@ import io
 import itertools
 import json
 import zipfile
+import zlib
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -101,7 +102,7 @@ def _chunk_text(items: Sequence[tuple[int, State]]) -> str:
              weak=np.fromiter(itertools.chain.from_iterable(s.weak for s in states), dtype=np.int64),
              tails=np.concatenate([np.zeros(0)] + [s.tail for s in states]).astype(np.float64, copy=False),
              values=np.concatenate([np.zeros(0)] + [s.values for s in kept]).astype(np.float64, copy=False),
-             commits=_smallest(np.concatenate([np.zeros(0, np.int64)] + [s.commits for s in kept])),
+             commit_steps=_steps(np.concatenate([np.zeros(0, np.int64)] + [s.commits for s in kept])),
              found_at=np.array([(f.commit, f.previous, f.point.position) for f in found],
                                dtype=np.int64).reshape(len(found), 3),
              found_values=np.array([(f.point.p_value, f.point.before, f.point.after) for f in found],
@@ -110,9 +111,15 @@ def _chunk_text(items: Sequence[tuple[int, State]]) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _smallest(indexes: np.ndarray) -> np.ndarray:
-    """Commit indexes as int32 where they fit: a fifth less to encode and decode."""
-    return indexes.astype(np.int32) if not len(indexes) or int(indexes.max()) < 2**31 else indexes.astype(np.int64)
+def _steps(indexes: np.ndarray) -> np.ndarray:
+    """The kept commit indexes as their steps, compressed: mostly 1s, a fifth of the chunk as raw int64."""
+    steps = np.diff(indexes, prepend=0).astype("<i8")
+    return np.frombuffer(zlib.compress(steps.tobytes(), 1), dtype=np.uint8)
+
+
+def _indexes(steps: np.ndarray) -> np.ndarray:
+    """``_steps``'s commit indexes."""
+    return np.cumsum(np.frombuffer(zlib.decompress(steps.astype(np.uint8).tobytes()), dtype="<i8"), dtype=np.int64)
 
 
 def _split(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
@@ -125,8 +132,9 @@ def _chunk_states(text: str) -> dict[int, State]:
     """``_chunk_text``'s states by series id; ValueError (or the archive's own errors) where it does not hold
     together."""
     with np.load(io.BytesIO(base64.b64decode(text, validate=True)), allow_pickle=False) as archive:
-        columns = {name: archive[name] for name in ("ids", "counts", "weak", "tails", "values", "commits",
+        columns = {name: archive[name] for name in ("ids", "counts", "weak", "tails", "values", "commit_steps",
                                                     "found_at", "found_values", "found_exact")}
+    columns["commits"] = _indexes(columns["commit_steps"])
     ids, counts = columns["ids"], columns["counts"]
     n, found = len(ids), len(columns["found_exact"])
     if (ids.ndim != 1 or counts.shape != (n, _COUNTS) or columns["found_at"].shape != (found, 3)
@@ -140,7 +148,7 @@ def _chunk_states(text: str) -> dict[int, State]:
     tails = _split(columns["tails"], counts[:, 4])
     has_kept = counts[:, 5] > 0
     values = iter(_split(columns["values"], counts[has_kept, 5]))
-    commits = iter(_split(columns["commits"].astype(np.int64), counts[has_kept, 5]))
+    commits = iter(_split(columns["commits"], counts[has_kept, 5]))
     weak = columns["weak"].tolist()
     found_at, found_values, found_exact = (columns["found_at"].tolist(), columns["found_values"].tolist(),
                                            columns["found_exact"].tolist())
@@ -311,7 +319,8 @@ def _read_states(history: History, branch: str) -> dict[int, State] | None:
     try:
         for (text,) in history.query("SELECT state FROM perfgate_change_cache WHERE branch = ?", (branch,)):
             states.update(_chunk_states(text))
-    except (TypeError, ValueError, IndexError, KeyError, OSError, EOFError, binascii.Error, zipfile.BadZipFile):
+    except (TypeError, ValueError, IndexError, KeyError, OSError, EOFError, binascii.Error, zipfile.BadZipFile,
+            zlib.error):
         return None
     return states
 
