@@ -155,7 +155,8 @@ def _chunk_states(text: str) -> dict[int, State]:
     states: dict[int, State] = {}
     weak_at = found_next = 0
     for sid, (points, last, resume, weak_n, _, kept_n, found_n), tail in zip(ids.tolist(), counts.tolist(), tails):
-        changes = [Found(at[0], at[1], ChangePoint(at[2], *found_values[i], found_exact[i]))
+        changes = [Found(at[0], at[1], ChangePoint(at[2], found_values[i][0], found_values[i][1], found_values[i][2],
+                                                   found_exact[i]))
                    for i, at in enumerate(found_at[found_next:found_next + found_n], found_next)] if found_n else []
         found_next += found_n
         states[sid] = State(points, last, weak[weak_at:weak_at + weak_n], resume, tail, changes,
