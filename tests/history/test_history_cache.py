@@ -3,6 +3,7 @@ from scratch gives, on both engines, while reading whole only the series whose c
 
 from __future__ import annotations
 
+import base64
 import itertools
 from typing import Any, Sequence
 
@@ -129,3 +130,39 @@ def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_sta
     for row, first in zip(rows, loud.tolist()):
         searched = window_search(row, P_VALUE, WINDOW)
         assert (window_search(row, P_VALUE, WINDOW, first) if first >= 0 else ([], [], searched[2])) == searched
+
+
+def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(history_url: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The states are kept as columns, ``cache.CHUNK`` series a row: a branch of several rows reads back whole
+    (kept values, weak candidates and change points included), an older version's rows are searched again, and
+    one damaged row makes the whole branch searched again."""
+    monkeypatch.setattr(cache, "CHUNK", 4)
+    values = _series()[::3]
+    with open_history(history_url) as history:
+        _record(history, values, range(0, 90))
+        find_changes(history, "main")
+        rows = history.query("SELECT series_id FROM perfgate_change_cache WHERE branch = 'main' ORDER BY series_id")
+        assert [int(sid) for (sid,) in rows] == list(range(1, len(values) + 1, 4))
+        states = cache._read_states(history, "main")
+        assert states is not None and sorted(states) == list(range(1, len(values) + 1))
+        assert any(len(s.values) for s in states.values()) and any(s.changes for s in states.values())
+        assert any(s.weak for s in states.values())
+        for commit in range(90, 92):
+            _record(history, values, range(commit, commit + 1))
+            found = find_changes(history, "main")
+        assert found == _from_scratch(history)
+        meta = cache._read_meta(history, "main")
+        assert meta is not None and meta["version"] == cache.CACHE_VERSION
+        monkeypatch.setattr(cache, "CACHE_VERSION", cache.CACHE_VERSION + 1)  # rows of another version: not read
+        monkeypatch.setattr(cache, "_read_states", lambda *_: pytest.fail("read rows of another version"))
+        assert find_changes(history, "main") == found
+    monkeypatch.undo()
+    monkeypatch.setattr(cache, "CHUNK", 4)
+    with open_history(history_url) as history:
+        assert find_changes(history, "main") == found  # this version's rows again
+        history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = 5",
+                        (base64.b64encode(b"PK\x03\x04 not an archive").decode(),))
+        assert cache._read_states(history, "main") is None
+        _record(history, values, range(92, 93))
+        assert find_changes(history, "main") == _from_scratch(history)
