@@ -63,23 +63,21 @@ def threshold_arg(text: str) -> tuple[str, Threshold]:
 
 def positive_flop(text: str) -> float:
     """A declared useful work: a positive, finite number of FLOP (``2e9``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of FLOP such as 2e9, got {text!r}")
-    return value
+    return _positive_finite(text, "a positive number of FLOP such as 2e9")
 
 
 def positive_seconds(text: str) -> float:
     """A timeout: positive and finite (``nan`` and ``inf`` would switch the kill off)."""
+    return _positive_finite(text, "a positive, finite number of seconds")
+
+
+def _positive_finite(text: str, expected: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive, finite number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
