@@ -129,4 +129,6 @@ def test_bench_markdown_of_10k_regressions_fits_a_comment(benchmark, big_report:
     assert big_report["summary"]["regression"] >= 4000
     markdown = benchmark(render_markdown, big_report)
     assert len(markdown.encode("utf-16-le")) // 2 <= 65_536
-    assert "Launches not listed here, to fit a PR comment:" in markdown
+    # Rows are kernels (their launches summarized): what does not fit is said, and what fits names every kernel.
+    assert ("Launches not listed here, to fit a PR comment:" in markdown
+            or all(kernel.replace("_", "\\_") in markdown for kernel in set(big_report["launches"]["kernel"])))
