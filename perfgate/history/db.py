@@ -379,7 +379,7 @@ def migrate(history: History, create: bool = True) -> None:
             history.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
         version = schema_version(history)  # another writer may have migrated while this one waited
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS.get(target, ()):
+            for statement in MIGRATIONS[target]:
                 history.execute(statement.format(id=ID_COLUMN[history.dialect]))
         if version < SCHEMA_VERSION:
             history.execute("DELETE FROM perfgate_meta WHERE name = 'schema_version'")

@@ -96,7 +96,7 @@ def objects_perfgate_makes() -> frozenset[SchemaObject]:
         connection.execute(META)
         for version in range(1, SCHEMA_VERSION + 1):
             made.update(map(schema_object, connection.execute(SCHEMA_QUERY)))
-            for statement in MIGRATIONS.get(version, ()):
+            for statement in MIGRATIONS[version]:
                 connection.execute(statement.format(id=ID_COLUMN["sqlite"]))
         made.update(map(schema_object, connection.execute(SCHEMA_QUERY)))
     return frozenset(made)

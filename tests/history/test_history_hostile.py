@@ -82,7 +82,7 @@ def test_a_migrated_history_of_every_older_version_is_accepted(tmp_path: Path) -
         with sqlite3.connect(path) as connection:
             connection.execute(META)
             for step in range(1, version + 1):
-                for statement in MIGRATIONS.get(step, ()):
+                for statement in MIGRATIONS[step]:
                     connection.execute(statement.format(id=ID_COLUMN["sqlite"]))
             connection.execute("INSERT INTO perfgate_meta VALUES ('schema_version', ?)", (str(version),))
         with open_history(f"sqlite:///{path}", create=False) as opened:
