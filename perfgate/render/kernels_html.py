@@ -188,7 +188,7 @@ def band_chart(summary: MetricSummary) -> dict[str, Any]:
         start, stop = sorted((x(before), x(bound)))
         allowed = (start, max(stop - start, 1))
     legend = (f"baseline {before_text} · current {after_text} ({change_text(summary)})"
-              + (f" · allowed up to {bound_text}" if bound is not None else ""))
+              + (f" · allowed {'down' if bound < before else 'up'} to {bound_text}" if bound is not None else ""))
     return {"width": _WIDTH, "left": _LEFT, "track": _TRACK, "label": summary.label, "limit": summary.limit,
             "allowed": allowed, "bound": bound_text, "current": max(x(after) - _LEFT, 1), "after": after_text,
             "fill": {"regression": "#cf222e", "improvement": "#1a7f37", "inconclusive": "#bf8700"}.get(summary.status,

@@ -210,6 +210,12 @@ def test_a_regime_change_is_a_finding_in_every_formats_why(esmm: Measurement) ->
         in html
 
 
+def test_the_band_of_a_metric_that_should_rise_says_how_far_it_may_fall(esmm: Measurement) -> None:
+    html = render(build_report(compare_tables(esmm, _halved_flop(esmm, 0.25), ROOFLINE)), "html")
+    assert "· allowed down to 13.5%" in html  # one_blocktiling's 18.5% of the roof, less its 5 points
+    assert "· allowed up to" in html  # the duration's band, for a metric that should not rise
+
+
 def test_the_configuration_adds_the_group_to_the_curated_set(tmp_path: Path) -> None:
     settings = settings_from_table({"metrics": ["+roofline"]})
     assert settings.metrics is not None and settings.metrics[0] == "gpu__time_duration.sum"
