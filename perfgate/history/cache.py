@@ -15,11 +15,8 @@ of a SQLite history first (``check_sqlite_values``); an update checks the points
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
-import io
-import itertools
 import json
 import zipfile
 import zlib
@@ -37,30 +34,29 @@ from perfgate.history.changes import (
     loud_windows,
     window_search,
 )
+from perfgate.history.cache_rows import (
+    Found,
+    Plain,
+    State,
+    chunk_states,
+    chunk_text,
+    joined,
+    plain_columns,
+    plain_states,
+    plain_text,
+)
 from perfgate.history.db import History, check_sqlite_values
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
 CACHE_VERSION = 3  # bump when the search or the rows change: older rows are searched again
+CHUNK = 8192  # series a row
 
 
-class Found(NamedTuple):
-    """A change point of a series, by the branch's commit indexes (its rows need no values to be shown)."""
+class Stored(NamedTuple):
+    """A branch's states: the series with candidates, kept values or change points, and the others as columns."""
 
-    commit: int
-    previous: int
-    point: ChangePoint
-
-
-class State(NamedTuple):
-    points: int  # values the series has on the branch
-    last: int  # index of its newest commit in the branch's commits
-    weak: list[int]  # candidates from windows of full length
-    resume: int  # where the search resumes
-    tail: np.ndarray  # values[resume:]
-    changes: list[Found]
-    # a series with candidates: every value and its commit indexes, to judge them again without reading it
-    values: np.ndarray = np.zeros(0)
-    commits: np.ndarray = np.zeros(0, dtype=np.int64)
+    states: dict[int, State]
+    plain: dict[int, Plain]  # by tail length
 
 
 class Cached(NamedTuple):
@@ -81,88 +77,6 @@ def _meta_name(branch: str) -> str:
 
 def _settings(p_value: float, min_change: float, window: int) -> dict[str, Any]:
     return {"version": CACHE_VERSION, "p_value": p_value, "min_change": min_change, "window": window}
-
-
-# A branch's states as columns, a chunk of series a row (keyed by its first series id): reading and writing 100,000
-# series' rows one by one was 40% of an update, a few arrays a chunk are read and written at memory speed.
-CHUNK = 8192
-_COUNTS = 7  # per series: points, last, resume, and how many weak candidates, tail values, kept values, changes
-
-
-def _chunk_text(items: Sequence[tuple[int, State]]) -> str:
-    """A chunk of states as base64 of an ``.npz`` archive of its columns (``_chunk_states`` reads it)."""
-    states = [state for _, state in items]
-    kept = [state for state in states if len(state.values)]
-    found = [f for state in states for f in state.changes]
-    buffer = io.BytesIO()
-    np.savez(buffer,
-             ids=np.array([sid for sid, _ in items], dtype=np.int64),
-             counts=np.array([(s.points, s.last, s.resume, len(s.weak), len(s.tail), len(s.values), len(s.changes))
-                              for s in states], dtype=np.int64).reshape(len(states), _COUNTS),
-             weak=np.fromiter(itertools.chain.from_iterable(s.weak for s in states), dtype=np.int64),
-             tails=np.concatenate([np.zeros(0)] + [s.tail for s in states]).astype(np.float64, copy=False),
-             values=np.concatenate([np.zeros(0)] + [s.values for s in kept]).astype(np.float64, copy=False),
-             commit_steps=_steps(np.concatenate([np.zeros(0, np.int64)] + [s.commits for s in kept])),
-             found_at=np.array([(f.commit, f.previous, f.point.position) for f in found],
-                               dtype=np.int64).reshape(len(found), 3),
-             found_values=np.array([(f.point.p_value, f.point.before, f.point.after) for f in found],
-                                   dtype=np.float64).reshape(len(found), 3),
-             found_exact=np.array([f.point.exact for f in found], dtype=np.bool_))
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _steps(indexes: np.ndarray) -> np.ndarray:
-    """The kept commit indexes as their steps, compressed: mostly 1s, a fifth of the chunk as raw int64."""
-    steps = np.diff(indexes, prepend=0).astype("<i8")
-    return np.frombuffer(zlib.compress(steps.tobytes(), 1), dtype=np.uint8)
-
-
-def _indexes(steps: np.ndarray) -> np.ndarray:
-    """``_steps``'s commit indexes."""
-    return np.cumsum(np.frombuffer(zlib.decompress(steps.astype(np.uint8).tobytes()), dtype="<i8"), dtype=np.int64)
-
-
-def _split(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
-    """``flat`` cut into pieces of ``lengths`` (views; slicing in a loop is a tenth of ``np.split``'s time)."""
-    ends = np.cumsum(lengths).tolist()
-    return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
-
-
-def _chunk_states(text: str) -> dict[int, State]:
-    """``_chunk_text``'s states by series id; ValueError (or the archive's own errors) where it does not hold
-    together."""
-    with np.load(io.BytesIO(base64.b64decode(text, validate=True)), allow_pickle=False) as archive:
-        columns = {name: archive[name] for name in ("ids", "counts", "weak", "tails", "values", "commit_steps",
-                                                    "found_at", "found_values", "found_exact")}
-    columns["commits"] = _indexes(columns["commit_steps"])
-    ids, counts = columns["ids"], columns["counts"]
-    n, found = len(ids), len(columns["found_exact"])
-    if (ids.ndim != 1 or counts.shape != (n, _COUNTS) or columns["found_at"].shape != (found, 3)
-            or columns["found_values"].shape != (found, 3) or (counts < 0).any(axis=0)[[0, 2, 3, 4, 5, 6]].any()
-            or (counts[:, 1] < -1).any() or not ((counts[:, 5] == 0) | (counts[:, 5] == counts[:, 0])).all()
-            or [int(x) for x in counts[:, 3:].sum(axis=0)] != [len(columns["weak"]), len(columns["tails"]),
-                                                                len(columns["values"]), found]
-            or len(columns["commits"]) != len(columns["values"])
-            or not np.isfinite(columns["tails"]).all() or not np.isfinite(columns["values"]).all()):
-        raise ValueError("change cache chunk")
-    tails = _split(columns["tails"], counts[:, 4])
-    has_kept = counts[:, 5] > 0
-    values = iter(_split(columns["values"], counts[has_kept, 5]))
-    commits = iter(_split(columns["commits"], counts[has_kept, 5]))
-    weak = columns["weak"].tolist()
-    found_at, found_values, found_exact = (columns["found_at"].tolist(), columns["found_values"].tolist(),
-                                           columns["found_exact"].tolist())
-    states: dict[int, State] = {}
-    weak_at = found_next = 0
-    for sid, (points, last, resume, weak_n, _, kept_n, found_n), tail in zip(ids.tolist(), counts.tolist(), tails):
-        changes = [Found(at[0], at[1], ChangePoint(at[2], found_values[i][0], found_values[i][1], found_values[i][2],
-                                                   found_exact[i]))
-                   for i, at in enumerate(found_at[found_next:found_next + found_n], found_next)] if found_n else []
-        found_next += found_n
-        states[sid] = State(points, last, weak[weak_at:weak_at + weak_n], resume, tail, changes,
-                            *((next(values), next(commits)) if kept_n else ()))
-        weak_at += weak_n
-    return states
 
 
 def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
@@ -203,29 +117,35 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
     usable = (meta is not None and {k: meta.get(k) for k in settings} == settings
               and isinstance(meta.get("commits"), int) and isinstance(meta.get("last_run"), int)
               and 0 < meta["commits"] <= len(commits) and meta.get("digest") == _digest(commits[:meta["commits"]]))
-    states = _read_states(history, branch) if usable else None
-    if states is None or meta is None:
+    stored = _read_states(history, branch) if usable else None
+    if stored is None or meta is None:
         check_sqlite_values(history)  # every point is read: checked first, as every whole reader does
-        states = search(load_series(history, branch, run_commit), p_value, min_change, window)
+        stored = Stored(*plain_columns(search(load_series(history, branch, run_commit), p_value, min_change, window)))
         changed = True
     else:
         new_runs = sorted(run for run in run_commit if run > meta["last_run"])
         if any(run_commit[run] < meta["commits"] for run in new_runs):  # a covered commit measured again
             check_sqlite_values(history)
-            states = search(load_series(history, branch, run_commit), p_value, min_change, window)
-        else:
-            _update(history, branch, run_commit, new_runs, states, p_value, min_change, window)
+            stored = Stored(*plain_columns(search(load_series(history, branch, run_commit), p_value, min_change,
+                                                  window)))
+        elif new_runs:
+            stored = _update(history, branch, run_commit, new_runs, stored, p_value, min_change, window)
         changed = bool(new_runs)
     if changed and run_commit:
-        _write(history, branch, states, {**settings, "commits": len(commits), "digest": _digest(commits),
+        _write(history, branch, stored, {**settings, "commits": len(commits), "digest": _digest(commits),
                                          "last_run": max(run_commit)})
-    return Cached(commits, times, run_commit, {sid: s.changes for sid, s in states.items()},
-                  {sid: s.last for sid, s in states.items() if s.points})
+    changes = {sid: s.changes for sid, s in stored.states.items()}
+    newest = {sid: s.last for sid, s in stored.states.items() if s.points}
+    for piece in stored.plain.values():
+        changes.update((sid, []) for sid in piece.ids.tolist())
+        newest.update(zip(piece.ids[piece.points > 0].tolist(), piece.last[piece.points > 0].tolist()))
+    return Cached(commits, times, run_commit, {sid: changes[sid] for sid in sorted(changes)}, newest)
 
 
-def _update(history: History, branch: str, run_commit: dict[int, int], new_runs: list[int], states: dict[int, State],
-            p_value: float, min_change: float, window: int) -> None:
-    """Append the new runs' points to their series' states and search again from where each resumes."""
+def _update(history: History, branch: str, run_commit: dict[int, int], new_runs: list[int], stored: Stored,
+            p_value: float, min_change: float, window: int) -> Stored:
+    """Append the new runs' points to their series' states and search again from where each resumes: the plain
+    series with one new point each as columns (``_append_plain``), the others one by one (``_update_states``)."""
     lookup = np.full(max(run_commit) + 1, -1, dtype=np.int64)
     lookup[list(run_commit)] = list(run_commit.values())
     parts = [np.zeros((0, 3))]
@@ -235,17 +155,61 @@ def _update(history: History, branch: str, run_commit: dict[int, int], new_runs:
             f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({', '.join('?' * len(part))})",
             part)))
     table = np.concatenate(parts)
-    unknown = [sid for sid in np.unique(table[:, 0]).astype(np.int64).tolist() if sid not in states]
-    tails = _new_tails(table[:, 0].astype(np.int64), lookup[table[:, 1].astype(np.int64)], table[:, 2], states)
+    ids, commits = table[:, 0].astype(np.int64), lookup[table[:, 1].astype(np.int64)]
+    plain, moved, consumed = _append_plain(stored.plain, ids, commits, table[:, 2], p_value, window)
+    states = {**stored.states, **moved}
+    rest = ~consumed
+    _update_states(history, branch, run_commit, ids[rest], commits[rest], table[rest, 2], states, p_value,
+                   min_change, window)
+    kept, more = plain_columns(states)
+    return Stored(kept, joined([*plain.values(), *more.values()]))
+
+
+def _append_plain(plain: dict[int, Plain], ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
+                  p_value: float, window: int) -> tuple[dict[int, Plain], dict[int, State], np.ndarray]:
+    """Each plain series' one new point appended to its tail, the tails of a length screened as one array: the
+    series the screen clears stay plain (their search resumes where a quiet one's does); those it cannot clear and
+    those with several new points become states, searched one by one. Also which points were used here."""
+    order = np.argsort(ids, kind="stable")
+    in_order = ids[order]
+    consumed = np.zeros(len(ids), dtype=bool)
+    pieces: list[Plain] = []
+    moved: dict[int, State] = {}
+    for length, piece in plain.items():
+        first = np.searchsorted(in_order, piece.ids, "left")
+        count = np.searchsorted(in_order, piece.ids, "right") - first
+        pieces.append(Plain(*(column[count == 0] for column in piece)))
+        rows = np.flatnonzero(count == 1)
+        at = order[first[rows]]
+        grown = np.empty((len(rows), length + 1))
+        grown[:, :length] = piece.tails[rows]
+        grown[:, length] = values[at]
+        quiet = loud_windows(grown, p_value, window) < 0
+        resume = quiet_resume(length + 1, window)
+        calm = rows[quiet]
+        pieces.append(Plain(piece.ids[calm], piece.points[calm] + 1, commits[at[quiet]], piece.resume[calm] + resume,
+                            grown[quiet, resume:]))
+        consumed[at[quiet]] = True
+        moved.update(plain_states(piece, np.concatenate((rows[~quiet], np.flatnonzero(count > 1)))))
+    return joined(pieces), moved, consumed
+
+
+def _update_states(history: History, branch: str, run_commit: dict[int, int], ids: np.ndarray, commits: np.ndarray,
+                   values: np.ndarray, states: dict[int, State], p_value: float, min_change: float,
+                   window: int) -> None:
+    """The new points (``ids``, ``commits``, ``values``) appended to their series' states, each searched again from
+    where it resumes; a series with no state searched whole."""
+    unknown = [sid for sid in np.unique(ids).tolist() if sid not in states]
+    tails = _new_tails(ids, commits, values, states)
     by_length: dict[int, list[int]] = {}
     for series_id, (tail, _) in tails.items():
         by_length.setdefault(len(tail), []).append(series_id)
     full_needed: list[int] = list(unknown)
     pending: dict[int, list[int]] = {}
-    for length, ids in by_length.items():
-        loud = loud_windows(np.stack([tails[sid][0] for sid in ids]), p_value, window)
+    for length, group in by_length.items():
+        loud = loud_windows(np.stack([tails[sid][0] for sid in group]), p_value, window)
         calm_resume = quiet_resume(length, window)
-        for series_id, first in zip(ids, loud.tolist()):
+        for series_id, first in zip(group, loud.tolist()):
             state = states[series_id]
             tail, order = tails[series_id]
             found_all: list[int] = []
@@ -314,28 +278,40 @@ def _read_meta(history: History, branch: str) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _read_states(history: History, branch: str) -> dict[int, State] | None:
+def _read_states(history: History, branch: str) -> Stored | None:
     """The branch's rows; None where one does not parse (searched from scratch, then rewritten)."""
     states: dict[int, State] = {}
+    pieces: list[Plain] = []
     try:
         for (text,) in history.query("SELECT state FROM perfgate_change_cache WHERE branch = ?", (branch,)):
-            states.update(_chunk_states(text))
+            kept, plain = chunk_states(text)
+            states.update(kept)
+            pieces += plain
     except (TypeError, ValueError, IndexError, KeyError, OSError, EOFError, binascii.Error, zipfile.BadZipFile,
             zlib.error):
         return None
-    return states
+    return Stored(states, joined(pieces))
 
 
-def _write(history: History, branch: str, states: dict[int, State], meta: dict[str, Any]) -> None:
+def _rows(branch: str, stored: Stored) -> list[tuple[str, int, str]]:
+    """``CHUNK`` series a row, each keyed by its smallest series id: the plain ones of each tail length, then the
+    others."""
+    rows = [(branch, int(piece.ids[start:start + CHUNK].min()),
+             plain_text(Plain(*(column[start:start + CHUNK] for column in piece))))
+            for piece in stored.plain.values() for start in range(0, len(piece.ids), CHUNK)]
+    ordered = sorted(stored.states.items())
+    return rows + [(branch, ordered[start][0], chunk_text(ordered[start:start + CHUNK]))
+                   for start in range(0, len(ordered), CHUNK)]
+
+
+def _write(history: History, branch: str, stored: Stored, meta: dict[str, Any]) -> None:
     """Replace the branch's rows in one transaction. A history this user cannot write (a read-only copy) keeps
     its cache as it was: the change points are right either way, only slower next time."""
+    rows = _rows(branch, stored)
     try:
         with history.transaction():
             history.execute("DELETE FROM perfgate_change_cache WHERE branch = ?", (branch,))
-            ordered = sorted(states.items())
-            history.insert_rows("perfgate_change_cache", ("branch", "series_id", "state"),
-                                [(branch, ordered[start][0], _chunk_text(ordered[start:start + CHUNK]))
-                                 for start in range(0, len(ordered), CHUNK)])
+            history.insert_rows("perfgate_change_cache", ("branch", "series_id", "state"), rows)
             history.execute("DELETE FROM perfgate_meta WHERE name = ?", (_meta_name(branch),))
             history.execute("INSERT INTO perfgate_meta (name, value) VALUES (?, ?)",
                             (_meta_name(branch), json.dumps(meta)))

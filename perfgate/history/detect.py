@@ -16,7 +16,8 @@ from typing import Any, Iterable, Sequence
 
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
-from perfgate.history.cache import Found, found_in, cached_changes, search
+from perfgate.history.cache import found_in, cached_changes, search
+from perfgate.history.cache_rows import Found
 from perfgate.history.code_change import code_note, mark_code
 from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points

@@ -143,9 +143,12 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
         _record(history, values, range(0, 90))
         find_changes(history, "main")
         rows = history.query("SELECT series_id FROM perfgate_change_cache WHERE branch = 'main' ORDER BY series_id")
-        assert [int(sid) for (sid,) in rows] == list(range(1, len(values) + 1, 4))
-        states = cache._read_states(history, "main")
-        assert states is not None and sorted(states) == list(range(1, len(values) + 1))
+        stored = cache._read_states(history, "main")
+        assert stored is not None and stored.plain  # most series: columns of a tail length
+        plain = [int(sid) for piece in stored.plain.values() for sid in piece.ids]
+        assert sorted([*stored.states, *plain]) == list(range(1, len(values) + 1))
+        assert len(rows) == sum(-(-len(piece.ids) // 4) for piece in stored.plain.values()) + -(-len(stored.states) // 4)
+        states = stored.states
         assert any(len(s.values) for s in states.values()) and any(s.changes for s in states.values())
         assert any(s.weak for s in states.values())
         for commit in range(90, 92):
@@ -161,8 +164,8 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
     monkeypatch.setattr(cache, "CHUNK", 4)
     with open_history(history_url) as history:
         assert find_changes(history, "main") == found  # this version's rows again
-        history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = 5",
-                        (base64.b64encode(b"PK\x03\x04 not an archive").decode(),))
+        history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = ?",
+                        (base64.b64encode(b"PK\x03\x04 not an archive").decode(), int(rows[-1][0])))
         assert cache._read_states(history, "main") is None
         _record(history, values, range(92, 93))
         assert find_changes(history, "main") == _from_scratch(history)
