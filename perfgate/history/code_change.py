@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from perfgate.history.db import History
 
-CHUNK = 100  # series per statement, with their change points' commits: bound its parameters
+PAIRS = 400  # (series, run) pairs per statement: bounds its parameters
 
 
 def mark_code(history: History, branch: str, by_series: Mapping[int, Iterable[dict[str, Any]]]) -> None:
@@ -20,18 +20,25 @@ def mark_code(history: History, branch: str, by_series: Mapping[int, Iterable[di
     None where not recorded; ``changed`` None unless both are), or None where neither side is recorded."""
     wanted = {sid: list(changes) for sid, changes in by_series.items()}
     wanted = {sid: changes for sid, changes in wanted.items() if changes}
+    if not wanted:
+        return
+    runs: dict[str, list[int]] = {}
+    for run_id, commit in history.query("SELECT id, commit_sha FROM perfgate_runs WHERE branch = ?", (branch,)):
+        runs.setdefault(str(commit), []).append(int(run_id))
+    commit_of = {run: commit for commit, ids in runs.items() for run in ids}
+    # each side's points looked up by their key, one by one (SQLite's CROSS JOIN keeps the pairs the outer loop):
+    # a join of runs and points judged 100 series x every commit of their changes a statement
+    pairs = sorted({(sid, run) for sid, changes in wanted.items() for change in changes
+                    for name in ("commit", "previous_commit") for run in runs.get(change[name], [])})
     codes: dict[tuple[int, str], set[str]] = {}
-    ids = sorted(wanted)
-    for start in range(0, len(ids), CHUNK):
-        part = ids[start:start + CHUNK]
-        commits = sorted({c[name] for sid in part for c in wanted[sid] for name in ("commit", "previous_commit")})
-        marks, commit_marks = ", ".join("?" * len(part)), ", ".join("?" * len(commits))
-        for series_id, commit, code_id in history.query(
-                "SELECT p.series_id, r.commit_sha, p.code_id FROM perfgate_points p "
-                "JOIN perfgate_runs r ON r.id = p.run_id "
-                f"WHERE r.branch = ? AND p.code_id IS NOT NULL AND p.series_id IN ({marks}) "
-                f"AND r.commit_sha IN ({commit_marks})", (branch, *part, *commits)):
-            codes.setdefault((int(series_id), str(commit)), set()).update(str(code_id).split())
+    for start in range(0, len(pairs), PAIRS):
+        part = pairs[start:start + PAIRS]
+        for series_id, run_id, code_id in history.query(
+                f"WITH wanted (s, r) AS (VALUES {', '.join(['(?, ?)'] * len(part))}) "
+                "SELECT p.series_id, p.run_id, p.code_id FROM wanted CROSS JOIN perfgate_points p "
+                "WHERE p.series_id = wanted.s AND p.run_id = wanted.r AND p.code_id IS NOT NULL",
+                [number for pair in part for number in pair]):
+            codes.setdefault((int(series_id), commit_of[int(run_id)]), set()).update(str(code_id).split())
     for sid, changes in wanted.items():
         for change in changes:
             before = codes.get((sid, change["previous_commit"]))
