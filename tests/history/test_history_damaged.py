@@ -93,3 +93,29 @@ def test_findings_that_are_no_json_list_are_one_line(history: Path, capsys: pyte
                            "'[]')", (run_id, "[" * 100_000))
     status, err = _run(capsys, ["history", "dashboard", "-o", "{site}"], history)
     assert status == 2 and err.count("\n") == 1 and "perfgate_findings holds findings that are no JSON list" in err, err
+
+
+def test_the_scan_of_every_point_flags_what_typeof_flags(tmp_path: Path) -> None:
+    """``check_sqlite_values``'s points check compares instead of calling typeof() per column: the same rows."""
+    from perfgate.history.db import _SQLITE_CHECKS
+
+    typeof = ("typeof(series_id) != 'integer' OR typeof(run_id) != 'integer' OR typeof(n) != 'integer' OR "
+              + " OR ".join(f"typeof({c}) NOT IN ('integer', 'real') OR abs({c}) > 1.7e308" for c in ("value", "low",
+                                                                                                    "high"))
+              + " OR series_id NOT IN (SELECT id FROM perfgate_series) OR run_id NOT IN (SELECT id FROM perfgate_runs)")
+    hostile = ["abc", 1.5, 1e19, 2.0**63, -(2.0**63), b"\x01", "7", "", " 5 ", "[1,2", "nan", "inf", "1e400",
+               float("inf"), -float("inf"), 3.0, 5, -(2**63), 2**63 - 1, 1.7e308, -1.7e308]
+    with sqlite3.connect(tmp_path / "points.sqlite") as connection:
+        connection.execute("CREATE TABLE perfgate_points (series_id BIGINT NOT NULL, run_id BIGINT NOT NULL, "
+                           "n INTEGER NOT NULL, value DOUBLE PRECISION NOT NULL, low DOUBLE PRECISION NOT NULL, "
+                           "high DOUBLE PRECISION NOT NULL)")
+        connection.execute("CREATE TABLE perfgate_series (id BIGINT)")
+        connection.execute("CREATE TABLE perfgate_runs (id BIGINT)")
+        rows = [tuple(value if at == column else 1 for at in range(6)) for value in hostile for column in range(6)]
+        connection.executemany("INSERT INTO perfgate_points VALUES (?, ?, ?, ?, ?, ?)", rows)
+        for table in ("perfgate_series", "perfgate_runs"):  # every id a series and a run: the types decide
+            connection.executemany(f"INSERT INTO {table} VALUES (?)", [(1,), *((value,) for value in hostile)])
+        flagged = connection.execute(f"SELECT rowid, ({_SQLITE_CHECKS['perfgate_points']}), ({typeof}) "
+                                     "FROM perfgate_points").fetchall()
+    assert [row for row in flagged if row[1] != row[2]] == []
+    assert 0 < sum(row[1] for row in flagged) < len(flagged)
