@@ -120,14 +120,13 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
     stored = _read_states(history, branch) if usable else None
     if stored is None or meta is None:
         check_sqlite_values(history)  # every point is read: checked first, as every whole reader does
-        stored = Stored(*plain_columns(search(load_series(history, branch, run_commit), p_value, min_change, window)))
+        stored = _searched(history, branch, run_commit, p_value, min_change, window)
         changed = True
     else:
         new_runs = sorted(run for run in run_commit if run > meta["last_run"])
         if any(run_commit[run] < meta["commits"] for run in new_runs):  # a covered commit measured again
             check_sqlite_values(history)
-            stored = Stored(*plain_columns(search(load_series(history, branch, run_commit), p_value, min_change,
-                                                  window)))
+            stored = _searched(history, branch, run_commit, p_value, min_change, window)
         elif new_runs:
             stored = _update(history, branch, run_commit, new_runs, stored, p_value, min_change, window)
         changed = bool(new_runs)
@@ -140,6 +139,13 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
         changes.update((sid, []) for sid in piece.ids.tolist())
         newest.update(zip(piece.ids[piece.points > 0].tolist(), piece.last[piece.points > 0].tolist()))
     return Cached(commits, times, run_commit, {sid: changes[sid] for sid in sorted(changes)}, newest)
+
+
+def _searched(history: History, branch: str, run_commit: dict[int, int], p_value: float, min_change: float,
+              window: int) -> Stored:
+    """Every series of the branch searched from scratch."""
+    return Stored(*plain_columns(search(load_series(history, branch, run_commit, with_facts=False), p_value,
+                                        min_change, window)))
 
 
 def _update(history: History, branch: str, run_commit: dict[int, int], new_runs: list[int], stored: Stored,
@@ -230,7 +236,7 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
                         commits=np.concatenate((state.commits, np.array(order, dtype=np.int64))))
                 else:
                     full_needed.append(series_id)
-    loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed)} if full_needed else {}
+    loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
     for series_id, candidates in pending.items():
         state = states[series_id]

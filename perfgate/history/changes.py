@@ -267,24 +267,28 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
     step = max(window // 2, 1)
     for start in range(0, n, step):
         stop = min(start + window, n)
-        part = matrix[:, start:stop]
+        active = np.flatnonzero(quiet)  # a row found loud already has its first loud window: the later ones are moot
+        if not len(active):
+            break
+        part = matrix[active, start:stop]
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
         prefix = _distance_prefix(part)
-        sums = np.zeros((rows, part.shape[1] + 1))
+        sums = np.zeros((len(active), part.shape[1] + 1))
         squares = np.zeros_like(sums)
         sums[:, 1:] = part.cumsum(1)
         squares[:, 1:] = (part * part).cumsum(1)
-        every = np.arange(rows)
-        low, high = np.zeros(rows, dtype=np.int64), np.full(rows, part.shape[1], dtype=np.int64)
+        every = np.arange(len(active))
+        low, high = np.zeros(len(active), dtype=np.int64), np.full(len(active), part.shape[1], dtype=np.int64)
         at, passed = _split_many(prefix, sums, squares, every, low, high, weak)
         flat = np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
         passed &= ~flat
-        quiet &= ~passed
+        calm = ~passed
         for side_low, side_high in ((low, at), (at, high)):  # a failed split: its sides are searched too
             checked = ~passed & ~flat & (at > 0)
             _, side = _split_many(prefix, sums, squares, every[checked], side_low[checked], side_high[checked], weak)
-            quiet &= ~side
-        first[~quiet & (first < 0)] = start
+            calm &= ~side
+        quiet[active] = calm
+        first[active[~calm]] = start
         if stop == n:
             break
     return first

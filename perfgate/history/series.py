@@ -57,10 +57,11 @@ def load_branch(history: History, branch: str) -> Branch:
 
 
 def load_series(history: History, branch: str, run_commit: dict[int, int],
-                ids: Sequence[int] | None = None) -> list[Series]:
+                ids: Sequence[int] | None = None, with_facts: bool = True) -> list[Series]:
     """The series of ``ids`` (None: every one) with their points on ``branch``; ``run_commit`` from
-    ``commit_order``. Read a million points at a time into arrays: a Python tuple per point would cost GBs."""
-    facts = series_facts(history, ids)
+    ``commit_order``; ``with_facts`` False: the Series carry no facts (a search needs none). Read a million points
+    at a time into arrays: a Python tuple per point would cost GBs."""
+    facts = series_facts(history, ids) if with_facts else None
     if not run_commit:
         return []
     lookup = np.full(max(run_commit) + 1, -1, dtype=np.int64)

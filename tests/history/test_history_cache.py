@@ -59,9 +59,10 @@ def test_changes_after_more_commits_are_those_of_a_search_from_scratch(history_u
     read_whole: list[list[int] | None] = []
     real_load = cache.load_series
 
-    def load_series(history: History, branch: str, run_commit: dict[int, int], ids: Any = None) -> Any:
+    def load_series(history: History, branch: str, run_commit: dict[int, int], ids: Any = None, *more: Any,
+                    **named: Any) -> Any:
         read_whole.append(None if ids is None else list(ids))
-        return real_load(history, branch, run_commit, ids)
+        return real_load(history, branch, run_commit, ids, *more, **named)
 
     monkeypatch.setattr(cache, "load_series", load_series)
     with open_history(history_url) as history:
