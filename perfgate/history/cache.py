@@ -5,8 +5,9 @@ The windowed search (``changes.window_search``) judges a window of full length o
 series that grows by a commit keeps the candidates of those windows and searches again from the first window its
 end cut short. A series' state (the candidates, where the search resumes, the points from there on, and for a
 series with candidates all its points) and its change points are kept with its count of points and its newest
-commit; a branch's states are kept as columns, ``CHUNK`` series a row (an ``.npz`` archive as base64 text,
-keyed by the chunk's first series id), so that 100,000 series are read and written as a few arrays. A branch's
+commit; a branch's states are kept as columns, ``CHUNK`` series a row (``perfgate.history.cache_rows``), so that
+100,000 series are read and written as a few arrays, and most series (no candidate) are updated as columns too
+(``_append_plain``): their new points appended and screened as one array a tail length. A branch's
 entry in ``perfgate_meta`` says which runs and commits the rows cover and under which settings; anything else (a
 rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row that does not parse) is
 searched from scratch, and the result is the same as without the cache. A search from scratch checks every point
@@ -15,10 +16,8 @@ of a SQLite history first (``check_sqlite_values``); an update checks the points
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import json
-import zipfile
 import zlib
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -44,11 +43,12 @@ from perfgate.history.cache_rows import (
     plain_columns,
     plain_states,
     plain_text,
+    stored_form,
 )
 from perfgate.history.db import History, check_sqlite_values
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
-CACHE_VERSION = 3  # bump when the search or the rows change: older rows are searched again
+CACHE_VERSION = 4  # bump when the search or the rows change: older rows are searched again
 CHUNK = 8192  # series a row
 
 
@@ -293,27 +293,26 @@ def _read_states(history: History, branch: str) -> Stored | None:
             kept, plain = chunk_states(text)
             states.update(kept)
             pieces += plain
-    except (TypeError, ValueError, IndexError, KeyError, OSError, EOFError, binascii.Error, zipfile.BadZipFile,
-            zlib.error):
+    except (TypeError, ValueError, IndexError, KeyError, zlib.error):  # base64's errors are ValueErrors
         return None
     return Stored(states, joined(pieces))
 
 
-def _rows(branch: str, stored: Stored) -> list[tuple[str, int, str]]:
+def _rows(branch: str, stored: Stored, dialect: str = "sqlite") -> list[tuple[str, int, bytes | str]]:
     """``CHUNK`` series a row, each keyed by its smallest series id: the plain ones of each tail length, then the
     others."""
     rows = [(branch, int(piece.ids[start:start + CHUNK].min()),
-             plain_text(Plain(*(column[start:start + CHUNK] for column in piece))))
+             stored_form(plain_text(Plain(*(column[start:start + CHUNK] for column in piece))), dialect))
             for piece in stored.plain.values() for start in range(0, len(piece.ids), CHUNK)]
     ordered = sorted(stored.states.items())
-    return rows + [(branch, ordered[start][0], chunk_text(ordered[start:start + CHUNK]))
+    return rows + [(branch, ordered[start][0], stored_form(chunk_text(ordered[start:start + CHUNK]), dialect))
                    for start in range(0, len(ordered), CHUNK)]
 
 
 def _write(history: History, branch: str, stored: Stored, meta: dict[str, Any]) -> None:
     """Replace the branch's rows in one transaction. A history this user cannot write (a read-only copy) keeps
     its cache as it was: the change points are right either way, only slower next time."""
-    rows = _rows(branch, stored)
+    rows = _rows(branch, stored, history.dialect)
     try:
         with history.transaction():
             history.execute("DELETE FROM perfgate_change_cache WHERE branch = ?", (branch,))

@@ -170,3 +170,22 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
         assert cache._read_states(history, "main") is None
         _record(history, values, range(92, 93))
         assert find_changes(history, "main") == _from_scratch(history)
+
+
+def test_a_row_reads_back_as_written_and_a_cut_or_padded_one_is_refused() -> None:
+    """A row is the columns' bytes after their lengths: every length must match the bytes that follow."""
+    from perfgate.history.cache_rows import Found, Plain, State, chunk_states, chunk_text, plain_text, stored_form
+    from perfgate.history.changes import ChangePoint
+
+    state = State(5, 4, [2], 1, np.array([1.0, 2.0, 3.0, 4.0]), [Found(2, 1, ChangePoint(2, 1e-9, 1.0, 3.0, True))],
+                  np.arange(5.0), np.arange(5, dtype=np.int64))
+    states, plain = chunk_states(chunk_text([(7, state)]))
+    assert not plain and list(states) == [7] and states[7]._replace(tail=[], values=[], commits=[]) == \
+        state._replace(tail=[], values=[], commits=[])
+    assert [list(a) for a in states[7][4:5] + states[7][6:]] == [list(a) for a in state[4:5] + state[6:]]
+    columns = Plain(np.array([3, 9]), np.array([6, 6]), np.array([5, 5]), np.array([2, 2]), np.ones((2, 4)))
+    raw = plain_text(columns)
+    assert chunk_states(stored_form(raw, "postgresql"))[1][0].tails.tolist() == columns.tails.tolist()
+    for damaged in (raw[:-1], raw + b"\0", raw[:40], b"PK\x03\x04", "not base64!"):
+        with pytest.raises(ValueError):
+            chunk_states(damaged)
