@@ -7,7 +7,8 @@ and the commands that need it say so in one line when it is missing (docs/histor
 
 from __future__ import annotations
 
-from typing import overload
+import functools
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -31,17 +32,24 @@ def require_scipy() -> None:
                            ) from None
 
 
+@functools.cache
+def _scipy_stdtr() -> Any:
+    """scipy's function, imported once (an import statement per t-test was a tenth of judging candidates)."""
+    try:
+        from scipy.special import stdtr as scipy_stdtr
+    except ImportError:
+        raise MissingExtra(f"the history's change points need scipy (Student's t-test), an extra: {INSTALL_LINE}"
+                           ) from None
+    return scipy_stdtr
+
+
 @overload
 def stdtr(df: int, t: float) -> float: ...
 @overload
 def stdtr(df: int | npt.NDArray[np.float64], t: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]: ...
 def stdtr(df: int | npt.NDArray[np.float64], t: float | npt.NDArray[np.float64]) -> float | npt.NDArray[np.float64]:
     """P(T <= t) for Student's t with ``df`` degrees of freedom; element-wise over arrays (many series at once)."""
-    try:
-        from scipy.special import stdtr as scipy_stdtr
-    except ImportError:
-        raise MissingExtra(f"the history's change points need scipy (Student's t-test), an extra: {INSTALL_LINE}"
-                           ) from None
+    scipy_stdtr = _scipy_stdtr()
     if isinstance(t, np.ndarray):
         return np.asarray(scipy_stdtr(df, t), dtype=np.float64)
     return float(scipy_stdtr(df, t))
