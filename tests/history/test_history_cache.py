@@ -189,3 +189,32 @@ def test_a_row_reads_back_as_written_and_a_cut_or_padded_one_is_refused() -> Non
     for damaged in (raw[:-1], raw + b"\0", raw[:40], b"PK\x03\x04", "not base64!"):
         with pytest.raises(ValueError):
             chunk_states(damaged)
+
+
+def test_plain_series_with_no_new_point_several_or_a_new_series_update_as_a_search_from_scratch(
+        tmp_path: Any) -> None:
+    """The series with no candidate are updated as columns when each has one new point; two new commits at once,
+    a commit that measured only some series, and a series new to the branch go through the states, the same
+    change points either way."""
+    values = _series()[::2]
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    with open_history(url) as history:
+        _record(history, values, range(0, 70))
+        find_changes(history, "main")
+        stored = cache._read_states(history, "main")
+        assert stored is not None and sum(len(piece.ids) for piece in stored.plain.values()) >= len(values) // 2
+        _record(history, values, range(70, 72))  # two new points a series
+        assert find_changes(history, "main") == _from_scratch(history)
+        _record(history, values[:5], range(72, 73))  # only some series measured
+        assert find_changes(history, "main") == _from_scratch(history)
+        with history.transaction():  # a series the branch has not seen: searched whole, then kept
+            history.insert_rows("perfgate_series", ("id", "gpu", "test", "kind", "kernel", "region", "metric", "unit",
+                                                    "direction"), [(999, "H100", "t", "kernel", "new", "", "time",
+                                                                     "ns", "lower")])
+        for commit in range(73, 77):
+            _record(history, values, range(commit, commit + 1))
+            history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"),
+                                [(999, commit + 1, 1, 100.0 + commit % 3, 0.0, 0.0)])
+            assert find_changes(history, "main") == _from_scratch(history)
+        stored = cache._read_states(history, "main")
+        assert stored is not None and 999 in [*stored.states, *(sid for p in stored.plain.values() for sid in p.ids)]
