@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "corpus"
 
 
-def digest(measurement: Measurement) -> str:
+def digest(measurement: Measurement, folder: str) -> str:
     hasher = hashlib.sha256()
     table = measurement.table
     for name in table.columns:
@@ -45,13 +45,14 @@ def digest(measurement: Measurement) -> str:
         hasher.update(f"{name}:{values.dtype}:{len(values)}".encode())
         hasher.update(repr(values.tolist()).encode() if values.dtype == object else values.tobytes())
     for field in measurement._fields[1:]:
-        hasher.update(f"{field}={getattr(measurement, field)!r}".encode())
+        text = f"{field}={getattr(measurement, field)!r}"
+        hasher.update((text.replace(folder, "<tmp>") if folder else text).encode())
     return f"{len(table)} rows {hasher.hexdigest()[:16]}"
 
 
 def outcome(path: str, folder: str, metrics: tuple[str, ...] | None = None) -> str:
     try:
-        return digest(read_table(path, metrics))
+        return digest(read_table(path, metrics), folder)
     except PerfgateError as exc:
         text = str(exc).replace(folder, "<tmp>") if folder else str(exc)
         text = re.sub(r"/tmp/perfgate-\w+", "<spool>", text)  # a pipe's temporary copy, named at random
