@@ -338,8 +338,10 @@ def _read_json(file_path: Path, readers: tuple[Reader, ...],
     document, key, events = (open_json(file_path, key_streams, list_streams) if opener is None
                              else open_json(file_path, key_streams, list_streams, opener))
     parsed = JsonInput(document, key, events)
+    if events is not None:  # a list read as it is used: the row that streams it reads it
+        return next(row for row in rows if row.streams is not None).read(Input(file_path, json=parsed))
     for row in rows:
-        if (events is None or row.streams is not None) and row.document is not None and row.document(parsed):
+        if row.document is not None and row.document(document):
             return row.read(Input(file_path, json=parsed))
     raise InputError(file_path, f"JSON that is neither {either([row.json_name for row in rows], 'nor')}",
                      f"pass {either([row.json_fix for row in rows], 'or')}")

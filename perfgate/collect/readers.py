@@ -71,7 +71,7 @@ class Reader:
     ``head`` recognizes the file's first bytes (up to 8 KiB) and its suffix ("" for a stream, whose name says
     nothing); a JSON format's ``head`` recognizes JSON text and its ``document`` the parsed document, asked of every
     JSON row in order once the document is read. A row with ``streams`` has its list read one element at a time;
-    a document so read is offered only to the rows with ``streams``. ``description`` names the format to the user in the list of
+    a document so read goes to the first row with ``streams``, unasked (the elements are not read yet). ``description`` names the format to the user in the list of
     everything perfgate reads, at the place ``listed``. A JSON format also says what its documents are and how to
     make one (``json_name``, ``json_fix``), for the error when a JSON document is none of them."""
 
@@ -80,7 +80,7 @@ class Reader:
     listed: int
     head: Callable[[bytes, str], bool]
     read: Callable[[Input], Measurement]
-    document: Callable[[JsonInput], bool] | None = None
+    document: Callable[[Any], bool] | None = None
     streams: Streams | None = None
     json_name: str = ""
     json_fix: str = ""
@@ -128,14 +128,14 @@ READERS: tuple[Reader, ...] = (
     Reader("nsys-export", "an Nsight Systems SQLite export", 5, _sqlite, lambda given: read_nsys_export(given.path)),
     Reader("baseline", "a perfgate baseline", 3, json_text,
            lambda given: table_from_baseline(_json(given).document, given.path),
-           document=lambda parsed: looks_like_baseline(parsed.document),
+           document=looks_like_baseline,
            json_name="a perfgate baseline", json_fix="a baseline written by 'perfgate baseline'"),
     Reader("pytest-benchmark", "a pytest-benchmark JSON", 2, json_text,
            lambda given: table_from_benchmark_json(_json(given).document, given.path),
-           document=lambda parsed: looks_like_benchmark_json(parsed.document),
+           document=looks_like_benchmark_json,
            json_name="pytest-benchmark output", json_fix="a --benchmark-json file"),
     Reader("trace", "a PyTorch profiler trace (.json)", 4, json_text, _read_trace,
-           document=lambda parsed: parsed.events is not None or looks_like_trace(parsed.document),
+           document=looks_like_trace,
            streams=Streams(streams_events, streams_event_list),
            json_name="a Chrome trace (no traceEvents)", json_fix="a trace torch.profiler exported"),
     Reader("ncu-csv", "ncu --csv output (--page details or raw)", 1, _ncu_text, _read_ncu_csv),

@@ -34,7 +34,7 @@ def _toy_json_read(given: Input) -> Measurement:
 
 
 _TOY_JSON = Reader("toy-json", "a toy JSON profile", 7, json_text, _toy_json_read,
-                   document=lambda parsed: isinstance(parsed.document, dict) and "toy" in parsed.document,
+                   document=lambda document: isinstance(document, dict) and "toy" in document,
                    json_name="a toy JSON profile", json_fix="a file with a 'toy' object")
 
 
@@ -86,7 +86,7 @@ def test_a_streamed_trace_goes_only_to_a_row_that_streams(tmp_path: Path) -> Non
     trace = tmp_path / "t.json"
     trace.write_text('{"toy": {}, "traceEvents": []}')
     whole = Reader("toy-json", "a toy JSON profile", 7, json_text, _toy_json_read,
-                   document=lambda parsed: "toy" in parsed.document)
+                   document=lambda document: "toy" in document)
     with pytest.raises(InputError, match="no kernel|no GPU kernel|holds no"):
         read_table(trace, readers=(whole, *READERS))
 
