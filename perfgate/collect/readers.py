@@ -164,10 +164,10 @@ def json_rows(readers: tuple[Reader, ...] = READERS) -> tuple[Reader, ...]:
 def streams_key(readers: tuple[Reader, ...]) -> Callable[[str, dict[str, Any]], bool]:
     """``open_json``'s predicate for a list under a key: any JSON row's."""
     picks = [row.streams.key for row in readers if row.streams is not None]
-    return lambda key, document: any(pick(key, document) for pick in picks)
+    return picks[0] if len(picks) == 1 else lambda key, document: any(pick(key, document) for pick in picks)
 
 
 def streams_top_level(readers: tuple[Reader, ...]) -> Callable[[Any], bool]:
     """``open_json``'s predicate for a top-level list: any JSON row's."""
     picks = [row.streams.top_level for row in readers if row.streams is not None]
-    return lambda first: any(pick(first) for pick in picks)
+    return picks[0] if len(picks) == 1 else lambda first: any(pick(first) for pick in picks)
