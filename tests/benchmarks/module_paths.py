@@ -5,7 +5,7 @@ Runs, in this process, a real ``perfgate compare`` of a repository fixture (perf
 (``baselines/nvidia-h100-80gb-hbm3-sm90/examples.test_cupy_raw_kernel__test_vector_add.json``), then
 ``perfgate.render.render_parts`` of that comparison's JSON report, and prints for each path::
 
-    compare: 85 steps between perfgate modules, 55 of them returns
+    compare: 813 steps between perfgate modules, 753 of them returns; 188 distinct moves, 127 of them returns
 
 How it counts (the figures of issue 37):
 
@@ -19,6 +19,9 @@ How it counts (the figures of issue 37):
   (so ``steps`` = visits - 1), and a **return** is a step into a module that was visited before and left, somewhere
   earlier on the same path. A path that walks the flow one way (collect → table → compare → render) has no
   returns; each return is a place where the data goes back to a module it had already left.
+- A loop over rows that calls into another module counts once per row in ``steps``; the **distinct moves** count
+  each from-module → to-module pair once (and a distinct return is a pair that was a return when first taken), so
+  they describe the code's shape rather than the input's size.
 
 Usage (the tree on ``PYTHONPATH`` is the one measured)::
 
@@ -71,6 +74,16 @@ def steps_and_returns(visits: list[str]) -> tuple[int, int]:
     return max(len(visits) - 1, 0), returns
 
 
+def distinct_moves_and_returns(visits: list[str]) -> tuple[int, int]:
+    """Distinct (from, to) module pairs among the steps, and how many of them were returns when first taken."""
+    seen: set[str] = set(visits[:1])
+    moves: dict[tuple[str, str], bool] = {}
+    for before, module in zip(visits, visits[1:]):
+        moves.setdefault((before, module), module in seen)
+        seen.add(module)
+    return len(moves), sum(moves.values())
+
+
 def _compare(argv: list[str]) -> Callable[[], Any]:
     from perfgate.cli.shell import main
 
@@ -116,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name, visits in measure(args.format).items():
         steps, returns = steps_and_returns(visits)
-        print(f"{name}: {steps} steps between perfgate modules, {returns} of them returns")
+        moves, move_returns = distinct_moves_and_returns(visits)
+        print(f"{name}: {steps} steps between perfgate modules, {returns} of them returns; "
+              f"{moves} distinct moves, {move_returns} of them returns")
         if args.modules:
             print("  " + " > ".join(module.removeprefix("perfgate.") for module in visits))
     return 0
