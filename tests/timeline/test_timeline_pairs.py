@@ -82,3 +82,29 @@ def test_an_inconclusive_kernel_in_whole_microseconds_names_the_clock(tmp_path: 
     assert len(said) == 1 and said[0].endswith(
         "inconclusive, not failed; the trace's time stamps are whole steps of 1 µs, and the interval is two of them: "
         "record a trace with nanosecond time stamps (a current torch.profiler, Nsight Systems) to settle it"), said
+
+
+# Every re-run of unchanged code we hold, both ways; expected (written before the cold-start change): each passes,
+# with no inconclusive row and no region row that moved.
+RERUNS = [RERUN, ("nvfuser-h100/report1_8fa9ec2.sqlite", "nvfuser-h100/report2_df8f397.sqlite"),
+          *((f"h200:{kind}.a.cupti.json.gz", f"h200:{kind}.b.cupti.json.gz") for kind in ("mlp.cupti", "softmax.cupti",
+                                                                                       "vector_add.cupti")),
+          ("h200:mlp.cupti.a.cupti.json.gz", "h200:mlp.cupti.c.cupti.json.gz"),
+          ("h200:mlp.cupti.b.cupti.json.gz", "h200:mlp.cupti.c.cupti.json.gz"),
+          ("h200:mlp.torch.a.pt.trace.json.gz", "h200:mlp.torch.b.pt.trace.json.gz")]
+
+
+def _rerun_trace(name: str) -> Path:
+    ours = Path(__file__).resolve().parents[1] / "data" / "h200" / "timeline"
+    return ours / name.removeprefix("h200:") if name.startswith("h200:") else corpus_trace(name)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("pair", RERUNS, ids=lambda pair: pair[0].split("/")[-1])
+def test_every_rerun_passes_both_ways(pair: tuple[str, str], reverse: bool) -> None:
+    base, cur = (read_table(_rerun_trace(name)) for name in (pair[::-1] if reverse else pair))
+    comparison = compare_tables(base, cur)
+    launches = comparison.launches
+    moved = {(str(k), str(s)) for k, s in zip(launches["kind"].tolist(), launches["status"].tolist(), strict=True)
+             if s != "unchanged" and (k == "region" or s == "inconclusive")}
+    assert comparison.verdict == "pass" and moved == set()
