@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.common import run_cli
 from helpers.timeline import corpus_trace
 
 from perfgate.collect import read_table
@@ -123,3 +124,13 @@ def test_every_rerun_passes_both_ways(pair: tuple[str, str], reverse: bool) -> N
 def test_a_trace_recorded_warm_shows_no_module_loading(name: str) -> None:
     settings = read_table(_rerun_trace(name)).settings
     assert "trace_shows_module_loading" not in settings and "timeline_module_loading" not in settings
+
+
+def test_the_text_report_keeps_a_listed_regions_module_loading_note(capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole trace is listed (a regression) and its why line says what moved; its notes on module loading and on
+    the cold gap are not that why, so they stay."""
+    status, out, _ = run_cli(capsys, "compare", *(corpus_trace(name) for name in RERUN[::-1]))
+    assert status == 1 and "REGRESSION  whole trace [whole trace]" in out
+    assert "note: region `whole trace`: 492 ms → 518 ms of kernels' first launch calls (CUDA's lazy module loading)" in out
+    assert "note: region `whole trace`: a one-shot run from a cold start" in out
+    assert "note: region `whole trace`: wall +435%" not in out  # the why, said by the row's own lines
