@@ -25,8 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from perfgate.collect.timeline.attribute import Attribution, attribute
+from perfgate.collect.timeline.cold import first_launch_calls, longest_gap
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
-from perfgate.collect.timeline.model import FROM_PROCESS_START, KERNEL, Device, LaunchColumns, Trace
+from perfgate.collect.timeline.model import KERNEL, Device, LaunchColumns, Trace
 from perfgate.collect.timeline.region_entry import (
     GPU_BUSY,
     GPU_IDLE,
@@ -55,6 +56,13 @@ WHOLE_TRACE = "whole trace"  # the one region of a trace that has no host ranges
 # A measurement's setting: per region, the median host time its entries spent in first launch calls (CUDA's lazy
 # module loading), left out of its wall time and GPU idle; JSON {path: ns}.
 MODULE_LOADING_SETTING = "timeline_module_loading"
+# A measurement's setting: the trace does not say where it began, but its kernels' first launch calls show module
+# loading (``_shows_loading``), so they are left out as in a trace from the process start.
+SHOWS_LOADING_SETTING = "trace_shows_module_loading"
+# A measurement's setting for a trace without ranges that began cold: the whole trace's longest GPU idle gap outside
+# kernels' first launch calls (ns) and the GPU work after it, JSON {path: [ns, name]}: what a one-shot run's wall
+# time holds besides module loading.
+LONGEST_GAP_SETTING = "timeline_longest_gap"
 
 
 def no_kernels(path: Path, trace: Trace) -> InputError:
@@ -85,21 +93,6 @@ def check_times(trace: Trace, path: Path) -> None:
         if not (-MAX_TIME_NS < start < MAX_TIME_NS and -MAX_TIME_NS < end < MAX_TIME_NS):
             raise InputError(path, f"a time stamp out of any clock's range ({start:.3g} to {end:.3g} ns)",
                              "trace again; the file is corrupt or was edited")
-
-
-def _first_launch_calls(trace: Trace, attribution: Attribution) -> list[tuple[int, int]]:
-    """The launch calls (start, end) of each kernel's first launch in the traced process: where CUDA's lazy loading
-    loads the kernel's module, inside the call. Empty unless the trace is known to start with its process
-    (perfgate's own CUPTI trace; an Nsight Systems export captured from the start): a profiler trace may start
-    after warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
-    if trace.format != "cupti" and not trace.facts.get(FROM_PROCESS_START):
-        return []
-    first: dict[str, int] = {}
-    for index in sorted((i for i, op in enumerate(trace.ops) if op.kind == KERNEL), key=lambda i: trace.ops[i].start):
-        first.setdefault(trace.ops[index].demangled, index)
-    calls = {(launch.start, launch.end) for launch in (attribution.op_launch[i] for i in first.values())
-             if launch is not None}
-    return sorted(calls)
 
 
 def _measure(path: str, host_start: int, inside: list[int], trace: Trace, timelines: tuple[BusyTimeline, QueuedWork],
@@ -139,9 +132,11 @@ def merged_pairs(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return list(zip(begin.tolist(), finish.tolist(), strict=True))
 
 
-def region_instances(trace: Trace, attribution: Attribution) -> list[RegionInstance]:
+def region_instances(trace: Trace, attribution: Attribution,
+                     cold_calls: list[tuple[int, int]] | None = None) -> list[RegionInstance]:
     """Each range that launched GPU work, measured from the range's start on the host (see ``perfgate.metrics``
-    for each metric); a trace without ranges: one whole-trace entry, from its first launch call on."""
+    for each metric); a trace without ranges: one whole-trace entry, from its first launch call on. ``cold_calls``:
+    the launch calls whose host time is module loading (``cold.first_launch_calls`` where not given)."""
     members: dict[int, list[int]] = defaultdict(list)
     for op_index, held in enumerate(attribution.op_ranges):
         for range_index in held:
@@ -149,7 +144,8 @@ def region_instances(trace: Trace, attribution: Attribution) -> list[RegionInsta
     ops = trace.ops
     timelines = (BusyTimeline([op.start for op in ops], [op.end for op in ops]),
                  QueuedWork([op.start for op in ops], [op.end for op in ops]))
-    cold_calls = _first_launch_calls(trace, attribution)
+    if cold_calls is None:
+        cold_calls, _ = first_launch_calls(trace, attribution)
     if not trace.ranges and ops:
         everything = list(range(len(ops)))
         start = min(launch.start if launch is not None else op.start
@@ -313,10 +309,16 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
         raise no_kernels(path, trace)
     check_times(trace, path)
     attribution = attribute(trace)
-    instances = region_instances(trace, attribution)
+    cold_calls, shown = first_launch_calls(trace, attribution)
+    instances = region_instances(trace, attribution, cold_calls)
     table = _table(trace, attribution, instances, path)
 
     settings: dict[str, Any] = {SOURCE_SETTING: TIMELINE, "trace_format": trace.format, **trace.facts}
+    if shown:
+        settings[SHOWS_LOADING_SETTING] = True
+    if not trace.ranges and instances and (cold_calls or shown):
+        gap, before = longest_gap(trace, instances[0], cold_calls)
+        settings[LONGEST_GAP_SETTING] = json.dumps({WHOLE_TRACE: [gap, before]}, separators=(",", ":"))
     loading = module_loading(instances)
     if loading:
         settings[MODULE_LOADING_SETTING] = json.dumps(loading, separators=(",", ":"))
