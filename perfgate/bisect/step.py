@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.bisect.measure import Runner, git, read_result, resolve_commit
+from perfgate.bisect.measure import Runner, git, resolve_commit
 from perfgate.bisect.search import Judged
 from perfgate.errors import InputError
 from perfgate.vocabulary import Verdict
@@ -45,26 +45,37 @@ def _bisect_end(runner: Runner, given: str | None, which: str) -> str:
     return resolve_commit(runner.root, marked[0], f"--{which}")
 
 
-def _end(runner: Runner, commit: str, which: str) -> Measurement:
-    kept = _cache(runner) / f"{commit}.json"
-    if kept.is_file():
-        return read_result(kept, runner.options)
+def _end_files(runner: Runner, commit: str, which: str) -> list[Path]:
+    """The end's kept result files, one per run (more when the ends' time was undecided); run once if none."""
+    folder = _cache(runner)
+    files = sorted(folder.glob(f"{commit}-*.json"), key=lambda path: int(path.stem.rsplit("-", 1)[1]))
+    return files or [_run_end(runner, commit, which, 1)]
+
+
+def _run_end(runner: Runner, commit: str, which: str, run: int) -> Path:
+    kept = _cache(runner) / f"{commit}-{run}.json"
     result = runner.run(commit, keep=kept)
     if result.measurement is None:
         raise InputError(f"--{which}", f"commit {commit[:12]} cannot be measured: {result.problem}",
                          "check --test (the test must exist and pass at both ends) and --build")
-    return result.measurement
+    return kept
 
 
 def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, bad_ref: str | None,
                commit_ref: str) -> Judged:
     """The verdict on ``commit_ref``: good, bad, or skip (it cannot be built or tested, or is like neither end)."""
-    from perfgate.bisect.measure import AUTO_LOOKS, ends_differ, judgement
+    from perfgate.bisect.measure import AUTO_LOOKS, judgement, settled_ends
 
     good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
     commit = resolve_commit(runner.root, commit_ref, "--commit")
-    good, bad = _end(runner, good_commit, "good"), _end(runner, bad_commit, "bad")
-    compared = ends_differ(good, bad, options)
+
+    def ends_again(looks: int) -> tuple[Path, Path]:
+        """The ends' time undecided: each run once more (kept: the next steps read the pooled runs)."""
+        return _run_end(runner, good_commit, "good", looks + 1), _run_end(runner, bad_commit, "bad", looks + 1)
+
+    ends = settled_ends(_end_files(runner, good_commit, "good"), _end_files(runner, bad_commit, "bad"), options,
+                        ends_again)
+    good, bad, compared = ends
     if compared.verdict != Verdict.FAIL.value:
         raise InputError("--bad", f"{bad_commit[:12]} did not regress from --good {good_commit[:12]}",
                          "there is nothing to bisect for this test; check --test and the two ends")
