@@ -458,3 +458,27 @@ def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
     assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
     assert (f"3 runs of the test over 7 commits; the history's: {planted.commits[5][:12]}, "
             f"{planted.commits[12][:12]} (no run)") in out
+
+
+def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
+        planted: Repo, counters_history: str, tmp_path: Path) -> None:
+    """A real ``git bisect run`` from commit 2 (good) to 14 (bad), the history (branch "sparse") holding 2, 8 and
+    14: the ends and commit 8, git's first probe, are judged from it; only the others run (each run logs its
+    commit), and git names 11."""
+    repo = clone(planted, tmp_path / "clone")
+    log = tmp_path / "ran.jsonl"
+    command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[14], repo.commits[2]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path, capture_output=True,
+                          text=True, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
+    ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
+    held = {2, 8, 14}
+    assert ran and not held & set(ran) and len(ran) == len(set(ran)), ran  # the ends and held commits never run
+    steps = done.stdout.count("perfgate bisect:") + done.stderr.count("perfgate bisect:")
+    assert steps > len(ran)  # some steps were the history's
+    assert not list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))  # no end was measured
