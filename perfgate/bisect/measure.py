@@ -12,6 +12,7 @@ skipped, never judged.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -237,6 +238,9 @@ class EndsCompared(NamedTuple):
     verdict: str  # the comparison's: "fail" when the bad end regressed from the good end
     counters: bool  # a work counter (not time) regressed: judged exactly, one run a commit is enough
     looks: int = 1  # runs of each end pooled (more when their comparison was inconclusive)
+    # Not a regression, yet not told apart: inconclusive, or a time past its limit that the significance test did
+    # not confirm (noise, or too few rounds): more rounds may decide it either way.
+    undecided: bool = False
 
 
 def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions, looks: int = 1) -> EndsCompared:
@@ -249,7 +253,10 @@ def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions, lo
     results = compared.results
     regressed = results["metric"][results.equals("status", Status.REGRESSION.value)].tolist()
     counters = any(not (is_time_like(m) or m.startswith("time.")) for m in regressed)
-    return EndsCompared(compared.verdict, counters, looks)
+    undecided = compared.verdict == Verdict.INCONCLUSIVE.value or (
+        compared.verdict == Verdict.PASS.value and bool(good.samples) and bool(bad.samples)
+        and compare_tables(good, bad, options._replace(significance=math.inf)).verdict == Verdict.FAIL.value)
+    return EndsCompared(compared.verdict, counters, looks, undecided)
 
 
 class Ends(NamedTuple):
@@ -262,7 +269,7 @@ class Ends(NamedTuple):
 
 def settled_ends(good: Sequence[Path], bad: Sequence[Path], options: CompareOptions,
                  again: Callable[[int], tuple[Path, Path] | None]) -> Ends:
-    """The ends' result files (a file per run) pooled and compared. While their comparison is inconclusive (time:
+    """The ends' result files (a file per run) pooled and compared. While their comparison is undecided (time:
     noise), each end is run once more (``again``, given the looks taken: the two new result files, or None when
     no run may be made) and its timings pooled, up to ``AUTO_LOOKS`` runs each, each look at the significance
     divided by the looks taken: as a commit between is run again, so that noise at an end is no "no change"."""
@@ -271,7 +278,7 @@ def settled_ends(good: Sequence[Path], bad: Sequence[Path], options: CompareOpti
         looks = min(len(goods), len(bads))
         ends = Ends(pooled_result(goods, options), pooled_result(bads, options), EndsCompared("", False))
         ends = ends._replace(compared=ends_differ(ends.good, ends.bad, options, looks))
-        if ends.compared.verdict != Verdict.INCONCLUSIVE.value or looks >= AUTO_LOOKS:
+        if not ends.compared.undecided or looks >= AUTO_LOOKS:
             return ends
         more = again(looks)
         if more is None:

@@ -187,15 +187,18 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 29, 4)])
+@pytest.mark.parametrize("slow_from, seed, looked, ends_looked", [(None, 1, 0, 1), (4, 1, 3, 1), (4, 29, 4, 1),
+                                                                  (4, 6, 3, 2)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], slow_from: int | None,
-                                           seed: int, looked: int) -> None:
+                                           seed: int, looked: int, ends_looked: int) -> None:
     """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
     slowdown at commit 4, commit 4 or a range that holds it. A commit whose time neither end explains is run
     again, its rounds pooled (``looked``: the commit so judged, 0: none): seeds 1 and 29 gave a range after skips
-    with one run a commit, and name commit 4 with it (seed 15 names it in one run a commit). 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
-    ends themselves undecided), never a wrong commit; 10 seeds without a slowdown: "no change" every time."""
+    with one run a commit, and name commit 4 with it. Ends whose time is undecided (past its limit, not
+    significant) are both run again (``ends_looked``: their runs): seed 6 said "no change" with one run of each,
+    and names commit 4 with two. Seeds 1-30: 25 culprits (all commit 4), 3 ranges, 2 "no change", never a wrong
+    commit (one run of each end: 19, 2, 9); 10 seeds without a slowdown: "no change" every time."""
     repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
@@ -205,7 +208,10 @@ def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.M
         assert found["culprit"] == repo.commits[slow_from]
         good, bad = (repo.commits.index(c) for c in found["range"])
         assert good < slow_from <= bad
-    pooled = [v for v in found["verdicts"] if "timings pooled" in v["note"]]
+    ends, between = found["verdicts"][:2], found["verdicts"][2:]
+    assert [found["runs"].count(v["commit"]) for v in ends] == [ends_looked, ends_looked]
+    assert all(("timings pooled" in v["note"]) == (ends_looked > 1) for v in ends)
+    pooled = [v for v in between if "timings pooled" in v["note"]]
     assert [repo.commits.index(v["commit"]) for v in pooled] == ([looked] if looked else [])
     if pooled:  # each run of the commit is listed: the runs are counted as they were made
         assert found["runs"].count(pooled[0]["commit"]) == 2 and "after 2 runs" in pooled[0]["note"]
@@ -482,3 +488,49 @@ def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
     steps = done.stdout.count("perfgate bisect:") + done.stderr.count("perfgate bisect:")
     assert steps > len(ran)  # some steps were the history's
     assert not list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))  # no end was measured
+
+
+PERF_TEST = """
+def test_op(perfgate):
+    with perfgate.region("op"):
+        pass
+"""
+
+
+def test_perfgate_perf_test_through_the_stub_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``--perfgate``: each commit's perf test run under ``pytest --perfgate`` with perfgate's stand-in for ncu
+    (tests/helpers/stub_ncu.py: a launch per region entered, the commit's kernel time set by its conftest.py):
+    100 us, then 150 us from commit 2 of 3; judged on time (the stand-in keeps the instruction count). Each run
+    is two pytest processes: three commits keep it to three runs (the search is proven on the cheap script)."""
+    from tests.helpers.bisect_repo import git as repo_git
+    from tests.helpers.plugin import install_stub_ncu
+
+    path = tmp_path / "perf"
+    path.mkdir()
+    repo_git(path, "init", "-q", "-b", "main")
+    (path / "test_perf.py").write_text(PERF_TEST, encoding="utf-8")
+    commits = []
+    for at in range(3):
+        nanoseconds = 150_000 if at >= 2 else 100_000
+        (path / "conftest.py").write_text(f"# commit {at}\nimport os\nos.environ['PERFGATE_STUB_NS'] = 'test_op={nanoseconds}'\n",
+                                          encoding="utf-8")
+        repo_git(path, "add", "-A")
+        repo_git(path, "commit", "-q", "-m", f"commit {at}")
+        commits.append(repo_git(path, "rev-parse", "HEAD"))
+    ncu = install_stub_ncu(tmp_path / "bin")
+    for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PERFGATE_STUB_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
+    monkeypatch.setenv("PERFGATE_STUB_REPORT", "regions")
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--perfgate-ncu={ncu}")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    monkeypatch.chdir(path)
+    capsys.readouterr()
+    assert main(["bisect", "--perfgate", "--test", "test_perf.py::test_op", "--good", commits[0], "--bad",
+                 commits[-1], "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["culprit"] == commits[2] and found["range"] == [commits[1], commits[2]]
+    assert found["runs"] == [commits[0], commits[2], commits[1]]
+    assert [v["verdict"] for v in found["verdicts"]] == ["good", "bad", "good"]
+    assert found["judged_on"] == "time" and found["runs_per_commit"] == 1
