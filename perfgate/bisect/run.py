@@ -232,14 +232,13 @@ def _judged_by_history(between: list[str], recorded: Mapping[str, Measurement], 
 def _end(runner: Runner, commit: str, option: str, session: _Session,
          progress: Callable[[str], None]) -> Measurement:
     """An end of the range measured: it must build and its test must run, or there is nothing to judge against."""
-    result = session.measured.get(commit)
-    if result is None or commit not in session.kept:
-        _end_file(runner, commit, option, session, progress)
-        result = session.measured[commit]
-    else:
+    if commit in session.kept:  # run before the search started again without the history
         progress(f"{commit[:12]}: measured ({option[2:]} end)")
-    assert result.measurement is not None
-    return result.measurement
+    else:
+        _end_file(runner, commit, option, session, progress)
+    measurement = session.measured[commit].measurement
+    assert measurement is not None  # _end_file keeps only a run that measured
+    return measurement
 
 
 def _end_file(runner: Runner, commit: str, option: str, session: _Session, progress: Callable[[str], None]) -> Path:
@@ -251,7 +250,8 @@ def _end_file(runner: Runner, commit: str, option: str, session: _Session, progr
     if result.measurement is None:
         raise InputError(option, f"commit {commit[:12]} cannot be measured: {result.problem}",
                          "check --test (the test must exist and pass at both ends) and --build")
-    session.measured.setdefault(commit, result)
+    if not files:  # the first run of it as an end: the measurement it is shown by
+        session.measured[commit] = result
     files.append(path)
     progress(f"{commit[:12]}: measured ({option[2:]} end{f', run {len(files)}' if len(files) > 1 else ''})")
     return path
