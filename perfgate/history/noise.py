@@ -54,6 +54,7 @@ def series_threshold(values: np.ndarray) -> float:
 
 def spread_threshold(recent: np.ndarray) -> float:
     """``max(SIGMAS * robust relative spread, FLOOR)`` of ``recent`` values (run values, or launches' values)."""
+    recent = np.asarray(recent) / 2  # a relative spread: halved, values near a double's limit do not overflow
     median = float(np.median(recent))
     if median == 0:
         return FLOOR
