@@ -52,7 +52,7 @@ HOSTILE_STRINGS = {
     "workflow": "x\n##[error]forged\n::error file=a.py::forged",
     "ansi": "\x1b[31mred\x1b]8;;https://evil.example\x07link\x1b]8;;\x07\r\x08",
     "bidi": "\u202eevil\u2028line\u0085",
-    "huge": "k" * 1_000_000,
+    "huge": "k" * 2000,  # near what a unique index's row holds (a kernel name longer than that is never recorded)
     "sql": "'; DROP TABLE perfgate_points; --",
     "template": "{{ 7*7 }}{% for x in range(9**9) %}{% endfor %}%s%(x)s",
     "markdown": "`x` | cell </td></tr> [a](javascript:alert(1)) @octocat <!--",
@@ -154,8 +154,10 @@ def string_cases() -> list[Case]:
         "acceptance commit": "UPDATE perfgate_acceptances SET commit_sha = {v}",
         "code_id": f"UPDATE perfgate_points SET code_id = {{v}} WHERE {GEMM_POINT}",
     }
-    return [Case("strings", f"{place}={name}", sql.format(v=_quote(text)), "either")
-            for place, sql in places.items() for name, text in HOSTILE_STRINGS.items()]
+    cases = [Case("strings", f"{place}={name}", sql.format(v=_quote(text)), "either")
+             for place, sql in places.items() for name, text in HOSTILE_STRINGS.items()]
+    return cases + [Case("strings", f"{place}=1 MB", places[place].format(v="repeat('k', 1000000)"), "either")
+                    for place in ("source", "generator", "settings", "reason", "accepted_by", "code_id")]
 
 
 def _npz(**arrays: Any) -> str:
@@ -414,8 +416,9 @@ def findings_of(ran: Ran, command: str, expect: str, clean: dict[str, Ran],
         found.append(("hang", f"{ran.seconds:.1f} s"))
     logged = [line for line in printed.splitlines() if "##[" in line or line.lstrip().startswith("::")
               or "\x1b" in line]
-    if logged or RAW_MARKUP.search(everything):
-        found.append(("injection", repr(logged[:3]) + repr(RAW_MARKUP.findall(everything)[:3])))
+    rendered = ran.written + (printed if command in ("changes-md", "compare") else "")  # Markdown, HTML, posted
+    if logged or RAW_MARKUP.search(rendered):
+        found.append(("injection", repr(logged[:3]) + repr(RAW_MARKUP.findall(rendered)[:3])))
     if any(secret in everything for secret in secrets):
         found.append(("secret printed", printed[:300]))
     if ran.code not in (0, 1, 2) and not ran.error:

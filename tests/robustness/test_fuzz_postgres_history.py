@@ -1,0 +1,60 @@
+"""Issue 33, "Done when": PostgreSQL histories fuzzed. A seeded slice of the campaign in ``helpers.pg_fuzz``
+(``python tests/helpers/pg_fuzz.py`` runs all of it, docs/security.md has its figures), and the findings it made,
+each fixed and pinned here. Against the real server (PERFGATE_TEST_POSTGRES_URL); skipped without one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import pg_fuzz
+from helpers.history import postgres_server_url
+
+SLICE_SEED = 33
+SLICE_COMMANDS = ("changes-json", "compare", "publish", "record")
+
+
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]]:
+    server = postgres_server_url()
+    with pg_fuzz.campaign(server, tmp_path_factory.mktemp("pgfuzz")) as (base, inputs, clean):
+        yield server, base, inputs, clean
+
+
+def _slice() -> list[pg_fuzz.Case]:
+    """One case of each family, drawn with a fixed seed: the same inputs every run."""
+    draw = random.Random(SLICE_SEED)
+    return [draw.choice(make()) for name, make in pg_fuzz.FAMILIES.items() if name not in ("locks", "dropped connection")]
+
+
+@pytest.mark.parametrize("case", _slice(), ids=lambda case: f"{case.family}: {case.name[:40]}")
+def test_a_seeded_slice_of_the_campaign_finds_nothing(case: pg_fuzz.Case, fuzzed: tuple[str, str, pg_fuzz.Inputs,
+                                                                                        dict[str, pg_fuzz.Ran]]) -> None:
+    server, base, inputs, clean = fuzzed
+    tally = pg_fuzz.Tally()
+    pg_fuzz.run_case(server, base, case, inputs, clean, tally, SLICE_COMMANDS)
+    assert not tally.details, "\n".join(tally.details)
+
+
+def _damaged_copy(server: str, base: str, sql: str) -> Iterator[str]:
+    name = f"pgfuzz_fix_{random.randrange(1 << 40):x}"
+    pg_fuzz.create_database(server, name, template=base)
+    try:
+        pg_fuzz.execute(pg_fuzz.plain_url(server, name), sql)
+        yield pg_fuzz.with_password(server, name)
+    finally:
+        pg_fuzz.drop_database(server, name)
+
+
+def test_values_near_a_double_s_limit_are_compared_not_crashed_on(
+        fuzzed: tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]) -> None:
+    """Finding: every point at 1e308 (finite, a report may carry it): the learned threshold's median overflowed
+    (ValueError, "please report it") and the reference's median was inf, every launch 'unchanged'."""
+    server, base, inputs, _ = fuzzed
+    for url in _damaged_copy(server, base, "UPDATE perfgate_points SET value = 1e308"):
+        ran = pg_fuzz.run_main(["compare", str(inputs.current), "--history", url, "--format", "md"])
+        assert ran.code == 0 and "please report it" not in ran.out and "RuntimeWarning" not in ran.out, ran.out
+        assert "2 improvements" in ran.out, ran.out  # 1e308 -> 180 µs: faster, not the same
