@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from perfgate.history.db import History, damaged, open_history
+from perfgate.history.db import WAIT_SECONDS, History, damaged, open_history
 from perfgate.history.keys import SELECT_SERIES_KEYS, SeriesKey, series_key, with_test
 from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
@@ -176,12 +176,13 @@ def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tupl
     return notes
 
 
-def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement
+def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement, max_time: float = WAIT_SECONDS
                     ) -> tuple[CompareOptions, ReferenceFor, list[str]]:
     """``perfgate compare --history``: the options with learned thresholds (``noise``), what builds the reference
-    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once."""
-    options, notes = compare_options_from_history(url, branch, options, current)
-    with open_history(url, create=False) as history:
+    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once;
+    ``max_time``: seconds each opening may wait for it (``--max-time``)."""
+    options, notes = compare_options_from_history(url, branch, options, current, max_time)
+    with open_history(url, create=False, max_time=max_time) as history:
         reference = load_reference(history, branch)
     return options, reference_for(reference, options), notes
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from helpers import pg_fuzz
@@ -58,3 +57,44 @@ def test_values_near_a_double_s_limit_are_compared_not_crashed_on(
         ran = pg_fuzz.run_main(["compare", str(inputs.current), "--history", url, "--format", "md"])
         assert ran.code == 0 and "please report it" not in ran.out and "RuntimeWarning" not in ran.out, ran.out
         assert "2 improvements" in ran.out, ran.out  # 1e308 -> 180 µs: faster, not the same
+
+
+@pytest.mark.parametrize("table, column", [("perfgate_runs", "commit_sha"), ("perfgate_runs", "recorded_at"),
+                                           ("perfgate_series", "kernel")])
+def test_a_null_where_perfgate_writes_none_is_refused_in_one_line(
+        table: str, column: str, fuzzed: tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]) -> None:
+    """Finding: NOT NULL dropped by hand, then NULLs: history changes, the dashboard and compare --history met them
+    as a TypeError ("please report it"). The column that lost its NOT NULL is refused, as any schema edit."""
+    server, base, inputs, _ = fuzzed
+    for url in _damaged_copy(server, base, f"ALTER TABLE {table} ALTER COLUMN {column} DROP NOT NULL; "
+                                           f"UPDATE {table} SET {column} = NULL"):
+        for argv in (["history", "changes", "--db", url], ["compare", str(inputs.current), "--history", url]):
+            ran = pg_fuzz.run_main(argv)
+            assert ran.code == 2 and ran.out.count("\n") == 1, ran.out
+            assert f"a column on {table} perfgate did not create ('{column}')" in ran.out, ran.out
+            assert pg_fuzz.SECRET not in ran.out
+
+
+def test_change_cache_rows_deleted_by_hand_are_searched_again(
+        fuzzed: tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]) -> None:
+    """Finding: the change cache's rows deleted, its entry in perfgate_meta kept: history changes answered "[]" (no
+    change point) from a cache that covered nothing. The rows' count of series is kept with the entry."""
+    server, base, _, clean = fuzzed
+    for url in _damaged_copy(server, base, "DELETE FROM perfgate_change_cache"):
+        ran = pg_fuzz.run_main(["history", "changes", "--db", url, "--branch", "main", "--format", "json"])
+        assert ran.code == 0 and ran.out == clean["changes-json"].out, ran.out
+
+
+def test_compare_history_gives_up_on_a_lock_after_max_time(
+        fuzzed: tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]) -> None:
+    """Finding: another connection holding perfgate_runs locked kept compare --history waiting 60 s (a hang: it had
+    no --max-time). It takes --max-time as the history commands do, and stops in one line."""
+    import psycopg
+
+    server, base, inputs, _ = fuzzed
+    for url in _damaged_copy(server, base, "SELECT 1"):
+        with psycopg.connect(url) as holder:
+            holder.execute("LOCK TABLE perfgate_runs IN ACCESS EXCLUSIVE MODE")
+            ran = pg_fuzz.run_main(["compare", str(inputs.current), "--history", url, "--max-time", "1"])
+        assert ran.code == 2 and "gave up waiting for the history database after 1 s" in ran.out, ran.out
+        assert ran.seconds < 10 and pg_fuzz.SECRET not in ran.out, ran
