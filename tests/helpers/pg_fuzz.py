@@ -44,8 +44,9 @@ FINDINGS = ("traceback", "hang", "silent pass", "injection", "secret printed", "
 READERS = ("changes-text", "changes-md", "changes-json", "dashboard", "compare", "publish")
 WRITERS = ("record", "accept")
 COMMANDS = (*WRITERS, *READERS)
-# How a case must be met: "tolerate" (exit as on the undamaged copy), "refuse" (readers exit 2), "either" (0-2,
-# no finding), "same changes" (changes json as the undamaged copy's: a damaged cache is searched again).
+# How a case must be met: "tolerate" (exit as on the undamaged copy), "refuse" (readers exit 2; "refuse, not
+# changes": but history changes, see value_cases), "either" (0-2, no finding), "same changes" (changes json as the
+# undamaged copy's: a damaged cache is searched again).
 HOSTILE_STRINGS = {
     "script": "<script>alert(1)</script>",
     "img": '<img src=x onerror="alert(1)">',
@@ -99,13 +100,16 @@ GEMM_POINT = ("series_id = (SELECT id FROM perfgate_series WHERE kernel = 'gemm'
 
 def value_cases() -> list[Case]:
     cases = []
-    for text, expect in (("'NaN'", "refuse"), ("'Infinity'", "refuse"), ("'-Infinity'", "refuse"),
+    # "refuse, not changes": history changes answers from its change cache for the points it searched before (the
+    # values checked when first read, docs/history.md): a point damaged after that is met by every other reader, and
+    # by history changes' next search from scratch (a new commit's rerun, other settings).
+    for text, expect in (("'NaN'", "refuse, not changes"), ("'Infinity'", "refuse, not changes"),
+                         ("'-Infinity'", "refuse, not changes"),
                          ("1e308", "either"), ("-1e308", "either"), ("-5", "either"), ("0", "either"),
                          ("5e-324", "either")):
         for column in ("value", "low", "high"):
-            which = "refuse" if column == "value" else "either"
             cases.append(Case("values", f"{column}={text} one point", f"UPDATE perfgate_points SET {column} = "
-                              f"{text} WHERE {GEMM_POINT}", expect if which == "refuse" else "either"))
+                              f"{text} WHERE {GEMM_POINT}", expect if column == "value" else "either"))
         cases.append(Case("values", f"value={text} every point", f"UPDATE perfgate_points SET value = {text}", expect))
     for column, texts in (("n", ("0", "-1", "2147483647")),
                           ("samples", ("'not json'", "'[\"NaN\"]'", "'[1e999]'", "'{}'", "'[]'", "'[null]'",
@@ -426,7 +430,8 @@ def findings_of(ran: Ran, command: str, expect: str, clean: dict[str, Ran],
     if ran.code == 2 and printed.strip().count("\n") > 0 and command != "publish":
         found.append(("traceback", f"more than one line: {printed[:300]}"))
     base = clean.get(command)
-    if expect == "refuse" and command in READERS and ran.code != 2:
+    refused_by = READERS if expect == "refuse" else READERS[3:] if expect == "refuse, not changes" else ()
+    if command in refused_by and ran.code != 2:
         found.append(("silent pass", f"exit {ran.code}: {printed[:200]}"))
     if expect == "tolerate" and base is not None and ran.code != base.code:
         found.append(("silent pass" if ran.code == 0 else "traceback", f"exit {ran.code} (undamaged: {base.code}): "
