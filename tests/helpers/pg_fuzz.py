@@ -605,6 +605,32 @@ def run_urls(server: str, base: str, inputs: Inputs, tally: Tally, extra: dict[s
         drop_database(server, name)
 
 
+@contextlib.contextmanager
+def password_server(port: int = 55499) -> Iterator[str]:
+    """A cluster of its own that asks for a password (scram-sha-256; the shared one trusts its user): the URL of
+    its user ``fuzz`` with a wrong password, ``SECRET``."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="pgfuzz-auth-"))  # initdb refuses root: run as postgres where root
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(home, "postgres")
+    (home / "pw").write_text("right-password\n")
+    data = home / "data"
+    subprocess.run([*as_user, "initdb", "-D", str(data), "-U", "fuzz", "--pwfile", str(home / "pw"), "-A",
+                    "scram-sha-256"], check=True, capture_output=True)
+    subprocess.run([*as_user, "pg_ctl", "-D", str(data), "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1",
+                    "-w", "-l", str(home / "auth.log"), "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://fuzz:{SECRET}@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, "pg_ctl", "-D", str(data), "-m", "immediate", "stop"], check=False,
+                       capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main() -> int:
     import argparse
     import random
@@ -614,13 +640,17 @@ def main() -> int:
     parser.add_argument("--family", action="append", choices=[*sorted(FAMILIES), "urls"], help="only these (default: all)")
     parser.add_argument("--sample", type=int, default=0, help="this many cases drawn at random (default: all)")
     parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--password-server", action="store_true", help="urls: also a wrong password, against a "
+                        "cluster of its own started with initdb (port 55499)")
     args = parser.parse_args()
     server = os.environ["PERFGATE_TEST_POSTGRES_URL"]
     cases = [case for name, make in FAMILIES.items() if not args.family or name in args.family for case in make()]
     if args.sample:
         cases = random.Random(args.seed).sample(cases, min(args.sample, len(cases)))
     tally = Tally()
-    with tempfile.TemporaryDirectory() as folder, campaign(server, Path(folder)) as (base, inputs, clean):
+    with contextlib.ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        base, inputs, clean = stack.enter_context(campaign(server, Path(folder)))
         for number, case in enumerate(cases):
             seen = len(tally.details)
             run_case(server, base, case, inputs, clean, tally)
@@ -628,7 +658,12 @@ def main() -> int:
                 print("  " + line, flush=True)
             print(f"[{number + 1}/{len(cases)}] {case.family}/{case.name[:60]!r}: {tally.summary()}", flush=True)
         if not args.family or "urls" in args.family:
-            run_urls(server, base, inputs, tally)
+            extra = {}
+            if args.password_server:
+                wrong = stack.enter_context(password_server())
+                extra = {"wrong password": wrong, "wrong password, ?password=": wrong.replace(f":{SECRET}@", "@")
+                         + f"?password={SECRET}"}
+            run_urls(server, base, inputs, tally, extra)
     print("\n".join(tally.details))
     print(tally.summary())
     return 1 if tally.details else 0
