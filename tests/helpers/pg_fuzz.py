@@ -551,8 +551,9 @@ def clean_runs(server: str, base: str, inputs: Inputs, commands: tuple[str, ...]
 
 
 @contextlib.contextmanager
-def campaign(server: str, folder: Path) -> Iterator[tuple[str, Inputs, dict[str, Ran]]]:
-    """The base history, the loopback GitHub and the undamaged runs, for as long as the block runs."""
+def campaign(server: str, folder: Path, commands: tuple[str, ...] = (*READERS, *WRITERS)
+             ) -> Iterator[tuple[str, Inputs, dict[str, Ran]]]:
+    """The base history, the loopback GitHub and the undamaged runs of ``commands``, for as long as the block runs."""
     from helpers.github_server import PR, HEAD_SHA, MERGE_SHA, READ_ONLY_TOKEN, REPO, TOKEN, FakeGitHub, serve
 
     base = f"pgfuzz_base_{uuid.uuid4().hex[:10]}"
@@ -562,7 +563,7 @@ def campaign(server: str, folder: Path) -> Iterator[tuple[str, Inputs, dict[str,
     try:
         with serve(fake):
             inputs.github = fake
-            yield base, inputs, clean_runs(server, base, inputs)
+            yield base, inputs, clean_runs(server, base, inputs, commands)
     finally:
         drop_database(server, base)
 

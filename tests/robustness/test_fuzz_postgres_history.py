@@ -19,7 +19,7 @@ SLICE_COMMANDS = ("changes-json", "compare", "publish", "record")
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, pg_fuzz.Inputs, dict[str, pg_fuzz.Ran]]]:
     server = postgres_server_url()
-    with pg_fuzz.campaign(server, tmp_path_factory.mktemp("pgfuzz")) as (base, inputs, clean):
+    with pg_fuzz.campaign(server, tmp_path_factory.mktemp("pgfuzz"), SLICE_COMMANDS) as (base, inputs, clean):
         yield server, base, inputs, clean
 
 
