@@ -98,3 +98,22 @@ def test_compare_history_gives_up_on_a_lock_after_max_time(
             ran = pg_fuzz.run_main(["compare", str(inputs.current), "--history", url, "--max-time", "1"])
         assert ran.code == 2 and "gave up waiting for the history database after 1 s" in ran.out, ran.out
         assert ran.seconds < 10 and pg_fuzz.SECRET not in ran.out, ran
+
+
+def test_the_classifier_sees_each_kind_of_finding() -> None:
+    """The campaign's zeros mean something: a run planted with each finding is classified as it."""
+    clean = {"changes-json": pg_fuzz.Ran(0, "[]\n", 0.1)}
+    planted = {
+        "traceback": pg_fuzz.Ran(2, "perfgate: error: TypeError: x (... please report it)\n", 0.1),
+        "hang": pg_fuzz.Ran(2, "perfgate: error: gave up\n", pg_fuzz.HANG_SECONDS + 1),
+        "injection": pg_fuzz.Ran(0, "ok\n", 0.1, written="<td><script>alert(1)</script></td>"),
+        "secret printed": pg_fuzz.Ran(2, f"perfgate: error: postgresql://u:{pg_fuzz.SECRET}@h/db\n", 0.1),
+    }
+    for kind, ran in planted.items():
+        assert kind in [found for found, _ in pg_fuzz.findings_of(ran, "dashboard", "either", clean)], kind
+    assert [kind for kind, _ in pg_fuzz.findings_of(pg_fuzz.Ran(0, "x\n##[error]forged\n", 0.1), "changes-text",
+                                                    "either", clean)] == ["injection"]
+    assert [kind for kind, _ in pg_fuzz.findings_of(pg_fuzz.Ran(0, "ok\n", 0.1), "compare", "refuse", clean)] == [
+        "silent pass"]
+    assert [kind for kind, _ in pg_fuzz.findings_of(pg_fuzz.Ran(0, "[1]\n", 0.1), "changes-json", "same changes",
+                                                    clean)] == ["silent pass"]
