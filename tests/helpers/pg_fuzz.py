@@ -485,13 +485,19 @@ def snapshot(url: str) -> set[tuple[str, str]]:
 def make_base(server: str, folder: Path, name: str) -> Inputs:
     """The undamaged history: 12 commits of two kernels (gemm steps from 100 to 130 µs at the 8th), an acceptance of
     that step, the change cache filled; and the reports the commands take."""
-    from helpers.history import KERNEL_TIME, baseline_file, commit_of, record_runs, write_report
+    from helpers.history import KERNEL_TIME, baseline_file, commit_of, write_report
+
+    from perfgate.history.db import open_history
+    from perfgate.history.record import Provenance, iso_time, record_files
 
     create_database(server, name)
     url = plain_url(server, name)
     runs = [{"gemm": (100e3 if i < 7 else 130e3) + (i % 3) * 200, "softmax": 50e3 + (i % 2) * 100} for i in range(12)]
-    with contextlib.redirect_stdout(io.StringIO()):
-        record_runs(folder, url, runs)
+    with open_history(url) as history:  # one connection for the 12 runs (each command's opening checks the schema)
+        for index, values in enumerate(runs):
+            report = write_report(folder / f"run{index}.json", {(k, KERNEL_TIME): [v] for k, v in values.items()})
+            record_files(history, [str(report)], Provenance(commit_of(index), "main",
+                                                            iso_time(f"2026-11-{index + 1:02d}T00:00:00Z")))
     assert run_main(["accept", "--db", url, "--commit", commit_of(7), "--kernel", "gemm", "--reason", "faster path",
                      "--by", "lead"]).code == 0
     assert run_main(["history", "changes", "--db", url, "--format", "json"]).code == 0  # fills the cache
