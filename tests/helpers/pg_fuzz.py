@@ -563,10 +563,10 @@ def campaign(server: str, folder: Path, commands: tuple[str, ...] = (*READERS, *
     from helpers.github_server import PR, HEAD_SHA, MERGE_SHA, READ_ONLY_TOKEN, REPO, TOKEN, FakeGitHub, serve
 
     base = f"pgfuzz_base_{uuid.uuid4().hex[:10]}"
-    inputs = make_base(server, folder, base)
     fake = FakeGitHub(TOKEN, read_only_tokens=(READ_ONLY_TOKEN,))
     fake.add_repo(REPO, repo_id=4242, pulls={PR: HEAD_SHA}, commits=(MERGE_SHA,))
     try:
+        inputs = make_base(server, folder, base)
         with serve(fake):
             inputs.github = fake
             yield base, inputs, clean_runs(server, base, inputs, commands)
