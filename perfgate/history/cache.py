@@ -7,9 +7,9 @@ end cut short. A series' state (the candidates, where the search resumes, the po
 series with candidates all its points) and its change points are kept with its count of points and its newest
 commit; a branch's states are kept as columns, ``CHUNK`` series a row (an ``.npz`` archive as base64 text,
 keyed by the chunk's first series id), so that 100,000 series are read and written as a few arrays. A branch's
-entry in ``perfgate_meta`` says which runs and commits the rows cover and under which settings; anything else (a
-rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row that does not parse) is
-searched from scratch, and the result is the same as without the cache. A search from scratch checks every point
+entry in ``perfgate_meta`` says which runs and commits the rows cover, how many series they hold and under which
+settings; anything else (a rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row
+that does not parse, rows lost) is searched from scratch, and the result is the same as without the cache. A search from scratch checks every point
 of a SQLite history first (``check_sqlite_values``); an update checks the points it reads as it reads them.
 """
 
@@ -204,6 +204,8 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
               and isinstance(meta.get("commits"), int) and isinstance(meta.get("last_run"), int)
               and 0 < meta["commits"] <= len(commits) and meta.get("digest") == _digest(commits[:meta["commits"]]))
     states = _read_states(history, branch) if usable else None
+    if states is not None and meta is not None and len(states) != meta.get("series"):
+        states = None  # rows lost (deleted by hand): what they covered is searched again, not taken as no change
     if states is None or meta is None:
         check_sqlite_values(history)  # every point is read: checked first, as every whole reader does
         states = search(load_series(history, branch, run_commit), p_value, min_change, window)
@@ -218,7 +220,7 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
         changed = bool(new_runs)
     if changed and run_commit:
         _write(history, branch, states, {**settings, "commits": len(commits), "digest": _digest(commits),
-                                         "last_run": max(run_commit)})
+                                         "last_run": max(run_commit), "series": len(states)})
     return Cached(commits, times, run_commit, {sid: s.changes for sid, s in states.items()},
                   {sid: s.last for sid, s in states.items() if s.points})
 
