@@ -286,10 +286,13 @@ def derived_inputs(metrics: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     wanted = [m for m in metrics if m in DERIVED_BY_NAME]
     if not wanted:
         return ()
-    # A derived metric reads those above it in the table: their inputs are needed as well.
-    last = max(i for i, d in enumerate(DERIVED) if d.name in wanted)
+    # A roofline metric reads those above it in the table: their inputs are needed as well. The tensor rates
+    # read no other, so asking for them alone asks ncu for no roofline counter.
+    roofline = [i for i, d in enumerate(DERIVED) if d.name in wanted and d.name not in TENSOR_METRICS]
+    rows = [*(DERIVED[:max(roofline) + 1] if roofline else ()), *(DERIVED_BY_NAME[m] for m in TENSOR_METRICS
+                                                                 if m in wanted)]
     names: list[str] = []
-    for derived in DERIVED[:last + 1]:
+    for derived in rows:
         names.extend((*derived.inputs, *derived.also_reads))
     return tuple(dict.fromkeys(names))
 

@@ -100,6 +100,8 @@ def test_each_capabilitys_group_asks_ncu_for_its_aggregates_and_roofline_never_d
             ["+" + group_name(capability)], None)).wanted_metrics())
         assert {tensor_counter(name) for name in names} <= set(asked)
         assert not any(m.startswith("derived.") or m.endswith(".per_cycle_elapsed") for m in asked)
+    alone = profiling_metrics(CompareOptions(metrics=resolve_metrics(["+tensor-cc90"], None)).wanted_metrics())
+    assert not any("sass_thread_inst" in m or m.endswith(".peak_sustained") for m in alone)  # no roofline counter
     assert not any("sm__ops_path_tensor" in m for m in profiling_metrics(
         CompareOptions(metrics=resolve_metrics(["+roofline"], None)).wanted_metrics()))
     assert not set(TENSOR_METRICS) & set(METRIC_GROUPS["roofline"])
