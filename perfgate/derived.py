@@ -10,6 +10,8 @@ achieved FLOP/s from the SASS thread-instruction counters (FP32 ``fadd + fmul + 
 2 dfma``, FP16 ``2 hadd + 2 hmul + 4 hfma``), either as counts (``.sum``) over the launch's duration or as ncu's
 sections collect them (``.sum.per_cycle_elapsed`` times the SM sub-partitions' clock); the FLOP roof is the FP32
 peak (2 x the ``ffma`` peak rate x the SM clock), the memory roof the DRAM peak (bytes per cycle x the DRAM clock).
+The tensor-core rates sum the aggregate tensor counters a report holds (``perfgate.tensor_counters``), dense and
+sparse apart; their names differ per compute capability, so only the opt-in ``tensor-ccXY`` groups ask for them.
 
 Stdlib only (the plugin's start imports the catalog): a formula does arithmetic on whatever array type it is
 given (numpy's, per launch) and reads its inputs through ``Values``.
