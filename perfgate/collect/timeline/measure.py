@@ -256,19 +256,26 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     # A launch's grid, then its block, coded in one run of codes: the order the rows show them.
     grid_block = dims.coded(np.column_stack((ops.grid[kernels], ops.block[kernels])).ravel(), ops.dims).reshape(-1, 2)
     launch_codes["grid"][:count], launch_codes["block"][:count] = grid_block[:, 0], grid_block[:, 1]
-    values = np.column_stack(((ops.end[kernels] - ops.start[kernels]).astype(np.float64),
-                              ops.stream[kernels].astype(np.float64), ops.registers[kernels],
-                              ops.static_shared[kernels], ops.dynamic_shared[kernels]))
+    values = np.empty((count, len(_KERNEL_METRICS)))  # filled a column at a time: no copies of the whole
+    values[:, 0] = ops.end[kernels] - ops.start[kernels]
+    for at, given in enumerate((ops.stream, ops.registers, ops.static_shared, ops.dynamic_shared), start=1):
+        values[:, at] = given[kernels]
     _check_launch_text(source, count, launch_codes, {"kernel": names, "demangled": demangled, "region": region})
     present = ~np.isnan(values)
     present[:, :2] = True
     kernel_ordinals = _ordinals(launch_codes["kernel"][:count].astype(np.int64) * (len(region.index) + 1)
                                 + launch_codes["region"][:count])
     region_values = _region_values(trace, ops, by_path, count, launch_codes, (names, region, device))
-    launch = np.concatenate((np.repeat(np.arange(count, dtype=np.int64), present.sum(axis=1)),
-                             np.repeat(np.arange(count, count + regions, dtype=np.int64), len(REGION_UNITS))))
-    metric = np.concatenate((np.nonzero(present)[1], np.tile(np.arange(len(REGION_UNITS)), regions)
-                             + len(_KERNEL_METRICS))).astype(np.int8)
+    # The row columns are filled in place, a block of launches at a time, and each launch's values let go once
+    # taken: a million rows' temporaries were 40 MB.
+    per_launch = np.concatenate((present.sum(axis=1), np.full(regions, len(REGION_UNITS))))
+    kernel_rows, rows = int(per_launch[:count].sum()), int(per_launch.sum())
+    metric, value = np.empty(rows, dtype=np.int8), np.empty(rows)
+    _present_into(present, values, value[:kernel_rows], metric[:kernel_rows])
+    value[kernel_rows:] = region_values.ravel()
+    metric[kernel_rows:] = np.tile(np.arange(len(REGION_UNITS)) + len(_KERNEL_METRICS), regions)
+    del values, present
+    launch = np.repeat(np.arange(count + regions, dtype=np.int64), per_launch)
     metrics = [*_KERNEL_METRICS, *REGION_UNITS.items()]
     devices = device.values(lambda d: d.name)
 
@@ -286,9 +293,23 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
         "grid": per_row("grid", dims.values(_dim)), "block": per_row("block", dims.values(_dim)),
         "metric": Gather(objects([name for name, _ in metrics]), metric),
         "unit": Gather(objects([unit for _, unit in metrics]), metric),
-        "value": np.concatenate((values[present], region_values.ravel())),
+        "value": value,
     }
     return normalized(Columns({column: data[column] for column in COLUMNS}))
+
+
+def _present_into(present: npt.NDArray[np.bool_], values: npt.NDArray[np.float64], value: npt.NDArray[np.float64],
+                  metric: npt.NDArray[np.int8], block: int = 16384) -> None:
+    """``value`` and ``metric``: ``values``' present cells, row by row, and their columns (``values[present]``, as
+    a few blocks of rows: taken whole, the positions of a million cells took 16 MB for a moment)."""
+    columns = np.arange(values.shape[1], dtype=np.int8)
+    filled = 0
+    for lo in range(0, len(values), block):
+        shown = present[lo:lo + block]
+        taken = values[lo:lo + block][shown]
+        value[filled:filled + taken.size] = taken
+        metric[filled:filled + taken.size] = np.broadcast_to(columns, shown.shape)[shown]
+        filled += taken.size
 
 
 def _check_launch_text(source: Path, count: int, launch_codes: dict[str, npt.NDArray[np.int32]],

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
+Codes = npt.NDArray[np.signedinteger[Any]]  # codes into a few distinct values: as narrow as they allow
 
 KERNEL = "kernel"
 MEMCPY = "memcpy"
@@ -52,18 +53,20 @@ class OpColumns(Sequence[GpuOp]):
     250 bytes an op, these about 80): texts and launch dimensions as codes into their few distinct values, the
     optional launch facts as floats (NaN where the trace gives none). A ``GpuOp`` is built when one is asked for."""
 
-    def __init__(self, texts: list[str], dims: list[tuple[int, int, int] | None], columns: dict[str, Any]) -> None:
-        self.texts, self.dims = texts, dims  # dims[0] is None
-        self.kind: Ints = np.asarray(columns["kind"], dtype=np.int64)  # codes into ``texts``, as name and demangled
-        self.name: Ints = np.asarray(columns["name"], dtype=np.int64)
-        self.demangled: Ints = np.asarray(columns["demangled"], dtype=np.int64)
+    def __init__(self, kinds: list[str], texts: list[str], dims: list[tuple[int, int, int] | None],
+                 columns: dict[str, Any]) -> None:
+        self.kinds, self.texts, self.dims = kinds, texts, dims  # dims[0] is None
+        self.kind: Codes = np.asarray(columns["kind"], dtype=np.int8)  # codes into ``kinds``
+        # codes into ``texts``
+        self.name: Codes = np.asarray(columns["name"], dtype=np.int32)
+        self.demangled: Codes = np.asarray(columns["demangled"], dtype=np.int32)
         self.start: Ints = np.asarray(columns["start"], dtype=np.int64)
         self.end: Ints = np.asarray(columns["end"], dtype=np.int64)
         self.device: Ints = np.asarray(columns["device"], dtype=np.int64)
         self.stream: Ints = np.asarray(columns["stream"], dtype=np.int64)
         self.correlation: Ints = np.asarray(columns["correlation"], dtype=np.int64)
-        self.grid: Ints = np.asarray(columns["grid"], dtype=np.int64)  # codes into ``dims``
-        self.block: Ints = np.asarray(columns["block"], dtype=np.int64)
+        self.grid: Codes = np.asarray(columns["grid"], dtype=np.int32)  # codes into ``dims``
+        self.block: Codes = np.asarray(columns["block"], dtype=np.int32)
         self.registers: Floats = np.asarray(columns["registers"], dtype=np.float64)
         self.static_shared: Floats = np.asarray(columns["static_shared"], dtype=np.float64)
         self.dynamic_shared: Floats = np.asarray(columns["dynamic_shared"], dtype=np.float64)
@@ -79,18 +82,15 @@ class OpColumns(Sequence[GpuOp]):
         return recorder.columns()
 
     def is_kernel(self) -> npt.NDArray[np.bool_]:
-        code = self.code_of(KERNEL)
-        return self.kind == code if code >= 0 else np.zeros(len(self), dtype=bool)
-
-    def code_of(self, text: str) -> int:
-        return self.texts.index(text) if text in self.texts else -1
+        kernel: npt.NDArray[np.bool_] = np.equal(self.kind, self.kinds.index(KERNEL) if KERNEL in self.kinds else -1)
+        return kernel
 
     def at(self, index: int) -> GpuOp:
         def fact(column: Floats) -> int | None:
             value = float(column[index])
             return None if np.isnan(value) else int(value)
 
-        return GpuOp(self.texts[int(self.kind[index])], self.texts[int(self.name[index])],
+        return GpuOp(self.kinds[int(self.kind[index])], self.texts[int(self.name[index])],
                      self.texts[int(self.demangled[index])], int(self.start[index]), int(self.end[index]),
                      int(self.device[index]), int(self.stream[index]), int(self.correlation[index]),
                      self.dims[int(self.grid[index])], self.dims[int(self.block[index])], fact(self.registers),
@@ -119,14 +119,15 @@ class OpColumns(Sequence[GpuOp]):
 class OpRecorder:
     """GPU ops gathered one at a time into ``OpColumns``: each distinct text and launch dimension held once."""
 
-    _INTS = ("kind", "name", "demangled", "start", "end", "device", "stream", "correlation", "grid", "block")
-    _FLOATS = ("registers", "static_shared", "dynamic_shared")
+    _TYPES = {"kind": "b", "name": "i", "demangled": "i", "start": "q", "end": "q", "device": "q", "stream": "q",
+              "correlation": "q", "grid": "i", "block": "i", "registers": "d", "static_shared": "d",
+              "dynamic_shared": "d"}
 
     def __init__(self) -> None:
+        self._kinds: dict[str, int] = {}
         self._texts: dict[str, int] = {}
         self._dims: dict[tuple[int, int, int] | None, int] = {None: 0}
-        self._columns: dict[str, array[Any]] = {**{name: array("q") for name in self._INTS},
-                                                 **{name: array("d") for name in self._FLOATS}}
+        self._columns: dict[str, array[Any]] = {name: array(code) for name, code in self._TYPES.items()}
 
     def add(self, kind: str, name: str, demangled: str, start: int, end: int, device: int, stream: int,
             correlation: int, grid: tuple[int, int, int] | None = None, block: tuple[int, int, int] | None = None,
@@ -134,7 +135,7 @@ class OpRecorder:
             dynamic_shared: int | None = None) -> None:
         """One op, as ``GpuOp`` takes it; OverflowError where a number is past int64 (the reader names the file)."""
         texts, dims = self._texts, self._dims
-        values = (texts.setdefault(kind, len(texts)), texts.setdefault(name, len(texts)),
+        values = (self._kinds.setdefault(kind, len(self._kinds)), texts.setdefault(name, len(texts)),
                   texts.setdefault(demangled, len(texts)), start, end, device, stream, correlation,
                   dims.setdefault(grid, len(dims)), dims.setdefault(block, len(dims)),
                   math.nan if registers is None else registers, math.nan if static_shared is None else static_shared,
@@ -143,10 +144,9 @@ class OpRecorder:
             column.append(value)
 
     def columns(self) -> OpColumns:
-        kinds = self._INTS + self._FLOATS
-        return OpColumns(list(self._texts), list(self._dims),
-                         {name: np.frombuffer(self._columns[name], dtype=np.int64 if name in self._INTS
-                                              else np.float64) if len(self._columns[name]) else [] for name in kinds})
+        return OpColumns(list(self._kinds), list(self._texts), list(self._dims),
+                         {name: np.frombuffer(column, dtype=column.typecode) if len(column) else []
+                          for name, column in self._columns.items()})
 
 
 class Launch(NamedTuple):

@@ -49,7 +49,7 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
         for index, mine in zip(shown.tolist(), own.tolist(), strict=True):
             start, end = int(ops.start[index]), int(ops.end[index])
             lanes[f"stream {int(ops.stream[index])}"].append([max(start - lo, 0), min(end, hi) - max(start, lo),
-                                                              ops.texts[int(ops.kind[index])],
+                                                              ops.kinds[int(ops.kind[index])],
                                                               ops.texts[int(ops.name[index])][:MAX_NAME], int(mine)])
         total += int(shown.size)
         regions[path] = {"wall": hi - lo, "entries": len(entries), "lanes": dict(lanes),
