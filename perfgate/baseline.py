@@ -39,10 +39,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence, overload
 from urllib.parse import quote
 
 import numpy as np
+import numpy.typing as npt
 
 from perfgate.collect.baseline_json import FORMAT_NAME, FORMAT_VERSION
 from perfgate.errors import ConfigError, InputError
@@ -54,7 +55,7 @@ from perfgate.files import (
     remove_leftovers,
     write_atomically,
 )
-from perfgate.columns import first_rows
+from perfgate.columns import Columns, combined_key, first_rows, sort_ranks
 from perfgate.table import Measurement
 from perfgate.text import inert_json
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL
@@ -108,53 +109,104 @@ def _json_number(value: float) -> float | int | None:
     return int(as_float) if as_float.is_integer() and abs(as_float) < 2**53 else as_float
 
 
+class BaselineEntries(Sequence[dict[str, Any]]):
+    """A device's baseline entries, each built as a dict when it is reached (``dumps_baseline`` encodes them one at
+    a time): 200,000 kernel launches held as dicts took about 480 MB before a byte was written. ``rows``: the
+    table's rows of each entry's launch, in entry order; ``metric_rows``, grouped by ``metric_keys``: the kept rows
+    of its metrics."""
+
+    def __init__(self, measurement: Measurement, rows: npt.NDArray[np.intp], keys: npt.NDArray[np.int64],
+                 metric_rows: npt.NDArray[np.intp], metric_keys: npt.NDArray[np.int64]) -> None:
+        table = measurement.table
+        self.measurement = measurement
+        self.keys, self.metric_keys = keys, metric_keys
+        self.launch = {name: table.picked(name, rows).tolist() for name in
+                       ("kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch")}
+        self.metric = {name: table.picked(name, metric_rows) for name in ("metric", "unit", "value")}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[at] for at in range(len(self))[index]]
+        return self._entry(range(len(self))[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self._entry(at) for at in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _entry(self, at: int) -> dict[str, Any]:
+        launch = {name: values[at] for name, values in self.launch.items()}
+        lo, hi = np.searchsorted(self.metric_keys, self.keys[at], side="left"), np.searchsorted(
+            self.metric_keys, self.keys[at], side="right")
+        metrics: dict[str, dict[str, Any]] = {}
+        for metric, unit, value in zip(*(column[lo:hi].tolist() for column in self.metric.values()), strict=True):
+            metrics[metric] = {"unit": unit, "value": _json_number(value)}
+        entry: dict[str, Any] = {
+            "kind": launch["kind"], "name": launch["kernel"], "demangled": launch["demangled"],
+            "region": launch["region"], "ordinal": int(launch["ordinal"]), "grid": launch["grid"],
+            "block": launch["block"], "metrics": dict(sorted(metrics.items())),
+        }
+        measurement = self.measurement
+        if measurement.findings is not None and launch["kind"] == KIND_KERNEL:
+            entry["findings"] = list(measurement.findings.get(int(launch["launch"]), ()))
+        code = (measurement.code or {}).get(int(launch["launch"]))
+        if code is not None:  # read with --code-identity: the same-code rule can judge against it
+            entry["code"] = {"id": code.code_id, "opcodes": dict(code.opcodes)}
+        if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in measurement.samples:
+            entry["samples"] = _compress_samples(measurement.samples[launch["kernel"]])
+        return entry
+
+
+def _ranks(table: Columns, name: str) -> npt.NDArray[np.int64]:
+    """Per row, column ``name``'s value as an integer that sorts and compares as the value does (never made whole)."""
+    codes, values = table.coded(name)
+    ranks, _ = sort_ranks(values)
+    return ranks[codes]
+
+
 def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None = None,
                        settings: dict[str, Any] | None = None, source: str = "") -> dict[tuple[str, str], dict[str, Any]]:
     """Build one baseline document per device in the measurement (keyed by (device name, cc)); ``settings``
-    replaces the measurement's own."""
+    replaces the measurement's own. Its entries are a ``BaselineEntries``, sorted by kind, name, region, ordinal."""
     table = measurement.table
+    if not len(table):
+        return {}
+    codes, names = table.coded("metric")
     keep = None if metrics is None else set(metrics)
-    frame = table if keep is None else table[
-        np.fromiter((m in keep for m in table["metric"].tolist()), dtype=bool, count=len(table))]
-    all_samples = measurement.samples
-    documents: dict[tuple[str, str], dict[str, Any]] = {}
-    launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch"]
-    findings = measurement.findings  # None: the run collected no ncu sections, so no rule ran
+    kept = np.ones(len(table), dtype=bool) if keep is None else np.isin(
+        codes, [at for at, name in enumerate(names.tolist()) if name in keep])
+    ranks = {name: _ranks(table, name) for name in ("device", "cc", "kind", "kernel", "region", "ordinal")}
+    sizes = {name: int(rank.max()) + 1 for name, rank in ranks.items()}
+    key = combined_key(*((ranks[name], sizes[name]) for name in ("kind", "kernel", "region", "ordinal")))
+    device_key = combined_key((ranks["device"], sizes["device"]), (ranks["cc"], sizes["cc"]))
     # Launches whose metrics were all filtered away still get an entry (with no metrics).
-    launches = table[first_rows(*(table[name] for name in ("device", "cc", "kind", "kernel", "region", "ordinal")))]
-    for device, cc in sorted(set(zip(launches["device"].tolist(), launches["cc"].tolist(), strict=True))):
-        device_launches = launches[(launches["device"] == device) & (launches["cc"] == cc)]
-        device_rows = frame[(frame["device"] == device) & (frame["cc"] == cc)]
-        metrics_by_launch: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-        for row in device_rows.select(["kind", "kernel", "region", "ordinal", "metric", "unit", "value"]).rows():
-            key = (row["kind"], row["kernel"], row["region"], row["ordinal"])
-            metrics_by_launch.setdefault(key, {})[row["metric"]] = {"unit": row["unit"],
-                                                                   "value": _json_number(row["value"])}
-        entries = []
-        ordered = sorted(device_launches.select(launch_cols).rows(),
-                         key=lambda r: (r["kind"], r["kernel"], r["region"], r["ordinal"]))
-        for launch in ordered:
-            key = (launch["kind"], launch["kernel"], launch["region"], launch["ordinal"])
-            entry: dict[str, Any] = {
-                "kind": launch["kind"], "name": launch["kernel"], "demangled": launch["demangled"],
-                "region": launch["region"], "ordinal": int(launch["ordinal"]), "grid": launch["grid"],
-                "block": launch["block"], "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
-            }
-            if findings is not None and launch["kind"] == KIND_KERNEL:
-                entry["findings"] = list(findings.get(int(launch["launch"]), ()))
-            code = (measurement.code or {}).get(int(launch["launch"]))
-            if code is not None:  # read with --code-identity: the same-code rule can judge against it
-                entry["code"] = {"id": code.code_id, "opcodes": dict(code.opcodes)}
-            if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in all_samples:
-                entry["samples"] = _compress_samples(all_samples[launch["kernel"]])
-            entries.append(entry)
-        documents[(str(device), str(cc))] = {
+    launches = first_rows(device_key, key)
+    documents: dict[tuple[str, str], dict[str, Any]] = {}
+    for code in np.unique(device_key[launches]).tolist():  # devices by name, then cc
+        mine = launches[device_key[launches] == code]
+        mine = mine[np.argsort(key[mine], kind="stable")]
+        rows = np.flatnonzero(kept & (device_key == code))
+        rows = rows[np.argsort(key[rows], kind="stable")]
+        device, cc = str(table.picked("device", mine[:1])[0]), str(table.picked("cc", mine[:1])[0])
+        documents[(device, cc)] = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
-            "device": {"name": str(device), "cc": str(cc)},
+            "device": {"name": device, "cc": cc},
             "settings": dict(sorted((settings if settings is not None else measurement.settings).items())),
             "source": source,
-            "entries": entries,
+            "entries": BaselineEntries(measurement, mine, key[mine], rows, key[rows]),
         }
     return documents
 
@@ -163,19 +215,36 @@ _ENTRIES_MARK = "\x00entries\x00"  # written "\u0000entries\u0000": no baseline 
 
 
 def dumps_baseline(document: dict[str, Any]) -> str:
-    """The document as ``json.dumps(indent=2)`` writes it. Its entries are encoded one at a time: with ``indent``,
-    json encodes in Python, one small string per token, and a baseline of 200,000 kernel launches (139 MB of text)
-    took 720 MB that way, whole."""
+    """The document as ``json.dumps(indent=2)`` writes it (``baseline_bytes``, decoded)."""
+    return baseline_bytes(document).decode("utf-8")
+
+
+def baseline_bytes(document: dict[str, Any]) -> bytearray:
+    """The document as ``json.dumps(indent=2)`` writes it, UTF-8. Its entries are encoded one at a time, each
+    straight into the one buffer: with ``indent``, json encodes in Python, one small string per token, and a
+    baseline of 200,000 kernel launches (139 MB of text) took 720 MB that way, whole; its pieces joined, then
+    copied into a string and then bytes, took four copies of the text."""
     entries = document.get("entries")
     frame = json.dumps({**document, "entries": [_ENTRIES_MARK]}, indent=2, ensure_ascii=False, allow_nan=False)
     mark = json.dumps(_ENTRIES_MARK)
-    if not isinstance(entries, list) or not entries or frame.count(mark) != 1:
-        return inert_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    if not isinstance(entries, Sequence) or not entries or frame.count(mark) != 1:
+        whole = {**document, "entries": list(entries)} if isinstance(entries, BaselineEntries) else document
+        return bytearray(inert_json(json.dumps(whole, indent=2, ensure_ascii=False, allow_nan=False)).encode() + b"\n")
     before, after = frame.split(mark)
+    out = bytearray(inert_json(before).encode())
     # An entry's lines as they sit in the document: two levels deeper (JSON text holds no raw newline in a string).
-    body = ",\n    ".join(json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
-                          for entry in entries)
-    return inert_json(f"{before}{body}{after}") + "\n"
+    # ``##[`` is only ever inside a string, so each entry made inert alone is the whole made inert.
+    for at, entry in enumerate(entries):
+        if at:
+            out += b",\n    "
+        out += inert_json(json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
+                          ).encode()
+    out += inert_json(after).encode() + b"\n"
+    return out
+
+
+def _same(old: bytes | None, new: bytearray) -> bool:
+    return old is not None and memoryview(old) == memoryview(new)
 
 
 def _current_bytes(path: Path) -> bytes | None:
@@ -205,12 +274,12 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "baseline directory is a file", "pass a directory with -d")
-    planned = [(baseline_file(out_dir, key, name), dumps_baseline(doc))
+    planned = [(baseline_file(out_dir, key, name), baseline_bytes(doc))
                for key, doc in sorted(documents.items())]
     for folder in {out_dir, *(path.parent for path, _ in planned)}:
         remove_leftovers(folder)
     current = {path: _current_bytes(path) for path, _ in planned}
-    changed = [(path, text) for path, text in planned if current[path] != text.encode("utf-8")]
+    changed = [(path, text) for path, text in planned if not _same(current[path], text)]
     temps: list[tuple[int, str]] = []
     renamed: list[Path] = []
     at = out_dir
@@ -220,7 +289,7 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = _locked_temp(path)
             temps.append((fd, tmp_name))
-            _fill(fd, tmp_name, text)
+            _fill(fd, tmp_name, [text])
         for (path, _), (_, tmp_name) in zip(changed, temps, strict=True):
             at = path
             os.replace(tmp_name, path)
