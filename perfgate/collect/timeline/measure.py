@@ -261,21 +261,11 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
     for at, given in enumerate((ops.stream, ops.registers, ops.static_shared, ops.dynamic_shared), start=1):
         values[:, at] = given[kernels]
     _check_launch_text(source, count, launch_codes, {"kernel": names, "demangled": demangled, "region": region})
-    present = ~np.isnan(values)
-    present[:, :2] = True
     kernel_ordinals = _ordinals(launch_codes["kernel"][:count].astype(np.int64) * (len(region.index) + 1)
                                 + launch_codes["region"][:count])
     region_values = _region_values(trace, ops, by_path, count, launch_codes, (names, region, device))
-    # The row columns are filled in place, a block of launches at a time, and each launch's values let go once
-    # taken: a million rows' temporaries were 40 MB.
-    per_launch = np.concatenate((present.sum(axis=1), np.full(regions, len(REGION_UNITS))))
-    kernel_rows, rows = int(per_launch[:count].sum()), int(per_launch.sum())
-    metric, value = np.empty(rows, dtype=np.int8), np.empty(rows)
-    _present_into(present, values, value[:kernel_rows], metric[:kernel_rows])
-    value[kernel_rows:] = region_values.ravel()
-    metric[kernel_rows:] = np.tile(np.arange(len(REGION_UNITS)) + len(_KERNEL_METRICS), regions)
-    del values, present
-    launch = np.repeat(np.arange(count + regions, dtype=np.int64), per_launch)
+    launch, metric, value = _rows(values, region_values)
+    del values
     metrics = [*_KERNEL_METRICS, *REGION_UNITS.items()]
     devices = device.values(lambda d: d.name)
 
@@ -296,6 +286,24 @@ def _table(trace: Trace, attribution: Attribution, instances: list[RegionInstanc
         "value": value,
     }
     return normalized(Columns({column: data[column] for column in COLUMNS}))
+
+
+def _rows(values: npt.NDArray[np.float64], region_values: npt.NDArray[np.float64]) -> tuple[Ints, npt.NDArray[np.int8],
+                                                                                     npt.NDArray[np.float64]]:
+    """Per row: its launch, metric (a code into the kernel metrics and then the region ones) and value, from the
+    kernel launches' ``values`` (NaN where the trace gives none, beyond a launch's duration and stream) and the
+    regions' ``region_values``. Filled in place, a block of launches at a time: a million rows' temporaries were
+    40 MB."""
+    count, regions = len(values), len(region_values)
+    present = ~np.isnan(values)
+    present[:, :2] = True
+    per_launch = np.concatenate((present.sum(axis=1), np.full(regions, len(REGION_UNITS))))
+    kernel_rows, rows = int(per_launch[:count].sum()), int(per_launch.sum())
+    metric, value = np.empty(rows, dtype=np.int8), np.empty(rows)
+    _present_into(present, values, value[:kernel_rows], metric[:kernel_rows])
+    value[kernel_rows:] = region_values.ravel()
+    metric[kernel_rows:] = np.tile(np.arange(len(REGION_UNITS)) + len(_KERNEL_METRICS), regions)
+    return np.repeat(np.arange(count + regions, dtype=np.int64), per_launch), metric, value
 
 
 def _present_into(present: npt.NDArray[np.bool_], values: npt.NDArray[np.float64], value: npt.NDArray[np.float64],
