@@ -38,7 +38,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
 from perfgate.baseline_entries import BaselineEntries
@@ -95,31 +95,52 @@ def dumps_baseline(document: dict[str, Any]) -> str:
 
 
 def baseline_bytes(document: dict[str, Any]) -> bytearray:
-    """The document as ``json.dumps(indent=2)`` writes it, UTF-8. Its entries are encoded one at a time, each
-    straight into the one buffer: with ``indent``, json encodes in Python, one small string per token, and a
-    baseline of 200,000 kernel launches (139 MB of text) took 720 MB that way, whole; its pieces joined, then
-    copied into a string and then bytes, took four copies of the text."""
+    """The document as ``json.dumps(indent=2)`` writes it, UTF-8 (``baseline_pieces``, in one buffer)."""
+    out = bytearray()
+    for piece in baseline_pieces(document):
+        out += piece
+    return out
+
+
+def baseline_pieces(document: dict[str, Any]) -> Iterator[bytes]:
+    """The document as ``json.dumps(indent=2)`` writes it, UTF-8, a piece at a time: its entries are encoded one at
+    a time (``save_baselines`` writes each to the file as it comes). With ``indent``, json encodes in Python, one
+    small string per token, and a baseline of 200,000 kernel launches (139 MB of text) took 720 MB that way,
+    whole; its pieces joined, then copied into a string and then bytes, took four copies of the text."""
     entries = document.get("entries")
     frame = json.dumps({**document, "entries": [_ENTRIES_MARK]}, indent=2, ensure_ascii=False, allow_nan=False)
     mark = json.dumps(_ENTRIES_MARK)
     if not isinstance(entries, Sequence) or not entries or frame.count(mark) != 1:
         whole = {**document, "entries": list(entries)} if isinstance(entries, BaselineEntries) else document
-        return bytearray(inert_json(json.dumps(whole, indent=2, ensure_ascii=False, allow_nan=False)).encode() + b"\n")
+        yield inert_json(json.dumps(whole, indent=2, ensure_ascii=False, allow_nan=False)).encode() + b"\n"
+        return
     before, after = frame.split(mark)
-    out = bytearray(inert_json(before).encode())
+    yield inert_json(before).encode()
     # An entry's lines as they sit in the document: two levels deeper (JSON text holds no raw newline in a string).
     # ``##[`` is only ever inside a string, so each entry made inert alone is the whole made inert.
     for at, entry in enumerate(entries):
-        if at:
-            out += b",\n    "
-        out += inert_json(json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
-                          ).encode()
-    out += inert_json(after).encode() + b"\n"
-    return out
+        text = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
+        yield (",\n    " if at else "").encode() + inert_json(text).encode()
+    yield inert_json(after).encode() + b"\n"
 
 
-def _same(old: bytes | None, new: bytearray) -> bool:
-    return old is not None and memoryview(old) == memoryview(new)
+class _Matching:
+    """A file's new pieces as they are written, compared on the way with what it holds (``old``; None: no file)."""
+
+    def __init__(self, pieces: Iterator[bytes], old: bytes | None) -> None:
+        self.pieces, self.old = pieces, old
+        self.same, self.size = old is not None, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for piece in self.pieces:
+            if self.same and self.old is not None:
+                self.same = memoryview(self.old)[self.size:self.size + len(piece)] == piece
+            self.size += len(piece)
+            yield piece
+
+    @property
+    def unchanged(self) -> bool:
+        return self.same and self.old is not None and self.size == len(self.old)
 
 
 def _current_bytes(path: Path) -> bytes | None:
@@ -138,8 +159,8 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
                    name: str) -> list[Path]:
     """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
 
-    All or nothing, as far as a filesystem allows: every document is serialized, then every changed file is
-    written to a temporary file beside it and flushed to disk, and only then are they renamed over the old
+    All or nothing, as far as a filesystem allows: every document is encoded into a temporary file beside its
+    file and flushed to disk (one whose content would not change is let go), and only then are they renamed over the old
     ones, one rename each. A failure before the renames (a full disk, a bad folder) leaves every baseline as
     it was; a rename that fails puts back the files already renamed. A kill can leave temporary files
     (removed by the next run here, ``remove_leftovers``) and, only if it lands between two renames (a few
@@ -149,23 +170,29 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "baseline directory is a file", "pass a directory with -d")
-    planned = [(baseline_file(out_dir, key, name), baseline_bytes(doc))
-               for key, doc in sorted(documents.items())]
+    planned = [(baseline_file(out_dir, key, name), doc) for key, doc in sorted(documents.items())]
     for folder in {out_dir, *(path.parent for path, _ in planned)}:
         remove_leftovers(folder)
     current = {path: _current_bytes(path) for path, _ in planned}
-    changed = [(path, text) for path, text in planned if not _same(current[path], text)]
-    temps: list[tuple[int, str]] = []
+    changed: list[Path] = []
+    temps: list[tuple[int, str]] = []  # of the changed files
     renamed: list[Path] = []
     at = out_dir
     try:
-        for path, text in changed:
+        for path, document in planned:  # each encoded as it is written: never whole in memory
             at = path
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = _locked_temp(path)
             temps.append((fd, tmp_name))
-            _fill(fd, tmp_name, [text])
-        for (path, _), (_, tmp_name) in zip(changed, temps, strict=True):
+            written = _Matching(baseline_pieces(document), current[path])
+            _fill(fd, tmp_name, written)
+            if written.unchanged:  # not rewritten
+                temps.pop()
+                os.close(fd)
+                os.unlink(tmp_name)
+            else:
+                changed.append(path)
+        for path, (_, tmp_name) in zip(changed, temps, strict=True):
             at = path
             os.replace(tmp_name, path)
             renamed.append(path)
