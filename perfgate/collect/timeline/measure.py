@@ -26,11 +26,7 @@ import numpy.typing as npt
 from perfgate.collect.timeline.attribute import Attribution, attribute
 from perfgate.collect.timeline.cold import first_launch_calls, longest_gap
 from perfgate.collect.timeline.intervals import BusyTimeline, QueuedWork, merged, union_length
-<<<<<<< HEAD
-from perfgate.collect.timeline.model import KERNEL, Device, LaunchColumns, Trace
-=======
-from perfgate.collect.timeline.model import FROM_PROCESS_START, Device, Ints, LaunchColumns, OpColumns, Trace
->>>>>>> mem
+from perfgate.collect.timeline.model import Device, Ints, LaunchColumns, OpColumns, Trace
 from perfgate.collect.timeline.region_entry import (
     GPU_BUSY,
     GPU_IDLE,
@@ -102,28 +98,7 @@ def check_times(trace: Trace, path: Path) -> None:
                              "trace again; the file is corrupt or was edited")
 
 
-<<<<<<< HEAD
-def _measure(path: str, host_start: int, inside: list[int], trace: Trace, timelines: tuple[BusyTimeline, QueuedWork],
-=======
-def _first_launch_calls(trace: Trace, attribution: Attribution) -> list[tuple[int, int]]:
-    """The launch calls (start, end) of each kernel's first launch in the traced process: where CUDA's lazy loading
-    loads the kernel's module, inside the call. Empty unless the trace is known to start with its process
-    (perfgate's own CUPTI trace; an Nsight Systems export captured from the start): a profiler trace may start
-    after warm-up steps, where a kernel's first launch in the trace is not its first in the process."""
-    if trace.format != "cupti" and not trace.facts.get(FROM_PROCESS_START):
-        return []
-    ops = OpColumns.of(trace.ops)
-    kernels = np.flatnonzero(ops.is_kernel())
-    kernels = kernels[np.argsort(ops.start[kernels], kind="stable")]
-    first = kernels[np.unique(ops.demangled[kernels], return_index=True)[1]]  # each name's first launch
-    launched = attribution.op_launch.positions[first]
-    calls = attribution.op_launch.calls
-    launched = launched[launched >= 0]
-    return sorted(set(zip(calls.start[launched].tolist(), calls.end[launched].tolist(), strict=True)))
-
-
 def _measure(path: str, host_start: int, inside: Ints, ops: OpColumns, timelines: tuple[BusyTimeline, QueuedWork],
->>>>>>> mem
              range_end: int, cold_calls: list[tuple[int, int]]) -> RegionInstance:
     """One entry: from ``host_start`` (or, where GPU work queued earlier still runs then, that work's end) to the
     later of ``range_end`` and its GPU work's end; ``inside``: its ops, by index, ascending."""
@@ -171,35 +146,18 @@ def merged_pairs(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def region_instances(trace: Trace, attribution: Attribution,
                      cold_calls: list[tuple[int, int]] | None = None) -> list[RegionInstance]:
     """Each range that launched GPU work, measured from the range's start on the host (see ``perfgate.metrics``
-<<<<<<< HEAD
     for each metric); a trace without ranges: one whole-trace entry, from its first launch call on. ``cold_calls``:
     the launch calls whose host time is module loading (``cold.first_launch_calls`` where not given)."""
-    members: dict[int, list[int]] = defaultdict(list)
-    for op_index, held in enumerate(attribution.op_ranges):
-        for range_index in held:
-            members[range_index].append(op_index)
-    ops = trace.ops
-    timelines = (BusyTimeline([op.start for op in ops], [op.end for op in ops]),
-                 QueuedWork([op.start for op in ops], [op.end for op in ops]))
-    if cold_calls is None:
-        cold_calls, _ = first_launch_calls(trace, attribution)
-    if not trace.ranges and ops:
-        everything = list(range(len(ops)))
-        start = min(launch.start if launch is not None else op.start
-                    for op, launch in zip(ops, attribution.op_launch, strict=True))
-        return [_measure(WHOLE_TRACE, start, everything, trace, timelines, start, cold_calls)]
-=======
-    for each metric); a trace without ranges: one whole-trace entry, from its first launch call on."""
     ops = OpColumns.of(trace.ops)
     timelines = (BusyTimeline(ops.start, ops.end), QueuedWork(ops.start, ops.end))
-    cold_calls = _first_launch_calls(trace, attribution)
+    if cold_calls is None:
+        cold_calls, _ = first_launch_calls(trace, attribution)
     if not trace.ranges and len(ops):
         launched = attribution.op_launch.positions
         start = int(np.where(launched >= 0, attribution.op_launch.calls.start[np.maximum(launched, 0)],
                              ops.start).min()) if len(attribution.op_launch.calls) else int(ops.start.min())
         return [_measure(WHOLE_TRACE, start, np.arange(len(ops)), ops, timelines, start, cold_calls)]
     members = _members(attribution)
->>>>>>> mem
     found = []
     for range_index in sorted(members, key=lambda i: _found_order(trace, attribution, i, int(members[i][0]))):
         host = trace.ranges[range_index]
