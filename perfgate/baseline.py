@@ -32,19 +32,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import quote
 
-import numpy as np
-
-from perfgate.collect.baseline_json import FORMAT_NAME, FORMAT_VERSION
+from perfgate.baseline_entries import BaselineEntries
+from perfgate.baseline_entries import baseline_documents as baseline_documents
 from perfgate.errors import ConfigError, InputError
 from perfgate.limits import parse_json_or_none
 from perfgate.files import (
@@ -54,13 +52,7 @@ from perfgate.files import (
     remove_leftovers,
     write_atomically,
 )
-from perfgate.columns import first_rows
-from perfgate.table import Measurement
 from perfgate.text import inert_json
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL
-
-MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
-
 
 MAX_STEM = 200  # bytes of a file name's stem: under every filesystem's 255, with room for ".json" and temp names
 
@@ -94,88 +86,61 @@ def file_stem(name: str) -> str:
     return stem
 
 
-def _compress_samples(values: Iterable[float]) -> list[float]:
-    data = np.sort(np.asarray(list(values), dtype=float))
-    if data.size > MAX_STORED_SAMPLES:
-        data = np.quantile(data, np.linspace(0.0, 1.0, MAX_STORED_SAMPLES))
-    return [float(f"{v:.6g}") for v in data]
-
-
-def _json_number(value: float) -> float | int | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    as_float = float(value)
-    return int(as_float) if as_float.is_integer() and abs(as_float) < 2**53 else as_float
-
-
-def baseline_documents(measurement: Measurement, metrics: Iterable[str] | None = None,
-                       settings: dict[str, Any] | None = None, source: str = "") -> dict[tuple[str, str], dict[str, Any]]:
-    """Build one baseline document per device in the measurement (keyed by (device name, cc)); ``settings``
-    replaces the measurement's own."""
-    table = measurement.table
-    keep = None if metrics is None else set(metrics)
-    frame = table if keep is None else table[
-        np.fromiter((m in keep for m in table["metric"].tolist()), dtype=bool, count=len(table))]
-    all_samples = measurement.samples
-    documents: dict[tuple[str, str], dict[str, Any]] = {}
-    launch_cols = ["kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch"]
-    findings = measurement.findings  # None: the run collected no ncu sections, so no rule ran
-    # Launches whose metrics were all filtered away still get an entry (with no metrics).
-    launches = table[first_rows(*(table[name] for name in ("device", "cc", "kind", "kernel", "region", "ordinal")))]
-    for device, cc in sorted(set(zip(launches["device"].tolist(), launches["cc"].tolist(), strict=True))):
-        device_launches = launches[(launches["device"] == device) & (launches["cc"] == cc)]
-        device_rows = frame[(frame["device"] == device) & (frame["cc"] == cc)]
-        metrics_by_launch: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-        for row in device_rows.select(["kind", "kernel", "region", "ordinal", "metric", "unit", "value"]).rows():
-            key = (row["kind"], row["kernel"], row["region"], row["ordinal"])
-            metrics_by_launch.setdefault(key, {})[row["metric"]] = {"unit": row["unit"],
-                                                                   "value": _json_number(row["value"])}
-        entries = []
-        ordered = sorted(device_launches.select(launch_cols).rows(),
-                         key=lambda r: (r["kind"], r["kernel"], r["region"], r["ordinal"]))
-        for launch in ordered:
-            key = (launch["kind"], launch["kernel"], launch["region"], launch["ordinal"])
-            entry: dict[str, Any] = {
-                "kind": launch["kind"], "name": launch["kernel"], "demangled": launch["demangled"],
-                "region": launch["region"], "ordinal": int(launch["ordinal"]), "grid": launch["grid"],
-                "block": launch["block"], "metrics": dict(sorted(metrics_by_launch.get(key, {}).items())),
-            }
-            if findings is not None and launch["kind"] == KIND_KERNEL:
-                entry["findings"] = list(findings.get(int(launch["launch"]), ()))
-            code = (measurement.code or {}).get(int(launch["launch"]))
-            if code is not None:  # read with --code-identity: the same-code rule can judge against it
-                entry["code"] = {"id": code.code_id, "opcodes": dict(code.opcodes)}
-            if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in all_samples:
-                entry["samples"] = _compress_samples(all_samples[launch["kernel"]])
-            entries.append(entry)
-        documents[(str(device), str(cc))] = {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "device": {"name": str(device), "cc": str(cc)},
-            "settings": dict(sorted((settings if settings is not None else measurement.settings).items())),
-            "source": source,
-            "entries": entries,
-        }
-    return documents
-
-
 _ENTRIES_MARK = "\x00entries\x00"  # written "\u0000entries\u0000": no baseline string holds that
 
 
 def dumps_baseline(document: dict[str, Any]) -> str:
-    """The document as ``json.dumps(indent=2)`` writes it. Its entries are encoded one at a time: with ``indent``,
-    json encodes in Python, one small string per token, and a baseline of 200,000 kernel launches (139 MB of text)
-    took 720 MB that way, whole."""
+    """The document as ``json.dumps(indent=2)`` writes it (``baseline_bytes``, decoded)."""
+    return baseline_bytes(document).decode("utf-8")
+
+
+def baseline_bytes(document: dict[str, Any]) -> bytearray:
+    """The document as ``json.dumps(indent=2)`` writes it, UTF-8 (``baseline_pieces``, in one buffer)."""
+    out = bytearray()
+    for piece in baseline_pieces(document):
+        out += piece
+    return out
+
+
+def baseline_pieces(document: dict[str, Any]) -> Iterator[bytes]:
+    """The document as ``json.dumps(indent=2)`` writes it, UTF-8, a piece at a time: its entries are encoded one at
+    a time (``save_baselines`` writes each to the file as it comes). With ``indent``, json encodes in Python, one
+    small string per token, and a baseline of 200,000 kernel launches (139 MB of text) took 720 MB that way,
+    whole; its pieces joined, then copied into a string and then bytes, took four copies of the text."""
     entries = document.get("entries")
     frame = json.dumps({**document, "entries": [_ENTRIES_MARK]}, indent=2, ensure_ascii=False, allow_nan=False)
     mark = json.dumps(_ENTRIES_MARK)
-    if not isinstance(entries, list) or not entries or frame.count(mark) != 1:
-        return inert_json(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    if not isinstance(entries, Sequence) or not entries or frame.count(mark) != 1:
+        whole = {**document, "entries": list(entries)} if isinstance(entries, BaselineEntries) else document
+        yield inert_json(json.dumps(whole, indent=2, ensure_ascii=False, allow_nan=False)).encode() + b"\n"
+        return
     before, after = frame.split(mark)
+    yield inert_json(before).encode()
     # An entry's lines as they sit in the document: two levels deeper (JSON text holds no raw newline in a string).
-    body = ",\n    ".join(json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
-                          for entry in entries)
-    return inert_json(f"{before}{body}{after}") + "\n"
+    # ``##[`` is only ever inside a string, so each entry made inert alone is the whole made inert.
+    for at, entry in enumerate(entries):
+        text = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n    ")
+        yield (",\n    " if at else "").encode() + inert_json(text).encode()
+    yield inert_json(after).encode() + b"\n"
+
+
+class _Matching:
+    """A file's new pieces as they are written, compared on the way with what it holds (``old``; None: no file)."""
+
+    def __init__(self, pieces: Iterator[bytes], old: bytes | None) -> None:
+        self.pieces, self.old = pieces, old
+        self.same, self.size = old is not None, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for piece in self.pieces:
+            if self.same and self.old is not None:
+                self.same = memoryview(self.old)[self.size:self.size + len(piece)] == piece
+            self.size += len(piece)
+            yield piece
+
+    @property
+    def unchanged(self) -> bool:
+        return self.same and self.old is not None and self.size == len(self.old)
 
 
 def _current_bytes(path: Path) -> bytes | None:
@@ -194,8 +159,8 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
                    name: str) -> list[Path]:
     """Write each document to ``directory/<device-slug>/<name>.json``; returns the paths written.
 
-    All or nothing, as far as a filesystem allows: every document is serialized, then every changed file is
-    written to a temporary file beside it and flushed to disk, and only then are they renamed over the old
+    All or nothing, as far as a filesystem allows: every document is encoded into a temporary file beside its
+    file and flushed to disk (one whose content would not change is let go), and only then are they renamed over the old
     ones, one rename each. A failure before the renames (a full disk, a bad folder) leaves every baseline as
     it was; a rename that fails puts back the files already renamed. A kill can leave temporary files
     (removed by the next run here, ``remove_leftovers``) and, only if it lands between two renames (a few
@@ -205,23 +170,29 @@ def save_baselines(documents: dict[tuple[str, str], dict[str, Any]], directory: 
     out_dir = Path(directory)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "baseline directory is a file", "pass a directory with -d")
-    planned = [(baseline_file(out_dir, key, name), dumps_baseline(doc))
-               for key, doc in sorted(documents.items())]
+    planned = [(baseline_file(out_dir, key, name), doc) for key, doc in sorted(documents.items())]
     for folder in {out_dir, *(path.parent for path, _ in planned)}:
         remove_leftovers(folder)
     current = {path: _current_bytes(path) for path, _ in planned}
-    changed = [(path, text) for path, text in planned if current[path] != text.encode("utf-8")]
-    temps: list[tuple[int, str]] = []
+    changed: list[Path] = []
+    temps: list[tuple[int, str]] = []  # of the changed files
     renamed: list[Path] = []
     at = out_dir
     try:
-        for path, text in changed:
+        for path, document in planned:  # each encoded as it is written: never whole in memory
             at = path
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = _locked_temp(path)
             temps.append((fd, tmp_name))
-            _fill(fd, tmp_name, text)
-        for (path, _), (_, tmp_name) in zip(changed, temps, strict=True):
+            written = _Matching(baseline_pieces(document), current[path])
+            _fill(fd, tmp_name, written)
+            if written.unchanged:  # not rewritten
+                temps.pop()
+                os.close(fd)
+                os.unlink(tmp_name)
+            else:
+                changed.append(path)
+        for path, (_, tmp_name) in zip(changed, temps, strict=True):
             at = path
             os.replace(tmp_name, path)
             renamed.append(path)

@@ -10,6 +10,8 @@ achieved FLOP/s from the SASS thread-instruction counters (FP32 ``fadd + fmul + 
 2 dfma``, FP16 ``2 hadd + 2 hmul + 4 hfma``), either as counts (``.sum``) over the launch's duration or as ncu's
 sections collect them (``.sum.per_cycle_elapsed`` times the SM sub-partitions' clock); the FLOP roof is the FP32
 peak (2 x the ``ffma`` peak rate x the SM clock), the memory roof the DRAM peak (bytes per cycle x the DRAM clock).
+The tensor-core rates sum the aggregate tensor counters a report holds (``perfgate.tensor_counters``), dense and
+sparse apart; their names differ per compute capability, so only the opt-in ``tensor-ccXY`` groups ask for them.
 
 Stdlib only (the plugin's start imports the catalog): a formula does arithmetic on whatever array type it is
 given (numpy's, per launch) and reads its inputs through ``Values``.
@@ -19,6 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
+
+from perfgate.tensor_counters import DENSE, SPARSE, SPARSE_TYPES, TENSOR_AGGREGATES, TENSOR_TYPES, group_name, \
+    is_tensor_counter, tensor_counter
 
 
 DERIVED_PREFIX = "derived."
@@ -105,6 +110,27 @@ def _dram_bytes_per_s(values: Values) -> Any:
     if rate is not None:
         forms.append(rate)
     return _first_finite(values, forms)
+
+
+def _tensor_ops_per_s(values: Values, sparse: bool) -> Any:
+    """Tensor-core operations per second, summed over the input types whose aggregate counters a launch's report
+    holds (``perfgate.tensor_counters``): dense, each type's ``_sparsity_off`` aggregate where held, else its
+    unsplit one; sparse, the ``_sparsity_on`` aggregates alone. The counts over the duration, else ncu's per-cycle
+    rates times the SM clock (as its tensor roofline section draws them)."""
+    names = [(kind + SPARSE,) for kind in SPARSE_TYPES] if sparse else [(kind + DENSE, kind) for kind in TENSOR_TYPES]
+    per_form = []
+    for suffix, scale in ((".sum", None), (".sum.per_cycle_elapsed", SM_CLOCK)):
+        over = values(DURATION) if scale is None else values(scale)
+        total: Any = None
+        for forms in names:
+            held = [found for found in (values(tensor_counter(name, suffix)) for name in forms) if found is not None]
+            if not held or over is None:
+                continue
+            count = held[0] if len(held) == 1 else values.where_finite(held[0], held[1])
+            total = count if total is None else total + count
+        if total is not None:
+            per_form.append(total / (over / NS_PER_S) if scale is None else total * over)
+    return _first_finite(values, per_form)
 
 
 def _first_finite(values: Values, forms: list[Any]) -> Any:
@@ -212,14 +238,29 @@ DERIVED: tuple[DerivedMetric, ...] = (
         "derived.ridge_ratio", "intensity / ridge", "neutral", "off",
         "Arithmetic intensity over the ridge point: below 1 the kernel is memory-bound, above 1 compute-bound; a "
         "crossing is a regime change, said in the why.", False, "", (), _ridge_ratio),
+    DerivedMetric(
+        "derived.tensor_ops_per_s", "tensor OP/s", "higher", "off",
+        "Dense tensor-core operations per second, over the input types whose sm__ops_path_tensor_src_* aggregates "
+        "the report holds (collect one compute capability's set with +tensor-ccXY). " + _RATE_INFO, True, "OP/s",
+        (DURATION, SM_CLOCK), lambda values: _tensor_ops_per_s(values, sparse=False)),
+    DerivedMetric(
+        "derived.sparse_tensor_ops_per_s", "sparse tensor OP/s", "higher", "off",
+        "Sparse tensor-core operations per second (the _sparsity_on aggregates), apart from the dense: a sparse "
+        "operation is not a dense one. " + _RATE_INFO, True, "OP/s", (DURATION, SM_CLOCK),
+        lambda values: _tensor_ops_per_s(values, sparse=True)),
 )
 DERIVED_BY_NAME: dict[str, DerivedMetric] = {d.name: d for d in DERIVED}
 
+TENSOR_METRICS = ("derived.tensor_ops_per_s", "derived.sparse_tensor_ops_per_s")
 # Metric groups: a name that stands for several (``--perfgate-metrics=+roofline``, ``metrics = ["roofline"]``).
 METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     "roofline": ("derived.roofline_pct", "derived.flop_per_s", "derived.dram_bytes_per_s",
                  "derived.arithmetic_intensity", "derived.ridge_ratio", "derived.peak_flop_per_s",
                  "derived.peak_dram_bytes_per_s"),
+    # One compute capability's tensor aggregates (never asked by +roofline: ncu fails on a name its device lacks)
+    # and the rates made of them.
+    **{group_name(capability): (*TENSOR_METRICS, *(tensor_counter(name) for name in names))
+       for capability, names in TENSOR_AGGREGATES.items()},
 }
 # What a declared useful work compares: the counted FLOP and its ratio to the declaration.
 DECLARED_WORK_METRICS = ("derived.flop", "derived.declared_work")
@@ -232,10 +273,13 @@ def is_derived(metric: str) -> bool:
 
 
 def expand_groups(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """``names`` with each group name replaced by its metrics, in order, each once."""
+    """``names`` with each group name replaced by its metrics, in order, each once; the tensor rates added where a
+    tensor aggregate counter is among them (a user who collects those gets the rates)."""
     out: list[str] = []
     for name in names:
         out.extend(METRIC_GROUPS.get(name, (name,)))
+    if any(is_tensor_counter(name) for name in out):
+        out.extend(TENSOR_METRICS)
     return tuple(dict.fromkeys(out))
 
 
@@ -244,10 +288,13 @@ def derived_inputs(metrics: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     wanted = [m for m in metrics if m in DERIVED_BY_NAME]
     if not wanted:
         return ()
-    # A derived metric reads those above it in the table: their inputs are needed as well.
-    last = max(i for i, d in enumerate(DERIVED) if d.name in wanted)
+    # A roofline metric reads those above it in the table: their inputs are needed as well. The tensor rates
+    # read no other, so asking for them alone asks ncu for no roofline counter.
+    roofline = [i for i, d in enumerate(DERIVED) if d.name in wanted and d.name not in TENSOR_METRICS]
+    rows = [*(DERIVED[:max(roofline) + 1] if roofline else ()), *(DERIVED_BY_NAME[m] for m in TENSOR_METRICS
+                                                                 if m in wanted)]
     names: list[str] = []
-    for derived in DERIVED[:last + 1]:
+    for derived in rows:
         names.extend((*derived.inputs, *derived.also_reads))
     return tuple(dict.fromkeys(names))
 

@@ -74,7 +74,7 @@ def _locked_temp(path: Path) -> tuple[int, str]:
         os.close(fd)
 
 
-def _fill(fd: int, name: str, content: str | bytes | Iterable[str | bytes]) -> None:
+def _fill(fd: int, name: str, content: str | bytes | Iterable[str | bytes | bytearray]) -> None:
     """Write ``content`` to the temporary file, flush it to disk and give it a normal file's mode; fd stays open."""
     parts = [content] if isinstance(content, (str, bytes)) else content
     with os.fdopen(os.dup(fd), "wb") as raw:

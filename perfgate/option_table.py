@@ -185,7 +185,8 @@ OPTIONS: tuple[Option, ...] = (
            default_text="[tool.perfgate] history_branch, else main"),
     Option("", "give up (exit 2) when the history database keeps this command waiting longer: connecting, another "
                "writer's lock, one statement",
-           cli=("--max-time",), commands=("history record", "history changes", "history dashboard", "accept", "bisect"),
+           cli=("--max-time",), commands=("history record", "history changes", "history dashboard", "accept", "bisect",
+                                           "compare"),
            metavar="SECONDS", parse=non_negative_seconds, value=60.0, default_text="60"),
     Option("thresholds", "gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
                          "'off' not gated; repeatable",

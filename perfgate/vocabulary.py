@@ -15,6 +15,8 @@ from typing import Any, Mapping
 NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 
 # What ``perfgate compare`` and ``baseline`` read (``perfgate.collect``), for help texts and refusals.
+# The table of readers names these (collect.readers.readable_inputs, which a test holds equal to this): here for the
+# commands' help, which must not load the readers.
 READABLE_INPUTS = ("a .ncu-rep, ncu --csv output (--page details or raw), a pytest-benchmark JSON, a perfgate "
                    "baseline, a PyTorch profiler trace (.json) or an Nsight Systems SQLite export")
 

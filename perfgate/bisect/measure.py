@@ -12,6 +12,7 @@ skipped, never judged.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from perfgate.bisect.search import Judged
 from perfgate.errors import InputError, PerfgateError
@@ -236,15 +237,59 @@ def judgement(good: Measurement, candidate: Measurement, bad: Measurement, optio
 class EndsCompared(NamedTuple):
     verdict: str  # the comparison's: "fail" when the bad end regressed from the good end
     counters: bool  # a work counter (not time) regressed: judged exactly, one run a commit is enough
+    looks: int = 1  # runs of each end pooled (more when their comparison was inconclusive)
+    # Not a regression, yet not told apart: inconclusive, or a time past its limit that the significance test did
+    # not confirm (noise, or too few rounds): more rounds may decide it either way.
+    undecided: bool = False
 
 
-def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions) -> EndsCompared:
-    """The bad end compared with the good end, and whether a deterministic counter is among what regressed."""
+def ends_differ(good: Measurement, bad: Measurement, options: CompareOptions, looks: int = 1) -> EndsCompared:
+    """The bad end compared with the good end, and whether a deterministic counter is among what regressed;
+    ``looks``: the runs of each end so far, each a test of the same question: the significance is divided."""
     from perfgate.compare import compare_tables
     from perfgate.metrics import is_time_like
 
-    compared = compare_tables(good, bad, options)
+    compared = compare_tables(good, bad, options._replace(significance=options.significance / looks))
     results = compared.results
     regressed = results["metric"][results.equals("status", Status.REGRESSION.value)].tolist()
     counters = any(not (is_time_like(m) or m.startswith("time.")) for m in regressed)
-    return EndsCompared(compared.verdict, counters)
+    undecided = compared.verdict == Verdict.INCONCLUSIVE.value or (
+        compared.verdict == Verdict.PASS.value and bool(good.samples) and bool(bad.samples)
+        and compare_tables(good, bad, options._replace(significance=math.inf)).verdict == Verdict.FAIL.value)
+    return EndsCompared(compared.verdict, counters, looks, undecided)
+
+
+class Ends(NamedTuple):
+    """The two ends as judged: each one's runs pooled, and their comparison."""
+
+    good: Measurement
+    bad: Measurement
+    compared: EndsCompared
+
+
+def settled_ends(good: Sequence[Path], bad: Sequence[Path], options: CompareOptions,
+                 again: Callable[[int], tuple[Path, Path] | None]) -> Ends:
+    """The ends' result files (a file per run) pooled and compared. While their comparison is undecided (time:
+    noise), each end is run once more (``again``, given the looks taken: the two new result files, or None when
+    no run may be made) and its timings pooled, up to ``AUTO_LOOKS`` runs each, each look at the significance
+    divided by the looks taken: as a commit between is run again, so that noise at an end is no "no change"."""
+    goods, bads = list(good), list(bad)
+    while True:
+        looks = min(len(goods), len(bads))
+        ends = Ends(pooled_result(goods, options), pooled_result(bads, options), EndsCompared("", False))
+        ends = ends._replace(compared=ends_differ(ends.good, ends.bad, options, looks))
+        if not ends.compared.undecided or looks >= AUTO_LOOKS:
+            return ends
+        more = again(looks)
+        if more is None:
+            return ends
+        goods.append(more[0])
+        bads.append(more[1])
+
+
+def pooled_result(paths: Sequence[Path], options: CompareOptions) -> Measurement:
+    """Result files of runs of one commit read as one: a pytest-benchmark's raw timings pooled."""
+    if len(paths) == 1:
+        return read_result(paths[0], options)
+    with tempfile.TemporaryDirectory(prefix="perfgate-bisect-") as scratch:
+        return read_result(_pooled(list(paths), Path(scratch) / "pooled.json"), options)

@@ -9,9 +9,20 @@ judged, with where its verdict came from).
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
-from perfgate.bisect.measure import AUTO_LOOKS, Result, Runner, commits_between, ends_differ, judgement
+from perfgate.bisect.measure import (
+    AUTO_LOOKS,
+    EndsCompared,
+    Result,
+    Runner,
+    commits_between,
+    ends_differ,
+    judgement,
+    settled_ends,
+)
 from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
 from perfgate.bisect.search import FOUND, Judged, bisect
 from perfgate.errors import InputError
@@ -41,6 +52,15 @@ class _NotComparable(Exception):
     """A run shows that the history's measurements cannot be its references (``comparable``)."""
 
 
+class _Session(NamedTuple):
+    """What the runs made so far: kept across a restart without the history."""
+
+    runs: list[str]  # the commits run, in order (a commit run again listed once per run)
+    measured: dict[str, Result]
+    kept: dict[str, list[Path]]  # an end's result file per run of it (pooled when its time was undecided)
+    folder: Path
+
+
 class _Sides(NamedTuple):
     good: Measurement
     bad: Measurement
@@ -53,21 +73,25 @@ def bisect_commits(runner: Runner, plan: Plan, options: CompareOptions,
     judged, and serve as ends, without a run; when the first run shows the history is no reference for this
     machine's runs, the search starts again with the ends run (the runs made so far kept)."""
     commits = commits_between(runner.root, plan.good, plan.bad)
-    runs: list[str] = []
-    measured: dict[str, Result] = {}
-    try:
-        return _search(runner, plan, options, progress, commits, runs, measured)
-    except _NotComparable as exc:
-        progress(f"the history is no reference for this machine's runs ({exc}): the ends are run")
-        return _search(runner, plan._replace(recorded=NO_ENTRIES), options, progress, commits, runs, measured)
+    with tempfile.TemporaryDirectory(prefix="perfgate-bisect-ends-") as folder:
+        session = _Session([], {}, {}, Path(folder))
+        try:
+            return _search(runner, plan, options, progress, commits, session)
+        except _NotComparable as exc:
+            progress(f"the history is no reference for this machine's runs ({exc}): the ends are run")
+            return _search(runner, plan._replace(recorded=NO_ENTRIES), options, progress, commits, session)
 
 
 def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Callable[[str], None],
-            commits: list[str], runs: list[str], measured: dict[str, Result]) -> dict[str, Any]:
+            commits: list[str], session: _Session) -> dict[str, Any]:
+    runs, measured = session.runs, session.measured
     low, high = _narrowed(commits, plan.known)
-    sides = _ends(runner, commits[low], commits[high], plan, runs, measured, progress)
+    sides = _ends(runner, commits[low], commits[high], plan, session, progress)
     verdicts = _end_verdicts(plan, commits, (commits[low], commits[high]), sides)
-    ends = ends_differ(sides.good, sides.bad, options)
+    sides, ends = _settled(runner, sides, (commits[low], commits[high]), plan, session, progress)
+    if ends.looks > 1:
+        for verdict in verdicts[-2:]:
+            verdict["note"] += f"; after {ends.looks} runs, timings pooled"
     if ends.verdict != Verdict.FAIL.value and sides.from_history:  # not checked against a run yet: runs decide
         raise _NotComparable(f"its ends compared: {ends.verdict}")
     if ends.verdict != Verdict.FAIL.value:
@@ -151,7 +175,26 @@ def _narrowed(commits: list[str], known: Mapping[str, Judged]) -> tuple[int, int
     return low, high
 
 
-def _ends(runner: Runner, good: str, bad: str, plan: Plan, runs: list[str], measured: dict[str, Result],
+def _settled(runner: Runner, sides: _Sides, ends: tuple[str, str], plan: Plan, session: _Session,
+             progress: Callable[[str], None]) -> tuple[_Sides, EndsCompared]:
+    """The ends compared; when both were run here and their time is inconclusive, each is run again and its
+    timings pooled (``settled_ends``), within the budget."""
+    if sides.from_history:
+        return sides, ends_differ(sides.good, sides.bad, runner.options)
+
+    def again(looks: int) -> tuple[Path, Path] | None:
+        if plan.budget is not None and len(session.runs) + 2 > plan.budget:
+            return None
+        progress(f"the ends' time is undecided: each is run again ({looks + 1} of {AUTO_LOOKS})")
+        good, bad = (_end_file(runner, commit, option, session, progress)
+                     for commit, option in zip(ends, ("--good", "--bad"), strict=True))
+        return good, bad
+
+    settled = settled_ends(session.kept[ends[0]], session.kept[ends[1]], runner.options, again)
+    return sides._replace(good=settled.good, bad=settled.bad), settled.compared
+
+
+def _ends(runner: Runner, good: str, bad: str, plan: Plan, session: _Session,
           progress: Callable[[str], None]) -> _Sides:
     """The two ends: the history's measurements where it holds them, else runs; when one end is run and the other
     the history's, the run checks the history (not comparable: that end is run too)."""
@@ -159,13 +202,13 @@ def _ends(runner: Runner, good: str, bad: str, plan: Plan, runs: list[str], meas
     got = {commit: plan.recorded[commit] for commit in from_history}
     for commit, option in ((good, "--good"), (bad, "--bad")):
         if commit not in got:
-            got[commit] = _end(runner, commit, option, runs, measured, progress)
+            got[commit] = _end(runner, commit, option, session, progress)
     if len(from_history) == 1:
         (held,) = from_history
         ran = got[bad if held == good else good]
         if comparable(got[held], ran, runner.options):
             from_history = set()
-            got[held] = _end(runner, held, "--good" if held == good else "--bad", runs, measured, progress)
+            got[held] = _end(runner, held, "--good" if held == good else "--bad", session, progress)
         else:
             got[held] = on_devices_of(got[held], ran)
     for commit in sorted(from_history, key=lambda c: c != good):
@@ -186,18 +229,32 @@ def _judged_by_history(between: list[str], recorded: Mapping[str, Measurement], 
     return known
 
 
-def _end(runner: Runner, commit: str, option: str, runs: list[str], measured: dict[str, Result],
+def _end(runner: Runner, commit: str, option: str, session: _Session,
          progress: Callable[[str], None]) -> Measurement:
     """An end of the range measured: it must build and its test must run, or there is nothing to judge against."""
-    result = measured.get(commit)
-    if result is None:
-        runs.append(commit)
-        result = measured[commit] = runner.run(commit)
+    if commit in session.kept:  # run before the search started again without the history
+        progress(f"{commit[:12]}: measured ({option[2:]} end)")
+    else:
+        _end_file(runner, commit, option, session, progress)
+    measurement = session.measured[commit].measurement
+    assert measurement is not None  # _end_file keeps only a run that measured
+    return measurement
+
+
+def _end_file(runner: Runner, commit: str, option: str, session: _Session, progress: Callable[[str], None]) -> Path:
+    """One more run of an end, its result file kept (its runs are pooled when their time is undecided)."""
+    files = session.kept.setdefault(commit, [])
+    path = session.folder / f"{commit}-{len(files) + 1}.json"
+    session.runs.append(commit)
+    result = runner.run(commit, keep=path)
     if result.measurement is None:
         raise InputError(option, f"commit {commit[:12]} cannot be measured: {result.problem}",
                          "check --test (the test must exist and pass at both ends) and --build")
-    progress(f"{commit[:12]}: measured ({option[2:]} end)")
-    return result.measurement
+    if not files:  # the first run of it as an end: the measurement it is shown by
+        session.measured[commit] = result
+    files.append(path)
+    progress(f"{commit[:12]}: measured ({option[2:]} end{f', run {len(files)}' if len(files) > 1 else ''})")
+    return path
 
 
 def _outcome(culprit: str | None, good: str, bad: str, runs: list[str], verdicts: list[dict[str, Any]],

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from perfgate.bisect.measure import Runner, git, read_result, resolve_commit
+from perfgate.bisect.measure import Runner, git, resolve_commit
 from perfgate.bisect.search import Judged
 from perfgate.errors import InputError
-from perfgate.vocabulary import Verdict
+from perfgate.vocabulary import NO_ENTRIES, Verdict
 
 if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
     from perfgate.table import Measurement
+
+Recorded = Callable[[Sequence[str]], Mapping[str, "Measurement"]]
+NO_REFERENCE = "history-no-reference"  # the history's ends proved no reference for this machine's runs: why
+CHECKED = "history-checked"  # a run was like one of the history's ends: later steps need not check again
 
 
 def _cache(runner: Runner) -> Path:
@@ -45,26 +49,44 @@ def _bisect_end(runner: Runner, given: str | None, which: str) -> str:
     return resolve_commit(runner.root, marked[0], f"--{which}")
 
 
-def _end(runner: Runner, commit: str, which: str) -> Measurement:
-    kept = _cache(runner) / f"{commit}.json"
-    if kept.is_file():
-        return read_result(kept, runner.options)
+def _end_files(runner: Runner, commit: str, which: str) -> list[Path]:
+    """The end's kept result files, one per run (more when the ends' time was undecided); run once if none."""
+    folder = _cache(runner)
+    files = sorted(folder.glob(f"{commit}-*.json"), key=lambda path: int(path.stem.rsplit("-", 1)[1]))
+    return files or [_run_end(runner, commit, which, 1)]
+
+
+def _run_end(runner: Runner, commit: str, which: str, run: int) -> Path:
+    kept = _cache(runner) / f"{commit}-{run}.json"
     result = runner.run(commit, keep=kept)
     if result.measurement is None:
         raise InputError(f"--{which}", f"commit {commit[:12]} cannot be measured: {result.problem}",
                          "check --test (the test must exist and pass at both ends) and --build")
-    return result.measurement
+    return kept
 
 
 def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, bad_ref: str | None,
-               commit_ref: str) -> Judged:
-    """The verdict on ``commit_ref``: good, bad, or skip (it cannot be built or tested, or is like neither end)."""
-    from perfgate.bisect.measure import AUTO_LOOKS, ends_differ, judgement
+               commit_ref: str, recorded_of: Recorded = lambda commits: NO_ENTRIES) -> Judged:
+    """The verdict on ``commit_ref``: good, bad, or skip (it cannot be built or tested, or is like neither end).
+    ``recorded_of``: the test's measurements the history holds at some of the given commits; where it holds both
+    ends they are the references (not run), and a commit it holds is judged from it (not run)."""
+    from perfgate.bisect.measure import AUTO_LOOKS, judgement, settled_ends
 
     good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
     commit = resolve_commit(runner.root, commit_ref, "--commit")
-    good, bad = _end(runner, good_commit, "good"), _end(runner, bad_commit, "bad")
-    compared = ends_differ(good, bad, options)
+    held = recorded_of([good_commit, bad_commit, commit])
+    if good_commit in held and bad_commit in held:
+        by_history = _history_step(runner, options, held, (good_commit, bad_commit), commit)
+        if by_history is not None:
+            return by_history
+
+    def ends_again(looks: int) -> tuple[Path, Path]:
+        """The ends' time undecided: each run once more (kept: the next steps read the pooled runs)."""
+        return _run_end(runner, good_commit, "good", looks + 1), _run_end(runner, bad_commit, "bad", looks + 1)
+
+    ends = settled_ends(_end_files(runner, good_commit, "good"), _end_files(runner, bad_commit, "bad"), options,
+                        ends_again)
+    good, bad, compared = ends
     if compared.verdict != Verdict.FAIL.value:
         raise InputError("--bad", f"{bad_commit[:12]} did not regress from --good {good_commit[:12]}",
                          "there is nothing to bisect for this test; check --test and the two ends")
@@ -81,4 +103,50 @@ def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, ba
     result = runner.run(commit, again=again)
     if result.measurement is None:
         return Judged.SKIP
+    return verdicts[-1]
+
+
+def _history_step(runner: Runner, options: CompareOptions, held: Mapping[str, Measurement], ends: tuple[str, str],
+                  commit: str) -> Judged | None:
+    """The commit judged against the history's two ends, as ``perfgate bisect`` judges between them: from the
+    history where it holds the commit (no run), else by a run whose first result shows the history can be its
+    reference (``comparable``, like one of the ends); None where the history's ends cannot serve (they do not
+    differ, or a run showed they are no reference, kept for the later steps): the ends are then run."""
+    from perfgate.bisect.measure import AUTO_LOOKS, ends_differ, judgement
+    from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
+
+    folder = _cache(runner)
+    good, bad = held[ends[0]], held[ends[1]]
+    compared = ends_differ(good, bad, options)
+    if (folder / NO_REFERENCE).is_file() or compared.verdict != Verdict.FAIL.value:
+        return None
+    if commit in ends:
+        return Judged.GOOD if commit == ends[0] else Judged.BAD
+    if commit in held:
+        return judgement(good, held[commit], bad, options).verdict
+    references: dict[str, Measurement] = {}
+    problem: list[str] = []
+    verdicts: list[Judged] = []
+
+    def again(run: Measurement, looks: int) -> bool:
+        if not references:
+            problem.append(comparable(good, run, options))
+            sides = on_devices_of(good, run), on_devices_of(bad, run)
+            if not problem[-1] and not (folder / CHECKED).is_file() and not like_an_end(*sides, run, options):
+                problem[-1] = "the first commit run is like neither end"
+            if problem[-1]:
+                return False
+            references.update(good=sides[0], bad=sides[1])
+        decided = judgement(references["good"], run, references["bad"], options, looks)
+        verdicts.append(decided.verdict)
+        return decided.undecided and not compared.counters and looks < AUTO_LOOKS
+
+    result = runner.run(commit, again=again)
+    if result.measurement is None:
+        return Judged.SKIP
+    folder.mkdir(parents=True, exist_ok=True)
+    if problem and problem[-1]:
+        (folder / NO_REFERENCE).write_text(problem[-1] + "\n", encoding="utf-8")
+        return None
+    (folder / CHECKED).touch()
     return verdicts[-1]

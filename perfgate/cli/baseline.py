@@ -68,7 +68,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def _gates(document: dict[str, object], gated: Sequence[str]) -> bool:
     """Whether a baseline document holds a value of a gated metric for at least one entry."""
     entries = document.get("entries")
-    return isinstance(entries, list) and any(
+    return isinstance(entries, Sequence) and not isinstance(entries, str) and any(
         (entry["metrics"].get(metric) or {}).get("value") is not None for entry in entries for metric in gated)
 
 

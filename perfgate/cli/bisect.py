@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from perfgate.cli.common import settings_for
 from perfgate.errors import EXIT_OK, InputError, PerfgateError
@@ -170,13 +170,19 @@ def _recorded(args: argparse.Namespace, root: Path, url: str, branch: str, plan:
               options: Any) -> dict[str, Any]:
     """The test's measurements the history holds for the commits of the plan's range."""
     from perfgate.bisect.measure import commits_between
+
+    return _recorded_at(args, url, branch, commits_between(root, plan.good, plan.bad), options)
+
+
+def _recorded_at(args: argparse.Namespace, url: str, branch: str, commits: Sequence[str],
+                 options: Any) -> dict[str, Any]:
+    """The test's measurements the history holds at ``commits``; none where the history does not exist."""
     from perfgate.bisect.recorded import recorded_measurements
     from perfgate.history.db import open_history, sqlite_path
 
     path = sqlite_path(url)
     if path is not None and not path.exists():
         return {}
-    commits = commits_between(root, plan.good, plan.bad)
     with open_history(url, create=False, max_time=args.max_time) as history:
         return recorded_measurements(history, branch, args.test, commits, options)
 
@@ -244,7 +250,12 @@ def _step(args: argparse.Namespace) -> int:
     """One ``git bisect run`` step: HEAD judged against both ends (each end's result kept for the next step)."""
     from perfgate.bisect.step import judge_step
 
-    runner, options, _ = _runner(args)
-    verdict = judge_step(runner, options, args.good, args.bad, args.commit or "HEAD")
+    runner, options, settings = _runner(args)
+    url, branch = _history_of(args, settings)
+
+    def recorded_of(commits: Sequence[str]) -> Mapping[str, Any]:
+        return {} if url is None else _recorded_at(args, url, branch, commits, options)
+
+    verdict = judge_step(runner, options, args.good, args.bad, args.commit or "HEAD", recorded_of)
     sys.stderr.write(f"perfgate bisect: {verdict.value}\n")
     return STEP_EXIT[verdict.value]

@@ -75,7 +75,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
         from perfgate.history.reference import compare_history  # the history's database modules
 
-        options, reference, history_notes = compare_history(args.history, settings.history_branch, options, current)
+        options, reference, history_notes = compare_history(args.history, settings.history_branch, options, current,
+                                                             args.max_time)
     fmt = args.format or format_of(args.output)
     templates = team_templates(settings.templates)
     if args.baseline is not None and args.baseline.is_dir():

@@ -31,24 +31,23 @@ from perfgate.limits import (
     max_input_bytes,
     size_text,
 )
-from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
-from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
 from perfgate.collect.json_input import Stream, open_json
-from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
-from perfgate.collect.ncu_rep import read_ncu_rep
-from perfgate.collect.ncu_rep_framing import MAGIC as NCU_REP_MAGIC
-from perfgate.collect.timeline import (
-    looks_like_trace,
-    read_nsys_export,
-    streams_event_list,
-    streams_events,
-    table_from_trace,
+from perfgate.collect.readers import (
+    READERS,
+    Input,
+    JsonInput,
+    Reader,
+    either,
+    json_rows,
+    json_text,
+    readable_inputs,
+    recognized,
+    streams_key,
+    streams_top_level,
 )
 from perfgate.errors import InputError
 from perfgate.process import Terminated, terminated_by
-from perfgate.table import Measurement, restrict_metrics
-from perfgate.vocabulary import READABLE_INPUTS
-
+from perfgate.table import Measurement
 
 
 _PIPE = "pipe"
@@ -84,7 +83,6 @@ def _check_path(path: Path) -> str:
 
 
 _SNIFF_BYTES = 8192
-_SQLITE_MAGIC = b"SQLite format 3\x00"  # an Nsight Systems export (perfgate.collect.timeline.nsys)
 
 
 def _anonymous_pipe(path: Path) -> bool:
@@ -120,7 +118,7 @@ def _first_bytes(fd: int, path: Path) -> bytes:
     return head
 
 
-def _spool(source: Path, made: list[Path]) -> Path:
+def _spool(source: Path, made: list[Path], readers: tuple[Reader, ...]) -> Path:
     """Copy a pipe into a temporary file (readers need to seek), named in ``made`` as soon as it exists: the caller
     removes it, whatever ends the copy.
 
@@ -135,8 +133,8 @@ def _spool(source: Path, made: list[Path]) -> Path:
     copying: list[threading.Thread] = []
     try:
         head = _first_bytes(fd, source)
-        if head and not _supported_head(head):
-            raise _unrecognized(source)
+        if head and not _supported_head(head, readers):
+            raise _unrecognized(source, readers)
         os.set_blocking(fd, True)
         handle, name = tempfile.mkstemp(prefix="perfgate-", suffix=source.suffix if source.suffix else "")
         made.append(Path(name))
@@ -256,22 +254,23 @@ def _renamed(exc: InputError, inner: Path, outer: str | os.PathLike[str]) -> Inp
     return InputError(outer, exc.problem, exc.fix)
 
 
-def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None, code: bool = False) -> Measurement:
+def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = None, code: bool = False,
+               readers: tuple[Reader, ...] = READERS) -> Measurement:
     """Read any supported input into the normalized table and the facts beside it.
 
     ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so. A pipe is
     copied to a temporary file first, and a compressed input expanded into a temporary folder: both
     are removed before this returns or raises. ``code``: read the kernels' machine code where the input holds it
-    (``.ncu-rep``), for the same-code rule.
+    (``.ncu-rep``), for the same-code rule. ``readers``: the formats read (``readers.READERS``, every one).
     """
     file_path = Path(path)
     spooled: list[Path] = []  # filled by _spool as soon as the file exists: removed here even if a signal ends it
     try:
         if _check_path(file_path) == _PIPE:
             # A pipe or process substitution can be read only once, and readers need to seek.
-            file_path = _spool(file_path, spooled)
+            file_path = _spool(file_path, spooled, readers)
         try:
-            measurement = _read_file(file_path, metrics, str(path), code)
+            measurement = _read_file(file_path, metrics, str(path), code, readers)
         except InputError as exc:
             raise _renamed(exc, file_path, path) from None
         return measurement._replace(source=str(path)) if spooled else measurement
@@ -280,7 +279,8 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
             made.unlink(missing_ok=True)
 
 
-def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, code: bool = False) -> Measurement:
+def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, code: bool,
+               readers: tuple[Reader, ...]) -> Measurement:
     try:
         with file_path.open("rb") as fh:
             head = fh.read(_SNIFF_BYTES)
@@ -288,68 +288,60 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, cod
         raise InputError(file_path, f"cannot read ({exc.strerror or exc})") from None
     if not head:
         raise InputError(file_path, "empty file",
-                         f"expected {READABLE_INPUTS}")
+                         f"expected {readable_inputs(readers)}")
     if head.startswith((XZ_MAGIC, GZIP_MAGIC)):
         expansion = _Expansion(file_path, head)
         try:
             inner_head = expansion.read(_SNIFF_BYTES)
         finally:
             expansion.close()
-        if inner_head.lstrip()[:1] in (b"{", b"["):  # JSON is read as it is expanded, never written out
-            return _read_json(file_path, lambda _: _Expansion(file_path, head))._replace(source=shown)
+        if json_text(inner_head):  # JSON is read as it is expanded, never written out
+            return _read_json(file_path, readers, lambda _: _Expansion(file_path, head))._replace(source=shown)
         # The other readers (ncu_report, SQLite, the CSV pages) read a file: expanded into a temporary one.
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
             try:
-                measurement = read_table(inner, metrics, code)
+                measurement = read_table(inner, metrics, code, readers)
             except InputError as exc:
                 raise _renamed(exc, inner, shown) from None
         return measurement._replace(source=shown)
-    return _read_by_format(file_path, head, metrics, code)
+    return _read_by_format(file_path, head, metrics, code, readers)
 
 
-def _supported_head(head: bytes) -> bool:
+def _supported_head(head: bytes, readers: tuple[Reader, ...]) -> bool:
     """Whether a stream's first bytes can start an input perfgate reads (decided before reading the rest)."""
-    if head.startswith((NCU_REP_MAGIC, XZ_MAGIC, GZIP_MAGIC, _SQLITE_MAGIC)) or head.lstrip()[:1] in (b"{", b"["):
-        return True
-    text = head.decode("utf-8", errors="replace")
-    return looks_like_ncu_csv(text) or "==PROF==" in text or "==ERROR==" in text
+    return head.startswith((XZ_MAGIC, GZIP_MAGIC)) or recognized(head, "", readers) is not None
 
 
-def _unrecognized(path: Path) -> InputError:
-    return InputError(path, "unrecognized file format", f"expected {READABLE_INPUTS}")
+def _unrecognized(path: Path, readers: tuple[Reader, ...]) -> InputError:
+    return InputError(path, "unrecognized file format", f"expected {readable_inputs(readers)}")
 
 
-def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None, code: bool = False) -> Measurement:
-    """Hand an uncompressed file to its reader, sniffed from its first bytes ``head``."""
-    if head.startswith(NCU_REP_MAGIC) or file_path.suffix == ".ncu-rep":
-        return read_ncu_rep(file_path, metrics, code=code)
-    if head.startswith(_SQLITE_MAGIC):
-        return read_nsys_export(file_path)
-    if head.lstrip()[:1] in (b"{", b"["):
-        return _read_json(file_path)
-    text_head = head.decode("utf-8", errors="replace")
-    # An ncu log with only ==PROF==/==ERROR== lines goes to the CSV reader, which explains it.
-    if not looks_like_ncu_csv(text_head) and "==PROF==" not in text_head and "==ERROR==" not in text_head:
-        raise _unrecognized(file_path)
-    measurement = read_ncu_csv(file_path, metrics)
-    return measurement if metrics is None else restrict_metrics(measurement, metrics)
+def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | None, code: bool,
+                    readers: tuple[Reader, ...]) -> Measurement:
+    """Hand an uncompressed file to the first row of ``readers`` that recognizes its first bytes ``head``."""
+    row = recognized(head, file_path.suffix, readers)
+    if row is None:
+        raise _unrecognized(file_path, readers)
+    if row.document is not None:
+        return _read_json(file_path, readers)
+    return row.read(Input(file_path, metrics, code))
 
 
-def _read_json(file_path: Path, opener: Callable[[Path], Stream] | None = None) -> Measurement:
-    """A JSON input: a trace's events read one at a time, anything else whole; ``opener``: how to read it
-    (a compressed file's expansion, as it is made)."""
-    document, key, events = (open_json(file_path, streams_events, streams_event_list) if opener is None
-                             else open_json(file_path, streams_events, streams_event_list, opener))
-    if events is not None:
-        return table_from_trace(document, file_path, events, key)
-    if looks_like_baseline(document):
-        return table_from_baseline(document, file_path)
-    if looks_like_benchmark_json(document):
-        return table_from_benchmark_json(document, file_path)
-    if looks_like_trace(document):
-        return table_from_trace(document, file_path)
-    raise InputError(file_path, "JSON that is neither a perfgate baseline, pytest-benchmark output nor a "
-                                "Chrome trace (no traceEvents)",
-                     "pass a baseline written by 'perfgate baseline', a --benchmark-json file or a trace "
-                     "torch.profiler exported")
+def _read_json(file_path: Path, readers: tuple[Reader, ...],
+               opener: Callable[[Path], Stream] | None = None) -> Measurement:
+    """A JSON input, parsed once, handed to the first JSON row that recognizes it: a list some row ``streams`` read
+    one element at a time, anything else whole; ``opener``: how to read it (a compressed file's expansion, as it is
+    made)."""
+    rows = json_rows(readers)
+    key_streams, list_streams = streams_key(rows), streams_top_level(rows)
+    document, key, events = (open_json(file_path, key_streams, list_streams) if opener is None
+                             else open_json(file_path, key_streams, list_streams, opener))
+    parsed = JsonInput(document, key, events)
+    if events is not None:  # a list read as it is used: the row that streams it reads it
+        return next(row for row in rows if row.streams is not None).read(Input(file_path, json=parsed))
+    for row in rows:
+        if row.document is not None and row.document(document):
+            return row.read(Input(file_path, json=parsed))
+    raise InputError(file_path, f"JSON that is neither {either([row.json_name for row in rows], 'nor')}",
+                     f"pass {either([row.json_fix for row in rows], 'or')}")

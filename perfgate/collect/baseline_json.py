@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def _entry_findings(value: Any, index: int, path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], Sequence[Any], dict[str, Any]]:
     """The document's top level checked: its device, entries and settings."""
     if not looks_like_baseline(document):
         raise _fail(path, f'"format" must be "{FORMAT_NAME}"')
@@ -106,7 +107,7 @@ def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], list[A
             not isinstance(device.get("cc"), str):
         raise _fail(path, '"device" must be an object with string "name" and "cc"')
     entries = document.get("entries")
-    if not isinstance(entries, list):
+    if not isinstance(entries, Sequence) or isinstance(entries, str):  # a list; baseline_documents' own Sequence
         raise _fail(path, '"entries" must be a list')
     if not entries:
         raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.collect.timeline.measure import MODULE_LOADING_SETTING
+from perfgate.collect.timeline.measure import LONGEST_GAP_SETTING, MODULE_LOADING_SETTING
 from perfgate.collect.timeline.region_entry import HOST_LEAD, IDLE_SHARE, WALL_TIME
 from perfgate.collect.timeline.model import RESOLUTION_SETTING
 from perfgate.compare.options import CompareOptions
@@ -202,6 +202,31 @@ def module_loading_notes(baseline: Measurement, current: Measurement) -> list[st
         notes.append(f"region `{region}`: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out "
                      "of its wall time and GPU idle; warm the kernels up before the region, or set "
                      "CUDA_MODULE_LOADING=EAGER")
+    return notes + _cold_gap_notes(baseline, current)
+
+
+def _longest_gaps(settings: Any) -> dict[str, tuple[float, str]]:
+    text = settings.get(LONGEST_GAP_SETTING) if isinstance(settings, dict) else None
+    found = parse_json_or_none(text) if isinstance(text, str) else None
+    return {str(path): (float(gap[0]), str(gap[1])) for path, gap in (found.items() if isinstance(found, dict) else ())
+            if isinstance(gap, list) and len(gap) == 2 and isinstance(gap[0], (int, float)) and math.isfinite(gap[0])}
+
+
+def _cold_gap_notes(baseline: Measurement, current: Measurement) -> list[str]:
+    """A note where a trace without ranges that began cold (a one-shot run) moved its longest GPU idle gap outside
+    first launch calls: host time no rule can tell from the code's (a library's first call initialising it, its
+    files read from disk, a stall), judged; it names the GPU work that waited for it."""
+    before, after = _longest_gaps(baseline.settings), _longest_gaps(current.settings)
+    notes = []
+    for region in sorted(set(before) & set(after)):
+        (then, first), (now, second) = before[region], after[region]
+        if abs(now - then) < max(0.1 * min(then, now), 1_000_000.0):
+            continue
+        then_side = duration(then) + ("" if first == second else f" before `{first}`")
+        notes.append(f"region `{region}`: a one-shot run from a cold start (no ranges): its longest GPU idle gap outside "
+                     f"first launch calls went {then_side} → {duration(now)} before `{second}`, host time such as a "
+                     "library's first call (cuBLAS initialises on the first matrix multiply), judged like any; annotate the "
+                     "code you gate (record_function) and profile it after warm-up steps")
     return notes
 
 

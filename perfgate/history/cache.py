@@ -7,11 +7,12 @@ end cut short. A series' state (the candidates, where the search resumes, the po
 series with candidates all its points) and its change points are kept with its count of points and its newest
 commit; a branch's states are kept as columns, ``CHUNK`` series a row (``perfgate.history.cache_rows``), so that
 100,000 series are read and written as a few arrays, and most series (no candidate) are updated as columns too
-(``_append_plain``): their new points appended and screened as one array a tail length. A branch's
-entry in ``perfgate_meta`` says which runs and commits the rows cover and under which settings; anything else (a
-rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row that does not parse) is
-searched from scratch, and the result is the same as without the cache. A search from scratch checks every point
-of a SQLite history first (``check_sqlite_values``); an update checks the points it reads as it reads them.
+(``_append_plain``): their new points appended and screened as one array a tail length. A branch's entry in
+``perfgate_meta`` says which runs and commits the rows cover, how many series they hold and under which settings;
+anything else (a rerun or a backfill of a covered commit, other settings, another ``CACHE_VERSION``, a row that
+does not parse, rows lost) is searched from scratch, and the result is the same as without the cache. A search from
+scratch checks every point of a SQLite history first (``check_sqlite_values``); an update checks the points it reads
+as it reads them.
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
               and isinstance(meta.get("commits"), int) and isinstance(meta.get("last_run"), int)
               and 0 < meta["commits"] <= len(commits) and meta.get("digest") == _digest(commits[:meta["commits"]]))
     stored = _read_states(history, branch) if usable else None
+    if stored is not None and meta is not None and _count(stored) != meta.get("series"):
+        stored = None  # rows lost (deleted by hand): what they covered is searched again, not taken as no change
     if stored is None or meta is None:
         check_sqlite_values(history)  # every point is read: checked first, as every whole reader does
         stored = _searched(history, branch, run_commit, p_value, min_change, window)
@@ -132,13 +135,17 @@ def cached_changes(history: History, branch: str, commits: list[str], times: lis
         changed = bool(new_runs)
     if changed and run_commit:
         _write(history, branch, stored, {**settings, "commits": len(commits), "digest": _digest(commits),
-                                         "last_run": max(run_commit)})
+                                         "last_run": max(run_commit), "series": _count(stored)})
     changes = {sid: s.changes for sid, s in stored.states.items()}
     newest = {sid: s.last for sid, s in stored.states.items() if s.points}
     for piece in stored.plain.values():
         changes.update((sid, []) for sid in piece.ids.tolist())
         newest.update(zip(piece.ids[piece.points > 0].tolist(), piece.last[piece.points > 0].tolist()))
     return Cached(commits, times, run_commit, {sid: changes[sid] for sid in sorted(changes)}, newest)
+
+
+def _count(stored: Stored) -> int:
+    return len(stored.states) + sum(len(piece.ids) for piece in stored.plain.values())
 
 
 def _searched(history: History, branch: str, run_commit: dict[int, int], p_value: float, min_change: float,

@@ -16,11 +16,12 @@ the current launches with that one value. The comparison itself is unchanged.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from perfgate.history.db import History, open_history
+from perfgate.history.db import WAIT_SECONDS, History, damaged, open_history
 from perfgate.history.keys import SELECT_SERIES_KEYS, SeriesKey, series_key, with_test
 from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
@@ -79,18 +80,25 @@ def load_reference(history: History, branch: str) -> Reference:
         marks = ", ".join("?" * len(part))
         for series_id, run_id, value in history.query(
                 f"SELECT series_id, run_id, value FROM perfgate_points WHERE run_id IN ({marks})", part):
+            if not (isinstance(value, (int, float)) and math.isfinite(value)):  # PostgreSQL keeps NaN and infinities
+                raise damaged(history, "perfgate_points holds a value of the wrong type")
             per_commit.setdefault((int(series_id), run_commit[int(run_id)]), []).append(float(value))
     values: dict[int, list[float]] = {}
     for (series_id, _), found in per_commit.items():
-        values.setdefault(series_id, []).append(float(np.median(found)))
+        values.setdefault(series_id, []).append(_median(found))
     medians: dict[SeriesKey, tuple[float, int]] = {}
     tests: dict[SeriesKey, list[str]] = {}
     for series_id, found in values.items():
         key: Any = facts[series_id]
-        medians[key] = (float(np.median(found)), len(found))
+        medians[key] = (_median(found), len(found))
         tests.setdefault(with_test(key, ""), []).append(key[1])
     return Reference(branch, len(commits) - start, times[start], medians,
                      {k: tuple(sorted(v)) for k, v in tests.items()})
+
+
+def _median(values: list[float]) -> float:
+    """The median, halved first: the mean of two middle values near a double's limit (1e308) does not overflow."""
+    return float(np.median(np.asarray(values) / 2) * 2)
 
 
 def _facts(row: Mapping[str, Any]) -> SeriesKey:
@@ -168,12 +176,13 @@ def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tupl
     return notes
 
 
-def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement
+def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement, max_time: float = WAIT_SECONDS
                     ) -> tuple[CompareOptions, ReferenceFor, list[str]]:
     """``perfgate compare --history``: the options with learned thresholds (``noise``), what builds the reference
-    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once."""
-    options, notes = compare_options_from_history(url, branch, options, current)
-    with open_history(url, create=False) as history:
+    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once;
+    ``max_time``: seconds each opening may wait for it (``--max-time``)."""
+    options, notes = compare_options_from_history(url, branch, options, current, max_time)
+    with open_history(url, create=False, max_time=max_time) as history:
         reference = load_reference(history, branch)
     return options, reference_for(reference, options), notes
 

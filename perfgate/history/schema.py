@@ -110,7 +110,8 @@ def foreign_objects(found: list[SchemaObject]) -> list[SchemaObject]:
 
 # A PostgreSQL schema's objects on perfgate's tables, described so that two schemas compare: each row
 # (what, name, the table it is on, its definition). Code can hide in any of them: a trigger or rule runs on a write,
-# a view or policy on a read, a default, an expression index or a check constraint on an insert. Formatted with
+# a view or policy on a read, a default, an expression index or a check constraint on an insert. A column's type
+# and NOT NULL are what the readers rely on: a NULL commit or kernel, a value of text, is no history perfgate wrote. Formatted with
 # the schema's oid; ``%`` of LIKE doubled for psycopg.
 PG_OBJECTS = """
 WITH ours AS (SELECT oid, relname, relkind, relrowsecurity FROM pg_class
@@ -131,6 +132,9 @@ UNION ALL SELECT 'index', c.relname, o.relname, pg_get_indexdef(i.indexrelid)
   FROM pg_index i JOIN ours o ON o.oid = i.indrelid JOIN pg_class c ON c.oid = i.indexrelid
 UNION ALL SELECT 'constraint', k.conname, o.relname, pg_get_constraintdef(k.oid)
   FROM pg_constraint k JOIN ours o ON o.oid = k.conrelid
+UNION ALL SELECT 'column', a.attname, o.relname,
+       format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+  FROM pg_attribute a JOIN ours o ON o.oid = a.attrelid WHERE o.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
 """
 
 

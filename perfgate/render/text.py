@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from typing import Any
 from itertools import chain, islice
@@ -106,6 +108,15 @@ def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int)
     return sorted(chosen)
 
 
+_WHY_END = re.compile(r"(kernels unchanged|kernels changed \(.*\)|kernel time [+-]\d+%)$")
+
+
+def _is_why(note: str) -> bool:
+    """A region's why note (``compare.sources.region_why``), which ends on its kernels: said by a listed region's own
+    why line; its other notes (module loading, a cold run's gap) are not."""
+    return _WHY_END.search(note) is not None
+
+
 def render_text(report: ReportView, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
     """Verdict, the launches that need attention (regressions first, at most ``limit``), a count of
     those left out, then the one-line summary."""
@@ -121,7 +132,7 @@ def render_text(report: ReportView, show_unchanged: bool = False, limit: int = T
             said.add(f"region `{item.launch.get('kernel')}`: ")
     lines.extend(unmeasured_notes(report))
     for note in report["notes"]:
-        if not any(note.startswith(prefix) and "kernel" in note for prefix in said):
+        if not any(note.startswith(prefix) and _is_why(note) for prefix in said):
             lines.append(f"note: {note}")
     more = left_out(report, listed, statuses)
     if more:

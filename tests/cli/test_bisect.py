@@ -187,15 +187,18 @@ def test_budget_stops_with_the_narrowed_range(planted: Repo, monkeypatch: pytest
     assert good < SLOW_FROM <= bad and bad - good < 15
 
 
-@pytest.mark.parametrize("slow_from, seed, looked", [(None, 1, 0), (4, 1, 3), (4, 29, 4)])
+@pytest.mark.parametrize("slow_from, seed, looked, ends_looked", [(None, 1, 0, 1), (4, 1, 3, 1), (4, 29, 4, 1),
+                                                                  (4, 6, 3, 2)])
 def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str], slow_from: int | None,
-                                           seed: int, looked: int) -> None:
+                                           seed: int, looked: int, ends_looked: int) -> None:
     """Heavy noise (each round up to several times its time): with no real change nothing is named; with a 1.6x
     slowdown at commit 4, commit 4 or a range that holds it. A commit whose time neither end explains is run
     again, its rounds pooled (``looked``: the commit so judged, 0: none): seeds 1 and 29 gave a range after skips
-    with one run a commit, and name commit 4 with it (seed 15 names it in one run a commit). 20 seeds tried: 15 culprits, 1 range, 4 "no change" (the
-    ends themselves undecided), never a wrong commit; 10 seeds without a slowdown: "no change" every time."""
+    with one run a commit, and name commit 4 with it. Ends whose time is undecided (past its limit, not
+    significant) are both run again (``ends_looked``: their runs): seed 6 said "no change" with one run of each,
+    and names commit 4 with two. Seeds 1-30: 25 culprits (all commit 4), 3 ranges, 2 "no change", never a wrong
+    commit (one run of each end: 19, 2, 9); 10 seeds without a slowdown: "no change" every time."""
     repo = make_repo(tmp_path / "noisy", 8, slow_from, noise=2.0, slowdown=1.6, seed=seed)
     found = bisect_json(repo, monkeypatch, capsys, "--good", repo.commits[0], "--bad", repo.commits[-1])
     if slow_from is None:
@@ -205,7 +208,10 @@ def test_noise_never_names_a_wrong_culprit(tmp_path: Path, monkeypatch: pytest.M
         assert found["culprit"] == repo.commits[slow_from]
         good, bad = (repo.commits.index(c) for c in found["range"])
         assert good < slow_from <= bad
-    pooled = [v for v in found["verdicts"] if "timings pooled" in v["note"]]
+    ends, between = found["verdicts"][:2], found["verdicts"][2:]
+    assert [found["runs"].count(v["commit"]) for v in ends] == [ends_looked, ends_looked]
+    assert all(("timings pooled" in v["note"]) == (ends_looked > 1) for v in ends)
+    pooled = [v for v in between if "timings pooled" in v["note"]]
     assert [repo.commits.index(v["commit"]) for v in pooled] == ([looked] if looked else [])
     if pooled:  # each run of the commit is listed: the runs are counted as they were made
         assert found["runs"].count(pooled[0]["commit"]) == 2 and "after 2 runs" in pooled[0]["note"]
@@ -458,3 +464,101 @@ def test_a_benchmark_the_history_holds_is_judged_on_its_recorded_median(
     assert out.splitlines()[0] == f"first bad commit: {planted.commits[SLOW_FROM]}"
     assert (f"3 runs of the test over 7 commits; the history's: {planted.commits[5][:12]}, "
             f"{planted.commits[12][:12]} (no run)") in out
+
+
+def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
+        planted: Repo, counters_history: str, tmp_path: Path) -> None:
+    """A real ``git bisect run`` from commit 2 (good) to 14 (bad), the history (branch "sparse") holding 2, 8 and
+    14: the ends and commit 8, git's first probe, are judged from it; only the others run (each run logs its
+    commit), and git names 11."""
+    repo = clone(planted, tmp_path / "clone")
+    log = tmp_path / "ran.jsonl"
+    command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[14], repo.commits[2]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path, capture_output=True,
+                          text=True, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
+    ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
+    assert ran == [11, 10]  # git probes 8 (the history's: good), 11 (bad), 10 (good); the ends are never run
+    steps = done.stdout.count("perfgate bisect:") + done.stderr.count("perfgate bisect:")
+    assert steps > len(ran)  # some steps were the history's
+    assert not list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))  # no end was measured
+
+
+PERF_TEST = """
+def test_op(perfgate):
+    with perfgate.region("op"):
+        pass
+"""
+
+
+def test_perfgate_perf_test_through_the_stub_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``--perfgate``: each commit's perf test run under ``pytest --perfgate`` with perfgate's stand-in for ncu
+    (tests/helpers/stub_ncu.py: a launch per region entered, the commit's kernel time set by its conftest.py):
+    100 us at the good end, 150 us at the bad one; judged on time (the stand-in keeps the instruction count). Each
+    run is two pytest processes and an ncu stand-in (seconds): two commits keep it to two runs, the search between
+    is proven on the cheap script above."""
+    from tests.helpers.bisect_repo import git as repo_git
+    from tests.helpers.plugin import install_stub_ncu
+
+    path = tmp_path / "perf"
+    path.mkdir()
+    repo_git(path, "init", "-q", "-b", "main")
+    (path / "test_perf.py").write_text(PERF_TEST, encoding="utf-8")
+    commits = []
+    for at in range(2):
+        nanoseconds = 150_000 if at >= 1 else 100_000
+        (path / "conftest.py").write_text(f"# commit {at}\nimport os\nos.environ['PERFGATE_STUB_NS'] = 'test_op={nanoseconds}'\n",
+                                          encoding="utf-8")
+        repo_git(path, "add", "-A")
+        repo_git(path, "commit", "-q", "-m", f"commit {at}")
+        commits.append(repo_git(path, "rev-parse", "HEAD"))
+    ncu = install_stub_ncu(tmp_path / "bin")
+    for name in ("GITHUB_STEP_SUMMARY", "CUDA_VISIBLE_DEVICES", "PERFGATE_STUB_MODE", "PERFGATE_STUB_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PERFGATE_ASSUME_GPU", "1")
+    monkeypatch.setenv("PERFGATE_STUB_REPORT", "regions")
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--perfgate-ncu={ncu}")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    monkeypatch.chdir(path)
+    capsys.readouterr()
+    assert main(["bisect", "--perfgate", "--test", "test_perf.py::test_op", "--good", commits[0], "--bad",
+                 commits[-1], "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["culprit"] == commits[1] and found["runs"] == commits
+    assert [v["verdict"] for v in found["verdicts"]] == ["good", "bad"]
+    assert found["judged_on"] == "time" and found["runs_per_commit"] == 1
+
+
+def test_a_step_runs_undecided_ends_again_and_keeps_each_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 6 of the noisy repository: one run of each end cannot tell them apart; the step runs each again, keeps
+    both runs, and the next step pools the kept runs without running an end."""
+    repo = make_repo(tmp_path / "noisy", 8, 4, noise=2.0, slowdown=1.6, seed=6)
+    monkeypatch.chdir(repo.path)
+    step = ["bisect", "--step", "--test", TEST, "--command", COMMAND, "--good", repo.commits[0], "--bad",
+            repo.commits[-1]]
+    assert main([*step, "--commit", repo.commits[2]]) in (0, 125)  # before the slowdown: never "bad"
+    kept = sorted(p.name for p in (repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))
+    assert kept == sorted(f"{repo.commits[at]}-{run}.json" for at in (0, 7) for run in (1, 2))
+    assert main([*step, "--commit", repo.commits[6]]) in (1, 125)  # after it: never "good"
+    assert len(list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))) == 4
+
+
+def test_a_step_whose_history_is_no_reference_runs_the_ends(planted: Repo, counters_history: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history's times are 1000x this machine's: the step's first run is like neither of its ends, so the ends
+    are run, and the later steps do not ask the history again."""
+    repo = clone(planted, tmp_path / "clone")
+    monkeypatch.chdir(repo.path)
+    step = ["bisect", "--step", "--test", TEST, "--command", COUNTERS, "--db", counters_history, "--branch",
+            "elsewhere", "--good", repo.commits[5], "--bad", repo.commits[12]]
+    assert main([*step, "--commit", repo.commits[8]]) == 0
+    (folder,) = (repo.path / ".git" / "perfgate-bisect").iterdir()
+    assert "like neither end" in (folder / "history-no-reference").read_text(encoding="utf-8")
+    assert len(list(folder.glob("*.json"))) == 2  # the ends, run
+    assert main([*step, "--commit", repo.commits[11]]) == 1

@@ -97,6 +97,49 @@ def test_consecutive_esmm_commits_that_kept_their_kernels_are_same_code() -> Non
     assert any(note.startswith("machine code: 4 kernels the same") for note in report["notes"])
 
 
+# An assert's failure path as ptxas emits it (ESMM-Research's two_blocktiling at 5c6231e): the assert's strings and
+# __assertfail are reached through the module's constant bank 4, its source line is an immediate.
+ASSERT_PATH = ["MOV R1, c[0x0][0x28]", "MOV R0, c[0x0][0x0]", "ISETP.NE.AND P0, PT, R0, 0x100, PT",
+               "@!P0 BRA .+0x170", "MOV R0, {bank}", "MOV R4, c[0x4][0x38]", "LDC.64 R2, c[0x4][R0]",
+               "MOV R5, c[0x4][0x3c]", "MOV R8, {line}", "MOV R12, 0x1", "CALL.ABS.NOINC R2",
+               "S2R R60, SR_CTAID.Y", "SHF.L.U32 R60, R60, {shift}, RZ", "EXIT"]
+
+
+def _assert_path(bank: str = "0x58", line: str = "0x1a", shift: str = "0x7") -> list[str]:
+    return [text.format(bank=bank, line=line, shift=shift) for text in ASSERT_PATH]
+
+
+def test_where_the_module_put_an_asserts_strings_and_its_line_are_not_the_kernels_code() -> None:
+    same = kernel_code(_assert_path(), 0)
+    assert kernel_code(_assert_path(bank="0x48", line="0x19"), 0) == same
+    moved = _assert_path()
+    moved[5] = "MOV R4, c[0x4][0x30]"
+    assert kernel_code(moved, 0) == same
+    # the kernel's own work still counts: an immediate outside the call's arguments, a parameter's offset
+    assert kernel_code(_assert_path(shift="0x6"), 0).code_id != same.code_id
+    other_parameter = _assert_path()
+    other_parameter[0] = "MOV R1, c[0x0][0x2c]"
+    assert kernel_code(other_parameter, 0).code_id != same.code_id
+    other_call = _assert_path()
+    other_call[9] = "MOV R13, 0x1"
+    assert kernel_code(other_call, 0).code_id != same.code_id
+
+
+def test_esmm_kernels_kept_across_a_commit_that_moved_their_asserts_are_same_code() -> None:
+    """5c6231e -> b644635: one_blocktiling and two_blocktiling differ only in their asserts' arguments (bank-4
+    offsets, source lines): the same code, as b644635 -> a62323b."""
+    def codes(name: str) -> dict[str, str]:
+        measurement = _read(corpus_file(f"esmm-a10g/{name}.ncu-rep"))
+        assert measurement.code
+        kernels = dict(zip(measurement.table["launch"].tolist(), measurement.table["kernel"].tolist()))
+        return {kernels[launch]: code.code_id for launch, code in measurement.code.items()}
+
+    before, after = codes("5c6231e"), codes("b644635")
+    kept = sorted(set(before) & set(after))
+    assert kept == ["one_blocktiling", "two_blocktiling"]
+    assert all(before[kernel] == after[kernel] for kernel in kept)
+
+
 def test_a_kernel_whose_code_changed_says_how_in_its_why() -> None:
     base = _read(corpus_file("mlp-t4/report_v3_loop_unroll.ncu-rep"))
     cur = _read(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))
@@ -194,11 +237,12 @@ def test_a_baseline_keeps_the_code_and_the_gate_judges_against_it(tmp_path: Path
     import jsonschema  # type: ignore[import-untyped, unused-ignore]
     from importlib import resources
 
-    from perfgate.baseline import baseline_documents
+    from perfgate.baseline import baseline_documents, dumps_baseline
     from perfgate.errors import InputError
 
     base = _read(H100 / "vector_add.ncu-rep")
-    [document] = baseline_documents(base).values()
+    [built] = baseline_documents(base).values()
+    document = json.loads(dumps_baseline(built))  # its entries are built as they are written: the file's document
     schema = json.loads(resources.files("perfgate").joinpath("schemas/baseline-v1.schema.json").read_text())
     jsonschema.validate(document, schema)
     kernel = next(e for e in document["entries"] if e["kind"] == "kernel")

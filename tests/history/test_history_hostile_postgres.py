@@ -41,6 +41,10 @@ HOSTILE = {
     "check constraint": ("ALTER TABLE perfgate_series ADD CONSTRAINT perfgate_short CHECK (length(kernel) < 3) "
                          "NOT VALID", "ALTER TABLE perfgate_series DROP CONSTRAINT perfgate_short",
                          "a constraint on perfgate_series"),
+    "NOT NULL dropped": ("ALTER TABLE perfgate_runs ALTER COLUMN commit_sha DROP NOT NULL",
+                         "ALTER TABLE perfgate_runs ALTER COLUMN commit_sha SET NOT NULL", "a column on perfgate_runs"),
+    "column of another type": ("ALTER TABLE perfgate_series ALTER COLUMN kernel TYPE varchar(8) USING left(kernel, 8)",
+                               "ALTER TABLE perfgate_series ALTER COLUMN kernel TYPE text", "a column on perfgate_series"),
     "table of its own": ("CREATE TABLE perfgate_notes (text TEXT)", "DROP TABLE perfgate_notes", "a table"),
 }
 

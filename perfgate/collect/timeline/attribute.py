@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.collect.timeline.model import Ints, Launch, LaunchColumns, Range, Trace
+from perfgate.collect.timeline.model import Ints, Launch, LaunchColumns, OpColumns, Range, Trace
 from perfgate.limits import MAX_NAME_CHARS, MAX_OPEN_RANGES, MAX_REGION_PATHS_CHARS
 from perfgate.vocabulary import REGION_SEPARATOR
 
@@ -49,8 +49,14 @@ class OpLaunches:
 
 class Attribution(NamedTuple):
     paths: list[str]  # per range: its path of names (steps left out; a step's own path is STEP)
-    op_ranges: list[tuple[int, ...]]  # per op: the ranges (indices) it belongs to, steps included
+    op_sets: Ints  # per op: the number in ``sets`` of the ranges it belongs to
+    sets: list[tuple[int, ...]]  # the distinct sets of ranges (indices, steps included) ops belong to; the last: none
     op_launch: OpLaunches  # per op: its launch call
+
+    @property
+    def op_ranges(self) -> list[tuple[int, ...]]:
+        """Per op: the ranges (indices) it belongs to."""
+        return [self.sets[number] for number in self.op_sets.tolist()]
 
 
 STEP = "step"
@@ -175,12 +181,11 @@ def attribute(trace: Trace) -> Attribution:
     if elsewhere.size and ranges:
         seen[elsewhere] = _sweep(ranges, list(range(len(ranges))), calls.start[elsewhere], None, held)
     _add_steps(ranges, calls.start, seen, held)
-    at = calls.positions(np.fromiter((op.correlation for op in trace.ops), dtype=np.int64, count=len(trace.ops)))
-    sets = [*held.sets, ()]  # number -1: none
-    numbers = np.full(at.size, -1, dtype=np.int64)
-    numbers[at >= 0] = seen[at[at >= 0]]
-    op_ranges = [sets[number] for number in numbers.tolist()]
-    return Attribution(paths.of, op_ranges, OpLaunches(calls, at))
+    at = calls.positions(OpColumns.of(trace.ops).correlation)
+    numbers = np.full(at.size, len(held.sets), dtype=np.int64)  # none: the last set, ()
+    found = seen[at[at >= 0]]
+    numbers[at >= 0] = np.where(found >= 0, found, len(held.sets))
+    return Attribution(paths.of, numbers, [*held.sets, ()], OpLaunches(calls, at))
 
 
 def _add_steps(ranges: list[Range], moments: Ints, seen: Ints, held: _Held) -> None:

@@ -8,10 +8,12 @@ kernels that all last 0 ns (nothing to compare: every one would pass), and names
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from perfgate.collect.timeline.model import KERNEL, GpuOp, Launch, LaunchColumns, Range, Trace
+import numpy as np
+
+from perfgate.collect.timeline.model import KERNEL, GpuOp, Ints, Launch, LaunchColumns, OpColumns, Range, Trace
 from perfgate.errors import InputError
 from perfgate.limits import check_name_length
 
@@ -19,8 +21,9 @@ _FIX = "trace again; the file is corrupt or was edited"
 
 
 def _backwards(items: Iterable[GpuOp | Range] | Mapping[int, Launch]) -> list[tuple[int, int]]:
-    """(start, end) of each item that ends before it starts; launch calls held as columns, compared as columns."""
-    if isinstance(items, LaunchColumns):
+    """(start, end) of each item that ends before it starts; ops and launch calls held as columns, compared as
+    columns."""
+    if isinstance(items, (LaunchColumns, OpColumns)):
         wrong = items.end < items.start
         return list(zip(items.start[wrong].tolist(), items.end[wrong].tolist(), strict=True))
     calls = items.values() if isinstance(items, Mapping) else items
@@ -36,9 +39,20 @@ def check_trace(trace: Trace, path: Path) -> None:
             count = f"{len(backwards):,} {what}s end" if len(backwards) > 1 else f"a {what} ends"
             raise InputError(path, f"{count} before {'they start' if len(backwards) > 1 else 'it starts'} (the first: "
                                    f"{end - start:,} ns long)", _FIX)
-    kernels = [op for op in trace.ops if op.kind == KERNEL]
-    if kernels and all(op.end == op.start for op in kernels):
-        raise InputError(path, f"every kernel lasts 0 ns ({len(kernels):,} kernel{'s' if len(kernels) != 1 else ''}): "
+    kernels, names = _kernels(trace.ops)
+    if kernels.size and (kernels == 0).all():
+        raise InputError(path, f"every kernel lasts 0 ns ({kernels.size:,} kernel{'s' if kernels.size != 1 else ''}): "
                                "no clock measured them, so there is no time to compare", _FIX)
-    check_name_length({op.demangled for op in kernels} | {op.name for op in kernels}, path)
+    check_name_length(names, path)
     check_name_length({host.name for host in trace.ranges}, path, "region name")
+
+
+def _kernels(ops: Sequence[GpuOp]) -> tuple[Ints, set[str]]:
+    """The kernels' durations, and their distinct names and demangled names."""
+    if isinstance(ops, OpColumns):
+        kernels = ops.is_kernel()
+        codes = np.union1d(ops.name[kernels], ops.demangled[kernels])
+        return ops.end[kernels] - ops.start[kernels], {ops.texts[code] for code in codes.tolist()}
+    listed = [op for op in ops if op.kind == KERNEL]  # a reader's list (perfgate's CUPTI trace): any Python ints
+    return (np.array([int(op.end != op.start) for op in listed], dtype=np.int64),
+            {op.demangled for op in listed} | {op.name for op in listed})

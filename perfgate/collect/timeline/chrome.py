@@ -26,6 +26,7 @@ from perfgate.collect.timeline.model import (
     Device,
     GpuOp,
     Launch,
+    OpRecorder,
     Range,
     Trace,
 )
@@ -128,7 +129,7 @@ def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None 
         raise InputError(path, "a Chrome trace without a traceEvents list", "export it again with torch.profiler")
     origin: float | None = None
     whole_microseconds = True  # every GPU op's ts and dur: older Kineto writes integers, newer ns fractions
-    ops: list[GpuOp] = []
+    ops = OpRecorder()
     launches: dict[int, Launch] = {}
     ranges: list[Range] = []
     for event in events:
@@ -147,7 +148,7 @@ def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None 
         args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         kind = _OPS.get(category)
         if kind is not None:
-            ops.append(_op(kind, name, start, end, args))
+            _add(ops, _op(kind, name, start, end, args), path)
             whole_microseconds = whole_microseconds and ts.is_integer() and dur.is_integer()
         elif category in _LAUNCH_CATEGORIES:
             correlation = _int(args.get("correlation"), NO_CORRELATION)
@@ -157,9 +158,18 @@ def read_chrome_trace(document: Any, path: Path, streamed: Iterable[Any] | None 
             ranges.append(Range(name, f"{event.get('pid')}/{event.get('tid')}", start, end,
                                 step=bool(_STEP.match(name))))
     facts = _facts(document)
-    if ops and whole_microseconds:
+    columns = ops.columns()
+    if len(columns) and whole_microseconds:
         facts[RESOLUTION_SETTING] = 1000  # ns: a kernel's duration is known to the microsecond only
-    return Trace("kineto", ops, launches, ranges, _devices(document), facts)
+    return Trace("kineto", columns, launches, ranges, _devices(document), facts)
+
+
+def _add(ops: OpRecorder, op: GpuOp, path: Path) -> None:
+    try:
+        ops.add(*op)
+    except OverflowError:  # a device, stream or correlation id past int64: no profiler writes one
+        raise InputError(path, f"a GPU op's device, stream or correlation id out of range ({op.device:.3g}, "
+                               f"{op.stream:.3g}, {op.correlation:.3g})", "trace again; the file is corrupt or was edited") from None
 
 
 def _op(kind: str, name: str, start: int, end: int, args: dict[str, Any]) -> GpuOp:

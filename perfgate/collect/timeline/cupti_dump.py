@@ -25,7 +25,7 @@ keeps the low 32 bits as ``thread_id``); ``step`` marks one iteration of the mea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from perfgate.collect.timeline.model import (
     Device,
     GpuOp,
     Launch,
+    OpColumns,
     Range,
     Trace,
 )
@@ -129,4 +130,13 @@ def read_cupti_dump(document: dict[str, Any], path: Path, streamed: Iterable[Any
     if dropped:
         raise InputError(path, f"CUPTI dropped {dropped} activity record{'s' if dropped != 1 else ''} while tracing: "
                                "the trace is incomplete", "trace it again, with fewer iterations of the test's loop")
-    return Trace("cupti", ops, launches, _ranges(document, path), _devices(document), facts)
+    return Trace("cupti", _as_columns(ops), launches, _ranges(document, path), _devices(document), facts)
+
+
+def _as_columns(ops: list[GpuOp]) -> Sequence[GpuOp]:
+    """The ops as columns, held so while they are measured; a number past int64 (no CUPTI writes one) keeps the
+    list, for ``measure.check_times`` to refuse in its words."""
+    try:
+        return OpColumns.of(ops)
+    except OverflowError:
+        return ops

@@ -7,13 +7,17 @@ Times are integer nanoseconds from an origin of the reader's choosing (absolute 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, ValuesView
-from typing import Any, NamedTuple
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence, ValuesView
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+Codes = npt.NDArray[np.signedinteger[Any]]  # codes into a few distinct values: as narrow as they allow
 
 KERNEL = "kernel"
 MEMCPY = "memcpy"
@@ -42,6 +46,107 @@ class GpuOp(NamedTuple):
     registers: int | None = None  # per thread
     static_shared: int | None = None  # bytes per block
     dynamic_shared: int | None = None
+
+
+class OpColumns(Sequence[GpuOp]):
+    """GPU ops held as columns (an export's hundreds of thousands of kernels: a ``GpuOp`` and its times took about
+    250 bytes an op, these about 80): texts and launch dimensions as codes into their few distinct values, the
+    optional launch facts as floats (NaN where the trace gives none). A ``GpuOp`` is built when one is asked for."""
+
+    def __init__(self, kinds: list[str], texts: list[str], dims: list[tuple[int, int, int] | None],
+                 columns: dict[str, Any]) -> None:
+        self.kinds, self.texts, self.dims = kinds, texts, dims  # dims[0] is None
+        self.kind: Codes = np.asarray(columns["kind"], dtype=np.int8)  # codes into ``kinds``
+        # codes into ``texts``
+        self.name: Codes = np.asarray(columns["name"], dtype=np.int32)
+        self.demangled: Codes = np.asarray(columns["demangled"], dtype=np.int32)
+        self.start: Ints = np.asarray(columns["start"], dtype=np.int64)
+        self.end: Ints = np.asarray(columns["end"], dtype=np.int64)
+        self.device: Ints = np.asarray(columns["device"], dtype=np.int64)
+        self.stream: Ints = np.asarray(columns["stream"], dtype=np.int64)
+        self.correlation: Ints = np.asarray(columns["correlation"], dtype=np.int64)
+        self.grid: Codes = np.asarray(columns["grid"], dtype=np.int32)  # codes into ``dims``
+        self.block: Codes = np.asarray(columns["block"], dtype=np.int32)
+        self.registers: Floats = np.asarray(columns["registers"], dtype=np.float64)
+        self.static_shared: Floats = np.asarray(columns["static_shared"], dtype=np.float64)
+        self.dynamic_shared: Floats = np.asarray(columns["dynamic_shared"], dtype=np.float64)
+
+    @classmethod
+    def of(cls, ops: Sequence[GpuOp]) -> OpColumns:
+        """Any sequence of ops as columns (itself where it is one)."""
+        if isinstance(ops, OpColumns):
+            return ops
+        recorder = OpRecorder()
+        for op in ops:
+            recorder.add(*op)
+        return recorder.columns()
+
+    def is_kernel(self) -> npt.NDArray[np.bool_]:
+        kernel: npt.NDArray[np.bool_] = np.equal(self.kind, self.kinds.index(KERNEL) if KERNEL in self.kinds else -1)
+        return kernel
+
+    def at(self, index: int) -> GpuOp:
+        def fact(column: Floats) -> int | None:
+            value = float(column[index])
+            return None if np.isnan(value) else int(value)
+
+        return GpuOp(self.kinds[int(self.kind[index])], self.texts[int(self.name[index])],
+                     self.texts[int(self.demangled[index])], int(self.start[index]), int(self.end[index]),
+                     int(self.device[index]), int(self.stream[index]), int(self.correlation[index]),
+                     self.dims[int(self.grid[index])], self.dims[int(self.block[index])], fact(self.registers),
+                     fact(self.static_shared), fact(self.dynamic_shared))
+
+    @overload
+    def __getitem__(self, index: int) -> GpuOp: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[GpuOp]: ...
+
+    def __getitem__(self, index: int | slice) -> GpuOp | Sequence[GpuOp]:
+        if isinstance(index, slice):
+            return [self.at(i) for i in range(len(self))[index]]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        return self.at(index % len(self))
+
+    def __iter__(self) -> Iterator[GpuOp]:
+        return (self.at(index) for index in range(len(self)))
+
+    def __len__(self) -> int:
+        return int(self.start.size)
+
+
+class OpRecorder:
+    """GPU ops gathered one at a time into ``OpColumns``: each distinct text and launch dimension held once."""
+
+    _TYPES = {"kind": "b", "name": "i", "demangled": "i", "start": "q", "end": "q", "device": "q", "stream": "q",
+              "correlation": "q", "grid": "i", "block": "i", "registers": "d", "static_shared": "d",
+              "dynamic_shared": "d"}
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, int] = {}
+        self._texts: dict[str, int] = {}
+        self._dims: dict[tuple[int, int, int] | None, int] = {None: 0}
+        self._columns: dict[str, array[Any]] = {name: array(code) for name, code in self._TYPES.items()}
+
+    def add(self, kind: str, name: str, demangled: str, start: int, end: int, device: int, stream: int,
+            correlation: int, grid: tuple[int, int, int] | None = None, block: tuple[int, int, int] | None = None,
+            registers: int | None = None, static_shared: int | None = None,
+            dynamic_shared: int | None = None) -> None:
+        """One op, as ``GpuOp`` takes it; OverflowError where a number is past int64 (the reader names the file)."""
+        texts, dims = self._texts, self._dims
+        values = (self._kinds.setdefault(kind, len(self._kinds)), texts.setdefault(name, len(texts)),
+                  texts.setdefault(demangled, len(texts)), start, end, device, stream, correlation,
+                  dims.setdefault(grid, len(dims)), dims.setdefault(block, len(dims)),
+                  math.nan if registers is None else registers, math.nan if static_shared is None else static_shared,
+                  math.nan if dynamic_shared is None else dynamic_shared)
+        for column, value in zip(self._columns.values(), values, strict=True):
+            column.append(value)
+
+    def columns(self) -> OpColumns:
+        return OpColumns(list(self._kinds), list(self._texts), list(self._dims),
+                         {name: np.frombuffer(column, dtype=column.typecode) if len(column) else []
+                          for name, column in self._columns.items()})
 
 
 class Launch(NamedTuple):
@@ -136,7 +241,7 @@ class Device(NamedTuple):
 
 class Trace(NamedTuple):
     format: str  # "kineto", "nsys" or "cupti"
-    ops: list[GpuOp]
+    ops: Sequence[GpuOp]  # ``OpColumns`` from every reader
     launches: Mapping[int, Launch]  # by correlation id: the first API call with that id
     ranges: list[Range]
     devices: dict[int, Device]

@@ -24,9 +24,9 @@ from perfgate.collect.timeline.model import (
     MEMCPY,
     MEMSET,
     Device,
-    GpuOp,
     Ints,
     LaunchColumns,
+    OpRecorder,
     Range,
     Trace,
 )
@@ -66,40 +66,34 @@ def _name_of(strings: dict[int, str], *ids: Any) -> str:
     return ""
 
 
-def _once(shared: dict[Any, Any], value: Any) -> Any:
-    return shared.setdefault(value, value)
-
-
-def _kernels(connection: sqlite3.Connection, strings: dict[int, str]) -> list[GpuOp]:
+def _kernels(connection: sqlite3.Connection, strings: dict[int, str], ops: OpRecorder) -> None:
     present = _columns(connection, "CUPTI_ACTIVITY_KIND_KERNEL")
     names: list[str] = [c for c in ("shortName", "demangledName", "mangledName") if c in present]
     wanted = [c if c in present else "NULL" for c in _KERNEL_COLUMNS] + (names or ["NULL"])
-    ops = []
-    shared: dict[Any, Any] = {}  # grids, blocks and sizes repeat: each distinct one held once, not once a kernel
+    known: dict[tuple[Any, ...], tuple[str, str]] = {}  # a few kernels launched many times: each named once
     for row in connection.execute(f"SELECT {', '.join(wanted)} FROM CUPTI_ACTIVITY_KIND_KERNEL"):
         (start, end, device, stream, correlation, gx, gy, gz, bx, by, bz, registers, static, dynamic) = row[:14]
         ids = row[14:]
-        demangled = _name_of(strings, *ids[1:], ids[0]) if len(ids) > 1 else _name_of(strings, ids[0])
-        short = _name_of(strings, ids[0]) if names and names[0] == "shortName" else ""
-        ops.append(GpuOp(KERNEL, short or bare_name(demangled), demangled_name(demangled) or short, int(start), int(end),
-                         int(device or 0), int(stream or 0), int(correlation if correlation is not None else -1),
-                         grid=_once(shared, (int(gx or 0), int(gy or 0), int(gz or 0))) if gx is not None else None,
-                         block=_once(shared, (int(bx or 0), int(by or 0), int(bz or 0))) if bx is not None else None,
-                         registers=None if registers is None else _once(shared, int(registers)),
-                         static_shared=None if static is None else _once(shared, int(static)),
-                         dynamic_shared=None if dynamic is None else _once(shared, int(dynamic))))
-    return ops
+        named = known.get(ids)
+        if named is None:
+            demangled = _name_of(strings, *ids[1:], ids[0]) if len(ids) > 1 else _name_of(strings, ids[0])
+            short = _name_of(strings, ids[0]) if names and names[0] == "shortName" else ""
+            named = known[ids] = (short or bare_name(demangled), demangled_name(demangled) or short)
+        ops.add(KERNEL, *named, int(start), int(end), int(device or 0), int(stream or 0),
+                int(correlation if correlation is not None else -1),
+                (int(gx or 0), int(gy or 0), int(gz or 0)) if gx is not None else None,
+                (int(bx or 0), int(by or 0), int(bz or 0)) if bx is not None else None,
+                None if registers is None else int(registers), None if static is None else int(static),
+                None if dynamic is None else int(dynamic))
 
 
-def _memory_ops(connection: sqlite3.Connection, tables: set[str]) -> list[GpuOp]:
-    ops = []
+def _memory_ops(connection: sqlite3.Connection, tables: set[str], ops: OpRecorder) -> None:
     for table, kind in (("CUPTI_ACTIVITY_KIND_MEMCPY", MEMCPY), ("CUPTI_ACTIVITY_KIND_MEMSET", MEMSET)):
         if table in tables:
             for start, end, device, stream, correlation in connection.execute(
                     f"SELECT start, end, deviceId, streamId, correlationId FROM {table}"):
-                ops.append(GpuOp(kind, kind, kind, int(start), int(end), int(device or 0), int(stream or 0),
-                                 int(correlation if correlation is not None else -1)))
-    return ops
+                ops.add(kind, kind, kind, int(start), int(end), int(device or 0), int(stream or 0),
+                        int(correlation if correlation is not None else -1))
 
 
 def _launches(connection: sqlite3.Connection, tables: set[str]) -> LaunchColumns:
@@ -176,8 +170,11 @@ def read_nsys_sqlite(path: Path) -> Trace:
             raise InputError(path, "an SQLite database that is no Nsight Systems export",
                              "pass the file nsys export --type sqlite wrote")
         strings = _strings(connection, tables)
-        kernels = _kernels(connection, strings) if "CUPTI_ACTIVITY_KIND_KERNEL" in tables else []
-        return Trace("nsys", [*kernels, *_memory_ops(connection, tables)], _launches(connection, tables),
+        ops = OpRecorder()
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            _kernels(connection, strings, ops)
+        _memory_ops(connection, tables, ops)
+        return Trace("nsys", ops.columns(), _launches(connection, tables),
                      _ranges(connection, tables), _devices(connection, tables), _facts(connection, tables))
     except sqlite3.Error as exc:
         raise InputError(path, f"a broken Nsight Systems export ({exc})", "export it again") from None

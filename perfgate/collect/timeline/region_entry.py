@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 WALL_TIME = "timeline.wall_time"
 GPU_BUSY = "timeline.gpu_busy"
 GPU_IDLE = "timeline.gpu_idle"
@@ -25,5 +28,5 @@ class RegionInstance(NamedTuple):
     path: str
     start: int  # the host range's start (a whole-trace row: its first launch call or GPU work)
     end: int  # the later of the range's end and the end of the GPU work it launched
-    ops: tuple[int, ...]  # indices into trace.ops
+    ops: npt.NDArray[np.int64]  # indices into trace.ops, ascending
     values: dict[str, float]

@@ -13,7 +13,9 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from perfgate.collect.timeline.model import Trace
+import numpy as np
+
+from perfgate.collect.timeline.model import OpColumns, Trace
 from perfgate.collect.timeline.region_entry import HOST_LEAD, IDLE_SHARE, WALL_TIME, RegionInstance
 from perfgate.vocabulary import REGION_SEPARATOR
 
@@ -32,27 +34,24 @@ def sketch(trace: Trace, instances: list[RegionInstance]) -> str:
     for instance in instances:
         if REGION_SEPARATOR not in instance.path:
             by_path[instance.path].append(instance)
-    starts = sorted(range(len(trace.ops)), key=lambda i: trace.ops[i].start)
+    ops = OpColumns.of(trace.ops)
+    by_start = np.argsort(ops.start, kind="stable")
+    sorted_starts = ops.start[by_start]
     regions: dict[str, Any] = {}
     total = 0
     for path, entries in list(by_path.items())[:MAX_REGIONS]:
         chosen = _representative(entries)
         lo, hi = chosen.start, chosen.end
-        own = set(chosen.ops)
+        before_end = by_start[:int(np.searchsorted(sorted_starts, hi, side="left"))]  # the ops that start before hi
+        shown = before_end[ops.end[before_end] > lo][:max(min(MAX_OPS, MAX_TOTAL_OPS - total), 0)]
+        own = np.isin(shown, chosen.ops)
         lanes: dict[str, list[list[Any]]] = defaultdict(list)
-        kept = 0
-        for index in starts:
-            op = trace.ops[index]
-            if op.start >= hi:
-                break
-            if op.end <= lo:
-                continue
-            if kept >= MAX_OPS or total >= MAX_TOTAL_OPS:
-                break
-            lanes[f"stream {op.stream}"].append([max(op.start - lo, 0), min(op.end, hi) - max(op.start, lo),
-                                                 op.kind, op.name[:MAX_NAME], int(index in own)])
-            kept += 1
-            total += 1
+        for index, mine in zip(shown.tolist(), own.tolist(), strict=True):
+            start, end = int(ops.start[index]), int(ops.end[index])
+            lanes[f"stream {int(ops.stream[index])}"].append([max(start - lo, 0), min(end, hi) - max(start, lo),
+                                                              ops.kinds[int(ops.kind[index])],
+                                                              ops.texts[int(ops.name[index])][:MAX_NAME], int(mine)])
+        total += int(shown.size)
         regions[path] = {"wall": hi - lo, "entries": len(entries), "lanes": dict(lanes),
                          "idle_pct": round(chosen.values[IDLE_SHARE], 2),
                          "lead": round(chosen.values[HOST_LEAD])}
