@@ -195,8 +195,11 @@ def cache_cases() -> list[Case]:
     cases = [Case("change cache", name, f"UPDATE perfgate_change_cache SET state = {value}", "same changes")
              for name, value in states.items()]
     meta = "UPDATE perfgate_meta SET value = {v} WHERE name LIKE 'change\\_cache%'"
-    for name, value in (("meta: other version", "replace(value, '\"version\": 3', '\"version\": 99')"),
-                        ("meta: version 2", "replace(value, '\"version\": 3', '\"version\": 2')"),
+    from perfgate.history.cache import CACHE_VERSION
+
+    version = f"'\"version\": {CACHE_VERSION}'"
+    for name, value in (("meta: other version", f"replace(value, {version}, '\"version\": 99')"),
+                        ("meta: older version", f"replace(value, {version}, '\"version\": {CACHE_VERSION - 1}')"),
                         ("meta: not json", "'{{not json'"), ("meta: list", "'[]'"),
                         ("meta: more commits", "replace(value, '\"commits\": 12', '\"commits\": 99')"),
                         ("meta: fewer commits", "replace(value, '\"commits\": 12', '\"commits\": 3')"),
