@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Collection, NamedTuple
 
 import numpy as np
 
-from perfgate.columns import Columns, first_rows, objects
+from perfgate.columns import Columns, Gather, first_rows, objects
 from perfgate.derived import DERIVED, DERIVED_BY_NAME, DURATION, NS_PER_S, is_derived
 from perfgate.regions import add_region_totals, drop_unscoped_launches
 from perfgate.vocabulary import REGION_SEPARATOR
@@ -187,8 +187,9 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
             continue
         keep = np.flatnonzero(np.isfinite(found) & measured)
         if len(keep):
-            parts.append(heads[keep].assign(metric=objects([name] * len(keep)),
-                                            unit=objects([DERIVED_BY_NAME[name].unit] * len(keep)),
+            once = np.zeros(len(keep), dtype=np.int8)  # the one name and unit, as codes (no object a row)
+            parts.append(heads[keep].assign(metric=Gather(objects([name]), once),
+                                            unit=Gather(objects([DERIVED_BY_NAME[name].unit]), once),
                                             value=found[keep]))
     if not parts:
         return measurement
