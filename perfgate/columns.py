@@ -336,7 +336,7 @@ def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[in
         if key not in joined_rows:
             joined_rows[key] = np.concatenate([gather.rows for gather in gathers])
         return Gather(gathers[0].values, joined_rows[key])
-    coded = [gather.coded() for gather in gathers]
-    starts = np.cumsum([0] + [len(values) for _, values in coded[:-1]])
+    coded = [gathers[0]._codes()] + [gather.coded() for gather in gathers[1:]]  # the first as narrow as it is held
+    starts = np.cumsum([0] + [len(values) for _, values in coded[:-1]]).tolist()
     return Gather(np.concatenate([values for _, values in coded]),
-                  np.concatenate([codes + start for (codes, _), start in zip(coded, starts.tolist())]))
+                  np.concatenate([codes + start if start else codes for (codes, _), start in zip(coded, starts)]))
