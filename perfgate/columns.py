@@ -319,5 +319,24 @@ class Columns:
         for part in parts[1:]:
             if part.columns != names:
                 raise ValueError(f"concat of different columns: {names} and {part.columns}")
-        return Columns({name: np.concatenate([part[name] for part in parts]) for name in names},
+        joined_rows: dict[tuple[int, ...], Codes] = {}  # ids of the parts' shared rows -> those rows joined
+        return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows) for name in names},
                        sum(len(part) for part in parts))
+
+
+def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[int, ...], Codes]) -> Array | Gather:
+    """One column of ``Columns.concat``: Gathers over one ``values`` stay a Gather (their rows joined, once for the
+    columns that shared rows in every part); Gathers over different values become one Gather over their values one
+    after another, so that a table's text columns are not made as objects a row to add a few rows to it."""
+    if not all(isinstance(column, Gather) for column in columns):
+        return np.concatenate([column.made() if isinstance(column, Gather) else column for column in columns])
+    gathers = [column for column in columns if isinstance(column, Gather)]
+    if all(gather.values is gathers[0].values for gather in gathers):
+        key = tuple(id(gather.rows) for gather in gathers)
+        if key not in joined_rows:
+            joined_rows[key] = np.concatenate([gather.rows for gather in gathers])
+        return Gather(gathers[0].values, joined_rows[key])
+    coded = [gathers[0]._codes()] + [gather.coded() for gather in gathers[1:]]  # the first as narrow as it is held
+    starts = np.cumsum([0] + [len(values) for _, values in coded[:-1]]).tolist()
+    return Gather(np.concatenate([values for _, values in coded]),
+                  np.concatenate([codes + start if start else codes for (codes, _), start in zip(coded, starts)]))

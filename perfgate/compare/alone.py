@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,17 +87,59 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
     that are ``eligible`` (past their own limits, beyond the baseline) and apart from the others by the margin."""
     count = worse.size
     found = np.zeros(count, dtype=bool)
+    # The others of a call site are taken from the sorted values, so that their median is read, not selected: a group
+    # of 100,000 launches has thousands of call sites that vote.
+    order = np.argsort(worse, kind="stable")
+    ordered, rank = worse[order], np.empty(count, dtype=np.intp)
+    rank[order] = np.arange(count)
     for period in loop_periods(count):
         at = np.arange(count).reshape(-1, period)  # one row per iteration, one column per position
         votes = moved[at].sum(axis=0)
         for site in np.flatnonzero((votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0])):
             members = at[:, site]
-            others = np.delete(worse, members)
-            center = float(np.median(others))
-            spread = 1.4826 * float(np.median(np.abs(others - center)))
+            others = np.delete(ordered, rank[members])
+            center = _sorted_median(others)
+            spread = 1.4826 * _sorted_deviation(others, center)
             if float(np.median(worse[members])) - center > max(margin, z * spread):
                 found[members] |= eligible[members] & (worse[members] - center > margin)
     return found
+
+
+def _sorted_median(values: Floats) -> float:
+    """``np.median`` of sorted values (NaN sorts last), read at the middle: the same number (the mean of the two
+    middle values of an even count is their sum halved, as numpy takes it; NaN where one is NaN)."""
+    if not values.size or np.isnan(values[-1]):
+        return math.nan
+    middle = values.size // 2
+    if values.size % 2:
+        return float(values[middle])
+    return float((values[middle - 1] + values[middle]) / 2.0)
+
+
+def _sorted_deviation(values: Floats, center: float) -> float:
+    """``np.median(np.abs(values - center))`` of sorted values, without a selection: the distances below the center
+    and those above it are each sorted already, so the middle ones are found by bisection over the two."""
+    if math.isnan(center):
+        return math.nan
+    split = int(np.searchsorted(values, center, side="right"))
+    below, above = (center - values[:split])[::-1], values[split:] - center  # each ascending, |value - center|
+    middle = values.size // 2
+    if values.size % 2:
+        return float(_kth_of_two(below, above, middle))
+    return float((_kth_of_two(below, above, middle - 1) + _kth_of_two(below, above, middle)) / 2.0)
+
+
+def _kth_of_two(first: Floats, second: Floats, k: int) -> Any:
+    """The k-th smallest (from 0) of two sorted arrays together."""
+    low, high = max(0, k + 1 - second.size), min(k + 1, first.size)
+    while low < high:  # the fewest taken from ``first`` such that the rest from ``second`` are not larger
+        taken = (low + high) // 2
+        if taken < first.size and k + 1 - taken > 0 and second[k - taken] > first[taken]:
+            low = taken + 1
+        else:
+            high = taken
+    rest = k + 1 - low
+    return max(first[low - 1] if low else -math.inf, second[rest - 1] if rest else -math.inf)
 
 
 def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools,

@@ -165,7 +165,7 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
         return list(dict.fromkeys(f for found in picked for f in (found or [])))
 
     group_column = optional.get("group") or []
-    group = next((group_column[i] for i in indexes if group_column and group_column[i] is not None), None)
+    group = next((group_column[i] for i in indexes if group_column[i] is not None), None) if group_column else None
     alone: tuple[int, ...] = ()
     if group is not None and statuses.get(Status.REGRESSION.value) and any(
             s in statuses for s in (Status.UNCHANGED.value, Status.INCONCLUSIVE.value, Status.IMPROVEMENT.value)):
@@ -175,13 +175,19 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                      kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
                      region=launches["region"][first] or "", test=launches["test"][first],
                      device=launches["device"][first],
-                     launch_change=next((launches["launch_change"][i] for i in indexes if launches["launch_change"][i]),
-                                        None),
+                     launch_change=_first_set(launches["launch_change"], indexes),
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                      metrics=_summaries(report, _metric_launches(report, indexes) if metrics is None else metrics,
                                         group, group_stats(report) if stats is None else stats),
-                     alone=alone, code_why=next((optional["code_why"][i] for i in indexes
-                                                 if optional.get("code_why") and optional["code_why"][i]), None))
+                     alone=alone, code_why=_first_set(optional.get("code_why"), indexes))
+
+
+def _first_set(column: Any, indexes: list[int]) -> Any:
+    """The first of ``indexes``' values in ``column`` that is set (not None or empty); None where none is, or where
+    the report has no such column (then without a look at each launch: a kernel may have 100,000)."""
+    if column is None or not len(column):
+        return None
+    return next((column[i] for i in indexes if column[i]), None)
 
 
 def _metric_launches(report: ReportView, indexes: list[int]) -> list[MetricLaunches]:
@@ -231,7 +237,8 @@ class KernelRows:
         """The kernels with a launch in one of ``statuses``."""
         wanted = set(statuses)
         column = self.report["launches"]["status"]
-        return [k for k in self.kernels if any(column[i] in wanted for i in k)]
+        found = np.fromiter(map(wanted.__contains__, column), dtype=bool, count=len(column))
+        return [k for k in self.kernels if found[k].any()]
 
 
 def kernel_variants(report: ReportView, kernels: list[list[int]]) -> dict[int, str]:

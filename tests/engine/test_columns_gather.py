@@ -106,3 +106,21 @@ def test_the_raw_readers_table_is_the_table_of_its_plain_columns(name: str) -> N
 
 def _with_fresh(measurement: Measurement) -> Measurement:
     return measurement.with_table(_fresh(measurement.table))
+
+
+def test_concat_keeps_gathers_and_reads_as_the_arrays_joined() -> None:
+    """``concat`` of Gathers over one values, or over different values (a table and the derived rows added to it),
+    stays a Gather that reads as the plain arrays joined; rows shared by two columns in every part stay shared."""
+    launches = Gather(objects(["k1", "k2"]), np.array([0, 1, 1], dtype=np.int8))
+    first = Columns({"kernel": launches, "grid": Gather(objects(["(1)", "(2)"]), launches.rows),
+                     "metric": Gather(objects(["a", "b"]), np.array([0, 1, 0])), "value": np.arange(3.0)})
+    added = first[np.array([2, 0])].assign(metric=Gather(objects(["derived.x"]), np.zeros(2, dtype=np.int8)))
+    joined = Columns.concat([first, added])
+    for name in ("kernel", "grid", "metric"):
+        assert isinstance(joined._data[name], Gather)
+    assert joined._data["kernel"].rows is joined._data["grid"].rows  # type: ignore[union-attr]
+    assert joined["kernel"].tolist() == ["k1", "k2", "k2", "k2", "k1"]
+    assert joined["metric"].tolist() == ["a", "b", "a", "derived.x", "derived.x"]
+    assert joined["value"].tolist() == [0.0, 1.0, 2.0, 2.0, 0.0]
+    mixed = Columns.concat([first.select(["metric"]), Columns({"metric": objects(["c"])})])
+    assert mixed["metric"].tolist() == ["a", "b", "a", "c"]
