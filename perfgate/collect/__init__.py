@@ -42,6 +42,8 @@ from perfgate.collect.readers import (
     json_text,
     readable_inputs,
     recognized,
+    stream_fix,
+    streaming_row,
     streams_key,
     streams_top_level,
 )
@@ -335,11 +337,12 @@ def _read_json(file_path: Path, readers: tuple[Reader, ...],
     made)."""
     rows = json_rows(readers)
     key_streams, list_streams = streams_key(rows), streams_top_level(rows)
-    document, key, events = (open_json(file_path, key_streams, list_streams) if opener is None
-                             else open_json(file_path, key_streams, list_streams, opener))
+    fix = stream_fix(rows)
+    document, key, events = (open_json(file_path, key_streams, list_streams, stream_fix=fix) if opener is None
+                             else open_json(file_path, key_streams, list_streams, opener, fix))
     parsed = JsonInput(document, key, events)
     if events is not None:  # a list read as it is used: the row that streams it reads it
-        return next(row for row in rows if row.streams is not None).read(Input(file_path, json=parsed))
+        return streaming_row(rows, key, document).read(Input(file_path, json=parsed))
     for row in rows:
         if row.document is not None and row.document(document):
             return row.read(Input(file_path, json=parsed))

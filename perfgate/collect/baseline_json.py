@@ -8,16 +8,21 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfgate.collect.json_input import load_json
+import numpy as np
+import numpy.typing as npt
+
+from perfgate.collect.json_input import FIX, open_json
+from perfgate.columns import Columns, Gather, objects
 from perfgate.collect.screen import shown, value_problem
 from perfgate.demangled import demangled_name
 from perfgate.errors import InputError
 from perfgate.limits import FIX_SIZE, MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length, max_input_bytes, size_text
-from perfgate.table import KernelCode, Measurement, make_table
+from perfgate.table import COLUMNS, KernelCode, Measurement, normalized
 from perfgate.vocabulary import KIND_KERNEL, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
@@ -46,29 +51,34 @@ def _fail(path: Path, problem: str) -> InputError:
                       "regenerate it with 'perfgate baseline REPORT' or fix it by hand")
 
 
-def table_from_baseline(document: Any, path: Path) -> Measurement:
-    """Validate a parsed baseline document and turn it into the normalized table and its facts."""
-    device, entries, settings = _checked_document(document, path)
-    rows: list[dict[str, Any]] = []
-    samples: dict[str, list[float]] = {}
-    findings: dict[int, tuple[str, ...]] = {}
-    code: dict[int, KernelCode] = {}
-    for index, entry in enumerate(entries):
-        rows.extend(_entry_rows(entry, index, device, path))
-        if "findings" in entry:
-            findings[index] = _entry_findings(entry["findings"], index, path)
-        if "code" in entry:
-            code[index] = _entry_code(entry["code"], index, path)
-        raw = entry.get("samples")
-        if raw is not None:
-            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                    and _finite(v) and v > 0 for v in raw):
-                raise _fail(path, f"entries[{index}].samples must be a list of raw timings (positive numbers of "
-                                  "seconds)")
-            samples[entry["name"]] = [float(v) for v in raw]
+def streams_entries(key: str, document: dict[str, Any]) -> bool:
+    """Whether a JSON input's list under ``key`` is a baseline's entries, read one at a time
+    (``json_input.open_json``): the keys before it (``document``) make it a baseline and name its device, as
+    perfgate writes them. A baseline of 200,000 launches (139 MB) parsed whole took about 900 MB."""
+    return key == "entries" and looks_like_baseline(document) and "device" in document
+
+
+def baseline_fix(key: str, document: dict[str, Any]) -> str:
+    """The fix that a broken baseline's error gives, its entries streamed or not (``open_json``'s ``stream_fix``)."""
+    return FIX
+
+
+def table_from_baseline(document: Any, path: Path, entries: Iterable[Any] | None = None) -> Measurement:
+    """Validate a parsed baseline document and turn it into the normalized table and its facts; ``entries``: its
+    entries as they are read (``streams_entries``), ``document`` holding the rest (its keys after the entries
+    are there once they run out). Each entry goes into columns as it comes: none is held as a dict."""
+    device, listed, settings = _checked_document(document, path, streamed=entries is not None)
+    columns = EntryColumns(device, path)
+    for index, entry in enumerate(listed if entries is None else entries):
+        columns.add(entry, index)
+    if entries is not None:
+        _checked_document(document, path)  # the keys after the entries
+    if not columns.count:
+        raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",
+                         "regenerate it with 'perfgate baseline REPORT' from a report with launches or benchmarks")
     # Written for every kernel entry when the run collected ncu sections, else for none: "not known".
-    return Measurement(make_table(rows), source=str(path), settings=dict(settings), samples=samples,
-                       findings=findings or None, code=code or None)
+    return Measurement(columns.table(), source=str(path), settings=dict(settings), samples=columns.samples,
+                       findings=columns.findings or None, code=columns.code or None)
 
 
 def _entry_code(value: Any, index: int, path: Path) -> KernelCode:
@@ -91,8 +101,10 @@ def _entry_findings(value: Any, index: int, path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], Sequence[Any], dict[str, Any]]:
-    """The document's top level checked: its device, entries and settings."""
+def _checked_document(document: Any, path: Path, streamed: bool = False
+                      ) -> tuple[dict[str, Any], Sequence[Any], dict[str, Any]]:
+    """The document's top level checked: its device, entries and settings (``streamed``: its entries are read
+    one at a time and not there yet, nor the keys after them)."""
     if not looks_like_baseline(document):
         raise _fail(path, f'"format" must be "{FORMAT_NAME}"')
     version = document.get("version")
@@ -109,9 +121,6 @@ def _checked_document(document: Any, path: Path) -> tuple[dict[str, Any], Sequen
     entries = document.get("entries")
     if not isinstance(entries, Sequence) or isinstance(entries, str):  # a list; baseline_documents' own Sequence
         raise _fail(path, '"entries" must be a list')
-    if not entries:
-        raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",
-                         "regenerate it with 'perfgate baseline REPORT' from a report with launches or benchmarks")
     settings = document.get("settings", {})
     if not isinstance(settings, dict) or not all(isinstance(v, (str, int, float, bool)) or v is None
                                                  for v in settings.values()):
@@ -136,8 +145,78 @@ def _signature(kind: str, demangled: str) -> str:
     return "" if _REGION_ENTRY_COUNT.fullmatch(demangled) else demangled
 
 
-def _entry_rows(entry: Any, index: int, device: dict[str, Any], path: Path) -> list[dict[str, Any]]:
-    """One entry checked, as table rows: one per metric (a NaN duration when it has none)."""
+_LAUNCH_TEXTS = ("kind", "kernel", "demangled", "region", "grid", "block")
+
+
+class EntryColumns:
+    """A baseline's entries as table columns, filled an entry at a time as they are read: each launch's texts as
+    codes into their distinct values, each metric a row (launch, metric and unit codes, value). 200,000 entries
+    held as dicts, then as row dicts, took about 900 MB; as columns, about 30 MB."""
+
+    def __init__(self, device: dict[str, Any], path: Path) -> None:
+        self.device, self.path = device, path
+        self.texts: dict[str, dict[str, int]] = {name: {} for name in (*_LAUNCH_TEXTS, "metric", "unit")}
+        self.codes = {name: array("q") for name in _LAUNCH_TEXTS}  # per entry
+        self.ordinals = array("q")
+        self.rows = {name: array("q") for name in ("launch", "metric", "unit")}  # per row
+        self.values = array("d")
+        self.signatures: dict[tuple[str, str], str] = {}  # (kind, demangled) as written -> as read
+        self.samples: dict[str, list[float]] = {}
+        self.findings: dict[int, tuple[str, ...]] = {}
+        self.code: dict[int, KernelCode] = {}
+        self.count = 0
+
+    def add(self, entry: Any, index: int) -> None:
+        """One entry checked, into the columns: a row per metric (a NaN duration when it has none)."""
+        kind, name = _entry_launch(entry, index, self.path)
+        demangled = entry.get("demangled", name)
+        signature = self.signatures.get((kind, demangled))
+        if signature is None:
+            signature = self.signatures.setdefault((kind, demangled), _signature(kind, demangled))
+        launch = (kind, name, signature, entry.get("region", ""), entry.get("grid", ""), entry.get("block", ""))
+        where = f"entries[{index}]"
+        measured = [_metric_value(metric, value, where, self.path) for metric, value in entry["metrics"].items()]
+        if "findings" in entry:
+            self.findings[index] = _entry_findings(entry["findings"], index, self.path)
+        if "code" in entry:
+            self.code[index] = _entry_code(entry["code"], index, self.path)
+        raw = entry.get("samples")
+        if raw is not None:
+            if not isinstance(raw, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                    and _finite(v) and v > 0 for v in raw):
+                raise _fail(self.path, f"{where}.samples must be a list of raw timings (positive numbers of seconds)")
+            self.samples[name] = [float(v) for v in raw]
+        for column, text in zip(_LAUNCH_TEXTS, launch, strict=True):
+            known = self.texts[column]
+            self.codes[column].append(known.setdefault(text, len(known)))
+        self.ordinals.append(entry.get("ordinal", 0))
+        for metric, unit, value in measured or [("gpu__time_duration.sum", "ns", math.nan)]:
+            self.rows["launch"].append(self.count)
+            self.rows["metric"].append(self.texts["metric"].setdefault(metric, len(self.texts["metric"])))
+            self.rows["unit"].append(self.texts["unit"].setdefault(unit, len(self.texts["unit"])))
+            self.values.append(value)
+        self.count += 1
+
+    def table(self) -> Columns:
+        launch = np.array(self.rows["launch"], dtype=np.int64)
+
+        def coded(column: str, codes: Any) -> Gather:
+            return Gather(objects(list(self.texts[column])), np.array(codes, dtype=np.int64))
+
+        data: dict[str, npt.NDArray[Any] | Gather] = {
+            **{column: Gather(coded(column, self.codes[column]), launch) for column in _LAUNCH_TEXTS},
+            "ordinal": Gather(np.array(self.ordinals, dtype=np.int64), launch), "launch": launch,
+            "device": Gather(objects([self.device["name"]]), np.zeros(len(launch), dtype=np.int8)),
+            "cc": Gather(objects([self.device.get("cc", "")]), np.zeros(len(launch), dtype=np.int8)),
+            "metric": coded("metric", self.rows["metric"]), "unit": coded("unit", self.rows["unit"]),
+            "value": np.array(self.values, dtype=np.float64),
+        }
+        return normalized(Columns({column: data[column] for column in COLUMNS}))
+
+
+def _entry_launch(entry: Any, index: int, path: Path) -> tuple[str, str]:
+    """One entry's launch checked (everything but its metrics' values, findings, code and samples): its kind and
+    name."""
     where = f"entries[{index}]"
     if not isinstance(entry, dict):
         raise _fail(path, f"{where} must be an object")
@@ -153,25 +232,13 @@ def _entry_rows(entry: Any, index: int, device: dict[str, Any], path: Path) -> l
     ordinal = entry.get("ordinal", 0)
     if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
         raise _fail(path, f"{where}.ordinal must be a non-negative integer")
-    metrics = entry.get("metrics")
-    if not isinstance(metrics, dict):
+    if not isinstance(entry.get("metrics"), dict):
         raise _fail(path, f"{where}.metrics must be an object")
     for key in ("demangled", "region", "grid", "block"):
         if not isinstance(entry.get(key, ""), str):
             raise _fail(path, f"{where}.{key} must be a string")
     check_name_length((name, entry.get("demangled", ""), entry.get("region", "")), path)
-    base = {
-        "kind": kind, "kernel": name, "demangled": _signature(kind, entry.get("demangled", name)),
-        "region": entry.get("region", ""),
-        "ordinal": ordinal, "launch": index, "device": device["name"], "cc": device.get("cc", ""),
-        "grid": entry.get("grid", ""), "block": entry.get("block", ""),
-    }
-    rows = [{**base, "metric": metric, "unit": unit, "value": value}
-            for metric, unit, value in (_metric_value(metric, measured, where, path)
-                                        for metric, measured in metrics.items())]
-    if not metrics:
-        rows.append({**base, "metric": "gpu__time_duration.sum", "unit": "ns", "value": math.nan})
-    return rows
+    return kind, name
 
 
 def _metric_value(metric: str, measured: Any, where: str, path: Path) -> tuple[str, str, float]:
@@ -201,4 +268,5 @@ def read_baseline(path: str | os.PathLike[str]) -> Measurement:
     if size > max_input_bytes():
         raise InputError(file_path, f"{size:,} bytes, more than perfgate's input limit of "
                                     f"{size_text(max_input_bytes())}", FIX_SIZE)
-    return table_from_baseline(load_json(file_path), file_path)
+    document, _, entries = open_json(file_path, streams_entries, stream_fix=baseline_fix)
+    return table_from_baseline(document, file_path, entries)

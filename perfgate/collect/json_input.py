@@ -169,16 +169,22 @@ class _Reader:
             pass
 
 
+def _trace_fix(key: str, document: dict[str, Any]) -> str:
+    return TRACE_FIX
+
+
 def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool],
               streams_list: Callable[[Any], bool] = lambda first: False,
-              opener: Callable[[Path], Stream] = _opened) -> tuple[Any, str, Iterator[Any] | None]:
+              opener: Callable[[Path], Stream] = _opened,
+              stream_fix: Callable[[str, dict[str, Any]], str] = _trace_fix) -> tuple[Any, str, Iterator[Any] | None]:
     """A JSON input whose top-level object holds a list that ``streams(key, document so far)`` picks (a trace's
     events), with that list's elements read one at a time: the document without them (the key maps to an empty
     list), the key, and the elements. The document's keys after the list are added to it as the elements run
     out. A top-level list whose first element ``streams_list`` picks (a Chrome trace's bare list of events) is
     read one element at a time too: an empty list, no key (""), and the elements. Any other document is read
     whole (``load_json``), with no key ("") and no elements (None). ``opener``: how the file is read (a compressed
-    file's expansion, as it is made)."""
+    file's expansion, as it is made); ``stream_fix(key, document so far)``: the fix a broken streamed list's error
+    gives (a trace's by default; a baseline's entries are streamed too)."""
     try:
         handle = opener(path)
     except OSError as exc:
@@ -201,7 +207,7 @@ def open_json(path: Path, streams: Callable[[str, dict[str, Any]], bool],
                 reader.take(":")
                 if reader.peek() == "[" and streams(key, document):
                     reader.take("[")
-                    reader.fix = TRACE_FIX
+                    reader.fix = stream_fix(key, document)
                     document[key] = []
                     return document, key, _elements(reader, document, handle)
                 document[key] = reader.value()
@@ -247,7 +253,7 @@ def _list_elements(reader: _Reader, first: Any, handle: Stream) -> Iterator[Any]
 
 def _elements(reader: _Reader, document: dict[str, Any], handle: Stream) -> Iterator[Any]:
     """The list's elements, then the rest of the top-level object into ``document``."""
-    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
+    too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", reader.fix)
     try:
         if reader.peek() != "]":
             while True:

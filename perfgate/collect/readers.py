@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.collect.baseline_json import looks_like_baseline, table_from_baseline
+from perfgate.collect.baseline_json import baseline_fix, looks_like_baseline, streams_entries, table_from_baseline
+from perfgate.collect.json_input import TRACE_FIX
 from perfgate.collect.benchmark_json import looks_like_benchmark_json, table_from_benchmark_json
 from perfgate.collect.ncu_csv import looks_like_ncu_csv, read_ncu_csv
 from perfgate.collect.ncu_rep import read_ncu_rep
@@ -61,7 +62,8 @@ class Streams:
     key of the top-level object, or the top-level list itself."""
 
     key: Callable[[str, dict[str, Any]], bool]
-    top_level: Callable[[Any], bool]
+    top_level: Callable[[Any], bool] | None = None  # None: it never streams a top-level list
+    fix: Callable[[str, dict[str, Any]], str] = lambda key, document: TRACE_FIX  # a broken list's error's fix
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,11 @@ def _json(given: Input) -> JsonInput:
     return given.json
 
 
+def _read_baseline(given: Input) -> Measurement:
+    parsed = _json(given)
+    return table_from_baseline(parsed.document, given.path, parsed.events)
+
+
 def _read_trace(given: Input) -> Measurement:
     parsed = _json(given)
     if parsed.events is not None:
@@ -127,8 +134,7 @@ READERS: tuple[Reader, ...] = (
            lambda given: read_ncu_rep(given.path, given.metrics, code=given.code)),
     Reader("nsys-export", "an Nsight Systems SQLite export", 5, _sqlite, lambda given: read_nsys_export(given.path)),
     Reader("baseline", "a perfgate baseline", 3, json_text,
-           lambda given: table_from_baseline(_json(given).document, given.path),
-           document=looks_like_baseline,
+           _read_baseline, document=looks_like_baseline, streams=Streams(streams_entries, fix=baseline_fix),
            json_name="a perfgate baseline", json_fix="a baseline written by 'perfgate baseline'"),
     Reader("pytest-benchmark", "a pytest-benchmark JSON", 2, json_text,
            lambda given: table_from_benchmark_json(_json(given).document, given.path),
@@ -169,5 +175,21 @@ def streams_key(readers: tuple[Reader, ...]) -> Callable[[str, dict[str, Any]], 
 
 def streams_top_level(readers: tuple[Reader, ...]) -> Callable[[Any], bool]:
     """``open_json``'s predicate for a top-level list: any JSON row's."""
-    picks = [row.streams.top_level for row in readers if row.streams is not None]
+    picks = [row.streams.top_level for row in readers if row.streams is not None and row.streams.top_level is not None]
     return picks[0] if len(picks) == 1 else lambda first: any(pick(first) for pick in picks)
+
+
+def streaming_row(readers: tuple[Reader, ...], key: str, document: dict[str, Any]) -> Reader:
+    """The row whose ``streams`` picked the list under ``key`` (``document``: the keys before it); no key, the
+    row that streams a top-level list."""
+    return next(row for row in readers if row.streams is not None and (
+        row.streams.key(key, document) if key else row.streams.top_level is not None))
+
+
+def stream_fix(readers: tuple[Reader, ...]) -> Callable[[str, dict[str, Any]], str]:
+    """``open_json``'s ``stream_fix``: the fix of the row that streams the list."""
+    def fix(key: str, document: dict[str, Any]) -> str:
+        streams = streaming_row(readers, key, document).streams
+        assert streams is not None
+        return streams.fix(key, document)
+    return fix
