@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -40,12 +41,27 @@ class BaselineEntries(Sequence[dict[str, Any]]):
 
     def __init__(self, measurement: Measurement, rows: npt.NDArray[np.intp], keys: npt.NDArray[np.int64],
                  metric_rows: npt.NDArray[np.intp], metric_keys: npt.NDArray[np.int64]) -> None:
-        table = measurement.table
         self.measurement = measurement
-        self.keys, self.metric_keys = keys, metric_keys
-        self.launch = {name: table.picked(name, rows).tolist() for name in
-                       ("kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch")}
-        self.metric = {name: table.picked(name, metric_rows) for name in ("metric", "unit", "value")}
+        self.rows, self.keys, self.metric_rows, self.metric_keys = rows, keys, metric_rows, metric_keys
+
+    # Picked when the first entry is built, not before: ``perfgate baseline`` compares the baseline it replaces
+    # first, and the columns picked (about 100 MB for 200,000 launches) would add to that comparison's peak.
+    @cached_property
+    def launch(self) -> dict[str, list[Any]]:
+        return {name: self.measurement.table.picked(name, self.rows).tolist() for name in
+                ("kind", "kernel", "demangled", "region", "ordinal", "grid", "block", "launch")}
+
+    @cached_property
+    def metric(self) -> dict[str, npt.NDArray[Any]]:
+        return {name: self.measurement.table.picked(name, self.metric_rows) for name in ("metric", "unit", "value")}
+
+    def holds_value_of(self, metrics: Iterable[str]) -> bool:
+        """Whether some entry has a value (not null) for one of ``metrics``, read from the table's columns."""
+        table, asked = self.measurement.table, set(metrics)
+        codes, names = table.coded("metric")
+        wanted = [at for at, name in enumerate(names.tolist()) if name in asked]
+        picked = np.isin(codes[self.metric_rows], wanted)
+        return bool((picked & ~np.isnan(table.picked("value", self.metric_rows))).any())
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -67,7 +67,11 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 def _gates(document: dict[str, object], gated: Sequence[str]) -> bool:
     """Whether a baseline document holds a value of a gated metric for at least one entry."""
+    from perfgate.baseline_entries import BaselineEntries
+
     entries = document.get("entries")
+    if isinstance(entries, BaselineEntries):  # from its columns: its entries are built only as they are written
+        return entries.holds_value_of(gated)
     return isinstance(entries, Sequence) and not isinstance(entries, str) and any(
         (entry["metrics"].get(metric) or {}).get("value") is not None for entry in entries for metric in gated)
 
