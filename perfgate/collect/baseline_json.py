@@ -71,8 +71,8 @@ def table_from_baseline(document: Any, path: Path, entries: Iterable[Any] | None
     columns = EntryColumns(device, path)
     for index, entry in enumerate(listed if entries is None else entries):
         columns.add(entry, index)
-    if entries is not None:
-        _checked_document(document, path)  # the keys after the entries
+    if entries is not None:  # the keys after the entries (settings too, where a hand-edited file moved them)
+        _, _, settings = _checked_document(document, path)
     if not columns.count:
         raise InputError(path, "not a valid perfgate baseline: it has no entries, so it would gate nothing",
                          "regenerate it with 'perfgate baseline REPORT' from a report with launches or benchmarks")

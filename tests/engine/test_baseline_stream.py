@@ -43,6 +43,15 @@ def test_a_streamed_baseline_reads_as_the_parsed_one(monkeypatch: pytest.MonkeyP
     assert len(parsed.table) > 3 and parsed.findings is not None
 
 
+def test_settings_after_the_entries_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hand-edited baseline may order its keys otherwise: what follows the entries is read once they run out."""
+    path = _written(tmp_path, capsys)
+    document = json.loads(path.read_text())
+    settings = document.pop("settings")
+    path.write_text(json.dumps({**document, "settings": settings}, indent=2))
+    assert settings and dict(read_baseline(path).settings) == settings
+
+
 def _refusal(path: Path) -> str:
     with pytest.raises(InputError) as raised:
         read_baseline(path)
