@@ -21,7 +21,16 @@ from perfgate.columns import Columns, Gather, objects
 from perfgate.collect.screen import shown, value_problem
 from perfgate.demangled import demangled_name
 from perfgate.errors import InputError
-from perfgate.limits import FIX_SIZE, MAX_FINDING_CHARS, MAX_FINDINGS, check_name_length, max_input_bytes, size_text
+from perfgate.limits import (
+    FIX_SIZE,
+    MAX_FINDING_CHARS,
+    MAX_FINDINGS,
+    MAX_JSON_DEPTH,
+    check_name_length,
+    json_depth_exceeds,
+    max_input_bytes,
+    size_text,
+)
 from perfgate.table import COLUMNS, KernelCode, Measurement, normalized
 from perfgate.vocabulary import KIND_KERNEL, KINDS
 
@@ -70,7 +79,12 @@ def table_from_baseline(document: Any, path: Path, entries: Iterable[Any] | None
     device, listed, settings = _checked_document(document, path, streamed=entries is not None)
     columns = EntryColumns(device, path)
     for index, entry in enumerate(listed if entries is None else entries):
-        columns.add(entry, index)
+        try:
+            columns.add(entry, index)
+        except InputError:  # one too deep says so, as the document parsed whole does (entries are 2 levels down)
+            if entries is not None and json_depth_exceeds(entry, MAX_JSON_DEPTH - 2):
+                raise InputError(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep", FIX) from None
+            raise
     if entries is not None:  # the keys after the entries (settings too, where a hand-edited file moved them)
         _, _, settings = _checked_document(document, path)
     if not columns.count:

@@ -73,6 +73,23 @@ def test_a_streamed_baseline_is_refused_as_the_parsed_one(edit: Any, message: st
     assert message in _refusal(path)
 
 
+@pytest.mark.parametrize("depth", [61, 63])
+def test_nesting_in_an_entry_is_refused_as_in_the_parsed_document(depth: int, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Inside an entry (two levels down) 63 levels make the document 65 deep: past the limit, said so."""
+    path = _written(tmp_path, capsys)
+    document = json.loads(path.read_text())
+    nested: Any = 1
+    for _ in range(depth - 2):  # the entry and its metrics are two of them
+        nested = [nested]
+    document["entries"][0]["metrics"] = {"m": nested}
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError) as whole:
+        table_from_baseline(json_input.load_json(path), path)
+    refusal = _refusal(path)
+    assert ("nested more than 64 levels" in refusal) == (depth == 63) and refusal == str(whole.value)
+
+
 def test_a_truncated_baseline_names_a_baseline_s_fix_not_a_trace_s(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     path = _written(tmp_path, capsys)
