@@ -10,14 +10,15 @@ stays in the JSON report.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from perfgate.render.formatting import format_change, format_values, html_escape, limit_text
 from perfgate.render.html_table import table_rows
-from perfgate.render.kernels import launch_groups, worst_status
+from perfgate.render.kernels import worst_status
 from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.render.shape import ComparedReport
 from perfgate.report import Report
 from perfgate.vocabulary import STATUS_RANK, Status
 
@@ -43,13 +44,12 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None,
-                 groups: Any = None) -> LaunchTable:
-    """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
-    where the page can name it; ``groups``: the report's :func:`perfgate.render.kernels.launch_groups` where the
-    caller has them."""
+def launch_table(shape: ComparedReport, room: int, json_report: str | None) -> LaunchTable:
+    """The launches' rows of a report with launches, with their summary, in ``room`` bytes; ``json_report``: the
+    JSON report's file name, where the page can name it."""
+    report, arrays, groups = cast(Report, shape.report), shape.arrays, shape.groups
+    assert arrays is not None, "a report without launches has no table of launches"
     count = len(arrays.launch_status)
-    groups = launch_groups(report) if groups is None else groups
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
     order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
     order = order[:LISTED_MAX]

@@ -16,13 +16,13 @@ from perfgate.render.common import (
     metric_line,
     no_data_side,
     source_label,
-    unmeasured_notes,
     verdict_line,
 )
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import limit_text
 from perfgate.render.kernels import bound_text, findings_text, kernel_row
 from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
+from perfgate.render.shape import ComparedReport, compared
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
 from perfgate.text import inert
 from perfgate.vocabulary import KIND_REGION, Status
@@ -117,9 +117,11 @@ def _is_why(note: str) -> bool:
     return _WHY_END.search(note) is not None
 
 
-def render_text(report: ReportView, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
+def render_text(report: ReportView | ComparedReport, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
     """Verdict, the launches that need attention (regressions first, at most ``limit``), a count of
     those left out, then the one-line summary."""
+    shape = compared(report)
+    report = shape.report
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
@@ -130,7 +132,7 @@ def render_text(report: ReportView, show_unchanged: bool = False, limit: int = T
         lines.extend(_launch_lines(item, report))
         if item.launch.get("kind") == KIND_REGION:
             said.add(f"region `{item.launch.get('kernel')}`: ")
-    lines.extend(unmeasured_notes(report))
+    lines.extend(shape.unmeasured)
     for note in report["notes"]:
         if not any(note.startswith(prefix) and _is_why(note) for prefix in said):
             lines.append(f"note: {note}")
