@@ -4,6 +4,7 @@ and a report read back from its JSON makes the same one, so it renders byte for 
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from perfgate.collect import read_table
 from perfgate.columns import Columns
 from perfgate.compare import compare_tables
 from perfgate.regions import with_region_totals
-from perfgate.render import ComparedReport, compared, render, render_html, render_markdown, render_parts, render_text
+from perfgate.render import html_bound
+from perfgate.render import ComparedReport, format_change, compared, render, render_html, render_markdown, render_parts, render_text
 from perfgate.report import Report, build_report, validate_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -80,3 +82,21 @@ def test_a_report_without_launches_has_no_arrays(fresh: Report) -> None:
     shape = compared(empty)
     assert shape.arrays is None and shape.groups is None and shape.kernels.kernels == []
     assert "<html" in render_html(shape) and render_markdown(shape) == render_markdown(empty)
+
+
+def test_summarized_launches_are_the_shared_kernel_rows_of_those_launches(fresh: Report) -> None:
+    """The page's summary rows come from the kernel rows every format shares, of the launches summarized: their
+    own medians and change, not the repeated-launch judgement of all the kernel's launches."""
+    shape = compared(fresh)
+    assert shape.arrays is not None
+    loop = next(k for k in shape.kernels.kernels if shape.report["launches"]["kernel"][k[0]] == "loop_kernel")
+    part = loop[1:]  # some of its launches, as a page summarizes those it does not list
+    whole, summarized = shape.kernels.row(loop), shape.kernels.part(part)
+    assert any(m.judged_as_group for m in whole.metrics) and not any(m.judged_as_group for m in summarized.metrics)
+    unlisted = np.array(part, dtype=np.intp)
+    ranks = np.zeros(len(shape.report["launches"]["status"]), dtype=np.int64)
+    section = html_bound.summary_section(shape, unlisted, ranks, 1_000_000)
+    gated = [m for m in summarized.metrics if m.gated]
+    assert gated and section.count("<tr class=") == len(gated) and f">{len(part):,}<br>" in section
+    for metric in gated:
+        assert f'<td class="num">{html.escape(format_change(metric.change))}</td>' in section
