@@ -16,6 +16,7 @@ from perfgate.collect import read_table
 from perfgate.columns import Columns
 from perfgate.compare import compare_tables
 from perfgate.regions import with_region_totals
+from perfgate.render.kernels import why_lines
 from perfgate.render import html_bound
 from perfgate.render import ComparedReport, format_change, compared, render, render_html, render_markdown, render_parts, render_text
 from perfgate.report import Report, build_report, validate_report
@@ -23,6 +24,7 @@ from perfgate.report import Report, build_report, validate_report
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.csvgen import write_raw_csv  # noqa: E402
 from helpers.repeats import noisy, repeated_launches  # noqa: E402
+from helpers.reports import hand_made  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +102,18 @@ def test_summarized_launches_are_the_shared_kernel_rows_of_those_launches(fresh:
     assert gated and section.count("<tr class=") == len(gated) and f">{len(part):,}<br>" in section
     for metric in gated:
         assert f'<td class="num">{html.escape(format_change(metric.change))}</td>' in section
+
+
+def test_a_listed_launch_says_why_as_every_format_does() -> None:
+    """The terminal's "why" of a launch is ``why_lines``, every format's, of the launch's own row (its own values,
+    as its gated lines above give them); its code and launch configuration keep their own lines."""
+    report = hand_made([{"status": "regression"}], [
+        (0, 0, 1000.0, 2000.0, 1.0, "regression", True),  # duration
+        (0, 1, 8e6, 4e6, -0.5, "improvement", True),  # DRAM read
+        (0, 2, 1e6, 1.5e6, 0.5, "info", False),  # instructions
+    ])
+    text = render_text(report)
+    said = [line.strip() for line in text.splitlines() if line.strip().startswith("why: ")]
+    assert said == [f"why: {why}" for why in why_lines(compared(report).kernels.row([0]), others=4)]
+    assert said == ["why: smsp__inst_executed.sum 1,000,000 inst → 1,500,000 inst (+50.0%)"]
+    assert text.count("DRAM read") == 1 and "improvement DRAM read 8 MB → 4 MB (-50.0%)" in text
