@@ -119,22 +119,23 @@ class SessionReport:
         from perfgate.files import write_file
         from perfgate.publish.context import commits_from_environment
         from perfgate.publish.summary import append_step_summary
-        from perfgate.render import render_markdown, render_parts
+        from perfgate.render import compared, render_markdown, render_parts
 
         report = self.build()
         self._report = report
         commits = commits_from_environment(os.environ)
+        shape = compared(report)  # the Markdown and the page read one shape: its kernel rows are made once
         markdown: str | None = None
         try:
-            markdown = render_markdown(report, commits=commits, templates=self.options.templates)
+            markdown = render_markdown(shape, commits=commits, templates=self.options.templates)
         except ConfigError as exc:  # a team's template that compiled but failed on this report: no .md file
             self._write_error = f"perfgate: error: {exc}"
         json_file, *pages = report_files(self.options.report)
-        texts: list[tuple[Path, Iterable[str | bytes]]] = [(json_file, render_parts(report, "json"))]
+        texts: list[tuple[Path, Iterable[str | bytes]]] = [(json_file, render_parts(shape, "json"))]
         if pages:  # none beside a device or a FIFO
             md_file, html_file = pages
             texts += [*([(md_file, [markdown])] if markdown is not None else []),
-                      (html_file, render_parts(report, "html", commits=commits, templates=self.options.templates,
+                      (html_file, render_parts(shape, "html", commits=commits, templates=self.options.templates,
                                                json_report=json_file.name))]
         for path, text in texts:
             try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from markupsafe import Markup
 
@@ -29,12 +29,10 @@ from perfgate.render.common import (
     headline,
     report_devices,
     summary_parts,
-    unmeasured_notes,
 )
 from perfgate.render.html_bound import PAGE_BYTES, LaunchTable, launch_table, utf8_size
-from perfgate.render.kernels import KernelRows, kernels_of, launch_groups
 from perfgate.render.kernels_html import kernel_sections, kernel_table
-from perfgate.render.result_arrays import ResultArrays
+from perfgate.render.shape import ComparedReport, compared
 from perfgate.render.templates import render_template
 from perfgate.render.timeline_html import timeline_sections
 from perfgate.report import Report
@@ -43,7 +41,7 @@ NOTES_BYTES = 100_000  # the notes listed on the page; the JSON report holds the
 _FRAME_SLACK = 1_000  # what the frame adds around a summary (the heading's longer words, the note's paragraph)
 
 
-def render_html(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None,
+def render_html(report: Report | ComparedReport, commits: Sequence[str | None] | None = None, templates: Path | None = None,
                 json_report: str | None = None) -> str:
     """One self-contained HTML file (inline CSS and SVG charts, no scripts, no fetches); ``json_report``: the file
     name of the JSON report written beside it, which the page names where it summarizes launches."""
@@ -53,7 +51,7 @@ def render_html(report: Report, commits: Sequence[str | None] | None = None, tem
 _CHUNK = 256  # parts of the page (a launch's rows are one) joined into one piece for a writer: ~300 kB
 
 
-def render_html_chunks(report: Report, commits: Sequence[str | None] | None = None,
+def render_html_chunks(report: Report | ComparedReport, commits: Sequence[str | None] | None = None,
                        templates: Path | None = None, json_report: str | None = None) -> Iterator[str]:
     """:func:`render_html`'s page in pieces, for a writer: the page of 10,000 launches never exists whole."""
     parts = page_parts(report, commits, templates, json_report)
@@ -61,7 +59,7 @@ def render_html_chunks(report: Report, commits: Sequence[str | None] | None = No
         yield "".join(parts[start:start + _CHUNK])
 
 
-def page_parts(report: Report, commits: Sequence[str | None] | None = None, templates: Path | None = None,
+def page_parts(shape: Report | ComparedReport, commits: Sequence[str | None] | None = None, templates: Path | None = None,
                json_report: str | None = None) -> list[str]:
     """The page as the parts to join: the top, the table's rows (a text per launch), the bottom.
 
@@ -70,16 +68,15 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
     the room left for them under :data:`PAGE_BYTES` and is the page's frame when every launch fits. Only when
     launches are left out is it rendered again, with the note that says so and their summary: the template
     decides the page's shape from that note (``launches_note``), so no one render can serve both."""
+    shape = compared(shape)
+    report = cast(Report, shape.report)  # the page is made of a whole report, never of a view
     verdict = report["verdict"]
     pairs, more = compared_files(report)
     devices = report_devices(report)
     moved = commits_line(commits)
     facts = ([f"{devices_label(devices)}: {', '.join(devices)}"] if devices else []) + (
         [f"commits: {moved}"] if moved else [])
-    arrays = ResultArrays(report) if report["launches"]["status"] else None  # None: a report without launches
-    groups = launch_groups(report) if arrays is not None else None  # each launch's kernel: the tables share them
-    kernels = KernelRows(report, kernels_of(report, groups) if groups is not None else None,
-                         arrays)
+    arrays, kernels = shape.arrays, shape.kernels  # arrays: None for a report without launches
     mark = f"<!-- rows {secrets.token_hex(16)} -->"
     given: dict[str, Any] = dict(
         headline=headline(report), facts=facts, summary=summary_parts(report),
@@ -87,11 +84,11 @@ def page_parts(report: Report, commits: Sequence[str | None] | None = None, temp
         verdict=VERDICT_WORD.get(verdict, "FAIL"), compared=pairs, more_compared=more, devices=devices,
         kernels=Markup(kernel_table(kernels, templates)), sections=Markup(kernel_sections(kernels, templates)),
         timelines=Markup(timeline_sections(report)), test_column=any(report["launches"]["test"]),
-        rows=Markup(mark), notes=listed_notes([*unmeasured_notes(report), *report["notes"]]),
+        rows=Markup(mark), notes=listed_notes(shape.notes),
         generator=report["generator"])
     frame = _frame(templates, mark, given, LaunchTable([], None, ""))
     table = LaunchTable([], None, "") if arrays is None else launch_table(
-        report, arrays, PAGE_BYTES - utf8_size(frame[0]) - utf8_size(frame[1]) - _FRAME_SLACK, json_report, groups)
+        shape, PAGE_BYTES - utf8_size(frame[0]) - utf8_size(frame[1]) - _FRAME_SLACK, json_report)
     top, bottom = _frame(templates, mark, given, table) if table.note is not None else frame
     return [top, *table.rows, bottom]
 

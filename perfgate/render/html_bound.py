@@ -4,20 +4,22 @@ A page lists every launch while they fit. Past that it lists in full the launche
 (regressed, inconclusive, new, missing, without data), each kernel's first ones before any kernel's next, as
 many as fit, and summarizes the others: a row per kernel and gated metric with the count of its launches,
 their medians and the change of the medians. Kernels past the room left are counted in one line. Every launch
-stays in the JSON report.
+stays in the JSON report. The summary's rows are the kernel rows every format shares (``KernelRows.part`` of the
+report's :class:`perfgate.render.shape.ComparedReport`), laid out here as this table's cells.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from perfgate.render.formatting import format_change, format_values, html_escape, limit_text
+from perfgate.render.formatting import format_change, format_values, html_escape
 from perfgate.render.html_table import table_rows
-from perfgate.render.kernels import launch_groups, worst_status
-from perfgate.render.result_arrays import ResultArrays, metric_launches
+from perfgate.render.kernels import KernelRow, worst_status
+from perfgate.render.result_arrays import ResultArrays
+from perfgate.render.shape import ComparedReport
 from perfgate.report import Report
 from perfgate.vocabulary import STATUS_RANK, Status
 
@@ -43,13 +45,12 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: str | None,
-                 groups: Any = None) -> LaunchTable:
-    """The launches' rows, with their summary, in ``room`` bytes; ``json_report``: the JSON report's file name,
-    where the page can name it; ``groups``: the report's :func:`perfgate.render.kernels.launch_groups` where the
-    caller has them."""
+def launch_table(shape: ComparedReport, room: int, json_report: str | None) -> LaunchTable:
+    """The launches' rows of a report with launches, with their summary, in ``room`` bytes; ``json_report``: the
+    JSON report's file name, where the page can name it."""
+    report, arrays, groups = cast(Report, shape.report), shape.arrays, shape.groups
+    assert arrays is not None, "a report without launches has no table of launches"
     count = len(arrays.launch_status)
-    groups = launch_groups(report) if groups is None else groups
     ranks = np.array([STATUS_RANK.get(name, len(STATUS_RANK)) for name in arrays.names])[arrays.launch_status]
     order = _attention_first(arrays.statuses(*ATTENTION)[arrays.launch_status], groups, ranks)
     order = order[:LISTED_MAX]
@@ -70,7 +71,7 @@ def launch_table(report: Report, arrays: ResultArrays, room: int, json_report: s
             + (f" {json_report}." if json_report else " (perfgate compare … --format json)."))
     left = room - int(sizes[fits].sum()) - utf8_size(html_escape(note))  # the page's autoescape writes it so
     rows = [row for row, kept in zip(rows, listed[launches].tolist()) if kept]
-    return LaunchTable(rows, note, summary_section(report, arrays, groups, np.flatnonzero(~listed), ranks, left))
+    return LaunchTable(rows, note, summary_section(shape, np.flatnonzero(~listed), ranks, left))
 
 
 def _first_rows(report: Report, arrays: ResultArrays, order: Any, budget: int) -> tuple[list[str], Any, Any, Any]:
@@ -132,11 +133,13 @@ _SUMMARY_HEAD = ('<h2 id="summarized">Summarized launches</h2>\n<p class="meta">
                  '<th>Change</th><th>Limit</th></tr></thead>\n<tbody>\n')
 
 
-def summary_section(report: Report, arrays: ResultArrays, groups: Any, unlisted: Any, ranks: Any,
-                    room: int) -> str:
+def summary_section(shape: ComparedReport, unlisted: Any, ranks: Any, room: int) -> str:
     """``<h2>Summarized launches</h2>`` and the rows of the kernels of launches ``unlisted``, the worst first,
-    in ``room`` bytes; then a line that counts the kernels left out."""
-    test_column = any(report["launches"]["test"])
+    in ``room`` bytes; then a line that counts the kernels left out. A kernel's rows are the shared kernel row
+    (:meth:`perfgate.render.kernels.KernelRows.part`) of its unlisted launches, laid out as this table's."""
+    arrays, groups = shape.arrays, shape.groups
+    assert arrays is not None
+    test_column = any(shape.report["launches"]["test"])
     head = _SUMMARY_HEAD.format(test="<th>Test</th>" if test_column else "")
     tail = "</tbody></table>\n"
     kernel = groups[unlisted]
@@ -149,7 +152,8 @@ def summary_section(report: Report, arrays: ResultArrays, groups: Any, unlisted:
     out: list[str] = []
     order = np.lexsort((kernel[firsts], worst)).tolist() if len(firsts) else []
     for k in order:
-        rows = _kernel_rows(report, arrays, members[firsts[k]:ends[k]], test_column)
+        mine = members[firsts[k]:ends[k]]
+        rows = _kernel_rows(shape.kernels.part(mine.tolist()), arrays, mine, test_column)
         left -= utf8_size(rows)
         if left < 0:
             break
@@ -171,18 +175,12 @@ def _status_counts(arrays: ResultArrays, members: Any) -> str:
     return ", ".join(f"{n:,} {html_escape(name)}" for _, name, n in ordered)
 
 
-def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column: bool) -> str:
-    """A kernel's summary rows: one per gated metric of launches ``members`` (one row without any)."""
-    launches: Any = report["launches"]
-    metrics = report["metrics"]
-    first = int(members[0])
-    renamed = (launches.get("baseline_kernel") or [None] * (first + 1))[first]
-    name = launches["kernel"][first]
-    name = f"{renamed} → {name}" if renamed and renamed != name else name
-    gated = [m for m in metric_launches(arrays, members.tolist()) if m.gated]
+def _kernel_rows(row: KernelRow, arrays: ResultArrays, members: Any, test_column: bool) -> str:
+    """A kernel's summary rows, from its row of launches ``members``: one per gated metric (one row without any)."""
+    gated = [m for m in row.metrics if m.gated]
     span = f' rowspan="{len(gated)}"' if len(gated) > 1 else ""
-    who = ((f'<td class="kernel"{span}>{html_escape(launches["test"][first] or "")}</td>' if test_column else "")
-           + f'<td class="kernel"{span}>{html_escape(name)}</td><td{span}>{html_escape(launches["region"][first] or "")}'
+    who = ((f'<td class="kernel"{span}>{html_escape(row.test or "")}</td>' if test_column else "")
+           + f'<td class="kernel"{span}>{html_escape(row.name)}</td><td{span}>{html_escape(row.region)}'
            f'</td><td class="num"{span}>{len(members):,}<br><span class="meta">'
            f"{_status_counts(arrays, members)}</span></td>")
     if not gated:
@@ -191,14 +189,10 @@ def _kernel_rows(report: Report, arrays: ResultArrays, members: Any, test_column
                 '<td colspan="5" class="meta">no gated metric</td></tr>\n')
     out = []
     for number, summary in enumerate(gated):
-        status = worst_status(summary.statuses)
-        unit = str(metrics["unit"][summary.code] or "")
-        label = str(metrics["label"][summary.code] or metrics["metric"][summary.code])
-        limit = limit_text(str(metrics["threshold"][summary.code] or ""), unit)
-        before, after = format_values([summary.before, summary.after], unit)
-        out.append(f'<tr class="{status.replace(" ", "-")}"><td>{html_escape(status)}</td>'
-                   f'{who if number == 0 else ""}<td>{html_escape(label)}</td>'
+        before, after = format_values([summary.before, summary.after], summary.unit)
+        out.append(f'<tr class="{summary.status.replace(" ", "-")}"><td>{html_escape(summary.status)}</td>'
+                   f'{who if number == 0 else ""}<td>{html_escape(summary.label)}</td>'
                    f'<td class="num">{html_escape(before)}</td><td class="num">{html_escape(after)}</td>'
                    f'<td class="num">{html_escape(format_change(summary.change))}</td>'
-                   f"<td>{html_escape(limit)}</td></tr>\n")
+                   f"<td>{html_escape(summary.limit)}</td></tr>\n")
     return "".join(out)

@@ -233,6 +233,11 @@ class KernelRows:
             found = self._rows[indexes[0]] = found._replace(variant=variant) if variant else found
         return found
 
+    def part(self, indexes: list[int]) -> KernelRow:
+        """The row of some of a kernel's launches (those a page summarizes rather than lists): their own statuses,
+        medians and change, not the repeated-launch judgement, which is of all its launches; made each time."""
+        return kernel_row(self.report, indexes, {}, metric_launches(self.arrays, indexes))
+
     def with_status(self, statuses: Iterable[str]) -> list[list[int]]:
         """The kernels with a launch in one of ``statuses``."""
         wanted = set(statuses)

@@ -35,13 +35,13 @@ from perfgate.render.common import (
     plural,
     report_devices,
     summary_parts,
-    unmeasured_notes,
 )
 from perfgate.render.formatting import pair_texts, text_length
 from perfgate.render.kernels import KernelRow, KernelRows, change_text, launches_label, why_lines
 from perfgate.render.next_steps import next_steps_block
 from perfgate.render.templates import render_block, render_template
-from perfgate.report import ReportView, listed_summary
+from perfgate.render.shape import ComparedReport, compared
+from perfgate.report import ReportView
 from perfgate.vocabulary import KIND_BENCHMARK, Status
 
 MARKDOWN_BUDGET = 64_000  # leaves a PR comment (65,536) room for perfgate's marker and all-clear lines
@@ -142,11 +142,10 @@ def headline_block(report: ReportView, commits: Sequence[str | None] | None = No
                         more_compared=more)
 
 
-def _notes(report: ReportView, layout: _Layout) -> tuple[list[str], int]:
+def _notes(all_notes: list[str], layout: _Layout) -> tuple[list[str], int]:
     """The notes that fit ``NOTES_BUDGET``, laid out, and how many did not."""
     notes: list[str] = []
     room = _Budget(NOTES_BUDGET)
-    all_notes = [*unmeasured_notes(report), *report["notes"]]
     for count, note in enumerate(all_notes):
         text = layout.block("note.md.j2", note=note)
         if not room.take(text + "\n"):
@@ -155,7 +154,7 @@ def _notes(report: ReportView, layout: _Layout) -> tuple[list[str], int]:
     return notes, 0
 
 
-def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
+def render_markdown(report: ReportView | ComparedReport, budget: int = MARKDOWN_BUDGET, full_report: str | None = None,
                     commits: Sequence[str | None] | None = None, top: int = COMMENT_TOP,
                     templates: Path | None = None) -> str:
     """Markdown for a PR comment or job summary: one row per kernel, those that need attention first.
@@ -164,17 +163,19 @@ def render_markdown(report: ReportView, budget: int = MARKDOWN_BUDGET, full_repo
     artifacts, which hold the HTML report); by default it names the JSON and HTML reports. ``commits`` is
     (base, head) when known. ``templates``: a team's folder of templates overriding perfgate's.
     """
+    shape = compared(report)
+    report = shape.report
     where = full_report or "The JSON and HTML reports list every launch."
     layout = _Layout(templates, len({d for d in report["launches"]["device"] if d}) > 1)
     head = headline_block(report, commits, templates)
-    notes, notes_left = _notes(report, layout)
-    kernels = KernelRows(report)
+    notes, notes_left = _notes(shape.notes, layout)
+    kernels = shape.kernels
     steps = next_steps_block(report, kernels)
     fixed = [head, *notes] + ([f"> … and {notes_left:,} more notes (the JSON report has them all)"] if notes_left
                               else []) + ([steps] if steps else [])
     # Each note follows a blank line; 600: the left-out line.
     left = _Budget(budget - sum(text_length(s) + 1 for s in fixed) - (len(fixed) - 1) - 600)
-    counts = listed_summary(report)
+    counts = shape.summary
     listed: Counter[str] = Counter()
     fill = _Filler(kernels, layout, left, listed)
     sections: dict[str, Any] = {}

@@ -11,18 +11,16 @@ from itertools import chain, islice
 from perfgate.render.common import (
     Shown,
     display_name,
-    explanation,
     left_out,
     metric_line,
     no_data_side,
     source_label,
-    unmeasured_notes,
     verdict_line,
 )
 from perfgate.timeline_why import region_why
 from perfgate.render.formatting import limit_text
-from perfgate.render.kernels import bound_text, findings_text, kernel_row
-from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines
+from perfgate.render.kernels import kernel_row, why_lines
+from perfgate.render.shape import ComparedReport, compared
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
 from perfgate.text import inert
 from perfgate.vocabulary import KIND_REGION, Status
@@ -68,14 +66,9 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     if launch.get("code_why"):
         lines.append(f"    code: {launch['code_why']}")
     if status in ("regression", "improvement", "inconclusive"):
-        kernel = kernel_row(report, [item.index])
-        bound = bound_text(kernel)
-        roofline = roofline_lines(kernel)
-        lines += [f"    why: {text}" for text in findings_text(kernel) + ([bound] if bound else []) + roofline]
-        skip = ("SM throughput %", "memory throughput %") if bound else ()
-        shown = [r for r in rows if not r.get("gated") and not (roofline and r.get("metric") in ROOFLINE_METRICS)]
-        for why in [w for w in explanation(shown) if not w.startswith(skip)][:4]:
-            lines.append(f"    why: {why}")
+        # The "why" every format gives (``why_lines``); the code and launch configuration have their lines above.
+        kernel = kernel_row(report, [item.index], {})._replace(code_why=None, launch_change=None)
+        lines += [f"    why: {why}" for why in why_lines(kernel, others=4)]
     return lines
 
 
@@ -117,9 +110,11 @@ def _is_why(note: str) -> bool:
     return _WHY_END.search(note) is not None
 
 
-def render_text(report: ReportView, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
+def render_text(report: ReportView | ComparedReport, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
     """Verdict, the launches that need attention (regressions first, at most ``limit``), a count of
     those left out, then the one-line summary."""
+    shape = compared(report)
+    report = shape.report
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
@@ -130,7 +125,7 @@ def render_text(report: ReportView, show_unchanged: bool = False, limit: int = T
         lines.extend(_launch_lines(item, report))
         if item.launch.get("kind") == KIND_REGION:
             said.add(f"region `{item.launch.get('kernel')}`: ")
-    lines.extend(unmeasured_notes(report))
+    lines.extend(shape.unmeasured)
     for note in report["notes"]:
         if not any(note.startswith(prefix) and _is_why(note) for prefix in said):
             lines.append(f"note: {note}")
