@@ -18,7 +18,6 @@ import numpy as np
 from perfgate.history.stats import stdtr
 
 MOST = 2  # candidates a series may have to be screened
-BLOCK = 1024  # series screened at once
 _SLACK = 1e-13  # rounding bound, relative to the sums involved (a sum of n values: about n x 2.2e-16)
 
 
@@ -33,8 +32,6 @@ def _triples(candidates: Sequence[int], n: int) -> list[tuple[int, int, int]]:
 def surely_dropped(series: Sequence[tuple[np.ndarray, Sequence[int]]], p_value: float) -> np.ndarray:
     """Per (values, candidates): True where ``merge`` surely drops every candidate (it then finds no change
     point); False where it may not, or where this cannot tell (more than ``MOST`` candidates)."""
-    if len(series) > BLOCK:  # a few MB at a time: the arrays stay in the processor's cache
-        return np.concatenate([surely_dropped(series[at:at + BLOCK], p_value) for at in range(0, len(series), BLOCK)])
     result = np.zeros(len(series), dtype=bool)
     rows = [row for row, (values, candidates) in enumerate(series) if 0 < len(candidates) <= MOST and len(values)]
     if not rows or not 0.0 < p_value < 1.0:
@@ -53,12 +50,12 @@ def surely_dropped(series: Sequence[tuple[np.ndarray, Sequence[int]]], p_value: 
         block = np.stack([series[rows[at]][0] for at in columns])
         matrix[1:length + 1, columns] = (block - block[:, :1]).T
     owner, low, mid, high = np.array(triples, dtype=np.int64).T
-    sums, squares = np.cumsum(matrix, axis=0), np.cumsum(matrix * matrix, axis=0)
+    sums, squares, magnitudes = (np.cumsum(x, axis=0) for x in (matrix, matrix * matrix, np.abs(matrix)))
     n = np.array(lengths, dtype=float)[owner]
     n1, n2 = np.maximum(mid - low, 0).astype(float), np.maximum(high - mid, 0).astype(float)
     too_short = (n1 < 1) | (n2 < 1) | (n1 + n2 < 3)  # t_test's 1.0: a slice out of order is empty
     low, mid, high = (np.clip(x, 0, width) for x in (low, mid, high))
-    total, whole = np.abs(matrix).sum(axis=0)[owner], squares[-1, owner]  # the series' sums of |x| and x*x bound the rounding
+    total, whole = magnitudes[-1, owner], squares[-1, owner]  # the series' sums of |x| and x*x bound the rounding
     s1, s2 = sums[mid, owner] - sums[low, owner], sums[high, owner] - sums[mid, owner]
     q1, q2 = squares[mid, owner] - squares[low, owner], squares[high, owner] - squares[mid, owner]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
