@@ -36,22 +36,18 @@ def surely_dropped(series: Sequence[tuple[np.ndarray, Sequence[int]]], p_value: 
     rows = [row for row, (values, candidates) in enumerate(series) if 0 < len(candidates) <= MOST and len(values)]
     if not rows or not 0.0 < p_value < 1.0:
         return result
-    lengths = [len(series[row][0]) for row in rows]
-    width = max(lengths)
+    width = max(len(series[row][0]) for row in rows)
     # a column per series, from its first value (the sums keep their precision), a 0 first: prefix sums down the
-    # columns (numpy's cumulative sums along rows are several times slower); the series of a length stacked at once
+    # columns (numpy's cumulative sums along rows are several times slower)
     matrix = np.zeros((width + 1, len(rows)))
-    by_length: dict[int, list[int]] = {}
     triples = []
-    for at, (row, length) in enumerate(zip(rows, lengths)):
-        by_length.setdefault(length, []).append(at)
-        triples += [(at, low, mid, high) for low, mid, high in _triples(series[row][1], length)]
-    for length, columns in by_length.items():
-        block = np.stack([series[rows[at]][0] for at in columns])
-        matrix[1:length + 1, columns] = (block - block[:, :1]).T
+    for at, row in enumerate(rows):
+        values, candidates = series[row]
+        matrix[1:len(values) + 1, at] = values - values[0]
+        triples += [(at, low, mid, high) for low, mid, high in _triples(candidates, len(values))]
     owner, low, mid, high = np.array(triples, dtype=np.int64).T
     sums, squares, magnitudes = (np.cumsum(x, axis=0) for x in (matrix, matrix * matrix, np.abs(matrix)))
-    n = np.array(lengths, dtype=float)[owner]
+    n = np.array([len(series[row][0]) for row in rows], dtype=float)[owner]
     n1, n2 = np.maximum(mid - low, 0).astype(float), np.maximum(high - mid, 0).astype(float)
     too_short = (n1 < 1) | (n2 < 1) | (n1 + n2 < 3)  # t_test's 1.0: a slice out of order is empty
     low, mid, high = (np.clip(x, 0, width) for x in (low, mid, high))
