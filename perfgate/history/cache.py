@@ -47,7 +47,6 @@ from perfgate.history.cache_rows import (
     stored_form,
 )
 from perfgate.history.db import History, check_sqlite_values
-from perfgate.history.merge_screen import surely_dropped
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
 CACHE_VERSION = 4  # bump when the search or the rows change: older rows are searched again
@@ -89,7 +88,6 @@ def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
 def search(series_list: Sequence[Series], p_value: float, min_change: float, window: int) -> dict[int, State]:
     """Each series searched from scratch; many at once where they have the same length (``loud_windows``)."""
     states: dict[int, State] = {}
-    pending: dict[int, list[int]] = {}
     by_length: dict[int, list[Series]] = {}
     for series in series_list:
         by_length.setdefault(len(series.values), []).append(series)
@@ -104,26 +102,11 @@ def search(series_list: Sequence[Series], p_value: float, min_change: float, win
                 resume = calm_resume
             else:
                 candidates, weak, resume = window_search(values, p_value, window, first)
+            found = found_in(series, merge(values, candidates, p_value, min_change)) if candidates else []
             states[series.id] = State(length, int(series.commits[-1]) if length else -1, weak, resume,
-                                      values[resume:], [], *((values, series.commits) if candidates else ()))
-            if candidates:
-                pending[series.id] = candidates
-    _merge_pending(states, pending, p_value, min_change)
+                                      values[resume:], found,
+                                      *((values, series.commits) if candidates else ()))
     return states
-
-
-def _merge_pending(states: dict[int, State], pending: dict[int, list[int]], p_value: float,
-                   min_change: float) -> None:
-    """Each pending series' candidates judged (``merge``), its change points set; those that would surely all be
-    dropped screened many at once first (``surely_dropped``)."""
-    ordered = list(pending.items())
-    dropped = surely_dropped([(states[sid].values, candidates) for sid, candidates in ordered], p_value)
-    for (series_id, candidates), none in zip(ordered, dropped.tolist()):
-        if not none:
-            state = states[series_id]
-            series = Series(series_id, {}, state.commits, state.values)
-            states[series_id] = state._replace(changes=found_in(series, merge(state.values, candidates, p_value,
-                                                                            min_change)))
 
 
 def cached_changes(history: History, branch: str, commits: list[str], times: list[str], run_commit: dict[int, int],
@@ -262,11 +245,13 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
                     full_needed.append(series_id)
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
-    for series_id in pending:
+    for series_id, candidates in pending.items():
+        state = states[series_id]
         if series_id in loaded:
-            states[series_id] = states[series_id]._replace(values=loaded[series_id].values,
-                                                           commits=loaded[series_id].commits)
-    _merge_pending(states, pending, p_value, min_change)
+            state = state._replace(values=loaded[series_id].values, commits=loaded[series_id].commits)
+        series = Series(series_id, {}, state.commits, state.values)
+        states[series_id] = state._replace(changes=found_in(series, merge(series.values, candidates, p_value,
+                                                                        min_change)))
 
 
 def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
