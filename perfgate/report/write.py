@@ -40,7 +40,9 @@ def dump_parts(report: Report) -> Iterator[bytes]:
         if key in _TABLES and isinstance(value, dict):
             yield name + b": {\n"
             for number, (column, values) in enumerate(value.items()):
-                yield (b",\n  " if number else b"  ") + encode(column) + b": " + encode(values)
+                # Parts yielded apart, not joined: a column's text is up to 100 MB, and ``+`` would copy it.
+                yield (b",\n  " if number else b"  ") + encode(column) + b": "
+                yield encode(values)
             yield b"\n}"
         elif key in ("comparisons", "notes") and isinstance(value, list) and value:
             yield name + b": [\n" + b",\n".join(b"  " + encode(item) for item in value) + b"\n]"
