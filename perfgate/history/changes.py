@@ -32,7 +32,7 @@ WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 SHORT = 25
 SHORT_FACTOR = 0.01
 SEEN_HOLD = 10  # commits an exact counter's value seen before its step must hold to be a new level
-SCREEN_ROWS = 256  # series quiet_series judges at once
+SCREEN_ROWS = 2048  # series quiet_series judges at once
 RETRIES = 1  # how many failed splits deep E-divisive still searches a window's sides
 # The final p-value. Otava defaults to 0.001; a history gates thousands of series, and on planted series
 # (docs/history.md) 0.0001 kept every step of 3% in 1% noise and dropped most false change points.
@@ -285,20 +285,23 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
             break
         part = matrix[active, start:stop]
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
-        prefix = _distance_prefix(part)
+        whole, earlier = _distance_sums(part)
+        none = np.zeros_like(whole)
         sums = np.zeros((len(active), part.shape[1] + 1))
         squares = np.zeros_like(sums)
         sums[:, 1:] = part.cumsum(1)
         squares[:, 1:] = (part * part).cumsum(1)
         every = np.arange(len(active))
         low, high = np.zeros(len(active), dtype=np.int64), np.full(len(active), part.shape[1], dtype=np.int64)
-        at, passed = _split_many(prefix, sums, squares, every, low, high, weak)
+        at, passed = _split_many((earlier, none, whole), sums, squares, every, low, high, weak)
         flat = np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
         passed &= ~flat
         calm = ~passed
-        for side_low, side_high in ((low, at), (at, high)):  # a failed split: its sides are searched too
-            checked = ~passed & ~flat & (at > 0)
-            _, side = _split_many(prefix, sums, squares, every[checked], side_low[checked], side_high[checked], weak)
+        checked = ~passed & ~flat & (at > 0)  # a failed split: its sides are searched too
+        before_split = _distance_sums(part, np.where(checked, at, 0))[0]
+        for side_low, side_high, to_low, to_high in ((low, at, none, before_split), (at, high, before_split, whole)):
+            _, side = _split_many((earlier, to_low, to_high), sums, squares, every[checked], side_low[checked],
+                                  side_high[checked], weak)
             calm &= ~side
         quiet[active] = calm
         first[active[~calm]] = start
@@ -307,34 +310,49 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
     return first
 
 
-def _distance_prefix(part: np.ndarray) -> np.ndarray:
-    """[row, i, j]: the sum of |x_i - x_j'| over j' < j, in one row of ``part``."""
+def _distance_sums(part: np.ndarray, cut: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """[row, i]: the sum of |x_i - x_j| over j < cut[row] (every j where ``cut`` is None), and over j < i (where
+    ``cut`` is None; zeros otherwise), in one row of ``part``. Summed in j's order one j at a time over all rows
+    (the floats of a cumsum over j), never held for every j: the screen needs only these sums, and a
+    rows x m x m array of them cost most of its time."""
     rows, m = part.shape
-    prefix = np.zeros((rows, m, m + 1))
-    np.cumsum(np.abs(part[:, :, None] - part[:, None, :]), axis=2, out=prefix[:, :, 1:])
-    return prefix
+    total, earlier, at_cut = np.zeros((rows, m)), np.zeros((rows, m)), np.zeros((rows, m))
+    distance = np.empty((rows, m))
+    for j in range(m if cut is None else int(cut.max(initial=0))):
+        np.subtract(part[:, j:j + 1], part, out=distance)
+        np.abs(distance, out=distance)
+        total += distance
+        if cut is None:
+            if j + 1 < m:
+                earlier[:, j + 1] = total[:, j + 1]
+        else:
+            reached = cut == j + 1
+            at_cut[reached] = total[reached]
+    return (total, earlier) if cut is None else (at_cut, earlier)
 
 
-def _split_many(prefix: np.ndarray, sums: np.ndarray, squares: np.ndarray, rows: np.ndarray, low: np.ndarray,
-                high: np.ndarray, p_value: float) -> tuple[np.ndarray, np.ndarray]:
+def _split_many(distances: tuple[np.ndarray, np.ndarray, np.ndarray], sums: np.ndarray, squares: np.ndarray,
+                rows: np.ndarray, low: np.ndarray, high: np.ndarray, p_value: float) -> tuple[np.ndarray, np.ndarray]:
     """``best_split`` and its t-test on part[row, low:high] for each row: the split (0 where too short) and
     whether it passes ``p_value`` (NaN, from a segment without spread, counts as passing: the row is searched
-    one at a time). Q's block sums from each point's distances to the points before it and to the whole range."""
-    at = np.zeros(len(prefix), dtype=np.int64)
-    passed = np.zeros(len(prefix), dtype=bool)
+    one at a time). Q's block sums from each point's distances to the points before it and to the whole range:
+    ``distances`` holds, per row and point, the sums of its distances to the points before it, before ``low``
+    and before ``high`` (``_distance_sums``)."""
+    before_each, before_low, before_high = distances
+    at = np.zeros(len(before_each), dtype=np.int64)
+    passed = np.zeros(len(before_each), dtype=bool)
     size = high - low
     long_enough = size >= 2 * MIN_SIDE
     rows, low, high, size = rows[long_enough], low[long_enough], high[long_enough], size[long_enough]
     if len(rows) == 0:
         return at, passed
-    m = prefix.shape[1]
-    p = prefix if len(rows) == len(prefix) else prefix[rows]
+    m = before_each.shape[1]
     pick = np.arange(len(rows))
     k = np.arange(m)[None, :]
     inside = (k >= low[:, None]) & (k < high[:, None])
-    to_low = p[pick, :, low]
-    earlier = np.where(inside, np.diagonal(p[:, :, :m], axis1=1, axis2=2) - to_low, 0.0)
-    whole = np.where(inside, p[pick, :, high] - to_low, 0.0)
+    to_low = before_low[rows]
+    earlier = np.where(inside, before_each[rows] - to_low, 0.0)
+    whole = np.where(inside, before_high[rows] - to_low, 0.0)
     within_left = np.zeros((len(rows), m + 1))
     rows_left = np.zeros_like(within_left)
     np.cumsum(2 * earlier, axis=1, out=within_left[:, 1:])

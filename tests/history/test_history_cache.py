@@ -133,6 +133,24 @@ def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_sta
         assert (window_search(row, P_VALUE, WINDOW, first) if first >= 0 else ([], [], searched[2])) == searched
 
 
+def test_the_screens_distance_sums_are_the_floats_of_every_prefix() -> None:
+    """``_distance_sums`` adds one point's distances at a time: each sum is the float a cumsum over every prefix
+    gives (the screen's decisions, and so the cache's output, unchanged), at every cut, 0 and the end included."""
+    from perfgate.history.changes import _distance_sums
+
+    rng = np.random.default_rng(3)
+    part = rng.normal(0, 1, (40, 30)) * rng.uniform(0.01, 100, (40, 1))
+    part[::4] = np.round(part[::4])
+    prefix = np.zeros((40, 30, 31))
+    np.cumsum(np.abs(part[:, :, None] - part[:, None, :]), axis=2, out=prefix[:, :, 1:])
+    whole, earlier = _distance_sums(part)
+    assert np.array_equal(whole, prefix[:, :, 30])
+    assert np.array_equal(earlier, np.diagonal(prefix[:, :, :30], axis1=1, axis2=2))
+    cut = rng.integers(0, 31, 40)
+    cut[:2] = 0, 30
+    assert np.array_equal(_distance_sums(part, cut)[0], prefix[np.arange(40), :, cut])
+
+
 def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(history_url: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The states are kept as columns, ``cache.CHUNK`` series a row: a branch of several rows reads back whole
