@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.db import WAIT_SECONDS, History, open_history
+from perfgate.history.db import History, open_history
 from perfgate.history.keys import facts_key, gpu_key
 from perfgate.history.series import Branch, Series, commit_order, load_branch
 from perfgate.limits import parse_json_or_none
@@ -214,8 +214,8 @@ def _window_samples(history: History, branch: Branch, column: str, condition: st
     return {series_id: np.asarray(values, dtype=float) for series_id, values in found.items() if values}
 
 
-def compare_options_from_history(url: str, branch: str, options: CompareOptions,
-                                  current: Measurement, max_time: float = WAIT_SECONDS) -> tuple[CompareOptions, list[str]]:
+def compare_options_from_history(history: History, branch: str, options: CompareOptions,
+                                  current: Measurement) -> tuple[CompareOptions, list[str]]:
     """``perfgate compare --history``: ``options`` with the learned thresholds of the series of ``current``'s
     launches, and the notes for the report."""
     table = current.table
@@ -223,8 +223,7 @@ def compare_options_from_history(url: str, branch: str, options: CompareOptions,
               zip(*(table[name].tolist() for name in ("device", "kind", "kernel", "region")))}
     hand_set = options.effective_thresholds()
     compared = set(options.compared_metrics())
-    with open_history(url, create=False, max_time=max_time) as history:
-        found = learned_thresholds(history, branch, {m: t for m, t in hand_set.items() if m in compared}, wanted)
+    found = learned_thresholds(history, branch, {m: t for m, t in hand_set.items() if m in compared}, wanted)
     return options._replace(series_thresholds=series_thresholds(found.series)), found.notes
 
 

@@ -179,10 +179,10 @@ def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tupl
 def compare_history(url: str, branch: str, options: CompareOptions, current: Measurement, max_time: float = WAIT_SECONDS
                     ) -> tuple[CompareOptions, ReferenceFor, list[str]]:
     """``perfgate compare --history``: the options with learned thresholds (``noise``), what builds the reference
-    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is read once;
-    ``max_time``: seconds each opening may wait for it (``--max-time``)."""
-    options, notes = compare_options_from_history(url, branch, options, current, max_time)
+    side from a baseline (a file's, or an empty table), and the thresholds' notes. The history is opened once;
+    ``max_time``: seconds the opening may wait for it (``--max-time``)."""
     with open_history(url, create=False, max_time=max_time) as history:
+        options, notes = compare_options_from_history(history, branch, options, current)
         reference = load_reference(history, branch)
     return options, reference_for(reference, options), notes
 
