@@ -230,6 +230,13 @@ print(peak() - before)
 """
 
 
+def _grown_kb(script: str, *args: Path) -> int:
+    """Run ``script`` (one of the peak scripts above) in a child process; the peak growth (KiB) it prints last."""
+    done = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, check=True,
+                          cwd=REPO)
+    return int(done.stdout.splitlines()[-1])
+
+
 def test_a_gzip_of_whitespace_is_read_in_bounded_memory(tmp_path: Path) -> None:
     """A real trace padded with 96 MiB of whitespace (100 KB of gzip): its text was read whole (the 2 GiB
     expansion of such a file took 2.09 GB, then MemoryError); read a chunk at a time, it adds little."""
@@ -240,8 +247,7 @@ def test_a_gzip_of_whitespace_is_read_in_bounded_memory(tmp_path: Path) -> None:
         for _ in range(96):
             out.write(b" " * (1 << 20))
         out.write(text[-1:])
-    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(padded)], capture_output=True, text=True,
-                                  check=True, cwd=REPO).stdout)
+    grown_kb = _grown_kb(_PEAK, padded)
     assert grown_kb < 48 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
 
 
@@ -249,8 +255,7 @@ def test_a_kernel_dense_nsys_export_is_read_in_memory_that_follows_its_launches(
     """An export of 10,000 kernels (1 MB): its table's rows were dicts, five a launch (43.6 MB more at the peak;
     200,000 kernels: 879 MB). As columns, a launch's texts codes into their few distinct values: 10.4 MB."""
     export = write_nsys_export(tmp_path / "dense.sqlite", 10_000)
-    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(export)], capture_output=True, text=True,
-                                  check=True, cwd=REPO).stdout)
+    grown_kb = _grown_kb(_PEAK, export)
     assert grown_kb < 20 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
 
 
@@ -264,8 +269,7 @@ def test_an_accepted_export_is_read_within_four_times_its_size(tmp_path: Path) -
     at 200,000 kernels, where fixed costs weigh less). The bound leaves room for an allocator's slack."""
     export = write_nsys_export(tmp_path / "dense.sqlite", 20_000)
     small = write_nsys_export(tmp_path / "small.sqlite", 100)
-    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK_WARM, str(export), str(small)], capture_output=True,
-                                  text=True, check=True, cwd=REPO).stdout)
+    grown_kb = _grown_kb(_PEAK_WARM, export, small)
     ratio = grown_kb * 1024 / export.stat().st_size
     assert ratio < 5.5, f"reading it grew the peak memory by {grown_kb:,} KiB, {ratio:.1f}x the export"
 
@@ -288,9 +292,7 @@ def test_a_baseline_of_a_kernel_dense_export_is_written_in_memory_that_follows_i
     95 MiB, 7x the text; built one at a time as they are encoded, into one buffer, 30 MiB."""
     export = write_nsys_export(tmp_path / "dense.sqlite", 20_000)
     small = write_nsys_export(tmp_path / "small.sqlite", 100)
-    run = subprocess.run([sys.executable, "-c", _BASELINE_PEAK_WARM, str(export), str(small), str(tmp_path / "b")],
-                         capture_output=True, text=True, check=True, cwd=REPO)
-    grown_kb = int(run.stdout.splitlines()[-1])
+    grown_kb = _grown_kb(_BASELINE_PEAK_WARM, export, small, tmp_path / "b")
     (written,) = (tmp_path / "b").glob("*/dense.sqlite.json")
     ratio = grown_kb * 1024 / written.stat().st_size
     assert ratio < 4, f"writing it grew the peak memory by {grown_kb:,} KiB, {ratio:.1f}x its baseline"
@@ -317,8 +319,7 @@ def test_a_large_baseline_is_read_in_memory_that_follows_its_launches(tmp_path: 
     (7.1x the file); its entries streamed into columns, none held as a dict, by 13 MiB (0.9x)."""
     big = _large_baseline(tmp_path / "big.json", 20_000)
     small = _large_baseline(tmp_path / "small.json", 10)
-    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK_WARM, str(big), str(small)], capture_output=True,
-                                  text=True, check=True, cwd=REPO).stdout)
+    grown_kb = _grown_kb(_PEAK_WARM, big, small)
     ratio = grown_kb * 1024 / big.stat().st_size
     assert ratio < 2, f"reading it grew the peak memory by {grown_kb:,} KiB, {ratio:.1f}x the baseline"
 
@@ -368,8 +369,7 @@ def test_a_gzip_of_a_bare_list_padded_with_whitespace_is_read_in_bounded_memory(
         for _ in range(32):
             out.write(b" " * (1 << 20))
         out.write(b"," + b",".join(events[1:]) + b"]")
-    grown_kb = int(subprocess.run([sys.executable, "-c", _PEAK, str(padded)], capture_output=True, text=True,
-                                  check=True, cwd=REPO).stdout)
+    grown_kb = _grown_kb(_PEAK, padded)
     assert grown_kb < 16 * 1024, f"reading it grew the peak memory by {grown_kb:,} KiB"
 
 
