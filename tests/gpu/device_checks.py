@@ -7,7 +7,7 @@
     python tests/gpu/device_checks.py tensor OUT.json QUERY [REPORT]      which tensor counter names the device has
     python tests/gpu/device_checks.py session OUT.json REPORT...          a session report's verdict and its regressions
     python tests/gpu/device_checks.py overhead OUT.json FOLDER            capture_timeline.py's medians, per tracer
-    python tests/gpu/device_checks.py tensor-names CC                     perfgate's tensor counters for CC (9.0)
+    python tests/gpu/device_checks.py tensor-names CC [--listed QUERY]    perfgate's tensor counters for CC (9.0)
     python tests/gpu/device_checks.py summary WORK OUT.json               every step's figures and exits in one file
 
 Each figure is read with perfgate's own readers where perfgate computes it (``read_table``, ``with_derived``), and
@@ -154,8 +154,13 @@ def code_ids(options: argparse.Namespace) -> None:
         per_report[report] = {kernel: sorted(found) for kernel, found in ids.items()}
     kernels = sorted({k for ids in per_report.values() for k in ids})
     across = {k: sorted({i for ids in per_report.values() for i in ids.get(k, [])}) for k in kernels}
+    kernels_of: dict[str, set[str]] = defaultdict(set)  # a rename shows as two kernels under one code_id
+    for kernel, found in across.items():
+        for code_id in found:
+            kernels_of[code_id].add(kernel)
     _write(options.out, {"reports": per_report, "code_ids_per_kernel": across,
-                         "same_in_every_report": {k: len(v) == 1 for k, v in across.items()}})
+                         "same_in_every_report": {k: len(v) == 1 for k, v in across.items()},
+                         "kernels_per_code_id": {i: sorted(k) for i, k in kernels_of.items()}})
 
 
 def dram(options: argparse.Namespace) -> None:
@@ -172,7 +177,17 @@ def dram(options: argparse.Namespace) -> None:
                           "read": metrics.get("dram__bytes_read.sum"), "write": metrics.get("dram__bytes_write.sum"),
                           "duration_ns": metrics.get("gpu__time_duration.sum"),
                           "ncu_pct_of_peak": metrics.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")})
-    _write(options.out, {"launches": found})
+    per_kernel: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for launch in found:
+        for side in ("derived_bytes_per_s", "ncu_bytes_per_s"):
+            if launch[side]:
+                per_kernel[launch["kernel"]][side].append(launch[side])
+    # Across reports: perfgate's rate from one run's counts (the plugin's, +roofline) against ncu's own from another.
+    across = {kernel: {"derived_median": statistics.median(sides["derived_bytes_per_s"]),
+                       "ncu_median": statistics.median(sides["ncu_bytes_per_s"]),
+                       "ratio": statistics.median(sides["derived_bytes_per_s"]) / statistics.median(sides["ncu_bytes_per_s"])}
+              for kernel, sides in per_kernel.items() if sides["derived_bytes_per_s"] and sides["ncu_bytes_per_s"]}
+    _write(options.out, {"launches": found, "per_kernel": across})
 
 
 def tensor(options: argparse.Namespace) -> None:
@@ -236,7 +251,11 @@ def tensor_names(options: argparse.Namespace) -> None:
     """perfgate's tensor aggregate counters for one compute capability, as ncu's ``--metrics`` takes them."""
     from perfgate.tensor_counters import TENSOR_AGGREGATES, tensor_counter
 
-    print(",".join(tensor_counter(name) for name in TENSOR_AGGREGATES.get(options.capability, ())))
+    names = [tensor_counter(name) for name in TENSOR_AGGREGATES.get(options.capability, ())]
+    if options.listed:  # only those ncu --query-metrics listed
+        listed = set(re.findall(r"\bsm__ops_path_tensor_src_\w+", Path(options.listed).read_text(errors="replace")))
+        names = [name for name in names if name.removesuffix(".sum") in listed]
+    print(",".join(names))
 
 
 def summary(options: argparse.Namespace) -> None:
@@ -280,6 +299,7 @@ def main() -> int:
     command.add_argument("folder")
     command = commands.add_parser("tensor-names")
     command.add_argument("capability")
+    command.add_argument("--listed", metavar="QUERY", help="keep the names this ncu --query-metrics output lists")
     command = commands.add_parser("summary")
     command.add_argument("work")
     command.add_argument("out")

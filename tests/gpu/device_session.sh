@@ -20,13 +20,13 @@ NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 ALL=(setup loader overhead code dram tensor load timeline roofline both)
 # Seconds a step needs to start: its expected run time on an H200/H100 (tests/data/h200/timeline-live/log.txt:
 # a pytest --perfgate session of the three examples takes 25 s under the timeline source, 55 s under both).
-declare -A NEED=([setup]=40 [loader]=75 [overhead]=70 [code]=70 [dram]=30 [tensor]=45 [load]=15 [timeline]=60
+declare -A NEED=([setup]=40 [loader]=75 [overhead]=70 [code]=100 [dram]=30 [tensor]=45 [load]=15 [timeline]=60
                  [roofline]=80 [both]=170)
 declare -A WHAT=(
   [setup]="install the wheels and perfgate; probe the machine (nvidia-smi, ncu, versions); NVML idle (issue 38)"
   [loader]="issue 34: timeline baselines of the examples, then the MLP with PERFGATE_EXAMPLE_SLOW_LOADER=1: exit 1 on region step (wall time, host lead), no kernel; its trace kept"
   [overhead]="issue 34: the live tracer on softmax and vector_add, untraced / traced / traced outside regions, alternated twice: goal <= 1.10x and <= 1.02x"
-  [code]="issue 38: tests/gpu/device_kernels.py under ncu in two processes (--perfgate-code-identity): one code_id per kernel across them, vector_add == vector_add_renamed; then tests/gpu/code_id_check if present"
+  [code]="issue 38: tests/gpu/device_kernels.py under ncu in two processes (--perfgate-code-identity): one code_id per kernel across them, vector_add == vector_add_renamed; then tests/gpu/code_id_check.py (CUPTI cubin against ncu) if present"
   [dram]="issue 37: the 256 MiB copy under plain ncu: derived.dram_bytes_per_s against ncu's dram__bytes.sum.per_second"
   [tensor]="issue 37: ncu --query-metrics: which tensor-ccXY counter names exist; a bf16 matmul under ncu with this CC's names"
   [roofline]="issue 37: the MLP and vector-add examples under ncu with the default set and with +roofline: seconds and replay passes of each"
@@ -53,9 +53,8 @@ if (( DRY )); then  # what a run with this budget would do, if every step took i
     [[ -f $file ]] || { echo "missing: $file" >&2; exit 1; }
   done
   ls .device/wheels/*.whl >/dev/null 2>&1 || echo "note: no .device/wheels/*.whl here (tests/gpu/README.md: pip download)"
-  for check in tests/gpu/code_id_check tests/gpu/code_id_check.sh tests/gpu/code_id_check.py; do
-    [[ -f $check ]] && echo "code: runs $check"
-  done
+  if [[ -f tests/gpu/code_id_check.py ]]; then echo "code: runs tests/gpu/code_id_check.py"
+  else echo "code: no tests/gpu/code_id_check.py here, the CUPTI code_id is not checked"; fi
   exit 0
 fi
 
@@ -63,7 +62,11 @@ mkdir -p "$W/figures" "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 say() { echo "[$(printf '%4d' "$SECONDS") s] $*"; }
 left() { echo $((BUDGET - SECONDS)); }
-cap() { local most=$1 room=$(( $(left) - 15 )); echo $(( room < most ? room : most )); }  # a command's timeout
+cap() {  # a command's timeout: at most $1 s, and 15 s short of the budget (at least 1 s: 0 would mean none)
+  local most=$1 room=$(( $(left) - 15 ))
+  (( room < 1 )) && room=1
+  echo $(( room < most ? room : most ))
+}
 checks() { "$PY" tests/gpu/device_checks.py "$@" 2>&1 | tail -3; }
 EXAMPLES=(examples --ignore=examples/cpu)
 
@@ -82,9 +85,11 @@ session() {  # session NAME SOURCE BASELINES pytest-args...: one pytest --perfga
 }
 
 step_setup() {
-  $PY -m pip install -q --no-index --no-deps .device/wheels/cupti_python-*.whl .device/wheels/nvtx-*.whl \
-    .device/wheels/ncu_report-*.whl 2>&1 | tail -2
-  # perfgate writes its session report with orjson: the wheel in .device/wheels where the machine lacks it.
+  # Every wheel in .device/wheels (cupti-python, nvtx, ncu_report; pyelftools for code_id_check.py), and orjson's
+  # only where the machine lacks orjson (perfgate writes its session report with it).
+  local wheels=()
+  for wheel in .device/wheels/*.whl; do [[ $wheel == */orjson-* ]] || wheels+=("$wheel"); done
+  $PY -m pip install -q --no-index --no-deps "${wheels[@]}" 2>&1 | tail -2
   $PY -c "import orjson" 2>/dev/null || $PY -m pip install -q --no-index --no-deps .device/wheels/orjson-*.whl 2>&1 | tail -2
   $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
   {
@@ -97,7 +102,8 @@ step_setup() {
 }
 
 step_loader() {  # baselines of the three examples (the `timeline` step gates against them), then the starved step
-  session tl-update timeline "$W/baselines" "${EXAMPLES[@]}" --perfgate-update
+  # Its traces kept: the baselines to commit (README) can then be rebuilt from them when region metrics change.
+  session tl-update timeline "$W/baselines" "${EXAMPLES[@]}" --perfgate-update --perfgate-keep-artifacts
   PERFGATE_EXAMPLE_SLOW_LOADER=1 session tl-loader timeline "$W/baselines" examples/test_torch_mlp_layers.py \
     --perfgate-keep-artifacts
   grep -E "region \`|regression|why:|kernels unchanged" "$W/tl-loader/pytest.txt" | head -12
@@ -107,7 +113,7 @@ step_overhead() {  # capture_timeline.py: 3 warm-up and 10 measured steps a proc
   local workload tracer how
   for workload in softmax vector_add; do  # the MLP's (+0.4%) is in tests/data/h200/timeline-live
     for tracer in none perfgate "perfgate --outside" none perfgate "perfgate --outside"; do
-      (( $(left) < 20 )) && break 2
+      (( $(left) < 20 || SECONDS > STEP_END )) && break 2
       read -r -a how <<<"$tracer"
       timeout "$(cap 60)" "$PY" tests/gpu/capture_timeline.py "$workload" "${how[0]}" \
         "$W/overhead/$workload.${tracer// --/-}.$SECONDS" "${how[@]:1}" 2>&1 | grep -E "median step|Error" | head -3
@@ -122,16 +128,15 @@ step_code() {  # two processes, each its own ncu report; the second gated agains
   session kernels-b ncu "$W/kernels-baselines" tests/gpu/device_kernels.py "${flags[@]}"
   mapfile -t reports < <(find "$W/kernels-a" "$W/kernels-b" -name '*.ncu-rep' | sort)
   (( ${#reports[@]} )) && checks code-ids "$W/figures/code-ids.json" "${reports[@]}"
-  local check
-  for check in tests/gpu/code_id_check tests/gpu/code_id_check.sh tests/gpu/code_id_check.py; do
-    [[ -f $check ]] || continue
-    say "running $check (the CUPTI/cubin code_id, helper cubin)"
-    mkdir -p "$W/code_id_check"
-    if [[ $check == *.py ]]; then CHECK_OUT="$W/code_id_check" timeout "$(cap 90)" "$PY" "$check" 2>&1 | tail -20
-    else CHECK_OUT="$W/code_id_check" PYTHON="$PY" timeout "$(cap 90)" bash "$check" 2>&1 | tail -20; fi
-    say "$check: exit ${PIPESTATUS[0]}"
-    break
-  done
+  # The code_id from the loaded module's cubin (CUPTI) against ncu's, where that check is in the tree: its
+  # results.json (checks cupti_equals_ncu, two_processes_same, rename_keeps_code); exit 0 when all hold.
+  if [[ -f tests/gpu/code_id_check.py ]]; then
+    timeout "$(cap 120)" "$PY" tests/gpu/code_id_check.py --out "$W/code_id_check" 2>&1 | tail -20
+    say "code_id_check.py: exit ${PIPESTATUS[0]}"
+    cp "$W/code_id_check/results.json" "$W/figures/code-id-check.json" 2>/dev/null
+  else
+    say "no tests/gpu/code_id_check.py in this tree: the CUPTI code_id is not checked"
+  fi
 }
 
 step_dram() {  # ncu's own DRAM rate beside the counts perfgate derives its rate from, one launch after the warm-up
@@ -157,9 +162,20 @@ step_tensor() {  # the names ncu lists on this device, then this CC's names aske
     --metrics "gpu__time_duration.sum,${names}" "$PY" -c \
     "import torch; a = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16); (a @ a).sum().item()" \
     >"$W/tensor/run.txt" 2>&1
-  say "tensor: ncu exit $? on cc $cc"; tail -4 "$W/tensor/ncu.log"
-  local report=()
-  [[ -f $W/tensor/matmul.ncu-rep ]] && report=("$W/tensor/matmul.ncu-rep")
+  say "tensor: ncu exit $? on cc $cc with perfgate's names"; tail -4 "$W/tensor/ncu.log"
+  local report=() listed
+  listed=$($PY tests/gpu/device_checks.py tensor-names "$cc" --listed "$W/tensor/query.txt")
+  if [[ ! -f $W/tensor/matmul.ncu-rep && -n $listed ]]; then  # again with the names this ncu lists
+    timeout "$(cap 90)" "$NCU" --config-file off --kernel-name 'regex:gemm|nvjet|sm90|cutlass' --launch-count 1 \
+      --export "$W/tensor/matmul-listed" --force-overwrite --log-file "$W/tensor/ncu-listed.log" \
+      --metrics "gpu__time_duration.sum,${listed}" "$PY" -c \
+      "import torch; a = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16); (a @ a).sum().item()" \
+      >>"$W/tensor/run.txt" 2>&1
+    say "tensor: ncu exit $? with the names it lists"; tail -4 "$W/tensor/ncu-listed.log"
+  fi
+  for found in "$W/tensor/matmul.ncu-rep" "$W/tensor/matmul-listed.ncu-rep"; do
+    [[ -f $found ]] && report=("$found")
+  done
   checks tensor "$W/figures/tensor.json" "$W/tensor/query.txt" "${report[@]}"
 }
 
@@ -177,7 +193,8 @@ step_roofline() {  # the same two tests with the default set and with +roofline,
 }
 
 step_timeline() {  # unchanged code against the loader step's baselines (written again here when that step did not run)
-  [[ -d $W/baselines ]] || session tl-update timeline "$W/baselines" "${EXAMPLES[@]}" --perfgate-update
+  [[ -d $W/baselines ]] || session tl-update timeline "$W/baselines" "${EXAMPLES[@]}" --perfgate-update \
+    --perfgate-keep-artifacts
   session tl-gate1 timeline "$W/baselines" "${EXAMPLES[@]}"
   session tl-gate2 timeline "$W/baselines" "${EXAMPLES[@]}" --perfgate-keep-artifacts
 }
@@ -197,15 +214,17 @@ for step in "${STEPS[@]}"; do
   fi
   say "step $step (needs $need s): ${WHAT[$step]}"
   started=$SECONDS
+  STEP_END=$((SECONDS + need + 15))  # a step with a loop of its own stops there
   "step_$step"
   echo "$step done $((SECONDS - started))" >>"$W/exits.txt"
 done
 
 say "done; steps:"; cat "$W/exits.txt"; cat "$W/sessions.txt" 2>/dev/null
+skipped=$(awk '$2 == "skipped" {printf " %s", $1}' "$W/exits.txt")
+[[ -n $skipped ]] && say "skipped:$skipped; the next call: bash tests/gpu/device_session.sh setup$skipped"
 "$PY" tests/gpu/device_checks.py summary "$W" "$OUT/summary.json" >/dev/null 2>&1 || say "summary failed"
 # Examples' ncu reports stay behind (the roofline and both runs': megabytes each, their figures are in summary.json).
-tar -C "$W" -czf "$OUT/device-session.tar.gz" --exclude='./rf-*/*.ncu-rep' --exclude='./rf-*/**/*.ncu-rep' \
-  --exclude='./both-*/**/*.ncu-rep' . 2>/dev/null
+tar -C "$W" -czf "$OUT/device-session.tar.gz" --exclude='./rf-*/*.ncu-rep' --exclude='./both-*/*.ncu-rep' . 2>/dev/null
 if (( $(stat -c %s "$OUT/device-session.tar.gz") > 15000000 )); then
   say "archive over 15 MB: again without any ncu report"
   tar -C "$W" -czf "$OUT/device-session.tar.gz" --exclude='*.ncu-rep' . 2>/dev/null

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,9 @@ def test_a_run_without_a_gpu_writes_its_log_summary_and_archive(tmp_path: Path) 
     assert [(s["session"], s["exit"]) for s in summary["sessions"]] == [
         ("tl-update", "5"), ("tl-gate1", "5"), ("tl-gate2", "5")]
     assert [(s["step"], s["status"]) for s in summary["steps"]] == [("timeline", "done"), ("both", "skipped")]
-    assert "skip both: needs 170 s" in (out / "log.txt").read_text(encoding="utf-8")
+    log = (out / "log.txt").read_text(encoding="utf-8")
+    assert "skip both: needs 170 s" in log
+    assert "skipped: both; the next call: bash tests/gpu/device_session.sh setup both" in log
     with tarfile.open(out / "device-session.tar.gz") as archive:
         assert "./tl-gate1/pytest.txt" in archive.getnames()
 
@@ -109,3 +112,28 @@ def test_the_tensor_names_are_perfgates_and_each_is_found_or_missing_in_ncus_lis
     on_h100 = json.loads((tmp_path / "tensor.json").read_text(encoding="utf-8"))["by_capability"]["9.0"]
     assert on_h100["present"] == ["sm__ops_path_tensor_src_fp16", "sm__ops_path_tensor_src_fp8_sparsity_on"]
     assert len(on_h100["missing"]) == len(names) - 2
+
+
+def test_a_timeline_baseline_rebuilt_from_a_live_trace_holds_what_the_plugin_wrote_and_passes(tmp_path: Path) -> None:
+    """The H200 MLP trace of the live source (its planted-sync run, the one trace kept): the rebuilt baseline has
+    the entries the plugin wrote from another run of the same test (no launch outside the regions), with today's
+    metrics, and the trace gated against it passes with every row unchanged."""
+    import lzma
+
+    live = REPO / "tests" / "data" / "h200" / "timeline-live"
+    trace = tmp_path / "mlp.cupti.json"
+    trace.write_bytes(lzma.decompress((live / "sessions" / "tl-sync.trace.cupti.json.xz").read_bytes()))
+    nodeid = "examples/test_torch_mlp_layers.py::test_mlp_layer_by_layer"
+    done = subprocess.run([sys.executable, "tests/gpu/timeline_baselines.py", str(tmp_path / "baselines"),
+                           f"{nodeid}={trace}"], cwd=REPO, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("the trace against it: pass {'unchanged': 31}")
+    name = "examples.test_torch_mlp_layers__test_mlp_layer_by_layer.timeline.json"
+    rebuilt = json.loads((tmp_path / "baselines" / "nvidia-h200-sm90" / name).read_text(encoding="utf-8"))
+    written = json.loads((live / "baselines" / name).read_text(encoding="utf-8"))
+
+    def entries(document: dict[str, Any]) -> list[tuple[str, ...]]:
+        return sorted((e["kind"], e["name"], e["region"], e["grid"], e["block"]) for e in document["entries"])
+
+    assert entries(rebuilt) == entries(written)
+    assert all("timeline.host_lead" in e["metrics"] for e in rebuilt["entries"] if e["kind"] == "region")
