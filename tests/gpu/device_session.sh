@@ -3,7 +3,7 @@
 # need of CHECK_BUDGET is left (tests/gpu/README.md: the run() calls, what each step expects, where results go).
 # Run from the repository root on a machine with an NVIDIA GPU, torch, CuPy and ncu, with the wheels its Python
 # lacks in .device/wheels (cupti-python, nvtx, ncu_report, orjson; carried with carry=[".device"]):
-#   OUT=/some/dir CHECK_BUDGET=540 bash tests/gpu/device_session.sh [steps...]
+#   OUT=/some/dir CHECK_BUDGET=530 bash tests/gpu/device_session.sh [steps...]
 #   bash tests/gpu/device_session.sh --dry-run [steps...]    # here, no GPU: the steps, their needs, what fits
 # Steps (default all, in this order): setup loader overhead code dram tensor load timeline roofline both.
 # Back under $OUT: log.txt, summary.json (every step's status, seconds and figures), device-session.tar.gz
@@ -14,7 +14,7 @@ DRY=${CHECK_DRY_RUN:-0}
 if [[ ${1:-} == --dry-run ]]; then DRY=1; shift; fi
 OUT=${OUT:-$PWD/device-session}
 W=${CHECK_WORK:-/tmp/perfgate-device-session}
-BUDGET=${CHECK_BUDGET:-540}
+BUDGET=${CHECK_BUDGET:-530}
 PY=${PYTHON:-python3}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 ALL=(setup loader overhead code dram tensor load timeline roofline both)
@@ -24,7 +24,7 @@ declare -A NEED=([setup]=40 [loader]=75 [overhead]=70 [code]=100 [dram]=30 [tens
                  [roofline]=80 [both]=170)
 declare -A WHAT=(
   [setup]="install the wheels and perfgate; probe the machine (nvidia-smi, ncu, versions); NVML idle (issue 38)"
-  [loader]="issue 34: timeline baselines of the examples, then the MLP with PERFGATE_EXAMPLE_SLOW_LOADER=1: exit 1 on region step (wall time, host lead), no kernel; its trace kept"
+  [loader]="issue 34: timeline baselines of the examples, then the MLP with PERFGATE_EXAMPLE_SLOW_LOADER=1: exit 1 on region step (wall time, GPU idle, host lead), no kernel blamed; traces kept"
   [overhead]="issue 34: the live tracer on softmax and vector_add, untraced / traced / traced outside regions, alternated twice: goal <= 1.10x and <= 1.02x"
   [code]="issue 38: tests/gpu/device_kernels.py under ncu in two processes (--perfgate-code-identity): one code_id per kernel across them, vector_add == vector_add_renamed; then tests/gpu/code_id_check.py (CUPTI cubin against ncu) if present"
   [dram]="issue 37: the 256 MiB copy under plain ncu: derived.dram_bytes_per_s against ncu's dram__bytes.sum.per_second"
@@ -59,6 +59,7 @@ if (( DRY )); then  # what a run with this budget would do, if every step took i
 fi
 
 mkdir -p "$W/figures" "$OUT"
+: >"$W/exits.txt"; : >"$W/sessions.txt"  # this call's (a second call on a warm machine finds the first's work)
 exec > >(tee -a "$OUT/log.txt") 2>&1
 say() { echo "[$(printf '%4d' "$SECONDS") s] $*"; }
 left() { echo $((BUDGET - SECONDS)); }
@@ -85,6 +86,10 @@ session() {  # session NAME SOURCE BASELINES pytest-args...: one pytest --perfga
 }
 
 step_setup() {
+  # Installs into $PY's environment: only on a GPU machine with the wheels carried, never into a developer's.
+  if ! command -v nvidia-smi >/dev/null || ! compgen -G '.device/wheels/*.whl' >/dev/null; then
+    say "setup: no nvidia-smi or no .device/wheels/*.whl: nothing installed"; return 0
+  fi
   # Every wheel in .device/wheels (cupti-python, nvtx, ncu_report; pyelftools for code_id_check.py), and orjson's
   # only where the machine lacks orjson (perfgate writes its session report with it).
   local wheels=()

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -59,19 +60,22 @@ def test_an_unknown_step_is_refused_in_one_line() -> None:
         f"device_session.sh: unknown step 'warmup'; steps: {' '.join(STEPS)}"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None or importlib.util.find_spec("cupy") is not None,
-                    reason="a machine with torch or CuPy runs the examples' sessions for real")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None or importlib.util.find_spec("cupy") is not None
+                    or shutil.which("nvidia-smi") is not None,
+                    reason="a GPU machine, or one with torch or CuPy, runs the steps for real (setup installs)")
 def test_a_run_without_a_gpu_writes_its_log_summary_and_archive(tmp_path: Path) -> None:
     out, work = tmp_path / "out", tmp_path / "work"
-    done = _script("timeline", "both", budget=100, OUT=str(out), CHECK_WORK=str(work), PYTHON=sys.executable)
+    done = _script("setup", "timeline", "both", budget=140, OUT=str(out), CHECK_WORK=str(work), PYTHON=sys.executable)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["device-session.tar.gz", "log.txt", "summary.json"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     # The examples skip here (no torch, no CuPy): every session exits 5, "no tests ran" as pytest says it.
     assert [(s["session"], s["exit"]) for s in summary["sessions"]] == [
         ("tl-update", "5"), ("tl-gate1", "5"), ("tl-gate2", "5")]
-    assert [(s["step"], s["status"]) for s in summary["steps"]] == [("timeline", "done"), ("both", "skipped")]
+    assert [(s["step"], s["status"]) for s in summary["steps"]] == [
+        ("setup", "done"), ("timeline", "done"), ("both", "skipped")]
     log = (out / "log.txt").read_text(encoding="utf-8")
+    assert "setup: no nvidia-smi or no .device/wheels/*.whl: nothing installed" in log  # not into this Python
     assert "skip both: needs 170 s" in log
     assert "skipped: both; the next call: bash tests/gpu/device_session.sh setup both" in log
     with tarfile.open(out / "device-session.tar.gz") as archive:
