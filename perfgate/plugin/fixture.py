@@ -171,6 +171,13 @@ class PerfgateFixture:
             return contextlib.nullcontext()  # plain pytest: free
         return self._profiled_region(name)
 
+    def step(self) -> contextlib.AbstractContextManager[None]:
+        """One iteration of the test's loop, for the timeline source: region ``step``, measured from its start on
+        the host (a data loader's wait before the first launch included), in no other region's path. Nothing
+        elsewhere: ncu profiles the regions inside it, as without it."""
+        tracer = self._timeline.tracer if self._timeline is not None else None
+        return tracer.step() if tracer is not None else contextlib.nullcontext()
+
     @contextlib.contextmanager
     def _profiled_region(self, name: str) -> Iterator[None]:
         if self._timeline is not None:

@@ -2,8 +2,8 @@
 
 Stdlib and pytest at import (imported with the plugin); CUPTI (NVIDIA's ``cupti-python``) or torch only when a
 trace starts. The parent starts ``python -m pytest NODEID`` with ``PERFGATE_TIMELINE`` naming the file to write;
-this child traces the test's call (not its setup), records each ``perfgate.region`` as a host interval on
-CUPTI's clock, and writes perfgate's CUPTI trace (``perfgate.collect.timeline.cupti_dump``), which the parent
+this child traces the test's call (not its setup), records each ``perfgate.region`` (and ``perfgate.step``) as a
+host interval on CUPTI's clock, and writes perfgate's CUPTI trace (``perfgate.collect.timeline.cupti_dump``), which the parent
 reads like any trace.
 
 Tracers, the first that can run:
@@ -37,6 +37,7 @@ ENV_TIMELINE_REPLAY = "PERFGATE_TIMELINE_REPLAY"  # a recorded trace the child w
 TRACER_MISSING = ("perfgate: the timeline source needs NVIDIA's cupti-python in the traced process (pip install "
                   "cupti-python: 13.x for a CUDA 13 driver, 12.x for CUDA 12), or torch (torch.profiler)")
 BUFFER_BYTES = 8 << 20
+STEP_REGION = "step"  # the region ``perfgate.step()`` records (the readers' name for a profiler step)
 _KERNEL_FIELDS = ("kind", "start", "end", "correlation_id", "name", "device_id", "stream_id", "grid_x", "grid_y",
                   "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "static_shared_memory",
                   "dynamic_shared_memory", "graph_id")
@@ -74,6 +75,17 @@ class _Regions:
             self.found.append({"name": name, "path": " > ".join(stack), "thread": threading.get_ident(),
                                "start": begin, "end": int(clock())})
             stack.pop()
+
+    @contextlib.contextmanager
+    def step(self, clock: Any) -> Iterator[None]:
+        """One iteration of the test's loop: region ``step`` (``"step": true``), in no other region's path, so the
+        regions inside it keep theirs (``layer0``, not ``step > layer0``)."""
+        begin = int(clock())
+        try:
+            yield
+        finally:
+            self.found.append({"name": STEP_REGION, "path": STEP_REGION, "thread": threading.get_ident(),
+                               "start": begin, "end": int(clock()), "step": True})
 
 
 class CuptiTracer:
@@ -118,6 +130,9 @@ class CuptiTracer:
 
     def region(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self.regions.entered(name, self.cupti.get_timestamp)
+
+    def step(self) -> contextlib.AbstractContextManager[None]:
+        return self.regions.step(self.cupti.get_timestamp)
 
     def stop(self, target: Path) -> None:
         self.cupti.activity_flush_all(1)
@@ -171,6 +186,7 @@ class TorchTracer:
     def __init__(self, torch: Any) -> None:
         self.torch = torch
         self.profiler: Any = None
+        self.steps = 0
 
     def start(self) -> None:
         profiler = self.torch.profiler
@@ -179,6 +195,10 @@ class TorchTracer:
 
     def region(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self.torch.profiler.record_function(name)  # type: ignore[no-any-return]
+
+    def step(self) -> contextlib.AbstractContextManager[None]:
+        self.steps += 1  # as torch.profiler's own schedule names them: a step of the trace's reader
+        return self.torch.profiler.record_function(f"ProfilerStep#{self.steps}")  # type: ignore[no-any-return]
 
     def stop(self, target: Path) -> None:
         self.torch.cuda.synchronize()
@@ -200,6 +220,9 @@ class ReplayTracer:
         pass
 
     def region(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def step(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def stop(self, target: Path) -> None:

@@ -235,6 +235,15 @@ def test_fixture_region_is_a_free_no_op_outside_the_child() -> None:
         check_region_name("  ")
 
 
+def test_fixture_step_is_the_timeline_sources_alone() -> None:
+    """Plain pytest and ncu's child: nothing (ncu profiles the regions inside the step), not even NVTX's import."""
+    for profiling in (False, True):
+        fixture = PerfgateFixture(profiling=profiling)
+        with fixture.step():
+            pass
+        assert fixture._nvtx is None
+
+
 def test_fixture_region_pushes_and_pops_nvtx_in_the_child() -> None:
     pytest.importorskip("nvtx", reason="pip install perfgate[nvtx]")
     fixture = PerfgateFixture(profiling=True)
