@@ -100,7 +100,10 @@ def write_codes(trace: Path, records: Iterable[Mapping[str, Any]], cubins: Modul
                 kernel_kinds: Collection[int]) -> None:
     """The traced kernels' codes beside the trace file ``trace``."""
     names = {str(r["name"]) for r in records if r.get("kind") in kernel_kinds and r.get("name")}
-    codes, problems = kernel_codes(names, cubins.cubins)
+    try:
+        codes, problems = kernel_codes(names, cubins.cubins)
+    except Exception as exc:  # the trace is written: a failure here costs the codes, never the test's result
+        codes, problems = {}, [f"reading the loaded modules failed ({type(exc).__name__}: {exc})"]
     document = {"codes": {name: {"id": code.code_id, "opcodes": dict(code.opcodes)} for name, code in codes.items()},
                 "problems": [*cubins.problems, *problems]}
     target = codes_file(trace)
