@@ -127,7 +127,8 @@ def ncu_form(text: str, address: int, self_branches: int) -> str:
 
 
 def disassembly_codes(disassembly: str, starts: dict[str, tuple[int, int]]) -> dict[str, KernelCode]:
-    """Each function's code from nvdisasm's raw-mode text; ``starts``: name -> (address, size in bytes)."""
+    """Each function's code from nvdisasm's raw-mode text; ``starts``: name -> (address, size in bytes). CubinError
+    where the text lacks one of their instructions."""
     by_address: dict[int, str] = {}
     for line in disassembly.splitlines():
         found = _LINE.match(line)
@@ -138,7 +139,9 @@ def disassembly_codes(disassembly: str, starts: dict[str, tuple[int, int]]) -> d
         lines: list[str] = []
         loops = 0  # ncu labels each self-branch of the function, from .L_x_0 on
         for address in range(start, start + size, INSTRUCTION_BYTES):
-            lines.append(ncu_form(by_address.get(address, ""), address, loops))
+            if address not in by_address:  # a line nvdisasm wrote in another form: no hash rather than a wrong one
+                raise CubinError(f"nvdisasm wrote no instruction of {name} at +{address - start:#x}")
+            lines.append(ncu_form(by_address[address], address, loops))
             loops += "`(.L_x_" in lines[-1]
         codes[name] = kernel_code(lines, start)
     return codes

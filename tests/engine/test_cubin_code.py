@@ -44,6 +44,9 @@ def test_nvdisasm_raw_text_of_our_cubin_gives_the_code_id_of_ncus_report() -> No
     codes = disassembly_codes(text, {"vector_add": (BASE_ADDRESS, 72 * 16)})
     assert codes["vector_add"] == _ncu_code()
     assert codes["vector_add"].code_id == "d0771fb02e697a94"
+    lacking = "\n".join(line for line in text.splitlines() if "/*7f0000000070*/" not in line)
+    with pytest.raises(CubinError, match=r"no instruction of vector_add at \+0x70"):
+        disassembly_codes(lacking, {"vector_add": (BASE_ADDRESS, 72 * 16)})
 
 
 def test_ncu_form_drops_reuse_flags_and_labels_the_final_self_branch() -> None:
