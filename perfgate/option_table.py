@@ -199,8 +199,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("accept_unpaired_kernels", "kernels missing and new in the same region that no rule paired pass",
            cli=("--accept-unpaired-kernels",), commands=("compare",), flag=True,
            default_text="off: the comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged"),
-    Option("code_identity", "read each kernel's machine code from .ncu-rep files (its code_id): a kernel whose code and "
-                            "launch configuration are the same on both sides cannot regress in time",
+    Option("code_identity", "read each kernel's machine code (its code_id) from .ncu-rep files, and with the timeline "
+                            "source from the cubins the traced process loads: a kernel whose code and launch "
+                            "configuration are the same on both sides cannot regress in time",
            plugin="--perfgate-code-identity", cli=("--code-identity",), commands=("compare", "baseline"), flag=True,
            default_text="off: reading the code costs about a second per large library kernel"),
     Option("kernel_thresholds", "a table of glob pattern = a table of thresholds: the kernels matching a pattern are "

@@ -311,7 +311,8 @@ class PerfgateSession:
                 parts.append(timeline_part(
                     self._child_spec(item.nodeid), self._compare_options(marker, collecting=False), gpu=gpu,
                     timeout=marker.timeout or self.options.timeout, lock_ids=lock_ids,
-                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say, instead=instead))
+                    artifacts=self._artifacts(item.nodeid), done=done, progress=self._say, instead=instead,
+                    code=self.options.code_identity))
         except ProfileSkipped as exc:
             if exc.unavailable:
                 self._unavailable(item, str(exc))

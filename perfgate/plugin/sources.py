@@ -94,7 +94,7 @@ def preflight_for(source: str, ncu_problem: str | None, facts: PreflightFacts | 
 
 def timeline_part(child: ChildSpec, options: CompareOptions, *, timeout: float, gpu: str | None,
                   lock_ids: tuple[str, ...], artifacts: Path, done: list[Profiled],
-                  progress: Callable[[str], None], instead: str = "") -> GatePart:
+                  progress: Callable[[str], None], instead: str = "", code: bool = False) -> GatePart:
     """The test traced (``perfgate.plugin.timeline_run``), to be gated against ``<name>.timeline.json``;
     ``instead``: why ``auto`` traced it in place of ncu, noted in the report."""
     from perfgate.compare.sources import for_measurement
@@ -102,7 +102,7 @@ def timeline_part(child: ChildSpec, options: CompareOptions, *, timeout: float, 
 
     profiled = trace(child, timeout=timeout, gpu=gpu, lock_ids=lock_ids,
                      artifacts=artifacts.with_name(artifacts.name + TIMELINE_SUFFIX), environ=os.environ,
-                     progress=progress)
+                     progress=progress, code=code)
     done.append(profiled)
     measured = profiled.measurement._replace(source=f"{child.nodeid} (timeline)")
     footer = f"\nthe trace of this run: {profiled.artifacts / TRACE_FILE}"

@@ -27,7 +27,8 @@ from perfgate.plugin.runner import (
     Progress,
     child_outcome,
 )
-from perfgate.plugin.tracer import ENV_TIMELINE
+from perfgate.plugin.kernel_codes import read_codes, with_codes
+from perfgate.plugin.tracer import ENV_CODE_IDENTITY, ENV_TIMELINE
 from perfgate.prepare import prepare
 from perfgate.vocabulary import KIND_KERNEL
 
@@ -42,8 +43,9 @@ def _outcome(document: dict[str, Any], nodeid: str, output: str, returncode: int
 
 
 def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[str, ...], artifacts: Path,
-          environ: Mapping[str, str], progress: Progress | None = None) -> Profiled:
-    """Run ``child.nodeid`` traced and read its trace; raise ProfileFailed / ProfileSkipped."""
+          environ: Mapping[str, str], progress: Progress | None = None, code: bool = False) -> Profiled:
+    """Run ``child.nodeid`` traced and read its trace; raise ProfileFailed / ProfileSkipped. ``code``: each kernel
+    launch's machine code too (``Measurement.code``, from the cubins the child saw loaded)."""
     run_dir = Path(tempfile.mkdtemp(prefix="perfgate-timeline-"))
     target, result, output = run_dir / TRACE_FILE, run_dir / "child.json", run_dir / "output.txt"
     command = build_child_command(
@@ -51,6 +53,8 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
         cache_dir=run_dir / "cache", inifile=child.inifile, import_mode=child.import_mode,
         xdist_loaded=child.xdist_loaded, load_plugin=child.load_plugin)
     env = {**environ, ENV_CHILD: "1", ENV_CHILD_RESULT: str(result), ENV_TIMELINE: str(target)}
+    if code:
+        env[ENV_CODE_IDENTITY] = "1"
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if progress is not None:
@@ -82,4 +86,9 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
     if not (table.equals("kind", KIND_KERNEL) & ~table.equals("region", "")).any():
         raise fail("the trace holds no kernel launched inside a perfgate.region(...): wrap the GPU work to "
                    "measure in `with perfgate.region(\"name\"):`")
-    return Profiled(measurement=measurement, notes=[], run_dir=run_dir, artifacts=artifacts)
+    notes: list[str] = []
+    if code:
+        codes, problems = read_codes(target)
+        measurement = with_codes(measurement, codes)
+        notes = [f"machine code of the traced kernels: {problem}" for problem in problems]
+    return Profiled(measurement=measurement, notes=notes, run_dir=run_dir, artifacts=artifacts)

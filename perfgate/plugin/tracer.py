@@ -13,7 +13,9 @@ Tracers, the first that can run:
   recorded on one (tests/data/h200/timeline); everything after the capture is the real code.
 - ``CuptiTracer``: cupti-python's activity API (kernels, copies, sets, runtime and driver calls,
   synchronisation, device records; NVTX markers when ``NVTX_INJECTION64_PATH`` is set), flushed at the end;
-  fails when CUPTI dropped records (its buffer was too small for the test).
+  fails when CUPTI dropped records (its buffer was too small for the test). With ``PERFGATE_CODE_IDENTITY`` set
+  it also keeps the cubin of each module CUDA loads and writes the traced kernels' code beside the trace
+  (``perfgate.plugin.kernel_codes``).
 - ``TorchTracer``: torch.profiler (Kineto) when cupti-python is not installed; regions as
   ``record_function`` ranges, written as a Chrome trace.
 """
@@ -34,10 +36,12 @@ import pytest
 
 ENV_TIMELINE = "PERFGATE_TIMELINE"  # where the traced child writes its trace
 ENV_TIMELINE_REPLAY = "PERFGATE_TIMELINE_REPLAY"  # a recorded trace the child writes instead of tracing
+ENV_CODE_IDENTITY = "PERFGATE_CODE_IDENTITY"  # set: also write each traced kernel's code (perfgate.plugin.kernel_codes)
 TRACER_MISSING = ("perfgate: the timeline source needs NVIDIA's cupti-python in the traced process (pip install "
                   "cupti-python: 13.x for a CUDA 13 driver, 12.x for CUDA 12), or torch (torch.profiler)")
 BUFFER_BYTES = 8 << 20
 STEP_REGION = "step"  # the region ``perfgate.step()`` records (the readers' name for a profiler step)
+_KERNEL_KINDS = (3, 10)  # CUPTI's KERNEL and CONCURRENT_KERNEL activity kinds
 _KERNEL_FIELDS = ("kind", "start", "end", "correlation_id", "name", "device_id", "stream_id", "grid_x", "grid_y",
                   "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "static_shared_memory",
                   "dynamic_shared_memory", "graph_id")
@@ -107,6 +111,7 @@ class CuptiTracer:
                        int(kind.MEMSET): _MEMORY_FIELDS}
         if hasattr(kind, "DEVICE"):
             self.fields[int(kind.DEVICE)] = _DEVICE_FIELDS
+        self.modules: Any = None  # the loaded modules' cubins, for --perfgate-code-identity (kernel_codes)
 
     def _requested(self) -> tuple[int, int]:
         return BUFFER_BYTES, 0
@@ -119,6 +124,11 @@ class CuptiTracer:
                                  if hasattr(record, field)})
 
     def start(self) -> None:
+        if os.environ.get(ENV_CODE_IDENTITY):
+            from perfgate.plugin.kernel_codes import ModuleCubins
+
+            self.modules = ModuleCubins(self.cupti)
+            self.modules.start()
         self.cupti.activity_register_callbacks(self._requested, self._completed)
         for kind in self.kinds:
             self.cupti.activity_enable(kind)
@@ -142,11 +152,17 @@ class CuptiTracer:
         for kind in reversed(self.enabled):
             with contextlib.suppress(Exception):
                 self.cupti.activity_disable(kind)
+        if self.modules is not None:
+            self.modules.stop()
         with contextlib.suppress(Exception):  # detach: no buffer callback into Python while the process exits
             self.cupti.finalize()
         _write(target, {"format": "perfgate-cupti-trace", "version": 1, "tracer": "cupti-python",
                         "devices": _devices(self.records), "records": self.records,
                         "regions": self.regions.found, "dropped": int(dropped.value)})
+        if self.modules is not None:
+            from perfgate.plugin.kernel_codes import write_codes
+
+            write_codes(target, self.records, self.modules, _KERNEL_KINDS)
 
 
 def _devices(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -227,6 +243,9 @@ class ReplayTracer:
 
     def stop(self, target: Path) -> None:
         shutil.copyfile(self.recorded, target)
+        codes = self.recorded.with_name(self.recorded.name + ".codes.json")  # kernel_codes.codes_file's
+        if codes.is_file():
+            shutil.copyfile(codes, target.with_name(target.name + ".codes.json"))
 
 
 Tracer = CuptiTracer | TorchTracer | ReplayTracer
