@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
     from perfgate.compare import CompareOptions, Comparison
     from perfgate.gate import Reference
-    from perfgate.report import Report, ReportView
+    from perfgate.report import Report
     from perfgate.table import Measurement
 
 
@@ -82,7 +82,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline is not None and args.baseline.is_dir():
         report, failed = _gate_against_directory(args, current, options, settings.strict, reference)
         report["notes"].extend(history_notes)
-        shown: ReportView = report
+        shown: Report = report
         parts = render_parts(report, fmt, templates=templates)
     else:
         shown, parts = _compare_files(args, current, options, reference, history_notes, settings.history_branch,
@@ -112,24 +112,17 @@ def _gate_against_directory(args: argparse.Namespace, current: Measurement, opti
 
 def _compare_files(args: argparse.Namespace, current: Measurement, options: CompareOptions,
                    reference: Reference | None, history_notes: list[str], history_branch: str, fmt: str,
-                   templates: Path | None) -> tuple[ReportView, Iterable[str | bytes]]:
-    """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report, or
-    the view a human format reads, and its text in ``fmt`` (in parts, as ``render_parts`` gives them).
-
-    Text renders a view with the metric rows of only the launches it lists (``build_view``); the other formats
-    the whole report, its results as numpy arrays (``render.result_arrays``: no list of 400,000 rows is made),
-    so that Markdown's and HTML's kernel rows summarize every launch."""
-    from perfgate.render import TEXT_LAUNCHES, render_parts, render_text
-    from perfgate.report import build_report, build_view
+                   templates: Path | None) -> tuple[Report, Iterable[str | bytes]]:
+    """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report and its
+    text in ``fmt`` (in parts, as ``render_parts`` gives them). The report's results are numpy arrays
+    (``render.result_arrays``: no list of 400,000 rows is made); every format reads it through one
+    ``ComparedReport``, text only the rows of the launches it lists."""
+    from perfgate.render import render_parts
+    from perfgate.report import build_report
 
     comparison = _comparison(args, current, options, reference, history_notes, history_branch)
-    if fmt == "text":
-        view = build_view(comparison, unchanged_results=False, results_of_first=TEXT_LAUNCHES)
-        del comparison  # done with: its memory serves the rendering
-        _settle(view, history_notes)
-        return view, [render_text(view)]
     report = build_report(comparison, result_arrays=True)
-    del comparison
+    del comparison  # done with: its memory serves the rendering
     _settle(report, history_notes)
     return report, render_parts(report, fmt, templates=templates)
 
@@ -154,7 +147,7 @@ def _comparison(args: argparse.Namespace, current: Measurement, options: Compare
     return compare_tables(baseline, current, options)
 
 
-def _settle(report: ReportView, notes: list[str]) -> None:
+def _settle(report: Report, notes: list[str]) -> None:
     """The verdict the report's contents allow (nothing compared, an empty baseline: every launch new, is "not
     measured", as merge would say), then ``notes`` after the comparison's own."""
     report["verdict"] = verdict_of(report)

@@ -31,10 +31,11 @@ and never a fail.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import statistics
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -87,8 +88,8 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
     that are ``eligible`` (past their own limits, beyond the baseline) and apart from the others by the margin."""
     count = worse.size
     found = np.zeros(count, dtype=bool)
-    # The others of a call site are taken from the sorted values, so that their median is read, not selected: a group
-    # of 100,000 launches has thousands of call sites that vote.
+    # The others of a call site are read from the values sorted once, the site's own skipped in place: a group of
+    # 100,000 launches has thousands of call sites that vote, and a copy of the others each took most of the time.
     order = np.argsort(worse, kind="stable")
     ordered, rank = worse[order], np.empty(count, dtype=np.intp)
     rank[order] = np.arange(count)
@@ -97,7 +98,7 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
         votes = moved[at].sum(axis=0)
         for site in np.flatnonzero((votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0])):
             members = at[:, site]
-            others = np.delete(ordered, rank[members])
+            others = Others(ordered, np.sort(rank[members]))
             center = _sorted_median(others)
             spread = 1.4826 * _sorted_deviation(others, center)
             if float(np.median(worse[members])) - center > max(margin, z * spread):
@@ -105,41 +106,68 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
     return found
 
 
-def _sorted_median(values: Floats) -> float:
+class Others:
+    """Sorted values without those at ``removed`` (their positions, ascending), read in place: ``np.delete(ordered,
+    removed)`` without the copy."""
+
+    def __init__(self, ordered: Floats, removed: Any) -> None:
+        self._ordered = ordered
+        self._removed = removed.tolist()
+        # A kept value's position among the others is its position less the removed ones before it; the removed
+        # ones' positions so shifted tell how many come before a kept position.
+        self._shifted = [at - before for before, at in enumerate(self._removed)]
+        self.size = ordered.size - len(self._removed)
+
+    def __getitem__(self, index: int) -> float:
+        return float(self._ordered[index + bisect.bisect_right(self._shifted, index)])
+
+    def not_above(self, value: float) -> int:
+        """How many of the values are <= ``value`` (``np.searchsorted(..., side="right")``)."""
+        found = int(np.searchsorted(self._ordered, value, side="right"))
+        return found - bisect.bisect_left(self._removed, found)
+
+
+def _sorted_median(values: Others) -> float:
     """``np.median`` of sorted values (NaN sorts last), read at the middle: the same number (the mean of the two
     middle values of an even count is their sum halved, as numpy takes it; NaN where one is NaN)."""
-    if not values.size or np.isnan(values[-1]):
+    if not values.size or math.isnan(values[values.size - 1]):
         return math.nan
     middle = values.size // 2
     if values.size % 2:
-        return float(values[middle])
-    return float((values[middle - 1] + values[middle]) / 2.0)
+        return values[middle]
+    return (values[middle - 1] + values[middle]) / 2.0
 
 
-def _sorted_deviation(values: Floats, center: float) -> float:
+def _sorted_deviation(values: Others, center: float) -> float:
     """``np.median(np.abs(values - center))`` of sorted values, without a selection: the distances below the center
     and those above it are each sorted already, so the middle ones are found by bisection over the two."""
     if math.isnan(center):
         return math.nan
-    split = int(np.searchsorted(values, center, side="right"))
-    below, above = (center - values[:split])[::-1], values[split:] - center  # each ascending, |value - center|
+    split = values.not_above(center)
+    below = _Distances(lambda i: center - values[split - 1 - i], split)  # each ascending: |value - center|
+    above = _Distances(lambda i: values[split + i] - center, values.size - split)
     middle = values.size // 2
     if values.size % 2:
-        return float(_kth_of_two(below, above, middle))
-    return float((_kth_of_two(below, above, middle - 1) + _kth_of_two(below, above, middle)) / 2.0)
+        return _kth_of_two(below, above, middle)
+    return (_kth_of_two(below, above, middle - 1) + _kth_of_two(below, above, middle)) / 2.0
 
 
-def _kth_of_two(first: Floats, second: Floats, k: int) -> Any:
-    """The k-th smallest (from 0) of two sorted arrays together."""
+class _Distances(NamedTuple):
+    at: Callable[[int], float]
+    size: int
+
+
+def _kth_of_two(first: _Distances, second: _Distances, k: int) -> float:
+    """The k-th smallest (from 0) of two sorted sequences together."""
     low, high = max(0, k + 1 - second.size), min(k + 1, first.size)
     while low < high:  # the fewest taken from ``first`` such that the rest from ``second`` are not larger
         taken = (low + high) // 2
-        if taken < first.size and k + 1 - taken > 0 and second[k - taken] > first[taken]:
+        if taken < first.size and k + 1 - taken > 0 and second.at(k - taken) > first.at(taken):
             low = taken + 1
         else:
             high = taken
     rest = k + 1 - low
-    return max(first[low - 1] if low else -math.inf, second[rest - 1] if rest else -math.inf)
+    return max(first.at(low - 1) if low else -math.inf, second.at(rest - 1) if rest else -math.inf)
 
 
 def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from perfgate.render.formatting import change_for, pair_texts
-from perfgate.report import ReportView, kernel_summary, launch_row, listed_summary, result_rows
+from perfgate.report import ReportView, kernel_summary, listed_summary
 from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import UPDATE_NOTE, Status
 
@@ -64,19 +65,14 @@ def explanation(rows: list[dict[str, Any]], min_change: float = 0.01) -> list[st
     return better + [metric_line(r) for r in moved]
 
 
+@dataclass(frozen=True, slots=True)
 class Shown:
-    """One launch a human format shows: its launch row and its result rows (v1-shaped dicts)."""
+    """One launch a human format shows: its launch row and its result rows (v1-shaped dicts;
+    ``ComparedReport.launch`` makes them)."""
 
-    __slots__ = ("index", "launch", "rows")
-
-    def __init__(self, report: ReportView, index: int) -> None:
-        self.index = index
-        self.launch = launch_row(report, index)
-        self.rows = result_rows(report, index)
-
-
-def shown(report: ReportView, indexes: Iterable[int]) -> Iterable[Shown]:
-    return (Shown(report, i) for i in indexes)
+    index: int
+    launch: dict[str, Any]
+    rows: list[dict[str, Any]]
 
 
 # ---------------------------------------------------------------- headline and what was left out

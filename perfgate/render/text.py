@@ -120,7 +120,7 @@ def render_text(report: ReportView | ComparedReport, show_unchanged: bool = Fals
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
     said: set[str] = set()  # the notes a listed region's own "why" already says
     for index in _listed_launches(report, statuses, limit):
-        item = Shown(report, index)
+        item = shape.launch(index)
         listed[str(item.launch["status"])] += 1
         lines.extend(_launch_lines(item, report))
         if item.launch.get("kind") == KIND_REGION:

@@ -3,10 +3,10 @@
 ``contract`` declares it once: each table's columns (kind, meaning, allowed values), the fields, the limits,
 and the TypedDicts mypy checks it with; ``schema`` makes the JSON Schema shipped as
 ``perfgate/schemas/report-v2.schema.json`` from that declaration. ``build`` turns a Comparison into a report
-(numpy's work: loaded on first use of ``build_report`` or ``build_view``, so that ``merge``, ``publish`` and the
+(numpy's work: loaded on first use of ``build_report``, so that ``merge``, ``publish`` and the
 session report of a run whose perf tests were all skipped do without it), ``write`` writes one; ``validate`` reads and checks an untrusted one (an artifact a fork's code wrote), ``upgrade``
 turns a version 1 report into version 2, ``merge`` combines reports, and ``views`` holds what a human format
-reads of one (``ReportView``: a report, or one ``build_view`` made with only the rows that format lists).
+reads of one (``ReportView``: what a report holds beside its file format's fields).
 
 Version 2 is what perfgate writes; version 1 (row lists) is read too, and upgraded on load. Tables are
 column-oriented, each a JSON object of equally long arrays, so launch facts are stored once per
@@ -86,7 +86,7 @@ from perfgate.report.views import (
 __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "GROUP_COLUMNS", "KERNEL_COLUMNS", "KERNEL_NAME_COLUMNS", "LAUNCH_COLUMNS", "MAX_FINDINGS", "MAX_REPORT_BYTES",
     "MAX_ROWS", "METRIC_COLUMNS", "OPTIONAL_LAUNCH_COLUMNS", "READ_VERSIONS", "RESULT_COLUMNS", "ComparisonInfo",
-    "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report", "build_view",
+    "GroupTable", "LaunchTable", "MetricTable", "Report", "ReportView", "ResultTable", "build_report",
     "dump_parts", "dumps",
     "empty_report", "first_launches", "group_stats", "iter_launches", "kernel_keys", "kernel_summary", "launch_count", "launch_row", "launch_rows",
     "listed_summary",
@@ -95,14 +95,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from perfgate.report.build import build_report, build_view
+    from perfgate.report.build import build_report
 
 
 def __getattr__(name: str) -> Any:
-    """``build_report`` and ``build_view``, imported on first use (PEP 562): see the docstring."""
-    if name in ("build_report", "build_view"):
+    """``build_report``, imported on first use (PEP 562): see the docstring."""
+    if name == "build_report":
         # the module, not this package's attribute ``build``: see perfgate.plugin.session
-        from perfgate.report.build import build_report, build_view  # noqa: F811
+        from perfgate.report.build import build_report  # noqa: F811
 
-        return build_report if name == "build_report" else build_view
+        return build_report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """Build the report (or a view for a human format) from a Comparison: numpy's work, in the one module of this
-package that imports it (``perfgate.report`` loads it on first use of ``build_report`` or ``build_view``)."""
+package that imports it (``perfgate.report`` loads it on first use of ``build_report``)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,6 @@ from perfgate.report.contract import (
     empty_columns,
     summarize,
 )
-from perfgate.report.contract import ReportView
-from perfgate.report.views import first_launches
-from perfgate.vocabulary import Status
 
 
 _FLOAT_RESULTS = ("baseline", "current", "change", "delta")
@@ -50,31 +47,16 @@ def build_report(comparison: Comparison, *, test: str | None = None, path: str |
     table's columns numpy arrays (null as NaN), which ``dump_parts`` writes as they are. As
     Python lists, the 400,000 results of 50k launches (eight columns) took ~60 MB more at the peak.
     """
-    tables = _tables(comparison, test, path, line, notes, True, None, result_arrays)
+    tables = _tables(comparison, test, path, line, notes, result_arrays)
     return cast(Report, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "generator": f"perfgate {__version__}",
                          **tables})
 
 
-def build_view(comparison: Comparison, *, unchanged_results: bool = True,
-               results_of_first: int | None = None) -> ReportView:
-    """The Comparison as a human format renders it: every launch and the summary whole, and ``results`` with
-    the metric rows of only the launches it lists: ``unchanged_results=False`` leaves out those of unchanged
-    launches, ``results_of_first=N`` those of every launch after the first N (launches come worst first). The
-    terminal view never shows the rows left out, and on 10,000 launches they are most of the work."""
-    return cast(ReportView, _tables(comparison, None, None, None, (), unchanged_results, results_of_first, False))
-
-
 def _tables(comparison: Comparison, test: str | None, path: str | None, line: int | None, notes: Iterable[str],
-            unchanged_results: bool, results_of_first: int | None, result_arrays: bool) -> dict[str, Any]:
+            result_arrays: bool) -> dict[str, Any]:
     """Everything of a report but its format, version and generator."""
     launches = _launch_columns(comparison, test, path, line)
-    firsts = None
-    if results_of_first is not None and len(launches["status"]) > results_of_first:
-        # Each kernel's first launch (and its first that changed) keeps its results too: a cut listing names
-        # every kernel before any kernel's second launch.
-        changed = set(launches["status"]) - {Status.UNCHANGED.value}
-        firsts = np.array(first_launches(launches, changed, also_first=True), dtype=np.int64)
-    results, launch_of, kept = _kept_results(comparison, unchanged_results, results_of_first, firsts)
+    results, launch_of, kept = _grouped_results(comparison)
     hint = comparison.result_metric
     metrics, metric_codes = _metric_rows(results, hint if hint is None or kept is None else hint[kept])
     table = {"launch": launch_of, "metric": metric_codes, "status": results["status"],
@@ -98,7 +80,7 @@ def _tables(comparison: Comparison, test: str | None, path: str | None, line: in
         "results": table,
         "notes": [*comparison.notes, *notes],
         "unmeasured": [{"test": test or "", "launch": launch, "cause": cause} for launch, cause in comparison.unmeasured],
-        "groups": _group_table(comparison.results, metrics),
+        "groups": _group_table(comparison.results, _in_order_of(metric_codes, kept)),
     }
 
 
@@ -123,10 +105,9 @@ def _launch_columns(comparison: Comparison, test: str | None, path: str | None,
     return launches
 
 
-def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_first: int | None,
-                  firsts: Any = None) -> tuple[Any, Any, Any]:
-    """The result rows the report keeps, grouped by launch in launch order, each one's launch row, and which rows
-    of the Comparison's results they are (None: all, as they are)."""
+def _grouped_results(comparison: Comparison) -> tuple[Any, Any, Any]:
+    """The result rows grouped by launch in launch order, each one's launch row, and which rows of the Comparison's
+    results they are (None: all, as they are)."""
     frame, results = comparison.launches, comparison.results
     if not len(results):
         return results, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -139,22 +120,9 @@ def _kept_results(comparison: Comparison, unchanged_results: bool, results_of_fi
                              dtype=np.int64)
         if (launch_of < 0).any():
             raise ValueError("a result row names no launch of its comparison")
-    # Which launches keep their rows, judged per launch and spread to the rows (not per row: 10M at 500k launches).
-    kept_launch = np.ones(len(frame), dtype=bool)
-    if not unchanged_results:
-        kept_launch &= frame["status"] != Status.UNCHANGED.value
-    if results_of_first is not None:
-        shown = np.arange(len(frame)) < results_of_first
-        if firsts is not None:
-            shown[np.asarray(firsts, dtype=np.int64)] = True
-        kept_launch &= shown
-    keep = kept_launch[launch_of]
-    grouped = bool((launch_of[1:] >= launch_of[:-1]).all())  # a Comparison's results are, by launch
-    if grouped and keep.all():
+    if bool((launch_of[1:] >= launch_of[:-1]).all()):  # a Comparison's results are, by launch
         return results, launch_of, None
-    order = np.flatnonzero(keep)
-    if not grouped:
-        order = order[np.argsort(launch_of[order], kind="stable")]
+    order = np.argsort(launch_of, kind="stable")
     return results[order], launch_of[order], order
 
 
@@ -218,22 +186,28 @@ def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
 _GROUP_FACTS = ("n_baseline", "n_current", "median_baseline", "median_current", "estimate", "ci_low", "ci_high")
 
 
-def _group_table(results: Any, metrics: dict[str, list[Any]]) -> GroupTable:
-    """One row per (repeated-launch group, metric) judged as one sample, its metric a row of ``metrics``."""
+def _in_order_of(codes: Any, kept: Any) -> Any:
+    """``codes`` of the grouped results (``_grouped_results``) in the order of the Comparison's own results."""
+    if kept is None:
+        return codes
+    ordered = np.empty_like(codes)
+    ordered[kept] = codes
+    return ordered
+
+
+def _group_table(results: Any, metric_rows: Any) -> GroupTable:
+    """One row per (repeated-launch group, metric) judged as one sample; ``metric_rows``: each result's row of the
+    report's ``metrics``."""
     table = empty_columns(GROUP_COLUMNS)
     if "group" not in results.columns or not len(results):
         return cast(GroupTable, table)
     judged = np.flatnonzero(results["group"] >= 0)
     if not len(judged):
         return cast(GroupTable, table)
-    code_of = {values: code for code, values in enumerate(zip(*(metrics[n] for n in METRIC_COLUMNS)))}
     # The first row of each (group, metric): a group's rows agree. Metrics told apart by their codes, not names.
     metric_codes, _ = results.coded("metric")
     firsts = judged[first_rows(results["group"][judged], metric_codes[judged])]
-    for row in results.select(["group", *METRIC_COLUMNS, *_GROUP_FACTS])[firsts].rows():
-        code = code_of.get(tuple(row[n] for n in METRIC_COLUMNS))
-        if code is None:  # its rows were left out of a report built for a human format
-            continue
+    for code, row in zip(metric_rows[firsts].tolist(), results.select(["group", *_GROUP_FACTS])[firsts].rows()):
         for name, value in (("group", int(row["group"])), ("metric", code), ("n_baseline", int(row["n_baseline"])),
                             ("n_current", int(row["n_current"]))):
             table[name].append(value)

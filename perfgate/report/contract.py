@@ -216,10 +216,8 @@ class GroupTable(TypedDict):
 
 
 class ReportView(TypedDict):
-    """What the human formats render: a ``Report`` (every report is a view), or one built for a human format only
-    (``build_view``), whose ``results`` hold the metric rows of only the launches that format lists. A view is no
-    file format (no "format", "version" or "generator"): mypy refuses one where a ``Report`` is written or merged.
-    """
+    """What the human formats read of a report: its tables, notes and verdict without the file format's fields
+    ("format", "version", "generator"); every ``Report`` is one."""
 
     verdict: str
     summary: dict[str, int]

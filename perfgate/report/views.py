@@ -155,11 +155,10 @@ def _kernel_columns(launches: Mapping[str, Any]) -> list[Sequence[Any]]:
     return [launches.get(name) or [None] * count for name in KERNEL_COLUMNS]
 
 
-def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None,
-                   also_first: bool = False) -> list[int]:
+def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None) -> list[int]:
     """Each kernel's first launch (``kernel_keys``) with one of ``statuses`` (of any status when None), in launch
-    order; ``also_first``: each kernel's first launch of any status too. What a cut listing names before any
-    kernel's second launch, so that no kernel that needs attention goes unnamed.
+    order. What a cut listing names before any kernel's second launch, so that no kernel that needs attention goes
+    unnamed.
 
     A dict filled from the last launch back keeps each kernel's first launch, in C loops rather than a Python one
     (a report may hold 500k launches)."""
@@ -172,10 +171,7 @@ def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None =
     if statuses is None:
         return sorted(set(dict(zip(backwards(), reversed(indexes))).values()))
     picked = list(map(set(statuses).__contains__, reversed(launches["status"])))
-    firsts = set(dict(zip(compress(backwards(), picked), compress(reversed(indexes), picked))).values())
-    if also_first:
-        firsts |= set(dict(zip(backwards(), reversed(indexes))).values())
-    return sorted(firsts)
+    return sorted(set(dict(zip(compress(backwards(), picked), compress(reversed(indexes), picked))).values()))
 
 
 def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:

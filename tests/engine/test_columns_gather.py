@@ -124,3 +124,23 @@ def test_concat_keeps_gathers_and_reads_as_the_arrays_joined() -> None:
     assert joined["value"].tolist() == [0.0, 1.0, 2.0, 2.0, 0.0]
     mixed = Columns.concat([first.select(["metric"]), Columns({"metric": objects(["c"])})])
     assert mixed["metric"].tolist() == ["a", "b", "a", "c"]
+
+
+def test_placed_is_concat_then_take_in_one_pass() -> None:
+    """``placed`` puts each part's rows where ``positions`` say, as ``concat`` then ``take`` of the inverse order:
+    plain columns, Gathers over one values (rows still shared) and over different values alike."""
+    launches = Gather(objects(["k1", "k2"]), np.array([0, 1, 1], dtype=np.int8))
+    first = Columns({"kernel": launches, "grid": Gather(objects(["(1)", "(2)"]), launches.rows),
+                     "metric": Gather(objects(["a", "b"]), np.array([0, 1, 0])), "value": np.arange(3.0)})
+    added = first[np.array([2, 0])].assign(metric=Gather(objects(["derived.x"]), np.zeros(2, dtype=np.int8)),
+                                           value=np.array([7, 8]))  # ints joined with floats: floats
+    order = np.array([3, 0, 4, 2, 1])  # the joined table's rows in the order wanted
+    where = np.empty(5, dtype=np.int64)
+    where[order] = np.arange(5)
+    placed = Columns.placed([first, added], [where[:3], where[3:]])
+    expected = Columns.concat([first, added])[order]
+    for name in ("kernel", "grid", "metric"):
+        assert isinstance(placed._data[name], Gather)
+    assert placed._data["kernel"].rows is placed._data["grid"].rows  # type: ignore[union-attr]
+    for name in expected.columns:
+        assert placed[name].tolist() == expected[name].tolist() and placed[name].dtype == expected[name].dtype

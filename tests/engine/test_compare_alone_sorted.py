@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfgate.compare.alone import _sorted_deviation, _sorted_median, call_sites
+from perfgate.compare.alone import Others, _sorted_deviation, _sorted_median, call_sites
 
 
 def _samples() -> list[np.ndarray]:
@@ -19,11 +19,19 @@ def _samples() -> list[np.ndarray]:
 
 
 def test_sorted_median_and_deviation_are_numpys() -> None:
+    """Of the sorted values, and of the sorted values with some left out in place (a call site's others)."""
+    rng = np.random.default_rng(11)
     for values in _samples():
-        center = float(np.median(values))
         ordered = np.sort(values)
-        assert _sorted_median(ordered) == center
-        assert _sorted_deviation(ordered, center) == float(np.median(np.abs(values - center)))
+        for removed in (np.zeros(0, dtype=np.intp), np.sort(rng.choice(values.size, values.size // 3, replace=False))):
+            others = np.delete(values[np.argsort(values, kind="stable")], removed)
+            center = float(np.median(others)) if others.size else float("nan")
+            read = Others(ordered, removed)
+            assert read.size == others.size and [read[i] for i in range(read.size)] == others.tolist()
+            if not others.size:
+                continue
+            assert _sorted_median(read) == center
+            assert _sorted_deviation(read, center) == float(np.median(np.abs(others - center)))
 
 
 def test_call_site_found_as_before() -> None:

@@ -354,3 +354,31 @@ def test_a_declared_work_without_flop_counters_says_so() -> None:
     measurement = read_prepared(H100 / "vector_add.ncu-rep", _declared(1e6))  # the default set: no FLOP counter
     comparison = compare_tables(measurement, measurement, _declared(1e6))
     assert any(note.startswith("declared work: the test declares 1e+06 FLOP but") for note in comparison.notes)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_the_derived_rows_follow_their_launchs_raw_rows_in_launch_order(tmp_path: Path, shuffled: bool) -> None:
+    """``with_derived`` places each derived row after its launch's raw rows (in their order), the derived metrics of
+    a launch in the order they are compared in: a stable sort of the joined rows by launch, whether the rows
+    came in launch order (placed without a sort) or not."""
+    from helpers.csvgen import write_raw_csv
+
+    from perfgate.columns import Columns
+
+    path = tmp_path / "raw.csv"
+    write_raw_csv(path, 300, 20, seed=3, roofline=True)
+    measurement = read_prepared(path, ROOFLINE)
+    if shuffled:
+        measurement = measurement.with_table(measurement.table[np.random.default_rng(7).permutation(
+            len(measurement.table))])
+    table = measurement.table
+    compared = ROOFLINE.compared_metrics()
+    derived = with_derived(measurement, compared).table
+    order = {name: at for at, name in enumerate(compared)}
+    added = derived[np.flatnonzero(np.array([str(m).startswith("derived.") for m in derived["metric"].tolist()]))]
+    assert len(added) > len(set(table["launch"].tolist()))  # several derived metrics a launch
+    added = added[np.lexsort((np.array([order[str(m)] for m in added["metric"].tolist()]), added["launch"]))]
+    expected = Columns.concat([table, added])
+    expected = expected[np.argsort(expected["launch"], kind="stable")]
+    for name in expected.columns:
+        assert derived[name].tolist() == expected[name].tolist(), name

@@ -106,20 +106,17 @@ def _firsts(launches: Any, statuses: set[str] | None = None) -> set[int]:
 
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: f"{p.parent.parent.name}-{p.name.split('.')[0]}")
 def test_each_kernel_s_first_launch_and_its_first_that_changed_in_one_pass(path: Path) -> None:
-    """What a cut listing keeps (``build_view``): each kernel's first launch and its first that changed, in launch
-    order; on the real sessions and on their launches with statuses drawn again (a kernel's first launch
+    """What a cut listing names first (``render.text``): each kernel's first launch, and its first that changed, in
+    launch order; on the real sessions and on their launches with statuses drawn again (a kernel's first launch
     unchanged and a later one regressed)."""
     for report in (session(path), *(redrawn(session(path), seed) for seed in range(5))):
         launches = report["launches"]
         changed = set(launches["status"]) - {Status.UNCHANGED.value}
-        both = first_launches(launches, changed, also_first=True)
-        assert both == sorted(_firsts(launches) | _firsts(launches, changed))
         assert first_launches(launches, changed) == sorted(_firsts(launches, changed))
         assert first_launches(launches) == sorted(_firsts(launches))
 
 
-def test_a_kernel_s_first_launch_unchanged_and_its_second_regressed_are_both_kept() -> None:
+def test_a_kernel_s_first_launch_of_a_status_is_named_whatever_its_first_launch() -> None:
     launches = {"test": ["t"] * 4, "device": ["H100"] * 4, "kind": ["kernel"] * 4, "kernel": ["a", "a", "a", "b"],
                 "region": [""] * 4, "status": ["unchanged", "regression", "regression", "unchanged"]}
-    assert first_launches(launches, {"regression"}, also_first=True) == [0, 1, 3]
     assert first_launches(launches, {"regression"}) == [1] and first_launches(launches) == [0, 3]

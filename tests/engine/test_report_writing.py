@@ -15,8 +15,8 @@ from perfgate.columns import Columns
 from perfgate.compare import Comparison, compare_tables
 from perfgate.files import write_atomically
 from perfgate.regions import with_region_totals
-from perfgate.render import TEXT_LAUNCHES, render_text
-from perfgate.report import build_report, build_view, dump_parts, dumps
+from perfgate.render import render_text
+from perfgate.report import build_report, dump_parts, dumps, summarize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.csvgen import write_raw_csv  # noqa: E402
@@ -32,36 +32,39 @@ def comparison(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
     return compare_tables(*(with_region_totals(read_table(p)) for p in (base, cur)))
 
 
-@pytest.mark.parametrize(("unchanged", "first"), [(True, None), (False, None), (True, 7), (False, 50)])
-def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: Comparison, unchanged: bool,
-                                                                   first: int | None) -> None:
+def test_each_results_launch_from_compare_is_the_one_its_key_names(comparison: Comparison) -> None:
     assert comparison.result_launch is not None
     by_key = comparison._replace(result_launch=None)
-    assert build_view(comparison, unchanged_results=unchanged, results_of_first=first) == \
-        build_view(by_key, unchanged_results=unchanged, results_of_first=first)
+    assert build_report(comparison) == build_report(by_key)
 
 
-@pytest.mark.parametrize(("unchanged", "first"), [(True, None), (False, None), (True, 7), (False, 50)])
-def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_make(comparison: Comparison,
-                                                                                 unchanged: bool,
-                                                                                 first: int | None) -> None:
+def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_make(comparison: Comparison) -> None:
     assert comparison.result_metric is not None
     by_columns = comparison._replace(result_metric=None)
-    view = build_view(comparison, unchanged_results=unchanged, results_of_first=first)
-    assert view == build_view(by_columns, unchanged_results=unchanged, results_of_first=first)
-    assert len(view["metrics"]["metric"]) > 1
-
-
-def test_a_view_renders_as_its_whole_report_and_is_no_report(comparison: Comparison) -> None:
-    """The text of a view (the rows it does not list left out) is its report's; a view has no "format", so
-    nothing reads it as a report."""
     report = build_report(comparison)
-    text = build_view(comparison, unchanged_results=False, results_of_first=TEXT_LAUNCHES)
-    assert render_text(text) == render_text(report)
-    assert len(text["results"]["launch"]) < len(report["results"]["launch"])
-    assert not {"format", "version", "generator"} & set(text)
-    file_format = {name: report[name] for name in ("format", "version", "generator")}  # type: ignore[literal-required]
-    assert {**report, "results": text["results"], "groups": text["groups"]} == {**text, **file_format}
+    assert report == build_report(by_columns)
+    assert len(report["metrics"]["metric"]) > 1
+
+
+def test_the_text_of_a_report_with_result_arrays_is_that_of_its_lists(comparison: Comparison) -> None:
+    """``perfgate compare`` renders text from the report its other formats write (results as numpy arrays, null as
+    NaN): each listed launch reads its rows as the report's lists hold them, None for NaN and ±inf (a launch without
+    baseline values says so)."""
+    report = build_report(comparison)
+    arrays = build_report(comparison, result_arrays=True)
+    launch = report["launches"]["status"].index("regression")
+    for copy in (report, arrays):
+        copy["launches"]["status"][launch] = "no data"
+        copy["summary"] = summarize(copy["launches"]["status"])
+    rows = [at for at, owner in enumerate(report["results"]["launch"]) if owner == launch]
+    for name, odd in (("baseline", math.nan), ("change", math.inf), ("delta", -math.inf)):
+        column = arrays["results"][name] = np.array(arrays["results"][name])  # a copy: it is compare's own
+        column[rows] = odd
+        for at in rows:
+            report["results"][name][at] = None  # type: ignore[literal-required]
+    text = render_text(report)
+    assert "recorded no values for the gated metrics in the baseline" in text
+    assert render_text(arrays) == text and render_text(json.loads(dumps(arrays))) == text
 
 
 def test_results_follow_their_launches_in_display_order(comparison: Comparison) -> None:
