@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -99,18 +99,14 @@ def comparable(recorded: Measurement, run: Measurement, options: CompareOptions)
     return ""
 
 
-def like_an_end(good: Measurement, bad: Measurement, run: Measurement, options: CompareOptions) -> bool:
-    """Whether ``run`` is like one of the ends the history holds (compared with it, no gated value moved): a run
-    like neither (everything faster on this machine, say) shows the history measured otherwise."""
+def unmoved(end: Measurement, run: Measurement, options: CompareOptions) -> bool:
+    """Whether ``run`` is like ``end`` (compared with it, no gated value moved): a run like neither end the history
+    holds (everything faster on this machine, say) shows the history measured otherwise."""
     from perfgate.compare import compare_tables
     from perfgate.vocabulary import Status
 
     moved = {Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.INCONCLUSIVE.value}
-    for end in (good, bad):
-        compared = compare_tables(end, run, options)
-        if not moved & set(compared.results["status"].tolist()):
-            return True
-    return False
+    return not moved & set(compare_tables(end, run, options).results["status"].tolist())
 
 
 def _gated(measurement: Measurement, gated: set[str]) -> set[tuple[str, str, str, int, str]]:
@@ -128,3 +124,31 @@ def on_devices_of(recorded: Measurement, run: Measurement) -> Measurement:
     from perfgate.columns import objects
 
     return recorded.with_table(table.assign(cc=objects(cc)))
+
+
+
+class References(NamedTuple):
+    """The ends a run is judged against; ``checked``: the run was like an end the history holds, which shows the
+    history measured as this machine does (a run like only an end run here shows nothing of the history's)."""
+
+    good: Measurement
+    bad: Measurement
+    checked: bool
+
+
+def as_references(good: Measurement, bad: Measurement, held: tuple[bool, bool], run: Measurement,
+                  options: CompareOptions, check_like: bool = True) -> References | str:
+    """The ends to judge ``run`` against, those the history holds (``held``: the good end's, the bad end's) on the
+    run's devices, where the run shows the history can be its reference: ``comparable`` with each held end and,
+    with ``check_like``, like one of the ends; else why it cannot be."""
+    for end, from_history in zip((good, bad), held, strict=True):
+        problem = comparable(end, run, options) if from_history else ""
+        if problem:
+            return problem
+    sides = (on_devices_of(good, run) if held[0] else good, on_devices_of(bad, run) if held[1] else bad)
+    if not check_like:
+        return References(*sides, checked=True)
+    like = [unmoved(end, run, options) for end in sides]
+    if not any(like):
+        return "a commit run is like neither end"
+    return References(*sides, checked=any(a and b for a, b in zip(like, held, strict=True)))

@@ -489,6 +489,64 @@ def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
     assert not list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))  # no end was measured
 
 
+
+@pytest.mark.parametrize("good, bad", [(2, 15), (0, 14)])
+def test_git_bisect_run_with_one_end_in_the_history_runs_only_the_other_once(
+        planted: Repo, counters_history: str, tmp_path: Path, good: int, bad: int) -> None:
+    """A real ``git bisect run`` whose history (branch "sparse": 2, 8, 14) holds one end only: that end is the
+    history's (never run), the other end is run once, by the first step, and kept for the later ones; commit 8,
+    the history's, costs no run; git names 11 in at most ceil(log2 n) + 1 runs (the run end included)."""
+    repo = clone(planted, tmp_path / "clone")
+    log = tmp_path / "ran.jsonl"
+    command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[bad], repo.commits[good]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path,
+                          capture_output=True, text=True, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
+    ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
+    held, run_end = (good, bad) if good == 2 else (bad, good)
+    assert ran.count(run_end) == 1 and ran[0] == run_end  # the first step runs it, the later ones read it
+    assert held not in ran and 8 not in ran
+    assert len(ran) <= math.ceil(math.log2(bad - good + 1)) + 1
+    (folder,) = (repo.path / ".git" / "perfgate-bisect").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{repo.commits[run_end]}-1.json", "history-checked"])
+    log_text = subprocess.run(["git", "bisect", "log"], cwd=repo.path, capture_output=True, text=True,
+                              check=True).stdout
+    assert f"git bisect bad {repo.commits[SLOW_FROM]}" in log_text
+    assert f"git bisect good {repo.commits[SLOW_FROM - 1]}" in log_text
+
+
+@pytest.mark.parametrize("good, bad, why", [(4, 12, "like neither end"), (5, 13, "compared with the run end: pass")])
+def test_one_end_from_a_history_of_other_times_is_no_reference(
+        planted: Repo, counters_history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], good: int, bad: int, why: str) -> None:
+    """One end the history's with times 1000x this machine's (branch "elsewhere": 5, 12), the other run. The held
+    bad end 12 still differs from the good end run (it is slower still): commits run like the good end show
+    nothing of the history, and 11, like neither end, shows it is no reference. The held good end 5 is slower than
+    the bad end run: the ends do not differ. Either way the held end is run too, in the search (the runs made
+    kept) and in the steps (kept for the later ones), and the planted commit is named all the same."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "elsewhere", "--good", planted.commits[good], "--bad", planted.commits[bad])
+    assert found["culprit"] == planted.commits[SLOW_FROM] and found["from_history"] == []
+    assert {planted.commits[good], planted.commits[bad]} <= set(found["runs"])
+    assert len(found["runs"]) == len(set(found["runs"]))  # nothing run twice: the restart kept the runs
+    assert all(v["by"] == "run" for v in found["verdicts"])
+    repo = clone(planted, tmp_path / "clone")
+    monkeypatch.chdir(repo.path)
+    step = ["bisect", "--step", "--test", TEST, "--command", COUNTERS, "--db", counters_history, "--branch",
+            "elsewhere", "--good", repo.commits[good], "--bad", repo.commits[bad]]
+    assert main([*step, "--commit", repo.commits[SLOW_FROM]]) == 1
+    (folder,) = (repo.path / ".git" / "perfgate-bisect").iterdir()
+    assert why in (folder / "history-no-reference").read_text(encoding="utf-8")
+    assert len(list(folder.glob("*.json"))) == 2  # both ends, run
+    assert main([*step, "--commit", repo.commits[SLOW_FROM - 1]]) == 0
+    assert main([*step, "--commit", repo.commits[8]]) == 0
+    assert len(list(folder.glob("*.json"))) == 2
+
 PERF_TEST = """
 def test_op(perfgate):
     with perfgate.region("op"):
