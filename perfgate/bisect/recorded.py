@@ -96,7 +96,42 @@ def comparable(recorded: Measurement, run: Measurement, options: CompareOptions)
     missing = _gated(run, gated) - _gated(recorded, gated)
     if missing or not _gated(run, gated):
         return "the history holds other measurements of the test than its run gives"
+    return _rounds_too_noisy(recorded, run, options)
+
+
+def _rounds_too_noisy(recorded: Measurement, run: Measurement, options: CompareOptions) -> str:
+    """"" unless a benchmark the history holds as a median (no rounds: judged on the threshold alone) has rounds
+    in ``run`` that leave their own median too uncertain for that threshold: at either bound of the median's
+    confidence interval (``options.confidence``, distribution-free) the run's median would read as a change
+    from itself, so a median from the history could pass for a change, or a change for none."""
+    from scipy.stats import quantile_test
+
+    for name in sorted(recorded.run_medians):
+        rounds = np.asarray(run.samples.get(name, ()), dtype=float)
+        if len(rounds) < 2:
+            continue
+        middle = float(np.median(rounds))
+        interval = quantile_test(rounds, q=middle, p=0.5).confidence_interval(options.confidence)
+        for bound in (float(interval.low), float(interval.high)):
+            if not (math.isfinite(bound) and middle > 0) or not unmoved(_scaled(run, name, bound / middle), run,
+                                                                          options):
+                return (f"the history keeps {name}'s median only, and this machine's {len(rounds)} rounds put their "
+                        f"median within {interval.low:.4g}..{interval.high:.4g} s at {options.confidence:.0%}: too "
+                        "wide for its threshold")
     return ""
+
+
+def _scaled(run: Measurement, name: str, factor: float) -> Measurement:
+    """``run`` with benchmark ``name`` a median-only reference ``factor`` times its times (as the history holds it)."""
+    from perfgate.units import SECOND
+
+    table = run.table
+    mine = (table["kind"] == KIND_BENCHMARK) & (table["kernel"] == name)
+    values = np.asarray(table["value"], dtype=float).copy()
+    values[mine & (table["unit"] == SECOND)] *= factor
+    values[mine & (table["unit"] == "1/s")] /= factor
+    samples = {kept: rounds for kept, rounds in run.samples.items() if kept != name}
+    return run._replace(table=table.assign(value=values), samples=samples, run_medians=run.run_medians | {name})
 
 
 def unmoved(end: Measurement, run: Measurement, options: CompareOptions) -> bool:
