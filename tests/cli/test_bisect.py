@@ -547,6 +547,36 @@ def test_one_end_from_a_history_of_other_times_is_no_reference(
     assert main([*step, "--commit", repo.commits[8]]) == 0
     assert len(list(folder.glob("*.json"))) == 2
 
+
+@pytest.mark.parametrize("seed", [4, 26])
+def test_a_median_from_the_history_is_no_reference_for_rounds_too_noisy_for_the_threshold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+    """The noisy repository (each round up to several times its time, 1.6x slower from commit 4), CI's
+    pytest-benchmark result recorded at the good end only: its median, judged on the threshold alone, named commit
+    2 (seed 4) or 3 (seed 26). This machine's rounds leave their median too uncertain for the threshold, so the
+    history is no reference: the ends are run, and no wrong commit is named, by the search or by git bisect run."""
+    repo = make_repo(tmp_path / "noisy", 8, 4, noise=2.0, slowdown=1.6, seed=seed)
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    measured = benchmark_json(tmp_path / "ci.json", 1e-3, noise=2.0, seed=seed * 7 + 3)
+    assert main(["compare", str(measured), str(measured), "-o", str(tmp_path / "ci-report.json"), "--format",
+                 "json"]) == 0
+    assert main(["history", "record", str(tmp_path / "ci-report.json"), "--db", url, "--commit", repo.commits[0],
+                 "--branch", "main"]) == 0
+    found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--good", repo.commits[0], "--bad", repo.commits[7])
+    assert found["from_history"] == [] and repo.commits[0] in found["runs"]
+    good, bad = (repo.commits.index(c) for c in found["range"])
+    assert good < 4 <= bad and found["culprit"] in (None, repo.commits[4])
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[7], repo.commits[0]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", COMMAND, "--db", url], cwd=repo.path, capture_output=True, text=True,
+                          env=_env())
+    named = [line.split()[0] for line in done.stdout.splitlines() if line.endswith("is the first bad commit")]
+    assert named in ([], [repo.commits[4]]), done.stdout
+    assert "history-no-reference" in {p.name for p in (repo.path / ".git" / "perfgate-bisect").glob("*/*")}
+
+
 PERF_TEST = """
 def test_op(perfgate):
     with perfgate.region("op"):
