@@ -161,7 +161,6 @@ def on_devices_of(recorded: Measurement, run: Measurement) -> Measurement:
     return recorded.with_table(table.assign(cc=objects(cc)))
 
 
-
 class References(NamedTuple):
     """The ends a run is judged against; ``checked``: the run was like an end the history holds, which shows the
     history measured as this machine does (a run like only an end run here shows nothing of the history's)."""
