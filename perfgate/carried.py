@@ -20,6 +20,7 @@ from perfgate.collect.baseline_json import read_baseline
 from perfgate.compare import Comparison, compare_tables
 from perfgate.errors import PerfgateError
 from perfgate.history.accept import acceptance_check, acceptances_at
+from perfgate.history.db import WAIT_SECONDS
 from perfgate.history.record import provenance
 from perfgate.text import inert
 from perfgate.vocabulary import Status
@@ -85,12 +86,12 @@ def with_carried(document: Mapping[str, Any], items: Sequence[Carried]) -> dict[
 
 
 def carried_in_update(documents: Mapping[tuple[str, str], dict[str, Any]], directory: Path, name: str,
-                      measurement: Measurement, options: CompareOptions, history: str | None
-                      ) -> tuple[dict[tuple[str, str], dict[str, Any]], list[str]]:
+                      measurement: Measurement, options: CompareOptions, history: str | None,
+                      max_time: float = WAIT_SECONDS) -> tuple[dict[tuple[str, str], dict[str, Any]], list[str]]:
     """``perfgate baseline``: each new document compared with the file it replaces, with the regressions it
     carries, and the lines that say so. A file that cannot be compared is replaced without a word here, as the
-    update replaces it anyway."""
-    check = _history_check(history) if history else None
+    update replaces it anyway. ``max_time``: seconds the history may keep it waiting (``--max-time``)."""
+    check = _history_check(history, max_time) if history else None
     marked: dict[tuple[str, str], dict[str, Any]] = {}
     lines: list[str] = []
     table = measurement.table
@@ -110,6 +111,6 @@ def carried_in_update(documents: Mapping[tuple[str, str], dict[str, Any]], direc
     return marked, lines
 
 
-def _history_check(url: str) -> AcceptanceCheck:
+def _history_check(url: str, max_time: float) -> AcceptanceCheck:
     """Acceptances of the commit being updated at (as ``perfgate accept`` defaults it), from ``url``."""
-    return acceptance_check(acceptances_at(url), provenance(os.environ, branch="-", when=None).commit, None)
+    return acceptance_check(acceptances_at(url, max_time), provenance(os.environ, branch="-", when=None).commit, None)

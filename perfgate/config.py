@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from perfgate.errors import ConfigError
+from perfgate.limits import HISTORY_WAIT_SECONDS
 from perfgate.metrics import DEFAULT_BENCHMARK_METRICS, DEFAULT_KERNEL_METRICS, Threshold, parse_threshold
 from perfgate.vocabulary import NO_ENTRIES
 
@@ -56,6 +57,9 @@ class Settings(NamedTuple):
     history_branch: str = "main"
     history_thresholds: bool = False
     history_fallback: bool = False  # the history judges only the tests without a committed baseline
+    # Seconds the plugin and ``perfgate baseline --history`` wait on the history database (connecting, another
+    # writer's lock, one statement) before they give up.
+    history_max_time: float = HISTORY_WAIT_SECONDS
     # A folder of jinja2 templates overriding perfgate's by file name (docs/reports.md); "" = perfgate's own.
     templates: str = ""
 
@@ -195,6 +199,9 @@ def _check_values(values: Mapping[str, Any], source: str) -> None:
         check_timeout(values["timeout"], f"{source}: timeout")
     if "significance" in values:
         check_significance(values["significance"], f"{source}: significance")
+    if "history_max_time" in values and not 0 <= values["history_max_time"] < math.inf:  # also false for NaN
+        raise ConfigError(f"{source}: history_max_time must be 0 or more seconds (how long to wait on the history "
+                          f"database), got {values['history_max_time']!r}")
     for key in ("baselines", "report", "ncu"):
         if key in values and not values[key].strip():
             raise ConfigError(f"{source}: {key} must not be empty (leave the key out for the default "

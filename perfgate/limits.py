@@ -19,6 +19,9 @@ ends in one line (exit 2) within seconds, instead of filling the disk or the mem
   once a launch as every output writes it (1 Gi characters; 200,000 launches of the 5,123-character demangled name,
   the longest in the shared corpus, come near it). A region path of 64 Ki characters over 200,000 launches would make a
   13 GB baseline.
+* ``HISTORY_WAIT_SECONDS``: how long a command or the pytest plugin waits on the history database by default:
+  connecting, another writer's lock, one statement (60 s; ``--max-time``, ``--perfgate-history-max-time``,
+  ``[tool.perfgate] history_max_time``).
 * ``FIFO_WAIT_SECONDS``: how long a named pipe (``mkfifo``) may have no writer before perfgate gives up
   (30 s; ``PERFGATE_FIFO_WAIT`` overrides it). An anonymous pipe (``<(cmd)``, ``cmd |``) always has its
   writer, and is read until it ends, like ``cat`` would, up to ``MAX_INPUT_BYTES``.
@@ -48,6 +51,7 @@ MAX_REGION_PATHS_CHARS = 1 << 26
 MAX_LAUNCH_TEXT_CHARS = 1 << 30
 MAX_FINDINGS, MAX_FINDING_CHARS = 200, 500  # ncu rule findings of one launch, in reports and baselines
 FIFO_WAIT_SECONDS = 30.0
+HISTORY_WAIT_SECONDS = 60.0
 
 ENV_MAX_INPUT_BYTES = "PERFGATE_MAX_INPUT_BYTES"
 ENV_FIFO_WAIT = "PERFGATE_FIFO_WAIT"

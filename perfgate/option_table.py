@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from perfgate.config import CACHE_CONTROLS, SOURCES, Settings
 from perfgate.history.location import DEFAULT_URL
+from perfgate.limits import HISTORY_WAIT_SECONDS
 from perfgate.metrics import CATALOG
 from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.options import (
@@ -187,7 +188,15 @@ OPTIONS: tuple[Option, ...] = (
                "writer's lock, one statement",
            cli=("--max-time",), commands=("history record", "history changes", "history dashboard", "accept", "bisect",
                                            "compare"),
-           metavar="SECONDS", parse=non_negative_seconds, value=60.0, default_text="60"),
+           metavar="SECONDS", parse=non_negative_seconds, value=HISTORY_WAIT_SECONDS,
+           default_text=f"{HISTORY_WAIT_SECONDS:g}"),
+    Option("history_max_time", "seconds to wait on the history database (connecting, another writer's lock, one "
+                               "statement) before giving up: reading the reference and learned thresholds stops "
+                               "pytest with a usage error, recording the session says so in one line",
+           plugin="--perfgate-history-max-time", cli=("--max-time",), commands=("baseline",), metavar="SECONDS",
+           parse=non_negative_seconds,
+           cli_help="give up (exit 2) when the history database of --history keeps the update waiting longer: "
+                    "connecting, another writer's lock, one statement"),
     Option("thresholds", "gate METRIC with SPEC: '5%%' relative, '1000' absolute (base unit), '5%%+1000' both, "
                          "'off' not gated; repeatable",
            plugin="--perfgate-threshold", cli=("--threshold",), commands=("compare", "bisect"), metavar="METRIC=SPEC",

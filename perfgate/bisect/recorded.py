@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -96,21 +96,52 @@ def comparable(recorded: Measurement, run: Measurement, options: CompareOptions)
     missing = _gated(run, gated) - _gated(recorded, gated)
     if missing or not _gated(run, gated):
         return "the history holds other measurements of the test than its run gives"
+    return _rounds_too_noisy(recorded, run, options)
+
+
+def _rounds_too_noisy(recorded: Measurement, run: Measurement, options: CompareOptions) -> str:
+    """"" unless a benchmark the history holds as a median (no rounds: judged on the threshold alone) has rounds
+    in ``run`` that leave their own median too uncertain for that threshold: at either bound of the median's
+    confidence interval (``options.confidence``, distribution-free) the run's median would read as a change
+    from itself, so a median from the history could pass for a change, or a change for none."""
+    from scipy.stats import quantile_test
+
+    for name in sorted(recorded.run_medians):
+        rounds = np.asarray(run.samples.get(name, ()), dtype=float)
+        if len(rounds) < 2:
+            continue
+        middle = float(np.median(rounds))
+        interval = quantile_test(rounds, q=middle, p=0.5).confidence_interval(options.confidence)
+        for bound in (float(interval.low), float(interval.high)):
+            if not (math.isfinite(bound) and middle > 0) or not unmoved(_scaled(run, name, bound / middle), run,
+                                                                          options):
+                return (f"the history keeps {name}'s median only, and this machine's {len(rounds)} rounds put their "
+                        f"median within {interval.low:.4g}..{interval.high:.4g} s at {options.confidence:.0%}: too "
+                        "wide for its threshold")
     return ""
 
 
-def like_an_end(good: Measurement, bad: Measurement, run: Measurement, options: CompareOptions) -> bool:
-    """Whether ``run`` is like one of the ends the history holds (compared with it, no gated value moved): a run
-    like neither (everything faster on this machine, say) shows the history measured otherwise."""
+def _scaled(run: Measurement, name: str, factor: float) -> Measurement:
+    """``run`` with benchmark ``name`` a median-only reference ``factor`` times its times (as the history holds it)."""
+    from perfgate.units import SECOND
+
+    table = run.table
+    mine = (table["kind"] == KIND_BENCHMARK) & (table["kernel"] == name)
+    values = np.asarray(table["value"], dtype=float).copy()
+    values[mine & (table["unit"] == SECOND)] *= factor
+    values[mine & (table["unit"] == "1/s")] /= factor
+    samples = {kept: rounds for kept, rounds in run.samples.items() if kept != name}
+    return run._replace(table=table.assign(value=values), samples=samples, run_medians=run.run_medians | {name})
+
+
+def unmoved(end: Measurement, run: Measurement, options: CompareOptions) -> bool:
+    """Whether ``run`` is like ``end`` (compared with it, no gated value moved): a run like neither end the history
+    holds (everything faster on this machine, say) shows the history measured otherwise."""
     from perfgate.compare import compare_tables
     from perfgate.vocabulary import Status
 
     moved = {Status.REGRESSION.value, Status.IMPROVEMENT.value, Status.INCONCLUSIVE.value}
-    for end in (good, bad):
-        compared = compare_tables(end, run, options)
-        if not moved & set(compared.results["status"].tolist()):
-            return True
-    return False
+    return not moved & set(compare_tables(end, run, options).results["status"].tolist())
 
 
 def _gated(measurement: Measurement, gated: set[str]) -> set[tuple[str, str, str, int, str]]:
@@ -128,3 +159,30 @@ def on_devices_of(recorded: Measurement, run: Measurement) -> Measurement:
     from perfgate.columns import objects
 
     return recorded.with_table(table.assign(cc=objects(cc)))
+
+
+class References(NamedTuple):
+    """The ends a run is judged against; ``checked``: the run was like an end the history holds, which shows the
+    history measured as this machine does (a run like only an end run here shows nothing of the history's)."""
+
+    good: Measurement
+    bad: Measurement
+    checked: bool
+
+
+def as_references(good: Measurement, bad: Measurement, held: tuple[bool, bool], run: Measurement,
+                  options: CompareOptions, check_like: bool = True) -> References | str:
+    """The ends to judge ``run`` against, those the history holds (``held``: the good end's, the bad end's) on the
+    run's devices, where the run shows the history can be its reference: ``comparable`` with each held end and,
+    with ``check_like``, like one of the ends; else why it cannot be."""
+    for end, from_history in zip((good, bad), held, strict=True):
+        problem = comparable(end, run, options) if from_history else ""
+        if problem:
+            return problem
+    sides = (on_devices_of(good, run) if held[0] else good, on_devices_of(bad, run) if held[1] else bad)
+    if not check_like:
+        return References(*sides, checked=True)
+    like = [unmoved(end, run, options) for end in sides]
+    if not any(like):
+        return "a commit run is like neither end"
+    return References(*sides, checked=any(a and b for a, b in zip(like, held, strict=True)))

@@ -23,7 +23,7 @@ from perfgate.bisect.measure import (
     judgement,
     settled_ends,
 )
-from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
+from perfgate.bisect.recorded import as_references, comparable, on_devices_of
 from perfgate.bisect.search import FOUND, Judged, bisect
 from perfgate.errors import InputError
 from perfgate.vocabulary import NO_ENTRIES, Verdict
@@ -100,14 +100,15 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
     if ends.counters:  # deterministic counters moved: exact, one run a commit (--repeat is for time)
         runner = runner._replace(repeat=1)
     known = _judged_by_history(commits[low + 1:high], plan.recorded, sides, options, verdicts)
-    checked = {"done": len(sides.from_history) < 2}  # both ends the history's: the first run checks them
+    checked = {"done": not sides.from_history}  # an end the history's: the runs between check it
+    held = (commits[low] in sides.from_history, commits[high] in sides.from_history)
 
     def judged(commit: str) -> Judged:
         nonlocal sides
         last: dict[str, Any] = {}
 
         def again(run: Measurement, looks: int) -> bool:
-            ends_now = _references(sides, checked["done"], run, options)
+            ends_now = _references(sides, held, dict(checked), run, options)
             if isinstance(ends_now, str):
                 return False
             decided = judgement(ends_now.good, run, ends_now.bad, options, looks)
@@ -124,10 +125,10 @@ def _search(runner: Runner, plan: Plan, options: CompareOptions, progress: Calla
         if result.measurement is None:
             verdict, note = Judged.SKIP, result.problem
         else:
-            ends_now = _references(sides, checked["done"], result.measurement, options)
+            ends_now = _references(sides, held, checked, result.measurement, options)
             if isinstance(ends_now, str):
                 raise _NotComparable(ends_now)
-            sides, checked["done"] = ends_now, True
+            sides = ends_now
             verdict = last["judged"].verdict
             looked = f" after {last['looks']} runs, timings pooled" if last["looks"] > 1 else ""
             note = ("" if verdict is not Judged.SKIP else "neither like the good end nor like the bad end") + looked
@@ -154,17 +155,17 @@ def _end_verdicts(plan: Plan, commits: list[str], ends: tuple[str, str], sides: 
     return verdicts
 
 
-def _references(sides: _Sides, checked: bool, run: Measurement, options: CompareOptions) -> _Sides | str:
-    """The ends to judge ``run`` against, or why the history's cannot be (until a first run has checked them)."""
-    if checked:
+def _references(sides: _Sides, held: tuple[bool, bool], checked: dict[str, bool], run: Measurement,
+                options: CompareOptions) -> _Sides | str:
+    """The ends to judge ``run`` against, or why the history's cannot be; ``held``: whether the good end, the bad
+    end is the history's. Each run is checked until one is like an end the history holds (``checked``)."""
+    if checked["done"]:
         return sides
-    problem = comparable(sides.good, run, options)
-    if problem:
-        return problem
-    checked_sides = sides._replace(good=on_devices_of(sides.good, run), bad=on_devices_of(sides.bad, run))
-    if not like_an_end(checked_sides.good, checked_sides.bad, run, options):
-        return "the first commit run is like neither end"
-    return checked_sides
+    references = as_references(sides.good, sides.bad, held, run, options)
+    if isinstance(references, str):
+        return references
+    checked["done"] = references.checked
+    return sides._replace(good=references.good, bad=references.bad)
 
 
 def _narrowed(commits: list[str], known: Mapping[str, Judged]) -> tuple[int, int]:
@@ -218,13 +219,15 @@ def _ends(runner: Runner, good: str, bad: str, plan: Plan, session: _Session,
 
 def _judged_by_history(between: list[str], recorded: Mapping[str, Measurement], sides: _Sides,
                        options: CompareOptions, verdicts: list[dict[str, Any]]) -> dict[str, Judged]:
-    """The commits between the ends that the history holds, judged from it when both ends are the history's."""
-    if len(sides.from_history) < 2:
+    """The commits between the ends that the history holds, judged from it when an end is the history's (one end
+    run: the history's on its devices, as that end checked it)."""
+    if not sides.from_history:
         return {}
     known = {}
     for commit in between:
         if commit in recorded:
-            known[commit] = judgement(sides.good, recorded[commit], sides.bad, options).verdict
+            held = on_devices_of(recorded[commit], sides.bad)  # the run end's, or the history's: the same devices
+            known[commit] = judgement(sides.good, held, sides.bad, options).verdict
             verdicts.append({"commit": commit, "verdict": known[commit].value, "by": "history", "note": ""})
     return known
 

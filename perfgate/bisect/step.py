@@ -17,6 +17,8 @@ from perfgate.errors import InputError
 from perfgate.vocabulary import NO_ENTRIES, Verdict
 
 if TYPE_CHECKING:
+    from perfgate.bisect.measure import Ends
+    from perfgate.bisect.recorded import References
     from perfgate.compare import CompareOptions
     from perfgate.table import Measurement
 
@@ -74,8 +76,8 @@ def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, ba
 
     good_commit, bad_commit = _bisect_end(runner, good_ref, "good"), _bisect_end(runner, bad_ref, "bad")
     commit = resolve_commit(runner.root, commit_ref, "--commit")
-    held = recorded_of([good_commit, bad_commit, commit])
-    if good_commit in held and bad_commit in held:
+    held = {} if (_cache(runner) / NO_REFERENCE).is_file() else recorded_of([good_commit, bad_commit, commit])
+    if good_commit in held or bad_commit in held:
         by_history = _history_step(runner, options, held, (good_commit, bad_commit), commit)
         if by_history is not None:
             return by_history
@@ -108,45 +110,77 @@ def judge_step(runner: Runner, options: CompareOptions, good_ref: str | None, ba
 
 def _history_step(runner: Runner, options: CompareOptions, held: Mapping[str, Measurement], ends: tuple[str, str],
                   commit: str) -> Judged | None:
-    """The commit judged against the history's two ends, as ``perfgate bisect`` judges between them: from the
-    history where it holds the commit (no run), else by a run whose first result shows the history can be its
-    reference (``comparable``, like one of the ends); None where the history's ends cannot serve (they do not
-    differ, or a run showed they are no reference, kept for the later steps): the ends are then run."""
-    from perfgate.bisect.measure import AUTO_LOOKS, ends_differ, judgement
-    from perfgate.bisect.recorded import comparable, like_an_end, on_devices_of
+    """The commit judged against the ends as ``perfgate bisect`` judges between them: an end the history holds is
+    its reference (not run), the other end run once (kept); a commit the history holds is judged from it (no run),
+    another by a run whose first result shows the history can be its reference (``as_references``); None where
+    the history's end cannot serve (the ends do not differ, or a run showed it is no reference, kept for the later
+    steps): the ends are then run."""
+    from perfgate.bisect.measure import AUTO_LOOKS, judgement
+    from perfgate.bisect.recorded import as_references, on_devices_of
 
     folder = _cache(runner)
-    good, bad = held[ends[0]], held[ends[1]]
-    compared = ends_differ(good, bad, options)
-    if (folder / NO_REFERENCE).is_file() or compared.verdict != Verdict.FAIL.value:
+    sides = _history_ends(runner, options, held, ends)
+    if sides is None:
         return None
+    good, bad, compared = sides
     if commit in ends:
         return Judged.GOOD if commit == ends[0] else Judged.BAD
     if commit in held:
-        return judgement(good, held[commit], bad, options).verdict
-    references: dict[str, Measurement] = {}
-    problem: list[str] = []
+        return judgement(good, on_devices_of(held[commit], bad), bad, options).verdict
+    from_history = (ends[0] in held, ends[1] in held)
+    references: list[References | str] = []
     verdicts: list[Judged] = []
 
     def again(run: Measurement, looks: int) -> bool:
         if not references:
-            problem.append(comparable(good, run, options))
-            sides = on_devices_of(good, run), on_devices_of(bad, run)
-            if not problem[-1] and not (folder / CHECKED).is_file() and not like_an_end(*sides, run, options):
-                problem[-1] = "the first commit run is like neither end"
-            if problem[-1]:
-                return False
-            references.update(good=sides[0], bad=sides[1])
-        decided = judgement(references["good"], run, references["bad"], options, looks)
+            references.append(as_references(good, bad, from_history, run, options,
+                                             check_like=not (folder / CHECKED).is_file()))
+        if isinstance(references[0], str):
+            return False
+        decided = judgement(references[0].good, run, references[0].bad, options, looks)
         verdicts.append(decided.verdict)
         return decided.undecided and not compared.counters and looks < AUTO_LOOKS
 
     result = runner.run(commit, again=again)
     if result.measurement is None:
         return Judged.SKIP
-    folder.mkdir(parents=True, exist_ok=True)
-    if problem and problem[-1]:
-        (folder / NO_REFERENCE).write_text(problem[-1] + "\n", encoding="utf-8")
+    if isinstance(references[0], str):
+        _no_reference(runner, references[0])
         return None
-    (folder / CHECKED).touch()
+    if references[0].checked:  # a run like an end the history holds: the later steps need not check again
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / CHECKED).touch()
     return verdicts[-1]
+
+
+def _history_ends(runner: Runner, options: CompareOptions, held: Mapping[str, Measurement],
+                  ends: tuple[str, str]) -> Ends | None:
+    """The ends, the history's where it holds them and the other run once (kept), compared; None where they cannot
+    serve: they do not differ, or the run end shows the history's is no reference (kept for the later steps)."""
+    from perfgate.bisect.measure import Ends, ends_differ, pooled_result
+    from perfgate.bisect.recorded import comparable, on_devices_of
+
+    measured = {commit: held[commit] for commit in ends if commit in held}
+    ran = [pooled_result(_end_files(runner, commit, which), options)
+           for commit, which in zip(ends, ("good", "bad"), strict=True) if commit not in held]
+    if ran:  # one end run here: it checks the history's
+        (held_end,) = measured
+        problem = comparable(held[held_end], ran[0], options)
+        if problem:
+            _no_reference(runner, problem)
+            return None
+        measured[held_end] = on_devices_of(held[held_end], ran[0])
+        measured[ends[1] if held_end == ends[0] else ends[0]] = ran[0]
+    good, bad = measured[ends[0]], measured[ends[1]]
+    compared = ends_differ(good, bad, options)
+    if compared.verdict != Verdict.FAIL.value:
+        if ran:  # the history's end is no reference for the run one
+            _no_reference(runner, f"its end compared with the run end: {compared.verdict}")
+        return None
+    return Ends(good, bad, compared)
+
+
+def _no_reference(runner: Runner, why: str) -> None:
+    folder = _cache(runner)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NO_REFERENCE).write_text(why + "\n", encoding="utf-8")

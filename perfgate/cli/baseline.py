@@ -57,7 +57,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if not any(_gates(document, gated) for document in documents.values()):
         files = ", ".join(str(baseline_file(directory, key, name)) for key in sorted(documents))
         raise _gates_nothing(files, args.report, gated, options.compared_metrics(), set(measurement.table["metric"]))
-    documents, carried = carried_in_update(documents, directory, name, measurement, options, settings.history or None)
+    documents, carried = carried_in_update(documents, directory, name, measurement, options, settings.history or None,
+                                           settings.history_max_time)
     for path in save_baselines(documents, directory, name):
         print_out(f"wrote {inert(path)}\n")
     for line in carried:  # on stderr: stdout lists the files written, one per line

@@ -11,7 +11,7 @@ import subprocess
 from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import InputError, PerfgateError
-from perfgate.history.db import History, open_history, sqlite_path
+from perfgate.history.db import WAIT_SECONDS, History, open_history, sqlite_path
 from perfgate.history.record import provenance
 
 if TYPE_CHECKING:
@@ -101,12 +101,13 @@ def acceptance_of(acceptances: Sequence[Acceptance], series: Mapping[str, str], 
     return found[-1] if found else None
 
 
-def acceptances_at(url: str) -> list[Acceptance]:
-    """Every acceptance in the history at ``url``; none where its SQLite file does not exist yet."""
+def acceptances_at(url: str, max_time: float = WAIT_SECONDS) -> list[Acceptance]:
+    """Every acceptance in the history at ``url``; none where its SQLite file does not exist yet. ``max_time``:
+    seconds it may keep the caller waiting."""
     path = sqlite_path(url)
     if path is not None and not path.exists():
         return []
-    with open_history(url, create=False) as history:
+    with open_history(url, create=False, max_time=max_time) as history:
         return load_acceptances(history)
 
 
@@ -125,11 +126,12 @@ def acceptance_check(acceptances: Sequence[Acceptance], commit: str, test: str |
     return check
 
 
-def update_check(url: str, test: str | None, env: Mapping[str, str]) -> tuple[AcceptanceCheck | None, str]:
+def update_check(url: str, test: str | None, env: Mapping[str, str],
+                 max_time: float = WAIT_SECONDS) -> tuple[AcceptanceCheck | None, str]:
     """For a baseline update with a history configured: what marks its regressions accepted (at the commit being
     updated at), or None and the line saying why the history could not be read."""
     try:
-        acceptances = acceptances_at(url)
+        acceptances = acceptances_at(url, max_time)
     except PerfgateError as exc:
         return None, f"cannot check acceptances in the history: {exc}"
     return acceptance_check(acceptances, provenance(env, branch="-", when=None).commit, test), ""

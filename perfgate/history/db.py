@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from perfgate.errors import InputError
+from perfgate.limits import HISTORY_WAIT_SECONDS
 from perfgate.history.keys import SERIES_FIELDS
 from perfgate.history.location import (
     DEFAULT_URL,
@@ -41,7 +42,7 @@ from perfgate.history.schema import (
 
 __all__ = ["DEFAULT_URL", "MIGRATIONS", "SCHEMA_VERSION", "History", "open_history", "shown_url", "sqlite_path"]
 
-WAIT_SECONDS = 60.0  # a command's default budget for waiting on the history: connecting, locks, statements
+WAIT_SECONDS = HISTORY_WAIT_SECONDS  # a command's default budget for waiting on the history: connecting, locks, statements
 CONNECT_SECONDS = 10  # at most this much of it for connecting to PostgreSQL
 _MIGRATION_LOCK = 0x70657266  # pg_advisory_xact_lock key: one migrating writer at a time ("perf")
 
@@ -165,7 +166,8 @@ def waited_too_long(shown: str, max_time: float) -> InputError:
     """The one line for a history that another connection kept locked (or a statement that ran) past the budget."""
     return InputError(shown, f"gave up waiting for the history database after {max_time:g} s (another connection "
                              "holds a lock on it, or the server is overloaded)",
-                      "retry when the other writer is done, or raise --max-time")
+                      "retry when the other writer is done, or raise --max-time (pytest: "
+                      "--perfgate-history-max-time)")
 
 
 def _psycopg_or_none() -> Any:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.db import History, open_history
+from perfgate.history.db import WAIT_SECONDS, History, open_history
 from perfgate.history.keys import facts_key, gpu_key
 from perfgate.history.series import Branch, Series, commit_order, load_branch
 from perfgate.limits import parse_json_or_none
@@ -228,11 +228,11 @@ def compare_options_from_history(history: History, branch: str, options: Compare
 
 
 def plugin_thresholds(url: str, branch: str, thresholds: Mapping[str, Threshold],
-                      metrics: Sequence[str] | None) -> Learned:
+                      metrics: Sequence[str] | None, max_time: float = WAIT_SECONDS) -> Learned:
     """``pytest --perfgate --perfgate-history-thresholds``: the learned thresholds of every series of ``branch``
     (each test takes its own, ``series_thresholds(learned, test)``), and the notes."""
     options = selection(metrics=metrics, thresholds=thresholds, significance=0.01, allow_device_mismatch=False)
     compared = set(options.compared_metrics())
     hand_set = {m: t for m, t in options.effective_thresholds().items() if m in compared}
-    with open_history(url, create=False) as history:
+    with open_history(url, create=False, max_time=max_time) as history:
         return learned_thresholds(history, branch, hand_set)

@@ -205,7 +205,8 @@ def judging_for(reference: Reference, options: CompareOptions, test: str) -> tup
     return options, reference_for(reference, options, test)
 
 
-def plugin_reference(url: str, branch: str) -> Reference:
-    """``pytest --perfgate`` learning from the history: the reference every test is judged against, read once."""
-    with open_history(url, create=False) as history:
+def plugin_reference(url: str, branch: str, max_time: float = WAIT_SECONDS) -> Reference:
+    """``pytest --perfgate`` learning from the history: the reference every test is judged against, read once
+    (``max_time``: seconds the history may keep it waiting)."""
+    with open_history(url, create=False, max_time=max_time) as history:
         return load_reference(history, branch)

@@ -13,6 +13,7 @@ import pytest
 from perfgate.config import Settings, find_pyproject, load_settings
 from perfgate.errors import ConfigError
 from perfgate.files import written_through
+from perfgate.limits import HISTORY_WAIT_SECONDS
 from perfgate.metrics import Threshold
 from perfgate.option_table import PLUGIN_OPTIONS, resolve
 from perfgate.options import selection
@@ -51,6 +52,7 @@ class PluginOptions(NamedTuple):
     history_notes: tuple[str, ...] = ()  # what learning thresholds from the history said (insufficient data...)
     history_reference: Reference | None = None  # the base branch's recent runs each test is judged against
     history_fallback: bool = False  # the reference judges only tests without a committed baseline
+    history_max_time: float = HISTORY_WAIT_SECONDS  # seconds the history may keep the plugin waiting (each opening)
     templates: Path | None = None  # [tool.perfgate] templates: a team's templates (None: perfgate's)
 
 
@@ -122,6 +124,7 @@ def resolve_options(config: pytest.Config) -> PluginOptions:
         accept_unpaired_kernels=settings.accept_unpaired_kernels, sections=settings.sections, source=settings.source,
         code_identity=settings.code_identity, history=settings.history, history_notes=notes, history_reference=reference,
         history_fallback=settings.history_fallback and not settings.history_thresholds,
+        history_max_time=settings.history_max_time,
         templates=_templates(settings.templates))
 
 
@@ -136,11 +139,14 @@ def _history_reference(settings: Settings) -> tuple[tuple[str, ...], Reference]:
 
     branch = settings.history_branch
     if settings.history_fallback:
-        with open_history(settings.history, create=True):  # made (as the session's recording would) where new
+        # made (as the session's recording would) where new
+        with open_history(settings.history, create=True, max_time=settings.history_max_time):
             pass
-    learned = plugin_thresholds(settings.history, branch, settings.thresholds, settings.metrics)
+    learned = plugin_thresholds(settings.history, branch, settings.thresholds, settings.metrics,
+                                settings.history_max_time)
     notes = tuple(learned.notes)
-    reference = plugin_reference(settings.history, branch)._replace(thresholds=learned.series)
+    reference = plugin_reference(settings.history, branch, settings.history_max_time)._replace(
+        thresholds=learned.series)
     if settings.history_fallback and reference.commits < MIN_REFERENCE_RUNS:
         notes = (*notes, f"not gated yet: {branch} has {reference.commits} recorded run"
                          f"{'' if reference.commits == 1 else 's'} and a test without a committed baseline is judged "

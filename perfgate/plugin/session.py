@@ -365,7 +365,8 @@ class PerfgateSession:
         try:
             judged, acceptances = with_history(parts, item.nodeid, self.options.history_reference,
                                                        self.options.history if self.options.update else "",
-                                                       self.options.history_fallback)
+                                                       self.options.history_fallback,
+                                                       self.options.history_max_time)
             gated = gate_parts(judged, test=item.nodeid, path=path, line=line, baselines=self.options.baselines,
                                        update=self.options.update, strict=self.options.strict,
                                        shown=lambda p: shown_path(p, root), acceptances=acceptances)

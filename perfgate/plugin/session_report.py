@@ -149,7 +149,8 @@ class SessionReport:
                 continue
             self.files.append(path)
         if self.options.history:
-            self._history_line = record_session(self.options.history, report, json_file.name)
+            self._history_line = record_session(self.options.history, report, json_file.name,
+                                                 self.options.history_max_time)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary and markdown is not None:
             try:
@@ -244,8 +245,9 @@ def collapsed_notes(notes: Sequence[str], tests: Collection[str], named: int = 3
     return lines
 
 
-def record_session(url: str, report: Report, source: str) -> str:
-    """Record the session's report in the history; the terminal line that says so, or why it could not."""
+def record_session(url: str, report: Report, source: str, max_time: float) -> str:
+    """Record the session's report in the history; the terminal line that says so, or why it could not (a
+    history that keeps it waiting past ``max_time`` seconds among them)."""
     from perfgate.history.db import open_history, shown_url
     from perfgate.history.record import provenance, record_report, report_points
 
@@ -253,7 +255,7 @@ def record_session(url: str, report: Report, source: str) -> str:
         return f"perfgate: history: nothing measured, nothing recorded in {shown_url(url)}"
     try:
         when = provenance(os.environ)
-        with open_history(url) as history:
+        with open_history(url, max_time=max_time) as history:
             recorded = record_report(history, report, source, when)
     except PerfgateError as exc:
         return f"perfgate: cannot record the session in the history: {exc}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import pytest
 
+from perfgate.limits import HISTORY_WAIT_SECONDS
 from perfgate.plugin.preflight import PreflightFacts, check_preflight
 from perfgate.verdict import GateStatus, worst_gate_status
 
@@ -123,11 +124,12 @@ class Gated(NamedTuple):
 
 
 def with_history(parts: Sequence[GatePart], test: str, reference: HistoryReference | None,
-                 update_history: str, fallback: bool = False) -> tuple[list[GatePart], AcceptanceCheck | None]:
+                 update_history: str, fallback: bool = False,
+                 max_time: float = HISTORY_WAIT_SECONDS) -> tuple[list[GatePart], AcceptanceCheck | None]:
     """Each part judged against the base branch's recent runs in ``reference`` (with its series' learned
     thresholds), where one is given (``fallback``: only where no baseline is committed; a committed one wins);
     and, for an update recorded in the history ``update_history`` ("" otherwise), what says whether the
-    regressions it carries are accepted (docs/history.md)."""
+    regressions it carries are accepted (docs/history.md); ``max_time``: seconds that history may keep it waiting."""
     judged = list(parts)
     if reference is not None:
         from perfgate.history.reference import judging_for
@@ -138,7 +140,7 @@ def with_history(parts: Sequence[GatePart], test: str, reference: HistoryReferen
         return judged, None
     from perfgate.history.accept import update_check
 
-    acceptances, problem = update_check(update_history, test, os.environ)
+    acceptances, problem = update_check(update_history, test, os.environ, max_time)
     if problem and judged:  # said once: the parts' reports are merged into one
         judged[0] = judged[0]._replace(notes=[*judged[0].notes, f"{test}: {problem}"])
     return judged, acceptances

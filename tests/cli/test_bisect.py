@@ -489,6 +489,94 @@ def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
     assert not list((repo.path / ".git" / "perfgate-bisect").glob("*/*.json"))  # no end was measured
 
 
+
+@pytest.mark.parametrize("good, bad", [(2, 15), (0, 14)])
+def test_git_bisect_run_with_one_end_in_the_history_runs_only_the_other_once(
+        planted: Repo, counters_history: str, tmp_path: Path, good: int, bad: int) -> None:
+    """A real ``git bisect run`` whose history (branch "sparse": 2, 8, 14) holds one end only: that end is the
+    history's (never run), the other end is run once, by the first step, and kept for the later ones; commit 8,
+    the history's, costs no run; git names 11 in at most ceil(log2 n) + 1 runs (the run end included)."""
+    repo = clone(planted, tmp_path / "clone")
+    log = tmp_path / "ran.jsonl"
+    command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[bad], repo.commits[good]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path,
+                          capture_output=True, text=True, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
+    ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
+    held, run_end = (good, bad) if good == 2 else (bad, good)
+    assert ran.count(run_end) == 1 and ran[0] == run_end  # the first step runs it, the later ones read it
+    assert held not in ran and 8 not in ran
+    assert len(ran) <= math.ceil(math.log2(bad - good + 1)) + 1
+    (folder,) = (repo.path / ".git" / "perfgate-bisect").iterdir()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{repo.commits[run_end]}-1.json", "history-checked"])
+    log_text = subprocess.run(["git", "bisect", "log"], cwd=repo.path, capture_output=True, text=True,
+                              check=True).stdout
+    assert f"git bisect bad {repo.commits[SLOW_FROM]}" in log_text
+    assert f"git bisect good {repo.commits[SLOW_FROM - 1]}" in log_text
+
+
+@pytest.mark.parametrize("good, bad, why", [(4, 12, "like neither end"), (5, 13, "compared with the run end: pass")])
+def test_one_end_from_a_history_of_other_times_is_no_reference(
+        planted: Repo, counters_history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], good: int, bad: int, why: str) -> None:
+    """One end the history's with times 1000x this machine's (branch "elsewhere": 5, 12), the other run. The held
+    bad end 12 still differs from the good end run (it is slower still): commits run like the good end show
+    nothing of the history, and 11, like neither end, shows it is no reference. The held good end 5 is slower than
+    the bad end run: the ends do not differ. Either way the held end is run too, in the search (the runs made
+    kept) and in the steps (kept for the later ones), and the planted commit is named all the same."""
+    found = bisect_json(planted, monkeypatch, capsys, "--db", counters_history, "--command", COUNTERS, "--branch",
+                        "elsewhere", "--good", planted.commits[good], "--bad", planted.commits[bad])
+    assert found["culprit"] == planted.commits[SLOW_FROM] and found["from_history"] == []
+    assert {planted.commits[good], planted.commits[bad]} <= set(found["runs"])
+    assert len(found["runs"]) == len(set(found["runs"]))  # nothing run twice: the restart kept the runs
+    assert all(v["by"] == "run" for v in found["verdicts"])
+    repo = clone(planted, tmp_path / "clone")
+    monkeypatch.chdir(repo.path)
+    step = ["bisect", "--step", "--test", TEST, "--command", COUNTERS, "--db", counters_history, "--branch",
+            "elsewhere", "--good", repo.commits[good], "--bad", repo.commits[bad]]
+    assert main([*step, "--commit", repo.commits[SLOW_FROM]]) == 1
+    (folder,) = (repo.path / ".git" / "perfgate-bisect").iterdir()
+    assert why in (folder / "history-no-reference").read_text(encoding="utf-8")
+    assert len(list(folder.glob("*.json"))) == 2  # both ends, run
+    assert main([*step, "--commit", repo.commits[SLOW_FROM - 1]]) == 0
+    assert main([*step, "--commit", repo.commits[8]]) == 0
+    assert len(list(folder.glob("*.json"))) == 2
+
+
+@pytest.mark.parametrize("seed", [4, 26])
+def test_a_median_from_the_history_is_no_reference_for_rounds_too_noisy_for_the_threshold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+    """The noisy repository (each round up to several times its time, 1.6x slower from commit 4), CI's
+    pytest-benchmark result recorded at the good end only: its median, judged on the threshold alone, named commit
+    2 (seed 4) or 3 (seed 26). This machine's rounds leave their median too uncertain for the threshold, so the
+    history is no reference: the ends are run, and no wrong commit is named, by the search or by git bisect run."""
+    repo = make_repo(tmp_path / "noisy", 8, 4, noise=2.0, slowdown=1.6, seed=seed)
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    measured = benchmark_json(tmp_path / "ci.json", 1e-3, noise=2.0, seed=seed * 7 + 3)
+    assert main(["compare", str(measured), str(measured), "-o", str(tmp_path / "ci-report.json"), "--format",
+                 "json"]) == 0
+    assert main(["history", "record", str(tmp_path / "ci-report.json"), "--db", url, "--commit", repo.commits[0],
+                 "--branch", "main"]) == 0
+    found = bisect_json(repo, monkeypatch, capsys, "--db", url, "--good", repo.commits[0], "--bad", repo.commits[7])
+    assert found["from_history"] == [] and repo.commits[0] in found["runs"]
+    good, bad = (repo.commits.index(c) for c in found["range"])
+    assert good < 4 <= bad and found["culprit"] in (None, repo.commits[4])
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", repo.commits[7], repo.commits[0]], cwd=repo.path, check=True,
+                   capture_output=True)
+    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           "--command", COMMAND, "--db", url], cwd=repo.path, capture_output=True, text=True,
+                          env=_env())
+    named = [line.split()[0] for line in done.stdout.splitlines() if line.endswith("is the first bad commit")]
+    assert named in ([], [repo.commits[4]]), done.stdout
+    assert "history-no-reference" in {p.name for p in (repo.path / ".git" / "perfgate-bisect").glob("*/*")}
+
+
 PERF_TEST = """
 def test_op(perfgate):
     with perfgate.region("op"):

@@ -70,6 +70,9 @@ def test_absurd_command_line_settings_are_usage_errors(capsys: pytest.CaptureFix
     ("[tool.perfgate]\ntimeout = inf", "timeout must be a positive, finite number of seconds"),
     ("[tool.perfgate]\ntimeout = 0", "timeout must be a positive, finite number of seconds"),
     ("[tool.perfgate]\ntimeout = -5", "timeout must be a positive, finite number of seconds"),
+    ("[tool.perfgate]\nhistory_max_time = -1", "history_max_time must be 0 or more seconds"),
+    ("[tool.perfgate]\nhistory_max_time = nan", "history_max_time must be 0 or more seconds"),
+    ("[tool.perfgate]\nhistory_max_time = inf", "history_max_time must be 0 or more seconds"),
     ('[tool.perfgate]\nbaselines = ""', "baselines must not be empty"),
     ('[tool.perfgate]\nncu = " "', "ncu must not be empty"),
     # Shapes a hand-written (or hostile) pyproject can take, once behind the last-resort line.
