@@ -14,6 +14,7 @@ hold (be the median after the step), and each step is named at the exact commit 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple, Sequence
 
@@ -32,7 +33,7 @@ WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 SHORT = 25
 SHORT_FACTOR = 0.01
 SEEN_HOLD = 10  # commits an exact counter's value seen before its step must hold to be a new level
-SCREEN_ROWS = 2048  # series quiet_series judges at once
+SCREEN_ROWS = 2048  # series loud_windows judges at once
 RETRIES = 1  # how many failed splits deep E-divisive still searches a window's sides
 # The final p-value. Otava defaults to 0.001; a history gates thousands of series, and on planted series
 # (docs/history.md) 0.0001 kept every step of 3% in 1% noise and dropped most false change points.
@@ -70,16 +71,22 @@ def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
     if n < 2 * min_side:
         return -1
     distances = np.abs(values[:, None] - values[None, :])
-    prefix = np.zeros((n + 1, n + 1))
-    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    prefix = distances.cumsum(0).cumsum(1)  # block [0, a) x [0, b) at [a - 1, b - 1]
+    sizes, left_pairs, right_pairs, first = _split_factors(n, min_side)
+    at_end = prefix[min_side - 1:n - min_side, n - 1]
+    within_left = prefix.diagonal()[min_side - 1:n - min_side]
+    within_right = prefix[n - 1, n - 1] - 2 * at_end + within_left
+    q = first * (2 * (at_end - within_left) / sizes - within_left / left_pairs - within_right / right_pairs)
+    return int(np.argmax(q)) + min_side
+
+
+@functools.cache
+def _split_factors(n: int, min_side: int) -> tuple[np.ndarray, ...]:
+    """``best_split``'s counts per split t (min_side..n - min_side) as floats: t(n - t), t(t - 1),
+    (n - t)(n - t - 1) and t(n - t)/n, the same floats as computed from the integers each time."""
     t = np.arange(min_side, n - min_side + 1)
-    total = prefix[n, n]
-    within_left = prefix[t, t]
-    within_right = total - 2 * prefix[t, n] + within_left
-    cross = prefix[t, n] - within_left
     m = n - t
-    q = (t * m / n) * (2 * cross / (t * m) - within_left / (t * (t - 1)) - within_right / (m * (m - 1)))
-    return int(t[int(np.argmax(q))])
+    return (t * m).astype(float), (t * (t - 1)).astype(float), (m * (m - 1)).astype(float), t * m / n
 
 
 def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: list[int],
@@ -229,7 +236,9 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     result = []
     for k, at in enumerate(points):
         left, right = _sides(series, points, k)
-        result.append(ChangePoint(at, t_test(left, right), median(left), median(right), exact))
+        key = (points[k - 1] if k else 0, at, points[k + 1] if k + 1 < len(points) else len(series))
+        p = t_test(left, right) if exact else -judged[key][1]  # the last round's test (an exact step has moved)
+        result.append(ChangePoint(at, p, median(left), median(right), exact))
     return result
 
 
@@ -256,18 +265,11 @@ def _exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) 
     return moved
 
 
-def quiet_series(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
-    """For rows of equal length (one series each), whether ``weak_change_points`` finds nothing in the row: the
-    same windows, splits and t-tests as the search, for many series at once (most series of a history have no
-    change, and this costs a small part of searching them one at a time). A row it cannot clear is False:
-    ``change_points`` decides it."""
-    return loud_windows(matrix, p_value, window) < 0
-
-
 def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
-    """``quiet_series`` as the start of each row's first window it cannot clear, -1 where it clears them all. The
-    windows before it find nothing, so the search's windows start where the screen's do: ``window_search`` of
-    the row from that start finds what it finds from 0."""
+    """For rows of equal length (one series each), the start of each row's first window that the search might find
+    a candidate in, -1 where ``weak_change_points`` finds nothing in the row: the same windows, splits and t-tests
+    as the search, for many series at once (most series of a history have no change). The windows before it find
+    nothing, so ``window_search`` of the row from that start finds what it finds from 0."""
     if len(matrix) > SCREEN_ROWS:  # a few MB at a time: the arrays stay in the processor's cache
         return np.concatenate([loud_windows(matrix[at:at + SCREEN_ROWS], p_value, window)
                                for at in range(0, len(matrix), SCREEN_ROWS)])
@@ -285,6 +287,8 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
             break
         part = matrix[active, start:stop]
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
+        varied = ~np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
+        active, part = active[varied], part[varied]  # (exact counters mostly): calm, no sums needed
         whole, earlier = _distance_sums(part)
         none = np.zeros_like(whole)
         sums = np.zeros((len(active), part.shape[1] + 1))
@@ -294,10 +298,8 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
         every = np.arange(len(active))
         low, high = np.zeros(len(active), dtype=np.int64), np.full(len(active), part.shape[1], dtype=np.int64)
         at, passed = _split_many((earlier, none, whole), sums, squares, every, low, high, weak)
-        flat = np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
-        passed &= ~flat
         calm = ~passed
-        checked = ~passed & ~flat & (at > 0)  # a failed split: its sides are searched too
+        checked = ~passed & (at > 0)  # a failed split: its sides are searched too
         before_split = _distance_sums(part, np.where(checked, at, 0))[0]
         for side_low, side_high, to_low, to_high in ((low, at, none, before_split), (at, high, before_split, whole)):
             _, side = _split_many((earlier, to_low, to_high), sums, squares, every[checked], side_low[checked],
@@ -316,19 +318,34 @@ def _distance_sums(part: np.ndarray, cut: np.ndarray | None = None) -> tuple[np.
     (the floats of a cumsum over j), never held for every j: the screen needs only these sums, and a
     rows x m x m array of them cost most of its time."""
     rows, m = part.shape
-    total, earlier, at_cut = np.zeros((rows, m)), np.zeros((rows, m)), np.zeros((rows, m))
+    if cut is not None:
+        return _sums_before(part, cut), np.zeros((rows, m))
+    total, earlier = np.zeros((rows, m)), np.zeros((rows, m))
     distance = np.empty((rows, m))
-    for j in range(m if cut is None else int(cut.max(initial=0))):
+    for j in range(m):
         np.subtract(part[:, j:j + 1], part, out=distance)
         np.abs(distance, out=distance)
         total += distance
-        if cut is None:
-            if j + 1 < m:
-                earlier[:, j + 1] = total[:, j + 1]
-        else:
-            reached = cut == j + 1
-            at_cut[reached] = total[reached]
-    return (total, earlier) if cut is None else (at_cut, earlier)
+        if j + 1 < m:
+            earlier[:, j + 1] = total[:, j + 1]
+    return total, earlier
+
+
+def _sums_before(part: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """``_distance_sums`` up to each row's cut: the rows by cut, longest first, so that the j-th point's distances
+    are added to the rows whose cut is past j only (a leading block, no mask), half the work of adding them to all."""
+    order = np.argsort(-cut, kind="stable")
+    ordered = part[order]
+    reach = -cut[order]
+    total, distance = np.zeros_like(ordered), np.empty_like(ordered)
+    for j, count in enumerate(np.searchsorted(reach, -np.arange(1, int(cut.max(initial=0)) + 1), "right").tolist()):
+        block, out = ordered[:count], distance[:count]
+        np.subtract(block[:, j:j + 1], block, out=out)
+        np.abs(out, out=out)
+        total[:count] += out
+    sums = np.empty_like(total)
+    sums[order] = total
+    return sums
 
 
 def _split_many(distances: tuple[np.ndarray, np.ndarray, np.ndarray], sums: np.ndarray, squares: np.ndarray,
