@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_scipy_is_the_history_extra_not_a_dependency() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert not [d for d in project["dependencies"] if d.startswith("scipy")]
-    assert project["optional-dependencies"]["history"] == ["scipy>=1.10"]
+    assert project["optional-dependencies"]["history"] == ["scipy>=1.12"]
 
 
 def test_without_scipy_history_changes_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
