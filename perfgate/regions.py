@@ -11,12 +11,17 @@ The overall total compares like with like: where the two runs hold different top
 one NVTX range per layer), ``like_for_like_totals`` makes each side's total the sum over the regions both hold,
 and a note names the regions added and removed; an added region is judged on its own (``new``), never as a
 regression of the total.
+
+Kernels replaced among the launches outside every region (an ncu report without NVTX ranges) are held by no region
+total: ``add_outside_total`` makes one at compare time where such a replacement needs it (``compare.outside``), the
+sum of the launches outside every region, named ``total`` where the report has no region at all (the whole report)
+and ``outside any region`` beside regions.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,6 +30,7 @@ from perfgate.table import Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
 TOTAL = "total"
+OUTSIDE = "outside any region"  # the total of the launches outside every region, in a report that has regions
 
 
 def is_additive(metric: str) -> bool:
@@ -76,6 +82,27 @@ def add_region_totals(measurement: Measurement) -> Measurement:
     return measurement._replace(table=combined, unusable=(*measurement.unusable, *unusable))
 
 
+def scoped_top_regions(table: Columns) -> set[str]:
+    """The top-level regions that hold kernel launches."""
+    regions = table[table.equals("kind", KIND_KERNEL) & ~table.equals("region", "")]["region"]
+    return {str(region).split(REGION_SEPARATOR, 1)[0] for region in set(regions.tolist())}
+
+
+def add_outside_total(measurement: Measurement, name: str, adds: Callable[[str], bool] = is_additive) -> Measurement:
+    """``measurement`` with one more launch, ``name`` (kind region, region ""), summing the metrics that ``adds``
+    says add up of its kernel launches outside every region; unchanged where it has none, or none such metric."""
+    table = measurement.table
+    launches = table[table.equals("kind", KIND_KERNEL) & table.equals("region", "")]
+    if launches.empty:
+        return measurement
+    unusable: list[Unusable] = []
+    rows = _total_rows(name, "", launches, int(table["launch"].max()) + 1, unusable, adds)
+    if not rows:
+        return measurement
+    combined = Columns.concat([normalized(table), make_table(rows)])
+    return measurement._replace(table=combined, unusable=(*measurement.unusable, *unusable))
+
+
 def with_region_totals(measurement: Measurement) -> Measurement:
     """The measurement with per-region totals, unless it has them already (a baseline the plugin wrote).
 
@@ -86,8 +113,8 @@ def with_region_totals(measurement: Measurement) -> Measurement:
     return measurement if has_totals else add_region_totals(measurement)
 
 
-def _total_rows(name: str, region: str, launches: Columns, launch: int,
-                unusable: list[Unusable]) -> list[dict[str, Any]]:
+def _total_rows(name: str, region: str, launches: Columns, launch: int, unusable: list[Unusable],
+                adds: Callable[[str], bool] = is_additive) -> list[dict[str, Any]]:
     """The total's rows; a total that cannot be made is NaN, and why is appended to ``unusable``."""
     count = len(set(launches["launch"].tolist()))
     base = {"kind": KIND_REGION, "kernel": name, "region": region, "ordinal": 0, "launch": launch,
@@ -96,7 +123,7 @@ def _total_rows(name: str, region: str, launches: Columns, launch: int,
     rows = []
     metrics = launches["metric"]
     for metric in sorted(set(metrics.tolist())):
-        if not is_additive(str(metric)):
+        if not adds(str(metric)):
             continue
         values = launches[metrics == metric]
         per_launch = values[first_rows(values["launch"])]  # of repeated rows of a launch, its first
