@@ -292,3 +292,14 @@ def test_a_trace_judges_a_replacement_outside_its_ranges_through_their_total(tmp
     assert (total["baseline"], total["current"]) == (1_100_000.0, (nvjet_us + 100.0) * 1000.0)
     assert "judged through the total of the launches outside every region (2 kernel launches in the baseline, 2 in " \
            "the current run; both runs hold the same regions)" in _note(comparison, "kernels replaced outside any region")
+
+
+def test_a_total_over_more_launches_names_no_template_change(tmp_path: Path) -> None:
+    from structures import REDUCE, XMMA
+    from scenarios import Launch
+
+    one = Case("replaced", "a kernel added to a region of one", "pass", [Launch(XMMA, "forward")],
+               [Launch(XMMA, "forward"), Launch(REDUCE, "forward")])
+    comparison = compared(one, tmp_path, random.Random(1))
+    totals = comparison.launches[comparison.launches["kind"] == "region"]
+    assert totals["kernel"].tolist() == ["forward"] and totals["launch_change"].tolist() == [""]
