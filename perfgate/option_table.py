@@ -205,9 +205,11 @@ OPTIONS: tuple[Option, ...] = (
            default_text=f"the catalog's: {_catalog_thresholds()}"),
     Option("allow_device_mismatch", "compare results from different GPUs anyway", cli=("--allow-device-mismatch",),
            commands=("compare",), flag=True),
-    Option("accept_unpaired_kernels", "kernels missing and new in the same region that no rule paired pass",
+    Option("accept_unpaired_kernels", "kernels missing and new in the same region that no rule paired and no total "
+                                      "holds pass",
            cli=("--accept-unpaired-kernels",), commands=("compare",), flag=True,
-           default_text="off: the comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged"),
+           default_text="off: the comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged "
+                        "(where a total holds them, it judges them either way: docs/matching.md)"),
     Option("code_identity", "read each kernel's machine code (its code_id) from .ncu-rep files, and with the timeline "
                             "source from the cubins the traced process loads: a kernel whose code and launch "
                             "configuration are the same on both sides cannot regress in time",

@@ -11,20 +11,26 @@ The overall total compares like with like: where the two runs hold different top
 one NVTX range per layer), ``like_for_like_totals`` makes each side's total the sum over the regions both hold,
 and a note names the regions added and removed; an added region is judged on its own (``new``), never as a
 regression of the total.
+
+Kernels replaced among the launches outside every region (an ncu report without NVTX ranges) are held by no region
+total: ``add_outside_total`` makes one at compare time where such a replacement needs it (``compare.outside``), the
+sum of the launches outside every region, named ``total`` where the report has no region at all (the whole report)
+and ``outside any region`` beside regions.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from perfgate.columns import Columns, first_rows, objects
+from perfgate.columns import Columns, Gather, first_rows, objects
 from perfgate.table import Measurement, Unusable, make_table, normalized
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
 
 TOTAL = "total"
+OUTSIDE = "outside any region"  # the total of the launches outside every region, in a report that has regions
 
 
 def is_additive(metric: str) -> bool:
@@ -74,6 +80,46 @@ def add_region_totals(measurement: Measurement) -> Measurement:
     # The table is normalized already: only the few total rows need normalizing, not its rows again.
     combined = Columns.concat([normalized(table), make_table(rows)])
     return measurement._replace(table=combined, unusable=(*measurement.unusable, *unusable))
+
+
+def scoped_top_regions(table: Columns) -> set[str]:
+    """The top-level regions that hold kernel launches."""
+    regions = table.picked("region", np.flatnonzero(table.equals("kind", KIND_KERNEL) & ~table.equals("region", "")))
+    return {str(region).split(REGION_SEPARATOR, 1)[0] for region in set(regions.tolist())}
+
+
+def add_outside_total(measurement: Measurement, name: str, adds: Callable[[str], bool] = is_additive) -> Measurement:
+    """``measurement`` with one more launch, ``name`` (kind region, region ""), summing the metrics that ``adds``
+    says add up of its kernel launches outside every region; unchanged where it has none, or none such metric. A
+    metric some launch inside lacks or holds no number for is NaN, and why is said (as ``_total_rows`` does)."""
+    table = measurement.table
+    outside = np.flatnonzero(table.equals("kind", KIND_KERNEL) & table.equals("region", ""))
+    codes, names = table.coded("metric")
+    summed = outside[np.array([adds(str(metric)) for metric in names.tolist()], dtype=bool)[codes[outside]]]
+    if not summed.size:
+        return measurement
+    count, launch = len(np.unique(table["launch"][outside])), int(table["launch"].max()) + 1
+    firsts = summed[first_rows(table["launch"][summed], codes[summed])]  # of repeated rows of a launch, its first
+    base = {"kind": KIND_REGION, "kernel": name, "region": "", "ordinal": 0, "launch": launch,
+            "demangled": f"sum over {count} kernel launch{'es' if count != 1 else ''}",
+            "device": table.picked("device", outside[:1])[0], "cc": table.picked("cc", outside[:1])[0],
+            "grid": "", "block": ""}
+    rows: list[dict[str, Any]] = []
+    unusable: list[Unusable] = []
+    for code, first in sorted(zip(*np.unique(codes[firsts], return_index=True)), key=lambda c: str(names[c[0]])):
+        values = table["value"][firsts[codes[firsts] == code]]
+        lacking = int(np.isnan(values).sum())
+        if lacking:
+            unusable.append(Unusable(launch=launch, metric=str(names[code]), reason=(
+                f"{lacking} of the {count} launch{'es' if count != 1 else ''} in it "
+                f"{'have' if lacking != 1 else 'has'} no usable value")))
+        rows.append({**base, "metric": str(names[code]), "unit": str(table.picked("unit", firsts[first:first + 1])[0]),
+                     "value": float(values.sum()) if len(values) == count and not lacking else math.nan})
+    added = make_table(rows)  # its text columns as Gathers, so that the table's are not made a row each to join them
+    gathered = Columns({column: Gather(added[column], np.arange(len(added))) if added.dtype(column).kind == "O"
+                        else added[column] for column in added.columns}, len(added))
+    return measurement._replace(table=Columns.concat([normalized(table), gathered]),
+                                unusable=(*measurement.unusable, *unusable))
 
 
 def with_region_totals(measurement: Measurement) -> Measurement:

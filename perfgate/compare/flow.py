@@ -52,6 +52,7 @@ from perfgate.compare.sources import (
     region_why,
     time_resolution,
 )
+from perfgate.compare.outside import needs_outside_total, outside_totals
 from perfgate.compare.replaced import (
     Replacement,
     find_replacements,
@@ -199,6 +200,21 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
                       groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
 
 
+def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
+            ) -> tuple[_Judgement, Measurement, Measurement, list[str]]:
+    """The comparison judged (``_judgement``); where kernels were replaced outside every region and no total holds
+    them, judged again with a total of the launches outside every region on both sides (``outside``), with the
+    sides it was judged on and the notes that total calls for."""
+    found = _judgement(baseline, current, options)
+    if not needs_outside_total(found.replacements):
+        return found, baseline, current, []
+    base, cur, notes = outside_totals(baseline, current)
+    if base is baseline and cur is current:
+        return found, baseline, current, notes
+    base, cur = (with_derived(side, found.compared, options.declared_flops) for side in (base, cur))
+    return _judgement(base, cur, options), base, cur, notes
+
+
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
     rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
@@ -247,7 +263,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     base_devices, cur_devices = devices(baseline.table), devices(current.table)
     check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
     baseline, current, region_notes = common_regions(baseline, current)
-    found = _judgement(baseline, current, options)
+    found, baseline, current, outside_notes = _judged(baseline, current, options)
     launches, rows, judged, groups, statuses = found.launches, found.rows, found.judged, found.groups, found.statuses
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, found.compared, base_name, cur_name)
@@ -256,7 +272,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
                              found.base_side, found.cur_side, launches.kinds, statuses,
                              replaced_launches(launches, found.replacements))
-    notes += total_notes + rename_notes(launches.renames) + region_notes
+    notes += total_notes + outside_notes + rename_notes(launches.renames) + region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes + found.drift_notes + declared_work_notes(current, options.declared_flops)
     notes += replacement_notes(rows, judged, launches, statuses, found.replacements)

@@ -35,7 +35,7 @@ _CONFIG_LABELS = (("launch__registers_per_thread", "registers"),
 def launch_facts(launches: MatchedLaunches, base: SideValues, cur: SideValues,
                  codes: Mapping[str, int]) -> Columns:
     """Per launch id, grid and block and the launch configuration metrics of both sides (``_b``/``_c``)."""
-    facts = launches.frame.select(["grid_b", "grid_c", "block_b", "block_c", "demangled_b", "demangled_c",
+    facts = launches.frame.select(["kind", "grid_b", "grid_c", "block_b", "block_c", "demangled_b", "demangled_c",
                                    "kernel", "baseline_kernel"])
     for metric in LAUNCH_CONFIG_METRICS:
         facts = facts.assign(**{f"{metric}_b": base.per_launch(codes[metric], launches.count),
@@ -68,8 +68,9 @@ def launch_change_notes(facts: Columns) -> Objects:
     changes share one note, built once."""
     parts: list[tuple[Ints, list[str]]] = []
     before, after = facts["demangled_b"], facts["demangled_c"]
+    # Kernels only: a total's "demangled" text says how many launches it sums (``regions``), not a template.
     template: Bools = ((before != "") & (after != "") & (before != after)
-                       & (facts["kernel"] == facts["baseline_kernel"]))
+                       & (facts["kernel"] == facts["baseline_kernel"]) & (facts["kind"] == KIND_KERNEL))
     if template.any():  # the same function, other template arguments: gemm_tiled<128, 64, 8> → gemm_tiled<64, 64, 8>
         names = {name: short_name(name) for name in {*before[template].tolist(), *after[template].tolist()}}
         before, after = before.copy(), after.copy()

@@ -2,12 +2,13 @@
 an xmma kernel to an nvjet one or to split-K with a reduce kernel, an op swapped for another).
 
 Each side's kernels cannot be compared with the other's, but the smallest total that holds both sides can: the
-region's total (the region itself where it has one, else its top-level region, else the overall total), the sum of
-its kernels' time. The replacement is judged through that total's time: its work counters are shown, not gated (they
+region's total (the region itself where it has one, else its top-level region, else the overall total; for launches
+outside every region, the total of those, the whole report where it has no region: ``outside``), the sum of its
+kernels' time. The replacement is judged through that total's time: its work counters are shown, not gated (they
 count different kernels' work). A total that did not regress passes, with a note naming the kernels replaced (old
 -> new); one that regressed fails on its own row, with a note naming the replacement as the likely cause. Kernels
-that no total holds (launches outside every region) are ``not measured`` unless accepted
-(``accept_unpaired_kernels``), with one line naming them.
+that no total holds (launches outside every region of runs that hold different regions) are ``not measured`` unless
+accepted (``accept_unpaired_kernels``), with one line naming them.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.policies import JudgedRows
 from perfgate.metrics import is_time_like, label_of
+from perfgate.regions import OUTSIDE, TOTAL
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, Status
 
-TOTAL = "total"  # the overall total's name (``perfgate.regions.TOTAL``)
 _JUDGED = (Status.REGRESSION, Status.IMPROVEMENT, Status.UNCHANGED, Status.INCONCLUSIVE)
 
 
@@ -45,12 +46,19 @@ def listed(names: tuple[str, ...], most: int = 4) -> str:
     return ", ".join(shown[:most]) + (f" and {len(shown) - most} more" if len(shown) > most else "")
 
 
+def _has_regions(launches: MatchedLaunches) -> bool:
+    return bool(((launches.kinds == KIND_KERNEL) & (launches.frame["region"] != "")).any())
+
+
 def _holding_total(launches: MatchedLaunches, region: str) -> int:
-    """The launch id of the smallest total on both sides that holds ``region``'s kernels, -1 where none does."""
-    if not region:
-        return -1
+    """The launch id of the smallest total on both sides that holds ``region``'s kernels, -1 where none does: for
+    the launches outside every region, the total of them (``compare.outside``), where one was made."""
     frame = launches.frame
     totals = (launches.kinds == KIND_REGION) & (launches.side == BOTH_SIDES)
+    if not region:
+        outside = OUTSIDE if _has_regions(launches) else TOTAL
+        found = np.flatnonzero(totals & (frame["kernel"] == outside) & (frame["region"] == ""))
+        return int(found[0]) if found.size else -1
     parts = region.split(REGION_SEPARATOR)
     for path in [REGION_SEPARATOR.join(parts[:n]) for n in range(len(parts), 0, -1)]:
         found = np.flatnonzero(totals & (frame["kernel"] == path) & (frame["region"] == path))
@@ -108,14 +116,42 @@ def replaced_launches(launches: MatchedLaunches, replacements: list[Replacement]
     return replaced
 
 
-def _shared_regressed(launches: MatchedLaunches, statuses: StatusCodes, total: dict[str, object]) -> bool:
-    """Whether a kernel both sides hold, inside ``total``'s region (every region for the overall total), regressed."""
+def _inside(launches: MatchedLaunches, total: dict[str, object]) -> Bools:
+    """Per launch id: inside ``total`` (its region; for the overall total every region; for the total of the
+    launches outside every region, those)."""
     region = str(total["region"])
     regions = launches.frame["region"]
-    inside = (regions == region) | np.char.startswith(regions.astype(str), region + REGION_SEPARATOR) if region \
-        else regions != ""
-    return bool((inside & (launches.kinds == KIND_KERNEL) & (launches.side == BOTH_SIDES)
+    if region:
+        inside: Bools = (regions == region) | np.char.startswith(regions.astype(str), region + REGION_SEPARATOR)
+        return inside
+    outside = total["kernel"] == OUTSIDE or not _has_regions(launches)
+    return np.asarray(regions == "" if outside else regions != "", dtype=bool)
+
+
+def _shared_regressed(launches: MatchedLaunches, statuses: StatusCodes, total: dict[str, object]) -> bool:
+    """Whether a kernel both sides hold, inside ``total``, regressed."""
+    return bool((_inside(launches, total) & (launches.kinds == KIND_KERNEL) & (launches.side == BOTH_SIDES)
                  & is_status(statuses, Status.REGRESSION)).any())
+
+
+def _counted(launches: MatchedLaunches, inside: Bools) -> str:
+    """How many kernel launches each side holds among ``inside``."""
+    kernels = inside & (launches.kinds == KIND_KERNEL)
+    base, cur = int((kernels & (launches.side != CURRENT_ONLY)).sum()), int((kernels & (launches.side != BASELINE_ONLY)).sum())
+    return f"{base} kernel launch{'es' if base != 1 else ''} in the baseline, {cur} in the current run"
+
+
+def _total_named(launches: MatchedLaunches, total: dict[str, object]) -> str:
+    """What a total holding a replacement is, as a note names it: the overall total, a region's, or the total of
+    the launches outside every region (what it holds, on each side)."""
+    if total["region"]:
+        return f"region {total['region']}'s total"
+    if total["kernel"] == OUTSIDE:
+        return (f"the total of the launches outside every region ({_counted(launches, _inside(launches, total))}; "
+                "both runs hold the same regions)")
+    if not _has_regions(launches):
+        return f"the whole report's total (every kernel launch: {_counted(launches, _inside(launches, total))})"
+    return "the overall total"
 
 
 def _time_changes(rows: JoinedRows, judged: JudgedRows, time_rows: tuple[int, ...]) -> tuple[list[str], bool]:
@@ -139,7 +175,7 @@ def replacement_notes(rows: JoinedRows, judged: JudgedRows, launches: MatchedLau
         if not replacement.time_rows:
             continue
         total = launches.frame.row(replacement.total)
-        what = "the overall total" if not total["region"] else f"region {total['region']}'s total"
+        what = _total_named(launches, total)
         changes, regressed = _time_changes(rows, judged, replacement.time_rows)
         if not regressed:
             verdict = "not a regression (its work counters count other kernels' work: shown, not gated)"
@@ -147,7 +183,8 @@ def replacement_notes(rows: JoinedRows, judged: JudgedRows, launches: MatchedLau
             verdict = "the replacement is a likely cause of its regression, besides the kernels that regressed in it"
         else:
             verdict = "the replacement is the likely cause of its regression"
-        lines.append(f"kernels replaced in region {replacement.region}: {listed(replacement.missing)} → "
+        where = f"in region {replacement.region}" if replacement.region else "outside any region"
+        lines.append(f"kernels replaced {where}: {listed(replacement.missing)} → "
                      f"{listed(replacement.new)} (no rule pairs them); judged through {what}: {', '.join(changes)}; "
                      f"{verdict}")
     return lines
@@ -160,7 +197,7 @@ def unjudged_replacements(replacements: list[Replacement]) -> list[tuple[str, st
         if replacement.time_rows:
             continue
         where = f"region {replacement.region}" if replacement.region else "launches outside any region"
-        why = ("no region total holds them" if replacement.total < 0 else
+        why = ("no total holds them" if replacement.total < 0 else
                "the total holding them has no time judged on both sides")
         # The fix first: a headline keeps the first 200 characters of a cause.
         lines.append((where, "kernels no rule paired, one may be the other renamed (after review accept them with "

@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "verdicts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.common import run_perfgate  # noqa: E402
 from scenarios import GEMM, Launch, Scenario, kernel, rng_kernel_reads, triton_renames, write_run  # noqa: E402
+from structures import cases as structure_cases  # noqa: E402
 
 from perfgate.collect import read_table  # noqa: E402
 from perfgate.compare import compare_tables  # noqa: E402
@@ -29,18 +30,30 @@ def _write(scenario: Scenario, folder: Path, seed: int = 5) -> tuple[Path, Path]
 
 
 def test_unpaired_kernels_are_not_measured_until_accepted_on_the_command_line_or_in_pyproject(tmp_path: Path) -> None:
-    base, cur = _write(triton_renames(True), tmp_path)
+    # Replaced outside every region of runs that hold different regions: no total holds them (docs/matching.md).
+    [case] = [c for c in structure_cases() if c.name == "xmma -> nvjet, the runs hold different regions"]
+    base, cur = _write(Scenario(case.family, case.name, "unpaired", case.baseline, case.current), tmp_path)
     refused = run_perfgate("compare", base, cur, cwd=tmp_path)
     assert refused.returncode == 2, refused.stdout
     assert "launches outside any region: kernels no rule paired, one may be the other renamed (after review accept " \
            "them with --accept-unpaired-kernels" in refused.stderr
-    assert "missing triton_red_fused_sum_0, triton_red_fused_sum_1; new triton_red_fused_sum_3, " \
-           "triton_red_fused_sum_4" in refused.stdout
+    assert "; new nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT; no total holds them" in refused.stdout
     assert "Traceback" not in refused.stderr
     accepted = run_perfgate("compare", base, cur, "--accept-unpaired-kernels", cwd=tmp_path)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     (tmp_path / "pyproject.toml").write_text("[tool.perfgate]\naccept_unpaired_kernels = true\n", encoding="utf-8")
     assert run_perfgate("compare", base, cur, cwd=tmp_path).returncode == 0
+
+
+def test_kernels_renumbered_past_every_rule_over_a_regression_fail_on_the_whole_report(tmp_path: Path) -> None:
+    base, cur = _write(triton_renames(True), tmp_path)
+    done = run_perfgate("compare", base, cur, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "note: kernels replaced outside any region: triton_red_fused_sum_0, triton_red_fused_sum_1 → " \
+           "triton_red_fused_sum_3, triton_red_fused_sum_4 (no rule pairs them); judged through the whole report's " \
+           "total" in done.stdout
+    # Accepting them accepts the pairing left undone, not the total's regression.
+    assert run_perfgate("compare", base, cur, "--accept-unpaired-kernels", cwd=tmp_path).returncode == 1
 
 
 def test_the_accepting_keys_are_checked() -> None:

@@ -120,15 +120,17 @@ def test_an_op_inserted_among_pytorch_elementwise_launches_is_new_and_the_others
     assert len(new) == 3 and all("FillFunctor" in name for name in new["demangled"].tolist())
 
 
-def test_ambiguous_renames_over_a_regression_are_not_measured_unless_accepted(tmp_path: Path) -> None:
+def test_ambiguous_renames_over_a_regression_fail_through_the_whole_report(tmp_path: Path) -> None:
     scenario = triton_renames(True)
     comparison = _compare(scenario, 11, tmp_path)
-    assert comparison.verdict == "not measured"
-    where, cause = comparison.unmeasured[0]
-    assert where == "launches outside any region" and "triton_red_fused_sum_0" in cause
-    assert "--accept-unpaired-kernels" in cause
+    assert comparison.verdict == "fail" and not comparison.unmeasured
+    total = comparison.results[(comparison.results["kernel"] == "total")
+                               & (comparison.results["metric"] == "gpu__time_duration.sum")].row(0)
+    assert total["status"] == "regression"
+    assert any(note.startswith("kernels replaced outside any region: triton_red_fused_sum_0, triton_red_fused_sum_1 "
+                               "→ triton_red_fused_sum_3, triton_red_fused_sum_4") for note in comparison.notes)
     accepted = _compare(scenario, 11, tmp_path, CompareOptions(accept_unpaired_kernels=True))
-    assert accepted.verdict == "pass"
+    assert accepted.verdict == "fail"
 
 
 @pytest.mark.parametrize("launches", [40, 52])

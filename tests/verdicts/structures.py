@@ -1,12 +1,13 @@
 """Verdict families for what changes the structure of a run: layers added or removed with one NVTX range per layer,
 kernels replaced by cuBLAS (xmma -> nvjet, split-K adding a reduce kernel) and a suite adding and removing kernels
-between commits (issue 35, items 3 and 4).
+between commits, in a region or outside every region (issue 35, items 3 and 4).
 
 Each case states its expected verdict, written before the first run: ``pass`` (no shared region or kernel moved past
-its limit; the structure change is said in a note), ``fail`` (a region, a kernel or the region holding a replacement
-got slower by at least 1.5x its threshold) or ``not measured`` (kernels replaced outside every region: no total holds
-them, so nobody can judge the replacement). Runs are ncu details pages from ``scenarios.write_run`` (its noise
-model), compared as ``perfgate compare`` does: region totals added first (``regions.with_region_totals``).
+its limit; the structure change is said in a note), ``fail`` (a region, a kernel or the total holding a replacement
+got slower by at least 1.5x its threshold) or ``not measured`` (kernels replaced outside every region of runs that
+hold different regions: no total holds them, so nobody can judge the replacement). Runs are ncu details pages from
+``scenarios.write_run`` (its noise model), compared as ``perfgate compare`` does: region totals added first
+(``regions.with_region_totals``).
 
 ``python tests/verdicts/structures.py [--reruns N] [--seed S]`` prints each case's verdicts and the totals: false
 alarms (an expected pass that failed), stops (an expected pass or fail that came out ``not measured``) and misses (an
@@ -126,8 +127,41 @@ def replacement_cases() -> list[Case]:
              [launch for _ in range(3) for launch in _step([Launch(_scaled(NVJET, 1.25), mlp)], mlp)]),
         Case("replaced", "xmma -> nvjet, a shared kernel +20%", "fail", base,
              [Launch(NVJET, forward), Launch(BIAS, forward, time=1.2), Launch(SOFTMAX, forward)]),
-        Case("replaced", "xmma -> nvjet outside every region", "not measured", _step([Launch(XMMA)], ""),
-             _step([Launch(NVJET)], "")),
+    ]
+
+
+# ---------------------------------------------------------------- kernels replaced outside every region (item 4)
+
+def unscoped_cases() -> list[Case]:
+    """Reports without NVTX ranges (the whole report is the smallest total holding a replacement), and launches
+    outside the ranges of reports that have some (the total of the launches outside every region, where both runs
+    hold the same regions)."""
+    base = _step([Launch(XMMA)], "")
+    beside = [Launch(BIAS, "forward"), Launch(SOFTMAX, "forward")]
+    return [
+        Case("unscoped", "xmma -> nvjet, same time", "pass", base, _step([Launch(NVJET)], "")),
+        Case("unscoped", "xmma -> nvjet, 10% faster", "pass", base, _step([Launch(_scaled(NVJET, 0.9))], "")),
+        Case("unscoped", "xmma -> nvjet 20% slower (the report +14%)", "fail", base,
+             _step([Launch(_scaled(NVJET, 1.2))], "")),
+        Case("unscoped", "xmma -> split-K + reduce, same total", "pass", base,
+             _step([Launch(_scaled(SPLIT_K, 0.88)), Launch(REDUCE)], "")),
+        Case("unscoped", "xmma -> split-K + reduce, 15% slower", "fail", base,
+             _step([Launch(_scaled(SPLIT_K, 1.05)), Launch(REDUCE)], "")),
+        Case("unscoped", "xmma -> nvjet, a shared kernel +50%", "fail", base,
+             [Launch(NVJET), Launch(BIAS, time=1.5), Launch(SOFTMAX)]),
+        Case("unscoped", "a kernel added, the others unchanged", "pass", base, [*base, Launch(REDUCE)]),
+        Case("unscoped", "a kernel removed, the others unchanged", "pass", base, base[1:]),
+        Case("unscoped", "identical", "pass", base, base),
+        Case("unscoped", "a suite swaps op1 for op3 (same time)", "pass", _suite([0, 1, 2], ""), _suite([0, 2, 3], "")),
+        Case("unscoped", "a suite swaps op1 for op4 (+15 us of 90)", "fail", _suite([0, 1, 2], ""),
+             _suite([0, 2, 4], "")),
+        Case("unscoped", "xmma -> nvjet beside a region both hold, same time", "pass", [Launch(XMMA), *beside],
+             [Launch(NVJET), *beside]),
+        Case("unscoped", "xmma -> nvjet beside a region both hold, 25% slower", "fail", [Launch(XMMA), *beside],
+             [Launch(_scaled(NVJET, 1.25)), *beside]),
+        Case("unscoped", "xmma -> nvjet, the runs hold different regions", "not measured",
+             [Launch(XMMA), Launch(SOFTMAX), Launch(BIAS, "forward")],
+             [Launch(NVJET), Launch(SOFTMAX, "backward"), Launch(BIAS, "forward")]),
     ]
 
 
@@ -151,7 +185,7 @@ def suite_cases() -> list[Case]:
 
 
 def cases() -> list[Case]:
-    return [*layer_cases(), *replacement_cases(), *suite_cases()]
+    return [*layer_cases(), *replacement_cases(), *suite_cases(), *unscoped_cases()]
 
 
 # ---------------------------------------------------------------- running them
