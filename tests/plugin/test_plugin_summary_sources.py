@@ -8,17 +8,12 @@ from __future__ import annotations
 import pytest
 from helpers.plugin import preload_heavy_modules, use_stub_ncu
 
+from helpers.timeline import MLP_REGIONS_TEST as PERF_TEST
 from helpers.timeline import OURS
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
 
-PERF_TEST = """
-def test_mlp(perfgate):
-    for name in ("layer0", "layer1", "layer2", "layer3", "backward"):
-        with perfgate.region(name):
-            pass
-"""
 
 
 def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ncu: object, nanoseconds: int, trace: str,

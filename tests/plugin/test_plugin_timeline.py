@@ -13,21 +13,14 @@ from typing import Any
 import pytest
 from helpers.plugin import preload_heavy_modules, read_json, stub_calls, use_stub_ncu
 
+from helpers.timeline import MLP_REGIONS_TEST as PERF_TEST
+from helpers.timeline import MLP_TIMELINE_BASELINE as BASELINE
 from helpers.timeline import OURS
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
 
-PERF_TEST = """
-import pytest
 
-def test_mlp(perfgate):
-    for name in ("layer0", "layer1", "layer2", "layer3", "backward"):
-        with perfgate.region(name):
-            pass
-"""
-
-BASELINE = Path("baselines") / "nvidia-h200-sm90" / "test_perf__test_mlp.timeline.json"
 
 
 class Env:

@@ -15,6 +15,8 @@ import pytest
 from helpers.common import REPO
 from helpers.plugin import preload_heavy_modules, read_json, use_stub_ncu
 
+from helpers.timeline import MLP_REGIONS_TEST as PERF_TEST
+from helpers.timeline import MLP_TIMELINE_BASELINE as BASELINE
 from helpers.timeline import OURS
 from perfgate.collect.cubin import BASE_ADDRESS, disassembly_codes
 from perfgate.table import KernelCode
@@ -22,13 +24,6 @@ from perfgate.table import KernelCode
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
 
-PERF_TEST = """
-def test_mlp(perfgate):
-    for name in ("layer0", "layer1", "layer2", "layer3", "backward"):
-        with perfgate.region(name):
-            pass
-"""
-BASELINE = Path("baselines") / "nvidia-h200-sm90" / "test_perf__test_mlp.timeline.json"
 KERNEL2 = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(cutlass_80_simt_sgemm_128x256_8x4_nt_align1::Params)"
 
 
