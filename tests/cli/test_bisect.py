@@ -222,12 +222,7 @@ def test_git_bisect_run_steps(planted: Repo, tmp_path: Path, monkeypatch: pytest
     """A real ``git bisect run`` (exit 0 good, 1 bad): git names the planted commit; a commit that fails to build
     is 125 (skip), and bad input 128, which stops git's bisection (2 would read as "bad")."""
     repo = clone(planted, tmp_path / "clone")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "bisect", "start", repo.commits[12], repo.commits[9]], cwd=repo.path, check=True,
-                   capture_output=True)
-    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
-                           "--command", COMMAND, "--build", BUILD], cwd=repo.path, capture_output=True, text=True,
-                          env=_env())
+    done = _git_bisect_run(repo, repo.commits[12], repo.commits[9], "--command", COMMAND, "--build", BUILD)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
     log = subprocess.run(["git", "bisect", "log"], cwd=repo.path, capture_output=True, text=True, check=True).stdout
@@ -245,6 +240,15 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def _git_bisect_run(repo: Repo, bad: str, good: str, *step: str) -> subprocess.CompletedProcess[str]:
+    """A real ``git bisect start BAD GOOD`` then ``git bisect run`` of ``perfgate bisect --step --test TEST`` with
+    ``step``'s options, in the clone."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "bisect", "start", bad, good], cwd=repo.path, check=True, capture_output=True)
+    return subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
+                           *step], cwd=repo.path, capture_output=True, text=True, env=_env())
 
 
 def test_real_pytest_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -474,12 +478,8 @@ def test_git_bisect_run_steps_judge_the_commits_the_history_holds_without_a_run(
     repo = clone(planted, tmp_path / "clone")
     log = tmp_path / "ran.jsonl"
     command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "bisect", "start", repo.commits[14], repo.commits[2]], cwd=repo.path, check=True,
-                   capture_output=True)
-    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
-                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path, capture_output=True,
-                          text=True, env=_env())
+    done = _git_bisect_run(repo, repo.commits[14], repo.commits[2],
+                           "--command", command, "--db", counters_history, "--branch", "sparse")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
     ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
@@ -499,12 +499,8 @@ def test_git_bisect_run_with_one_end_in_the_history_runs_only_the_other_once(
     repo = clone(planted, tmp_path / "clone")
     log = tmp_path / "ran.jsonl"
     command = f"cat state.json >> {log} && echo >> {log} && {COUNTERS}"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "bisect", "start", repo.commits[bad], repo.commits[good]], cwd=repo.path, check=True,
-                   capture_output=True)
-    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
-                           "--command", command, "--db", counters_history, "--branch", "sparse"], cwd=repo.path,
-                          capture_output=True, text=True, env=_env())
+    done = _git_bisect_run(repo, repo.commits[bad], repo.commits[good],
+                           "--command", command, "--db", counters_history, "--branch", "sparse")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{repo.commits[SLOW_FROM]} is the first bad commit" in done.stdout
     ran = [json.loads(line)["index"] for line in log.read_text(encoding="utf-8").splitlines() if line]
@@ -566,12 +562,7 @@ def test_a_median_from_the_history_is_no_reference_for_rounds_too_noisy_for_the_
     assert found["from_history"] == [] and repo.commits[0] in found["runs"]
     good, bad = (repo.commits.index(c) for c in found["range"])
     assert good < 4 <= bad and found["culprit"] in (None, repo.commits[4])
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "bisect", "start", repo.commits[7], repo.commits[0]], cwd=repo.path, check=True,
-                   capture_output=True)
-    done = subprocess.run([*git, "bisect", "run", sys.executable, "-m", "perfgate", "bisect", "--step", "--test", TEST,
-                           "--command", COMMAND, "--db", url], cwd=repo.path, capture_output=True, text=True,
-                          env=_env())
+    done = _git_bisect_run(repo, repo.commits[7], repo.commits[0], "--command", COMMAND, "--db", url)
     named = [line.split()[0] for line in done.stdout.splitlines() if line.endswith("is the first bad commit")]
     assert named in ([], [repo.commits[4]]), done.stdout
     assert "history-no-reference" in {p.name for p in (repo.path / ".git" / "perfgate-bisect").glob("*/*")}

@@ -47,6 +47,18 @@ def use_stub_ncu(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
     return ncu, calls
 
 
+# A perf test gating the mlp-t4 corpus reports' matrix_addition kernels in region "add", run with the stub ncu
+# exporting a corpus_report.
+MATRIX_ADDITION_TEST = """
+import pytest
+
+@pytest.mark.perfgate(kernels="regex:matrix_addition")
+def test_add(perfgate):
+    with perfgate.region("add"):
+        pass
+"""
+
+
 def corpus_report(name: str) -> Path:
     """A real .ncu-rep from ../shared/corpus; skips the test where the corpus is absent."""
     path = MLP_T4 / f"{name}.ncu-rep"

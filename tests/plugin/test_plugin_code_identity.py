@@ -8,25 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.plugin import corpus_report, preload_heavy_modules, read_json, use_stub_ncu
+from helpers.plugin import MATRIX_ADDITION_TEST, corpus_report, preload_heavy_modules, read_json, use_stub_ncu
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
 
-PERF_TEST = """
-import pytest
-
-@pytest.mark.perfgate(kernels="regex:matrix_addition")
-def test_add(perfgate):
-    with perfgate.region("add"):
-        pass
-"""
 BASELINE = Path("baselines") / "tesla-t4-sm75" / "test_perf__test_add.json"
 
 
 def test_the_update_keeps_the_code_and_the_gate_judges_same_code(pytester: pytest.Pytester,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.makepyfile(test_perf=MATRIX_ADDITION_TEST)
     ncu, _ = use_stub_ncu(pytester, monkeypatch)
 
     def run(report: str, *args: str) -> pytest.RunResult:

@@ -5,19 +5,10 @@ carry no NVTX state, so the test's report is kept whole and the replacement is j
 from __future__ import annotations
 
 import pytest
-from helpers.plugin import preload_heavy_modules, read_json, use_stub_ncu, corpus_report
+from helpers.plugin import MATRIX_ADDITION_TEST, preload_heavy_modules, read_json, use_stub_ncu, corpus_report
 
 pytest_plugins = ("pytester",)
 preload_heavy_modules()
-
-PERF_TEST = """
-import pytest
-
-@pytest.mark.perfgate(kernels="regex:matrix_addition")
-def test_add(perfgate):
-    with perfgate.region("add"):
-        pass
-"""
 
 
 @pytest.mark.parametrize(("before", "after", "outcome"), [
@@ -26,7 +17,7 @@ def test_add(perfgate):
 ])
 def test_a_kernel_replaced_in_a_test_is_judged_through_the_tests_total(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, before: str, after: str, outcome: str) -> None:
-    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.makepyfile(test_perf=MATRIX_ADDITION_TEST)
     ncu, _ = use_stub_ncu(pytester, monkeypatch)
     monkeypatch.setenv("PERFGATE_STUB_REPORT", str(corpus_report(before)))
     pytester.runpytest("--perfgate", f"--perfgate-ncu={ncu}", "--perfgate-update").assert_outcomes(passed=1)
