@@ -303,14 +303,20 @@ def change_text(summary: MetricSummary) -> str:
 
 
 def bound_text(row: KernelRow) -> str:
-    """``bound: memory → latency (compute 17.3% → 6.2%, memory 90.9% → 50.0% of peak)``; "" without both
-    speed-of-light percentages."""
+    """``bound: memory → latency (compute 17.3% → 6.2%, memory 90.9% → 50.0% of peak)``; ``bound: memory in the
+    baseline (...)`` where only one side holds the speed-of-light percentages (a kernel missing or new); "" where
+    neither does."""
     before, after = row.bound
     if before is None and after is None:
         return ""
     compute, memory = row.metric(SOL_COMPUTE_METRIC), row.metric(SOL_MEMORY_METRIC)
     assert compute is not None and memory is not None
-    moved = f"{before or '—'} → {after or '—'}" if before != after else f"{after} (unchanged)"
+    for bound, side, facts in ((before, "baseline", (compute.before, memory.before)),
+                               (after, "current run", (compute.after, memory.after))):
+        if (before is None or after is None) and bound is not None:  # one side only: nothing moved
+            return (f"bound: {bound} in the {side} (compute {format_value(facts[0], '%')}, "
+                    f"memory {format_value(facts[1], '%')} of peak)")
+    moved = f"{before} → {after}" if before != after else f"{after} (unchanged)"
     return (f"bound: {moved} (compute {format_value(compute.before, '%')} → {format_value(compute.after, '%')}, "
             f"memory {format_value(memory.before, '%')} → {format_value(memory.after, '%')} of peak)")
 

@@ -83,7 +83,15 @@ def _table_row(row: KernelRow) -> dict[str, Any]:
             "labels": [m.label for m in moved], "befores": [before for before, _ in shown],
             "afters": [after for _, after in shown], "changes": [change_text(m) for m in moved],
             "limits": [m.limit for m in moved],
-            "why": why_lines(row, others=0)[:3]}  # ncu's findings, the bound, a launch-config change
+            "why": _table_why(row)}
+
+
+def _table_why(row: KernelRow) -> list[str]:
+    """ncu's findings, the bound, a launch-config change (the section below lists the counters that moved); where
+    none of those is known for a regressed or inconclusive kernel (a region's total), the counter that moved most,
+    as the Markdown comment shows it."""
+    lines = why_lines(row, others=0)[:3]
+    return lines if lines or row.status not in _SECTION_STATUSES else why_lines(row, others=1)
 
 
 def kernel_sections(rows: KernelRows, templates: Path | None = None) -> str:

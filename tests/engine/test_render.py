@@ -160,3 +160,19 @@ def test_limits_read_in_the_metrics_unit(spec: str | None, unit: str, shown: str
     from perfgate.render.formatting import limit_text
 
     assert limit_text(spec, unit) == shown
+
+
+def test_a_replaced_kernels_total_says_why_in_every_table_and_a_one_sided_bound_says_whose() -> None:
+    """The unscoped replacement of mlp-t4 (``matrix_addition1D`` → ``matrix_addition2D``) is judged on the report's
+    total, which has no findings, bound or launch change: the HTML table's Why shows the counter that moved most,
+    as the Markdown does; a missing or new kernel's bound names its one side instead of arrows to nothing."""
+    report = report_of("mlp-t4/report_v6_1d_1_per_thread.ncu-rep", "mlp-t4/report_v5_4_per_thread.ncu-rep")
+    page, md = render_html(report), render_markdown(report)
+    total = re.search(r'<tr class="regression">.*?</tr>', page, flags=re.S)
+    assert total is not None and '<span class="kernel">total</span>' in total.group(0)
+    assert '<td class="why">DRAM read 8.76 MB → 14.9 MB (+69.7%)</td>' in total.group(0)
+    assert "| DRAM read 8.76 MB → 14.9 MB (+69.7%) |" in md
+    for text in (page, md, render_text(report)):
+        assert "→ —" not in text
+    assert "bound: memory in the baseline (compute 24.6%, memory 89.5% of peak)" in md
+    assert "bound: memory in the current run (compute 12.0%, memory 73.6% of peak)" in page
