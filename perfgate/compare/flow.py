@@ -14,6 +14,7 @@ from perfgate.compare.replay import not_judged_across_replays, replay_change
 from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
+from perfgate.compare.renames import Renames
 from perfgate.compare.notes import (
     alone_notes,
     lone_notes,
@@ -160,11 +161,12 @@ class _Judgement(NamedTuple):
     drift_notes: list[str]
 
 
-def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions) -> _Judgement:
+def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions,
+               renames: Renames | None = None) -> _Judgement:
     """Match the launches, join their values and judge them: groups of repeated launches, then rows, then
-    launches."""
+    launches. ``renames``: the kernels' pairs already found for the same kernel launches."""
     compared = options.compared_metrics()
-    launches = match_launches(baseline.table, current.table, options.kernel_aliases)
+    launches = match_launches(baseline.table, current.table, options.kernel_aliases, renames)
     codes = metric_codes([*compared, *LAUNCH_CONFIG_METRICS])
     base_side = SideValues(baseline.table, launches.base_ids, codes)
     cur_side = SideValues(current.table, launches.cur_ids, codes)
@@ -212,7 +214,8 @@ def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
     if base is baseline and cur is current:
         return found, baseline, current, notes
     base, cur = (with_derived(side, found.compared, options.declared_flops) for side in (base, cur))
-    return _judgement(base, cur, options), base, cur, notes
+    # The totals added are regions: the kernel launches, and so the renamed kernels' pairs, are the same.
+    return _judgement(base, cur, options, found.launches.renames), base, cur, notes
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:

@@ -221,17 +221,19 @@ def _renamed_names(cur: Columns, renames: Renames) -> tuple[Coded, Objects]:
     return (name_codes, objects(list(names))), rules
 
 
-def match_launches(baseline: Columns, current: Columns,
-                   aliases: Mapping[str, str] | None = None) -> MatchedLaunches:
+def match_launches(baseline: Columns, current: Columns, aliases: Mapping[str, str] | None = None,
+                   renames: Renames | None = None) -> MatchedLaunches:
     """Pair the launches of two tables by their key, renamed kernels under their baseline name; unpaired
-    ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``)."""
+    ones are kept, marked by side. ``aliases``: the user's pairing rules (``renames``); ``renames``: the pairs
+    already found for the same kernel launches (the tables given again with other totals), not searched again."""
     base, cur = _identified(baseline, current)
     keys = _stacked_keys(base, cur, cur.coded("identity"))
     frame = _joined(base, cur, keys, cur.coded("identity"), None)
     side: Objects = frame["side"]
-    renames = Renames()
-    if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
-        renames = find_renames(base, cur, aliases or {})
+    if renames is None:
+        renames = Renames()
+        if (side == BASELINE_ONLY).any() and (side == CURRENT_ONLY).any():
+            renames = find_renames(base, cur, aliases or {})
     if renames:
         names, rules = _renamed_names(cur, renames)
         frame = _joined(base, cur, _stacked_keys(base, cur, names), names, rules)
