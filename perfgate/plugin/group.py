@@ -127,7 +127,7 @@ def _group_member(launched: _Launched, nodeid: str, part: Measurement, marker: P
     if outcome is None:
         kept, unplaced = prepare(part, scoped=True)
         if (kept.table["kind"] == KIND_KERNEL).any():
-            return Profiled(measurement=kept, notes=_unplaced_note(nodeid, unplaced),
+            return Profiled(measurement=kept, notes=_unplaced_note(nodeid, unplaced) + launched.clock_notes,
                             run_dir=launched.run_dir, artifacts=artifacts, shared=shared)
         outcome = ProfileFailed(no_kernels_message(marker, launched.regions(nodeid), False))
     return _settled(launched, outcome, artifacts, shared)

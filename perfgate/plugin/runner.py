@@ -31,6 +31,7 @@ from perfgate.plugin.ncu_run import (
     run_ncu,
 )
 from perfgate.errors import PerfgateError
+from perfgate.plugin.clock_events import watched_clocks
 from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_GROUP, ENV_CHILD_RESULT
 from perfgate.plugin.marker import PerfMarker
@@ -130,6 +131,7 @@ class _Launched:
     run: NcuRun
     diagnosis: NcuDiagnosis
     document: dict[str, Any]  # what the child recorded (perfgate.plugin.fixture.ChildRecorder)
+    clock_notes: list[str]  # what NVML saw hold the GPU's clocks down during the run (clock_events)
 
     def reports(self, nodeid: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.document.get("reports", []) if isinstance(r, dict)
@@ -185,7 +187,8 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
     try:
         # Wait for the GPU as long as a profiled test may take (at least 10 minutes): the holder
         # is bounded by its own session's timeout, which may be longer than ours.
-        with gpu_locks(ncu.lock_ids, max(ncu.timeout, LOCK_WAIT)):
+        with (gpu_locks(ncu.lock_ids, max(ncu.timeout, LOCK_WAIT)),
+              watched_clocks(ncu.gpu, "the profiled run") as clocks):
             run = run_ncu(command, timeout=ncu.timeout, output_file=output, log_file=log, env=env,
                           cwd=child.rootdir)
     except GpuBusy as exc:
@@ -197,7 +200,7 @@ def _launch(nodeids: Sequence[str], child: ChildSpec, ncu: NcuSpec, marker: Perf
     if progress is not None:
         progress(run_summary(nodeids, run))
     return _Launched(run_dir=run_dir, export=export, run=run, diagnosis=diagnose_ncu_run(run, ncu.timeout),
-                     document=child_result(result) or {})
+                     document=child_result(result) or {}, clock_notes=clocks.notes())
 
 
 def child_outcome(reports: list[dict[str, Any]], *, how: str, child: str,
@@ -271,7 +274,7 @@ def profile(child: ChildSpec, ncu: NcuSpec, marker: PerfMarker, *, artifacts: Pa
         raise fail(f"cannot read ncu's report ({type(exc).__name__}: {exc})") from None
     if not (measurement.table["kind"] == KIND_KERNEL).any():
         raise fail(no_kernels_message(marker, regions, True))
-    return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced), run_dir=run_dir,
-                    artifacts=artifacts)
+    return Profiled(measurement=measurement, notes=_unplaced_note(child.nodeid, unplaced) + launched.clock_notes,
+                    run_dir=run_dir, artifacts=artifacts)
 
 

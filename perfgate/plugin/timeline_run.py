@@ -18,6 +18,7 @@ from perfgate.collect import read_table
 from perfgate.plugin.ncu_run import build_child_command, run_ncu
 from perfgate.errors import PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
+from perfgate.plugin.clock_events import watched_clocks
 from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
 from perfgate.plugin.run_folders import Profiled, child_result, keep_artifacts
 from perfgate.plugin.runner import (
@@ -60,7 +61,7 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
     if progress is not None:
         progress(f"perfgate: tracing {child.nodeid} (timeline source, limit {timeout:g} s) ...")
     try:
-        with gpu_locks(lock_ids, max(timeout, LOCK_WAIT)):
+        with gpu_locks(lock_ids, max(timeout, LOCK_WAIT)), watched_clocks(gpu, "the traced run") as clocks:
             run = run_ncu(command, timeout=timeout, output_file=output, env=env, cwd=child.rootdir)
     except GpuBusy as exc:
         raise ProfileFailed(str(exc)) from None
@@ -86,9 +87,9 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
     if not (table.equals("kind", KIND_KERNEL) & ~table.equals("region", "")).any():
         raise fail("the trace holds no kernel launched inside a perfgate.region(...): wrap the GPU work to "
                    "measure in `with perfgate.region(\"name\"):`")
-    notes: list[str] = []
+    notes = clocks.notes()
     if code:
         codes, problems = read_codes(target)
         measurement = with_codes(measurement, codes)
-        notes = [f"machine code of the traced kernels: {problem}" for problem in problems]
+        notes += [f"machine code of the traced kernels: {problem}" for problem in problems]
     return Profiled(measurement=measurement, notes=notes, run_dir=run_dir, artifacts=artifacts)

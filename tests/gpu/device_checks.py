@@ -99,6 +99,8 @@ def nvml(options: argparse.Namespace) -> None:
     if options.load > 0:
         import torch
 
+        from perfgate.plugin.clock_events import watched_clocks
+
         busy: list[dict[str, Any]] = []
         done = threading.Event()
 
@@ -110,12 +112,14 @@ def nvml(options: argparse.Namespace) -> None:
         watcher = threading.Thread(target=watch)
         watcher.start()
         end = time.monotonic() + options.load
-        while time.monotonic() < end:
-            for _ in range(20):
-                a @ a
-            torch.cuda.synchronize()
+        with watched_clocks(None, "the load") as clocks:  # what the plugin's note would say of this run
+            while time.monotonic() < end:
+                for _ in range(20):
+                    a @ a
+                torch.cuda.synchronize()
         done.set()
         watcher.join()
+        document["perfgate_note"] = clocks.note
         document["busy"] = busy
         document["busy_reasons"] = sorted({r for s in busy for r in s["reasons"]})
     _write(options.out, document)

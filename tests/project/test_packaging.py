@@ -130,7 +130,7 @@ def test_published_dependencies_hold_no_test_or_lint_pins() -> None:
     dependencies = PYPROJECT["project"]["dependencies"]
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert not [d for d in [*dependencies, *(r for e in extras.values() for r in e)] if "==" in d]
-    assert set(extras) == {"nvtx", "timeline", "history", "postgres", "test"}
+    assert set(extras) == {"nvtx", "timeline", "nvml", "history", "postgres", "test"}
     assert any(d.startswith("numpy") for d in dependencies) and any(d.startswith("nvtx") for d in dependencies)
 
 
@@ -140,7 +140,7 @@ def test_the_built_wheels_metadata_pins_nothing(dists: dict[str, Path]) -> None:
     requires = meta.get_all("Requires-Dist")
     pinned = [r for r in requires if {s.operator for s in Requirement(r).specifier} & {"==", "==="}]
     assert requires and not pinned  # `extra == "test"` is a marker, not a pin
-    assert set(meta.get_all("Provides-Extra")) == {"nvtx", "timeline", "history", "postgres", "test"}
+    assert set(meta.get_all("Provides-Extra")) == {"nvtx", "timeline", "nvml", "history", "postgres", "test"}
 
 
 def _installed_requirement_files(command: str) -> list[str]:
