@@ -27,10 +27,8 @@ import numpy as np
 
 from perfgate.columns import Columns, Gather, first_rows, objects
 from perfgate.table import Measurement, Unusable, make_table, normalized
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, TOTAL
 
-TOTAL = "total"
-OUTSIDE = "outside any region"  # the total of the launches outside every region, in a report that has regions
 
 
 def is_additive(metric: str) -> bool:

@@ -39,7 +39,7 @@ import numpy as np
 
 from perfgate.columns import Columns, first_rows, objects
 from perfgate.units import NANOSECOND, SECOND
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS, NO_ENTRIES  # noqa: F401 (re-exported)
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, KINDS, NO_ENTRIES, total_label  # noqa: F401 (re-exported)
 
 COLUMNS: tuple[str, ...] = (
     "kind",
@@ -293,7 +293,7 @@ def unusable_notes(measurement: Measurement, metrics: Iterable[str] | None = Non
     lines = []
     for record in records[:limit]:
         total = record["kind"] == KIND_REGION
-        where = (f"region total {record['kernel']}" if total else
+        where = (total_label(str(record["kernel"])) if total else
                  record["kernel"] + (f" [{record['region']}]" if record["region"] else "") + f" #{record['ordinal']}")
         lines.append(f"{source}: {where}: {record['metric']} has no usable value ({record['reason']})")
     if len(records) > limit:

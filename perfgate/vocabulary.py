@@ -71,6 +71,10 @@ SAME_CODE_HELD = "its time is judged unchanged"
 # that has it was a first recording, not a run that still needs its baselines.
 UPDATE_NOTE = "--perfgate-update: "
 REGION_SEPARATOR = " > "  # between nested NVTX regions: "layer1 > attention"
+# The overall total (``regions``: of every region's launches, or the whole report's where it has no region) and the
+# total of the launches outside every region beside regions (``regions.add_outside_total``).
+TOTAL = "total"
+OUTSIDE = "outside any region"
 REPLAY_PASSES = "replay_passes"  # a measurement's setting: the most replay passes any of its launches took
 KINDS = (KIND_KERNEL, KIND_BENCHMARK, KIND_REGION)
 
@@ -133,3 +137,9 @@ def bound_of(compute: float | None, memory: float | None) -> str | None:
     if max(compute, memory) < BOUND_MIN_PERCENT:
         return Bound.LATENCY.value
     return Bound.MEMORY.value if memory >= compute else Bound.COMPUTE.value
+
+
+def total_label(region: str) -> str:
+    """How a line names a region's total: ``region total forward``; TOTAL and OUTSIDE by what they hold."""
+    return {TOTAL: "the overall total", OUTSIDE: "the total of the launches outside any region"}.get(
+        region, f"region total {region}")

@@ -75,7 +75,7 @@ from perfgate.table import (
     unusable_notes,
     unusable_records,
 )
-from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, Status
+from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL, KIND_REGION, Status, total_label
 
 
 def significance_notes(launch_frame: Columns, statuses: StatusCodes, baseline: Measurement, current: Measurement,
@@ -131,7 +131,7 @@ def one_sided_values(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaun
         ordinal = int(launch["ordinal_b"] if lacking == "baseline" else launch["ordinal"])
         key = (str(launch["kind"]), kernel, str(launch["region"]), ordinal, str(rows.metric[index]), lacking)
         why = reasons.get(key, "not in that input")
-        where = (f"region total {launch['kernel']}" if launch["kind"] == KIND_REGION else
+        where = (total_label(str(launch["kernel"])) if launch["kind"] == KIND_REGION else
                  str(launch["kernel"]) + (f" [{launch['region']}]" if launch["region"] else "") + f" #{launch['ordinal']}")
         lines.append((where, f"{rows.metric[index]} has no value in the {lacking} ({why}): not judged"))
     return lines

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from perfgate.collect.timeline.measure import KERNEL_DURATION
 from perfgate.compare.replaced import Replacement
-from perfgate.regions import OUTSIDE, TOTAL, add_outside_total, is_additive, scoped_top_regions
+from perfgate.regions import add_outside_total, is_additive, scoped_top_regions
 from perfgate.table import Measurement
+from perfgate.vocabulary import OUTSIDE, TOTAL
 
 
 def _listed(names: list[str]) -> str:

@@ -24,8 +24,7 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.policies import JudgedRows
 from perfgate.metrics import is_time_like, label_of
-from perfgate.regions import OUTSIDE, TOTAL
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, Status
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, OUTSIDE, REGION_SEPARATOR, TOTAL, Status
 
 _JUDGED = (Status.REGRESSION, Status.IMPROVEMENT, Status.UNCHANGED, Status.INCONCLUSIVE)
 

@@ -141,6 +141,17 @@ def test_launch_with_no_data_is_reported_not_crashed(capsys: pytest.CaptureFixtu
     assert report["summary"]["no data"] == 1
 
 
+def test_a_total_with_no_value_is_named_by_what_it_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """esmm's 5c6231e → b644635 replaces kernels in a report without regions: the whole report's total, whose
+    baseline has a launch with no time, is "the overall total" in every line (it read "region total total")."""
+    status, out, err = run_cli(capsys, "compare", corpus_file("esmm-a10g/5c6231e.ncu-rep"),
+                               corpus_file("esmm-a10g/b644635.ncu-rep"))
+    assert status == 2
+    assert "not measured: the overall total: gpu__time_duration.sum has no value in the baseline" in out
+    assert "5c6231e.ncu-rep: the overall total: gpu__time_duration.sum has no usable value" in out
+    assert "region total total" not in out + err
+
+
 def test_threshold_override_and_off(capsys: pytest.CaptureFixture[str]) -> None:
     _, report = compare_json(capsys, V3, V4, "--threshold", "gpu__time_duration.sum=200%")
     assert result(report, "matrix_addition2D", "gpu__time_duration.sum")["status"] == "unchanged"

@@ -22,7 +22,8 @@ from structures import Case, cases, compared, run  # noqa: E402
 
 from perfgate.compare import CompareOptions, Comparison, compare_tables  # noqa: E402
 from perfgate.collect import read_table  # noqa: E402
-from perfgate.regions import OUTSIDE, TOTAL, with_region_totals  # noqa: E402
+from perfgate.regions import with_region_totals  # noqa: E402
+from perfgate.vocabulary import OUTSIDE, TOTAL  # noqa: E402
 
 TIME, INST = "gpu__time_duration.sum", "smsp__inst_executed.sum"
 
