@@ -243,9 +243,11 @@ class ReplayTracer:
 
     def stop(self, target: Path) -> None:
         shutil.copyfile(self.recorded, target)
-        codes = self.recorded.with_name(self.recorded.name + ".codes.json")  # kernel_codes.codes_file's
+        from perfgate.collect.timeline.codes_file import codes_file
+
+        codes = codes_file(self.recorded)
         if codes.is_file():
-            shutil.copyfile(codes, target.with_name(target.name + ".codes.json"))
+            shutil.copyfile(codes, codes_file(target))
 
 
 Tracer = CuptiTracer | TorchTracer | ReplayTracer
