@@ -61,10 +61,11 @@ class ModuleCubins:
             self.subscriber = None
 
 
-def kernel_codes(names: Collection[str], cubins: Iterable[bytes],
-                 triton_cache: Path | None = None) -> tuple[dict[str, KernelCode], list[str]]:
+def kernel_codes(names: Collection[str], cubins: Iterable[bytes], triton_cache: Path | None = None,
+                 ccs: Collection[str] = ()) -> tuple[dict[str, KernelCode], list[str]]:
     """The code of each kernel of ``names`` (as CUPTI names them), and what could not be read. A name that two
-    loaded modules hold with other code is ambiguous: no code."""
+    loaded modules hold with other code is ambiguous: no code. ``ccs``: the traced GPUs' compute capabilities
+    (Triton's cache entries for other GPUs are left out)."""
     from perfgate.collect.cubin import CubinError, cubin_codes
     from perfgate.collect.triton_cache import triton_codes
 
@@ -83,16 +84,17 @@ def kernel_codes(names: Collection[str], cubins: Iterable[bytes],
     codes = {name: next(iter(by_id.values())) for name, by_id in found.items() if len(by_id) == 1}
     missing = wanted - found.keys()
     if missing:
-        codes.update(triton_codes(missing, triton_cache))
+        codes.update(triton_codes(missing, triton_cache, ccs=ccs))
     return codes, problems
 
 
 def write_codes(trace: Path, records: Iterable[Mapping[str, Any]], cubins: ModuleCubins,
-                kernel_kinds: Collection[int]) -> None:
-    """The traced kernels' codes beside the trace file ``trace`` (``perfgate.collect.timeline.codes_file``)."""
+                kernel_kinds: Collection[int], ccs: Collection[str] = ()) -> None:
+    """The traced kernels' codes beside the trace file ``trace`` (``perfgate.collect.timeline.codes_file``);
+    ``ccs``: the traced GPUs' compute capabilities."""
     names = {str(r["name"]) for r in records if r.get("kind") in kernel_kinds and r.get("name")}
     try:
-        codes, problems = kernel_codes(names, cubins.cubins)
+        codes, problems = kernel_codes(names, cubins.cubins, ccs=ccs)
     except Exception as exc:  # the trace is written: a failure here costs the codes, never the test's result
         codes, problems = {}, [f"reading the loaded modules failed ({type(exc).__name__}: {exc})"]
     target = codes_file(trace)

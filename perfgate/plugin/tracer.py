@@ -156,13 +156,14 @@ class CuptiTracer:
             self.modules.stop()
         with contextlib.suppress(Exception):  # detach: no buffer callback into Python while the process exits
             self.cupti.finalize()
+        devices = _devices(self.records)
         _write(target, {"format": "perfgate-cupti-trace", "version": 1, "tracer": "cupti-python",
-                        "devices": _devices(self.records), "records": self.records,
+                        "devices": devices, "records": self.records,
                         "regions": self.regions.found, "dropped": int(dropped.value)})
         if self.modules is not None:
             from perfgate.plugin.kernel_codes import write_codes
 
-            write_codes(target, self.records, self.modules, _KERNEL_KINDS)
+            write_codes(target, self.records, self.modules, _KERNEL_KINDS, {str(d["cc"]) for d in devices})
 
 
 def _devices(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
