@@ -2,8 +2,9 @@
 
 In the traced child (``perfgate.plugin.tracer``, when ``PERFGATE_CODE_IDENTITY`` is set: ``--perfgate-code-identity``)
 CUPTI's module-loaded callback hands over each module's cubin as CUDA loads it; at the end of the test the cubins
-are disassembled for the kernels the trace launched (``perfgate.collect.cubin``: the same ``code_id`` as ncu's
-report gives), then Triton's compile cache for the kernels whose module loaded before the trace began. The child
+are disassembled for the kernels the trace launched, then Triton's compile cache is read for the kernels whose
+module loaded before the trace began (``perfgate.collect.module_codes``: the same ``code_id`` as ncu's report
+gives). The child
 writes them beside its trace (``<trace>.codes.json``, names as CUPTI gives them:
 ``perfgate.collect.timeline.codes_file``, which reads it back); the parent gives each kernel launch of the trace's
 table its code (``Measurement.code``), which the same-code rule compares.
@@ -18,8 +19,8 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.collect.module_codes import kernel_codes
 from perfgate.collect.timeline.codes_file import codes_file, codes_json
-from perfgate.table import KernelCode
 
 
 class _ModuleResourceData(ctypes.Structure):
@@ -59,33 +60,6 @@ class ModuleCubins:
             with contextlib.suppress(Exception):
                 self.cupti.unsubscribe(self.subscriber)
             self.subscriber = None
-
-
-def kernel_codes(names: Collection[str], cubins: Iterable[bytes], triton_cache: Path | None = None,
-                 ccs: Collection[str] = ()) -> tuple[dict[str, KernelCode], list[str]]:
-    """The code of each kernel of ``names`` (as CUPTI names them), and what could not be read. A name that two
-    loaded modules hold with other code is ambiguous: no code. ``ccs``: the traced GPUs' compute capabilities
-    (Triton's cache entries for other GPUs are left out)."""
-    from perfgate.collect.cubin import CubinError, cubin_codes
-    from perfgate.collect.triton_cache import triton_codes
-
-    wanted = set(names)
-    found: dict[str, dict[str, KernelCode]] = {}
-    problems: list[str] = []
-    for cubin in cubins:
-        try:
-            codes = cubin_codes(cubin, wanted)
-        except CubinError as exc:
-            if str(exc) not in problems:
-                problems.append(str(exc))
-            continue
-        for name, code in codes.items():
-            found.setdefault(name, {})[code.code_id] = code
-    codes = {name: next(iter(by_id.values())) for name, by_id in found.items() if len(by_id) == 1}
-    missing = wanted - found.keys()
-    if missing:
-        codes.update(triton_codes(missing, triton_cache, ccs=ccs))
-    return codes, problems
 
 
 def write_codes(trace: Path, records: Iterable[Mapping[str, Any]], cubins: ModuleCubins,

@@ -15,7 +15,7 @@ from helpers.common import REPO
 
 from perfgate.collect.cubin import cubin_codes, find_nvdisasm
 from perfgate.collect.triton_cache import triton_codes
-from perfgate.plugin.kernel_codes import kernel_codes
+from perfgate.collect.module_codes import kernel_codes
 
 CACHE = REPO / "tests" / "data" / "triton-cache"
 ADD_1024 = CACHE / "JA5RNINGGJAG7FQQ7NDMQQN4YITXS3C262MBJ7UW2YFK6BPL23NQ"
