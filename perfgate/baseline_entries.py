@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from perfgate.collect.baseline_json import FORMAT_NAME, FORMAT_VERSION
 from perfgate.columns import Columns, combined_key, first_rows, sort_ranks
-from perfgate.table import Measurement
+from perfgate.table import Measurement, code_document
 from perfgate.vocabulary import KIND_BENCHMARK, KIND_KERNEL
 
 MAX_STORED_SAMPLES = 101  # raw benchmark timings are kept as this many quantiles: enough for a rank test
@@ -102,7 +102,7 @@ class BaselineEntries(Sequence[dict[str, Any]]):
             entry["findings"] = list(measurement.findings.get(int(launch["launch"]), ()))
         code = (measurement.code or {}).get(int(launch["launch"]))
         if code is not None:  # read with --code-identity: the same-code rule can judge against it
-            entry["code"] = {"id": code.code_id, "opcodes": dict(code.opcodes)}
+            entry["code"] = code_document(code)
         if launch["kind"] == KIND_BENCHMARK and launch["kernel"] in measurement.samples:
             entry["samples"] = _compress_samples(measurement.samples[launch["kernel"]])
         return entry

@@ -210,9 +210,10 @@ OPTIONS: tuple[Option, ...] = (
            cli=("--accept-unpaired-kernels",), commands=("compare",), flag=True,
            default_text="off: the comparison is 'not measured', exit 2: one may be a renamed kernel nobody judged "
                         "(where a total holds them, it judges them either way: docs/matching.md)"),
-    Option("code_identity", "read each kernel's machine code (its code_id) from .ncu-rep files, and with the timeline "
-                            "source from the cubins the traced process loads: a kernel whose code and launch "
-                            "configuration are the same on both sides cannot regress in time",
+    Option("code_identity", "read each kernel's machine code (its code_id) from .ncu-rep files and the codes file "
+                            "beside a trace, and with the timeline source from the cubins the traced process loads: "
+                            "a kernel whose code and launch configuration are the same on both sides cannot regress "
+                            "in time",
            plugin="--perfgate-code-identity", cli=("--code-identity",), commands=("compare", "baseline"), flag=True,
            default_text="off: reading the code costs about a second per large library kernel"),
     Option("kernel_thresholds", "a table of glob pattern = a table of thresholds: the kernels matching a pattern are "

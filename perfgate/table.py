@@ -32,6 +32,7 @@ frozen. The table itself is a :class:`perfgate.columns.Columns` (numpy arrays, n
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
@@ -85,6 +86,27 @@ class KernelCode(NamedTuple):
 
     code_id: str
     opcodes: Mapping[str, int]
+
+
+CODE_ID = re.compile(r"^[0-9a-f]{16}$")
+MAX_OPCODES = 2000  # distinct opcodes of one kernel's instruction mix (SASS has a few hundred)
+CODE_SHAPE = f'{{"id": 16 hex digits, "opcodes": {{opcode: count}}}} (at most {MAX_OPCODES} opcodes)'
+
+
+def code_document(code: KernelCode) -> dict[str, Any]:
+    """A kernel's code as files keep it (a baseline entry's ``code``, a trace's codes file): ``CODE_SHAPE``."""
+    return {"id": code.code_id, "opcodes": dict(code.opcodes)}
+
+
+def code_of_document(value: Any) -> KernelCode | None:
+    """The code a file kept (``code_document``'s shape, checked); None where it is not that shape."""
+    opcodes = value.get("opcodes") if isinstance(value, dict) else None
+    if not (isinstance(value, dict) and set(value) == {"id", "opcodes"} and isinstance(value["id"], str)
+            and CODE_ID.match(value["id"]) and isinstance(opcodes, dict) and len(opcodes) <= MAX_OPCODES
+            and all(isinstance(op, str) and 0 < len(op) <= 64 and isinstance(count, int)
+                    and not isinstance(count, bool) and count >= 0 for op, count in opcodes.items())):
+        return None
+    return KernelCode(value["id"], dict(opcodes))
 
 
 class Measurement(NamedTuple):

@@ -9,6 +9,7 @@ from perfgate.version import __version__
 from perfgate.cli.baseline import add_parser as add_baseline
 from perfgate.cli.baselines import add_parser as add_baselines
 from perfgate.cli.bisect import add_parser as add_bisect
+from perfgate.cli.codes import add_parser as add_codes
 from perfgate.cli.compare import add_parser as add_compare
 from perfgate.cli.history import add_accept_parser, add_parser as add_history
 from perfgate.cli.init import add_parser as add_init
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 _COMMAND_PARSERS: dict[str, Callable[[SubParsers], None]] = {
     "compare": add_compare, "baseline": add_baseline, "merge": add_merge, "publish": add_publish,
     "baselines": add_baselines, "history": add_history, "accept": add_accept_parser, "bisect": add_bisect,
-    "init": add_init}
+    "codes": add_codes, "init": add_init}
 COMMANDS = tuple(_COMMAND_PARSERS)
 
 

@@ -263,7 +263,8 @@ def read_table(path: str | os.PathLike[str], metrics: Collection[str] | None = N
     ``metrics`` is a hint: readers that can skip other metrics cheaply (``.ncu-rep``) do so. A pipe is
     copied to a temporary file first, and a compressed input expanded into a temporary folder: both
     are removed before this returns or raises. ``code``: read the kernels' machine code where the input holds it
-    (``.ncu-rep``), for the same-code rule. ``readers``: the formats read (``readers.READERS``, every one).
+    (``.ncu-rep``) or a codes file lies beside it (a trace: ``timeline.codes_file``), for the same-code rule.
+    ``readers``: the formats read (``readers.READERS``, every one).
     """
     file_path = Path(path)
     spooled: list[Path] = []  # filled by _spool as soon as the file exists: removed here even if a signal ends it
@@ -298,7 +299,8 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, cod
         finally:
             expansion.close()
         if json_text(inner_head):  # JSON is read as it is expanded, never written out
-            return _read_json(file_path, readers, lambda _: _Expansion(file_path, head))._replace(source=shown)
+            return _read_json(file_path, readers, code,
+                              lambda _: _Expansion(file_path, head))._replace(source=shown)
         # The other readers (ncu_report, SQLite, the CSV pages) read a file: expanded into a temporary one.
         with tempfile.TemporaryDirectory(prefix="perfgate-") as folder:  # removed even when reading fails
             inner = _decompress(file_path, head, Path(folder))
@@ -326,15 +328,15 @@ def _read_by_format(file_path: Path, head: bytes, metrics: Collection[str] | Non
     if row is None:
         raise _unrecognized(file_path, readers)
     if row.document is not None:
-        return _read_json(file_path, readers)
+        return _read_json(file_path, readers, code)
     return row.read(Input(file_path, metrics, code))
 
 
-def _read_json(file_path: Path, readers: tuple[Reader, ...],
+def _read_json(file_path: Path, readers: tuple[Reader, ...], code: bool = False,
                opener: Callable[[Path], Stream] | None = None) -> Measurement:
     """A JSON input, parsed once, handed to the first JSON row that recognizes it: a list some row ``streams`` read
     one element at a time, anything else whole; ``opener``: how to read it (a compressed file's expansion, as it is
-    made)."""
+    made); ``code``: as ``read_table``'s."""
     rows = json_rows(readers)
     key_streams, list_streams = streams_key(rows), streams_top_level(rows)
     fix = stream_fix(rows)
@@ -342,9 +344,9 @@ def _read_json(file_path: Path, readers: tuple[Reader, ...],
                              else open_json(file_path, key_streams, list_streams, opener, fix))
     parsed = JsonInput(document, key, events)
     if events is not None:  # a list read as it is used: the row that streams it reads it
-        return streaming_row(rows, key, document).read(Input(file_path, json=parsed))
+        return streaming_row(rows, key, document).read(Input(file_path, code=code, json=parsed))
     for row in rows:
         if row.document is not None and row.document(document):
-            return row.read(Input(file_path, json=parsed))
+            return row.read(Input(file_path, code=code, json=parsed))
     raise InputError(file_path, f"JSON that is neither {either([row.json_name for row in rows], 'nor')}",
                      f"pass {either([row.json_fix for row in rows], 'or')}")

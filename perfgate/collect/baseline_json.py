@@ -31,7 +31,7 @@ from perfgate.limits import (
     max_input_bytes,
     size_text,
 )
-from perfgate.table import COLUMNS, KernelCode, Measurement, normalized
+from perfgate.table import CODE_SHAPE, COLUMNS, KernelCode, Measurement, code_of_document, normalized
 from perfgate.vocabulary import KIND_KERNEL, KINDS
 
 FORMAT_NAME = "perfgate-baseline"
@@ -40,8 +40,6 @@ FORMAT_VERSION = 1
 _TOP_KEYS = {"format", "version", "device", "settings", "source", "entries", "regressions"}
 _ENTRY_KEYS = {"kind", "name", "demangled", "region", "ordinal", "grid", "block", "metrics", "samples", "findings",
                "code"}
-_CODE_ID = re.compile(r"^[0-9a-f]{16}$")
-MAX_OPCODES = 2000  # distinct opcodes of one kernel's instruction mix (SASS has a few hundred)
 
 
 def looks_like_baseline(document: Any) -> bool:
@@ -97,14 +95,10 @@ def table_from_baseline(document: Any, path: Path, entries: Iterable[Any] | None
 
 def _entry_code(value: Any, index: int, path: Path) -> KernelCode:
     """An entry's machine code: ``{"id": 16 hex digits, "opcodes": {opcode: count}}``."""
-    opcodes = value.get("opcodes") if isinstance(value, dict) else None
-    if not (isinstance(value, dict) and set(value) == {"id", "opcodes"} and isinstance(value["id"], str)
-            and _CODE_ID.match(value["id"]) and isinstance(opcodes, dict) and len(opcodes) <= MAX_OPCODES
-            and all(isinstance(op, str) and 0 < len(op) <= 64 and isinstance(count, int)
-                    and not isinstance(count, bool) and count >= 0 for op, count in opcodes.items())):
-        raise _fail(path, f"entries[{index}].code must be {{\"id\": 16 hex digits, \"opcodes\": {{opcode: count}}}} "
-                          f"(at most {MAX_OPCODES} opcodes)")
-    return KernelCode(value["id"], dict(opcodes))
+    code = code_of_document(value)
+    if code is None:
+        raise _fail(path, f"entries[{index}].code must be {CODE_SHAPE}")
+    return code
 
 
 def _entry_findings(value: Any, index: int, path: Path) -> tuple[str, ...]:

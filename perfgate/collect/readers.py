@@ -33,6 +33,7 @@ from perfgate.collect.timeline import (
     streams_events,
     table_from_trace,
 )
+from perfgate.collect.timeline.codes_file import trace_codes
 from perfgate.table import Measurement, restrict_metrics
 
 
@@ -52,7 +53,7 @@ class Input:
 
     path: Path
     metrics: Collection[str] | None = None
-    code: bool = False  # read the kernels' machine code where the file holds it
+    code: bool = False  # read the kernels' machine code where the file holds it (or a trace's codes file)
     json: JsonInput | None = None
 
 
@@ -125,14 +126,21 @@ def _read_baseline(given: Input) -> Measurement:
 def _read_trace(given: Input) -> Measurement:
     parsed = _json(given)
     if parsed.events is not None:
-        return table_from_trace(parsed.document, given.path, parsed.events, parsed.key)
-    return table_from_trace(parsed.document, given.path)
+        measurement = table_from_trace(parsed.document, given.path, parsed.events, parsed.key)
+    else:
+        measurement = table_from_trace(parsed.document, given.path)
+    return trace_codes(measurement, given.path) if given.code else measurement
+
+
+def _read_nsys_export(given: Input) -> Measurement:
+    measurement = read_nsys_export(given.path)
+    return trace_codes(measurement, given.path) if given.code else measurement
 
 
 READERS: tuple[Reader, ...] = (
     Reader("ncu-rep", "a .ncu-rep", 0, _ncu_report,
            lambda given: read_ncu_rep(given.path, given.metrics, code=given.code)),
-    Reader("nsys-export", "an Nsight Systems SQLite export", 5, _sqlite, lambda given: read_nsys_export(given.path)),
+    Reader("nsys-export", "an Nsight Systems SQLite export", 5, _sqlite, _read_nsys_export),
     Reader("baseline", "a perfgate baseline", 3, json_text,
            _read_baseline, document=looks_like_baseline, streams=Streams(streams_entries, fix=baseline_fix),
            json_name="a perfgate baseline", json_fix="a baseline written by 'perfgate baseline'"),

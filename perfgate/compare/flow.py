@@ -188,8 +188,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     drift_notes: list[str] = []
     if bool(baseline.code) != bool(current.code):  # a stored baseline or the history's reference keeps no code
         lacking = "baseline" if current.code else "current run"
-        drift_notes.append(f"machine code: the {lacking} carries none (only .ncu-rep files read with "
-                           "--code-identity do): the same-code rule was not applied")
+        drift_notes.append(f"machine code: the {lacking} carries none (only .ncu-rep files, and traces with a "
+                           "codes file beside them, read with --code-identity do): the same-code rule was not applied")
     elif baseline.code and current.code:  # the same-code rule, then the drift canary it feeds
         code = code_facts(launches, baseline, current, launch_facts(launches, base_side, cur_side, codes))
         kernels = launches.frame["kernel"].tolist()

@@ -2,29 +2,25 @@
 
 In the traced child (``perfgate.plugin.tracer``, when ``PERFGATE_CODE_IDENTITY`` is set: ``--perfgate-code-identity``)
 CUPTI's module-loaded callback hands over each module's cubin as CUDA loads it; at the end of the test the cubins
-are disassembled for the kernels the trace launched (``perfgate.collect.cubin``: the same ``code_id`` as ncu's
-report gives), then Triton's compile cache for the kernels whose module loaded before the trace began. The child
-writes them beside its trace (``<trace>.codes.json``: ``{"codes": {name: {"id", "opcodes"}}, "problems": [...]}``,
-names as CUPTI gives them); the parent gives each kernel launch of the trace's table its code
-(``Measurement.code``), which the same-code rule compares.
+are disassembled for the kernels the trace launched, then Triton's compile cache is read for the kernels whose
+module loaded before the trace began (``perfgate.collect.module_codes``: the same ``code_id`` as ncu's report
+gives). The child
+writes them beside its trace (``<trace>.codes.json``, names as CUPTI gives them:
+``perfgate.collect.timeline.codes_file``, which reads it back); the parent gives each kernel launch of the trace's
+table its code (``Measurement.code``), which the same-code rule compares.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from perfgate.table import KernelCode, Measurement
-from perfgate.vocabulary import KIND_KERNEL
-
-CODES_SUFFIX = ".codes.json"
+from perfgate.collect.module_codes import kernel_codes
+from perfgate.collect.timeline.codes_file import codes_file, codes_json
 
 
 class _ModuleResourceData(ctypes.Structure):
@@ -66,79 +62,16 @@ class ModuleCubins:
             self.subscriber = None
 
 
-def kernel_codes(names: Collection[str], cubins: Iterable[bytes],
-                 triton_cache: Path | None = None) -> tuple[dict[str, KernelCode], list[str]]:
-    """The code of each kernel of ``names`` (as CUPTI names them), and what could not be read. A name that two
-    loaded modules hold with other code is ambiguous: no code."""
-    from perfgate.collect.cubin import CubinError, cubin_codes
-    from perfgate.collect.triton_cache import triton_codes
-
-    wanted = set(names)
-    found: dict[str, dict[str, KernelCode]] = {}
-    problems: list[str] = []
-    for cubin in cubins:
-        try:
-            codes = cubin_codes(cubin, wanted)
-        except CubinError as exc:
-            if str(exc) not in problems:
-                problems.append(str(exc))
-            continue
-        for name, code in codes.items():
-            found.setdefault(name, {})[code.code_id] = code
-    codes = {name: next(iter(by_id.values())) for name, by_id in found.items() if len(by_id) == 1}
-    missing = wanted - found.keys()
-    if missing:
-        codes.update(triton_codes(missing, triton_cache))
-    return codes, problems
-
-
-def codes_file(trace: Path) -> Path:
-    return trace.with_name(trace.name + CODES_SUFFIX)
-
-
 def write_codes(trace: Path, records: Iterable[Mapping[str, Any]], cubins: ModuleCubins,
-                kernel_kinds: Collection[int]) -> None:
-    """The traced kernels' codes beside the trace file ``trace``."""
+                kernel_kinds: Collection[int], ccs: Collection[str] = ()) -> None:
+    """The traced kernels' codes beside the trace file ``trace`` (``perfgate.collect.timeline.codes_file``);
+    ``ccs``: the traced GPUs' compute capabilities."""
     names = {str(r["name"]) for r in records if r.get("kind") in kernel_kinds and r.get("name")}
     try:
-        codes, problems = kernel_codes(names, cubins.cubins)
+        codes, problems = kernel_codes(names, cubins.cubins, ccs=ccs)
     except Exception as exc:  # the trace is written: a failure here costs the codes, never the test's result
         codes, problems = {}, [f"reading the loaded modules failed ({type(exc).__name__}: {exc})"]
-    document = {"codes": {name: {"id": code.code_id, "opcodes": dict(code.opcodes)} for name, code in codes.items()},
-                "problems": [*cubins.problems, *problems]}
     target = codes_file(trace)
     temporary = target.with_name(target.name + ".tmp")
-    temporary.write_text(json.dumps(document), encoding="utf-8")
+    temporary.write_text(codes_json(codes, [*cubins.problems, *problems]), encoding="utf-8")
     os.replace(temporary, target)
-
-
-def read_codes(trace: Path) -> tuple[dict[str, KernelCode], list[str]]:
-    """What the child wrote beside ``trace``: codes by kernel name, and its problems; nothing where it wrote none."""
-    try:
-        document = json.loads(codes_file(trace).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}, []
-    codes = {str(name): KernelCode(str(entry["id"]), {str(k): int(v) for k, v in entry["opcodes"].items()})
-             for name, entry in (document.get("codes") or {}).items()
-             if isinstance(entry, dict) and isinstance(entry.get("id"), str) and isinstance(entry.get("opcodes"), dict)}
-    return codes, [str(problem) for problem in document.get("problems") or []]
-
-
-def with_codes(measurement: Measurement, codes: Mapping[str, KernelCode]) -> Measurement:
-    """``measurement`` with each kernel launch's code (``Measurement.code``), by its demangled name; no code known:
-    unchanged."""
-    from perfgate.demangled import demangled_name
-
-    by_demangled: dict[str, KernelCode | None] = {}
-    for name, code in codes.items():
-        key = demangled_name(name)
-        by_demangled[key] = code if by_demangled.get(key, code) == code else None  # two codes: ambiguous
-    table = measurement.table
-    kernels = np.flatnonzero(table.equals("kind", KIND_KERNEL))
-    launch_code: dict[int, KernelCode] = {}
-    for launch, demangled in zip(table["launch"][kernels].tolist(), table["demangled"][kernels].tolist(),
-                                 strict=True):
-        known = by_demangled.get(str(demangled))
-        if known is not None:
-            launch_code[int(launch)] = known
-    return measurement._replace(code=launch_code) if launch_code else measurement

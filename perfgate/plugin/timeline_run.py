@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from perfgate.collect import read_table
+from perfgate.collect.timeline.codes_file import codes_file, read_codes, with_codes
 from perfgate.plugin.ncu_run import build_child_command, run_ncu
-from perfgate.errors import PerfgateError
+from perfgate.errors import InputError, PerfgateError
 from perfgate.plugin.fixture import ENV_CHILD, ENV_CHILD_RESULT
 from perfgate.plugin.clock_events import watched_clocks
 from perfgate.plugin.gpu_lock import LOCK_WAIT, GpuBusy, gpu_locks
@@ -28,9 +29,9 @@ from perfgate.plugin.runner import (
     Progress,
     child_outcome,
 )
-from perfgate.plugin.kernel_codes import read_codes, with_codes
 from perfgate.plugin.tracer import ENV_CODE_IDENTITY, ENV_TIMELINE
 from perfgate.prepare import prepare
+from perfgate.table import Measurement
 from perfgate.vocabulary import KIND_KERNEL
 
 TRACE_FILE = "trace.cupti.json"
@@ -89,7 +90,19 @@ def trace(child: ChildSpec, *, timeout: float, gpu: str | None, lock_ids: tuple[
                    "measure in `with perfgate.region(\"name\"):`")
     notes = clocks.notes()
     if code:
-        codes, problems = read_codes(target)
-        measurement = with_codes(measurement, codes)
-        notes += [f"machine code of the traced kernels: {problem}" for problem in problems]
+        measurement, code_notes = _with_codes(measurement, target)
+        notes += code_notes
     return Profiled(measurement=measurement, notes=notes, run_dir=run_dir, artifacts=artifacts)
+
+
+def _with_codes(measurement: Measurement, trace: Path) -> tuple[Measurement, list[str]]:
+    """``measurement`` with the codes the child wrote beside ``trace``, and a note per problem it met; a file
+    that cannot be read costs the codes (a note), never the test's result."""
+    found = codes_file(trace)
+    if not found.is_file():  # a tracer that reads no code (torch.profiler's)
+        return measurement, []
+    try:
+        codes, problems = read_codes(found)
+    except InputError as exc:
+        return measurement, [f"machine code of the traced kernels: {exc}"]
+    return with_codes(measurement, codes), [f"machine code of the traced kernels: {problem}" for problem in problems]

@@ -156,13 +156,14 @@ class CuptiTracer:
             self.modules.stop()
         with contextlib.suppress(Exception):  # detach: no buffer callback into Python while the process exits
             self.cupti.finalize()
+        devices = _devices(self.records)
         _write(target, {"format": "perfgate-cupti-trace", "version": 1, "tracer": "cupti-python",
-                        "devices": _devices(self.records), "records": self.records,
+                        "devices": devices, "records": self.records,
                         "regions": self.regions.found, "dropped": int(dropped.value)})
         if self.modules is not None:
             from perfgate.plugin.kernel_codes import write_codes
 
-            write_codes(target, self.records, self.modules, _KERNEL_KINDS)
+            write_codes(target, self.records, self.modules, _KERNEL_KINDS, {str(d["cc"]) for d in devices})
 
 
 def _devices(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -243,9 +244,11 @@ class ReplayTracer:
 
     def stop(self, target: Path) -> None:
         shutil.copyfile(self.recorded, target)
-        codes = self.recorded.with_name(self.recorded.name + ".codes.json")  # kernel_codes.codes_file's
+        from perfgate.collect.timeline.codes_file import codes_file
+
+        codes = codes_file(self.recorded)
         if codes.is_file():
-            shutil.copyfile(codes, target.with_name(target.name + ".codes.json"))
+            shutil.copyfile(codes, codes_file(target))
 
 
 Tracer = CuptiTracer | TorchTracer | ReplayTracer

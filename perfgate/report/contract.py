@@ -87,8 +87,8 @@ OPTIONAL_LAUNCHES: dict[str, Column] = {
     "findings_gone": Column("strs?", "Nsight Compute rule findings the baseline has and the current side has not; "
                                      "null when not known."),
     "code_id": Column("str?", "A hash of the kernel's machine code in the current run (its SASS, addresses relative "
-                              "to the function's start; never its name); null when not known (read from .ncu-rep "
-                              "files with --code-identity)."),
+                              "to the function's start; never its name); null when not known (read with --code-identity "
+                              "from .ncu-rep files and from the codes file beside a trace)."),
     "baseline_code_id": Column("str?", "The same hash of the kernel's machine code in the baseline; null when not "
                                        "known."),
     "code_why": Column("str?", "What the code says about the change: 'same code ... judged unchanged' (its timing "

@@ -199,7 +199,8 @@ def test_a_side_without_code_is_said_and_nothing_is_held() -> None:
     strict = CompareOptions(thresholds={TIME: Threshold(relative=0.0)})
     base = read_table(H100 / "vector_add.ncu-rep")  # as a stored baseline: no code
     report = build_report(compare_tables(base, _read(H100 / "vector_add.rerun.ncu-rep"), strict))
-    assert "machine code: the baseline carries none (only .ncu-rep files read with --code-identity do): the " \
+    assert "machine code: the baseline carries none (only .ncu-rep files, and traces with a codes file beside " \
+           "them, read with --code-identity do): the " \
            "same-code rule was not applied" in report["notes"]
     assert "regression" in report["launches"]["status"]
 

@@ -130,7 +130,7 @@ def test_triton_cache_folder_follows_tritons_variables(tmp_path: Path) -> None:
 @needs_nvdisasm
 def test_loaded_modules_give_each_launched_kernel_its_code_unless_two_disagree(tmp_path: Path) -> None:
     _elf_reader()
-    from perfgate.plugin.kernel_codes import kernel_codes
+    from perfgate.collect.module_codes import kernel_codes
 
     vector_add, renamed = VECTOR_ADD.read_bytes(), (CUBINS / "vector_add_renamed.sm_90.cubin").read_bytes()
     noftz = (CUBINS / "vector_add_noftz.sm_90.cubin").read_bytes()

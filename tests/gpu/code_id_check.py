@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from perfgate.collect import read_table  # noqa: E402  (the repository's perfgate, not an installed one)
 from perfgate.collect.cubin import find_nvdisasm  # noqa: E402
-from perfgate.plugin.kernel_codes import kernel_codes  # noqa: E402
+from perfgate.collect.module_codes import kernel_codes  # noqa: E402
 
 SOURCE = r"""
 extern "C" __global__ void NAME(const float* a, const float* b, float* out, int n, int stride) {

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.common import REPO
+from helpers.kernel_code import vector_add_code, write_codes_beside
 from helpers.plugin import preload_heavy_modules, read_json, use_stub_ncu
 
 from helpers.timeline import MLP_REGIONS_TEST as PERF_TEST
 from helpers.timeline import MLP_TIMELINE_BASELINE as BASELINE
 from helpers.timeline import OURS
-from perfgate.collect.cubin import BASE_ADDRESS, disassembly_codes
+from perfgate.collect.timeline.codes_file import codes_file
 from perfgate.table import KernelCode
 
 pytest_plugins = ("pytester",)
@@ -27,18 +27,12 @@ preload_heavy_modules()
 KERNEL2 = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(cutlass_80_simt_sgemm_128x256_8x4_nt_align1::Params)"
 
 
-def _vector_add() -> KernelCode:
-    text = (REPO / "tests" / "data" / "cubin" / "vector_add.sm_90.nvdisasm.txt").read_text(encoding="utf-8")
-    return disassembly_codes(text, {"vector_add": (BASE_ADDRESS, 72 * 16)})["vector_add"]
-
-
 def _recorded(folder: Path, trace: str, code: KernelCode, problems: list[str]) -> Path:
     """A recorded trace, and the codes file the child's CUPTI side would have written beside it."""
     folder.mkdir(exist_ok=True)
     copy = folder / trace
     shutil.copyfile(OURS / trace, copy)
-    codes = {"codes": {KERNEL2: {"id": code.code_id, "opcodes": dict(code.opcodes)}}, "problems": problems}
-    (folder / (trace + ".codes.json")).write_text(json.dumps(codes), encoding="utf-8")
+    write_codes_beside(copy, {KERNEL2: code}, problems)
     return copy
 
 
@@ -56,7 +50,7 @@ def _launch_codes(pytester: pytest.Pytester) -> set[Any]:
 def test_traced_kernels_keep_their_code_in_the_baseline_and_the_same_code_rule_judges_them(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytester.makepyfile(test_perf=PERF_TEST)
-    code = _vector_add()
+    code = vector_add_code()
     first = _recorded(tmp_path / "a", "mlp.torch.a.pt.trace.json.gz", code, [])
     _run(pytester, monkeypatch, first, "--perfgate-update", "--perfgate-code-identity").assert_outcomes(passed=1)
     entries = read_json(pytester.path / BASELINE)["entries"]
@@ -74,6 +68,17 @@ def test_traced_kernels_keep_their_code_in_the_baseline_and_the_same_code_rule_j
 def test_without_the_option_the_child_is_not_asked_and_no_code_is_kept(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytester.makepyfile(test_perf=PERF_TEST)
-    recorded = _recorded(tmp_path, "mlp.torch.a.pt.trace.json.gz", _vector_add(), [])
+    recorded = _recorded(tmp_path, "mlp.torch.a.pt.trace.json.gz", vector_add_code(), [])
     _run(pytester, monkeypatch, recorded, "--perfgate-update").assert_outcomes(passed=1)
     assert not [entry for entry in read_json(pytester.path / BASELINE)["entries"] if "code" in entry]
+
+
+def test_a_codes_file_that_cannot_be_read_costs_the_codes_never_the_test(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytester.makepyfile(test_perf=PERF_TEST)
+    recorded = _recorded(tmp_path, "mlp.torch.a.pt.trace.json.gz", vector_add_code(), [])
+    codes_file(recorded).write_text('{"codes": {"Kernel2": {"id": "not hex"}}}', encoding="utf-8")
+    _run(pytester, monkeypatch, recorded, "--perfgate-update", "--perfgate-code-identity").assert_outcomes(passed=1)
+    assert not [entry for entry in read_json(pytester.path / BASELINE)["entries"] if "code" in entry]
+    report = json.dumps(read_json(pytester.path / "perfgate-report.json"))
+    assert "machine code of the traced kernels: " in report and "the code of 'Kernel2' must be" in report
