@@ -176,3 +176,41 @@ def test_a_replaced_kernels_total_says_why_in_every_table_and_a_one_sided_bound_
         assert "→ —" not in text
     assert "bound: memory in the baseline (compute 24.6%, memory 89.5% of peak)" in md
     assert "bound: memory in the current run (compute 12.0%, memory 73.6% of peak)" in page
+
+
+# Per row of the kernel table, each multi-line cell whose lines do not sit one per item (a wrapped value pushes the
+# values below it out of line with their metric's name): "row:cell:items:lines".
+_MISALIGNED = """<script>
+const out = [];
+document.querySelectorAll("table")[0].querySelectorAll("tr").forEach((tr, row) => {
+  tr.querySelectorAll("td").forEach((td, cell) => {
+    const items = td.innerHTML.split("<br>").length;
+    if (items < 2 || td.classList.contains("why")) return;
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    const lines = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size;
+    if (lines !== items) out.push(`${row}:${cell}:${items}:${lines}`);
+  });
+});
+document.body.insertAdjacentHTML("beforeend", `<pre id="misaligned">${out.join(" ")}</pre>`);
+</script>"""
+
+
+@pytest.mark.browser
+def test_a_rows_metrics_stay_in_line_in_a_narrow_window(tmp_path: Path) -> None:
+    """The AMP vs FP32 pair's `step` row lists wall time, GPU idle and host lead with their values and limits: in
+    a 1000-pixel window (headless Chromium) each value and limit stays on its metric's line (``8% + 200 µs`` and
+    ``3.223 ms`` wrapped there, so the limits of two metrics read as four lines)."""
+    from helpers.timeline import corpus_trace
+
+    report = build_report(compare_tables(read_table(corpus_trace("amp-lab-t4/fp32.pt.trace.json")),
+                                         read_table(corpus_trace("amp-lab-t4/amp.pt.trace.json"))))
+    page = tmp_path / "report.html"
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", render_html(report))  # it bars scripts
+    page.write_text(text.replace("</body>", _MISALIGNED + "</body>"), encoding="utf-8")
+    from helpers.browser import run_chromium
+
+    dom = run_chromium(page, "--dump-dom", "--virtual-time-budget=2000", "--window-size=1000,800")
+    found = re.findall(r'<pre id="misaligned">(.*?)</pre>', dom, flags=re.S)
+    assert len(found) == 2, "the page's check did not run"  # the script's text, then what it wrote
+    assert '<span class="kernel">step</span>' in dom and found[1] == ""
