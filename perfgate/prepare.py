@@ -223,8 +223,19 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
     if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
         both = Columns.concat([table, *parts])
         return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
-    return measurement.with_table(Columns.placed([table, *parts], _by_launch(launch_index, part_launches,
-                                                                             len(launch_ids))))
+    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids)))
+
+
+def _in_launch_order(table: Columns, parts: list[Columns], table_launches: np.ndarray,
+                     part_launches: list[np.ndarray], count: int) -> Columns:
+    """The table's rows (in launch order) and the derived parts' joined in launch order, as ``_by_launch`` places
+    them."""
+    block = len(table) // count if count else 0
+    if all(len(launches) == count for launches in part_launches) and \
+            bool((np.bincount(table_launches, minlength=count) == block).all()):
+        # Every launch the same number of rows (a raw page's) and a derived row of each: a grid to fill.
+        return Columns.interleaved([table, *parts], block)
+    return Columns.placed([table, *parts], _by_launch(table_launches, part_launches, count))
 
 
 def _by_launch(table_launches: np.ndarray, part_launches: list[np.ndarray], count: int) -> list[np.ndarray]:
