@@ -31,8 +31,8 @@ def _keep_freed_memory() -> None:
     """Have glibc's malloc keep the memory a freed large array held, for the next one: a compare of 500k launches
     makes hundreds of arrays of 4 to 90 MB, each of which malloc would map anew and the kernel zero page by page at
     its first touch (2.4M page faults and 5-6 s of system time with ``--metrics +roofline``, against 0.9M and
-    2.7-3.1 s kept; docs/performance.md). Only for this process, which ends after one command; elsewhere (macOS,
-    musl) nothing changes."""
+    2.7-3.1 s kept; docs/performance.md). The process ends after one command, so nothing is kept for long; elsewhere
+    (macOS, musl) nothing changes."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -46,7 +46,9 @@ def _keep_freed_memory() -> None:
 
 
 def entry() -> NoReturn:
-    """The ``perfgate`` console script and ``python -m perfgate``."""
+    """The ``perfgate`` console script and ``python -m perfgate``: a process of perfgate's own, whose malloc it may
+    set (``main`` may run inside another program, the tests' for one)."""
+    _keep_freed_memory()
     sys.exit(main())
 
 
@@ -59,7 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # large short-lived arrays: 2.2 → 1.3 s of system time, same user time (docs/performance.md). Read by numpy at
     # import, which the commands do later; a user's own setting wins.
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-    _keep_freed_memory()
     _tolerant_output()
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:

@@ -394,8 +394,8 @@ def test_the_command_line_turns_numpy_huge_page_advice_off_unless_the_user_set_i
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc setting")
 def test_the_command_line_keeps_a_freed_large_arrays_memory_for_the_next_one() -> None:
     # Without it every large array of a compare is mapped anew and faulted in page by page (docs/performance.md).
-    script = ("import resource, sys\nfrom perfgate.cli.shell import main\ntry:\n"
-              "    main(['--version'])\nexcept SystemExit:\n    pass\nimport numpy as np\n"
+    script = ("import resource, sys\nfrom perfgate.cli.shell import entry\nsys.argv = ['perfgate', '--version']\n"
+              "try:\n    entry()\nexcept SystemExit:\n    pass\nimport numpy as np\n"
               "def faults():\n    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
               "np.ones(50_000_000 // 8)\nbefore = faults()\nfor _ in range(4):\n    np.ones(50_000_000 // 8)\n"
               "print(faults() - before)")
