@@ -30,8 +30,8 @@ _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
 def _keep_freed_memory() -> None:
     """Have glibc's malloc keep the memory a freed large array held, for the next one: a compare of 500k launches
     makes hundreds of arrays of 4 to 90 MB, each of which malloc would map anew and the kernel zero page by page at
-    its first touch (2.4M page faults and 5-6 s of system time with ``--metrics +roofline``, against 0.9M and
-    2.7-3.1 s kept; docs/performance.md). The process ends after one command, so nothing is kept for long; elsewhere
+    its first touch (2.3-2.6M page faults and 5.1-6.6 s of system time with ``--metrics +roofline``, against 0.88M
+    and 2.3-3.8 s kept; docs/performance.md). The process ends after one command, so nothing is kept for long; elsewhere
     (macOS, musl) nothing changes."""
     if not sys.platform.startswith("linux"):
         return
