@@ -338,8 +338,32 @@ class Columns:
                 out[at] = column
             return out
 
+        return Columns._joined(parts, place, size)
+
+    @staticmethod
+    def interleaved(parts: Sequence[Columns], block: int) -> Columns:
+        """``placed`` where the rows of ``parts[0]`` come in blocks of ``block`` (a launch's rows) and each other part
+        has a row per block, placed after the block's rows in the order of the parts: each column written as a grid
+        of a row per block, its cells copied a column of the grid at a time rather than scattered one by one."""
+        if not parts:
+            return Columns({})
+        count = len(parts[1]) if len(parts) > 1 else len(parts[0]) // max(block, 1)
+        width = block + len(parts) - 1
+
+        def place(columns: Sequence[Array]) -> Array:
+            out: Array = np.empty(count * width, dtype=np.result_type(*columns))
+            grid = out.reshape(count, width)
+            grid[:, :block] = columns[0].reshape(count, block)
+            for at, column in enumerate(columns[1:], start=block):
+                grid[:, at] = column
+            return out
+
+        return Columns._joined(parts, place, count * width)
+
+    @staticmethod
+    def _joined(parts: Sequence[Columns], join: Callable[[Sequence[Array]], Array], size: int) -> Columns:
         joined_rows: dict[tuple[int, ...], Codes] = {}
-        return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, place)
+        return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, join)
                         for name in parts[0].columns}, size)
 
 

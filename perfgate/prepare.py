@@ -73,6 +73,7 @@ class _LaunchValues:
         self._codes, self._names = table.coded("metric")
         self._position = {str(name): code for code, name in enumerate(self._names.tolist())}
         self._values, self._launch, self._count = table["value"], launch_index, count
+        self._block = _block_pattern(self._codes, launch_index, count)
         self.computed: dict[str, Any] = {}
         self._read: dict[str, Any] = {}  # the counters read so far, by name (a formula never changes one)
 
@@ -84,6 +85,16 @@ class _LaunchValues:
         code = self._position.get(metric)
         if code is None:
             return None
+        if self._block is not None:  # every launch's rows hold the same metrics in the same order: a grid's column
+            at = np.flatnonzero(self._block == code)
+            if len(at):
+                values = np.full(self._count, math.nan)
+                values[:] = self._values.reshape(self._count, len(self._block))[:, at[0]]
+                self._read[metric] = values
+                return values
+        return self._read_rows(metric, code)
+
+    def _read_rows(self, metric: str, code: int) -> Any:
         rows = np.flatnonzero(self._codes == code)
         rows = rows[first_rows(self._launch[rows])]  # a launch's first row of it
         values = np.full(self._count, math.nan)
@@ -100,6 +111,20 @@ class _LaunchValues:
     @property
     def declared_flops(self) -> float | None:
         return self._declared
+
+
+def _block_pattern(codes: np.ndarray, launch_index: np.ndarray, count: int) -> np.ndarray | None:
+    """The metric codes of every launch's rows where each launch (rows in launch order) has the same ones in the
+    same order, as a raw page's table has; None elsewhere."""
+    if not count or len(codes) % count:
+        return None
+    block = len(codes) // count
+    grid = codes.reshape(count, block)
+    if not bool((launch_index.reshape(count, block) == np.arange(count)[:, None]).all()) or \
+            not bool((grid == grid[0]).all()):
+        return None
+    pattern: np.ndarray = grid[0].copy()
+    return pattern
 
 
 ROOFLINE_PCT, FLOP, DECLARED_WORK = "derived.roofline_pct", "derived.flop", "derived.declared_work"
@@ -223,8 +248,19 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
     if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
         both = Columns.concat([table, *parts])
         return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
-    return measurement.with_table(Columns.placed([table, *parts], _by_launch(launch_index, part_launches,
-                                                                             len(launch_ids))))
+    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids)))
+
+
+def _in_launch_order(table: Columns, parts: list[Columns], table_launches: np.ndarray,
+                     part_launches: list[np.ndarray], count: int) -> Columns:
+    """The table's rows (in launch order) and the derived parts' joined in launch order, as ``_by_launch`` places
+    them."""
+    block = len(table) // count if count else 0
+    if all(len(launches) == count for launches in part_launches) and \
+            bool((np.bincount(table_launches, minlength=count) == block).all()):
+        # Every launch the same number of rows (a raw page's) and a derived row of each: a grid to fill.
+        return Columns.interleaved([table, *parts], block)
+    return Columns.placed([table, *parts], _by_launch(table_launches, part_launches, count))
 
 
 def _by_launch(table_launches: np.ndarray, part_launches: list[np.ndarray], count: int) -> list[np.ndarray]:

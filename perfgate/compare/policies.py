@@ -72,9 +72,11 @@ def below_floor(status: StatusCodes, gated: Bools, current: Floats, floor: Float
 
 def beyond_limits(delta: Floats, change: Floats, relative: Floats, absolute: Floats) -> Bools:
     """A change counts only when it exceeds *every* limit given (relative AND absolute; -1: none)."""
-    beyond: Bools = (np.where(relative >= 0, np.abs(change) > relative, True)
-                     & np.where(absolute >= 0, np.abs(delta) > absolute, True)
-                     & (np.abs(delta) > 0))
+    # In place, the magnitude taken once: a row a limit, 7.5M rows at 500k launches with derived metrics.
+    magnitude = np.abs(delta)
+    beyond: Bools = magnitude > 0
+    beyond &= (np.abs(change) > relative) | ~(relative >= 0)  # a NaN limit is none, as a negative one
+    beyond &= (magnitude > absolute) | ~(absolute >= 0)
     return beyond
 
 

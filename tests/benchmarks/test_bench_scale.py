@@ -12,6 +12,9 @@ Two kinds of test:
   50k launches, both pages) and runs only with ``--benchmark-enable``; pytest-benchmark times perfgate's run
   and records both ratios in ``extra_info``. ``test_bench_csv_compare_500k`` holds it on the raw page at 500k
   launches (229 MB a file; every format), where JSON and HTML meet it narrowly (docs/performance.md).
+  ``test_bench_csv_compare_roofline`` holds issue 37's: the same 1.5x of CPU with ``--metrics +roofline`` (7 of
+  the 20 metrics the roofline's counters, its derived metrics compared too), 1k to 500k launches; peak memory is
+  recorded, not held (1.5-1.7x at 50k and 500k). Not met at 500k (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -75,3 +78,19 @@ def test_bench_csv_compare_500k(benchmark, fmt: str, scale_data: Path,  # type: 
                                 floor_cpu=round(pair.median("floor", "cpu"), 3),
                                 cpu=round(pair.median("ours", "cpu"), 3))
     assert pair.cpu_ratio <= GOAL and pair.peak_ratio <= GOAL, benchmark.extra_info
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("launches", [1_000, 50_000, 500_000])
+def test_bench_csv_compare_roofline(benchmark, launches: int, fmt: str,  # type: ignore[no-untyped-def]
+                                    scale_data: Path, tmp_path: Path) -> None:
+    if benchmark.disabled:
+        pytest.skip("a precise goal on large inputs: run with --benchmark-enable")
+    base, cur = csv_pair(scale_data, "raw", launches, changed=True, roofline=True)
+    floor, ours = csv_commands(base, cur, fmt, tmp_path / f"report.{fmt}", extra=("--metrics", "+roofline"))
+    pair = interleaved(floor, ours, repeat=3)
+    benchmark.pedantic(measure, args=(ours,), rounds=1, iterations=1)
+    benchmark.extra_info.update(cpu_ratio=round(pair.cpu_ratio, 3), peak_ratio=round(pair.peak_ratio, 3),
+                                floor_cpu=round(pair.median("floor", "cpu"), 3),
+                                cpu=round(pair.median("ours", "cpu"), 3))
+    assert pair.cpu_ratio <= GOAL, benchmark.extra_info

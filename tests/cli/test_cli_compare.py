@@ -402,6 +402,19 @@ def test_the_command_line_turns_numpy_huge_page_advice_off_unless_the_user_set_i
         assert done.stdout.split()[-2:] == [expected, "False"]  # numpy not imported before it was set
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc setting")
+def test_the_command_line_keeps_a_freed_large_arrays_memory_for_the_next_one() -> None:
+    # Without it every large array of a compare is mapped anew and faulted in page by page (docs/performance.md).
+    script = ("import resource, sys\nfrom perfgate.cli.shell import entry\nsys.argv = ['perfgate', '--version']\n"
+              "try:\n    entry()\nexcept SystemExit:\n    pass\nimport numpy as np\n"
+              "def faults():\n    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+              "np.ones(50_000_000 // 8)\nbefore = faults()\nfor _ in range(4):\n    np.ones(50_000_000 // 8)\n"
+              "print(faults() - before)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO,
+                          timeout=60)
+    assert int(done.stdout.split()[-1]) < 2_000  # four arrays of 50 MB anew: 4 x 12,200 pages of 4 KiB
+
+
 def test_the_comment_summarizes_every_launch_of_a_kernel_as_the_page_does(capsys: pytest.CaptureFixture[str],
                                                                          tmp_path: Path) -> None:
     """Kernels of a loop of 2,200 launches each, more than a comment could list: a row's medians (the "why"'s

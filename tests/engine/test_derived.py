@@ -356,11 +356,13 @@ def test_a_declared_work_without_flop_counters_says_so() -> None:
     assert any(note.startswith("declared work: the test declares 1e+06 FLOP but") for note in comparison.notes)
 
 
-@pytest.mark.parametrize("shuffled", [False, True])
-def test_the_derived_rows_follow_their_launchs_raw_rows_in_launch_order(tmp_path: Path, shuffled: bool) -> None:
+@pytest.mark.parametrize("arranged", ["in order", "shuffled", "a row dropped"])
+def test_the_derived_rows_follow_their_launchs_raw_rows_in_launch_order(tmp_path: Path, arranged: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``with_derived`` places each derived row after its launch's raw rows (in their order), the derived metrics of
     a launch in the order they are compared in: a stable sort of the joined rows by launch, whether the rows
-    came in launch order (placed without a sort) or not."""
+    came in launch order (placed without a sort: as a grid where every launch has as many rows and every derived
+    metric, else row by row) or not."""
     from helpers.csvgen import write_raw_csv
 
     from perfgate.columns import Columns
@@ -368,12 +370,20 @@ def test_the_derived_rows_follow_their_launchs_raw_rows_in_launch_order(tmp_path
     path = tmp_path / "raw.csv"
     write_raw_csv(path, 300, 20, seed=3, roofline=True)
     measurement = read_prepared(path, ROOFLINE)
-    if shuffled:
+    if arranged == "shuffled":
         measurement = measurement.with_table(measurement.table[np.random.default_rng(7).permutation(
             len(measurement.table))])
+    elif arranged == "a row dropped":  # launch 4's duration: fewer rows, and no rates, for it
+        table = measurement.table
+        measurement = measurement.with_table(table[~((table["launch"] == table["launch"][4 * 20])
+                                                     & (table["metric"] == "gpu__time_duration.sum"))])
+    grids: list[int] = []
+    interleaved = Columns.interleaved
+    monkeypatch.setattr(Columns, "interleaved", staticmethod(lambda *a: grids.append(1) or interleaved(*a)))
     table = measurement.table
     compared = ROOFLINE.compared_metrics()
     derived = with_derived(measurement, compared).table
+    assert len(grids) == (arranged == "in order")
     order = {name: at for at, name in enumerate(compared)}
     added = derived[np.flatnonzero(np.array([str(m).startswith("derived.") for m in derived["metric"].tolist()]))]
     assert len(added) > len(set(table["launch"].tolist()))  # several derived metrics a launch

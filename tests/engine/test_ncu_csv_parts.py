@@ -331,6 +331,10 @@ def test_profiling_lines_counted_or_split() -> None:
         lines = prefix.split(b"\n")
         others = [line for line in lines if not line.startswith(b"==PROF==")]
         assert _profiling_lines(prefix) == (len(others) < len(lines), others), prefix
+        # Read in place from the buffer that holds them (find_header's), whatever comes before and after.
+        before, after = rng.choice(parts) * rng.randint(0, 2), rng.choice(parts) * rng.randint(0, 2)
+        held = bytearray(before + prefix + after)
+        assert _profiling_lines(held, len(before), len(before) + len(prefix)) == (len(others) < len(lines), others)
 
 
 def test_raw_page_without_units_row() -> None:

@@ -90,12 +90,12 @@ def find_header(handle: IO[bytes]) -> Found:
         if not chunk:
             break
         buffer += chunk
-    prefix = bytes(buffer[bom:found.offset] if found.offset >= 0 else buffer[bom:])
-    if b"\x00" in prefix:
+    end = found.offset if found.offset >= 0 else len(buffer)  # the lines before the table: read in place (MBs)
+    if buffer.find(b"\x00", bom, end) >= 0:
         found.binary = True
-        found.report = prefix.startswith(b"NVR\x00")
+        found.report = buffer.startswith(b"NVR\x00", bom, end)
         return found
-    profiled, others = _profiling_lines(prefix)
+    profiled, others = _profiling_lines(buffer, bom, end)
     if profiled:
         found.tool_lines.append("==PROF==")  # one per launch: only their presence matters
     for line in others:
@@ -103,16 +103,18 @@ def find_header(handle: IO[bytes]) -> Found:
     return found
 
 
-def _profiling_lines(prefix: bytes) -> tuple[bool, list[bytes]]:
-    """Whether ``prefix`` holds a ``==PROF==`` line (ncu's, one per launch), and its other lines.
+def _profiling_lines(text: bytes | bytearray, start: int = 0, end: int | None = None) -> tuple[bool, list[bytes]]:
+    """Whether ``text[start:end]`` (the lines before the table) holds a ``==PROF==`` line (ncu's, one per launch),
+    and its other lines.
 
-    Counted first: where every line but the last is one (ncu's stdout before the table), the lines are not
-    split."""
-    profiled = prefix.startswith(b"==PROF==") + prefix.count(b"\n==PROF==")
-    last = prefix.rfind(b"\n") + 1
-    if profiled == prefix.count(b"\n") and not prefix.startswith(b"==PROF==", last):
-        return profiled > 0, [prefix[last:]]
-    lines = prefix.split(b"\n")
+    Counted first, in place: where every line but the last is one (ncu's stdout before the table), the lines are
+    not split."""
+    end = len(text) if end is None else end
+    profiled = text.startswith(b"==PROF==", start, end) + text.count(b"\n==PROF==", start, end)
+    last = text.rfind(b"\n", start, end) + 1 or start
+    if profiled == text.count(b"\n", start, end) and not text.startswith(b"==PROF==", last, end):
+        return profiled > 0, [bytes(text[last:end])]
+    lines = bytes(text[start:end]).split(b"\n")
     others = [line for line in lines if not line.startswith(b"==PROF==")]
     return len(others) < len(lines), others
 
