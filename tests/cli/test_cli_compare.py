@@ -403,6 +403,7 @@ def test_the_command_line_turns_numpy_huge_page_advice_off_unless_the_user_set_i
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc setting")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc setting: the command sets it on Linux only")
 def test_the_command_line_keeps_a_freed_large_arrays_memory_for_the_next_one() -> None:
     # Without it every large array of a compare is mapped anew and faulted in page by page (docs/performance.md).
     script = ("import resource, sys\nfrom perfgate.cli.shell import entry\nsys.argv = ['perfgate', '--version']\n"
