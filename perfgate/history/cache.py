@@ -119,7 +119,9 @@ def _merge_pending(states: dict[int, State], pending: Sequence[tuple[Series, lis
     merged = merge_many([series.values for series, _ in pending], [candidates for _, candidates in pending],
                         p_value, min_change)
     for (series, _), points in zip(pending, merged):
-        states[series.id] = states[series.id]._replace(changes=found_in(series, points))
+        if points:
+            state = states[series.id]
+            states[series.id] = State(*state[:5], found_in(series, points), *state[6:])
 
 
 def cached_changes(history: History, branch: str, commits: list[str], times: list[str], run_commit: dict[int, int],
@@ -243,29 +245,26 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
         for series_id in group:
             state = states[series_id]
             tail, order = tails[series_id]
-            found_all, saved, resume = searched.get(series_id, ([], [], calm_resume))
-            weak = state.weak + [state.resume + at for at in saved]
-            candidates = state.weak + [state.resume + at for at in found_all]
-            states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
-                                      tail[resume:], [])
+            found_all, saved, resume = searched.get(series_id, ((), (), calm_resume))
+            weak = state.weak + [state.resume + at for at in saved] if saved else state.weak
+            candidates = state.weak + [state.resume + at for at in found_all] if found_all else state.weak
+            kept = state.values, state.commits
             if candidates:
                 pending[series_id] = candidates
                 if len(state.values):  # kept: the new values appended
-                    states[series_id] = states[series_id]._replace(
-                        values=np.concatenate((state.values, tail[len(state.tail):])),
-                        commits=np.concatenate((state.commits, np.array(order, dtype=np.int64))))
+                    kept = (np.concatenate((state.values, tail[len(state.tail):])),
+                            np.concatenate((state.commits, np.array(order, dtype=np.int64))))
                 else:
                     full_needed.append(series_id)
+            states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
+                                      tail[resume:], [], *(kept if candidates else ()))
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
-    judged = []
-    for series_id, candidates in pending.items():
-        state = states[series_id]
-        if series_id in loaded:
-            state = states[series_id] = state._replace(values=loaded[series_id].values,
-                                                       commits=loaded[series_id].commits)
-        judged.append((Series(series_id, {}, state.commits, state.values), candidates))
-    _merge_pending(states, judged, p_value, min_change)
+    for series_id, series in loaded.items():
+        if series_id in pending:
+            states[series_id] = states[series_id]._replace(values=series.values, commits=series.commits)
+    _merge_pending(states, [(Series(sid, {}, states[sid].commits, states[sid].values), candidates)
+                            for sid, candidates in pending.items()], p_value, min_change)
 
 
 def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
