@@ -33,6 +33,9 @@ from perfgate.history.changes import (
 from perfgate.history.stats import stdtr
 
 
+CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
+
+
 class Values:
     """Every series' values end to end, with where each starts."""
 
@@ -49,12 +52,17 @@ class Values:
 
 
 def by_length(sizes: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """Indexes of ``sizes`` grouped by size (each group in index order)."""
+    """Indexes of ``sizes`` grouped by size (each group in index order), a group at most ``CELLS`` values long in
+    all: the arrays of a batch stay a few MB however many segments are judged."""
     order = np.argsort(sizes, kind="stable")
     ordered = sizes[order]
     bounds = np.flatnonzero(np.diff(ordered)) + 1
-    return [(int(ordered[group[0]]), order[group[0]:group[-1] + 1])
-            for group in np.split(np.arange(len(order)), bounds) if len(group)]
+    groups: list[tuple[int, np.ndarray]] = []
+    for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]) if len(order) else ():
+        size = int(ordered[start])
+        step = max(CELLS // max(size, 1), 1)
+        groups += [(size, order[at:min(at + step, stop)]) for at in range(start, stop, step)]
+    return groups
 
 
 def _means_and_squares(values: Values, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,8 +156,11 @@ class _Nodes:
         self.done = np.zeros(len(judged), dtype=bool)
         self.alone = np.zeros(len(judged), dtype=bool)  # judged by ``merge`` itself
         lengths, offsets = values.lengths[self.series], values.offsets[self.series]
-        same = np.concatenate(([0], np.cumsum(values.flat[1:] == values.flat[:-1])))
-        self.exact = same[offsets + lengths - 1] - same[offsets] >= 0.75 * (lengths - 1)  # is_piecewise_constant
+        # is_piecewise_constant: each series' equal neighbours counted, [offset, offset + length - 1) of ``repeats``
+        repeats = np.append(values.flat[1:] == values.flat[:-1], False)
+        bounds = np.stack((offsets, offsets + lengths - 1), axis=1).ravel()
+        same = np.add.reduceat(repeats, bounds, dtype=np.int64)[::2] if len(bounds) else np.zeros(0, np.int64)
+        self.exact = same >= 0.75 * (lengths - 1)
         if len(index):
             self._judge(index)
 
