@@ -92,7 +92,8 @@ def _medians(values: Values, starts: np.ndarray, sizes: np.ndarray) -> np.ndarra
 
 
 def t_tests(values: Values, left: np.ndarray, split: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``t_test(values[left:split], values[split:right])`` per triple of flat indexes, the same floats."""
+    """``t_test(values[left:split], values[split:right])`` per triple of flat indexes, the same floats (NaN where
+    ``t_test`` would divide by zero: ``merge_many`` leaves such a series to ``merge``)."""
     n1, n2 = split - left, right - split
     p = np.ones(len(left))
     judged = np.flatnonzero((n1 >= 1) & (n2 >= 1) & (n1 + n2 >= 3))
@@ -101,8 +102,10 @@ def t_tests(values: Values, left: np.ndarray, split: np.ndarray, right: np.ndarr
     m2, q2 = _means_and_squares(values, split[judged], n2)
     with np.errstate(all="ignore"):
         pooled = (q1 + q2) / (n1 + n2 - 2)
-        t = np.abs(m1 - m2) / np.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
+        scale = np.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
+        t = np.abs(m1 - m2) / scale
         tested = 2.0 * stdtr((n1 + n2 - 2).astype(np.float64), -t)
+    tested[(scale == 0.0) & (pooled > 0.0)] = np.nan  # a spread so small its scale underflows: t_test divides by 0
     flat = pooled <= 0.0
     tested[flat] = np.where(m1[flat] != m2[flat], 0.0, 1.0)
     p[judged] = tested
@@ -133,6 +136,7 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
     return results
+
 
 class _Nodes:
     """Every candidate of the series judged here, linked to its neighbours, with the score of its current triple
