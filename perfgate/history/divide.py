@@ -15,7 +15,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, _split_factors
+from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, split_factors
 from perfgate.history.judge import Values, by_length, t_tests
 
 _CELLS = 1 << 18  # distance-matrix cells a batch of splits holds at once (2 MB: it stays in the processor's cache)
@@ -27,7 +27,7 @@ def best_splits(values: Values, starts: np.ndarray, sizes: np.ndarray) -> np.nda
     for n, group in by_length(sizes):
         if n < 2 * MIN_SIDE:
             continue
-        factors, left_pairs, right_pairs, first = _split_factors(n, MIN_SIDE)
+        factors, left_pairs, right_pairs, first = split_factors(n, MIN_SIDE)
         step = max(_CELLS // (n * n), 1)
         for at in range(0, len(group), step):
             part = group[at:at + step]

@@ -24,8 +24,8 @@ from perfgate.history.changes import (
     SHORT,
     SHORT_FACTOR,
     ChangePoint,
-    _exact_starts,
-    _sides,
+    exact_starts,
+    sides,
     median,
     merge,
     t_test,
@@ -241,10 +241,10 @@ class _Nodes:
 def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
     """An exact counter's change points as ``merge`` reports them: each step moved to its new value's first commit,
     judged again there."""
-    moved = _exact_starts(values, points)
+    moved = exact_starts(values, points)
     found = []
     for k, at in enumerate(moved):
-        left, right = _sides(values, moved, k)
+        left, right = sides(values, moved, k)
         found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
     return found
 
