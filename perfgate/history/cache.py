@@ -29,10 +29,8 @@ from perfgate.history.changes import (
     P_VALUE,
     WINDOW,
     ChangePoint,
-    merge,
     quiet_resume,
     loud_windows,
-    window_search,
 )
 from perfgate.history.cache_rows import (
     Found,
@@ -47,6 +45,8 @@ from perfgate.history.cache_rows import (
     stored_form,
 )
 from perfgate.history.db import History, check_sqlite_values
+from perfgate.history.divide import window_search_many
+from perfgate.history.judge import merge_many
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
 CACHE_VERSION = 4  # bump when the search or the rows change: older rows are searched again
@@ -86,27 +86,42 @@ def found_in(series: Series, points: Iterable[ChangePoint]) -> list[Found]:
 
 
 def search(series_list: Sequence[Series], p_value: float, min_change: float, window: int) -> dict[int, State]:
-    """Each series searched from scratch; many at once where they have the same length (``loud_windows``)."""
-    states: dict[int, State] = {}
+    """Each series searched from scratch; many at once where they have the same length (``loud_windows``), and
+    those the screen cannot clear all at once (``window_search_many``)."""
     by_length: dict[int, list[Series]] = {}
     for series in series_list:
         by_length.setdefault(len(series.values), []).append(series)
+    first: dict[int, int] = {}
+    for group in by_length.values():
+        first.update(zip([s.id for s in group], loud_windows(np.array([s.values for s in group]), p_value,
+                                                             window).tolist()))
+    loud = [s for group in by_length.values() for s in group if first[s.id] >= 0]
+    searched = dict(zip([s.id for s in loud], window_search_many([s.values for s in loud], p_value, window,
+                                                                 [first[s.id] for s in loud])))
+    states: dict[int, State] = {}
+    pending: list[tuple[Series, list[int]]] = []
     for length, group in by_length.items():
-        loud = loud_windows(np.array([s.values for s in group]), p_value, window)
         calm_resume = quiet_resume(length, window)
-        for series, first in zip(group, loud.tolist()):
-            values = series.values
-            candidates: list[int] = []
-            weak: list[int] = []
-            if first < 0:
-                resume = calm_resume
-            else:
-                candidates, weak, resume = window_search(values, p_value, window, first)
-            found = found_in(series, merge(values, candidates, p_value, min_change)) if candidates else []
+        for series in group:
+            candidates, weak, resume = searched.get(series.id, ([], [], calm_resume))
+            if candidates:
+                pending.append((series, candidates))
             states[series.id] = State(length, int(series.commits[-1]) if length else -1, weak, resume,
-                                      values[resume:], found,
-                                      *((values, series.commits) if candidates else ()))
+                                      series.values[resume:], [],
+                                      *((series.values, series.commits) if candidates else ()))
+    _merge_pending(states, pending, p_value, min_change)
     return states
+
+
+def _merge_pending(states: dict[int, State], pending: Sequence[tuple[Series, list[int]]], p_value: float,
+                   min_change: float) -> None:
+    """Each pending series' candidates that hold (``merge_many``: all series at once), as its state's changes."""
+    merged = merge_many([series.values for series, _ in pending], [candidates for _, candidates in pending],
+                        p_value, min_change)
+    for (series, _), points in zip(pending, merged):
+        if points:
+            state = states[series.id]
+            states[series.id] = State(*state[:5], found_in(series, points), *state[6:])
 
 
 def cached_changes(history: History, branch: str, commits: list[str], times: list[str], run_commit: dict[int, int],
@@ -219,39 +234,37 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
         by_length.setdefault(len(tail), []).append(series_id)
     full_needed: list[int] = list(unknown)
     pending: dict[int, list[int]] = {}
+    first: dict[int, int] = {}
+    for group in by_length.values():
+        first.update(zip(group, loud_windows(np.stack([tails[sid][0] for sid in group]), p_value, window).tolist()))
+    loud = [sid for group in by_length.values() for sid in group if first[sid] >= 0]
+    searched = dict(zip(loud, window_search_many([tails[sid][0] for sid in loud], p_value, window,
+                                                 [first[sid] for sid in loud])))
     for length, group in by_length.items():
-        loud = loud_windows(np.stack([tails[sid][0] for sid in group]), p_value, window)
         calm_resume = quiet_resume(length, window)
-        for series_id, first in zip(group, loud.tolist()):
+        for series_id in group:
             state = states[series_id]
             tail, order = tails[series_id]
-            found_all: list[int] = []
-            saved: list[int] = []
-            if first < 0:
-                resume = calm_resume
-            else:
-                found_all, saved, resume = window_search(tail, p_value, window, first)
-            weak = state.weak + [state.resume + at for at in saved]
-            candidates = state.weak + [state.resume + at for at in found_all]
-            states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
-                                      tail[resume:], [])
+            found_all, saved, resume = searched.get(series_id, ((), (), calm_resume))
+            weak = state.weak + [state.resume + at for at in saved] if saved else state.weak
+            candidates = state.weak + [state.resume + at for at in found_all] if found_all else state.weak
+            kept = state.values, state.commits
             if candidates:
                 pending[series_id] = candidates
                 if len(state.values):  # kept: the new values appended
-                    states[series_id] = states[series_id]._replace(
-                        values=np.concatenate((state.values, tail[len(state.tail):])),
-                        commits=np.concatenate((state.commits, np.array(order, dtype=np.int64))))
+                    kept = (np.concatenate((state.values, tail[len(state.tail):])),
+                            np.concatenate((state.commits, np.array(order, dtype=np.int64))))
                 else:
                     full_needed.append(series_id)
+            states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
+                                      tail[resume:], [], *(kept if candidates else ()))
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
-    for series_id, candidates in pending.items():
-        state = states[series_id]
-        if series_id in loaded:
-            state = state._replace(values=loaded[series_id].values, commits=loaded[series_id].commits)
-        series = Series(series_id, {}, state.commits, state.values)
-        states[series_id] = state._replace(changes=found_in(series, merge(series.values, candidates, p_value,
-                                                                        min_change)))
+    for series_id, series in loaded.items():
+        if series_id in pending:
+            states[series_id] = states[series_id]._replace(values=series.values, commits=series.commits)
+    _merge_pending(states, [(Series(sid, {}, states[sid].commits, states[sid].values), candidates)
+                            for sid, candidates in pending.items()], p_value, min_change)
 
 
 def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,

@@ -72,7 +72,7 @@ def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
         return -1
     distances = np.abs(values[:, None] - values[None, :])
     prefix = distances.cumsum(0).cumsum(1)  # block [0, a) x [0, b) at [a - 1, b - 1]
-    sizes, left_pairs, right_pairs, first = _split_factors(n, min_side)
+    sizes, left_pairs, right_pairs, first = split_factors(n, min_side)
     at_end = prefix[min_side - 1:n - min_side, n - 1]
     within_left = prefix.diagonal()[min_side - 1:n - min_side]
     within_right = prefix[n - 1, n - 1] - 2 * at_end + within_left
@@ -81,7 +81,7 @@ def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
 
 
 @functools.cache
-def _split_factors(n: int, min_side: int) -> tuple[np.ndarray, ...]:
+def split_factors(n: int, min_side: int) -> tuple[np.ndarray, ...]:
     """``best_split``'s counts per split t (min_side..n - min_side) as floats: t(n - t), t(t - 1),
     (n - t)(n - t - 1) and t(n - t)/n, the same floats as computed from the integers each time."""
     t = np.arange(min_side, n - min_side + 1)
@@ -172,7 +172,7 @@ def median(values: np.ndarray) -> float:
     return (float(part[half - 1]) + (0.0 + float(part[half]))) / 2.0
 
 
-def _sides(values: np.ndarray, points: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+def sides(values: np.ndarray, points: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
     start = points[k - 1] if k > 0 else 0
     stop = points[k + 1] if k + 1 < len(points) else len(values)
     return values[start:points[k]], values[points[k]:stop]
@@ -222,7 +222,7 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
         for k in range(len(points)):
             key = (points[k - 1] if k else 0, points[k], points[k + 1] if k + 1 < len(points) else len(series))
             if key not in judged:
-                left, right = _sides(series, points, k)
+                left, right = sides(series, points, k)
                 p = t_test(left, right)
                 limit = p_value * SHORT_FACTOR if min(len(left), len(right)) < SHORT else p_value
                 judged[key] = (_passes(left, right, p, limit, min_change, exact), -p)
@@ -232,10 +232,10 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
             break
         del points[weakest]
     if exact:
-        points = _exact_starts(series, points)
+        points = exact_starts(series, points)
     result = []
     for k, at in enumerate(points):
-        left, right = _sides(series, points, k)
+        left, right = sides(series, points, k)
         key = (points[k - 1] if k else 0, at, points[k + 1] if k + 1 < len(points) else len(series))
         p = t_test(left, right) if exact else -judged[key][1]  # the last round's test (an exact step has moved)
         result.append(ChangePoint(at, p, median(left), median(right), exact))
@@ -248,7 +248,7 @@ def is_piecewise_constant(series: np.ndarray) -> bool:
     return bool(same >= 0.75 * (len(series) - 1))
 
 
-def _exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:
+def exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:
     """Each step of an exact counter moved (at most ``reach`` commits, within its segments) to the first commit
     of its new value: the search's split can land beside it when an odd value sits next to the step."""
     moved: list[int] = []

@@ -1,5 +1,6 @@
-"""``history changes --format json`` of two checkouts on copies of one history, from scratch and then after each
-of a few more commits, to show that a change to its speed changed none of its output, and what each costs::
+"""``history changes`` of two checkouts on copies of one history (``--format json``, then ``md`` and ``text`` from
+the cache the JSON run left), from scratch and then after each of a few more commits, to show that a change to its
+speed changed none of its output, and what each costs::
 
     python tests/benchmarks/changes_compare.py --old /path/to/main --new . --db /tmp/h.sqlite --work /tmp/w \
         --commits 3
@@ -7,10 +8,11 @@ of a few more commits, to show that a change to its speed changed none of its ou
 ``--db`` is a SQLite history that ``history_data.py`` wrote (``fill_history``); each checkout gets its own copy
 in ``--work``, so each keeps its own change cache. Each step runs the two checkouts one after the other (their
 order alternating from step to step, so both see the same minutes of a shared machine), each in its own process
-with its checkout first on the path, and prints each one's CPU time (``time.process_time`` around the command,
-interpreter start and imports not counted), wall time, the load average, the number of entries and whether the
-two outputs are the same bytes. ``add_commit`` records the same commit into both copies between steps. Exit
-status 1 where any step's outputs differ.
+with its checkout first on the path, and prints each one's CPU time (``time.process_time`` around the JSON run,
+interpreter start and imports not counted), wall time, the load average, the process's peak memory (the JSON run
+and the two renders), the number of entries and whether the two checkouts wrote the same bytes in all three
+formats. ``add_commit`` records the same commit into both copies between steps. Exit status 1 where any step's
+outputs differ.
 """
 
 from __future__ import annotations
@@ -28,11 +30,16 @@ HERE = Path(__file__).resolve().parent
 
 # Run in a checkout's own process: its perfgate, the command timed around the CLI's main.
 _RUN = """
-import json, sys, time
+import json, resource, sys, time
 from perfgate.cli.shell import main
 cpu, wall = time.process_time(), time.perf_counter()
 status = main(["history", "changes", "--db", sys.argv[1], "--branch", "main", "--format", "json", "-o", sys.argv[2]])
-print(json.dumps({"status": status, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}))
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+for fmt in ("md", "text"):  # the cache is current now: these only render
+    status = status or main(["history", "changes", "--db", sys.argv[1], "--branch", "main", "--format", fmt, "-o",
+                             sys.argv[2] + "." + fmt])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"status": status, "cpu": cpu, "wall": wall, "peak": peak}))
 """
 
 _ADD = """
@@ -86,9 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             load = _load()
             result = _run(checkouts[name], urls[name], out)
             text = out.read_bytes()
-            digests[name] = hashlib.sha256(text).hexdigest()
+            digests[name] = hashlib.sha256(b"".join(path.read_bytes() for path in (out, out.with_name(
+                out.name + ".md"), out.with_name(out.name + ".text")))).hexdigest()
             print(f"step {step} {name}: cpu {result['cpu']:.2f} s, wall {result['wall']:.2f} s, load {load}, "
-                  f"{len(json.loads(text))} entries, sha256 {digests[name][:16]}", flush=True)
+                  f"peak {result['peak']:.0f} MB, {len(json.loads(text))} entries, sha256 {digests[name][:16]}",
+                  flush=True)
         same = same and digests["old"] == digests["new"]
         print(f"step {step}: {'same output' if digests['old'] == digests['new'] else 'OUTPUTS DIFFER'}", flush=True)
     return 0 if same else 1

@@ -1,0 +1,78 @@
+"""The change cache judges many series at once (``judge.merge_many``, ``divide.window_search_many``): every
+t-test, split, median and change point is the float, the index and the order of removal that one series at a
+time gives (``changes.merge``, ``changes.window_search``), on series built to reach their corners: steps, short
+regressions, rounded and tied values, flat stretches, exact counters, extra candidates, min_change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfgate.history.changes import P_VALUE, best_split, merge, t_test, window_search
+from perfgate.history.divide import best_splits, window_search_many
+from perfgate.history.judge import Values, merge_many, t_tests
+
+
+def _series(seed: int, count: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    made = []
+    for _ in range(count):
+        n = int(rng.integers(1, 260))
+        values = rng.uniform(1, 1e6) * (1 + rng.normal(0, rng.choice([0.001, 0.01, 0.05]), n))
+        for _ in range(int(rng.integers(0, 4))):
+            at = int(rng.integers(1, max(n, 2)))
+            values[at:at + int(rng.integers(2, 60))] *= 1 + rng.uniform(-0.2, 0.2)
+        kind = rng.random()
+        if kind < 0.25:
+            values = np.round(values)  # an exact counter, now and then one value off
+        elif kind < 0.3:
+            values = np.round(values / 1000) * 1000  # few distinct values: ties everywhere
+        elif kind < 0.33:
+            values[:] = 5.0
+        elif kind < 0.36 and n > 20:
+            values[5:15] = values[5]  # a flat stretch inside noise
+        made.append(values)
+    return made
+
+
+@pytest.mark.parametrize("min_change", [0.0, 0.02])
+def test_merging_many_series_at_once_gives_each_ones_change_points_to_the_bit(min_change: float) -> None:
+    series = _series(5, 1500)
+    rng = np.random.default_rng(6)
+    candidates = []
+    for values in series:
+        found = window_search(values, P_VALUE)[0]
+        if rng.random() < 0.3 and len(values) > 10:  # candidates the search would not give: more removals
+            found = sorted(set(found) | set(rng.integers(1, len(values), int(rng.integers(1, 6))).tolist()))
+        candidates.append(found)
+    candidates[:3] = [[5, 3], [0, 10], [10, 10]]  # out of order, at 0, repeated: merge's own answer
+    expected = [merge(values, found, P_VALUE, min_change) for values, found in zip(series, candidates)]
+    assert sum(1 for points in expected if points) > 500
+    assert repr(merge_many(series, candidates, P_VALUE, min_change)) == repr(expected)
+
+
+def test_many_t_tests_and_splits_at_once_are_the_floats_of_one_at_a_time() -> None:
+    series = _series(8, 600)
+    values = Values(series)
+    rng = np.random.default_rng(9)
+    triples = []
+    for k, one in enumerate(series):
+        for _ in range(4):
+            left = int(rng.integers(0, len(one)))
+            split = int(rng.integers(left, len(one) + 1))
+            triples.append((k, left, split, int(rng.integers(split, len(one) + 1))))
+    offset = values.offsets
+    flat = [np.array([offset[k] + triple[i] for k, *triple in triples]) for i in range(3)]
+    expected = [t_test(series[k][a:b], series[k][b:c]) for k, a, b, c in triples]
+    assert t_tests(values, *flat).tolist() == expected
+    assert best_splits(values, offset, values.lengths).tolist() == [best_split(one) for one in series]
+
+
+@pytest.mark.parametrize("window", [50, 20, 7])
+def test_searching_many_series_at_once_finds_what_one_at_a_time_finds(window: int) -> None:
+    series = _series(10, 800)
+    rng = np.random.default_rng(11)
+    starts = [int(rng.integers(0, 60)) if rng.random() < 0.3 else 0 for _ in series]
+    expected = [window_search(values, P_VALUE, window, start) for values, start in zip(series, starts)]
+    assert sum(1 for found in expected if found[0]) > 300
+    assert window_search_many(series, P_VALUE, window, starts) == expected
