@@ -16,11 +16,14 @@ pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py is in the test extra
 
 
 def test_the_reason_bits_and_policies_are_nvmls() -> None:
+    # Every throttling bit the installed nvidia-ml-py defines is named; idle, an application's clocks and the
+    # display's are not throttling (newer releases add bits: 0x200 board limit, 0x400 reliability).
+    not_throttling = ("GpuIdle", "ApplicationsClocksSetting", "UserDefinedClocks", "DisplayClockSetting", "None",
+                      "All")
     throttle = {value: name for name, value in vars(pynvml).items()
                 if name.startswith("nvmlClocksThrottleReason") and isinstance(value, int)}
-    for bit in REASONS:
-        assert bit in throttle and not throttle[bit].endswith(("GpuIdle", "ApplicationsClocksSetting", "None"))
-    assert {0x1, 0x2, 0x100}.isdisjoint(REASONS)  # idle, an application's clocks, the display's: not throttling
+    assert {bit for bit, name in throttle.items() if not name.endswith(not_throttling)} <= set(REASONS)
+    assert {0x1, 0x2, 0x100}.isdisjoint(REASONS) and {0x4, 0x8, 0x20, 0x40, 0x80} <= set(REASONS)
     policies = {value: name for name, value in vars(pynvml).items() if name.startswith("NVML_PERF_POLICY_")}
     assert {policies[p] for p in POLICIES} == {"NVML_PERF_POLICY_POWER", "NVML_PERF_POLICY_THERMAL",
                                                "NVML_PERF_POLICY_SYNC_BOOST", "NVML_PERF_POLICY_BOARD_LIMIT",
