@@ -202,8 +202,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_relative,
-                      past_floored,
-                      groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
+                      past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
 
 
 def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
