@@ -225,11 +225,16 @@ class Columns:
                 size = len(picked)
             else:
                 size = int(picked.sum())
-        taken_rows: dict[int, Codes] = {}  # id of a Gather's rows -> its rows picked
+        # id of a Gather's rows -> its rows picked; a column that is those rows too (a table's launch numbers, which
+        # its per-launch columns gather by) is picked once with them, and stays one array.
+        taken_rows: dict[int, Array] = {}
 
         def pick(column: Array | Gather) -> Array | Gather:
             if not isinstance(column, Gather):
-                return column[picked]
+                taken = taken_rows.get(id(column))
+                if taken is None:
+                    taken = taken_rows[id(column)] = column[picked]
+                return taken
             at = taken_rows.get(id(column.rows))
             if at is None:
                 at = taken_rows[id(column.rows)] = column.rows[picked]
@@ -319,7 +324,7 @@ class Columns:
         for part in parts[1:]:
             if part.columns != names:
                 raise ValueError(f"concat of different columns: {names} and {part.columns}")
-        joined_rows: dict[tuple[int, ...], Codes] = {}  # ids of the parts' shared rows -> those rows joined
+        joined_rows: dict[tuple[int, ...], Array] = {}  # ids of the parts' shared rows (or columns) -> joined
         return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, np.concatenate)
                         for name in names}, sum(len(part) for part in parts))
 
@@ -362,17 +367,23 @@ class Columns:
 
     @staticmethod
     def _joined(parts: Sequence[Columns], join: Callable[[Sequence[Array]], Array], size: int) -> Columns:
-        joined_rows: dict[tuple[int, ...], Codes] = {}
+        joined_rows: dict[tuple[int, ...], Array] = {}
         return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, join)
                         for name in parts[0].columns}, size)
 
 
-def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[int, ...], Codes],
+def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[int, ...], Array],
                    join: Callable[[Sequence[Array]], Array]) -> Array | Gather:
     """One column of ``Columns.concat`` (``join``: ``np.concatenate``) or ``Columns.placed``: Gathers over one
     ``values`` stay a Gather (their rows joined, once for the columns that shared rows in every part); Gathers over
     different values become one Gather over their values one after another, so that a table's text columns are not
     made as objects a row to add a few rows to it."""
+    arrays = [column for column in columns if not isinstance(column, Gather)]
+    if len(arrays) == len(columns):  # joined once with the Gathers whose rows these are, if any
+        key = tuple(id(array) for array in arrays)
+        if key not in joined_rows:
+            joined_rows[key] = join(arrays)
+        return joined_rows[key]
     if not all(isinstance(column, Gather) for column in columns):
         return join([column.made() if isinstance(column, Gather) else column for column in columns])
     gathers = [column for column in columns if isinstance(column, Gather)]

@@ -36,7 +36,8 @@ from perfgate.compare.policies import (
     absolute_floors,
     cannot_be_significant,
     smallest_p,
-    own_regressions,
+    past_absolute_limits,
+    past_relative_limits,
     judge_rows,
     launch_status,
     metric_rules,
@@ -150,7 +151,8 @@ class _Judgement(NamedTuple):
     rules: MetricRules
     limits: RowLimits
     floored: RowLimits
-    past_floored: Bools  # per row: its own change is past its floored limits (``own_regressions``)
+    past_relative: Bools  # per row: its own change is past its relative limit (``past_relative_limits``)
+    past_floored: Bools  # per row: its own change is past its floored limits (``policies.own_regressions``)
     groups: GroupVerdicts
     judged: JudgedRows
     statuses: StatusCodes  # per launch
@@ -177,7 +179,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
     limits = row_limits(rows, rules.relative, rules.absolute, rules.gated, launches.frame["kernel"],
                         launches.frame["region"], options.series_thresholds, rules.floor, options.kernel_thresholds)
     floored = limits._replace(absolute=absolute_floors(rows, rules, limits.absolute))
-    past_floored = own_regressions(rows, rules, floored)
+    past_relative = past_relative_limits(rows, rules, floored.relative)  # ``limits``' relative ones too
+    past_floored = past_absolute_limits(rows, floored.absolute, past_relative)
     resolution = time_resolution(baseline, current)
     groups = judge_groups(rows, launches, rules.worse_sign, rules.gated, floored.relative, floored.absolute,
                           past_floored, options.confidence, resolution, pairs=is_timeline(baseline) and is_timeline(current))
@@ -198,8 +201,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
         drift_notes += drift
     cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
-    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_floored,
-                      groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
+    return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_relative,
+                      past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
 
 
 def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
@@ -220,16 +223,15 @@ def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
-    rows, rules, judged, groups = found.rows, found.rules, found.judged, found.groups
+    rows, judged, groups = found.rows, found.judged, found.groups
     notes = alone_notes(results, groups, order) + lone_notes(results, groups, order)
     notes += inconclusive_notes(results, groups, options.confidence, order, found.resolution)
     notes += floor_notes(results, groups, order)
-    excused = (own_regressions(rows, rules, found.limits) & ~found.past_floored
+    excused = (past_absolute_limits(rows, found.limits.absolute, found.past_relative) & ~found.past_floored
                & is_status(judged.status, Status.UNCHANGED) & judged.gated)
     notes += traffic_floor_notes(results, excused, found.floored.absolute, order)
-    past_relative = own_regressions(rows, rules, found.floored._replace(absolute=np.full(len(rows), -1.0)))
     # A kernel launch's duration judged alone, past the relative part of its limit but not its absolute floor.
-    hidden = (past_relative & ~found.past_floored & ~groups.grouped() & (found.floored.absolute > 0)
+    hidden = (found.past_relative & ~found.past_floored & ~groups.grouped() & (found.floored.absolute > 0)
               & (found.floored.relative >= 0) & (found.launches.kinds == KIND_KERNEL)[rows.launch_id]
               & rows.is_metric(TIME_METRIC) & is_status(judged.status, Status.UNCHANGED) & judged.gated)
     notes += floor_hidden_notes(results, hidden, order)

@@ -8,9 +8,10 @@ slot per possible key where most launches have most metrics (no sort), else a so
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from perfgate.columns import Columns, objects
 from perfgate.compare.arrays import Bools, Floats, Ints, Objects
@@ -27,8 +28,13 @@ def metric_codes(names: Iterable[str]) -> dict[str, int]:
 def relative_change(baseline: Floats, current: Floats) -> tuple[Floats, Floats]:
     """``(delta, change)``: current - baseline, and that delta relative to |baseline| (±inf from 0)."""
     delta = current - baseline
+    # The division's own ±inf from 0 (the sign of the delta), its 0 / 0 made 0 (no change) in place: two arrays of
+    # 7.5M rows fewer than choosing between whole arrays.
     with np.errstate(divide="ignore", invalid="ignore"):
-        change = np.where(baseline != 0, delta / np.abs(baseline), np.where(delta == 0, 0.0, np.inf * np.sign(delta)))
+        change = delta / np.abs(baseline)
+    unmoved = baseline == 0
+    unmoved &= delta == 0
+    change[unmoved] = 0.0
     return delta, change
 
 
@@ -37,8 +43,11 @@ class SideValues:
 
     def __init__(self, table: Columns, ids: Ints, codes: Mapping[str, int]) -> None:
         found, names = table.coded("metric")  # a reader's table holds codes: no string of a row is looked at
-        to_code = np.array([codes.get(str(n), -1) for n in names.tolist()] + [-1], dtype=np.int64)
-        self.metric: Ints = to_code[found]  # -1: not a metric we compare
+        # A byte a row where the codes allow (11M rows a side at 500k launches with derived metrics: 11 MB, not 88);
+        # the keys and masks it is read into are int64 and bool as before.
+        narrow = np.int8 if max(codes.values(), default=0) < np.iinfo(np.int8).max else np.int64
+        to_code = np.array([codes.get(str(n), -1) for n in names.tolist()] + [-1], dtype=narrow)
+        self.metric: npt.NDArray[np.signedinteger[Any]] = to_code[found]  # -1: not a metric we compare
         self.ids = ids
         self.value: Floats = table["value"].astype(float, copy=False)
         self._table = table

@@ -277,14 +277,32 @@ class JudgedRows(NamedTuple):
     change: Floats
 
 
+def past_relative_limits(rows: JoinedRows, rules: MetricRules, relative: Floats) -> Bools:
+    """Per row, whether its own change is past its relative limit (``relative``, per row; -1 or NaN: none) in the
+    worse direction (as a single launch's), whatever its absolute limit: the part of ``own_regressions`` that its
+    callers share, made once (three calls over 7.5M rows at 500k launches with derived metrics)."""
+    delta, change = rows.changes()
+    # ``beyond_limits``'s test that the change is not nothing is implied: a change in the worse direction is not 0.
+    past: Bools = np.abs(change) > relative
+    past |= ~(relative >= 0)  # a NaN limit is none, as a negative one
+    past &= delta * rules.worse_sign[rows.metric_code] > 0
+    return past
+
+
+def past_absolute_limits(rows: JoinedRows, absolute: Floats, past_relative: Bools) -> Bools:
+    """``own_regressions`` from its shared part: the rows ``past_relative`` (``past_relative_limits``) whose change is
+    past ``absolute`` (per row; -1 or NaN: none) too."""
+    delta, _ = rows.changes()
+    past: Bools = np.abs(delta) > absolute
+    past |= ~(absolute >= 0)
+    past &= past_relative
+    return past
+
+
 def own_regressions(rows: JoinedRows, rules: MetricRules, limits: RowLimits) -> Bools:
     """Per row, whether its own change is past its limits (``limits``, per row) in the worse direction (as a
-    single launch's)."""
-    delta, change = rows.changes()
-    # ``threshold_status``'s regression, without its statuses.
-    own: Bools = (beyond_limits(delta, change, limits.relative, limits.absolute)
-                  & (delta * rules.worse_sign[rows.metric_code] > 0))
-    return own
+    single launch's): ``threshold_status``'s regression, without its statuses."""
+    return past_absolute_limits(rows, limits.absolute, past_relative_limits(rows, rules, limits.relative))
 
 
 def judge_rows(rows: JoinedRows, rules: MetricRules, launches: MatchedLaunches,

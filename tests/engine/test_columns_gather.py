@@ -144,3 +144,21 @@ def test_placed_is_concat_then_take_in_one_pass() -> None:
     assert placed._data["kernel"].rows is placed._data["grid"].rows  # type: ignore[union-attr]
     for name in expected.columns:
         assert placed[name].tolist() == expected[name].tolist() and placed[name].dtype == expected[name].dtype
+
+
+def test_a_column_that_is_the_per_launch_columns_rows_stays_one_array() -> None:
+    """A table's launch numbers are the rows its per-launch columns gather by (the CSV reader's): taken, joined
+    or placed, they stay one array with those rows, not two of a row each (88 MB at 11M rows)."""
+    launch = np.repeat(np.arange(3, dtype=np.int64), 2)
+    kernels = Gather(objects(["a", "b", "c"]), np.arange(3, dtype=np.int64))
+    table = Columns({"launch": launch, "kernel": Gather(kernels, launch), "value": np.arange(6.0)})
+    taken = table[np.array([0, 1, 4, 5])]
+    assert taken._data["launch"] is taken._data["kernel"].rows  # type: ignore[union-attr]
+    heads = table[np.array([0, 2, 4])].assign(value=np.array([10.0, 20.0, 30.0]))
+    for joined in (Columns.concat([table, heads]), Columns.interleaved([table, heads], 2),
+                   Columns.placed([table, heads], [np.array([0, 1, 3, 4, 6, 7]), np.array([2, 5, 8])])):
+        assert joined._data["launch"] is joined._data["kernel"].rows  # type: ignore[union-attr]
+    placed = Columns.interleaved([table, heads], 2)
+    assert placed["launch"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert placed["kernel"].tolist() == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    assert placed["value"].tolist() == [0.0, 1.0, 10.0, 2.0, 3.0, 20.0, 4.0, 5.0, 30.0]
