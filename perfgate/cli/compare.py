@@ -85,9 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         shown: Report = report
         parts = render_parts(report, fmt, templates=templates)
     else:
-        handed = [current]  # handed over, not kept here: see ``_comparison``
-        del current
-        shown, parts = _compare_files(args, handed, options, reference, history_notes, settings.history_branch,
+        shown, parts = _compare_files(args, current, options, reference, history_notes, settings.history_branch,
                                       fmt, templates)
         failed = shown["verdict"] == Verdict.FAIL.value
     write_output(parts, args.output)
@@ -112,14 +110,13 @@ def _gate_against_directory(args: argparse.Namespace, current: Measurement, opti
     return result.report, result.failed
 
 
-def _compare_files(args: argparse.Namespace, current: list[Measurement], options: CompareOptions,
+def _compare_files(args: argparse.Namespace, current: Measurement, options: CompareOptions,
                    reference: Reference | None, history_notes: list[str], history_branch: str, fmt: str,
                    templates: Path | None) -> tuple[Report, Iterable[str | bytes]]:
     """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report and its
     text in ``fmt`` (in parts, as ``render_parts`` gives them). The report's results are numpy arrays
     (``render.result_arrays``: no list of 400,000 rows is made); every format reads it through one
-    ``ComparedReport``, text only the rows of the launches it lists. ``current``: CURRENT, handed over (taken out
-    of the list)."""
+    ``ComparedReport``, text only the rows of the launches it lists."""
     from perfgate.render import render_parts
     from perfgate.report import build_report
 
@@ -130,13 +127,9 @@ def _compare_files(args: argparse.Namespace, current: list[Measurement], options
     return report, render_parts(report, fmt, templates=templates)
 
 
-def _comparison(args: argparse.Namespace, current: list[Measurement], options: CompareOptions,
+def _comparison(args: argparse.Namespace, current: Measurement, options: CompareOptions,
                 reference: Reference | None, history_notes: list[str], history_branch: str) -> Comparison:
-    """CURRENT compared with BASELINE, or with the history's reference (its notes put before ``history_notes``'s).
-
-    Both sides are handed to ``compare_tables`` with no other reference kept (``current`` is taken out of its
-    list), so that each side's table as read is freed once the comparison has it with its derived rows: with
-    ``--metrics +roofline`` at 500k launches, 216 MB a side that stayed alive to the end."""
+    """CURRENT compared with BASELINE, or with the history's reference (its notes put before ``history_notes``'s)."""
     from perfgate.compare import compare_tables
     from perfgate.prepare import read_prepared
     from perfgate.table import Measurement, empty_table
@@ -145,15 +138,13 @@ def _comparison(args: argparse.Namespace, current: list[Measurement], options: C
     baseline = read_prepared(args.baseline, options, code=code) if args.baseline is not None \
         else Measurement(empty_table())
     if reference is not None:
-        baseline, referred = reference(baseline, current[0])
+        baseline, referred = reference(baseline, current)
         history_notes[:0] = referred
         if baseline.table.empty:  # no BASELINE and nothing from the history: never a pass
             raise InputError(args.current, f"nothing to compare: the history holds no reference for its launches "
                              f"on branch {history_branch!r} (at least 5 recent runs each) and no BASELINE was given",
                              "record base-branch runs with 'perfgate history record', or give BASELINE")
-    sides = [baseline, current.pop()]
-    del baseline
-    return compare_tables(sides.pop(0), sides.pop(), options)
+    return compare_tables(baseline, current, options)
 
 
 def _settle(report: Report, notes: list[str]) -> None:
