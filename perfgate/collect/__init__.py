@@ -32,6 +32,8 @@ from perfgate.limits import (
     size_text,
 )
 from perfgate.collect.json_input import Stream, open_json
+from perfgate.collect.timeline import SOURCE_SETTING, TIMELINE
+from perfgate.collect.timeline.codes_file import trace_codes
 from perfgate.collect.readers import (
     READERS,
     Input,
@@ -308,6 +310,8 @@ def _read_file(file_path: Path, metrics: Collection[str] | None, shown: str, cod
                 measurement = read_table(inner, metrics, code, readers)
             except InputError as exc:
                 raise _renamed(exc, inner, shown) from None
+        if code and measurement.code is None and measurement.settings.get(SOURCE_SETTING) == TIMELINE:
+            measurement = trace_codes(measurement, file_path)  # beside the compressed file, not its expansion
         return measurement._replace(source=shown)
     return _read_by_format(file_path, head, metrics, code, readers)
 

@@ -120,3 +120,23 @@ def test_a_bad_codes_file_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[s
     assert status == 2 and out == ""
     assert err.startswith(f"perfgate: error: {bad}: {problem}") and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and "remove it to compare without the kernels' code" in err
+
+
+def test_a_compressed_nsight_systems_export_finds_its_codes_file_beside_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A ``.sqlite.xz`` is read from its expansion in a temporary folder: its codes are looked for beside the file
+    given (they were looked for beside the expansion, so the compressed side carried none)."""
+    import lzma
+
+    from helpers.timeline import corpus_trace
+
+    export = corpus_trace("nvfuser-h100/report1_8fa9ec2.sqlite")
+    plain, packed = tmp_path / "run.sqlite", tmp_path / "packed.sqlite.xz"
+    shutil.copyfile(export, plain)
+    packed.write_bytes(lzma.compress(export.read_bytes(), preset=0))
+    code = {"nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NTN": vector_add_code()}  # a real code, given to its GEMM
+    write_codes_beside(plain, code)
+    write_codes_beside(tmp_path / "packed.sqlite", code)  # the name without .xz: read too
+    status, out, _ = run_cli(capsys, "compare", "--code-identity", packed, plain)
+    assert status == 0 and "carries none" not in out
+    assert "note: machine code: 1 kernel the same on both sides in the same launch configuration" in out
