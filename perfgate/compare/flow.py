@@ -64,7 +64,14 @@ from perfgate.compare.replaced import (
     unjudged_replacements,
 )
 from perfgate.compare.result import Comparison
-from perfgate.compare.same_code import CodeFacts, code_columns, code_facts, drift_judgement, same_code_judgement
+from perfgate.compare.same_code import (
+    CodeFacts,
+    code_columns,
+    code_facts,
+    code_problem_notes,
+    drift_judgement,
+    same_code_judgement,
+)
 from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.prepare import counted_flop, with_derived
@@ -199,7 +206,7 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
         judged, code, drift_notes = same_code_judgement(rows, judged, code, kernels)
         judged, drift = drift_judgement(rows, judged, code, floored.relative, kernels)
         drift_notes += drift
-    cold_notes = module_loading_notes(baseline, current)
+    cold_notes = module_loading_notes(baseline, current) + code_problem_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_relative,
                       past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from perfgate.collect.timeline.codes_file import CODE_PROBLEMS_SETTING
 from perfgate.columns import Columns, objects
 from perfgate.compare.arrays import Bools, Objects
 from perfgate.compare.codes import STATUS_CODE, is_status
@@ -24,6 +25,7 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.options import TIME_METRIC
 from perfgate.compare.policies import JudgedRows
+from perfgate.limits import parse_json_or_none
 from perfgate.metrics import LAUNCH_CONFIG_METRICS, is_timing
 from perfgate.table import KernelCode, Measurement
 from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, SAME_CODE_HELD, Status
@@ -202,3 +204,19 @@ def drift_judgement(rows: JoinedRows, judged: JudgedRows, code: CodeFacts, relat
             + (f": the time changes of {', '.join(blamed_kernels[:5])} (code changed) are inconclusive, not blamed"
                if blamed_kernels else "") + "; rerun on a quiet runner with locked clocks")
     return judged._replace(status=status), [note]
+
+
+def code_problem_notes(baseline: Measurement, current: Measurement, shown: int = 3) -> list[str]:
+    """What the writer of each side's codes file could not read (a module loaded from PTX, no nvdisasm...), which
+    is why some of its kernels carry no code: ``shown`` lines a side and a count of the rest."""
+    notes: list[str] = []
+    for name, side in (("baseline", baseline), ("current run", current)):
+        text = side.settings.get(CODE_PROBLEMS_SETTING)
+        problems = parse_json_or_none(text) if isinstance(text, str) else None
+        if not isinstance(problems, list):
+            continue
+        notes += [f"machine code of the {name}'s kernels: {problem}" for problem in problems[:shown]]
+        if len(problems) > shown:
+            notes.append(f"machine code of the {name}'s kernels: {len(problems) - shown} more problems in its codes "
+                         "file")
+    return notes

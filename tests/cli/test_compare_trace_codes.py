@@ -140,3 +140,21 @@ def test_a_compressed_nsight_systems_export_finds_its_codes_file_beside_it(
     status, out, _ = run_cli(capsys, "compare", "--code-identity", packed, plain)
     assert status == 0 and "carries none" not in out
     assert "note: machine code: 1 kernel the same on both sides in the same launch configuration" in out
+
+
+def test_what_the_codes_files_writer_could_not_read_is_said(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """The problems a codes file lists (why some kernels carry no code) are notes of the compare, a few a side."""
+    base, cur = _trace(tmp_path, A), tmp_path / B
+    shutil.copyfile(OURS / B, cur)
+    problems = [f"module {n} was loaded from PTX: its machine code is not in a cubin" for n in range(5)]
+    write_codes_beside(cur, {"vector_add": vector_add_code()}, problems)
+    status, out, _ = run_cli(capsys, "compare", "--code-identity", base, cur)
+    assert status == 0
+    assert "note: machine code of the current run's kernels: module 0 was loaded from PTX: its machine code is not " \
+           "in a cubin" in out
+    assert "module 3 was loaded" not in out
+    assert "note: machine code of the current run's kernels: 2 more problems in its codes file" in out
+    assert "baseline's kernels" not in out
+    status, out, _ = run_cli(capsys, "compare", "--code-identity", base, cur, "--format", "json")
+    assert "machine code of the current run's kernels: 2 more problems in its codes file" in json.loads(out)["notes"]

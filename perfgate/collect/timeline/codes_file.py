@@ -27,6 +27,8 @@ from perfgate.table import CODE_SHAPE, KernelCode, Measurement, code_document, c
 from perfgate.vocabulary import KIND_KERNEL
 
 CODES_SUFFIX = ".codes.json"
+CODE_PROBLEMS_SETTING = "code_problems"  # a measurement's setting: what the codes file's writer could not read
+MAX_PROBLEMS = 20
 _COMPRESSED = (".gz", ".xz")
 MAX_CODES_BYTES = 64 << 20  # thousands of kernels' opcode counts are a few MB
 _FIX = ("write it again with the trace (pytest --perfgate --perfgate-source=timeline --perfgate-code-identity), "
@@ -98,10 +100,14 @@ def with_codes(measurement: Measurement, codes: Mapping[str, KernelCode]) -> Mea
 
 
 def trace_codes(measurement: Measurement, trace: Path) -> Measurement:
-    """A trace's measurement with the codes of the codes file beside it (``codes_beside``), if there is one."""
+    """A trace's measurement with the codes of the codes file beside it (``codes_beside``), if there is one, and
+    what its writer could not read (the setting ``CODE_PROBLEMS_SETTING``, which the compare's notes say)."""
     found = codes_beside(trace)
     if found is None:
         return measurement
-    codes, _ = read_codes(found)
+    codes, problems = read_codes(found)
+    if problems:
+        listed = json.dumps(problems[:MAX_PROBLEMS], separators=(",", ":"))
+        measurement = measurement._replace(settings={**measurement.settings, CODE_PROBLEMS_SETTING: listed})
     return with_codes(measurement, codes)
 
