@@ -167,7 +167,7 @@ class _Judgement(NamedTuple):
     replacements: list[Replacement]  # kernels missing and new in one region, judged through a total where one holds them
     resolution: float  # the traces' time step in ns; 0 where none is known
     code: CodeFacts | None  # each launch's code on both sides (same-code rule); None: no side knows its code
-    drift_notes: list[str]
+    drift_notes: list[str]  # the machine code's: what a codes file could not read, the same-code rule, the canary
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions,
@@ -206,7 +206,8 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
         judged, code, drift_notes = same_code_judgement(rows, judged, code, kernels)
         judged, drift = drift_judgement(rows, judged, code, floored.relative, kernels)
         drift_notes += drift
-    cold_notes = module_loading_notes(baseline, current) + code_problem_notes(baseline, current)
+    drift_notes = code_problem_notes(baseline, current) + drift_notes  # why some kernels carry no code, first
+    cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_relative,
                       past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
