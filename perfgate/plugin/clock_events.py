@@ -89,11 +89,15 @@ def watched_clocks(gpu: str | None, what: str) -> Iterator[ClockWatch]:
     """Read the device's clock state before and after the block; the watch's note says what held the clocks down
     in between. Nothing (no note, no error) where NVML cannot be read."""
     watch = ClockWatch()
+    nvml: Any = None
     try:
-        import pynvml as nvml  # nvidia-ml-py; absent, or no driver: no note
+        import pynvml  # nvidia-ml-py; absent, or no driver: no note
 
-        nvml.nvmlInit()
+        pynvml.nvmlInit()
+        nvml = pynvml
     except Exception:  # ImportError, NVMLError_LibraryNotFound / DriverNotLoaded: NVML is not here
+        pass
+    if nvml is None:  # yielded outside the handler: the run's own errors carry no NVML error as their context
         yield watch
         return
     try:

@@ -54,8 +54,9 @@ def test_without_nvidias_driver_the_watch_says_nothing_and_lets_the_runs_errors_
     with watched_clocks(None, "the run") as watch:
         ran.append(True)
     assert ran == [True] and watch.notes() == []
-    with pytest.raises(TimeoutError, match="the child"), watched_clocks("GPU-0000", "the run"):
+    with pytest.raises(TimeoutError, match="the child") as raised, watched_clocks("GPU-0000", "the run"):
         raise TimeoutError("the child")
+    assert raised.value.__context__ is None  # no NVML error chained to it in a traceback
 
 
 def test_without_nvidia_ml_py_the_watch_says_nothing() -> None:
