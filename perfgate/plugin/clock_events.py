@@ -66,11 +66,9 @@ def _read(nvml: Any, handle: Any) -> ClockState:
     for policy in POLICIES:
         with contextlib.suppress(nvml.NVMLError):  # a policy this device does not report
             violation[policy] = int(nvml.nvmlDeviceGetViolationStatus(handle, policy).violationTime)
-    reasons_of = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-        nvml.nvmlDeviceGetCurrentClocksThrottleReasons  # the older name, in nvidia-ml-py before 12.535
     reasons = 0
-    with contextlib.suppress(nvml.NVMLError):
-        reasons = int(reasons_of(handle))
+    with contextlib.suppress(nvml.NVMLError):  # in every nvidia-ml-py perfgate[nvml] allows (12.535.77 on)
+        reasons = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     return ClockState(violation, reasons)
 
 
