@@ -311,11 +311,12 @@ def bound_text(row: KernelRow) -> str:
         return ""
     compute, memory = row.metric(SOL_COMPUTE_METRIC), row.metric(SOL_MEMORY_METRIC)
     assert compute is not None and memory is not None
-    for bound, side, facts in ((before, "baseline", (compute.before, memory.before)),
-                               (after, "current run", (compute.after, memory.after))):
-        if (before is None or after is None) and bound is not None:  # one side only: nothing moved
-            return (f"bound: {bound} in the {side} (compute {format_value(facts[0], '%')}, "
-                    f"memory {format_value(facts[1], '%')} of peak)")
+    if after is None:  # one side only: nothing moved
+        return (f"bound: {before} in the baseline (compute {format_value(compute.before, '%')}, "
+                f"memory {format_value(memory.before, '%')} of peak)")
+    if before is None:
+        return (f"bound: {after} in the current run (compute {format_value(compute.after, '%')}, "
+                f"memory {format_value(memory.after, '%')} of peak)")
     moved = f"{before} → {after}" if before != after else f"{after} (unchanged)"
     return (f"bound: {moved} (compute {format_value(compute.before, '%')} → {format_value(compute.after, '%')}, "
             f"memory {format_value(memory.before, '%')} → {format_value(memory.after, '%')} of peak)")
