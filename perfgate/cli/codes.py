@@ -59,23 +59,12 @@ def _cubins(paths: list[Path], kernels: set[str]) -> tuple[list[bytes], set[str]
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
-    from perfgate.collect import read_table
     from perfgate.collect.cubin import ENV_NVDISASM, find_nvdisasm
-    from perfgate.collect.module_codes import kernel_codes
-    from perfgate.collect.timeline import SOURCE_SETTING, TIMELINE
+    from perfgate.collect.module_codes import kernel_codes, known_kernels, trace_kernels
     from perfgate.collect.timeline.codes_file import codes_file, codes_json
-    from perfgate.demangled import demangled_name
-    from perfgate.vocabulary import KIND_KERNEL
 
     trace: Path = args.trace
-    measurement = read_table(trace)
-    if measurement.settings.get(SOURCE_SETTING) != TIMELINE:
-        raise InputError(trace, "is not a trace", "an .ncu-rep holds its kernels' code already: compare it with "
-                                                  "--code-identity; give this command a trace")
-    table = measurement.table
-    kernel_rows = table.equals("kind", KIND_KERNEL)
-    kernels = {str(name) for name in table["demangled"][kernel_rows].tolist()}
-    ccs = {str(cc) for cc in table["cc"][kernel_rows].tolist() if cc}
+    kernels, ccs = trace_kernels(trace)
     cubins, symbols = _cubins(args.cubin, kernels)
     if find_nvdisasm() is None:
         raise InputError("nvdisasm", "not found", "install the CUDA toolkit or nvidia-cuda-nvdisasm, or name it in "
@@ -88,7 +77,7 @@ def cmd_codes(args: argparse.Namespace) -> int:
         target.write_text(codes_json(codes, []), encoding="utf-8")
     except OSError as exc:
         raise InputError(target, f"cannot write ({exc.strerror or exc})", "check the folder is writable") from None
-    known = {demangled_name(name) for name in codes} & kernels
+    known = known_kernels(codes, kernels)
     print_out(f"perfgate: {target}: the code of {len(known)} of the trace's {len(kernels)} kernel"
               f"{'s' if len(kernels) != 1 else ''}\n")
     return EXIT_OK

@@ -99,7 +99,7 @@ def _with_codes(measurement: Measurement, trace: Path) -> tuple[Measurement, lis
     """``measurement`` with the codes the child wrote beside ``trace``, and a note per problem it met; a file
     that cannot be read costs the codes (a note), never the test's result."""
     found = codes_file(trace)
-    if not found.is_file():  # a tracer that reads no code (torch.profiler's)
+    if not found.is_file():  # none written (a replayed trace without one, a folder it could not be written to)
         return measurement, []
     try:
         codes, problems = read_codes(found)

@@ -17,7 +17,9 @@ Tracers, the first that can run:
   it also keeps the cubin of each module CUDA loads and writes the traced kernels' code beside the trace
   (``perfgate.plugin.kernel_codes``).
 - ``TorchTracer``: torch.profiler (Kineto) when cupti-python is not installed; regions as
-  ``record_function`` ranges, written as a Chrome trace.
+  ``record_function`` ranges, written as a Chrome trace. With ``PERFGATE_CODE_IDENTITY`` set it writes beside it
+  the code Triton's compile cache holds for the traced kernels (``perfgate.plugin.kernel_codes.write_cache_codes``),
+  and says which kernels got none.
 """
 
 from __future__ import annotations
@@ -223,6 +225,10 @@ class TorchTracer:
         temporary = target.with_name(target.name + ".tmp.json")
         self.profiler.export_chrome_trace(str(temporary))
         os.replace(temporary, target)
+        if os.environ.get(ENV_CODE_IDENTITY):  # Kineto keeps no cubin: Triton's cache is the one source of code
+            from perfgate.plugin.kernel_codes import write_cache_codes
+
+            write_cache_codes(target, {str(device["cc"]) for device in _devices([])})
 
 
 class ReplayTracer:

@@ -2,7 +2,9 @@
 replays a trace recorded on an H200 (tests/data/h200/timeline) and, beside it, the kernel codes its CUPTI side
 writes (``<trace>.codes.json``, perfgate.plugin.kernel_codes). The codes are real: our vector_add cubin's, from
 nvdisasm's committed text (tests/data/cubin), given here to the recorded trace's cutlass ``Kernel2``. What a GPU
-alone proves (the cubin CUDA loads gives ncu's code_id) is tests/gpu/code_id_check.py's."""
+alone proves (the cubin CUDA loads gives ncu's code_id) is tests/gpu/code_id_check.py's. The torch.profiler tracer's
+codes file comes from Triton's compile cache alone (tests/data/triton-cache, read with nvdisasm where one is found),
+and its note on the kernels without code reaches the report."""
 
 from __future__ import annotations
 
@@ -12,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.kernel_code import vector_add_code, write_codes_beside
+from helpers.common import REPO
+from helpers.kernel_code import kineto_trace, vector_add_code, write_codes_beside
 from helpers.plugin import preload_heavy_modules, read_json, use_stub_ncu
 
 from helpers.timeline import MLP_REGIONS_TEST as PERF_TEST
 from helpers.timeline import MLP_TIMELINE_BASELINE as BASELINE
 from helpers.timeline import OURS
+from perfgate.collect.cubin import find_nvdisasm
 from perfgate.collect.timeline.codes_file import codes_file
+from perfgate.plugin.kernel_codes import write_cache_codes
 from perfgate.table import KernelCode
 
 pytest_plugins = ("pytester",)
@@ -82,3 +87,23 @@ def test_a_codes_file_that_cannot_be_read_costs_the_codes_never_the_test(
     assert not [entry for entry in read_json(pytester.path / BASELINE)["entries"] if "code" in entry]
     report = json.dumps(read_json(pytester.path / "perfgate-report.json"))
     assert "machine code of the traced kernels: " in report and "the code of 'Kernel2' must be" in report
+
+
+@pytest.mark.skipif(find_nvdisasm() is None, reason="no nvdisasm here (the CUDA toolkit, PyPI's nvidia-cuda-nvdisasm "
+                                                    "or Triton's wheel)")
+def test_the_torch_tracers_codes_from_tritons_cache_reach_the_baseline_and_its_note_the_report(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pytest.importorskip("elftools", reason="reading a cubin needs pyelftools (perfgate[timeline])")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(REPO / "tests" / "data" / "triton-cache"))
+    # Our torch.profiler trace of the MLP on the H200, its GELU launches named as a Triton kernel the cache holds.
+    recorded = kineto_trace(OURS / "mlp.torch.a.pt.trace.json.gz", tmp_path / "trace.cupti.json",
+                            lambda _, name: "scale_kernel" if "GeluCUDAKernelImpl" in name else name)
+    write_cache_codes(recorded)  # what the torch tracer writes beside its export
+    _run(pytester, monkeypatch, recorded, "--perfgate-update", "--perfgate-code-identity").assert_outcomes(passed=1)
+    entries = read_json(pytester.path / BASELINE)["entries"]
+    assert {entry["name"]: entry["code"]["id"] for entry in entries if "code" in entry} == \
+        {"scale_kernel": "baa37a8bd723c344"}
+    report = json.dumps(read_json(pytester.path / "perfgate-report.json"))
+    assert "machine code of the traced kernels: 8 of 9 traced kernels have no machine code (Kernel2, " \
+           "elementwise_kernel, reduce_kernel and 3 more): torch.profiler gives no loaded modules" in report
