@@ -348,9 +348,8 @@ class Columns:
     @staticmethod
     def interleaved(parts: Sequence[Columns], block: int, kept: Codes | None = None) -> Columns:
         """``placed`` where the rows of ``parts[0]`` come in blocks of ``block`` (a launch's rows) and each other part
-        has a row per block, placed after the block's rows in the order of the parts: each column written as a grid
-        of a row per block, its cells copied a column of the grid at a time rather than scattered one by one.
-        ``kept``: the places in each block whose rows are kept (ascending; None: all of them)."""
+        has a row per block, placed after the block's rows in the order of the parts (of a block, only the places
+        ``kept``, where given): each column written as a grid of a row per block, a column of the grid at a time."""
         if not parts:
             return Columns({})
         count = len(parts[1]) if len(parts) > 1 else len(parts[0]) // max(block, 1)

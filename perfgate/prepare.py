@@ -240,9 +240,24 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
             part_launches.append(keep)
     if not parts:
         return measurement
+    left_out = None if keep_inputs else _formula_only(values.metric_names.tolist(), wanted, metrics)
+    keep_rows, kept = _kept(table, parts, values, left_out)
+    if keep_rows is not None:
+        table, launch_index = table[keep_rows], launch_index[keep_rows]
+    if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
+        both = Columns.concat([table, *parts])
+        return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
+    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids), kept))
+
+
+def _kept(table: Columns, parts: list[Columns], values: _LaunchValues, left_out: np.ndarray | None
+          ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Which of the table's rows stay beside the derived ``parts`` (None: all): not a derived row computed again
+    (a formula's latest word replaces it), nor of a metric ``left_out`` (per metric code); where the table is a
+    grid of the same metrics a launch and replaces none, all of them, and the places in a launch's rows kept
+    instead (None: all), which ``Columns.interleaved`` copies."""
     codes, names = values.metric_codes, values.metric_names
     old = np.array([is_derived(str(m)) for m in names.tolist()], dtype=bool)[codes]
-    left_out = None if keep_inputs else _formula_only(names.tolist(), wanted, metrics)  # per metric code
     keep_rows: np.ndarray | None = None
     if old.any():  # replace the (launch, metric) pairs computed again
         added = Columns.concat(parts)
@@ -251,18 +266,11 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
         drop = [row for row in rows.tolist() if (int(table["launch"][row]), str(table["metric"][row])) in replaced]
         keep_rows = np.ones(len(table), dtype=bool)
         keep_rows[drop] = False
-    if left_out is not None and (keep_rows is not None or values.block is None):
-        # The rows of the formulas' counters taken out here; a grid of the same metrics a launch leaves them out
-        # by their places in a launch's rows, when it is joined with the derived rows.
-        keep_rows = ~left_out[codes] if keep_rows is None else keep_rows & ~left_out[codes]
-        left_out = None
-    if keep_rows is not None:
-        table, launch_index = table[keep_rows], launch_index[keep_rows]
-    kept = None if left_out is None or values.block is None else np.flatnonzero(~left_out[values.block])
-    if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
-        both = Columns.concat([table, *parts])
-        return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
-    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids), kept))
+    if left_out is None:
+        return keep_rows, None
+    if keep_rows is None and values.block is not None:
+        return None, np.flatnonzero(~left_out[values.block])
+    return ~left_out[codes] if keep_rows is None else keep_rows & ~left_out[codes], None
 
 
 def _formula_only(names: list[Any], wanted: list[str], metrics: Collection[str]) -> np.ndarray | None:
