@@ -346,20 +346,22 @@ class Columns:
         return Columns._joined(parts, place, size)
 
     @staticmethod
-    def interleaved(parts: Sequence[Columns], block: int) -> Columns:
+    def interleaved(parts: Sequence[Columns], block: int, kept: Codes | None = None) -> Columns:
         """``placed`` where the rows of ``parts[0]`` come in blocks of ``block`` (a launch's rows) and each other part
-        has a row per block, placed after the block's rows in the order of the parts: each column written as a grid
-        of a row per block, its cells copied a column of the grid at a time rather than scattered one by one."""
+        has a row per block, placed after the block's rows in the order of the parts (of a block, only the places
+        ``kept``, where given): each column written as a grid of a row per block, a column of the grid at a time."""
         if not parts:
             return Columns({})
         count = len(parts[1]) if len(parts) > 1 else len(parts[0]) // max(block, 1)
-        width = block + len(parts) - 1
+        own = block if kept is None else len(kept)
+        width = own + len(parts) - 1
 
         def place(columns: Sequence[Array]) -> Array:
             out: Array = np.empty(count * width, dtype=np.result_type(*columns))
             grid = out.reshape(count, width)
-            grid[:, :block] = columns[0].reshape(count, block)
-            for at, column in enumerate(columns[1:], start=block):
+            blocks = columns[0].reshape(count, block)
+            grid[:, :own] = blocks if kept is None else blocks[:, kept]
+            for at, column in enumerate(columns[1:], start=own):
                 grid[:, at] = column
             return out
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Collection, NamedTuple
 import numpy as np
 
 from perfgate.columns import Columns, Gather, first_rows, objects
-from perfgate.derived import DERIVED, DERIVED_BY_NAME, DURATION, NS_PER_S, is_derived
+from perfgate.derived import DERIVED, DERIVED_BY_NAME, DURATION, NS_PER_S, derived_inputs, is_derived
+from perfgate.metrics import LAUNCH_CONFIG_METRICS
 from perfgate.regions import add_region_totals, drop_unscoped_launches
 from perfgate.vocabulary import REGION_SEPARATOR
 from perfgate.table import Measurement, normalized
@@ -70,10 +71,11 @@ class _LaunchValues:
     def __init__(self, table: Columns, launch_index: np.ndarray, count: int, declared_flops: float | None = None
                  ) -> None:
         self._declared = declared_flops
-        self._codes, self._names = table.coded("metric")
-        self._position = {str(name): code for code, name in enumerate(self._names.tolist())}
+        self.metric_codes, self.metric_names = table.coded("metric")
+        self._position = {str(name): code for code, name in enumerate(self.metric_names.tolist())}
         self._values, self._launch, self._count = table["value"], launch_index, count
-        self._block = _block_pattern(self._codes, launch_index, count)
+        # Every launch's metric codes, where each launch's rows hold the same ones in the same order; else None.
+        self.block = _block_pattern(self.metric_codes, launch_index, count)
         self.computed: dict[str, Any] = {}
         self._read: dict[str, Any] = {}  # the counters read so far, by name (a formula never changes one)
 
@@ -85,17 +87,17 @@ class _LaunchValues:
         code = self._position.get(metric)
         if code is None:
             return None
-        if self._block is not None:  # every launch's rows hold the same metrics in the same order: a grid's column
-            at = np.flatnonzero(self._block == code)
+        if self.block is not None:  # every launch's rows hold the same metrics in the same order: a grid's column
+            at = np.flatnonzero(self.block == code)
             if len(at):
                 values = np.full(self._count, math.nan)
-                values[:] = self._values.reshape(self._count, len(self._block))[:, at[0]]
+                values[:] = self._values.reshape(self._count, len(self.block))[:, at[0]]
                 self._read[metric] = values
                 return values
         return self._read_rows(metric, code)
 
     def _read_rows(self, metric: str, code: int) -> Any:
-        rows = np.flatnonzero(self._codes == code)
+        rows = np.flatnonzero(self.metric_codes == code)
         rows = rows[first_rows(self._launch[rows])]  # a launch's first row of it
         values = np.full(self._count, math.nan)
         values[self._launch[rows]] = self._values[rows]
@@ -195,12 +197,14 @@ def _launch_numbers(launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids, index.reshape(-1)
 
 
-def with_derived(measurement: Measurement, metrics: Collection[str], declared_flops: float | None = None
-                 ) -> Measurement:
+def with_derived(measurement: Measurement, metrics: Collection[str], declared_flops: float | None = None,
+                 keep_inputs: bool = True) -> Measurement:
     """``measurement`` with a row per kernel or region launch and derived metric among ``metrics`` that its raw
     counters let compute (none where they do not); a derived row it held already is replaced where one is
     computed (a formula's latest word), kept where none is. ``declared_flops``: the test's useful work, which
-    ``derived.declared_work`` divides the counted FLOP by."""
+    ``derived.declared_work`` divides the counted FLOP by. ``keep_inputs=False``: where a derived row is added, the
+    counters only the formulas read (neither among ``metrics`` nor launch facts) are left out of the table, which is
+    then what a comparison judges (a raw page with ``+roofline``: 15 rows a launch, not 22)."""
     wanted = [name for name in metrics if name in DERIVED_BY_NAME]
     table = measurement.table
     if not wanted or table.empty:
@@ -236,8 +240,25 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
             part_launches.append(keep)
     if not parts:
         return measurement
-    old = np.array([is_derived(str(m)) for m in table.coded("metric")[1].tolist()], dtype=bool)[
-        table.coded("metric")[0]]
+    left_out = None if keep_inputs else _formula_only(values.metric_names.tolist(), wanted, metrics)
+    keep_rows, kept = _kept(table, parts, values, left_out)
+    if keep_rows is not None:
+        table, launch_index = table[keep_rows], launch_index[keep_rows]
+    if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
+        both = Columns.concat([table, *parts])
+        return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
+    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids), kept))
+
+
+def _kept(table: Columns, parts: list[Columns], values: _LaunchValues, left_out: np.ndarray | None
+          ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Which of the table's rows stay beside the derived ``parts`` (None: all): not a derived row computed again
+    (a formula's latest word replaces it), nor of a metric ``left_out`` (per metric code); where the table is a
+    grid of the same metrics a launch and replaces none, all of them, and the places in a launch's rows kept
+    instead (None: all), which ``Columns.interleaved`` copies."""
+    codes, names = values.metric_codes, values.metric_names
+    old = np.array([is_derived(str(m)) for m in names.tolist()], dtype=bool)[codes]
+    keep_rows: np.ndarray | None = None
     if old.any():  # replace the (launch, metric) pairs computed again
         added = Columns.concat(parts)
         replaced = set(zip(added["launch"].tolist(), added["metric"].tolist()))
@@ -245,22 +266,35 @@ def with_derived(measurement: Measurement, metrics: Collection[str], declared_fl
         drop = [row for row in rows.tolist() if (int(table["launch"][row]), str(table["metric"][row])) in replaced]
         keep_rows = np.ones(len(table), dtype=bool)
         keep_rows[drop] = False
-        table, launch_index = table[keep_rows], launch_index[keep_rows]
-    if len(table) and not bool((launch_index[1:] >= launch_index[:-1]).all()):
-        both = Columns.concat([table, *parts])
-        return measurement.with_table(both[np.argsort(both["launch"], kind="stable")])
-    return measurement.with_table(_in_launch_order(table, parts, launch_index, part_launches, len(launch_ids)))
+    if left_out is None:
+        return keep_rows, None
+    if keep_rows is None and values.block is not None:
+        return None, np.flatnonzero(~left_out[values.block])
+    return ~left_out[codes] if keep_rows is None else keep_rows & ~left_out[codes], None
+
+
+def _formula_only(names: list[Any], wanted: list[str], metrics: Collection[str]) -> np.ndarray | None:
+    """Which of the metrics ``names`` are counters only the formulas of ``wanted`` read (not among ``metrics``, not
+    a launch fact); None where none is."""
+    kept = {*metrics, *LAUNCH_CONFIG_METRICS}
+    inputs = {name for name in derived_inputs(wanted) if name not in kept}
+    found = np.array([str(name) in inputs for name in names], dtype=bool)
+    return found if found.any() else None
 
 
 def _in_launch_order(table: Columns, parts: list[Columns], table_launches: np.ndarray,
-                     part_launches: list[np.ndarray], count: int) -> Columns:
+                     part_launches: list[np.ndarray], count: int, kept: np.ndarray | None = None) -> Columns:
     """The table's rows (in launch order) and the derived parts' joined in launch order, as ``_by_launch`` places
-    them."""
+    them. ``kept``: where every launch's rows hold the same metrics in the same order, the places in them of the
+    rows kept (None: every row)."""
     block = len(table) // count if count else 0
     if all(len(launches) == count for launches in part_launches) and \
             bool((np.bincount(table_launches, minlength=count) == block).all()):
         # Every launch the same number of rows (a raw page's) and a derived row of each: a grid to fill.
-        return Columns.interleaved([table, *parts], block)
+        return Columns.interleaved([table, *parts], block, kept)
+    if kept is not None:
+        rows = (np.arange(count)[:, None] * block + kept).ravel()
+        table, table_launches = table[rows], table_launches[rows]
     return Columns.placed([table, *parts], _by_launch(table_launches, part_launches, count))
 
 

@@ -213,20 +213,28 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
                       past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
 
 
+def _for_judging(side: Measurement, options: CompareOptions) -> Measurement:
+    """``side`` with its derived metrics, computed from its raw counters at compare time, and without the counters
+    only their formulas read (nothing judges those)."""
+    return with_derived(side, options.compared_metrics(), options.declared_flops, keep_inputs=False)
+
+
 def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
             ) -> tuple[_Judgement, Measurement, Measurement, list[str]]:
-    """The comparison judged (``_judgement``); where kernels were replaced outside every region and no total holds
-    them, judged again with a total of the launches outside every region on both sides (``outside``), with the
-    sides it was judged on and the notes that total calls for."""
-    found = _judgement(baseline, current, options)
+    """The comparison of both sides with their derived metrics (``_for_judging``) judged (``_judgement``); where
+    kernels were replaced outside every region and no total holds them, judged again with a total of the launches
+    outside every region on both sides (``outside``, summed from the sides as given), with the sides it was judged
+    on and the notes that total calls for."""
+    base, cur = _for_judging(baseline, options), _for_judging(current, options)
+    found = _judgement(base, cur, options)
     if not needs_outside_total(found.replacements):
-        return found, baseline, current, []
-    base, cur, notes = outside_totals(baseline, current)
-    if base is baseline and cur is current:
-        return found, baseline, current, notes
-    base, cur = (with_derived(side, found.compared, options.declared_flops) for side in (base, cur))
+        return found, base, cur, []
+    with_totals = outside_totals(baseline, current)
+    if with_totals[0] is baseline and with_totals[1] is current:
+        return found, base, cur, with_totals[2]
+    base, cur = _for_judging(with_totals[0], options), _for_judging(with_totals[1], options)
     # The totals added are regions: the kernel launches, and so the renamed kernels' pairs, are the same.
-    return _judgement(base, cur, options, found.launches.renames), base, cur, notes
+    return _judgement(base, cur, options, found.launches.renames), base, cur, with_totals[2]
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -267,8 +275,6 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     check_same_source(baseline, current)
     baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
-    compared = options.compared_metrics()  # derived metrics: from each side's raw counters, at compare time
-    baseline, current = (with_derived(side, compared, options.declared_flops) for side in (baseline, current))
     replay = replay_change(baseline.settings, current.settings)
     not_judged: list[tuple[str, str]] = []
     if replay:
