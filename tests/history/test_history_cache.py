@@ -119,7 +119,8 @@ def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.Cap
 def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_start_finds() -> None:
     """``loud_windows``: the windows the screen clears before a row's first loud one find nothing, so the search
     may start there (the cache's searches do)."""
-    from perfgate.history.changes import P_VALUE, WINDOW, loud_windows, window_search
+    from perfgate.history.changes import P_VALUE, WINDOW, window_search
+    from perfgate.history.screen import loud_windows
 
     rng = np.random.default_rng(7)
     rows = 100.0 * (1 + rng.normal(0, 0.01, (240, 160)))
@@ -136,7 +137,7 @@ def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_sta
 def test_the_screens_distance_sums_are_the_floats_of_every_prefix() -> None:
     """``_distance_sums`` adds one point's distances at a time: each sum is the float a cumsum over every prefix
     gives (the screen's decisions, and so the cache's output, unchanged), at every cut, 0 and the end included."""
-    from perfgate.history.changes import _distance_sums
+    from perfgate.history.screen import _distance_sums
 
     rng = np.random.default_rng(3)
     part = rng.normal(0, 1, (40, 30)) * rng.uniform(0.01, 100, (40, 1))
