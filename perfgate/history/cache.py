@@ -240,6 +240,7 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
     loud = [sid for group in by_length.values() for sid in group if first[sid] >= 0]
     searched = dict(zip(loud, window_search_many([tails[sid][0] for sid in loud], p_value, window,
                                                  [first[sid] for sid in loud])))
+    grown = _grown_values(tails, states)
     for length, group in by_length.items():
         calm_resume = quiet_resume(length, window)
         for series_id in group:
@@ -248,16 +249,12 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
             found_all, saved, resume = searched.get(series_id, ((), (), calm_resume))
             weak = state.weak + [state.resume + at for at in saved] if saved else state.weak
             candidates = state.weak + [state.resume + at for at in found_all] if found_all else state.weak
-            kept = state.values, state.commits
             if candidates:
                 pending[series_id] = candidates
-                if len(state.values):  # kept: the new values appended
-                    kept = (np.concatenate((state.values, tail[len(state.tail):])),
-                            np.concatenate((state.commits, np.array(order, dtype=np.int64))))
-                else:
+                if series_id not in grown:
                     full_needed.append(series_id)
             states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
-                                      tail[resume:], [], *(kept if candidates else ()))
+                                      tail[resume:], [], *(grown.get(series_id, ()) if candidates else ()))
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
     for series_id, series in loaded.items():
@@ -265,6 +262,26 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
             states[series_id] = states[series_id]._replace(values=series.values, commits=series.commits)
     _merge_pending(states, [(Series(sid, {}, states[sid].commits, states[sid].values), candidates)
                             for sid, candidates in pending.items()], p_value, min_change)
+
+
+def _grown_values(tails: dict[int, tuple[np.ndarray, list[int]]],
+                  states: dict[int, State]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per series with kept values and new points (``_new_tails``), its values and commit indexes with the new ones
+    after them, each a view of one array: one copy for all of them, not two per series."""
+    ids = [sid for sid in tails if len(states[sid].values)]
+    values: list[np.ndarray] = []
+    commits: list[np.ndarray | list[int]] = []
+    sizes: list[int] = []
+    for series_id in ids:
+        state, (tail, order) = states[series_id], tails[series_id]
+        values += (state.values, tail[len(state.tail):])
+        commits += (state.commits, order)
+        sizes.append(len(state.values) + len(order))
+    flat_values = np.concatenate([np.zeros(0), *values])
+    flat_commits = np.concatenate([np.zeros(0, dtype=np.int64), *commits])
+    ends = np.cumsum(sizes, dtype=np.int64).tolist()
+    return {series_id: (flat_values[end - size:end], flat_commits[end - size:end])
+            for series_id, end, size in zip(ids, ends, sizes)}
 
 
 def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,

@@ -87,14 +87,14 @@ def _sides_calm(part: np.ndarray, sums: np.ndarray, squares: np.ndarray, at: np.
     on_left = np.arange(width)[None, :] < at[:, None]
     row = np.arange(rows)
     sums_at, squares_at = sums[row, at][:, None], squares[row, at][:, None]
-    s1 = sums - np.where(on_left, 0.0, sums_at)
-    s2 = np.where(on_left, sums_at, sums[:, -1:]) - sums
-    q1 = squares - np.where(on_left, 0.0, squares_at)
-    q2 = np.where(on_left, squares_at, squares[:, -1:]) - squares
-    inverse_left, inverse_right = tables.inverse_left[at], tables.inverse_right[at]
-    difference = s1 * inverse_left - s2 * inverse_right
-    pooled = (q1 - s1 * s1 * inverse_left) + (q2 - s2 * s2 * inverse_right)  # times the degrees of freedom
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is no calm: NaN compares false
+        s1 = sums - np.where(on_left, 0.0, sums_at)
+        s2 = np.where(on_left, sums_at, sums[:, -1:]) - sums
+        q1 = squares - np.where(on_left, 0.0, squares_at)
+        q2 = np.where(on_left, squares_at, squares[:, -1:]) - squares
+        inverse_left, inverse_right = tables.inverse_left[at], tables.inverse_right[at]
+        difference = s1 * inverse_left - s2 * inverse_right
+        pooled = (q1 - s1 * s1 * inverse_left) + (q2 - s2 * s2 * inverse_right)  # times the degrees of freedom
         below = (difference * difference < tables.scale[at] * pooled) | tables.unsplit[at]
     calm: np.ndarray = below.all(axis=1) & (np.abs(part).max(axis=1, initial=0.0) <= TAME)
     return calm
@@ -187,28 +187,7 @@ def _split_many(distances: tuple[np.ndarray, np.ndarray, np.ndarray], sums: np.n
     rows, low, high, size = rows[long_enough], low[long_enough], high[long_enough], size[long_enough]
     if len(rows) == 0:
         return at, passed
-    m = before_each.shape[1]
-    pick = np.arange(len(rows))
-    k = np.arange(m)[None, :]
-    inside = (k >= low[:, None]) & (k < high[:, None])
-    to_low = before_low[rows]
-    earlier = np.where(inside, before_each[rows] - to_low, 0.0)
-    whole = np.where(inside, before_high[rows] - to_low, 0.0)
-    within_left = np.zeros((len(rows), m + 1))
-    rows_left = np.zeros_like(within_left)
-    np.cumsum(2 * earlier, axis=1, out=within_left[:, 1:])
-    np.cumsum(whole, axis=1, out=rows_left[:, 1:])
-    total = rows_left[pick, high][:, None]
-    cross = rows_left - within_left
-    within_right = total - 2 * cross - within_left
-    t = np.arange(m + 1)[None, :]
-    left = (t - low[:, None]).astype(float)
-    right = (high[:, None] - t).astype(float)
-    valid = (left >= MIN_SIDE) & (right >= MIN_SIDE)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = (left * right / size[:, None]) * (2 * cross / (left * right) - within_left / (left * (left - 1))
-                                               - within_right / (right * (right - 1)))
-    q = np.where(valid, q, -np.inf)
+    q = _energies(distances, rows, low, high)
     split = np.argmax(q, axis=1)
     n1, n2 = (split - low).astype(float), (high - split).astype(float)
     s1 = sums[rows, split] - sums[rows, low]
@@ -222,3 +201,38 @@ def _split_many(distances: tuple[np.ndarray, np.ndarray, np.ndarray], sums: np.n
     at[rows] = split
     passed[rows] = ~(p_values > p_value)  # NaN (no spread) passes: searched one at a time
     return at, passed
+
+
+def _energies(distances: tuple[np.ndarray, np.ndarray, np.ndarray], rows: np.ndarray, low: np.ndarray,
+              high: np.ndarray) -> np.ndarray:
+    """``_split_many``'s Q of every split (a column; -inf where a side would hold fewer than ``MIN_SIDE`` points)
+    of part[row, low:high] for each row. Where every row is judged whole (the first look at a window), the sums
+    are read as they are and the counts are one row for all: the same floats, without a mask and two gathers."""
+    before_each, before_low, before_high = distances
+    m = before_each.shape[1]
+    t = np.arange(m + 1)[None, :]
+    if len(rows) == len(before_each) and not low.any() and bool((high == m).all()):
+        earlier, whole = before_each, before_high  # less the sums before 0, zeros: the same floats
+        left, right, size = t.astype(float), (m - t).astype(float), np.full((1, 1), m)
+        total_at = np.full(len(rows), m)
+    else:
+        k = np.arange(m)[None, :]
+        inside = (k >= low[:, None]) & (k < high[:, None])
+        to_low = before_low[rows]
+        earlier = np.where(inside, before_each[rows] - to_low, 0.0)
+        whole = np.where(inside, before_high[rows] - to_low, 0.0)
+        left, right, size = (t - low[:, None]).astype(float), (high[:, None] - t).astype(float), (high - low)[:, None]
+        total_at = high
+    within_left = np.zeros((len(rows), m + 1))
+    rows_left = np.zeros_like(within_left)
+    np.cumsum(2 * earlier, axis=1, out=within_left[:, 1:])
+    np.cumsum(whole, axis=1, out=rows_left[:, 1:])
+    total = rows_left[np.arange(len(rows)), total_at][:, None]
+    cross = rows_left - within_left
+    within_right = total - 2 * cross - within_left
+    valid = (left >= MIN_SIDE) & (right >= MIN_SIDE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = (left * right / size) * (2 * cross / (left * right) - within_left / (left * (left - 1))
+                                     - within_right / (right * (right - 1)))
+    energies: np.ndarray = np.where(valid, q, -np.inf)
+    return energies
