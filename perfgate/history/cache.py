@@ -17,10 +17,10 @@ as it reads them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import zlib
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,7 +30,6 @@ from perfgate.history.changes import (
     WINDOW,
     ChangePoint,
     quiet_resume,
-    loud_windows,
 )
 from perfgate.history.cache_rows import (
     Found,
@@ -47,9 +46,10 @@ from perfgate.history.cache_rows import (
 from perfgate.history.db import History, check_sqlite_values
 from perfgate.history.divide import window_search_many
 from perfgate.history.judge import merge_many
+from perfgate.history.screen import loud_windows
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
-CACHE_VERSION = 4  # bump when the search or the rows change: older rows are searched again
+CACHE_VERSION = 5  # bump when the search or the rows change: older rows are searched again
 CHUNK = 8192  # series a row
 
 
@@ -240,6 +240,7 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
     loud = [sid for group in by_length.values() for sid in group if first[sid] >= 0]
     searched = dict(zip(loud, window_search_many([tails[sid][0] for sid in loud], p_value, window,
                                                  [first[sid] for sid in loud])))
+    grown = _grown_values(tails, states)
     for length, group in by_length.items():
         calm_resume = quiet_resume(length, window)
         for series_id in group:
@@ -248,16 +249,12 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
             found_all, saved, resume = searched.get(series_id, ((), (), calm_resume))
             weak = state.weak + [state.resume + at for at in saved] if saved else state.weak
             candidates = state.weak + [state.resume + at for at in found_all] if found_all else state.weak
-            kept = state.values, state.commits
             if candidates:
                 pending[series_id] = candidates
-                if len(state.values):  # kept: the new values appended
-                    kept = (np.concatenate((state.values, tail[len(state.tail):])),
-                            np.concatenate((state.commits, np.array(order, dtype=np.int64))))
-                else:
+                if series_id not in grown:
                     full_needed.append(series_id)
             states[series_id] = State(state.points + len(order), order[-1], weak, state.resume + resume,
-                                      tail[resume:], [], *(kept if candidates else ()))
+                                      tail[resume:], [], *(grown.get(series_id, ()) if candidates else ()))
     loaded = {s.id: s for s in load_series(history, branch, run_commit, full_needed, False)} if full_needed else {}
     states.update(search([loaded[sid] for sid in unknown if sid in loaded], p_value, min_change, window))
     for series_id, series in loaded.items():
@@ -265,6 +262,26 @@ def _update_states(history: History, branch: str, run_commit: dict[int, int], id
             states[series_id] = states[series_id]._replace(values=series.values, commits=series.commits)
     _merge_pending(states, [(Series(sid, {}, states[sid].commits, states[sid].values), candidates)
                             for sid, candidates in pending.items()], p_value, min_change)
+
+
+def _grown_values(tails: dict[int, tuple[np.ndarray, list[int]]],
+                  states: dict[int, State]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per series with kept values and new points (``_new_tails``), its values and commit indexes with the new ones
+    after them, each a view of one array: one copy for all of them, not two per series."""
+    ids = [sid for sid in tails if len(states[sid].values)]
+    values: list[np.ndarray] = []
+    commits: list[np.ndarray | list[int]] = []
+    sizes: list[int] = []
+    for series_id in ids:
+        state, (tail, order) = states[series_id], tails[series_id]
+        values += (state.values, tail[len(state.tail):])
+        commits += (state.commits, order)
+        sizes.append(len(state.values) + len(order))
+    flat_values = np.concatenate([np.zeros(0), *values])
+    flat_commits = np.concatenate([np.zeros(0, dtype=np.int64), *commits])
+    ends = np.cumsum(sizes, dtype=np.int64).tolist()
+    return {series_id: (flat_values[end - size:end], flat_commits[end - size:end])
+            for series_id, end, size in zip(ids, ends, sizes)}
 
 
 def _new_tails(ids: np.ndarray, commits: np.ndarray, values: np.ndarray,
@@ -313,32 +330,71 @@ def _read_states(history: History, branch: str) -> Stored | None:
             kept, plain = chunk_states(text)
             states.update(kept)
             pieces += plain
-    except (TypeError, ValueError, IndexError, KeyError, zlib.error):  # base64's errors are ValueErrors
+    except (TypeError, ValueError, IndexError, KeyError):  # base64's errors are ValueErrors
         return None
     return Stored(states, joined(pieces))
 
 
-def _rows(branch: str, stored: Stored, dialect: str = "sqlite") -> list[tuple[str, int, bytes | str]]:
-    """``CHUNK`` series a row, each keyed by its smallest series id: the plain ones of each tail length, then the
-    others."""
-    rows = [(branch, int(piece.ids[start:start + CHUNK].min()),
+def _rows(branch: str, stored: Stored, dialect: str = "sqlite",
+          taken: Collection[int] = ()) -> list[tuple[str, int, bytes | str]]:
+    """``CHUNK`` series a row, each keyed by its smallest series id that no key in ``taken`` (the rows it replaces)
+    holds, or its smallest where every one does: the plain ones of each tail length, then the others."""
+    held = np.array(sorted(taken), dtype=np.int64)
+    rows = [(branch, _key(piece.ids[start:start + CHUNK], held),
              stored_form(plain_text(Plain(*(column[start:start + CHUNK] for column in piece))), dialect))
             for piece in stored.plain.values() for start in range(0, len(piece.ids), CHUNK)]
     ordered = sorted(stored.states.items())
-    return rows + [(branch, ordered[start][0], stored_form(chunk_text(ordered[start:start + CHUNK]), dialect))
+    return rows + [(branch, _key(np.array([sid for sid, _ in ordered[start:start + CHUNK]], dtype=np.int64), held),
+                    stored_form(chunk_text(ordered[start:start + CHUNK]), dialect))
                    for start in range(0, len(ordered), CHUNK)]
 
 
+def _key(ids: np.ndarray, held: np.ndarray) -> int:
+    free = ids[~np.isin(ids, held)]
+    return int((free if len(free) else ids).min())
+
+
+def _keys(history: History, branch: str) -> set[int]:
+    return {int(row[0]) for row in history.query("SELECT series_id FROM perfgate_change_cache WHERE branch = ?",
+                                                 (branch,))}
+
+
 def _write(history: History, branch: str, stored: Stored, meta: dict[str, Any]) -> None:
-    """Replace the branch's rows in one transaction. A history this user cannot write (a read-only copy) keeps
-    its cache as it was: the change points are right either way, only slower next time."""
-    rows = _rows(branch, stored, history.dialect)
+    """Replace the branch's rows in one transaction: the new rows in first, under keys the old ones do not hold,
+    then the old ones out (``_freed_pages_kept``). A history this user cannot write (a read-only copy) keeps its
+    cache as it was: the change points are right either way, only slower next time."""
+    rows = _rows(branch, stored, history.dialect, _keys(history, branch))
+    keys = {key for _, key, _ in rows}
     try:
-        with history.transaction():
-            history.execute("DELETE FROM perfgate_change_cache WHERE branch = ?", (branch,))
+        with history.transaction(), _freed_pages_kept(history):
+            old = _keys(history, branch)  # read again under the write lock: a writer may have come in between
+            _delete(history, branch, old & keys)
             history.insert_rows("perfgate_change_cache", ("branch", "series_id", "state"), rows)
+            _delete(history, branch, old - keys)
             history.execute("DELETE FROM perfgate_meta WHERE name = ?", (_meta_name(branch),))
             history.execute("INSERT INTO perfgate_meta (name, value) VALUES (?, ?)",
                             (_meta_name(branch), json.dumps(meta)))
     except InputError:
         return
+
+
+def _delete(history: History, branch: str, keys: Iterable[int]) -> None:
+    history.executemany("DELETE FROM perfgate_change_cache WHERE branch = ? AND series_id = ?",
+                        [(branch, key) for key in sorted(keys)])
+
+
+@contextlib.contextmanager
+def _freed_pages_kept(history: History) -> Iterator[None]:
+    """SQLite's ``secure_delete`` off while the old rows go (on in Debian's build): zeroing the 60-80 MB of pages
+    they free journals every one of them, half the cost of the write. Those pages then hold the previous copy of
+    the cache (derived from the points in the same file) until the next write reuses them: pages free when a
+    transaction starts are written without being journaled."""
+    if history.dialect != "sqlite":
+        yield
+        return
+    before = int(history.query("PRAGMA secure_delete")[0][0])
+    history.execute("PRAGMA secure_delete = OFF")
+    try:
+        yield
+    finally:
+        history.execute(f"PRAGMA secure_delete = {('OFF', 'ON', 'FAST')[before] if 0 <= before <= 2 else 'ON'}")

@@ -10,9 +10,11 @@ judged the newest run a regression or an improvement and no change point covers 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from perfgate.errors import InputError
 from perfgate.history.accept import Acceptance, acceptance_of, load_acceptances
@@ -154,6 +156,21 @@ def awaiting_changes(history: History, branch: Branch, by_series: dict[int, list
     return found
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off: a search keeps a container or more per series (100,000 states,
+    their lists and change points), none in a cycle, and every collection of the oldest generation walks them all
+    (a fifth of an update's CPU time at 100,000 series). Reference counting frees them as before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_collector_paused()
 def find_changes(history: History, branch: str, p_value: float = P_VALUE,
                  min_change: float = 0.0) -> list[dict[str, Any]]:
     """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent

@@ -160,10 +160,10 @@ class _Nodes:
         self.done = np.zeros(len(judged), dtype=bool)
         self.alone = np.zeros(len(judged), dtype=bool)  # judged by ``merge`` itself
         lengths, offsets = values.lengths[self.series], values.offsets[self.series]
-        # is_piecewise_constant: each series' equal neighbours counted, [offset, offset + length - 1) of ``repeats``
-        repeats = np.append(values.flat[1:] == values.flat[:-1], False)
-        bounds = np.stack((offsets, offsets + lengths - 1), axis=1).ravel()
-        same = np.add.reduceat(repeats, bounds, dtype=np.int64)[::2] if len(bounds) else np.zeros(0, np.int64)
+        # is_piecewise_constant: each series' equal neighbours counted, those at [offset, offset + length - 1) of
+        # ``repeats`` (by where they are: a sum would cast every one of millions of flags to an integer first)
+        repeats = np.flatnonzero(values.flat[1:] == values.flat[:-1])
+        same = np.searchsorted(repeats, offsets + lengths - 1) - np.searchsorted(repeats, offsets)
         self.exact = same >= 0.75 * (lengths - 1)
         if len(index):
             self._judge(index)

@@ -33,14 +33,14 @@ def require_scipy() -> None:
 
 
 @functools.cache
-def _scipy_stdtr() -> Any:
-    """scipy's function, imported once (an import statement per t-test was a tenth of judging candidates)."""
+def _scipy_special() -> Any:
+    """scipy's functions, imported once (an import statement per t-test was a tenth of judging candidates)."""
     try:
-        from scipy.special import stdtr as scipy_stdtr
+        import scipy.special
     except ImportError:
         raise MissingExtra(f"the history's change points need scipy (Student's t-test), an extra: {INSTALL_LINE}"
                            ) from None
-    return scipy_stdtr
+    return scipy.special
 
 
 @overload
@@ -49,7 +49,12 @@ def stdtr(df: int, t: float) -> float: ...
 def stdtr(df: int | npt.NDArray[np.float64], t: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]: ...
 def stdtr(df: int | npt.NDArray[np.float64], t: float | npt.NDArray[np.float64]) -> float | npt.NDArray[np.float64]:
     """P(T <= t) for Student's t with ``df`` degrees of freedom; element-wise over arrays (many series at once)."""
-    scipy_stdtr = _scipy_stdtr()
+    scipy_stdtr = _scipy_special().stdtr
     if isinstance(t, np.ndarray):
         return np.asarray(scipy_stdtr(df, t), dtype=np.float64)
     return float(scipy_stdtr(df, t))
+
+
+def stdtrit(df: int, p: float) -> float:
+    """The t where P(T <= t) = ``p`` for Student's t with ``df`` degrees of freedom (``stdtr``'s inverse)."""
+    return float(_scipy_special().stdtrit(df, p))

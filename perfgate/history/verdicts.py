@@ -63,12 +63,12 @@ def gate_verdicts_at(history: History, newest: Mapping[int, int], run_commit: di
     for alone in (True, False):
         picked = [run for run in runs if (per_commit[run_commit[run]] == 1) == alone]
         _read_gates(history, picked, run_commit, latest, " AND gate IS NOT NULL" if alone else "")
-    found: dict[int, str] = {}
-    for series_id, commit in newest.items():
-        entry = latest.get((series_id, commit))
-        if entry is not None and entry[1] in GATE_STATUSES:
-            found[series_id] = str(entry[1])
-    return found
+    flagged = {series_id for (series_id, commit), (_, gate) in latest.items()
+               if gate in GATE_STATUSES and newest.get(series_id) == commit}
+    if not flagged:  # most series of a large history: not looked at one by one
+        return {}
+    return {series_id: str(latest[series_id, commit][1]) for series_id, commit in newest.items()
+            if series_id in flagged}
 
 
 def _read_gates(history: History, runs: Sequence[int], run_commit: dict[int, int],

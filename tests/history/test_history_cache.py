@@ -119,7 +119,8 @@ def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.Cap
 def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_start_finds() -> None:
     """``loud_windows``: the windows the screen clears before a row's first loud one find nothing, so the search
     may start there (the cache's searches do)."""
-    from perfgate.history.changes import P_VALUE, WINDOW, loud_windows, window_search
+    from perfgate.history.changes import P_VALUE, WINDOW, window_search
+    from perfgate.history.screen import loud_windows
 
     rng = np.random.default_rng(7)
     rows = 100.0 * (1 + rng.normal(0, 0.01, (240, 160)))
@@ -136,7 +137,7 @@ def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_sta
 def test_the_screens_distance_sums_are_the_floats_of_every_prefix() -> None:
     """``_distance_sums`` adds one point's distances at a time: each sum is the float a cumsum over every prefix
     gives (the screen's decisions, and so the cache's output, unchanged), at every cut, 0 and the end included."""
-    from perfgate.history.changes import _distance_sums
+    from perfgate.history.screen import _distance_sums
 
     rng = np.random.default_rng(3)
     part = rng.normal(0, 1, (40, 30)) * rng.uniform(0.01, 100, (40, 1))
@@ -236,3 +237,35 @@ def test_plain_series_with_no_new_point_several_or_a_new_series_update_as_a_sear
             assert find_changes(history, "main") == _from_scratch(history)
         stored = cache._read_states(history, "main")
         assert stored is not None and 999 in [*stored.states, *(sid for p in stored.plain.values() for sid in p.ids)]
+
+
+@pytest.mark.parametrize("secure_delete", ["OFF", "ON", "FAST"])
+def test_an_update_replaces_the_rows_and_leaves_the_connection_and_the_collector_as_they_were(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, secure_delete: str) -> None:
+    """The new rows go in before the old ones go out (under keys the old ones do not hold, ``secure_delete`` off
+    meanwhile): after each update the branch holds exactly the rows written, SQLite's ``secure_delete`` is what it
+    was, and Python's cyclic collector, held off during the search, is as it was too."""
+    import gc
+
+    from perfgate.history.cache_rows import chunk_states
+
+    monkeypatch.setattr(cache, "CHUNK", 3)
+    values = _series()[::2]
+    with open_history(f"sqlite:///{tmp_path / 'h.sqlite'}") as history:
+        history.execute(f"PRAGMA secure_delete = {secure_delete}")
+        _record(history, values, range(0, 60))
+        for commit in range(60, 64):
+            find_changes(history, "main")
+            ids = []  # every series once: no row of the previous write left
+            for (row,) in history.query("SELECT state FROM perfgate_change_cache WHERE branch = 'main'"):
+                states, plain = chunk_states(row)
+                ids += [*states, *(sid for piece in plain for sid in piece.ids.tolist())]
+            assert sorted(ids) == list(range(1, len(values) + 1))
+            assert history.query("PRAGMA secure_delete")[0][0] == ["OFF", "ON", "FAST"].index(secure_delete)
+            assert gc.isenabled()
+            _record(history, values, range(commit, commit + 1))
+        gc.disable()
+        try:
+            assert find_changes(history, "main") == _from_scratch(history) and not gc.isenabled()
+        finally:
+            gc.enable()
