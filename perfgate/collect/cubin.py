@@ -72,13 +72,25 @@ def _package_folders(package: str, below: tuple[str, ...]) -> list[Path]:
     return [Path(root) / sub for root in roots for sub in below]
 
 
+ELF_READER_MISSING = "reading a cubin needs pyelftools (pip install pyelftools, or perfgate[timeline])"
+
+
+def elf_reader_missing() -> str | None:
+    """The problem of a process without pyelftools, said before reading cubins whose every failure is swallowed."""
+    try:
+        found = importlib.util.find_spec("elftools") is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else ELF_READER_MISSING
+
+
 def _elf(data: bytes) -> Any:
     if not data.startswith(ELF_MAGIC):
         raise CubinError("not a cubin: no ELF header (a fatbin or PTX is not disassembled)")
     try:
         from elftools.elf.elffile import ELFFile
     except ImportError:
-        raise CubinError("reading a cubin needs pyelftools (pip install pyelftools, or perfgate[timeline])") from None
+        raise CubinError(ELF_READER_MISSING) from None
     try:
         image = ELFFile(BytesIO(data))
         machine = image.header["e_machine"]

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from perfgate.collect.cubin import ENV_NVDISASM, find_nvdisasm
+from perfgate.collect.cubin import ENV_NVDISASM, elf_reader_missing, find_nvdisasm
 from perfgate.collect.module_codes import kernel_codes, known_kernels, trace_kernels
 from perfgate.collect.timeline.codes_file import codes_file, codes_json
 from perfgate.collect.triton_cache import triton_cache_dir
@@ -95,7 +95,7 @@ def write_cache_codes(trace: Path, ccs: Collection[str] = ()) -> None:
     capabilities where the trace names none."""
     try:
         kernels, traced_ccs = trace_kernels(trace)
-        problems = _nvdisasm_missing()
+        problems = _tools_missing()
         codes = {} if problems else kernel_codes(kernels, [], ccs=traced_ccs or ccs)[0]  # its problems: the cubins'
         problems += _without_code(kernels, codes)
     except Exception as exc:  # the trace is written: a failure here costs the codes, never the test's result
@@ -104,14 +104,16 @@ def write_cache_codes(trace: Path, ccs: Collection[str] = ()) -> None:
         _write(trace, codes, problems)
 
 
-def _nvdisasm_missing() -> list[str]:
-    """The problem of a traced process without nvdisasm (Triton's cache would give every kernel no code, silently)."""
+def _tools_missing() -> list[str]:
+    """The problems of a traced process without nvdisasm or pyelftools (Triton's cache would give every kernel no
+    code, silently)."""
+    problems = [problem] if (problem := elf_reader_missing()) else []
     tool = find_nvdisasm()
     if tool is not None and shutil.which(tool) is not None:
-        return []
+        return problems
     named = f" ({ENV_NVDISASM} names {tool}, not a program)" if tool else ""
     return [f"no nvdisasm in the traced process{named}: install the CUDA toolkit or nvidia-cuda-nvdisasm, or name "
-            f"it in {ENV_NVDISASM}"]
+            f"it in {ENV_NVDISASM}", *problems]
 
 
 def _without_code(kernels: Collection[str], codes: Mapping[str, KernelCode]) -> list[str]:

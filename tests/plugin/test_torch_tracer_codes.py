@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,7 +23,7 @@ from helpers.common import REPO
 from helpers.kernel_code import kineto_trace
 from helpers.timeline import OURS
 
-from perfgate.collect.cubin import ENV_NVDISASM, find_nvdisasm
+from perfgate.collect.cubin import ELF_READER_MISSING, ENV_NVDISASM, find_nvdisasm
 from perfgate.collect.timeline.codes_file import codes_file, read_codes
 from perfgate.plugin.kernel_codes import write_cache_codes
 from perfgate.plugin.tracer import ENV_CODE_IDENTITY, TorchTracer
@@ -114,6 +115,16 @@ def test_the_torch_tracers_stop_writes_the_codes_file_only_when_asked(
         f"no nvdisasm in the traced process ({ENV_NVDISASM} names {missing}, not a program): install the CUDA "
         f"toolkit or nvidia-cuda-nvdisasm, or name it in {ENV_NVDISASM}",
         _without_code(3, "add_kernel, scale_kernel, vector_add", CACHE)])
+
+
+def test_a_traced_process_without_pyelftools_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_NVDISASM, sys.executable)  # a program: only pyelftools is missing
+    monkeypatch.setitem(sys.modules, "elftools", None)  # what an import of a package not installed finds
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(CACHE))
+    trace = _exported(tmp_path)
+    write_cache_codes(trace)
+    assert _written(trace) == ({}, [ELF_READER_MISSING, _without_code(3, "add_kernel, scale_kernel, vector_add",
+                                                                      CACHE)])
 
 
 def test_a_trace_that_cannot_be_read_costs_the_codes_never_an_error(tmp_path: Path) -> None:
