@@ -112,7 +112,7 @@ def test_bench_changes_after_one_more_commit(benchmark, huge_history: tuple[str,
                                              request: pytest.FixtureRequest) -> None:
     """CI records one commit at a time, a point for every series: each round records one more commit (not
     timed), then times ``history changes``, which updates its cache from the new points. The timed rounds are the
-    dearest of the 25-commit saw-tooth (docs/history.md, Speed): the updates that bring the quiet series' tails to
+    dearest of the 25-commit saw-tooth (docs/history.md, "Speed"): the updates that bring the quiet series' tails to
     48, 49 and 50 points, after as many untimed commits and updates as it takes to get there."""
     url, series, commits = huge_history
     added = itertools.count(commits)
