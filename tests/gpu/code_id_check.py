@@ -13,7 +13,10 @@ callback, the third with the kernel renamed, and once under ncu, then checks:
 - ``rename_keeps_code``: the renamed kernel has the same code_id, under its new name;
 - ``plugin_equals_ncu``: ``pytest examples/test_cupy_raw_kernel.py --perfgate --perfgate-source=timeline
   --perfgate-code-identity --perfgate-update`` keeps that code_id in its baseline (the CUPTI tracer's activity
-  trace and the module callback together, as the timeline source runs them).
+  trace and the module callback together, as the timeline source runs them);
+- ``torch_triton_equals_ncu``: a Triton kernel's code_id in the baseline of a timeline run under torch.profiler
+  (cupti-python hidden from the traced process, so the torch tracer and Triton's compile cache give the code)
+  equals the one ncu's report gives the same test (``pytest --perfgate --perfgate-code-identity``).
 
 Written under ``--out``: ``results.json`` (each process's codes and problems, the checks, the tools' versions),
 ``vector_add.ncu-rep``, ``plugin/`` (the pytest run's output and baseline). Exit status 0 when every check holds, 1 when one fails, 2 when a step could not run.
@@ -21,7 +24,7 @@ About a minute and a half on an H100 (CuPy's first compile, one ncu run of one k
 
 ``--dry-run`` runs the same flow without a GPU: each "process" reads our committed cubins (tests/data/cubin) in
 place of the modules CUDA loads, ncu's side is our H100 report (tests/data/h100/vector_add.ncu-rep), and the
-pytest run is left out (``plugin_equals_ncu`` is null). It needs
+pytest runs are left out (``plugin_equals_ncu`` and ``torch_triton_equals_ncu`` are null). It needs
 nvdisasm and pyelftools; tests/timeline/test_code_id_check.py runs it.
 """
 
@@ -130,6 +133,64 @@ def _plugin_code(out: Path) -> str | None:
     return ids.pop() if len(ids) == 1 else None
 
 
+TRITON_TEST = """
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@pytest.mark.perfgate
+def test_triton_add(perfgate):
+    n = 1 << 20
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(n, 1024),)
+    add_kernel[grid](x, y, out, n, BLOCK=1024)  # compiled, and its module loaded, outside the region
+    torch.cuda.synchronize()
+    with perfgate.region("add"):
+        add_kernel[grid](x, y, out, n, BLOCK=1024)
+    torch.cuda.synchronize()
+"""
+NO_CUPTI = 'raise ImportError("cupti-python hidden by code_id_check.py: the torch.profiler tracer is checked")\n'
+
+
+def _baseline_codes(folder: Path, pattern: str, kernel: str) -> set[str]:
+    return {entry["code"]["id"] for baseline in folder.glob(pattern)
+            for entry in json.loads(baseline.read_text(encoding="utf-8"))["entries"]
+            if kernel in str(entry.get("name", "")) and "code" in entry}
+
+
+def _torch_triton_codes(out: Path) -> tuple[str | None, str | None]:
+    """add_kernel's code_id from a timeline run under torch.profiler, and from an ncu run, of one Triton test."""
+    folder = out / "triton"
+    (folder / "no-cupti" / "cupti").mkdir(parents=True, exist_ok=True)
+    (folder / "no-cupti" / "cupti" / "__init__.py").write_text(NO_CUPTI, encoding="utf-8")
+    (folder / "test_triton_add.py").write_text(TRITON_TEST, encoding="utf-8")
+    environ = {**os.environ, "TRITON_CACHE_DIR": str(folder / "triton-cache")}
+    runs = {"timeline": ["--perfgate-source=timeline"], "ncu": []}
+    for name, extra in runs.items():
+        env = {**environ, "PYTHONPATH": os.pathsep.join([str(folder / "no-cupti"), str(REPO)])} \
+            if name == "timeline" else {**environ, "PYTHONPATH": str(REPO)}
+        with (folder / f"pytest-{name}.txt").open("w", encoding="utf-8") as log:
+            subprocess.run([sys.executable, "-m", "pytest", "test_triton_add.py", "-p", "no:cacheprovider",
+                            "--perfgate", *extra, "--perfgate-code-identity", "--perfgate-update",
+                            "--perfgate-keep-artifacts", f"--perfgate-baselines={folder / name}",
+                            f"--perfgate-report={folder / f'report-{name}.json'}"],
+                           cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=150, check=False)
+    found = (_baseline_codes(folder / "timeline", "*/*.timeline.json", "add_kernel"),
+             _baseline_codes(folder / "ncu", "*/*.json", "add_kernel"))
+    return tuple(ids.pop() if len(ids) == 1 else None for ids in found)  # type: ignore[return-value]
+
+
 def _versions() -> dict[str, str]:
     tool = find_nvdisasm()
     found: dict[str, str] = {"nvdisasm": tool or "none"}
@@ -139,9 +200,8 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def check(out: Path, dry_run: bool) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
+def _cubin_checks(out: Path, dry_run: bool) -> tuple[dict[str, bool | None], dict[str, Any]]:
+    """The checks of CuPy's vector_add (CUPTI's cubin, ncu, a rename, the plugin), and what they found."""
     first, second = _process(1, "vector_add", out, dry_run), _process(2, "vector_add", out, dry_run)
     renamed = _process(3, "vector_add_renamed", out, dry_run)
     ncu_id, report = _ncu_code(out, dry_run)
@@ -154,13 +214,27 @@ def check(out: Path, dry_run: bool) -> int:
                               and renamed["codes"]["vector_add_renamed"] == cupti_id),
         "plugin_equals_ncu": None if dry_run else (plugin_id is not None and plugin_id == ncu_id),
     }
-    _write(out / "results.json", {"dry_run": dry_run, "checks": checks, "ncu_code_id": ncu_id, "ncu_report": report,
-                                  "plugin_code_id": plugin_id,
-                                  "processes": [first, second, renamed], "seconds": round(time.monotonic() - started, 1),
-                                  **_versions()})
+    return checks, {"cupti_code_id": cupti_id, "ncu_code_id": ncu_id, "ncu_report": report,
+                    "plugin_code_id": plugin_id, "processes": [first, second, renamed]}
+
+
+def check(out: Path, dry_run: bool, which: str = "all") -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    checks: dict[str, bool | None] = {}
+    found: dict[str, Any] = {}
+    if which in ("cubin", "all"):
+        checks, found = _cubin_checks(out, dry_run)
+    if which in ("triton", "all"):
+        torch_id, triton_ncu_id = (None, None) if dry_run else _torch_triton_codes(out)
+        checks["torch_triton_equals_ncu"] = None if dry_run else (torch_id is not None and torch_id == triton_ncu_id)
+        found.update(torch_triton_code_id=torch_id, triton_ncu_code_id=triton_ncu_id)
+    _write(out / "results.json", {"dry_run": dry_run, "checks": checks, **found,
+                                  "seconds": round(time.monotonic() - started, 1), **_versions()})
     for name, held in checks.items():
         print(f"{'skip' if held is None else 'ok  ' if held else 'FAIL'} {name}")
-    print(f"cupti {cupti_id} ncu {ncu_id} plugin {plugin_id}; results in {out / 'results.json'}")
+    print(f"code_ids: {', '.join(f'{k} {v}' for k, v in found.items() if k.endswith('code_id'))}; "
+          f"results in {out / 'results.json'}")
     return 0 if all(held is not False for held in checks.values()) else 1
 
 
@@ -168,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "code-id-check"))
     parser.add_argument("--dry-run", action="store_true", help="our committed cubins and H100 report, no GPU")
+    parser.add_argument("--checks", choices=("cubin", "triton", "all"), default="all",
+                        help="CuPy's vector_add checks, the torch.profiler Triton check, or both (default)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--untraced", action="store_true", help=argparse.SUPPRESS)
@@ -176,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args.child, args.result, traced=not args.untraced)
         return 0
     try:
-        return check(args.out, args.dry_run)
+        return check(args.out, args.dry_run, args.checks)
     except (subprocess.SubprocessError, OSError) as exc:
         print(f"code_id_check: a step could not run: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@
 # lacks in .device/wheels (cupti-python, nvtx, ncu_report, orjson; carried with carry=[".device"]):
 #   OUT=/some/dir CHECK_BUDGET=530 bash tests/gpu/device_session.sh [steps...]
 #   bash tests/gpu/device_session.sh --dry-run [steps...]    # here, no GPU: the steps, their needs, what fits
-# Steps (default all, in this order): setup loader overhead code dram tensor load timeline roofline both.
+# Steps (default all, in this order): setup loader overhead code dram tensor load timeline roofline both triton.
 # Back under $OUT: log.txt, summary.json (every step's status, seconds and figures), device-session.tar.gz
 # (session reports, pytest output, traces, small ncu reports, baselines, figures/*.json).
 set -uo pipefail
@@ -17,11 +17,11 @@ W=${CHECK_WORK:-/tmp/perfgate-device-session}
 BUDGET=${CHECK_BUDGET:-530}
 PY=${PYTHON:-python3}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
-ALL=(setup loader overhead code dram tensor load timeline roofline both)
+ALL=(setup loader overhead code dram tensor load timeline roofline both triton)
 # Seconds a step needs to start: its expected run time on an H200/H100 (tests/data/h200/timeline-live/log.txt:
 # a pytest --perfgate session of the three examples takes 25 s under the timeline source, 55 s under both).
 declare -A NEED=([setup]=40 [loader]=75 [overhead]=70 [code]=100 [dram]=30 [tensor]=45 [load]=15 [timeline]=60
-                 [roofline]=80 [both]=170)
+                 [roofline]=80 [both]=170 [triton]=45)
 declare -A WHAT=(
   [setup]="install the wheels and perfgate; probe the machine (nvidia-smi, ncu, versions); NVML idle (issue 38)"
   [loader]="issue 34: timeline baselines of the examples, then the MLP with PERFGATE_EXAMPLE_SLOW_LOADER=1: exit 1 on region step (wall time, GPU idle, host lead), no kernel blamed; traces kept"
@@ -32,7 +32,8 @@ declare -A WHAT=(
   [roofline]="issue 37: the MLP and vector-add examples under ncu with the default set and with +roofline: seconds and replay passes of each"
   [timeline]="issue 34: 2 gated timeline runs of unchanged code (0 regressions; the softmax cold-region improvements gone); the baselines to commit"
   [both]="issue 34: --perfgate-source=both: baselines and 2 gated runs (0 regressions)"
-  [load]="issue 38: NVML throttle reasons under a 5 s bf16 matmul load")
+  [load]="issue 38: NVML throttle reasons under a 5 s bf16 matmul load"
+  [triton]="issue 38: a Triton test traced by torch.profiler (cupti-python hidden) with --perfgate-code-identity: its kernel's code_id from Triton's cache equals ncu's (tests/gpu/code_id_check.py --checks triton)")
 STEPS=("$@")
 if (( ${#STEPS[@]} == 0 )); then STEPS=("${ALL[@]}"); fi
 for step in "${STEPS[@]}"; do
@@ -136,7 +137,7 @@ step_code() {  # two processes, each its own ncu report; the second gated agains
   # The code_id from the loaded module's cubin (CUPTI) against ncu's, where that check is in the tree: its
   # results.json (checks cupti_equals_ncu, two_processes_same, rename_keeps_code); exit 0 when all hold.
   if [[ -f tests/gpu/code_id_check.py ]]; then
-    timeout "$(cap 120)" "$PY" tests/gpu/code_id_check.py --out "$W/code_id_check" 2>&1 | tail -20
+    timeout "$(cap 120)" "$PY" tests/gpu/code_id_check.py --out "$W/code_id_check" --checks cubin 2>&1 | tail -20
     say "code_id_check.py: exit ${PIPESTATUS[0]}"
     cp "$W/code_id_check/results.json" "$W/figures/code-id-check.json" 2>/dev/null
   else
@@ -211,6 +212,12 @@ step_both() {
 }
 
 step_load() { checks nvml "$W/figures/nvml-busy.json" --load 5; }
+
+step_triton() {  # the torch.profiler tracer's codes from Triton's cache, live (results.json: torch_triton_equals_ncu)
+  timeout "$(cap 60)" "$PY" tests/gpu/code_id_check.py --out "$W/code_id_triton" --checks triton 2>&1 | tail -8
+  say "code_id_check.py --checks triton: exit ${PIPESTATUS[0]}"
+  cp "$W/code_id_triton/results.json" "$W/figures/code-id-triton.json" 2>/dev/null
+}
 
 for step in "${STEPS[@]}"; do
   need=${NEED[$step]}

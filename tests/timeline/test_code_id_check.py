@@ -28,7 +28,7 @@ def test_dry_run_checks_all_three_and_writes_its_results(tmp_path: Path) -> None
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert results["checks"] == {"cupti_equals_ncu": True, "two_processes_same": True, "rename_keeps_code": True,
-                                 "plugin_equals_ncu": None}  # the pytest run needs the GPU
+                                 "plugin_equals_ncu": None, "torch_triton_equals_ncu": None}  # pytest runs need the GPU
     assert results["ncu_code_id"] == "d0771fb02e697a94"
     assert [set(p["codes"]) for p in results["processes"]] == [{"vector_add"}, {"vector_add"}, {"vector_add_renamed"}]
     assert "ok   cupti_equals_ncu" in done.stdout
