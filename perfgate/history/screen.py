@@ -27,6 +27,7 @@ BOUND_MARGIN = 1.01
 TAME = 1e100  # values (from the window's first) past this may overflow the sums: such rows are searched side by side
 
 
+@np.errstate(over="ignore", invalid="ignore")  # values past TAME overflow the sums: NaN, never calm, searched alone
 def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
     """For rows of equal length (one series each), the start of each row's first window that the search might find
     a candidate in, -1 where ``weak_change_points`` finds nothing in the row: the same windows, splits and t-tests
