@@ -158,13 +158,16 @@ def _sorted_union(*keys: Ints) -> Ints:
     return union
 
 
+Taken = npt.NDArray[np.signedinteger[Any]]  # each joined entry's row of a side, -1 where none: int32 where it fits
+
+
 def _joined_keys(base: SideValues, base_rows: Ints, cur: SideValues, cur_rows: Ints, fillers: Ints,
-                 width: int, count: int) -> tuple[Ints, Ints, Ints]:
+                 width: int, count: int) -> tuple[Ints, Taken, Taken]:
     """The sorted union of both sides' (launch, metric) keys and the fillers', and for each key the row of each
     side it takes its value from (-1: none; of a side's rows with the same key, the last)."""
     if count * width <= 4 * (len(base_rows) + len(cur_rows) + len(fillers)) + 1024:
         # Keys are dense (most launches have most metrics): one slot per possible key, no sort.
-        slots = []
+        slots: list[Taken] = []
         for side, rows in ((base, base_rows), (cur, cur_rows)):
             # A row's number in 4 bytes where the side's rows allow: a slot per possible key, 11M at 500k launches.
             slot = np.full(count * width, -1, dtype=np.int32 if len(side.value) < 2**31 else np.int64)
@@ -216,7 +219,7 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
                       current=cur_value, units=(unit, units), names=tuple(extended))
 
 
-def _taken(values: Floats, taken: Ints) -> tuple[Floats, Ints | None]:
+def _taken(values: Floats, taken: Taken) -> tuple[Floats, Ints | None]:
     """``values[taken]``, NaN where ``taken`` is -1; and the entries that have a value (None: every one, the usual
     case of two runs of the same launches, which needs no mask)."""
     if not taken.size or int(taken.min()) >= 0:

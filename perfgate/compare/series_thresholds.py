@@ -49,9 +49,8 @@ def row_limits(rows: JoinedRows, relative: Floats, absolute: Floats, gated: np.n
     if per_kernel and len(rows):
         series = {**series, **_kernel_series(rows, kernels, regions, per_kernel)}
     if not series or not len(rows):  # every row the metric's: no spec of its own, no floor where no metric has one
-        no_floor = floor is None or bool(np.isnan(floor).all())
-        return RowLimits(relative[code], absolute[code], _every_row("", len(rows)),
-                         _every_row(math.nan, len(rows)) if no_floor else floor[code])
+        floors = _every_row(math.nan, len(rows)) if floor is None or bool(np.isnan(floor).all()) else floor[code]
+        return RowLimits(relative[code], absolute[code], _every_row("", len(rows)), floors)
     floors = floor[code] if floor is not None else np.full(len(rows), math.nan)
     limits = RowLimits(relative[code], absolute[code], filled(len(rows), ""), floors)
     metrics = {metric for _, _, metric in series}
