@@ -85,7 +85,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         shown: Report = report
         parts = render_parts(report, fmt, templates=templates)
     else:
-        shown, parts = _compare_files(args, current, options, reference, history_notes, settings.history_branch,
+        handed = [current]  # the comparison lets it go once its derived table is made
+        del current
+        shown, parts = _compare_files(args, handed, options, reference, history_notes, settings.history_branch,
                                       fmt, templates)
         failed = shown["verdict"] == Verdict.FAIL.value
     write_output(parts, args.output)
@@ -110,27 +112,37 @@ def _gate_against_directory(args: argparse.Namespace, current: Measurement, opti
     return result.report, result.failed
 
 
-def _compare_files(args: argparse.Namespace, current: Measurement, options: CompareOptions,
+def _compare_files(args: argparse.Namespace, handed: list[Measurement], options: CompareOptions,
                    reference: Reference | None, history_notes: list[str], history_branch: str, fmt: str,
                    templates: Path | None) -> tuple[Report, Iterable[str | bytes]]:
-    """CURRENT against the BASELINE file (or the history's reference where BASELINE is left out): the report and its
-    text in ``fmt`` (in parts, as ``render_parts`` gives them). The report's results are numpy arrays
-    (``render.result_arrays``: no list of 400,000 rows is made); every format reads it through one
-    ``ComparedReport``, text only the rows of the launches it lists."""
+    """CURRENT (``handed``: [CURRENT], which the comparison empties) against the BASELINE file (or the history's
+    reference where BASELINE is left out): the report and its text in ``fmt`` (in parts, as ``render_parts`` gives
+    them). The report's results are numpy arrays (``render.result_arrays``: no list of 400,000 rows is made); every
+    format reads it through one ``ComparedReport``, text only the rows of the launches it lists."""
     from perfgate.render import render_parts
     from perfgate.report import build_report
 
-    comparison = _comparison(args, current, options, reference, history_notes, history_branch)
+    comparison = _comparison(args, handed, options, reference, history_notes, history_branch)
     report = build_report(comparison, result_arrays=True)
     del comparison  # done with: its memory serves the rendering
     _settle(report, history_notes)
     return report, render_parts(report, fmt, templates=templates)
 
 
-def _comparison(args: argparse.Namespace, current: Measurement, options: CompareOptions,
+def _comparison(args: argparse.Namespace, handed: list[Measurement], options: CompareOptions,
                 reference: Reference | None, history_notes: list[str], history_branch: str) -> Comparison:
-    """CURRENT compared with BASELINE, or with the history's reference (its notes put before ``history_notes``'s)."""
-    from perfgate.compare import compare_tables
+    """CURRENT (``handed``: [CURRENT]) compared with BASELINE, or with the history's reference (its notes put before
+    ``history_notes``'s). Both sides are handed to the comparison (``compare_handed``), which frees each table as
+    read once its derived one is made: no frame here holds them."""
+    from perfgate.compare.flow import compare_handed
+
+    handed.insert(0, _baseline(args, handed[0], options, reference, history_notes, history_branch))
+    return compare_handed(handed, options)
+
+
+def _baseline(args: argparse.Namespace, current: Measurement, options: CompareOptions, reference: Reference | None,
+              history_notes: list[str], history_branch: str) -> Measurement:
+    """The BASELINE file read, or the history's reference for CURRENT (its notes put before ``history_notes``'s)."""
     from perfgate.prepare import read_prepared
     from perfgate.table import Measurement, empty_table
 
@@ -144,7 +156,7 @@ def _comparison(args: argparse.Namespace, current: Measurement, options: Compare
             raise InputError(args.current, f"nothing to compare: the history holds no reference for its launches "
                              f"on branch {history_branch!r} (at least 5 recent runs each) and no BASELINE was given",
                              "record base-branch runs with 'perfgate history record', or give BASELINE")
-    return compare_tables(baseline, current, options)
+    return baseline
 
 
 def _settle(report: Report, notes: list[str]) -> None:

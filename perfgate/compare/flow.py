@@ -14,7 +14,6 @@ from perfgate.compare.replay import not_judged_across_replays, replay_change
 from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
-from perfgate.compare.renames import Renames
 from perfgate.compare.notes import (
     alone_notes,
     lone_notes,
@@ -171,11 +170,10 @@ class _Judgement(NamedTuple):
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions,
-               renames: Renames | None = None) -> _Judgement:
-    """Match the launches, join their values and judge them: groups of repeated launches, then rows, then
-    launches. ``renames``: the kernels' pairs already found for the same kernel launches."""
+               launches: MatchedLaunches) -> _Judgement:
+    """Join the values of the ``launches`` matched and judge them: groups of repeated launches, then rows, then
+    launches."""
     compared = options.compared_metrics()
-    launches = match_launches(baseline.table, current.table, options.kernel_aliases, renames)
     codes = metric_codes([*compared, *LAUNCH_CONFIG_METRICS])
     base_side = SideValues(baseline.table, launches.base_ids, codes)
     cur_side = SideValues(current.table, launches.cur_ids, codes)
@@ -219,22 +217,32 @@ def _for_judging(side: Measurement, options: CompareOptions) -> Measurement:
     return with_derived(side, options.compared_metrics(), options.declared_flops, keep_inputs=False)
 
 
-def _judged(baseline: Measurement, current: Measurement, options: CompareOptions
+def _judged(sides: list[Measurement], options: CompareOptions
             ) -> tuple[_Judgement, Measurement, Measurement, list[str]]:
-    """The comparison of both sides with their derived metrics (``_for_judging``) judged (``_judgement``); where
-    kernels were replaced outside every region and no total holds them, judged again with a total of the launches
-    outside every region on both sides (``outside``, summed from the sides as given), with the sides it was judged
-    on and the notes that total calls for."""
+    """The comparison of ``sides`` ([baseline, current]) with their derived metrics (``_for_judging``) judged
+    (``_judgement``), with the sides it was judged on and the notes its total outside every region calls for
+    (``_with_outside_totals``). ``sides`` is emptied before the join: the tables as given are no longer needed."""
+    base, cur = _for_judging(sides[0], options), _for_judging(sides[1], options)
+    launches = match_launches(base.table, cur.table, options.kernel_aliases)
+    notes: list[str] = []
+    if needs_outside_total(find_replacements(launches)):
+        base, cur, launches, notes = _with_outside_totals(sides, base, cur, launches, options)
+    sides.clear()
+    return _judgement(base, cur, options, launches), base, cur, notes
+
+
+def _with_outside_totals(sides: list[Measurement], base: Measurement, cur: Measurement, launches: MatchedLaunches,
+                         options: CompareOptions) -> tuple[Measurement, Measurement, MatchedLaunches, list[str]]:
+    """Where kernels were replaced outside every region and no total holds them: both sides with a total of the
+    launches outside every region (``outside``, summed from ``sides`` as given, counters in) and derived again,
+    their launches matched again, and the notes that total calls for; ``base`` and ``cur`` where no such total
+    compares like with like."""
+    baseline, current, notes = outside_totals(sides[0], sides[1])
+    if baseline is sides[0] and current is sides[1]:
+        return base, cur, launches, notes
     base, cur = _for_judging(baseline, options), _for_judging(current, options)
-    found = _judgement(base, cur, options)
-    if not needs_outside_total(found.replacements):
-        return found, base, cur, []
-    with_totals = outside_totals(baseline, current)
-    if with_totals[0] is baseline and with_totals[1] is current:
-        return found, base, cur, with_totals[2]
-    base, cur = _for_judging(with_totals[0], options), _for_judging(with_totals[1], options)
     # The totals added are regions: the kernel launches, and so the renamed kernels' pairs, are the same.
-    return _judgement(base, cur, options, found.launches.renames), base, cur, with_totals[2]
+    return base, cur, match_launches(base.table, cur.table, options.kernel_aliases, launches.renames), notes
 
 
 def _result_notes(found: _Judgement, results: Columns, order: Ints, options: CompareOptions) -> list[str]:
@@ -269,9 +277,22 @@ def declared_work_notes(current: Measurement, declared: float | None) -> list[st
     return []
 
 
-def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
-    """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
-    InputError when launches match but no gated metric has values on both sides."""
+class _Given(NamedTuple):
+    """Both sides as the judgement takes them, and what was found on the way there (``_given``)."""
+
+    sides: list[Measurement]  # [baseline, current]: like for like totals, common regions; ``_judged`` empties it
+    options: CompareOptions
+    base_devices: list[tuple[str, str]]
+    cur_devices: list[tuple[str, str]]
+    total_notes: list[str]
+    region_notes: list[str]
+    not_judged: list[tuple[str, str]]
+
+
+def _given(sides: list[Measurement], options: CompareOptions | None) -> _Given:
+    """``sides`` ([baseline, current], which it empties) checked and made comparable: the same source, like for
+    like totals, the devices agreeing, the regions both hold; the options they call for."""
+    baseline, current = sides.pop(0), sides.pop(0)
     check_same_source(baseline, current)
     baseline, current, total_notes = like_for_like_totals(baseline, current)
     options = for_measurement(options or CompareOptions(), baseline, current)
@@ -282,7 +303,23 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     base_devices, cur_devices = devices(baseline.table), devices(current.table)
     check_devices(base_devices, cur_devices, baseline.source, current.source, options.allow_device_mismatch)
     baseline, current, region_notes = common_regions(baseline, current)
-    found, baseline, current, outside_notes = _judged(baseline, current, options)
+    return _Given([baseline, current], options, base_devices, cur_devices, total_notes, region_notes, not_judged)
+
+
+def compare_tables(baseline: Measurement, current: Measurement, options: CompareOptions | None = None) -> Comparison:
+    """Compare two measurements. Raises DeviceMismatchError unless the devices agree, and
+    InputError when launches match but no gated metric has values on both sides."""
+    return compare_handed([baseline, current], options)
+
+
+def compare_handed(sides: list[Measurement], options: CompareOptions | None = None) -> Comparison:
+    """``compare_tables`` of ``sides`` ([baseline, current]), which it empties: each side's table as given is let
+    go once its derived table is made, so that where the caller holds it nowhere else it is freed before the join
+    (the command's compare of a raw page: 240 MB a side at 500k launches)."""
+    given = _given(sides, options)
+    options, base_devices, cur_devices, not_judged = given.options, given.base_devices, given.cur_devices, \
+        given.not_judged
+    found, baseline, current, outside_notes = _judged(given.sides, options)
     launches, rows, judged, groups, statuses = found.launches, found.rows, found.judged, found.groups, found.statuses
     base_name, cur_name = baseline.source or "baseline", current.source or "current"
     refuse_if_nothing_comparable(statuses, judged.status, judged.gated, found.compared, base_name, cur_name)
@@ -291,7 +328,7 @@ def compare_tables(baseline: Measurement, current: Measurement, options: Compare
     notes = comparison_notes(base_name, cur_name, unnamed_device, found.compared, thresholds, found.codes,
                              found.base_side, found.cur_side, launches.kinds, statuses,
                              replaced_launches(launches, found.replacements))
-    notes += total_notes + outside_notes + rename_notes(launches.renames) + region_notes
+    notes += given.total_notes + outside_notes + rename_notes(launches.renames) + given.region_notes
     notes += region_why(baseline, current) if is_timeline(current) else []
     notes += found.cold_notes + found.drift_notes + declared_work_notes(current, options.declared_flops)
     notes += replacement_notes(rows, judged, launches, statuses, found.replacements)

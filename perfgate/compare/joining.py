@@ -158,15 +158,19 @@ def _sorted_union(*keys: Ints) -> Ints:
     return union
 
 
+Taken = npt.NDArray[np.signedinteger[Any]]  # each joined entry's row of a side, -1 where none: int32 where it fits
+
+
 def _joined_keys(base: SideValues, base_rows: Ints, cur: SideValues, cur_rows: Ints, fillers: Ints,
-                 width: int, count: int) -> tuple[Ints, Ints, Ints]:
+                 width: int, count: int) -> tuple[Ints, Taken, Taken]:
     """The sorted union of both sides' (launch, metric) keys and the fillers', and for each key the row of each
     side it takes its value from (-1: none; of a side's rows with the same key, the last)."""
     if count * width <= 4 * (len(base_rows) + len(cur_rows) + len(fillers)) + 1024:
         # Keys are dense (most launches have most metrics): one slot per possible key, no sort.
-        slots = []
+        slots: list[Taken] = []
         for side, rows in ((base, base_rows), (cur, cur_rows)):
-            slot = np.full(count * width, -1, dtype=np.int64)
+            # A row's number in 4 bytes where the side's rows allow: a slot per possible key, 11M at 500k launches.
+            slot = np.full(count * width, -1, dtype=np.int32 if len(side.value) < 2**31 else np.int64)
             keys = side.ids[rows] * width + side.metric[rows]
             slot[keys] = rows
             if np.count_nonzero(slot >= 0) != len(rows):  # a key twice: its last row, whatever numpy's order
@@ -207,7 +211,7 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
     if cur_at is None:
         unit: Ints = cur_unit[cur_codes[cur_taken]]
     else:
-        unit = np.full(len(all_keys), len(units) - 1, dtype=np.int64)
+        unit = np.full(len(all_keys), len(units) - 1, dtype=cur_unit.dtype)
         base_only = np.flatnonzero((base_taken >= 0) & (cur_taken < 0))
         unit[base_only] = base_unit[base_codes[base_taken[base_only]]]
         unit[cur_at] = cur_unit[cur_codes[cur_taken[cur_at]]]
@@ -215,7 +219,7 @@ def join_metrics(base: SideValues, cur: SideValues, codes: Mapping[str, int], co
                       current=cur_value, units=(unit, units), names=tuple(extended))
 
 
-def _taken(values: Floats, taken: Ints) -> tuple[Floats, Ints | None]:
+def _taken(values: Floats, taken: Taken) -> tuple[Floats, Ints | None]:
     """``values[taken]``, NaN where ``taken`` is -1; and the entries that have a value (None: every one, the usual
     case of two runs of the same launches, which needs no mask)."""
     if not taken.size or int(taken.min()) >= 0:
@@ -233,8 +237,12 @@ def _shared_codes(base: Coded, cur: Coded, last: str) -> tuple[tuple[Ints, Ints]
     distinct = [value for value in dict.fromkeys([*base[1].tolist(), *cur[1].tolist()]) if value != last]
     index = {value: code for code, value in enumerate([*distinct, last])}
 
+    # A byte a code where the units are few (as they are): the entries' units are read through them, 7.5M at 500k
+    # launches with derived metrics.
+    narrow = np.int8 if len(index) <= np.iinfo(np.int8).max else np.int64
+
     def mapped(side: Coded) -> tuple[Ints, Ints]:
         side_codes, values = side
-        return side_codes, np.array([index[v] for v in values.tolist()] or [len(index) - 1], dtype=np.int64)
+        return side_codes, np.array([index[v] for v in values.tolist()] or [len(index) - 1], dtype=narrow)
 
     return mapped(base), mapped(cur), objects(list(index))

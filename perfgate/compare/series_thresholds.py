@@ -46,12 +46,13 @@ def row_limits(rows: JoinedRows, relative: Floats, absolute: Floats, gated: np.n
     """``relative``/``absolute``/``gated``/``floor`` are per metric code (``policies.MetricRules``); ``kernels``
     and ``regions`` per launch id (the current run's names)."""
     code = rows.metric_code
-    floors = floor[code] if floor is not None else np.full(len(rows), math.nan)
-    limits = RowLimits(relative[code], absolute[code], filled(len(rows), ""), floors)
     if per_kernel and len(rows):
         series = {**series, **_kernel_series(rows, kernels, regions, per_kernel)}
-    if not series or not len(rows):
-        return limits
+    if not series or not len(rows):  # every row the metric's: no spec of its own, no floor where no metric has one
+        floors = _every_row(math.nan, len(rows)) if floor is None or bool(np.isnan(floor).all()) else floor[code]
+        return RowLimits(relative[code], absolute[code], _every_row("", len(rows)), floors)
+    floors = floor[code] if floor is not None else np.full(len(rows), math.nan)
+    limits = RowLimits(relative[code], absolute[code], filled(len(rows), ""), floors)
     metrics = {metric for _, _, metric in series}
     wanted = np.array([name in metrics for name in rows.names], dtype=bool)
     for index in np.flatnonzero(wanted[code] & gated[code]).tolist():
@@ -65,6 +66,12 @@ def row_limits(rows: JoinedRows, relative: Floats, absolute: Floats, gated: np.n
         limits.spec[index] = found.spec
         floors[index] = math.nan if found.floor is None else found.floor
     return limits
+
+
+def _every_row(value: object, count: int) -> np.ndarray:
+    """``value`` on each of ``count`` rows, as a read-only view of one: a column of 7.5M rows at 500k launches with
+    derived metrics, which no one writes where no series has a threshold of its own."""
+    return np.broadcast_to(np.array([value], dtype=object if isinstance(value, str) else np.float64), (count,))
 
 
 def _kernel_series(rows: JoinedRows, kernels: Objects, regions: Objects,

@@ -160,6 +160,19 @@ def test_kernels_replaced_in_a_report_without_regions_are_judged_through_the_who
     assert _row(comparison, TOTAL, INST, "")["status"] == "info"  # nvjet executes 30% fewer instructions
 
 
+def test_a_replacement_outside_every_region_is_joined_and_judged_once(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the total of the launches outside every region is needed is known from the matched launches: the
+    comparison is joined once, with that total, not first without it."""
+    import perfgate.compare.flow as flow
+
+    joins: list[int] = []
+    join_metrics = flow.join_metrics
+    monkeypatch.setattr(flow, "join_metrics", lambda *args: joins.append(1) or join_metrics(*args))
+    comparison = _compared("xmma -> nvjet, same time", tmp_path, family="unscoped")
+    assert len(joins) == 1 and (comparison.launches["kernel"] == TOTAL).any()
+
+
 def test_a_replacement_that_slowed_a_report_without_regions_fails_on_its_total(tmp_path: Path) -> None:
     comparison = _compared("xmma -> nvjet 20% slower (the report +14%)", tmp_path)
     assert comparison.verdict == "fail" and not comparison.unmeasured
