@@ -128,6 +128,12 @@ def _reject_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+def number_too_long(source: object, fix: str) -> InputError:
+    """The error for a JSON integer of more digits than Python converts (4,300 by default): no measurement has one."""
+    return InputError(source, "a number with more digits than Python reads (4,300 unless set otherwise): no "
+                              "measurement has one", fix)
+
+
 def parse_json(text: str, source: object, fix: str) -> Any:
     """Plain, finite, shallow JSON, or one-line InputError naming ``source`` (``fix`` says how to get a good one).
 
@@ -144,6 +150,8 @@ def parse_json(text: str, source: object, fix: str) -> Any:
                          f"it may have been truncated; {fix}") from None
     except RecursionError:
         raise too_deep from None
+    except ValueError:  # past the JSONDecodeError above: Python's own limit on an integer's digits
+        raise number_too_long(source, fix) from None
     if json_depth_exceeds(document):
         raise too_deep
     return document

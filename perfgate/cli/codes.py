@@ -9,11 +9,14 @@ reads it beside the trace (``perfgate.collect.timeline.codes_file``).
 from __future__ import annotations
 
 import argparse
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.errors import EXIT_OK, InputError
+from perfgate.files import write_file
 from perfgate.process import print_out
+from perfgate.text import inert
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -38,6 +41,18 @@ def add_parser(sub: SubParsers) -> None:
     codes.set_defaults(func=cmd_codes)
 
 
+def _cubin_bytes(path: Path) -> bytes:
+    """A cubin file's bytes: a regular file within the input limit (a device such as /dev/zero never ends)."""
+    from perfgate.limits import max_input_bytes, size_text
+
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "not a regular file", _CUBIN_FIX)
+    if info.st_size > max_input_bytes():
+        raise InputError(path, f"larger than {size_text(max_input_bytes())}, the input limit", _CUBIN_FIX)
+    return path.read_bytes()
+
+
 def _cubins(paths: list[Path], kernels: set[str]) -> tuple[list[bytes], set[str]]:
     """The cubins' bytes, and their functions' symbols whose demangled names are among ``kernels``."""
     from perfgate.collect.cubin import CubinError, cubin_functions
@@ -47,7 +62,7 @@ def _cubins(paths: list[Path], kernels: set[str]) -> tuple[list[bytes], set[str]
     symbols: set[str] = set()
     for path in paths:
         try:
-            data = path.read_bytes()
+            data = _cubin_bytes(path)
             _, functions = cubin_functions(data)
         except OSError as exc:
             raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
@@ -74,10 +89,10 @@ def cmd_codes(args: argparse.Namespace) -> int:
         raise InputError(", ".join(map(str, args.cubin)), problems[0], _CUBIN_FIX)
     target = codes_file(trace)
     try:
-        target.write_text(codes_json(codes, []), encoding="utf-8")
+        write_file(target, codes_json(codes, []))  # atomic: compare reads it, and never half of one
     except OSError as exc:
         raise InputError(target, f"cannot write ({exc.strerror or exc})", "check the folder is writable") from None
     known = known_kernels(codes, kernels)
-    print_out(f"perfgate: {target}: the code of {len(known)} of the trace's {len(kernels)} kernel"
-              f"{'s' if len(kernels) != 1 else ''}\n")
+    print_out(inert(f"perfgate: {target}: the code of {len(known)} of the trace's {len(kernels)} kernel"
+                    f"{'s' if len(kernels) != 1 else ''}") + "\n")
     return EXIT_OK

@@ -18,6 +18,7 @@ from perfgate.cli.common import (
 from perfgate.errors import InputError
 from perfgate.option_table import add_arguments
 from perfgate.process import print_out
+from perfgate.text import inert
 from perfgate.verdict import verdict_of
 from perfgate.vocabulary import READABLE_INPUTS, Verdict
 
@@ -92,7 +93,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         failed = shown["verdict"] == Verdict.FAIL.value
     write_output(parts, args.output)
     if args.output is not None:
-        print_out(f"{verdict_line(shown)} (report: {args.output})\n")
+        # inert: the line can quote a report's text (a cause of "not measured") and names a file
+        print_out(f"{inert(verdict_line(shown))} (report: {inert(args.output)})\n")
     return report_status(shown, failed)
 
 

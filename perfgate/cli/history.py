@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.cli.common import settings_for
+from perfgate.cli.common import output_path, settings_for
 from perfgate.errors import EXIT_OK, InputError
 from perfgate.files import write_file
 from perfgate.history.location import resolve_history_url
@@ -85,7 +85,8 @@ def _add_changes(commands: SubParsers) -> None:
                          help="a change point must beat this t-test p-value (default: 0.0001)")
     changes.add_argument("--min-change", type=non_negative_fraction, default=0.0, metavar="FRACTION",
                          help="ignore change points smaller than this relative change, e.g. 0.01 (default: 0)")
-    changes.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)")
+    changes.add_argument("-o", "--output", type=output_path, metavar="FILE",
+                         help="write to FILE; '-' is stdout (default: stdout)")
     changes.set_defaults(func=cmd_changes)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.process import print_out
+from perfgate.text import inert
 
 if TYPE_CHECKING:
     from perfgate.cli.common import SubParsers
@@ -48,7 +49,7 @@ def add_parser(sub: SubParsers) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from perfgate.errors import InputError
-    from perfgate.init import InitOptions, conflicts, next_steps, plan, write
+    from perfgate.init import InitOptions, conflicts, next_steps, plan, refuse_folders_in_the_way, write
 
     root: Path = args.dir
     if not root.is_dir():
@@ -57,6 +58,7 @@ def cmd_init(args: argparse.Namespace) -> int:
                           perfgate_spec=args.perfgate_spec, install=args.install, example=args.example,
                           force=args.force)
     planned = plan(root, options)
+    refuse_folders_in_the_way(root, planned)
     existing = conflicts(root, planned)
     if existing and not options.force:
         names = ", ".join(str(p) for p in existing)
@@ -65,7 +67,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         return EXIT_EXISTS
     write(root, planned)
     width = max(len(str(p.path)) for p in planned)
-    lines = [f"perfgate init: wrote {len(planned)} files in {root.resolve()}"]
+    lines = [inert(f"perfgate init: wrote {len(planned)} files in {root.resolve()}")]
     lines += [f"  {str(p.path):<{width}}  {p.purpose}" for p in planned]
     print_out("\n".join([*lines, next_steps(options, planned)]) + "\n")
     return 0

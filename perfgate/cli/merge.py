@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from perfgate.cli.common import output_path, report_status, write_output
 from perfgate.process import print_out
+from perfgate.text import inert
 from perfgate.vocabulary import Verdict
 
 if TYPE_CHECKING:
@@ -32,5 +33,5 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_reports(reports)
     write_output(render_parts(merged, "json"), args.output)
     if args.output is not None:
-        print_out(verdict_line(merged) + "\n")
+        print_out(inert(verdict_line(merged)) + "\n")  # it can quote a report's text: an artifact's, untrusted
     return report_status(merged, merged["verdict"] == Verdict.FAIL.value)

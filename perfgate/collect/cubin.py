@@ -117,6 +117,13 @@ def cubin_functions(data: bytes) -> tuple[str, dict[str, bytes]]:
     function symbol at the start of its own section ``.text.<name>``; the section holds its callees and padding
     too, as the function ncu reads does."""
     image = _elf(data)
+    try:
+        return cubin_arch(image), _functions(image)
+    except Exception as exc:  # pyelftools reads sections lazily: a damaged or cut one raises here, in its own errors
+        raise CubinError(f"not a readable ELF image ({type(exc).__name__}: {exc})") from None
+
+
+def _functions(image: Any) -> dict[str, bytes]:
     symbols = image.get_section_by_name(".symtab")
     functions: dict[str, bytes] = {}
     for symbol in symbols.iter_symbols() if symbols is not None else ():
@@ -126,7 +133,7 @@ def cubin_functions(data: bytes) -> tuple[str, dict[str, bytes]]:
         section = image.get_section(index)
         if section.name == f".text.{symbol.name}" and section["sh_type"] == "SHT_PROGBITS":
             functions[symbol.name] = section.data()
-    return cubin_arch(image), functions
+    return functions
 
 
 def ncu_form(text: str, address: int, self_branches: int) -> str:

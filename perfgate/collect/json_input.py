@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate.errors import InputError
-from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, parse_json, read_json_file
+from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, number_too_long, parse_json, read_json_file
 
 FIX = "regenerate the file (perfgate or pytest-benchmark)"
 TRACE_FIX = "export the trace again"  # once a list is streamed, the input is a trace
@@ -130,7 +130,7 @@ class _Reader:
 
     def take(self, expected: str) -> str:
         char = self.peek()
-        if char not in expected:
+        if not char or char not in expected:  # "" (the end of the file) is in every string
             raise self.broken(self.at, f"expecting one of {expected!r}" if len(expected) > 1 else f"expecting {expected!r}")
         self.at += 1
         return char
@@ -155,6 +155,8 @@ class _Reader:
                     raise _TooLarge from None
                 self._grow()
                 continue
+            except ValueError:  # past the JSONDecodeError above: Python's own limit on an integer's digits
+                raise number_too_long(self.path, self.fix) from None
             if end - self.at > MAX_VALUE_CHARS:
                 raise _TooLarge
             if end < len(self.text) or self.ended:  # a number at the end of the text may go on in the next chunk
@@ -242,7 +244,9 @@ def _list_elements(reader: _Reader, first: Any, handle: Stream) -> Iterator[Any]
     too_large = InputError(reader.path, f"a JSON value of more than {MAX_VALUE_CHARS:,} characters", TRACE_FIX)
     try:
         yield first
-        while reader.take(",]") == ",":
+        # The Trace Event Format lets the array format leave out its closing "]" (the trace of a process that
+        # crashed): there the end of the file ends the list.
+        while reader.peek() and reader.take(",]") == ",":
             yield reader.value()
         _end(reader, [])
     except _TooLarge:

@@ -53,9 +53,11 @@ def _entries(cache: Path, names: Collection[str], archs: set[int]) -> list[tuple
         if metadata_file.name.startswith(GROUP_PREFIX):
             continue
         cubin = metadata_file.with_suffix(".cubin")
+        if not metadata_file.is_file():  # Triton writes files: a FIFO here would never end its read
+            continue
         try:
             metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # a half-written entry
+        except (OSError, ValueError, RecursionError):  # a half-written entry, or another tool's file
             continue
         name = metadata.get("name") if isinstance(metadata, dict) else None  # else another tool's file
         if isinstance(name, str) and name in names and cubin.is_file() and not _for_other_gpu(metadata, archs):

@@ -138,6 +138,9 @@ def _toml(path: Path) -> dict[str, Any]:
         document: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(path, f"cannot be read as TOML ({exc})", "fix it, then run perfgate init again") from exc
+    except RecursionError:  # tomllib parses nested arrays by recursion
+        raise InputError(path, "cannot be read as TOML (nested too deeply)", "fix it, then run perfgate init again") \
+            from None
     return document
 
 
@@ -212,6 +215,16 @@ def _without_table(text: str) -> str:
         if not inside:
             kept.append(line)
     return "".join(kept)
+
+
+def refuse_folders_in_the_way(root: Path, planned: list[Planned]) -> None:
+    """InputError for a planned file whose path is a folder: no --force replaces one, and the files before it
+    would be written before the write of it failed."""
+    for item in planned:
+        target = root / item.path
+        if target.is_dir():
+            raise InputError(target, "is a folder where perfgate init writes a file (nothing written)",
+                             "move the folder away, then run perfgate init again")
 
 
 def conflicts(root: Path, planned: list[Planned]) -> list[Path]:

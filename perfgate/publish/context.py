@@ -11,14 +11,15 @@ Pure over a dict environment and a parsed event payload, so every case is a plai
 
 from __future__ import annotations
 
-import json
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ConfigError, InputError
+from perfgate.limits import parse_json
 from perfgate.publish import DEFAULT_API_URL
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -50,16 +51,31 @@ def check_sha(value: str, source: str) -> str:
     return lowered
 
 
+MAX_EVENT_BYTES = 64 << 20  # GitHub caps a webhook's payload at 25 MB
+_EVENT_FIX = "check GITHUB_EVENT_PATH"
+
+
 def load_event(path: str | None) -> dict[str, Any] | None:
-    """The event payload at ``GITHUB_EVENT_PATH`` (None outside Actions)."""
+    """The event payload at ``GITHUB_EVENT_PATH`` (None outside Actions): a regular file the runner wrote, read
+    as any JSON input is (finite, shallow), so that a device, a FIFO or a deep document is one line, not a hang."""
     if not path:
         return None
+    file = Path(path)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(path, "the event payload is not a regular file", _EVENT_FIX)
+        if info.st_size > MAX_EVENT_BYTES:
+            raise InputError(path, f"the event payload is larger than {MAX_EVENT_BYTES >> 20} MiB", _EVENT_FIX)
+        text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(path, f"cannot read the event payload ({exc.strerror})", "check GITHUB_EVENT_PATH") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(path, "the event payload is not JSON", "check GITHUB_EVENT_PATH") from None
+        raise InputError(path, f"cannot read the event payload ({exc.strerror})", _EVENT_FIX) from None
+    except UnicodeDecodeError:
+        raise InputError(path, "the event payload is not JSON", _EVENT_FIX) from None
+    try:
+        document = parse_json(text, path, _EVENT_FIX)
+    except InputError as exc:
+        raise InputError(path, f"the event payload is not JSON ({exc.problem})", _EVENT_FIX) from None
     return document if isinstance(document, dict) else None
 
 
