@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,18 @@ def parse_json_or_none(text: str | bytes) -> Any:
         return parse_json(text.decode("utf-8") if isinstance(text, bytes) else text, "", "")
     except (InputError, UnicodeDecodeError):
         return None
+
+
+def check_regular_file(path: Path, what: str, fix: str, limit: int | None = None) -> None:
+    """InputError unless ``path`` is a regular file of at most ``limit`` bytes (perfgate's input limit by
+    default): a device such as /dev/zero or a FIFO nobody writes never ends. ``what``: the file's role, as the
+    error names it. OSError where it cannot be read, for the caller to say."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, f"{what} is not a regular file", fix)
+    most = max_input_bytes() if limit is None else limit
+    if info.st_size > most:
+        raise InputError(path, f"{what} is larger than {size_text(most)}, the input limit", fix)
 
 
 def read_json_file(path: Path, what: str, fix: str) -> Any:

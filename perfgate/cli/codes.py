@@ -9,7 +9,6 @@ reads it beside the trace (``perfgate.collect.timeline.codes_file``).
 from __future__ import annotations
 
 import argparse
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,13 +42,9 @@ def add_parser(sub: SubParsers) -> None:
 
 def _cubin_bytes(path: Path) -> bytes:
     """A cubin file's bytes: a regular file within the input limit (a device such as /dev/zero never ends)."""
-    from perfgate.limits import max_input_bytes, size_text
+    from perfgate.limits import check_regular_file
 
-    info = path.stat()
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(path, "not a regular file", _CUBIN_FIX)
-    if info.st_size > max_input_bytes():
-        raise InputError(path, f"larger than {size_text(max_input_bytes())}, the input limit", _CUBIN_FIX)
+    check_regular_file(path, "the cubin", _CUBIN_FIX)
     return path.read_bytes()
 
 

@@ -12,14 +12,13 @@ Pure over a dict environment and a parsed event payload, so every case is a plai
 from __future__ import annotations
 
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ConfigError, InputError
-from perfgate.limits import parse_json
+from perfgate.limits import check_regular_file, parse_json
 from perfgate.publish import DEFAULT_API_URL
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -62,11 +61,7 @@ def load_event(path: str | None) -> dict[str, Any] | None:
         return None
     file = Path(path)
     try:
-        info = file.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(path, "the event payload is not a regular file", _EVENT_FIX)
-        if info.st_size > MAX_EVENT_BYTES:
-            raise InputError(path, f"the event payload is larger than {MAX_EVENT_BYTES >> 20} MiB", _EVENT_FIX)
+        check_regular_file(file, "the event payload", _EVENT_FIX, MAX_EVENT_BYTES)
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(path, f"cannot read the event payload ({exc.strerror})", _EVENT_FIX) from None

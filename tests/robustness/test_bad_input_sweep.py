@@ -99,7 +99,7 @@ def test_a_damaged_cubin_is_one_line_naming_it(damage: str, tmp_path: Path, caps
     trace = tmp_path / "t.cupti.json.gz"
     shutil.copyfile(OURS / "vector_add.cupti.a.cupti.json.gz", trace)
     status, _, err = run_cli(capsys, "codes", trace, "--cubin", cubin)
-    _one_line(status, err, f"{cubin}: {'not a regular file' if damage == 'device' else 'not a readable ELF image'}")
+    _one_line(status, err, f"{cubin}: {'the cubin is not a regular file' if damage == 'device' else 'not a readable ELF image'}")
 
 
 @needs_nvdisasm
