@@ -3,8 +3,7 @@
 Not a pandas DataFrame: importing pandas costs more than reading and comparing a ``.ncu-rep`` of a few launches
 (the goal is 3x loading it with ``ncu_report``), so pandas is imported where ncu's CSV pages are parsed
 (``perfgate.collect.ncu_csv.parsing``). String columns are object arrays of ``str``; numbers are int64, float64 or
-bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones that share
-the arrays they did not change.
+bool arrays. A Columns is never changed in place: ``assign``, ``take`` and ``[mask]`` return new ones.
 
 A column may also be held as a ``Gather``, ``values[rows]`` not made yet: a table whose rows repeat a few values
 (each launch's kernel on every metric row of it, a metric's name, a result's launch) costs its rows' codes, not an
@@ -15,6 +14,7 @@ reader's), so that 500,000 launches of five kernels hold five strings, not 500,0
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -47,12 +47,17 @@ def filled(count: int, value: Any) -> npt.NDArray[np.object_]:
 def factorize(values: Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
     """Each value's index into the distinct values, in order of first appearance, and those values.
 
-    Integers are coded by numpy; anything else (strings) by a dict, which hashes in C where ``np.unique`` would
-    sort the strings.
+    Integers are coded by numpy; strings by pandas' hash table where a CSV page's reading imported it (a 7.5M-row
+    status column in 60% of the time), anything else by a dict (Python's equality: None, NaN, 1 == 1.0).
     """
     if values.dtype.kind in "iub":
         codes, firsts = _integer_codes(values)
         return codes, objects(values[firsts].tolist())
+    pandas = sys.modules.get("pandas")  # never imported for this: a .ncu-rep compare does without it
+    if pandas is not None and len(values) >= 10_000:
+        hashed, distinct = pandas.factorize(values)  # None and NaN: -1
+        if hashed.min() >= 0 and all(type(value) is str for value in distinct):
+            return hashed.astype(np.int64, copy=False), objects(distinct.tolist())
     items = values.tolist()
     index = {value: code for code, value in enumerate(dict.fromkeys(items))}
     codes = np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
@@ -119,8 +124,7 @@ def sort_ranks(values: Array) -> tuple[npt.NDArray[np.int64], int]:
 
 def combined_key(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int64]:
     """One integer per row that orders the rows as ``keys`` do (the first the primary one), equal for equal rows;
-    each key integers in ``[0, size)`` given with its size. Where the sizes' product would overflow int64, the
-    key so far is renumbered (its order kept) first."""
+    each key integers in ``[0, size)`` with its size. Past int64, the key so far is renumbered (in order) first."""
     combined = np.zeros(len(keys[0][0]), dtype=np.int64)
     span = 1
     for key, size in keys:
@@ -134,18 +138,16 @@ def combined_key(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.int
 
 
 def sorted_order(*keys: tuple[npt.NDArray[np.int64], int]) -> npt.NDArray[np.intp]:
-    """The rows in the order of ``keys`` (as ``combined_key`` takes them); ties keep their order. ``np.lexsort``
-    sorts once per key: here the keys make one integer, sorted once."""
+    """The rows in the order of ``keys`` (as ``combined_key`` takes them), ties in order: one sort, not lexsort's."""
     order: npt.NDArray[np.intp] = np.argsort(combined_key(*keys), kind="stable")
     return order
 
 
 class Gather:
     """A column as ``values[rows]``, made only when read (see the module's docstring). Columns that share one
-    ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``.
-
-    ``values`` may itself be a Gather: a reader's per-launch column held as codes into its distinct values, read
-    on each row through the row's launch. Its rows then never become one object per launch."""
+    ``rows`` array (the per-launch columns of a table, by launch) have their rows taken once by ``take``. ``values``
+    may itself be a Gather: a reader's per-launch column held as codes into its distinct values, read on each row
+    through the row's launch. Its rows then never become one object per launch."""
 
     __slots__ = ("values", "rows")
 
@@ -330,9 +332,8 @@ class Columns:
 
     @staticmethod
     def placed(parts: Sequence[Columns], positions: Sequence[Codes]) -> Columns:
-        """``concat(parts)`` with its rows in another order, made in one pass: ``positions[k]`` is where each row of
-        ``parts[k]`` goes (together a permutation of every row). ``concat`` then ``take`` copied each column twice
-        (11M rows at 500k launches with derived metrics)."""
+        """``concat(parts)`` with its rows in another order, in one pass (``concat`` then ``take`` copied each column
+        twice): ``positions[k]`` is where each row of ``parts[k]`` goes (together a permutation of every row)."""
         if not parts:
             return Columns({})
         size = sum(len(part) for part in parts)
@@ -377,9 +378,8 @@ class Columns:
 def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[int, ...], Array],
                    join: Callable[[Sequence[Array]], Array]) -> Array | Gather:
     """One column of ``Columns.concat`` (``join``: ``np.concatenate``) or ``Columns.placed``: Gathers over one
-    ``values`` stay a Gather (their rows joined, once for the columns that shared rows in every part); Gathers over
-    different values become one Gather over their values one after another, so that a table's text columns are not
-    made as objects a row to add a few rows to it."""
+    ``values`` stay a Gather (their rows joined, once for the columns that shared rows in every part), Gathers over
+    different values one Gather over their values one after another (no column made as objects to add rows)."""
     arrays = [column for column in columns if not isinstance(column, Gather)]
     if len(arrays) == len(columns):  # joined once with the Gathers whose rows these are, if any
         key = tuple(id(array) for array in arrays)

@@ -80,13 +80,16 @@ def _number_texts(values: np.ndarray, column: Sequence[Any], rows: np.ndarray, c
 
 # ---------------------------------------------------------------- the table of every launch
 
-def _shown(columns: ResultArrays) -> np.ndarray:
-    """The result rows the table lists: the gated ones, and an ungated one only for a launch that is new, missing
-    or without data as a whole (one absent on a side of a compared launch says nothing: its section lists every
-    collected metric)."""
-    ungated = columns.statuses(*_SHOWN_UNGATED)[columns.status] & (columns.status
-                                                                   == columns.launch_status[columns.launch])
-    return np.flatnonzero(columns.gated | ungated)
+def _shown(columns: ResultArrays, listed: np.ndarray | None) -> np.ndarray:
+    """The result rows the table lists of the launches ``listed`` (a mask; every launch where None): the gated ones,
+    and an ungated one only for a launch that is new, missing or without data as a whole (one absent on a side of
+    a compared launch says nothing: its section lists every collected metric). Only the listed launches' rows are
+    looked at: a page lists a few thousand launches of 500,000."""
+    rows = np.arange(len(columns.status)) if listed is None else columns.rows_of(np.flatnonzero(listed).tolist())
+    status = columns.status[rows]
+    ungated = columns.statuses(*_SHOWN_UNGATED)[status] & (status == columns.launch_status[columns.launch[rows]])
+    shown: np.ndarray = rows[columns.gated[rows] | ungated]
+    return shown
 
 
 def _factorized(column: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
@@ -230,12 +233,11 @@ def table_rows(report: Report, columns: ResultArrays, listed: np.ndarray | None 
     missing or no data), then its "why" row. A row is nine parts, most of them shared (the status cells, the
     launch's cells, the metric's label and limit, each distinct number's text), so the table is put together
     by numpy indexing, not 80,000 string formats."""
+    shown = _shown(columns, listed)
     if listed is None:
         listed = np.ones(len(columns.launch_status), dtype=bool)
     facts = _Metrics(report)
     results = columns.values
-    shown = _shown(columns)
-    shown = shown[listed[columns.launch[shown]]]
     codes, launch = columns.metric[shown], columns.launch[shown]
     heads = np.empty(len(columns.names), dtype=object)
     for code in np.unique(columns.status[shown]).tolist():

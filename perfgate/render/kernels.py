@@ -219,6 +219,7 @@ class KernelRows:
         if arrays is not None:
             self.arrays = arrays
         self._rows: dict[int, KernelRow] = {}
+        self._metrics: dict[int, tuple[list[int], list[MetricLaunches]]] = {}  # by first launch
         self._variants = kernel_variants(report, self.kernels)
 
     @cached_property
@@ -228,7 +229,7 @@ class KernelRows:
     def row(self, indexes: list[int]) -> KernelRow:
         found = self._rows.get(indexes[0])  # kernels do not share launches: the first one names a kernel
         if found is None:
-            found = kernel_row(self.report, indexes, self.stats, metric_launches(self.arrays, indexes))
+            found = kernel_row(self.report, indexes, self.stats, self._metric_launches(indexes))
             variant = self._variants.get(indexes[0])
             found = self._rows[indexes[0]] = found._replace(variant=variant) if variant else found
         return found
@@ -236,7 +237,15 @@ class KernelRows:
     def part(self, indexes: list[int]) -> KernelRow:
         """The row of some of a kernel's launches (those a page summarizes rather than lists): their own statuses,
         medians and change, not the repeated-launch judgement, which is of all its launches; made each time."""
-        return kernel_row(self.report, indexes, {}, metric_launches(self.arrays, indexes))
+        return kernel_row(self.report, indexes, {}, self._metric_launches(indexes))
+
+    def _metric_launches(self, indexes: list[int]) -> list[MetricLaunches]:
+        """:func:`metric_launches` of ``indexes``, made once for a kernel's launches: a page summarizes every
+        launch of the kernels it lists none of, whose kernel table already summed them up."""
+        made = self._metrics.get(indexes[0])
+        if made is None or made[0] != indexes:
+            made = self._metrics[indexes[0]] = (indexes, metric_launches(self.arrays, indexes))
+        return made[1]
 
     def with_status(self, statuses: Iterable[str]) -> list[list[int]]:
         """The kernels with a launch in one of ``statuses``."""

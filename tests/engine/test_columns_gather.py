@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from perfgate.collect import read_table
-from perfgate.columns import Columns, Gather, objects
+from perfgate.columns import Columns, Gather, factorize, objects
 from perfgate.compare import compare_tables
 from perfgate.regions import with_region_totals
 from perfgate.table import COLUMNS, Measurement
@@ -162,3 +162,21 @@ def test_a_column_that_is_the_per_launch_columns_rows_stays_one_array() -> None:
     assert placed["launch"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert placed["kernel"].tolist() == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
     assert placed["value"].tolist() == [0.0, 1.0, 10.0, 2.0, 3.0, 20.0, 4.0, 5.0, 30.0]
+
+
+@pytest.mark.parametrize("values", [
+    ["sm", "dram", "sm", "l2", "dram\x00x", "\udcff"] * 2_000,  # strings: pandas' hash table where imported
+    ["sm", None, "sm", float("nan"), "l2"] * 2_000,  # None and NaN: the dict's, as before
+    [1, 1.0, True, "1", 2] * 2_000,  # equal across types: the dict's
+])
+def test_factorize_codes_strings_in_order_of_first_appearance(values: list[Any],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    hashed: list[int] = []
+    original = pd.factorize
+    monkeypatch.setattr(pd, "factorize", lambda column: hashed.append(len(column)) or original(column))
+    codes, distinct = factorize(objects(values))
+    index = {value: code for code, value in enumerate(dict.fromkeys(values))}
+    assert codes.tolist() == [index[value] for value in values] and distinct.tolist() == list(index)
+    assert codes.dtype == np.int64 and hashed == [len(values)]

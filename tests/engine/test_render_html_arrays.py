@@ -92,3 +92,26 @@ def test_every_format_renders_regressed_launches_from_result_arrays_as_from_list
     assert as_lists["summary"].get("regression")
     for render in (render_text, render_markdown, render_html):
         assert render(as_arrays) == render(as_lists)
+
+
+def test_a_column_without_infinity_is_read_as_it_is_not_copied() -> None:
+    as_lists, as_arrays = _both(*(DATA / "h100" / f"mlp.rerun.raw{side}.csv" for side in ("-base", "")))
+    arrays = ResultArrays(as_arrays)
+    assert np.shares_memory(arrays.baseline, as_arrays["results"]["baseline"])
+    assert not arrays.baseline.flags.writeable  # a renderer reads it, never writes the report's own
+
+
+def test_a_kernel_none_of_whose_launches_is_listed_is_summarized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import perfgate.render.kernels as kernels
+
+    as_lists, as_arrays = _both(*(DATA / "h100" / f"mlp.rerun.raw{side}.csv" for side in ("-base", "")))
+    rows = kernels.KernelRows(as_arrays)
+    made: list[list[int]] = []
+    original = kernels.metric_launches
+    monkeypatch.setattr(kernels, "metric_launches", lambda arrays, indexes: made.append(indexes) or original(
+        arrays, indexes))
+    whole = next(kernel for kernel in rows.kernels if len(kernel) > 1)
+    part, row = rows.part(whole), rows.row(whole)
+    assert part.launches == row.launches == whole
+    rows.part(whole[1:])
+    assert made == [whole, whole[1:]]  # the whole kernel's once, for its row and its part alike
