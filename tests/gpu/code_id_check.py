@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,7 @@ def _plugin_code(out: Path) -> str | None:
                         "--perfgate", "--perfgate-source=timeline", "--perfgate-code-identity", "--perfgate-update",
                         f"--perfgate-baselines={folder / 'baselines'}", f"--perfgate-report={folder / 'report.json'}"],
                        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, timeout=150, check=False)
-    ids = {entry["code"]["id"] for baseline in (folder / "baselines").glob("*/*.timeline.json")
-           for entry in json.loads(baseline.read_text(encoding="utf-8"))["entries"]
-           if entry.get("name") == "vector_add" and "code" in entry}
-    return ids.pop() if len(ids) == 1 else None
+    return _baseline_code(folder / "baselines", "*/*.timeline.json", lambda name: name == "vector_add")
 
 
 TRITON_TEST = """
@@ -163,10 +161,12 @@ def test_triton_add(perfgate):
 NO_CUPTI = 'raise ImportError("cupti-python hidden by code_id_check.py: the torch.profiler tracer is checked")\n'
 
 
-def _baseline_codes(folder: Path, pattern: str, kernel: str) -> set[str]:
-    return {entry["code"]["id"] for baseline in folder.glob(pattern)
-            for entry in json.loads(baseline.read_text(encoding="utf-8"))["entries"]
-            if kernel in str(entry.get("name", "")) and "code" in entry}
+def _baseline_code(folder: Path, pattern: str, named: Callable[[str], bool]) -> str | None:
+    """The one code_id the baselines ``folder/pattern`` keep for the kernels ``named`` picks; None for none or two."""
+    ids = {entry["code"]["id"] for baseline in folder.glob(pattern)
+           for entry in json.loads(baseline.read_text(encoding="utf-8"))["entries"]
+           if named(str(entry.get("name", ""))) and "code" in entry}
+    return ids.pop() if len(ids) == 1 else None
 
 
 def _torch_triton_codes(out: Path) -> tuple[str | None, str | None]:
@@ -186,9 +186,11 @@ def _torch_triton_codes(out: Path) -> tuple[str | None, str | None]:
                             "--perfgate-keep-artifacts", f"--perfgate-baselines={folder / name}",
                             f"--perfgate-report={folder / f'report-{name}.json'}"],
                            cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=150, check=False)
-    found = (_baseline_codes(folder / "timeline", "*/*.timeline.json", "add_kernel"),
-             _baseline_codes(folder / "ncu", "*/*.json", "add_kernel"))
-    return tuple(ids.pop() if len(ids) == 1 else None for ids in found)  # type: ignore[return-value]
+    def triton(name: str) -> bool:  # the name as Kineto and ncu give a Triton kernel (no C++ mangling to drop)
+        return "add_kernel" in name
+
+    return (_baseline_code(folder / "timeline", "*/*.timeline.json", triton),
+            _baseline_code(folder / "ncu", "*/*.json", triton))
 
 
 def _versions() -> dict[str, str]:
