@@ -28,6 +28,7 @@ from perfgate.history.keys import SERIES_FIELDS
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
+from perfgate.metrics import CATALOG_BY_NAME
 from perfgate.render.formatting import md_escape
 from perfgate.text import inert, inert_json
 from perfgate.vocabulary import Status
@@ -47,17 +48,30 @@ def direction_word(change: float, direction: str) -> str:
     return "change"
 
 
+def creep_step_limit(metric: str) -> float | None:
+    """The largest change that may be a creep's step: the metric's default relative limit, what a pull request
+    gate lets through (a larger change is a regression of its own); None where the metric has none."""
+    info = CATALOG_BY_NAME.get(metric)
+    return info.threshold.relative if info is not None and info.threshold.gating else None
+
+
 def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, str],
                  found: Sequence[Found]) -> list[dict[str, Any]]:
-    """The change points of one series as JSON-ready objects, creeps marked."""
+    """The change points of one series as JSON-ready objects, creeps marked: a creep is a run of same-direction
+    changes in a row, each within ``creep_step_limit``."""
     changes: list[dict[str, Any]] = []
     run_start: float | None = None
+    limit = creep_step_limit(facts["metric"])
+    previous_small = False
     for item in found:
         point = item.point
         change = relative(point.before, point.after)
         word = direction_word(change, facts["direction"])
         previous = changes[-1] if changes else None
-        continues = previous is not None and previous["direction"] == word and word != "change"
+        small = limit is None or abs(change) <= limit
+        continues = (previous is not None and previous["direction"] == word and word != "change" and small
+                     and previous_small)
+        previous_small = small
         run_start = run_start if continues and run_start is not None else point.before
         changes.append({
             **{name: facts[name] for name in (*SERIES_FIELDS, "unit")},

@@ -14,7 +14,9 @@ from helpers import history as history_helpers
 from helpers.history import INSTRUCTIONS, KERNEL_TIME, write_report
 from helpers.history_planted import held_out_style_series, planted_series, score
 from perfgate.cli import main
-from perfgate.history.changes import best_split, change_points, median, t_test
+from perfgate.history.cache_rows import Found
+from perfgate.history.changes import ChangePoint, best_split, change_points, median, t_test
+from perfgate.history.detect import change_dicts
 
 history_url = history_helpers.history_url
 REPO = Path(__file__).resolve().parents[2]
@@ -61,6 +63,16 @@ def test_a_flickering_exact_counter_has_no_change_but_a_step_in_it_is_named_exac
     stepped[119:121] = (5_000_000.0, 5_250_000.0)
     assert [(c.position, c.before, c.after, c.exact) for c in change_points(stepped)] == [
         (120, 5_000_000.0, 5_250_000.0, True)]
+
+
+def test_a_counter_flickering_more_often_later_has_the_same_median_and_no_change() -> None:
+    # Off in 5% of the first 75 runs and in 40% of the last 75: the means differ past any p-value, the medians
+    # do not, and a change point is reported as the ratio of its medians ("+0.0%" is no change).
+    rng = np.random.default_rng(28)
+    odd = np.concatenate([rng.random(75) < 0.05, rng.random(75) < 0.40])
+    values = np.where(odd, 960_000_000.0 * 0.994, 960_000_000.0)
+    assert change_points(values, p_value=0.001) == []
+    assert change_points(values) == []
 
 
 def test_an_exact_step_respects_min_change_and_the_p_value() -> None:
@@ -119,6 +131,22 @@ def test_changes_json_names_the_exact_commit_and_the_creep(history_url: str, tmp
     for key in ("gpu", "test", "kernel", "region", "metric", "commit", "change", "direction", "before", "after",
                 "confidence"):
         assert key in creep[0]
+
+
+def test_a_creep_is_made_of_steps_a_gate_lets_through() -> None:
+    # Two +15% steps of a kernel's time (default limit 5%) are two regressions, not a creep; +2.5% steps are one.
+    def creeps(levels: list[float], metric: str = KERNEL_TIME) -> list[bool]:
+        found = [Found(i + 1, i, ChangePoint(i + 1, 1e-9, before, after, False))
+                 for i, (before, after) in enumerate(zip(levels, levels[1:]))]
+        facts = {"gpu": "H100", "test": "t", "kind": "kernel", "kernel": "k", "region": "", "metric": metric,
+                 "unit": "ns", "direction": "lower"}
+        commits = [f"{i:040x}" for i in range(len(levels))]
+        return [c["creep"] for c in change_dicts(commits, commits, facts, found)]
+
+    assert creeps([100.0, 115.0, 132.25]) == [False, False]
+    assert creeps([100.0, 102.5, 105.0625, 107.69]) == [True, True, True]
+    assert creeps([100.0, 102.5, 120.0, 123.0]) == [False, False, False]  # a big step breaks the run
+    assert creeps([100.0, 115.0, 132.25], metric="my.custom") == [True, True]  # no default limit: any size
 
 
 def test_an_accepted_change_shows_who_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
