@@ -183,15 +183,18 @@ class _Nodes:
         n1, n2 = at - left, right - at
         passes = ~(p > np.where(np.minimum(n1, n2) < SHORT, self.p_value * SHORT_FACTOR, self.p_value))
         exact = self.exact[self.local[nodes]]
-        medians = np.flatnonzero(passes & (exact | (self.min_change > 0)))
+        medians = np.flatnonzero(passes)
         if len(medians):
             before = _medians(self.values, (offset + left)[medians], n1[medians])
             new = _medians(self.values, (offset + at)[medians], n2[medians])
-            with np.errstate(all="ignore"):
-                magnitude = np.where(before != 0, np.abs(new / before - 1.0), (np.abs(new) > 0).astype(np.float64))
-            holds = ~((self.min_change > 0) & (magnitude < self.min_change))
+            holds = before != new
+            if self.min_change > 0:
+                with np.errstate(all="ignore"):
+                    magnitude = np.where(before != 0, np.abs(new / before - 1.0),
+                                         (np.abs(new) > 0).astype(np.float64))
+                holds &= ~(magnitude < self.min_change)
             steps = exact[medians]
-            holds[steps] &= (np.minimum(n1, n2)[medians][steps] >= MIN_SIDE) & (before[steps] != new[steps])
+            holds[steps] &= np.minimum(n1, n2)[medians][steps] >= MIN_SIDE
             seen = steps & holds & (n2[medians] < SEEN_HOLD)
             if seen.any():
                 holds[seen] = ~_any_equal(self.values, (offset + left)[medians][seen], n1[medians][seen], new[seen])
