@@ -75,10 +75,10 @@ def _record_history(case: Case, rerun: int, tmp: Path) -> str:
     return db
 
 
-def _blamed(entry: str, kind: str | None, kernel: str, region: str | None) -> bool:
+def _blamed(entry: str, kind: str | None, kernel: str, region: str | None, demangled: str | None) -> bool:
     tag, name = entry.split(":", 1)
-    if tag == "k":
-        return kind != "region" and name in kernel
+    if tag == "k":  # the report's `kernel` is the function name; template arguments are in `demangled`
+        return kind != "region" and (name in kernel or name in (demangled or ""))
     return kind == "region" and (kernel == name or name in (region or "").split(" > "))
 
 
@@ -95,19 +95,20 @@ def run_case(case: Case, rerun: int) -> dict[str, object]:
             done = perfgate("compare", str(base), str(cur), "--format", "json", "-o", str(out), cwd=tmp)
         report = json.loads(out.read_text()) if out.exists() else {}
     launches = report.get("launches", {})
-    rows = list(zip(launches.get("kind", []), launches.get("kernel", []), launches.get("region", []),
-                    launches.get("status", [])))
-    regressed = [(k, n, r) for k, n, r, s in rows if s == "regression"]
+    kinds = launches.get("kind", [])
+    rows = list(zip(kinds, launches.get("kernel", []), launches.get("region", []), launches.get("status", []),
+                    launches.get("demangled", [None] * len(kinds))))
+    regressed = [(k, n, r, d) for k, n, r, s, d in rows if s == "regression"]
     notes = report.get("notes", [])
     result: dict[str, object] = {
         "case": case.id, "family": case.family, "expect": case.expect, "ambiguous": case.ambiguous,
         "rerun": rerun, "rc": done.returncode,
         "verdict": report.get("verdict"), "summary": report.get("summary"), "notes": notes,
         "stderr": done.stderr.strip()[-2000:],
-        "regressed": [f"{k}:{n[:80]} [{r}]" for k, n, r in regressed],
-        "inconclusive": sum(1 for *_, s in rows if s == "inconclusive"),
-        "wrong_blame": [f"{k}:{n[:80]} [{r}]" for k, n, r in regressed
-                        if not any(_blamed(b, k, n, r) for b in case.blame)],
+        "regressed": [f"{k}:{n[:80]} [{r}]" for k, n, r, _ in regressed],
+        "inconclusive": sum(1 for row in rows if row[3] == "inconclusive"),
+        "wrong_blame": [f"{k}:{n[:80]} [{r}]" for k, n, r, d in regressed
+                        if not any(_blamed(b, k, n, r, d) for b in case.blame)],
     }
     result["outcome"] = _outcome(case, result)
     return result
