@@ -44,6 +44,7 @@ from perfgate.compare.policies import (
 )
 from perfgate.compare.repeats import GroupVerdicts, judge_groups
 from perfgate.compare.series_thresholds import RowLimits, row_limits, shown_thresholds
+from perfgate.compare.statistics import mann_whitney_p
 from perfgate.compare.sources import (
     common_regions,
     check_same_source,
@@ -114,6 +115,13 @@ def significance_notes(launch_frame: Columns, statuses: StatusCodes, baseline: M
                          "a slowdown past its limit fails only where every current round is slower than every "
                          "baseline round by more than the limit, else it is inconclusive; more rounds "
                          "(--benchmark-min-rounds) let the test decide")
+        elif is_status(compared_status[compared["kernel"] == name], Status.INCONCLUSIVE).any():
+            p_value = mann_whitney_p(base, cur)
+            if p_value >= significance:  # NaN (too few rounds) is not
+                notes.append(f"{name}: the median of its rounds moved {float(np.median(cur)) / float(np.median(base)) - 1.0:+.1%}, past "
+                             f"its limit, but its rounds overlap (Mann-Whitney p {p_value:.4f}, not below "
+                             f"{significance:g}): inconclusive, not passed; rerun it, or more rounds "
+                             "(--benchmark-min-rounds) let the test decide")
     return notes
 
 

@@ -138,11 +138,14 @@ def insignificant_to_unchanged(status: StatusCodes, is_benchmark_time: Bools, na
                                cur_samples: Mapping[str, Sequence[float]], significance: float,
                                relative: Floats | None = None) -> StatusCodes:
     """A benchmark's time change with raw timings on both sides must also be significant
-    (Mann-Whitney p below ``significance``); otherwise it is unchanged. Where the timings are too few for any
-    shift to reach that significance (``cannot_be_significant``), a slowdown past its limit stays a regression
-    when every current round is slower than every baseline round by more than the row's ``relative`` limit
-    (complete separation, a large effect: no significance test is needed to see a test 6x slower), and is
-    inconclusive otherwise: never a pass. ``names[launch_id]`` is each row's benchmark name."""
+    (Mann-Whitney p below ``significance``); otherwise a speed-up is unchanged, and so is a slowdown of the
+    fastest round alone (one lucky baseline round). A slowdown is never passed where the rounds cannot tell:
+    where the timings are too few for any shift to reach that significance (``cannot_be_significant``), it stays
+    a regression when every current round is slower than every baseline round by more than the row's
+    ``relative`` limit (complete separation, a large effect: no significance test is needed to see a test 6x
+    slower), and is inconclusive otherwise; where the test could decide but did not, it is inconclusive when the
+    rounds' median moved past the limit too (one baseline round slowed by load can keep a test 1.5x slower
+    above p 0.01 at 7 rounds a side). ``names[launch_id]`` is each row's benchmark name."""
     insignificant = np.zeros(len(status), dtype=bool)
     undecided = np.zeros(len(status), dtype=bool)
     candidates = np.flatnonzero(is_benchmark_time)  # few rows, or none: the statuses of those only are read
@@ -155,11 +158,14 @@ def insignificant_to_unchanged(status: StatusCodes, is_benchmark_time: Bools, na
             p_value = mann_whitney_p(base, cur)
             if math.isnan(p_value) or p_value < significance:
                 continue
-            if not (slower[index] and cannot_be_significant(base, cur, significance)):
-                insignificant[index] = True
-                continue
             limit = max(float(relative[index]), 0.0) if relative is not None else 0.0
-            undecided[index] = not min(cur) > max(base) * (1.0 + limit)
+            if not slower[index]:
+                insignificant[index] = True
+            elif cannot_be_significant(base, cur, significance):
+                undecided[index] = not min(cur) > max(base) * (1.0 + limit)
+            else:
+                undecided[index] = bool(np.median(cur) > np.median(base) * (1.0 + limit))
+                insignificant[index] = not undecided[index]
     return _override(_override(status, insignificant, Status.UNCHANGED), undecided, Status.INCONCLUSIVE)
 
 

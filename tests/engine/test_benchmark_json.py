@@ -102,6 +102,28 @@ def test_a_five_round_benchmark_six_times_slower_fails(pytester: pytest.Pytester
     capsys.readouterr()
 
 
+def test_a_seven_round_slowdown_with_one_baseline_round_slowed_by_load_is_not_passed(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    """7 rounds a side could reach p < 0.01, but one baseline round slowed by load (above every current round)
+    keeps a test 1.5x slower at p 0.03: it was unchanged, exit 0, with nothing said (a blind comparison set)."""
+    base, cur = pytester.path / "base.json", pytester.path / "cur.json"
+    run_virtual_benchmarks(pytester, base, 2000, rounds=7, suite=UNEVEN_SUITE)
+    run_virtual_benchmarks(pytester, cur, 3000, rounds=7, suite=UNEVEN_SUITE)  # 1.5x the work
+    document = json.loads(base.read_text())
+    tunable = next(b for b in document["benchmarks"] if b["name"] == "test_tunable")
+    tunable["stats"]["data"][-1] = 3 * max(tunable["stats"]["data"])  # another process took the CPU for a round
+    tunable["stats"]["max"] = tunable["stats"]["data"][-1]
+    base.write_text(json.dumps(document))
+    out = pytester.path / "report.json"
+    assert main(["compare", str(base), str(cur), "--format", "json", "-o", str(out)]) == 0
+    report = json.loads(out.read_text())
+    statuses = {row["kernel"]: row["status"] for row in launch_rows(report)}
+    assert statuses["test_bench.py::test_tunable"] == "inconclusive"
+    note = next(n for n in report["notes"] if n.startswith("test_bench.py::test_tunable: the median of its rounds"))
+    assert "past its limit, but its rounds overlap (Mann-Whitney p 0.0" in note and "inconclusive, not passed" in note
+    capsys.readouterr()
+
+
 def test_baseline_from_benchmarks_keeps_samples(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     out = pytester.path / "bench.json"
     run_benchmarks(pytester, out, 2000)

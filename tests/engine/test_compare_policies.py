@@ -23,6 +23,7 @@ from perfgate.compare.policies import (
     threshold_status,
 )
 from perfgate.compare.joining import relative_change
+from perfgate.compare.statistics import mann_whitney_p
 from perfgate.errors import InputError
 from perfgate.metrics import OFF, Threshold
 from perfgate.vocabulary import Status
@@ -136,10 +137,23 @@ def test_a_benchmark_time_change_must_be_significant_when_raw_timings_exist() ->
     names = _objects("b_noisy", "b_clear", "b_few", "b_base_only")  # per launch
     launch_id = np.array([0, 1, 2, 3, 0])
     is_time = np.array([True, True, True, True, False])
-    status = insignificant_to_unchanged(_codes(REG, REG, REG, REG, REG), is_time, names, launch_id, base, cur, 0.01)
-    # Not significant -> unchanged; significant, too few samples (no p-value), samples on one side
-    # only, or not the benchmark's time metric -> the threshold's verdict stands.
+    status = insignificant_to_unchanged(_codes(REG, REG, REG, REG, REG), is_time, names, launch_id, base, cur, 0.01,
+                                        np.full(5, 0.2))
+    # Not significant, the rounds' median within the limit -> unchanged; significant, too few samples (no
+    # p-value), samples on one side only, or not the benchmark's time metric -> the threshold's verdict stands.
     assert _names(status) == [SAME, REG, REG, REG, REG]
+
+
+def test_a_slowdown_the_test_could_decide_but_did_not_is_inconclusive_where_the_rounds_moved() -> None:
+    # 7 rounds a side, 1.47x slower, one baseline round slowed by load (above every current one): p 0.03.
+    base = {"b_load": [0.873, 0.88, 0.89, 0.90, 0.91, 0.92, 2.0], "b_lucky": [0.70, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05]}
+    cur = {"b_load": [1.283, 1.29, 1.30, 1.31, 1.32, 1.33, 1.35], "b_lucky": [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06]}
+    assert not cannot_be_significant(base["b_load"], cur["b_load"], 0.01)
+    assert mann_whitney_p(base["b_load"], cur["b_load"]) > 0.01
+    status = insignificant_to_unchanged(_codes(REG, REG), np.ones(2, dtype=bool), _objects("b_load", "b_lucky"),
+                                        np.arange(2), base, cur, 0.01, np.full(2, 0.2))
+    # the bulk of the rounds moved past 20%: not passed; only the fastest round moved (one lucky baseline round)
+    assert _names(status) == ["inconclusive", SAME]
 
 
 def test_a_benchmark_too_short_to_be_significant_fails_on_complete_separation_and_is_never_passed() -> None:
