@@ -165,9 +165,14 @@ def _references(reference: Reference, test: str | None, keys: set[SeriesKey]) ->
     series of a history recorded before folded those kernels together, and its median is none of theirs."""
     found = {key: reference.find(test, key) for key in keys}
     shared = Counter(item.series for item in found.values() if item.series is not None)
-    return {key: Found(reference.lookup(test, key), None,
-                       f"its function's series is shared by {shared[item.series]} kernels of this run: none chosen")
+    return {key: Found(reference.lookup(test, key), None, _shared(key, item.series, shared[item.series]))
             if item.series is not None and shared[item.series] > 1 else item for key, item in found.items()}
+
+
+def _shared(key: SeriesKey, series: SeriesKey, kernels: int) -> str:
+    whose = ("its function's series" if series[3] == function_name(key[3], key[2]) else
+             "the series of its name in another launch configuration")
+    return f"{whose} is shared by {kernels} kernels of this run: none chosen"
 
 
 def _where(row: Mapping[str, Any]) -> str:

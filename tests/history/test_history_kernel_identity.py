@@ -34,16 +34,18 @@ STEP = [(GEMM, "(60, 1, 1)", 60.0), (ADD, "(2048, 1, 1)", 6.0), (GEMM, "(150, 1,
 RUNS = 6
 
 
-def run_csv(path: Path, seed: int, slower: str = "", grids: dict[str, str] | None = None) -> Path:
+def run_csv(path: Path, seed: int, slower: str = "", grids: dict[str, str | tuple[str, str]] | None = None) -> Path:
     """One run: two steps, each launch's time within ±0.3% of its kernel's (``slower``: that kernel +20%);
-    ``grids``: a kernel launched at another grid."""
+    ``grids``: a kernel launched at another grid (a pair: another in each step)."""
     rng = random.Random(seed)
     launches = []
-    for _ in range(2):
+    for step in range(2):
         for name, grid, micros in STEP:
             time = micros * 1000 * (1.2 if name == slower else 1.0) * rng.uniform(0.997, 1.003)
             values = {TIME: time, READ: round(micros * 1.2e6 * rng.uniform(0.9995, 1.0005)), INST: round(micros * 2e4)}
-            launches.append(Launch(name, (grids or {}).get(name, grid), "(256, 1, 1)", values, "step"))
+            other = (grids or {}).get(name, grid)
+            launches.append(Launch(name, other if isinstance(other, str) else other[step], "(256, 1, 1)", values,
+                                   "step"))
     write_raw_launches(path, launches)
     return path
 
@@ -111,6 +113,13 @@ def test_a_new_launch_configuration_is_judged_against_its_kernels_history(tmp_pa
     status, report = compare_json(tmp_path, str(run_csv(tmp_path / "slow.csv", 99, slower=NORM,
                                                         grids={NORM: "(1024, 1, 1)"})), "--history", url)
     assert status == 1 and statuses(report)[NORM, "(1024, 1, 1)"] == {"regression"}
+
+    # the norm at two new grids: its one series would be both's, so neither's
+    status, report = compare_json(tmp_path, str(run_csv(tmp_path / "two.csv", 99, grids={
+        NORM: ("(1024, 1, 1)", "(2048, 1, 1)")})), "--history", url)
+    assert statuses(report)[NORM, "(1024, 1, 1)"] == statuses(report)[NORM, "(2048, 1, 1)"] == {"new"}
+    assert any("(0 of the last runs, 5 needed; the series of its name in another launch configuration is shared by 2 "
+               "kernels of this run: none chosen)" in note for note in report["notes"]), report["notes"]
 
     # the gemm at a new grid: three series of its name fit, none is guessed
     status, report = compare_json(tmp_path, str(run_csv(tmp_path / "gemm.csv", 99, grids={GEMM: "(90, 1, 1)"})),
@@ -180,3 +189,23 @@ def test_accept_and_history_changes_name_the_kernels(tmp_path: Path, capsys: pyt
     assert main(["accept", "--db", url, "--commit", commit, "--kernel", f"{ADD} grid (2048, 1, 1) block (256, 1, 1)",
                  "--reason", "add"]) == 0
     assert "for 3 series" in capsys.readouterr().out  # its three metrics
+
+
+def test_the_pr_trend_shows_the_regressed_kernels_own_series(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    record_main(tmp_path, url)
+    pr = tmp_path / "pr.json"
+    assert main(["compare", str(tmp_path / "first.csv"), str(run_csv(tmp_path / "pr.csv", 99, slower=GELU)),
+                 "--format", "json", "-o", str(pr)]) == 1
+    summary = tmp_path / "summary.md"
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_SHA"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["publish", str(pr), "--no-comment", "--no-check", "--history", url]) == 0  # publishes; gates not
+    trend = summary.read_text(encoding="utf-8").split("#### Trend on `main`")[1]
+    rows = [line for line in trend.splitlines() if line.startswith("| vectorized")]
+    assert rows and all("GeluFunctor" in row and r" grid (2048, 1, 1) block (256, 1, 1) \[step\] |" in row
+                        for row in rows), rows
+    # the base branch's values are the gelu's own (22 µs), not its function's median (14 µs)
+    assert len(rows) == 2 and all("| 2.201e+04 → 2.63" in row and "e+04 (+19." in row for row in rows), rows
