@@ -209,3 +209,17 @@ def test_the_pr_trend_shows_the_regressed_kernels_own_series(tmp_path: Path, cap
                         for row in rows), rows
     # the base branch's values are the gelu's own (22 µs), not its function's median (14 µs)
     assert len(rows) == 2 and all("| 2.201e+04 → 2.63" in row and "e+04 (+19." in row for row in rows), rows
+
+
+def test_the_dashboard_has_a_page_per_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    record_main(tmp_path, url)
+    assert main(["history", "dashboard", "--db", url, "-o", str(tmp_path / "site")]) == 0
+    pages = sorted(path.name for path in (tmp_path / "site" / "kernels").glob("*.html"))
+    # 3 gemm grids, add, gelu, norm, the region's total: each its page, named readably
+    assert len(pages) == 7, pages
+    assert sum(name.startswith("vectorized_elementwise_kernel-4-at-native-") for name in pages) == 2, pages
+    assert sum(name.startswith("Kernel2-cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4-") for name in
+               pages) == 3, pages  # told apart by the digest of their key
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "GeluFunctor&lt;float&gt;, std::array&lt;char *, 2UL&gt;&gt; grid (2048, 1, 1) block (256, 1, 1)" in index
