@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.keys import gpu_key
+from perfgate.history.keys import function_name, gpu_key, kernel_parts
 from perfgate.table import Measurement, make_table
 from perfgate.vocabulary import KIND_BENCHMARK
 
@@ -70,15 +70,23 @@ def _measurement(found: Mapping[tuple[str, str, str, str, str, str], list[list[f
     """One launch per sample (a repeated kernel's launches); reruns of the commit folded into their median."""
     launches: dict[tuple[str, str, str, str], int] = {}
     rows: list[dict[str, Any]] = []
+    first: dict[tuple[str, ...], int] = {}  # per (kind, function, region, series kernel): its first ordinal
+    taken: dict[tuple[str, ...], int] = {}  # per (kind, function, region): the ordinals its series hold
     for (gpu, kind, kernel, region, metric, unit), runs in sorted(found.items()):
         sizes = {len(run) for run in runs}
         per_launch = ([float(np.median(column)) for column in zip(*runs)] if len(sizes) == 1
                       else [float(np.median([np.median(run) for run in runs]))])
-        for ordinal, value in enumerate(per_launch):
+        # A series is one kernel identity (``series_kernel``): a run's ordinals count a function's launches.
+        function, (name, grid, block) = function_name(kernel, kind), kernel_parts(kernel)
+        if (kind, function, region, kernel) not in first:
+            first[kind, function, region, kernel] = taken.get((kind, function, region), 0)
+        start = first[kind, function, region, kernel]
+        taken[kind, function, region] = max(taken.get((kind, function, region), 0), start + len(per_launch))
+        for ordinal, value in enumerate(per_launch, start):
             launch = launches.setdefault((kind, kernel, region, str(ordinal)), len(launches))
-            rows.append({"kind": kind, "kernel": kernel, "demangled": kernel, "region": region, "ordinal": ordinal,
-                         "launch": launch, "device": gpu, "cc": "", "metric": metric, "unit": unit,
-                         "value": value if math.isfinite(value) else math.nan})
+            rows.append({"kind": kind, "kernel": function, "demangled": name, "region": region, "ordinal": ordinal,
+                         "launch": launch, "device": gpu, "cc": "", "grid": grid, "block": block, "metric": metric,
+                         "unit": unit, "value": value if math.isfinite(value) else math.nan})
     rows.sort(key=lambda row: (row["launch"], row["metric"]))
     benchmarks = frozenset(row["kernel"] for row in rows if row["kind"] == KIND_BENCHMARK)
     return Measurement(make_table(rows), source="the history", run_medians=benchmarks)

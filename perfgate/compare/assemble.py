@@ -29,7 +29,7 @@ def launch_table(launches: MatchedLaunches, statuses: StatusCodes, launch_change
     table = Columns({
         "kind": frame["kind"], "kernel": frame["kernel"], "region": frame["region"], "ordinal": frame["ordinal"],
         "demangled": launches.either("demangled"), "status": status_column(statuses),
-        "device": launches.either("device"),
+        "device": launches.either("device"), "grid": launches.either("grid"), "block": launches.either("block"),
         "launch_change": launch_change, "baseline_kernel": frame["baseline_kernel"],
         "matched_by": frame["matched_by"], "group": groups.launch_group,
     }, launches.count)

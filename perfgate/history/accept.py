@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import InputError, PerfgateError
 from perfgate.history.db import WAIT_SECONDS, History, open_history, sqlite_path
+from perfgate.history.keys import function_name, kernel_name
 from perfgate.history.record import provenance
+from perfgate.vocabulary import KIND_KERNEL
 
 if TYPE_CHECKING:
     from perfgate.carried_item import AcceptanceCheck, Carried
@@ -35,7 +37,20 @@ class Acceptance(NamedTuple):
         """Whether this acceptance is of ``series``' change at ``commit`` (a commit may be given abbreviated)."""
         if not (commit.startswith(self.commit) or self.commit.startswith(commit)):
             return False
-        return all(getattr(self, name) in (None, series.get(name)) for name in FILTERS)
+        return all(getattr(self, name) in (None, series.get(name)) for name in FILTERS if name != "kernel") and \
+            kernel_matches(self.kernel, series.get("kernel"), series.get("kind"))
+
+
+def kernel_matches(accepted: str | None, kernel: str | None, kind: str | None = None) -> bool:
+    """Whether an acceptance's ``--kernel`` names a series' kernel (``perfgate.history.keys.series_kernel``): by
+    the series' kernel text, its name without the launch configuration, or its function name (which names every
+    kernel of the function: each template instantiation and launch configuration); an acceptance of a kernel
+    text also covers its function's series of a history recorded before series had identities."""
+    if accepted is None or accepted == kernel:
+        return True
+    if kernel is None or (kind or KIND_KERNEL) != KIND_KERNEL:
+        return False
+    return accepted in (kernel_name(kernel), function_name(kernel)) or function_name(accepted) == kernel
 
 
 def accepted_by(env: Mapping[str, str]) -> str:
@@ -57,11 +72,11 @@ def record_acceptance(history: History, acceptance: Acceptance, *, given_commit:
     job's copy of the history, and the update that follows the accept, at the same head, reads it."""
     if not acceptance.reason.strip():
         raise InputError("--reason", "is empty", "say why the change is accepted")
-    clauses = [f"{name} = ?" for name in FILTERS if getattr(acceptance, name) is not None]
-    values = [getattr(acceptance, name) for name in FILTERS if getattr(acceptance, name) is not None]
-    where = " WHERE " + " AND ".join(clauses) if clauses else ""
+    filters = [name for name in FILTERS if name != "kernel" and getattr(acceptance, name) is not None]
+    where = " WHERE " + " AND ".join(f"{name} = ?" for name in filters) if filters else ""
     with history.transaction():
-        matched = int(history.query(f"SELECT COUNT(*) FROM perfgate_series{where}", values)[0][0])
+        matched = sum(kernel_matches(acceptance.kernel, kernel, kind) for kind, kernel in history.query(
+            f"SELECT kind, kernel FROM perfgate_series{where}", [getattr(acceptance, name) for name in filters]))
         if not matched and not int(history.query("SELECT COUNT(*) FROM perfgate_series")[0][0]):
             # a developer's clone: the CI's history (perfgate init keeps it in the Actions cache) is not here
             raise InputError(history.shown, "holds no recorded run: there is no change in it to accept",

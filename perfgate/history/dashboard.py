@@ -29,7 +29,7 @@ from perfgate.history.code_change import code_note
 from perfgate.history.db import History
 from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, newest_runs, no_runs
 from perfgate.history.findings import RunFindings, load_findings
-from perfgate.history.keys import KERNEL_FIELDS, facts_key
+from perfgate.history.keys import KERNEL_FIELDS, facts_key, shown_kernel
 from perfgate.history.series import Branch, Series
 from perfgate.vocabulary import NO_ENTRIES, Status
 
@@ -51,14 +51,15 @@ def kernel_key(series: Series) -> tuple[str, ...]:
 
 def page_name(key: Sequence[str]) -> str:
     """A file name that is safe on every file system and unique per kernel: readable part, then a digest."""
-    readable = _UNSAFE.sub("-", key[4] if key[2] == "region" else key[3]).strip("-.")[:60] or "kernel"
+    readable = _UNSAFE.sub("-", key[4] if key[2] == "region" else shown_kernel(key[3], key[2])).strip("-.")[:60] \
+        or "kernel"
     return f"{readable}-{hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:12]}.html"
 
 
 def display_name(facts: dict[str, str]) -> str:
     if facts["kind"] == "region":
         return f"region {facts['region'] or '(all)'}"
-    return facts["kernel"] + (f" [{facts['region']}]" if facts["region"] else "")
+    return shown_kernel(facts["kernel"], facts["kind"]) + (f" [{facts['region']}]" if facts["region"] else "")
 
 
 def number(value: float) -> str:

@@ -24,7 +24,7 @@ from perfgate.history.code_change import code_note, mark_code
 from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
 from perfgate.history.db import History
-from perfgate.history.keys import SERIES_FIELDS
+from perfgate.history.keys import SERIES_FIELDS, shown_kernel
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
@@ -220,7 +220,7 @@ def _name(change: dict[str, Any]) -> str:
     if change["kind"] == "region":
         launch = f"region {change['region'] or '(all)'}"
     else:
-        launch = change["kernel"] + (f" [{change['region']}]" if change["region"] else "")
+        launch = shown_kernel(change["kernel"], change["kind"]) + (f" [{change['region']}]" if change["region"] else "")
     return f"{launch} ({change['test']}, {change['gpu']})"
 
 

@@ -13,7 +13,7 @@ import json
 from typing import Any, NamedTuple, Sequence
 
 from perfgate.history.db import History, damaged
-from perfgate.history.keys import KERNEL_FIELDS, KernelKey, kernel_key
+from perfgate.history.keys import KERNEL_FIELDS, KernelKey, kernel_key, launch_kernels
 from perfgate.limits import parse_json_or_none
 from perfgate.report import Report
 
@@ -35,11 +35,12 @@ def report_findings(report: Report) -> dict[KernelKey, tuple[list[str], list[str
     found: dict[KernelKey, tuple[list[str], list[str]]] = {}
     if appeared_of.count(None) == count and gone_of.count(None) == count:
         return found  # a run without ncu sections: nothing known (a list count, no per-launch loop)
+    kernels = launch_kernels(launches)
     for at in range(count):
         appeared, gone = appeared_of[at], gone_of[at]
         if appeared is None and gone is None:
             continue
-        key = kernel_key(launches["device"][at], launches["test"][at], launches["kind"][at], launches["kernel"][at],
+        key = kernel_key(launches["device"][at], launches["test"][at], launches["kind"][at], kernels[at],
                          launches["region"][at])
         into = found.setdefault(key, ([], []))
         for target, names in zip(into, (appeared or [], gone or [])):

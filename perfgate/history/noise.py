@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.db import WAIT_SECONDS, History, open_history
-from perfgate.history.keys import facts_key, gpu_key
+from perfgate.history.keys import facts_key, function_name, gpu_key
 from perfgate.history.series import Branch, Series, commit_order, load_branch
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import Threshold
@@ -93,7 +93,8 @@ def learn(series: Iterable[Series], hand_set: Mapping[str, Threshold], wanted: s
     gpus: set[str] = set()
     absolute_only: set[str] = set()
     for item in series:
-        launch = tuple(item.facts[name] for name in ("gpu", "kind", "kernel", "region"))
+        launch = (item.facts["gpu"], item.facts["kind"], function_name(item.facts["kernel"], item.facts["kind"]),
+                  item.facts["region"])  # as the comparison's thresholds are keyed: by function name
         gpus.add(launch[0])
         if wanted is not None and launch not in wanted:
             continue
@@ -164,12 +165,13 @@ def _notes(learned: Mapping[tuple[str, ...], Threshold], per_launch: Mapping[tup
 def series_thresholds(learned: Mapping[tuple[str, ...], Threshold], test: str | None = None
                       ) -> dict[tuple[str, str, str], Threshold]:
     """For ``CompareOptions.series_thresholds``: (kernel, region, metric) -> threshold, of ``test``'s series (None:
-    any test's); a kernel measured on several GPUs or by several tests gets the loosest of its series'."""
+    any test's); a kernel measured on several GPUs or by several tests, or a function of several kernels (template
+    arguments, launch configurations), gets the loosest of its series'."""
     found: dict[tuple[str, str, str], Threshold] = {}
-    for (_, of_test, _, kernel, region, metric), threshold in learned.items():
+    for (_, of_test, kind, kernel, region, metric), threshold in learned.items():
         if test is not None and of_test != test:
             continue
-        key = (kernel, region, metric)
+        key = (function_name(kernel, kind), region, metric)
         if key not in found or (threshold.relative or 0.0) > (found[key].relative or 0.0):
             found[key] = threshold
     return found

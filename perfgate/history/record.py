@@ -1,6 +1,7 @@
 """Record the current side of perfgate's JSON reports into a history.
 
-A series is one (GPU model, test, launch kind, kernel, region, metric); a run is one report recorded at a
+A series is one (GPU model, test, launch kind, kernel, region, metric), the kernel as the comparison knows it
+(its demangled name and launch configuration: ``perfgate.history.keys.series_kernel``); a run is one report recorded at a
 commit of a branch. A point is a series' value in a run: the median of the launches of that kernel in that
 test (a kernel launched repeatedly gives several samples, all kept), with their number, minimum and maximum.
 
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from perfgate.errors import InputError
 from perfgate.history.db import History
 from perfgate.history.findings import write_findings
-from perfgate.history.keys import SELECT_SERIES_KEYS, SERIES_FIELDS, SeriesKey, series_key
+from perfgate.history.keys import SELECT_SERIES_KEYS, SERIES_FIELDS, SeriesKey, launch_kernels, series_key
 from perfgate.history.verdicts import GATE_RANK, worse_gate
 from perfgate.metrics import is_timing
 from perfgate.vocabulary import SAME_CODE_HELD
@@ -103,8 +104,8 @@ def report_points(report: Report) -> list[Point]:
     collected: dict[SeriesKey, list[float]] = {}
     facts: dict[SeriesKey, tuple[str, str]] = {}
     gates: dict[SeriesKey, str] = {}  # only the few points the gate judged changed
-    devices, tests, kinds, kernels, regions = (launches["device"], launches["test"], launches["kind"],
-                                               launches["kernel"], launches["region"])
+    devices, tests, kinds, regions = launches["device"], launches["test"], launches["kind"], launches["region"]
+    kernels = launch_kernels(launches)
     names, units, directions = metrics["metric"], metrics["unit"], metrics["direction"]
     code_ids, held = _launch_code(report)
     codes: dict[SeriesKey, set[str]] = {}

@@ -7,6 +7,12 @@ a series measured in at least ``MIN_REFERENCE_RUNS`` of them has as reference th
 there. A series with fewer is *insufficient data*, said in a note of its own: it keeps the baseline file's
 value when one was given, else it has no reference.
 
+A kernel's series is of its identity (``perfgate.history.keys.series_kernel``: demangled name and launch
+configuration). Where the current launch's own series has too few runs, it is judged against the one series of the
+same name in another launch configuration (a pull request changed the tile size, so the grid), else against the
+series of its function name (a history recorded before series had identities). Where several fit, or two kernels of
+the run would share one (a function-name series folded them together), none is guessed: the note says so.
+
 The result is a baseline-shaped ``Measurement`` (what ``compare_tables`` takes as its baseline side): the
 baseline file's rows, each value replaced by its series' history median where there is one, and the current
 run's launches the file lacks added with their history medians. Every launch of a repeated kernel gets its
@@ -17,12 +23,21 @@ the current launches with that one value. The comparison itself is unchanged.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
 from perfgate.history.db import WAIT_SECONDS, History, damaged, open_history
-from perfgate.history.keys import SELECT_SERIES_KEYS, SeriesKey, series_key, with_test
+from perfgate.history.keys import (
+    SELECT_SERIES_KEYS,
+    SeriesKey,
+    function_name,
+    kernel_name,
+    series_kernel,
+    series_key,
+    with_test,
+)
 from perfgate.history.noise import compare_options_from_history, series_thresholds
 from perfgate.history.series import commit_order
 from perfgate.metrics import Threshold
@@ -37,6 +52,16 @@ if TYPE_CHECKING:
     from perfgate.compare import CompareOptions
 
 ReferenceFor = Callable[[Measurement, Measurement], tuple[Measurement, list[str]]]  # as perfgate.gate.Reference
+Median = tuple[float, int]  # a series' median over the window, and the commits that measured it
+
+
+class Found(NamedTuple):
+    """The reference a series key found: its (median, runs) or None, the series it is of where another than the key's
+    (``None``: its own), and why none was chosen where several fit ("": not so)."""
+
+    median: Median | None
+    series: SeriesKey | None = None
+    why: str = ""
 
 
 class Reference(NamedTuple):
@@ -48,6 +73,8 @@ class Reference(NamedTuple):
     medians: Mapping[SeriesKey, tuple[float, int]]  # series -> (median, commits that measured it)
     tests: Mapping[SeriesKey, tuple[str, ...]]  # a series of no test ("") -> the tests measuring it
     thresholds: Mapping[tuple[str, ...], Threshold] = NO_ENTRIES  # per series, learned from its spread (noise)
+    # (gpu, kind, region, metric, kernel name) -> the series kernels of that name (any test, any configuration)
+    names: Mapping[tuple[str, ...], tuple[str, ...]] = NO_ENTRIES
 
     @property
     def label(self) -> str:
@@ -64,6 +91,28 @@ class Reference(NamedTuple):
             return found
         tests = self.tests.get(key, ())
         return self.medians.get(with_test(key, tests[0])) if len(tests) == 1 else None
+
+    def find(self, test: str | None, key: SeriesKey) -> Found:
+        """The reference of series ``key`` (of no test) as measured by ``test``: its own series where it has enough
+        runs; else the one series of its name in another launch configuration; else its function name's."""
+        own = self.lookup(test, key)
+        if own is not None and own[1] >= MIN_REFERENCE_RUNS:
+            return Found(own)
+        gpu, _, kind, kernel, region, metric = key
+        others = []
+        for other in self.names.get((gpu, kind, region, metric, kernel_name(kernel)), ()):
+            candidate: SeriesKey = (gpu, "", kind, other, region, metric)
+            found = self.lookup(test, candidate) if other != kernel else None
+            if found is not None and found[1] >= MIN_REFERENCE_RUNS:
+                others.append(Found(found, candidate))
+        if len(others) > 1:
+            return Found(own, None, f"{len(others)} series of its name in other launch configurations: none chosen")
+        if others:
+            return others[0]
+        function = function_name(kernel, kind)
+        old: SeriesKey = (gpu, "", kind, function, region, metric)
+        found = self.lookup(test, old) if function != kernel else None
+        return Found(found, old) if found is not None and found[1] >= MIN_REFERENCE_RUNS else Found(own)
 
 
 def load_reference(history: History, branch: str) -> Reference:
@@ -88,12 +137,16 @@ def load_reference(history: History, branch: str) -> Reference:
         values.setdefault(series_id, []).append(_median(found))
     medians: dict[SeriesKey, tuple[float, int]] = {}
     tests: dict[SeriesKey, list[str]] = {}
+    names: dict[tuple[str, ...], set[str]] = {}
     for series_id, found in values.items():
         key: Any = facts[series_id]
         medians[key] = (_median(found), len(found))
         tests.setdefault(with_test(key, ""), []).append(key[1])
+        gpu, _, kind, kernel, region, metric = key
+        names.setdefault((gpu, kind, region, metric, kernel_name(kernel)), set()).add(kernel)
     return Reference(branch, len(commits) - start, times[start], medians,
-                     {k: tuple(sorted(v)) for k, v in tests.items()})
+                     {k: tuple(sorted(v)) for k, v in tests.items()},
+                     names={k: tuple(sorted(v)) for k, v in names.items()})
 
 
 def _median(values: list[float]) -> float:
@@ -103,7 +156,23 @@ def _median(values: list[float]) -> float:
 
 def _facts(row: Mapping[str, Any]) -> SeriesKey:
     """The series of a table's row, of no test (``Reference.lookup`` puts the test in)."""
-    return series_key(row["device"], "", row["kind"], row["kernel"], row["region"], row["metric"])
+    kernel = series_kernel(row["kind"], row["kernel"], row["demangled"], row["grid"], row["block"])
+    return series_key(row["device"], "", row["kind"], kernel, row["region"], row["metric"])
+
+
+def _references(reference: Reference, test: str | None, keys: set[SeriesKey]) -> dict[SeriesKey, Found]:
+    """Each key's reference (``Reference.find``); a series found for several keys is none's: a function-name
+    series of a history recorded before folded those kernels together, and its median is none of theirs."""
+    found = {key: reference.find(test, key) for key in keys}
+    shared = Counter(item.series for item in found.values() if item.series is not None)
+    return {key: Found(reference.lookup(test, key), None, _shared(key, item.series, shared[item.series]))
+            if item.series is not None and shared[item.series] > 1 else item for key, item in found.items()}
+
+
+def _shared(key: SeriesKey, series: SeriesKey, kernels: int) -> str:
+    whose = ("its function's series" if series[3] == function_name(key[3], key[2]) else
+             "the series of its name in another launch configuration")
+    return f"{whose} is shared by {kernels} kernels of this run: none chosen"
 
 
 def _where(row: Mapping[str, Any]) -> str:
@@ -122,13 +191,15 @@ def reference_measurement(reference: Reference, baseline: Measurement, current: 
     short: dict[tuple[str, ...], str] = {}  # series -> its insufficient-data note
     from_history: set[str] = set()  # benchmarks whose values come from the history: the file's timings are not theirs
     file_name = baseline.source or "the baseline file"
-    for row in baseline.table.rows():
+    base_rows, cur_rows = list(baseline.table.rows()), list(current.table.rows())
+    references = _references(reference, test, {_facts(row) for row in (*base_rows, *cur_rows)})
+    for row in base_rows:
         launches.add((row["kind"], row["kernel"], row["region"], row["ordinal"]))
         facts = _facts(row)
         if row["metric"] in compared:
-            found = reference.lookup(test, facts)
-            if found is not None and found[1] >= MIN_REFERENCE_RUNS:
-                row = {**row, "value": found[0]}
+            found = references[facts]
+            if found.median is not None and found.median[1] >= MIN_REFERENCE_RUNS:
+                row = {**row, "value": found.median[0]}
                 used.add(facts)
                 if row["kind"] == KIND_BENCHMARK:
                     from_history.add(row["kernel"])
@@ -136,13 +207,13 @@ def reference_measurement(reference: Reference, baseline: Measurement, current: 
                 short[facts] = f"{_where(row)}: {_runs(found)}: judged against {file_name}"
         rows.append(row)
     offset = int(baseline.table["launch"].max()) + 1 if len(baseline.table) else 0
-    for row in current.table.rows():
+    for row in cur_rows:
         if (row["kind"], row["kernel"], row["region"], row["ordinal"]) in launches:
             continue
         facts = _facts(row)
-        found = reference.lookup(test, facts)
-        if found is not None and found[1] >= MIN_REFERENCE_RUNS:
-            rows.append({**row, "value": found[0], "launch": row["launch"] + offset})
+        found = references[facts]
+        if found.median is not None and found.median[1] >= MIN_REFERENCE_RUNS:
+            rows.append({**row, "value": found.median[0], "launch": row["launch"] + offset})
             used.add(facts)
             if row["kind"] == KIND_BENCHMARK:
                 from_history.add(row["kernel"])
@@ -158,8 +229,10 @@ def reference_measurement(reference: Reference, baseline: Measurement, current: 
                              run_medians=frozenset(from_history)), notes
 
 
-def _runs(found: tuple[float, int] | None) -> str:
-    return (f"insufficient data ({found[1] if found else 0} of the last runs, {MIN_REFERENCE_RUNS} needed)")
+def _runs(found: Found) -> str:
+    runs = found.median[1] if found.median else 0
+    return f"insufficient data ({runs} of the last runs, {MIN_REFERENCE_RUNS} needed" + \
+        (f"; {found.why})" if found.why else ")")
 
 
 def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tuple[str, ...], str],

@@ -10,11 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from perfgate.history.accept import load_acceptances
+from perfgate.history.accept import kernel_matches, load_acceptances
 from perfgate.history.changes import P_VALUE
 from perfgate.history.culprits import Culprit, load_culprits, mark_culprits
 from perfgate.history.db import History
-from perfgate.history.keys import facts_key, series_key
+from perfgate.history.keys import SeriesKey, facts_key, function_name, series_kernel, series_key, shown_kernel
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
 from perfgate.render.formatting import md_escape
@@ -37,7 +37,8 @@ def _regressed_rows(report: Report) -> list[dict[str, Any]]:
     rows = []
     for index in iter_launches(report, ("regression",)):
         launch = launch_row(report, index)
-        rows += [{**row, "kind": launch["kind"]} for row in result_rows(report, index)
+        kernel = series_kernel(launch["kind"], launch["kernel"], launch["demangled"], launch["grid"], launch["block"])
+        rows += [{**row, "kind": launch["kind"], "series_kernel": kernel} for row in result_rows(report, index)
                  if row["status"] == "regression" and row["current"] is not None]
     return rows
 
@@ -56,6 +57,10 @@ def _creep(branch: Any, series: Series, culprits: Sequence[Culprit]) -> str:
     return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits{culprit}"
 
 
+def _function_key(key: SeriesKey) -> SeriesKey:
+    return (key[0], key[1], key[2], function_name(key[3], key[2]), key[4], key[5])
+
+
 def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     """The section, or "" when nothing regressed."""
     rows = _regressed_rows(report)
@@ -68,9 +73,10 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     lines = [f"#### Trend on `{md_escape(branch_name)}` (last {TREND_COMMITS} commits, then this run)", "",
              "| kernel | metric | trend | base → now | continues a creep | accepted before |", "|---|---|---|---|---|---|"]
     for row in rows[:KERNELS_SHOWN]:
-        key = series_key(row["device"], row["test"], row["kind"], row["kernel"], row["region"], row["metric"])
-        name = md_escape(row["kernel"] + (f" [{row['region']}]" if row["region"] else ""))
-        series = by_key.get(key)
+        key = series_key(row["device"], row["test"], row["kind"], row["series_kernel"], row["region"], row["metric"])
+        name = md_escape(shown_kernel(row["series_kernel"], row["kind"]) + (f" [{row['region']}]" if row["region"]
+                                                                              else ""))
+        series = by_key.get(key) or by_key.get(_function_key(key))  # a history recorded before: by function name
         if series is None or not len(series.values):
             lines.append(f"| {name} | {md_escape(row['metric'])} | no history | | | |")
             continue
@@ -78,7 +84,8 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
         base = float(np.median(series.values[-TREND_COMMITS:]))
         change = f"{base:.4g} → {row['current']:.4g} ({row['current'] / base - 1:+.1%})" if base else ""
         accepted = [a for a in acceptances if all(getattr(a, f) in (None, series.facts[f])
-                                                  for f in ("gpu", "test", "kernel", "region", "metric"))]
+                                                  for f in ("gpu", "test", "region", "metric"))
+                    and kernel_matches(a.kernel, series.facts["kernel"], series.facts["kind"])]
         said = "; ".join(f"{md_escape(a.commit[:12])} by {md_escape(a.by)}: {md_escape(a.reason)}"
                          for a in accepted[-2:])
         lines.append(f"| {name} | {md_escape(row['metric'])} | {sparkline(values)} | {change} | "

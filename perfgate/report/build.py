@@ -180,7 +180,16 @@ def _optional_launch_columns(frame: Any, count: int) -> dict[str, list[Any]]:
     for name in ("code_id", "baseline_code_id", "code_why"):  # None where no side knows its code
         columns[name] = [v if isinstance(v, str) else None for v in frame[name].tolist()] if name in frame.columns \
             else [None] * count
+    for name in ("grid", "block"):
+        columns[name] = _known_texts(frame[name]) if name in frame.columns else [None] * count
     return columns
+
+
+def _known_texts(column: Any) -> list[str | None]:
+    """A text column as a list, "" (not known) as None: only its few distinct values are looked at."""
+    codes, distinct = factorize(column)
+    known = objects([value if isinstance(value, str) and value else None for value in distinct.tolist()])
+    return cast("list[str | None]", known[codes].tolist())
 
 
 _GROUP_FACTS = ("n_baseline", "n_current", "median_baseline", "median_current", "estimate", "ci_low", "ci_high")

@@ -75,8 +75,8 @@ LAUNCHES: dict[str, Column] = {
     "line": Column("int?", "The test's line in that file."),
 }
 # Added within version 2 (a report without them reads as all null): the kernel's name in the baseline when a
-# rename rule paired it, its repeated-launch group, and the Nsight Compute rule findings that appeared or
-# disappeared (null: not known, because a side carries no rule results).
+# rename rule paired it, its repeated-launch group, the Nsight Compute rule findings that appeared or
+# disappeared (null: not known, because a side carries no rule results), its code, and its launch configuration.
 OPTIONAL_LAUNCHES: dict[str, Column] = {
     "baseline_kernel": Column("str?", "The kernel's name in the baseline when a rename rule paired it with another "
                                       "name (shown 'old → new'); else null."),
@@ -94,6 +94,9 @@ OPTIONAL_LAUNCHES: dict[str, Column] = {
     "code_why": Column("str?", "What the code says about the change: 'same code ... judged unchanged' (its timing "
                                "metrics cannot regress), or 'code changed' with the instruction mix's largest "
                                "changes; null when not known."),
+    "grid": Column("str?", "The kernel's grid size, '(x, y, z)', in the current run (the baseline's for a missing "
+                           "launch); null when not known. With 'block', what the history keys a kernel's series by."),
+    "block": Column("str?", "The kernel's block size, '(x, y, z)', as 'grid'; null when not known."),
 }
 METRICS: dict[str, Column] = {
     "metric": Column("str", "The metric's name (an ncu metric, or a pytest-benchmark statistic like 'time.min')."),
@@ -182,6 +185,8 @@ class LaunchTable(TypedDict, total=False):
     code_id: list[Optional[str]]
     baseline_code_id: list[Optional[str]]
     code_why: list[Optional[str]]
+    grid: list[Optional[str]]
+    block: list[Optional[str]]
 
 
 class MetricTable(TypedDict):

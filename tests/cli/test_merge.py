@@ -81,10 +81,11 @@ def test_merge_reads_version_1_and_version_2_reports(matrix: tuple[Path, Path], 
     old.write_text(json.dumps(as_version_1(json.loads(t4.read_text()))))
     code, mixed, _ = _merge(capsys, str(old), str(a10g))
     assert code == 1
-    # Version 1 had none of the optional launch columns (rename, group, rule findings): without them, the same.
+    # Version 1 had none of the optional launch columns (rename, group, rule findings, launch configuration):
+    # without them, the same.
     stripped = tmp_path / "t4.v2-without-optional.json"
     document = json.loads(t4.read_text())
-    for name in ("baseline_kernel", "group", "findings_appeared", "findings_gone"):
+    for name in ("baseline_kernel", "group", "findings_appeared", "findings_gone", "grid", "block"):
         document["launches"].pop(name)
     stripped.write_text(json.dumps(document))
     _, both_new, _ = _merge(capsys, str(stripped), str(a10g))

@@ -82,7 +82,7 @@ def test_the_written_report_is_version_2_with_column_tables() -> None:
     text = render_json(report)
     document = json.loads(text)
     assert document["format"] == "perfgate-report" and document["version"] == FORMAT_VERSION == 2
-    for table, columns in (("launches", 11 + 7), ("metrics", 5), ("results", 8), ("groups", 9)):
+    for table, columns in (("launches", 11 + 9), ("metrics", 5), ("results", 8), ("groups", 9)):
         assert len(document[table]) == columns
         assert len({len(values) for values in document[table].values()}) == 1
     assert document["results"]["launch"] == sorted(document["results"]["launch"])

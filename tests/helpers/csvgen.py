@@ -204,3 +204,41 @@ def write_raw_csv(
     out.append(_PROF_TAIL)
     with open(path, "w", encoding="utf-8", newline="") as handle:
         handle.writelines(out)
+
+
+class Launch(NamedTuple):
+    """One launch written by ``write_raw_launches``: the kernel's demangled name and launch configuration, its NVTX
+    region ("" none) and its values (metric -> value, in the catalog's unit)."""
+
+    demangled: str
+    grid: str
+    block: str
+    values: dict[str, float]
+    region: str = ""
+
+
+PUSH_POP = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def write_raw_launches(path: str | os.PathLike[str], launches: list[Launch]) -> None:
+    """Write ``ncu --csv --page raw --nvtx`` output of the given launches: any kernel names, launch configurations,
+    regions and values (``write_raw_csv`` writes the fixed ``KERNELS``)."""
+    from perfgate.demangled import kernel_function_name
+
+    known = {m.name: m for m in (*_NAMED, *_FILLER)}
+    names = sorted({name for launch in launches for name in launch.values} | {"device__attribute_display_name"})
+    fixed = (*RAW_FIXED[:4], PUSH_POP, *RAW_FIXED[4:])
+    out = [f"==PROF== Connected to process {PROCESS_ID} (/usr/bin/{PROCESS_NAME})\n"]
+    out += [f'==PROF== Profiling "{kernel_function_name(launch.demangled)}" - {i}: 0%....50%....100% - 9 passes\n'
+            for i, launch in enumerate(launches)]
+    out.append(_q(*fixed, *names))
+    out.append(_q(*([""] * len(fixed)), *(known[name].unit if name in known else "" for name in names)))
+    for launch_id, launch in enumerate(launches):
+        region = f'1  "<default domain>:{launch.region}:none:none:none:none:none:none"' if launch.region else "1"
+        cells = [DEVICE_NAME if name == "device__attribute_display_name" else
+                 _format(launch.values[name], known[name].integer if name in known else False) for name in names]
+        out.append(_q(str(launch_id), PROCESS_ID, PROCESS_NAME, HOST, region, launch.demangled, "1", "7", launch.block,
+                      launch.grid, "0", CC, *cells))
+    out.append(_PROF_TAIL)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.writelines(out)
