@@ -322,13 +322,10 @@ class Columns:
         """The rows of ``parts`` one after another; they have the same columns, in the same order."""
         if not parts:
             return Columns({})
-        names = parts[0].columns
         for part in parts[1:]:
-            if part.columns != names:
-                raise ValueError(f"concat of different columns: {names} and {part.columns}")
-        joined_rows: dict[tuple[int, ...], Array] = {}  # ids of the parts' shared rows (or columns) -> joined
-        return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, np.concatenate)
-                        for name in names}, sum(len(part) for part in parts))
+            if part.columns != parts[0].columns:
+                raise ValueError(f"concat of different columns: {parts[0].columns} and {part.columns}")
+        return Columns._joined(parts, np.concatenate, sum(len(part) for part in parts))
 
     @staticmethod
     def placed(parts: Sequence[Columns], positions: Sequence[Codes]) -> Columns:
@@ -370,7 +367,7 @@ class Columns:
 
     @staticmethod
     def _joined(parts: Sequence[Columns], join: Callable[[Sequence[Array]], Array], size: int) -> Columns:
-        joined_rows: dict[tuple[int, ...], Array] = {}
+        joined_rows: dict[tuple[int, ...], Array] = {}  # ids of the parts' shared rows (or columns) -> joined
         return Columns({name: _concat_column([part._data[name] for part in parts], joined_rows, join)
                         for name in parts[0].columns}, size)
 
@@ -378,8 +375,8 @@ class Columns:
 def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[int, ...], Array],
                    join: Callable[[Sequence[Array]], Array]) -> Array | Gather:
     """One column of ``Columns.concat`` (``join``: ``np.concatenate``) or ``Columns.placed``: Gathers over one
-    ``values`` stay a Gather (their rows joined, once for the columns that shared rows in every part), Gathers over
-    different values one Gather over their values one after another (no column made as objects to add rows)."""
+    ``values`` stay a Gather (rows joined once for the columns that share them), Gathers over different values one
+    Gather over their values one after another (no column made as objects to add rows)."""
     arrays = [column for column in columns if not isinstance(column, Gather)]
     if len(arrays) == len(columns):  # joined once with the Gathers whose rows these are, if any
         key = tuple(id(array) for array in arrays)
@@ -396,5 +393,8 @@ def _concat_column(columns: Sequence[Array | Gather], joined_rows: dict[tuple[in
         return Gather(gathers[0].values, joined_rows[key])
     coded = [gathers[0]._codes()] + [gather.coded() for gather in gathers[1:]]  # the first as narrow as it is held
     starts = np.cumsum([0] + [len(values) for _, values in coded[:-1]]).tolist()
-    return Gather(np.concatenate([values for _, values in coded]),
-                  join([codes + start if start else codes for (codes, _), start in zip(coded, starts)]))
+    # Made once for the columns with the same rows, inner Gathers and counts of values (a table's metric and unit).
+    key = (*(id(g.rows) for g in gathers), *(id(g.values) for g in gathers if isinstance(g.values, Gather)), *starts)
+    if key not in joined_rows:
+        joined_rows[key] = join([codes + start if start else codes for (codes, _), start in zip(coded, starts)])
+    return Gather(np.concatenate([values for _, values in coded]), joined_rows[key])

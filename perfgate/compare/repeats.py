@@ -172,7 +172,8 @@ class _Judged(NamedTuple):
 
 def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor: float,
            confidence: float, resolution: float = 0.0) -> _Judged | None:
-    """A group's verdict on one metric from its positive values; None when too few (launch by launch)."""
+    """A group's verdict on one metric from its positive values, in any order (every statistic of them is of the
+    samples as sets); None when too few (launch by launch)."""
     smaller = min(base.size, cur.size)
     if smaller < 2:
         return None
@@ -272,15 +273,17 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         floor = float(np.median(floors[members]))
         group_relative = float(relative[members[0]])  # one series: the same kernel, region and metric
         paired = base_ok & cur_ok
+        # The statistics of a group's samples are of them as sets: sorted once, each median is quickly found.
+        base_sorted, cur_sorted = np.sort(base), np.sort(cur)
         if pairs and base.size == cur.size == int(paired.sum()) >= 2:  # timeline: the same launches on both sides
             verdict: _Judged | None = _judge_pairs(base, cur, sign, group_relative, floor, confidence, resolution)
         else:
-            verdict = _judge(base, cur, sign, group_relative, floor, confidence, resolution)
+            verdict = _judge(base_sorted, cur_sorted, sign, group_relative, floor, confidence, resolution)
         if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))
         series[members] = len(judged)
-        judged.append(_Series(shown, base.size, cur.size, median(base), median(cur), verdict))
+        judged.append(_Series(shown, base.size, cur.size, median(base_sorted), median(cur_sorted), verdict))
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
             moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]],
                                 floor)

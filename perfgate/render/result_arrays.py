@@ -179,9 +179,17 @@ def _grid_medians(values: np.ndarray, grid: Any) -> dict[int, float]:
     below 2**53 (``_median`` takes the others), by column number: the checks made for every column at once."""
     if grid is None or len(grid) < 2:
         return {}
-    picked = np.ascontiguousarray(values[grid].T)  # a row per metric
-    usable = np.flatnonzero(~(np.isnan(picked) | (np.abs(picked) >= _EXACT)).any(axis=1))
-    return {at: median(picked[at]) for at in usable.tolist()}
+    # A row per metric, sorted (in half the time np.median's selection takes): NaN last, the extremes at the ends,
+    # and each median read at the middle as np.median takes it (the mean of the middle one or two). A zero there is
+    # np.median's own: which of 0.0 and -0.0 its selection leaves in the middle depends on the values' order.
+    ordered = values[grid.T]
+    ordered.sort(axis=1)
+    lowest, highest = ordered[:, 0], ordered[:, -1]
+    usable = np.flatnonzero(~np.isnan(highest) & (np.abs(lowest) < _EXACT) & (np.abs(highest) < _EXACT))
+    count = ordered.shape[1]
+    middles = ordered[usable, (count - 1) // 2:count // 2 + 1].mean(axis=1).tolist()
+    return {at: found if found else median(values[grid[:, at]])
+            for at, found in zip(usable.tolist(), middles, strict=True)}
 
 
 def _median(values: np.ndarray, rows: np.ndarray, column: Sequence[Any]) -> float | None:

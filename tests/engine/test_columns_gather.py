@@ -164,6 +164,29 @@ def test_a_column_that_is_the_per_launch_columns_rows_stays_one_array() -> None:
     assert placed["value"].tolist() == [0.0, 1.0, 10.0, 2.0, 3.0, 20.0, 4.0, 5.0, 30.0]
 
 
+def test_metric_and_unit_coded_alike_stay_one_array_of_codes() -> None:
+    """A table's metric and unit gather by the same codes (a reader's: a unit a metric), and so do the derived rows
+    added to it: joined, interleaved or placed, the two columns' codes are made once (60 MB a column at 7.5M rows)
+    and read as their own values."""
+    codes = np.array([0, 1, 0, 1])
+    table = Columns({"metric": Gather(objects(["a", "b"]), codes), "unit": Gather(objects(["ns", "byte"]), codes),
+                     "value": np.arange(4.0)})
+    once = np.zeros(2, dtype=np.int8)
+    derived = Columns({"metric": Gather(objects(["derived.x"]), once), "unit": Gather(objects(["%"]), once),
+                       "value": np.array([10.0, 20.0])})
+    for joined in (Columns.concat([table, derived]), Columns.interleaved([table, derived], 2),
+                   Columns.placed([table, derived], [np.array([0, 1, 3, 4]), np.array([2, 5])])):
+        assert joined._data["metric"].rows is joined._data["unit"].rows  # type: ignore[union-attr]
+    placed = Columns.interleaved([table, derived], 2)
+    assert placed["metric"].tolist() == ["a", "b", "derived.x", "a", "b", "derived.x"]
+    assert placed["unit"].tolist() == ["ns", "byte", "%", "ns", "byte", "%"]
+    other = Columns({"metric": Gather(objects(["derived.x", "derived.y"]), np.array([0, 1], dtype=np.int8)),
+                     "unit": Gather(objects(["%"]), once), "value": np.array([10.0, 20.0])})
+    apart = Columns.concat([table, other])  # the same rows but a count of values apart: codes apart
+    assert apart["metric"].tolist() == ["a", "b", "a", "b", "derived.x", "derived.y"]
+    assert apart["unit"].tolist() == ["ns", "byte", "ns", "byte", "%", "%"]
+
+
 @pytest.mark.parametrize("values", [
     ["sm", "dram", "sm", "l2", "dram\x00x", "\udcff"] * 2_000,  # strings: pandas' hash table where imported
     ["sm", None, "sm", float("nan"), "l2"] * 2_000,  # None and NaN: the dict's, as before

@@ -20,7 +20,7 @@ from perfgate.render.html import render_html_chunks
 from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
 from perfgate.render.html_table import _ranks
 from perfgate.render.kernels import KernelRows, kernel_groups, kernel_row
-from perfgate.render.result_arrays import MetricLaunches, ResultArrays, metric_launches
+from perfgate.render.result_arrays import MetricLaunches, ResultArrays, _grid_medians, metric_launches
 from perfgate.render.result_arrays import floats as _floats
 from perfgate.report import Report
 
@@ -318,3 +318,22 @@ def test_ranks_in_groups_are_sorted_ranks_with_ties_in_row_order(skewed: bool) -
         start += size
     assert (_ranks(groups, values) == expected).all()
     assert len(_ranks(groups[:0], values[:0])) == 0
+
+
+def test_grid_medians_are_numpys_to_the_bit() -> None:
+    """A grid's medians, read from each metric's values sorted, are ``np.median``'s to the bit, the sign of a zero
+    median included (which of 0.0 and -0.0 lies in the middle is np.median's selection's); a metric with NaN or a
+    value of 2**53 or more is left to ``_median``."""
+    rng = np.random.default_rng(3)
+    pools = [[0.0, -0.0], [0.0, -0.0, 1.5, -2.0], [-0.0, 3.0], [1.0, 2.0, np.nan], [1.0, 2.0**53], [-2.0**53, 0.0]]
+    for launches in (2, 3, 4, 7, 1000, 1001):
+        for _ in range(20):
+            columns = [rng.choice(pools[i % len(pools)], size=launches) for i in range(12)]
+            values = np.stack(columns, axis=1).ravel()  # a row per launch, a column per metric
+            grid = np.arange(values.size).reshape(launches, len(columns))
+            want = {at: float(np.median(column)) for at, column in enumerate(columns)
+                    if not (np.isnan(column) | (np.abs(column) >= 2.0**53)).any()}
+            found = _grid_medians(values, grid)
+            assert list(found) == list(want)
+            assert [(value, math.copysign(1.0, value)) for value in found.values()] == \
+                [(value, math.copysign(1.0, value)) for value in want.values()]
