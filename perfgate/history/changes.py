@@ -20,6 +20,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perfgate.history.spikes import despike_one
 from perfgate.history.stats import stdtr
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
@@ -130,7 +131,9 @@ def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
     while start < len(values):
         stop = min(start + window, len(values))
         before = len(found)
-        _divide(values, start, stop, weak, found)
+        inside: list[int] = []
+        _divide(despike_one(values[start:stop]), 0, stop - start, weak, inside)  # the window's own spikes out
+        found += [start + at for at in inside]
         if stop < start + window:
             return sorted(set(found)), sorted(set(found[:before])), start
         start = max(start + step, max(found[before:], default=0))
@@ -213,10 +216,12 @@ def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE
 
 def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
           min_change: float = 0.0) -> list[ChangePoint]:
-    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours."""
+    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours, judged
+    on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is)."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
     exact = is_piecewise_constant(series)
+    series = series if exact else despike_one(series)
     points = list(candidates)
     judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
     while points:

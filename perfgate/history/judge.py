@@ -30,6 +30,7 @@ from perfgate.history.changes import (
     merge,
     t_test,
 )
+from perfgate.history.spikes import despike_many
 from perfgate.history.stats import stdtr
 
 
@@ -131,19 +132,36 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     odd = np.zeros(len(series), dtype=bool)
     odd[owner[(positions <= 0) | (positions >= values.lengths[owner])]] = True
     odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] <= positions[:-1])]] = True
-    nodes = _Nodes(values, np.flatnonzero(judged & ~odd).tolist(), candidates, p_value, min_change)
+    kept = np.flatnonzero(judged & ~odd).tolist()
+    exact = _piecewise_constant(values, kept)
+    measured = [k for k, step in zip(kept, exact.tolist()) if not step]  # judged with their spikes out, as merge does
+    cleaned = list(series)
+    for k, values_k in zip(measured, despike_many([series[k] for k in measured])):
+        cleaned[k] = values_k
+    nodes = _Nodes(Values(cleaned) if measured else values, kept, exact, candidates, p_value, min_change)
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
     return results
 
 
+def _piecewise_constant(values: Values, judged: list[int]) -> np.ndarray:
+    """``is_piecewise_constant`` of each judged series: its equal neighbours counted, those at [offset, offset +
+    length - 1) of ``repeats`` (by where they are: a sum would cast every one of millions of flags to an integer
+    first)."""
+    lengths, offsets = values.lengths[judged], values.offsets[judged]
+    repeats = np.flatnonzero(values.flat[1:] == values.flat[:-1])
+    same = np.searchsorted(repeats, offsets + lengths - 1) - np.searchsorted(repeats, offsets)
+    result: np.ndarray = same >= 0.75 * (lengths - 1)
+    return result
+
+
 class _Nodes:
     """Every candidate of the series judged here, linked to its neighbours, with the score of its current triple
     (previous point, itself, next point): whether it passes and its p-value."""
 
-    def __init__(self, values: Values, judged: list[int], candidates: Sequence[Sequence[int]], p_value: float,
-                 min_change: float) -> None:
+    def __init__(self, values: Values, judged: list[int], exact: np.ndarray, candidates: Sequence[Sequence[int]],
+                 p_value: float, min_change: float) -> None:
         self.values, self.p_value, self.min_change = values, p_value, min_change
         self.series = np.array(judged, dtype=np.int64)
         counts = np.array([len(candidates[k]) for k in judged], dtype=np.int64)
@@ -159,12 +177,7 @@ class _Nodes:
         self.passes, self.p = np.zeros(len(index), dtype=bool), np.zeros(len(index))
         self.done = np.zeros(len(judged), dtype=bool)
         self.alone = np.zeros(len(judged), dtype=bool)  # judged by ``merge`` itself
-        lengths, offsets = values.lengths[self.series], values.offsets[self.series]
-        # is_piecewise_constant: each series' equal neighbours counted, those at [offset, offset + length - 1) of
-        # ``repeats`` (by where they are: a sum would cast every one of millions of flags to an integer first)
-        repeats = np.flatnonzero(values.flat[1:] == values.flat[:-1])
-        same = np.searchsorted(repeats, offsets + lengths - 1) - np.searchsorted(repeats, offsets)
-        self.exact = same >= 0.75 * (lengths - 1)
+        self.exact = exact
         if len(index):
             self._judge(index)
 
