@@ -17,7 +17,6 @@ import numpy as np
 
 from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, split_factors
 from perfgate.history.judge import Values, by_length, t_tests
-from perfgate.history.spikes import despike_many
 
 _CELLS = 1 << 18  # distance-matrix cells a batch of splits holds at once (2 MB: it stays in the processor's cache)
 
@@ -121,6 +120,7 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
                        starts: Sequence[int] | None = None) -> list[tuple[list[int], list[int], int]]:
     """``window_search(s, p_value, window, start)`` for each series and start, the windows of all series a round
     at a time."""
+    values = Values(series)
     weak = p_value * WEAK_FACTOR
     step = max(window // 2, 1)
     start = list(starts) if starts is not None else [0] * len(series)
@@ -132,11 +132,14 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
             if start[k] >= len(series[k]):
                 results[k] = sorted(set(found[k])), sorted(set(found[k])), start[k]
         active = [k for k in active if start[k] < len(series[k])]
-        last = [min(start[k] + window, len(series[k])) for k in active]
-        values = Values(despike_many([series[k][start[k]:stop] for k, stop in zip(active, last)]))
+        picked = np.array(active, dtype=np.int64)
+        first = np.array([start[k] for k in active], dtype=np.int64)
+        last = np.minimum(first + window, values.lengths[picked])
+        windows = values.despiked(values.offsets[picked] + first, last - first)  # each window's own spikes out
         following = []
-        for k, offset, stop, points in zip(active, (values.offsets - np.array(start)[active]).tolist(), last,
-                                           divide_many(values, values.offsets, values.offsets + values.lengths, weak)):
+        for k, offset, stop, points in zip(active, (windows.offsets - first).tolist(), last.tolist(),
+                                           divide_many(windows, windows.offsets, windows.offsets + windows.lengths,
+                                                       weak)):
             before = len(found[k])
             found[k] += [point - offset for point in points]
             if stop < start[k] + window:
