@@ -17,6 +17,7 @@ from perfgate.cli import main
 from perfgate.history.cache_rows import Found
 from perfgate.history.changes import ChangePoint, best_split, change_points, median, t_test
 from perfgate.history.detect import change_dicts
+from perfgate.history.spikes import despike_one
 
 history_url = history_helpers.history_url
 REPO = Path(__file__).resolve().parents[2]
@@ -69,6 +70,25 @@ def test_two_spikes_two_commits_apart_are_no_short_regression() -> None:
     assert change_points(values) == []
     values[127:130] = 100.0 * np.array([1.55, 1.56, 1.54])  # three in a row: a level, a regression reverted
     assert [c.position for c in change_points(values)] == [127, 130]
+
+
+def test_only_spikes_are_taken_out() -> None:
+    """Steps, 3-commit regressions, noise and exact counters (a blip included: no spread) stay as they are; one or
+    two spikes within 5 commits are read as their neighbours' median, a window's edge included."""
+    rng = np.random.default_rng(37)
+    noise = 100.0 * (1 + rng.normal(0, 0.01, 120))
+    stepped = noise * np.where(np.arange(120) < 60, 1.0, 1.2)
+    regression = noise.copy()
+    regression[50:53] *= 1.5
+    counter = np.full(120, 5000.0)
+    counter[30] = 5600.0
+    for values in (noise, stepped, regression, counter):
+        assert np.array_equal(despike_one(values), values)
+    spiky = noise.copy()
+    spiky[[0, 40, 42, 119]] *= (1.4, 1.6, 1.3, 2.0)
+    cleaned = despike_one(spiky)
+    assert np.flatnonzero(cleaned != spiky).tolist() == [0, 40, 42, 119]
+    assert np.all(np.abs(cleaned / 100.0 - 1) < 0.05)
 
 
 def test_one_sided_spike_families() -> None:
