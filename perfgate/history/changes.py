@@ -5,7 +5,8 @@ al. 2023, arXiv:2301.03034) replaces their permutation test by Student's t-test 
 (deterministic and fast), runs it in sliding windows, keeps "weak" change points at 10x the p-value, then
 drops the weakest one at a time until every one left passes the final p-value (and a minimum magnitude)
 against its neighbours. Written here on numpy/scipy because Otava's package pins old numpy/scipy and pulls
-cloud SDKs.
+cloud SDKs. A measured series is searched and judged with its spikes out (``perfgate.history.spikes``): a few
+runs at 1.2-2x their value would otherwise hide a step or read as a short regression.
 
 An exact counter (instructions, bytes moved) is the same number run after run until the code changes (now and
 then another code path adds a little): its series goes through the same search and tests, its new value must

@@ -2,9 +2,9 @@
 above (or below) its neighbours, another process on a shared GPU runner, is read as its neighbours' median.
 
 The t-test's pooled variance grows with the square of a spike: a few runs at 1.2-2x their value hide a step of
-20%, and two spikes two commits apart read as a three-commit regression and its revert. Otava (as Hunter, and
-MongoDB's E-divisive before it) has no answer but a minimum segment length; Fearnhead & Rigaill (2019,
-"Changepoint detection in the presence of outliers") bound each point's influence. Here each point is compared
+20%, and two spikes two commits apart read as a three-commit regression and its revert. Otava takes nothing
+out; MongoDB's CI flagged outlying results with a Generalized ESD test on MAD-based z-scores; Fearnhead & Rigaill
+(2019, "Changepoint detection in the presence of outliers") bound each point's influence. Here each point is compared
 with the median of the 5 commits around it (a Hampel identifier): a level that holds 3 commits is its own median
 there, so steps and short regressions stay as they are, while one or two spikes within 5 commits are outvoted.
 A point is a spike when it is farther from that median than ``SPIKE_SIGMAS`` robust standard deviations of the
