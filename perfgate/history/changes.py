@@ -5,7 +5,8 @@ al. 2023, arXiv:2301.03034) replaces their permutation test by Student's t-test 
 (deterministic and fast), runs it in sliding windows, keeps "weak" change points at 10x the p-value, then
 drops the weakest one at a time until every one left passes the final p-value (and a minimum magnitude)
 against its neighbours. Written here on numpy/scipy because Otava's package pins old numpy/scipy and pulls
-cloud SDKs.
+cloud SDKs. A measured series is searched and judged with its spikes out (``perfgate.history.spikes``): a few
+runs at 1.2-2x their value would otherwise hide a step or read as a short regression.
 
 An exact counter (instructions, bytes moved) is the same number run after run until the code changes (now and
 then another code path adds a little): its series goes through the same search and tests, its new value must
@@ -20,6 +21,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perfgate.history.spikes import despike_one
 from perfgate.history.stats import stdtr
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
@@ -130,7 +132,9 @@ def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
     while start < len(values):
         stop = min(start + window, len(values))
         before = len(found)
-        _divide(values, start, stop, weak, found)
+        inside: list[int] = []
+        _divide(despike_one(values[start:stop]), 0, stop - start, weak, inside)  # the window's own spikes out
+        found += [start + at for at in inside]
         if stop < start + window:
             return sorted(set(found)), sorted(set(found[:before])), start
         start = max(start + step, max(found[before:], default=0))
@@ -213,10 +217,12 @@ def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE
 
 def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
           min_change: float = 0.0) -> list[ChangePoint]:
-    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours."""
+    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours, judged
+    on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is)."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
     exact = is_piecewise_constant(series)
+    series = series if exact else despike_one(series)
     points = list(candidates)
     judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
     while points:

@@ -133,11 +133,13 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
                 results[k] = sorted(set(found[k])), sorted(set(found[k])), start[k]
         active = [k for k in active if start[k] < len(series[k])]
         picked = np.array(active, dtype=np.int64)
-        offsets, first = values.offsets[picked], np.array([start[k] for k in active], dtype=np.int64)
+        first = np.array([start[k] for k in active], dtype=np.int64)
         last = np.minimum(first + window, values.lengths[picked])
+        windows = values.despiked(values.offsets[picked] + first, last - first)  # each window's own spikes out
         following = []
-        for k, offset, stop, points in zip(active, offsets.tolist(), last.tolist(),
-                                           divide_many(values, offsets + first, offsets + last, weak)):
+        for k, offset, stop, points in zip(active, (windows.offsets - first).tolist(), last.tolist(),
+                                           divide_many(windows, windows.offsets, windows.offsets + windows.lengths,
+                                                       weak)):
             before = len(found[k])
             found[k] += [point - offset for point in points]
             if stop < start[k] + window:

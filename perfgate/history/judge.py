@@ -30,6 +30,7 @@ from perfgate.history.changes import (
     merge,
     t_test,
 )
+from perfgate.history.spikes import despike, may_hold_spikes
 from perfgate.history.stats import stdtr
 
 
@@ -50,6 +51,38 @@ class Values:
         result: np.ndarray = self.flat[starts[:, None] + np.arange(length)]
         return result
 
+    def despiked(self, starts: np.ndarray, sizes: np.ndarray, cleaned: np.ndarray | None = None) -> Values:
+        """The segments (flat start, size) end to end, each an entry of its own, with its spikes out where
+        ``cleaned`` (per segment; all where None) says so: ``despike_one`` of each, the segments of a size
+        cleaned as the rows of one array (those whose range rules out a spike left as they are)."""
+        result = Values([])
+        result.lengths = np.asarray(sizes, dtype=np.int64)
+        result.offsets = np.cumsum(result.lengths) - result.lengths
+        if np.array_equal(starts, self.offsets) and np.array_equal(result.lengths, self.lengths):
+            result.flat = self.flat.copy()  # every series whole, as they lie
+        else:
+            result.flat = self.flat[np.repeat(starts - result.offsets, result.lengths)
+                                    + np.arange(int(result.lengths.sum()))]
+        chosen = np.flatnonzero((result.lengths >= 5) if cleaned is None else cleaned & (result.lengths >= 5))
+        chosen = chosen[may_hold_spikes(*_extremes(result.flat, result.offsets[chosen], result.lengths[chosen]))]
+        for size, group in by_length(result.lengths[chosen]):
+            at = result.offsets[chosen[group]]
+            rows = result.rows(at, size)
+            clean = despike(rows)
+            if clean is not rows:
+                result.flat[at[:, None] + np.arange(size)] = clean
+        return result
+
+
+def _extremes(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment of ``flat`` (ascending starts, sizes >= 1, none overlapping): its largest and smallest value and
+    its smallest magnitude, each segment and the gap after it reduced in turn (the gaps' results dropped)."""
+    edges = np.stack((starts, starts + sizes), axis=1).ravel()
+    edges = edges[:-1] if len(edges) and edges[-1] == len(flat) else edges
+    if not len(edges):
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    return (np.maximum.reduceat(flat, edges)[::2], np.minimum.reduceat(flat, edges)[::2],
+            np.minimum.reduceat(np.abs(flat), edges)[::2])
 
 def by_length(sizes: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """Indexes of ``sizes`` grouped by size (each group in index order), a group at most ``CELLS`` values long in
@@ -131,19 +164,35 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     odd = np.zeros(len(series), dtype=bool)
     odd[owner[(positions <= 0) | (positions >= values.lengths[owner])]] = True
     odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] <= positions[:-1])]] = True
-    nodes = _Nodes(values, np.flatnonzero(judged & ~odd).tolist(), candidates, p_value, min_change)
+    kept = np.flatnonzero(judged & ~odd).tolist()
+    exact = _piecewise_constant(values, kept)
+    measured = np.zeros(len(series), dtype=bool)  # judged with their spikes out, as merge judges them
+    measured[kept] = ~exact
+    nodes = _Nodes(values.despiked(values.offsets, values.lengths, measured), kept, exact, candidates, p_value,
+                   min_change)
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
     return results
 
 
+def _piecewise_constant(values: Values, judged: list[int]) -> np.ndarray:
+    """``is_piecewise_constant`` of each judged series: its equal neighbours counted, those at [offset, offset +
+    length - 1) of ``repeats`` (by where they are: a sum would cast every one of millions of flags to an integer
+    first)."""
+    lengths, offsets = values.lengths[judged], values.offsets[judged]
+    repeats = np.flatnonzero(values.flat[1:] == values.flat[:-1])
+    same = np.searchsorted(repeats, offsets + lengths - 1) - np.searchsorted(repeats, offsets)
+    result: np.ndarray = same >= 0.75 * (lengths - 1)
+    return result
+
+
 class _Nodes:
     """Every candidate of the series judged here, linked to its neighbours, with the score of its current triple
     (previous point, itself, next point): whether it passes and its p-value."""
 
-    def __init__(self, values: Values, judged: list[int], candidates: Sequence[Sequence[int]], p_value: float,
-                 min_change: float) -> None:
+    def __init__(self, values: Values, judged: list[int], exact: np.ndarray, candidates: Sequence[Sequence[int]],
+                 p_value: float, min_change: float) -> None:
         self.values, self.p_value, self.min_change = values, p_value, min_change
         self.series = np.array(judged, dtype=np.int64)
         counts = np.array([len(candidates[k]) for k in judged], dtype=np.int64)
@@ -159,12 +208,7 @@ class _Nodes:
         self.passes, self.p = np.zeros(len(index), dtype=bool), np.zeros(len(index))
         self.done = np.zeros(len(judged), dtype=bool)
         self.alone = np.zeros(len(judged), dtype=bool)  # judged by ``merge`` itself
-        lengths, offsets = values.lengths[self.series], values.offsets[self.series]
-        # is_piecewise_constant: each series' equal neighbours counted, those at [offset, offset + length - 1) of
-        # ``repeats`` (by where they are: a sum would cast every one of millions of flags to an integer first)
-        repeats = np.flatnonzero(values.flat[1:] == values.flat[:-1])
-        same = np.searchsorted(repeats, offsets + lengths - 1) - np.searchsorted(repeats, offsets)
-        self.exact = same >= 0.75 * (lengths - 1)
+        self.exact = exact
         if len(index):
             self._judge(index)
 

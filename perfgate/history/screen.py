@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WEAK_FACTOR, WINDOW
+from perfgate.history.spikes import despike
 from perfgate.history.stats import stdtr, stdtrit
 
 SCREEN_ROWS = 2048  # series loud_windows judges at once
@@ -48,7 +49,7 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
         active = np.flatnonzero(quiet)  # a row found loud already has its first loud window: the later ones are moot
         if not len(active):
             break
-        part = matrix[active, start:stop]
+        part = despike(matrix[active, start:stop])  # the search's windows, their spikes out as the search takes them
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
         varied = ~np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
         active, part = active[varied], part[varied]  # (exact counters mostly): calm, no sums needed

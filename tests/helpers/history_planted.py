@@ -95,6 +95,52 @@ def held_out_style_series(seed: int = 35, per_family: int = 40) -> Iterator[Plan
         yield Planted("drift", noisy(100.0 * (1 + 0.02 * commits / COMMITS)), ())
 
 
+def spiky_series(seed: int = 351, per_family: int = 40) -> Iterator[Planted]:
+    """One-sided spikes (issue 35's second blind set): timing series where a few runs read 1.2-2x their value
+    (another process on a shared GPU runner), written with each series' expected change points before the
+    detector first ran on them. 100 or 200 commits; noise 0.5, 1 or 2% of the level.
+
+    * ``spiky-step``: a step of 3-20% (either way) at a random commit, 2-5% of runs spiked by +20..115%
+      anywhere: one change point, at the step.
+    * ``spiky-flat``: noise and the same spikes: no change point.
+    * ``spike-pairs``: noise with one to three pairs of spikes two commits apart (and a triple i, i+2, i+4 in
+      one series of three), at least 10 commits from each other, spikes of +30..115%: no change point (not a
+      short regression and its revert).
+    * ``spiky-reverted``: a regression of 10 or 20% lasting 3 commits and reverted, among spikes 3 or more
+      commits away from it: two change points, its start and its revert.
+    """
+    rng = np.random.default_rng(seed)
+
+    def spiked(level: np.ndarray, keep_clear: Sequence[int] = ()) -> np.ndarray:
+        n = len(level)
+        values = level * (1 + rng.normal(0, float(rng.choice([0.005, 0.01, 0.02])), n))
+        at = rng.choice(n, max(2, round(n * rng.uniform(0.02, 0.05))), replace=False)
+        at = np.array([a for a in at if all(abs(a - c) > 2 for c in keep_clear)], dtype=np.int64)
+        values[at] *= 1 + rng.uniform(0.2, 1.15, len(at))
+        return values
+
+    for _ in range(per_family):
+        n = int(rng.choice([100, 200]))
+        at = int(rng.integers(15, n - 15))
+        size = float(rng.choice([-1, 1]) * rng.uniform(0.03, 0.20))
+        yield Planted("spiky-step", spiked(np.where(np.arange(n) < at, 100.0, 100.0 * (1 + size))), (at,))
+    for _ in range(per_family):
+        yield Planted("spiky-flat", spiked(np.full(int(rng.choice([100, 200])), 100.0)), ())
+    for index in range(per_family):
+        n = int(rng.choice([100, 200]))
+        values = 100.0 * (1 + rng.normal(0, float(rng.choice([0.005, 0.01, 0.02])), n))
+        for first in rng.choice(np.arange(2, n - 7, 10), int(rng.integers(1, 4)), replace=False).tolist():
+            spots = [first, first + 2, first + 4] if index % 3 == 0 else [first, first + 2]
+            values[spots] *= 1 + rng.uniform(0.3, 1.15, len(spots))
+        yield Planted("spike-pairs", values, ())
+    for _ in range(per_family):
+        n = int(rng.choice([100, 200]))
+        at = int(rng.integers(20, n - 23))
+        size = float(rng.choice([0.10, 0.20]))
+        level = np.where((np.arange(n) >= at) & (np.arange(n) < at + 3), 100.0 * (1 + size), 100.0)
+        yield Planted("spiky-reverted", spiked(level, range(at, at + 3)), (at, at + 3))
+
+
 class Score(NamedTuple):
     family: str
     planted: int

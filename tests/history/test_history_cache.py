@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import history as history_helpers
-from helpers.history_planted import held_out_style_series
+from helpers.history_planted import held_out_style_series, spiky_series
 from perfgate.history import cache
 from perfgate.history.db import History, open_history
 from perfgate.history.detect import find_changes
@@ -21,10 +21,12 @@ COMMITS = 108
 
 
 def _series() -> list[np.ndarray]:
-    """Five of each planted family, cut to 120 commits, and 20 flat ones: most series have no change."""
+    """Five of each planted family (one-sided spikes' included), cut to 120 commits, and 20 flat ones: most series
+    have no change."""
     picked = [s.values[:COMMITS] for family, group in itertools.groupby(held_out_style_series(41, 5),
                                                                          key=lambda s: s.family)
               for s in list(group)[:5]]
+    picked += [s.values[:COMMITS] for s in spiky_series(42, 10) if len(s.values) >= COMMITS][:12]
     rng = np.random.default_rng(4)
     return picked + [100.0 * (1 + rng.normal(0, 0.01, COMMITS)) for _ in range(20)]
 
@@ -127,6 +129,9 @@ def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_sta
     for row in rows[::2]:
         row[int(rng.integers(10, 150)):] *= 1 + rng.uniform(-0.06, 0.06)
     rows[::5] = np.round(rows[::5])  # exact counters, now and then one value off
+    for row in rows[1::3]:  # one-sided spikes, lone and two commits apart: the search takes them out
+        spots = rng.choice(160, int(rng.integers(2, 9)), replace=False)
+        row[np.unique(np.minimum(np.concatenate((spots, spots[::2] + 2)), 159))] *= 1 + rng.uniform(0.2, 1.2)
     loud = loud_windows(rows, P_VALUE, WINDOW)
     assert (loud > 0).sum() >= 20 and (loud < 0).sum() >= 20
     for row, first in zip(rows, loud.tolist()):
