@@ -36,6 +36,7 @@ from perfgate.history.keys import (
     kernel_name,
     series_kernel,
     series_key,
+    shown_kernel,
     with_test,
 )
 from perfgate.history.noise import compare_options_from_history, series_thresholds
@@ -176,7 +177,10 @@ def _shared(key: SeriesKey, series: SeriesKey, kernels: int) -> str:
 
 
 def _where(row: Mapping[str, Any]) -> str:
-    return f"{row['kernel']}" + (f" [{row['region']}]" if row["region"] else "") + f" {row['metric']}"
+    """A row's series as a note names it: the kernel as the history shows it (its launch configuration where known,
+    which tells apart the kernels of one name), its region, its metric."""
+    key = _facts(row)
+    return shown_kernel(key[3], key[2]) + (f" [{row['region']}]" if row["region"] else "") + f" {row['metric']}"
 
 
 def reference_measurement(reference: Reference, baseline: Measurement, current: Measurement,

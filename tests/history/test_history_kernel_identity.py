@@ -125,8 +125,10 @@ def test_a_new_launch_configuration_is_judged_against_its_kernels_history(tmp_pa
     status, report = compare_json(tmp_path, str(run_csv(tmp_path / "gemm.csv", 99, grids={GEMM: "(90, 1, 1)"})),
                                   "--history", url)
     assert statuses(report)[GEMM, "(90, 1, 1)"] == {"new"}
-    assert (f"history: Kernel2 [step] {TIME}: insufficient data (0 of the last runs, 5 needed; 3 series of "
-            "its name in other launch configurations: none chosen): no reference") in report["notes"]
+    # the note names the launch as the history shows it: the kernels of one name told apart by their grid
+    assert (f"history: Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4> grid (90, 1, 1) block (256, 1, "
+            f"1) [step] {TIME}: insufficient data (0 of the last runs, 5 needed; 3 series of its name in other launch "
+            "configurations: none chosen): no reference") in report["notes"]
 
 
 def _as_an_older_perfgate_wrote_it(document: dict[str, Any]) -> None:
