@@ -258,16 +258,24 @@ def is_piecewise_constant(series: np.ndarray) -> bool:
 
 def exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:
     """Each step of an exact counter moved (at most ``reach`` commits, within its segments) to the first commit
-    of its new value: the search's split can land beside it when an odd value sits next to the step."""
+    of its new value: the search's split can land beside it when an odd value sits next to the step. Going back,
+    one odd value between two of the new value is stepped over where it is not the old value (a flicker just
+    after the step is no return to the old level)."""
     moved: list[int] = []
     for k, at in enumerate(points):
         start = moved[-1] + 1 if moved else 1
         stop = points[k + 1] if k + 1 < len(points) else len(series)
-        new = median(series[at:stop])
+        new, old = median(series[at:stop]), median(series[start - 1:at])
         first = at
         while first < min(at + reach, stop - 1) and series[first] != new:
             first += 1
-        while first > max(at - reach, start) and series[first - 1] == new:
-            first -= 1
+        lowest = max(at - reach, start)
+        while first > lowest:
+            if series[first - 1] == new:
+                first -= 1
+            elif first - 1 > lowest and series[first - 1] != old and series[first - 2] == new:
+                first -= 2
+            else:
+                break
         moved.append(first if series[first] == new else at)
     return moved

@@ -131,6 +131,17 @@ def test_a_counter_flickering_more_often_later_has_the_same_median_and_no_change
     assert change_points(values) == []
 
 
+def test_an_exact_step_is_named_at_its_first_commit_when_a_flicker_follows_it() -> None:
+    # The new value from commit 11, one odd value (another code path, not the old value) at 13: the step is at 11,
+    # not at 14 where the search's split landed (the shape a blind set found).
+    values = np.full(58, 685_798.0)
+    values[:11] = 665_292.0
+    values[4:7] = (616_857.0, 616_857.0, 633_589.0)
+    values[13] = 653_117.0
+    assert [(c.position, c.before, c.after, c.exact) for c in change_points(values)] == [
+        (11, 665_292.0, 685_798.0, True)]
+
+
 def test_an_exact_step_respects_min_change_and_the_p_value() -> None:
     values = [4096.0] * 40 + [4100.0] * 40
     assert [c.position for c in change_points(values)] == [40]
