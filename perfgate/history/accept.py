@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
 from perfgate.errors import InputError, PerfgateError
 from perfgate.history.db import WAIT_SECONDS, History, open_history, sqlite_path
-from perfgate.history.keys import function_name, kernel_name
+from perfgate.history.keys import function_name, is_kernel, kernel_name
 from perfgate.history.record import provenance
-from perfgate.vocabulary import KIND_KERNEL
 
 if TYPE_CHECKING:
     from perfgate.carried_item import AcceptanceCheck, Carried
@@ -48,7 +47,7 @@ def kernel_matches(accepted: str | None, kernel: str | None, kind: str | None = 
     text also covers its function's series of a history recorded before series had identities."""
     if accepted is None or accepted == kernel:
         return True
-    if kernel is None or (kind or KIND_KERNEL) != KIND_KERNEL:
+    if kernel is None or not is_kernel(kind):
         return False
     return accepted in (kernel_name(kernel), function_name(kernel)) or function_name(accepted) == kernel
 

@@ -32,10 +32,15 @@ SELECT_SERIES_KEYS = f"SELECT id, {', '.join(SERIES_FIELDS)} FROM perfgate_serie
 _SHAPE = re.compile(r"(?: grid (\([0-9, ]+\)))?(?: block (\([0-9, ]+\)))?\Z")  # a series kernel's configuration
 
 
+def is_kernel(kind: str | None) -> bool:
+    """Whether a launch of this kind is a kernel (no kind is one), not a benchmark or a region total."""
+    return (kind or KIND_KERNEL) == KIND_KERNEL
+
+
 def series_kernel(kind: str | None, kernel: str, demangled: str | None, grid: str | None, block: str | None) -> str:
     """The kernel of a launch's series: for a kernel, its demangled name (else its function name) and its grid and
     block where known; a benchmark or a region total by its name."""
-    if (kind or KIND_KERNEL) != KIND_KERNEL:
+    if not is_kernel(kind):
         return kernel
     return (demangled or kernel) + (f" grid {grid}" if grid else "") + (f" block {block}" if block else "")
 
@@ -73,13 +78,13 @@ def kernel_name(kernel: str) -> str:
 def function_name(kernel: str, kind: str | None = KIND_KERNEL) -> str:
     """A series kernel's bare function name (what a history recorded before keyed its series by); a benchmark's or
     a region's name as it is."""
-    return bare_name(kernel_name(kernel)) if (kind or KIND_KERNEL) == KIND_KERNEL else kernel
+    return bare_name(kernel_name(kernel)) if is_kernel(kind) else kernel
 
 
 def shown_kernel(kernel: str, kind: str | None = KIND_KERNEL) -> str:
     """A series kernel as a reader is shown it: ``gemm<128> grid (60, 1, 1) block (256, 1, 1)``; a benchmark's or
     a region's name as it is."""
-    if (kind or KIND_KERNEL) != KIND_KERNEL:
+    if not is_kernel(kind):
         return kernel
     name = kernel_name(kernel)
     return short_name(name) + kernel[len(name):]
@@ -109,3 +114,9 @@ def facts_key(facts: Mapping[str, Any], fields: Sequence[str] = SERIES_FIELDS) -
 def with_test(key: SeriesKey, test: str) -> SeriesKey:
     """``key`` as measured by ``test`` (``""``: by no test, a report compared by hand)."""
     return (key[0], test, key[2], key[3], key[4], key[5])
+
+
+def with_kernel(key: SeriesKey, kernel: str) -> SeriesKey:
+    """``key`` of another series kernel (another launch configuration, or the function name a history recorded
+    before keyed it by)."""
+    return (key[0], key[1], key[2], kernel, key[4], key[5])

@@ -37,6 +37,7 @@ from perfgate.history.keys import (
     series_kernel,
     series_key,
     shown_kernel,
+    with_kernel,
     with_test,
 )
 from perfgate.history.noise import compare_options_from_history, series_thresholds
@@ -102,7 +103,7 @@ class Reference(NamedTuple):
         gpu, _, kind, kernel, region, metric = key
         others = []
         for other in self.names.get((gpu, kind, region, metric, kernel_name(kernel)), ()):
-            candidate: SeriesKey = (gpu, "", kind, other, region, metric)
+            candidate = with_kernel(key, other)
             found = self.lookup(test, candidate) if other != kernel else None
             if found is not None and found[1] >= MIN_REFERENCE_RUNS:
                 others.append(Found(found, candidate))
@@ -111,7 +112,7 @@ class Reference(NamedTuple):
         if others:
             return others[0]
         function = function_name(kernel, kind)
-        old: SeriesKey = (gpu, "", kind, function, region, metric)
+        old = with_kernel(key, function)
         found = self.lookup(test, old) if function != kernel else None
         return Found(found, old) if found is not None and found[1] >= MIN_REFERENCE_RUNS else Found(own)
 

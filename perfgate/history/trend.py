@@ -14,7 +14,7 @@ from perfgate.history.accept import kernel_matches, load_acceptances
 from perfgate.history.changes import P_VALUE
 from perfgate.history.culprits import Culprit, load_culprits, mark_culprits
 from perfgate.history.db import History
-from perfgate.history.keys import SeriesKey, facts_key, function_name, series_kernel, series_key, shown_kernel
+from perfgate.history.keys import facts_key, function_name, series_kernel, series_key, shown_kernel, with_kernel
 from perfgate.history.detect import series_changes
 from perfgate.history.series import Series, load_branch
 from perfgate.render.formatting import md_escape
@@ -57,10 +57,6 @@ def _creep(branch: Any, series: Series, culprits: Sequence[Culprit]) -> str:
     return f"yes: {len(worse)} earlier regression{'s' if len(worse) != 1 else ''} in {TREND_COMMITS} commits{culprit}"
 
 
-def _function_key(key: SeriesKey) -> SeriesKey:
-    return (key[0], key[1], key[2], function_name(key[3], key[2]), key[4], key[5])
-
-
 def trend_markdown(history: History, report: Report, branch_name: str) -> str:
     """The section, or "" when nothing regressed."""
     rows = _regressed_rows(report)
@@ -76,7 +72,7 @@ def trend_markdown(history: History, report: Report, branch_name: str) -> str:
         key = series_key(row["device"], row["test"], row["kind"], row["series_kernel"], row["region"], row["metric"])
         name = md_escape(shown_kernel(row["series_kernel"], row["kind"]) + (f" [{row['region']}]" if row["region"]
                                                                               else ""))
-        series = by_key.get(key) or by_key.get(_function_key(key))  # a history recorded before: by function name
+        series = by_key.get(key) or by_key.get(with_kernel(key, function_name(key[3], key[2])))  # a history recorded before: by function name
         if series is None or not len(series.values):
             lines.append(f"| {name} | {md_escape(row['metric'])} | no history | | | |")
             continue
