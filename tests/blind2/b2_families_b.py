@@ -11,21 +11,28 @@ TILE2 = XMMA.replace("tilesize128x128x64", "tilesize256x128x64")
 F32 = XMMA.replace("f16f16_f16f32_f32", "f32f32_f32f32_f32")
 
 
-def replaced() -> list[dict[str, Any]]:
-    f = "replaced"
-    proj = ["ln", "gemm", "add"]
+PROJ = ["ln", "gemm", "add"]
 
-    def swap(ops: list[str], old: str, new: list[str]) -> list[str]:
-        i = ops.index(old)
-        return ops[:i] + new + ops[i + 1:]
 
-    def c(cid: str, cur_ops: list[str], kdefs: dict[str, Any], expect: str, blame: tuple[str, ...] = (),
-          why: str = "", region: str = "proj", ops: list[str] = proj, extra: dict[str, Any] | None = None,
+def _swap(ops: list[str], old: str, new: list[str]) -> list[str]:
+    i = ops.index(old)
+    return ops[:i] + new + ops[i + 1:]
+
+
+def _repl(cid: str, cur_ops: list[str], kdefs: dict[str, Any], expect: str, blame: tuple[str, ...] = (),
+          why: str = "", region: str = "proj", ops: list[str] = PROJ, extra: dict[str, Any] | None = None,
           amb: str | None = None) -> dict[str, Any]:
-        spec = {"kdefs": kdefs, "base": [{"r": region, "ops": ops}], "cur": [{"r": region, "ops": cur_ops}]}
-        return case(cid, f, {**spec, **(extra or {})}, expect, blame, why, amb)
+    spec = {"kdefs": kdefs, "base": [{"r": region, "ops": ops}], "cur": [{"r": region, "ops": cur_ops}]}
+    return case(cid, "replaced", {**spec, **(extra or {})}, expect, blame, why, amb)
+
+
+def replaced() -> list[dict[str, Any]]:
+    return _replaced_cublas() + _replaced_other()
+
+
+def _replaced_cublas() -> list[dict[str, Any]]:
+    c, swap, proj = _repl, _swap, PROJ
     sk = {"gemm_sk": {"from": "gemm", "name": SK_ON, "t": 166000, "grid": [16, 32, 2]}}
-    big = ["ln", "flash", "ln", "gemm", "gelu", "add"]
     return [
         c("repl_nvjet_same", swap(proj, "gemm", ["nvjet"]), {}, "pass", why="cuBLAS picks nvjet, same time"),
         c("repl_nvjet_faster", swap(proj, "gemm", ["nvjet"]), {"nvjet": {"t": 162000}}, "pass",
@@ -55,6 +62,13 @@ def replaced() -> list[dict[str, Any]]:
           region=""),
         c("repl_no_nvtx_30pct", swap(proj, "gemm", ["nvjet"]), {"nvjet": {"t": 234000}}, "fail",
           ("K:nvjet", "R:*"), "xmma -> nvjet 30% slower, no NVTX ranges", region=""),
+    ]
+
+
+def _replaced_other() -> list[dict[str, Any]]:
+    c, swap = _repl, _swap
+    big = ["ln", "flash", "ln", "gemm", "gelu", "add"]
+    return [
         c("repl_in_big_region_15pct", swap(big, "gemm", ["nvjet"]), {"nvjet": {"t": 207000}}, "not_silent",
           ("K:nvjet", "R:*"), "nvjet 15% slower in a region 4.9x the GEMM: the region total +4.7%",
           region="block", ops=big),
