@@ -3,7 +3,7 @@ noise, within the hand-set threshold.
 
 The rule, per series (GPU, test, kernel, region, metric) with at least ``MIN_RUNS`` of the base branch's last
 ``WINDOW`` commits: its robust relative spread ``s = 1.4826 * MAD / |median|`` (a standard deviation where the
-values are normal, untouched by a few outliers), and its learned relative threshold ``max(SIGMAS * s, FLOOR)``,
+values are normal, untouched by a few outliers), and its learned relative threshold ``max(k(n) * s, FLOOR)``,
 never above the hand-set threshold (the default and the ceiling); the hand-set absolute part is kept as it is.
 Each series is gated at its own threshold (``CompareOptions.series_thresholds``, (kernel, region, metric) ->
 threshold); a series with too little history keeps the hand-set threshold, and a note says so ("insufficient
@@ -15,6 +15,11 @@ repeatedly is also judged launch by launch (a launch that moved alone, each laun
 its spread is that of its launches' values over the window's runs (the samples each point keeps), which holds the
 runs' spread and the launches' own: learned from the run medians alone it is too tight, and unchanged runs come out
 inconclusive or blame a launch.
+
+``k(n)`` is ``SIGMAS`` where the spread is known and more where it is estimated from few values: Student's t
+quantile with ``n - 1`` degrees of freedom at the normal tail beyond ``SIGMAS`` (``small_sample_sigmas``): 5.1 at
+20 runs, 12.3 at 6. A spread measured on 6 values is often half the true one: 4 of those fail about 1 unchanged
+run in 18 (1 in 200 at 20 runs); k(n) of them about 1 in 300 (1 in 800 at 20 runs), measured on normal noise.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import math
 from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
+from scipy import stats
 
 from perfgate.history.db import WAIT_SECONDS, History, open_history
 from perfgate.history.keys import facts_key, function_name, gpu_key
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
 
 WINDOW = 20  # the base branch's latest commits a series' spread is measured over
 MIN_RUNS = 5  # fewer commits than this: insufficient data
-SIGMAS = 4.0  # a change beyond 4 robust standard deviations is not noise (about 1 in 15,000 for normal noise)
+SIGMAS = 4.0  # a change beyond 4 robust standard deviations is not noise (1 in 15,000 for normal noise of known spread)
 FLOOR = 0.005  # never below 0.5%: rounding and clock steps
 MAD_TO_SIGMA = 1.4826
 
@@ -47,25 +53,32 @@ class Learned(NamedTuple):
     notes: list[str]
 
 
+def small_sample_sigmas(count: int) -> float:
+    """How many robust standard deviations a threshold spans when the spread is estimated from ``count`` values:
+    Student's t quantile (``count - 1`` degrees of freedom) at the normal tail beyond ``SIGMAS``."""
+    return float(stats.t.isf(stats.norm.sf(SIGMAS), max(count - 1, 1)))
+
+
 def series_threshold(values: np.ndarray) -> float:
-    """``max(SIGMAS * robust relative spread, FLOOR)`` of a series' latest ``WINDOW`` values."""
+    """``max(k(n) * robust relative spread, FLOOR)`` of a series' latest ``WINDOW`` values."""
     return spread_threshold(values[-WINDOW:])
 
 
 def spread_threshold(recent: np.ndarray) -> float:
-    """``max(SIGMAS * robust relative spread, FLOOR)`` of ``recent`` values (run values, or launches' values)."""
+    """``max(k(n) * robust relative spread, FLOOR)`` of ``recent`` values (run values, or launches' values)."""
     recent = np.asarray(recent) / 2  # a relative spread: halved, values near a double's limit do not overflow
     median = float(np.median(recent))
     if median == 0:
         return FLOOR
     spread = MAD_TO_SIGMA * float(np.median(np.abs(recent - median))) / abs(median)
-    return max(SIGMAS * spread, FLOOR)
+    return max(small_sample_sigmas(len(recent)) * spread, FLOOR)
 
 
 def same_code_threshold(changes: np.ndarray) -> float:
-    """``max(SIGMAS * robust spread, FLOOR)`` of A/A samples: relative changes between two runs of the same machine
+    """``max(k(n) * robust spread, FLOOR)`` of A/A samples: relative changes between two runs of the same machine
     code, whose spread is that of a comparison's change itself (no real change can be in them: 0 is their centre)."""
-    return max(SIGMAS * MAD_TO_SIGMA * float(np.median(np.abs(changes))), FLOOR)
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(changes)))
+    return max(small_sample_sigmas(len(changes)) * spread, FLOOR)
 
 
 def _spread(item: Series, launches: Mapping[int, np.ndarray] | None,

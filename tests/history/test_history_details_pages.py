@@ -22,7 +22,7 @@ from history_thresholds import PROGRAMS, judged, record_history, run, write_deta
 from perfgate.collect import read_table  # noqa: E402
 from perfgate.history.db import open_history  # noqa: E402
 from perfgate.history.keys import UNKNOWN_GPU, gpu_key  # noqa: E402
-from perfgate.history.noise import MAD_TO_SIGMA, SIGMAS, launch_values, learn  # noqa: E402
+from perfgate.history.noise import MAD_TO_SIGMA, launch_values, learn, small_sample_sigmas  # noqa: E402
 from perfgate.history.series import Series, load_branch  # noqa: E402
 from perfgate.metrics import Threshold  # noqa: E402
 
@@ -62,9 +62,11 @@ def test_a_repeated_kernel_learns_from_its_launches_spread(history_url: str, tmp
     values = pooled[kernel.id]
     spread = MAD_TO_SIGMA * float(np.median(np.abs(values - np.median(values)))) / float(np.median(values))
     by_kind = {key[2]: threshold.relative for key, threshold in learned.items() if key[-1] == TIME}
-    assert by_kind["kernel"] == math.ceil(SIGMAS * spread * 1000) / 1000
+    assert by_kind["kernel"] == math.ceil(small_sample_sigmas(len(values)) * spread * 1000) / 1000
     from_medians = learn(branch.series, hand_set).series  # the run medians' spread: tighter than a launch's
-    assert [t.relative for k, t in from_medians.items() if k[2] == "kernel" and k[-1] == TIME][0] < by_kind["kernel"]
+    medians = kernel.values / np.median(kernel.values)
+    assert MAD_TO_SIGMA * np.median(np.abs(medians - 1)) < spread
+    assert [t.relative for k, t in from_medians.items() if k[2] == "kernel" and k[-1] == TIME][0] != by_kind["kernel"]
 
 
 def test_learning_from_launches_needs_the_base_branch_runs_of_the_window(tmp_path: Path) -> None:
