@@ -21,6 +21,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perfgate.history.abrupt import ABRUPT_P, judged_points
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import stdtr
 
@@ -225,6 +226,7 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     series = series if exact else despike_one(series)
     points = list(candidates)
     judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
+    steps: set[int] = set()  # points a line through their neighbourhood does not explain, once gradual ones went
     while points:
         scores = []
         for k in range(len(points)):
@@ -234,10 +236,16 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
                 p = t_test(left, right)
                 limit = p_value * SHORT_FACTOR if min(len(left), len(right)) < SHORT else p_value
                 judged[key] = (_passes(left, right, p, limit, min_change, exact), -p)
-            scores.append(judged[key])
+            scores.append((judged[key][0] or points[k] in steps, judged[key][1]))
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
-            break
+            if exact:
+                break
+            gradual, abrupt = gradual_points(series, points)
+            steps |= {at for at, step in zip(points, abrupt.tolist()) if step}
+            weakest = int(np.argmax(gradual))
+            if not gradual[weakest] > ABRUPT_P:
+                break
         del points[weakest]
     if exact:
         points = exact_starts(series, points)
@@ -248,6 +256,14 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
         p = t_test(left, right) if exact else -judged[key][1]  # the last round's test (an exact step has moved)
         result.append(ChangePoint(at, p, median(left), median(right), exact))
     return result
+
+
+def gradual_points(series: np.ndarray, points: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``abrupt.judged_points`` of each change point of one series (its segments bounded by its neighbours)."""
+    at = np.array(points, dtype=np.int64)
+    left = np.concatenate(([0], at[:-1]))
+    right = np.concatenate((at[1:], [len(series)]))
+    return judged_points(series, left, at, right)
 
 
 def is_piecewise_constant(series: np.ndarray) -> bool:

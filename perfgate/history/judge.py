@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from perfgate.history.abrupt import ABRUPT_P, gradual_scores
 from perfgate.history.changes import (
     MIN_SIDE,
     P_VALUE,
@@ -173,6 +174,8 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
+    for k in nodes.gradual_series().tolist():  # merge drops them one at a time, judging the rest again
+        results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 
 
@@ -283,6 +286,16 @@ class _Nodes:
         for k, position, p, low, high in zip(self.series[self.local[plain]].tolist(), at.tolist(),
                                              self.p[plain].tolist(), before, after):
             results[k].append(ChangePoint(position, p, low, high, False))
+
+
+    def gradual_series(self) -> np.ndarray:
+        """The measured series (``merge_many``'s indexes) with a change point left that ``abrupt`` reads as
+        gradual."""
+        plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
+        offset, left, at, right = self._triples(plain)
+        gradual = gradual_scores(self.values.flat, offset + left, offset + at, offset + right) > ABRUPT_P
+        found: np.ndarray = np.unique(self.series[self.local[plain[gradual]]])
+        return found
 
 
 def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:

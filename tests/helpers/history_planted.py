@@ -141,6 +141,33 @@ def spiky_series(seed: int = 351, per_family: int = 40) -> Iterator[Planted]:
         yield Planted("spiky-reverted", spiked(level, range(at, at + 3)), (at, at + 3))
 
 
+def wave_series(seed: int = 353, per_family: int = 40) -> Iterator[Planted]:
+    """A runner's slow thermal wave (issue 35's second blind set counted it as no change), written with each
+    series' expected change points before the detector first ran on them. 120 or 200 commits; a sine of 0.5-2%
+    with a period of 24-90 commits; noise 0.25-0.5% of the level.
+
+    * ``wave``: the wave and noise only: no change point (a slope is no step, however far it moves).
+    * ``wave-step``: the same wave with a step of 3-10% (either way, at least twice the wave's amplitude) at a
+      random commit: one change point, at the step.
+    """
+    rng = np.random.default_rng(seed)
+
+    def waving(n: int, amplitude: float) -> np.ndarray:
+        t = np.arange(n)
+        wave = amplitude * np.sin(2 * np.pi * t / rng.uniform(24, 90) + rng.uniform(0, 2 * np.pi))
+        return (1 + wave) * (1 + rng.normal(0, rng.uniform(0.0025, 0.005), n))
+
+    for _ in range(per_family):
+        n = int(rng.choice([120, 200]))
+        yield Planted("wave", 100.0 * waving(n, rng.uniform(0.005, 0.02)), ())
+    for _ in range(per_family):
+        n = int(rng.choice([120, 200]))
+        size = float(rng.uniform(0.03, 0.10))
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 100.0, 100.0 * (1 + float(rng.choice([-1, 1])) * size))
+        yield Planted("wave-step", level * waving(n, rng.uniform(0.005, size / 2)), (at,))
+
+
 class Score(NamedTuple):
     family: str
     planted: int
