@@ -25,6 +25,7 @@ from perfgate.history.changes import (
     SHORT,
     SHORT_FACTOR,
     ChangePoint,
+    all_stand_out,
     exact_starts,
     sides,
     median,
@@ -33,6 +34,7 @@ from perfgate.history.changes import (
 )
 from perfgate.history.spikes import despike, may_hold_spikes
 from perfgate.history.stats import stdtr
+from perfgate.history.wander import variogram
 
 
 CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
@@ -174,7 +176,7 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
-    for k in nodes.gradual_series().tolist():  # merge drops them one at a time, judging the rest again
+    for k in nodes.rejudged_series():  # merge drops them one at a time, judging the rest again
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 
@@ -288,6 +290,20 @@ class _Nodes:
             results[k].append(ChangePoint(position, p, low, high, False))
 
 
+    def rejudged_series(self) -> list[int]:
+        """The measured series (``merge_many``'s indexes) with a change point left that is no step: ``abrupt``
+        reads it as gradual, or it does not stand out of the series' noise (``changes.all_stand_out``)."""
+        gradual = set(self.gradual_series().tolist())
+        plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
+        found = []
+        for local, nodes in _runs(self.local[plain], plain):
+            k = int(self.series[local])
+            values = self.values.flat[self.values.offsets[k]:self.values.offsets[k] + self.values.lengths[k]]
+            points = self.position[nodes].tolist()
+            if k in gradual or not all_stand_out(values, points, self.p_value, variogram(values, points)):
+                found.append(k)
+        return found
+
     def gradual_series(self) -> np.ndarray:
         """The measured series (``merge_many``'s indexes) with a change point left that ``abrupt`` reads as
         gradual."""
@@ -296,6 +312,13 @@ class _Nodes:
         gradual = gradual_scores(self.values.flat, offset + left, offset + at, offset + right) > ABRUPT_P
         found: np.ndarray = np.unique(self.series[self.local[plain[gradual]]])
         return found
+
+
+def _runs(keys: np.ndarray, items: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``items`` grouped by their ``keys`` (sorted), each key once."""
+    bounds = np.flatnonzero(np.diff(keys)) + 1
+    return [(int(part_keys[0]), part) for part_keys, part in zip(np.split(keys, bounds), np.split(items, bounds))
+            if len(part)]
 
 
 def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
