@@ -34,7 +34,7 @@ from perfgate.history.changes import (
 )
 from perfgate.history.spikes import despike, may_hold_spikes
 from perfgate.history.stats import stdtr
-from perfgate.history.wander import variogram
+from perfgate.history.wander import variograms
 
 
 CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
@@ -292,17 +292,24 @@ class _Nodes:
 
     def rejudged_series(self) -> list[int]:
         """The measured series (``merge_many``'s indexes) with a change point left that is no step: ``abrupt``
-        reads it as gradual, or it does not stand out of the series' noise (``changes.all_stand_out``)."""
+        reads it as gradual, or it does not stand out of the series' noise (``changes.all_stand_out``, the
+        variograms of the series of a length taken together)."""
         gradual = set(self.gradual_series().tolist())
         plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
+        points = {int(self.series[local]): self.position[nodes].tolist() for local, nodes in _runs(self.local[plain],
+                                                                                                     plain)}
         found = []
-        for local, nodes in _runs(self.local[plain], plain):
-            k = int(self.series[local])
-            values = self.values.flat[self.values.offsets[k]:self.values.offsets[k] + self.values.lengths[k]]
-            points = self.position[nodes].tolist()
-            if k in gradual or not all_stand_out(values, points, self.p_value, variogram(values, points)):
-                found.append(k)
-        return found
+        lengths = self.values.lengths
+        for size, group in by_length(lengths[list(points)]):
+            ks = np.array(list(points), dtype=np.int64)[group]
+            rows = self.values.rows(self.values.offsets[ks], size)
+            segments = np.zeros(rows.shape, dtype=np.int64)
+            for row, k in enumerate(ks.tolist()):
+                segments[row, points[k]] += 1
+            for row, (k, gamma) in enumerate(zip(ks.tolist(), variograms(rows, segments.cumsum(axis=1)))):
+                if k in gradual or not all_stand_out(rows[row], points[k], self.p_value, gamma):
+                    found.append(k)
+        return sorted(found)
 
     def gradual_series(self) -> np.ndarray:
         """The measured series (``merge_many``'s indexes) with a change point left that ``abrupt`` reads as
