@@ -278,7 +278,7 @@ def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_c
                 p = t_test(left, right)
                 limit = _limit(series, points, k, p_value)
                 passes = _passes(left, right, p, limit, min_change, exact)
-                judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, limit)), -p)
+                judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value)), -p)
             scores.append((judged[key][0] or points[k] in steps, judged[key][1]))
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
@@ -303,8 +303,8 @@ def _limit(series: np.ndarray, points: Sequence[int], k: int, p_value: float) ->
 def all_stand_out(series: np.ndarray, points: Sequence[int], p_value: float, gamma: np.ndarray) -> bool:
     """Whether every point of a measured series (its spikes out) is a step out of the noise whose variogram is
     ``gamma`` (``wander.variogram``; every one where that is empty)."""
-    return not len(gamma) or all(_stands_out(series, gamma, _key(series, points, k),
-                                             _limit(series, points, k, p_value)) for k in range(len(points)))
+    return not len(gamma) or all(_stands_out(series, gamma, _key(series, points, k), p_value)
+                                 for k in range(len(points)))
 
 
 def _stands_out(series: np.ndarray, gamma: np.ndarray, key: tuple[int, int, int], limit: float) -> bool:
