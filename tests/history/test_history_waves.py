@@ -35,7 +35,7 @@ def _reported(values: np.ndarray) -> list[int]:
 
 def test_a_thermal_wave_is_no_series_of_steps() -> None:
     """40 waves of 0.5-2% in 0.25-0.5% noise: 226 points before a change point had to be a step (Otava places
-    them the same way), 83 once a line through a point's neighbourhood had to leave it standing, 1 now that it
+    them the same way), 83 once a line through a point's neighbourhood had to leave it standing, 3 now that it
     must also stand out of the series' own noise (``wander``); every step of 3-10% on such a wave is still
     found, with 1 extra point where there were 222, then 49."""
     results = score(_positions, list(wave_series()))
