@@ -55,11 +55,12 @@ class Plain(NamedTuple):
 
 _COUNTS = 7  # per series: points, last, resume, and how many weak candidates, tail values, kept values, changes
 _FIELDS = ("ids", "counts", "weak", "tails", "values", "commit_steps", "jumps_at", "jumps", "found_at",
-           "found_values", "found_exact")
+           "found_values", "found_kind")
 _TYPES = {"ids": "<i8", "counts": "<i8", "weak": "<i8", "tails": "<f8", "values": "<f8", "commit_steps": "u1",
-          "jumps_at": "<i8", "jumps": "<i8", "found_at": "<i8", "found_values": "<f8", "found_exact": "u1"}
+          "jumps_at": "<i8", "jumps": "<i8", "found_at": "<i8", "found_values": "<f8", "found_kind": "u1"}
 _WIDTHS = {"counts": _COUNTS, "found_at": 3, "found_values": 3}
-_MAGIC = b"perfgate-change-cache-5\n"
+_MAGIC = b"perfgate-change-cache-6\n"
+KINDS = 3  # a change point's kind byte: 0 a step, 1 an exact step, 2 gradual
 
 
 def is_plain(state: State) -> bool:
@@ -108,7 +109,7 @@ def plain_text(plain: Plain) -> bytes:
     return _archive(ids=plain.ids, counts=counts, weak=np.zeros(0, np.int64), tails=plain.tails.ravel(),
                     values=np.zeros(0), **_steps(np.zeros(0, np.int64)),
                     found_at=np.zeros((0, 3), np.int64), found_values=np.zeros((0, 3)),
-                    found_exact=np.zeros(0, np.bool_))
+                    found_kind=np.zeros(0, np.uint8))
 
 
 def chunk_text(items: Sequence[tuple[int, State]]) -> bytes:
@@ -127,7 +128,7 @@ def chunk_text(items: Sequence[tuple[int, State]]) -> bytes:
         found_at=np.array([(f.commit, f.previous, f.point.position) for f in found], dtype=np.int64).reshape(-1, 3),
         found_values=np.array([(f.point.p_value, f.point.before, f.point.after) for f in found],
                               dtype=np.float64).reshape(-1, 3),
-        found_exact=np.array([f.point.exact for f in found], dtype=np.bool_))
+        found_kind=np.array([f.point.exact + 2 * f.point.gradual for f in found], dtype=np.uint8))
 
 
 def _archive(**columns: np.ndarray) -> bytes:
@@ -154,9 +155,8 @@ def _columns(stored: object) -> dict[str, np.ndarray]:
         column = np.frombuffer(raw, kind, size, at)
         columns[name] = column.reshape(-1, _WIDTHS[name]) if name in _WIDTHS else column
         at += size * kind.itemsize
-    if at != len(raw) or (columns["found_exact"] > 1).any():
+    if at != len(raw) or (columns["found_kind"] >= KINDS).any():
         raise ValueError("change cache chunk")
-    columns["found_exact"] = columns["found_exact"].astype(np.bool_)
     return columns
 
 
@@ -193,7 +193,7 @@ def chunk_states(text: object) -> tuple[dict[int, State], list[Plain]]:
     columns = _columns(text)
     columns["commits"] = _indexes(columns)
     ids, counts = columns["ids"], columns["counts"]
-    n, found = len(ids), len(columns["found_exact"])
+    n, found = len(ids), len(columns["found_kind"])
     if (ids.ndim != 1 or counts.shape != (n, _COUNTS) or columns["found_at"].shape != (found, 3)
             or columns["found_values"].shape != (found, 3) or (counts[:, [0, 2, 3, 4, 5, 6]] < 0).any()
             or (counts[:, 1] < -1).any() or not ((counts[:, 5] == 0) | (counts[:, 5] == counts[:, 0])).all()
@@ -216,14 +216,13 @@ def _states(columns: dict[str, np.ndarray], rows: np.ndarray, tail_at: np.ndarra
     counts = columns["counts"]
     weak_at, kept_at, found_at = (_starts(counts[:, k]) for k in (3, 5, 6))
     weak, tails, values, commits = (columns[name] for name in ("weak", "tails", "values", "commits"))
-    where, found_values, found_exact = (columns[name].tolist() for name in ("found_at", "found_values",
-                                                                            "found_exact"))
+    where, found_values, kinds = (columns[name].tolist() for name in ("found_at", "found_values", "found_kind"))
     states: dict[int, State] = {}
     for row in rows.tolist():
         points, last, resume, weak_n, tail_n, kept_n, found_n = counts[row].tolist()
         w, t, k, f = int(weak_at[row]), int(tail_at[row]), int(kept_at[row]), int(found_at[row])
         changes = [Found(where[i][0], where[i][1], ChangePoint(where[i][2], found_values[i][0], found_values[i][1],
-                                                               found_values[i][2], found_exact[i]))
+                                                               found_values[i][2], kinds[i] == 1, kinds[i] == 2))
                    for i in range(f, f + found_n)]
         states[int(columns["ids"][row])] = State(points, last, weak[w:w + weak_n].tolist(), resume,
                                                  tails[t:t + tail_n], changes,

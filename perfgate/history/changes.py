@@ -21,8 +21,10 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perfgate.history.abrupt import ABRUPT_P, judged_points
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import stdtr
+from perfgate.history.wander import step_p, variogram
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
 MIN_SIDE = 3  # fewest points on either side of a split the t-test judges
@@ -47,6 +49,7 @@ class ChangePoint(NamedTuple):
     before: float  # median of the segment before (back to the previous change point)
     after: float  # median of the segment after (up to the next change point)
     exact: bool  # a step of a piecewise-constant series
+    gradual: bool = False  # no step: a slow movement the t-test passed (``merge``)
 
 
 def t_test(left: np.ndarray, right: np.ndarray) -> float:
@@ -207,8 +210,14 @@ def _passes(left: np.ndarray, right: np.ndarray, p: float, p_value: float, min_c
 def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE, min_change: float = 0.0,
                   window: int = WINDOW) -> list[ChangePoint]:
     """The change points of a series in order: each passes ``p_value`` and ``min_change`` (relative) against
-    the segments between its neighbours. An exact counter's go through the same search and tests, and each is
-    then named at the commit where its new value starts."""
+    the segments between its neighbours, and is a step. An exact counter's go through the same search and tests,
+    and each is then named at the commit where its new value starts."""
+    return [point for point in movements(values, p_value, min_change, window) if not point.gradual]
+
+
+def movements(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE, min_change: float = 0.0,
+              window: int = WINDOW) -> list[ChangePoint]:
+    """``change_points``, and the gradual points among them (``merge``): what ``detect`` reports from."""
     series = np.asarray(values, dtype=float)
     if len(series) < 2 or float(series.min()) == float(series.max()):
         return []
@@ -218,36 +227,116 @@ def change_points(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE
 def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
           min_change: float = 0.0) -> list[ChangePoint]:
     """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours, judged
-    on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is)."""
+    on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is). A measured
+    series' points that its t-test passed but that are no step (a line through their neighbourhood explains them,
+    ``abrupt``, or the series' wander does, ``wander``) come after its steps as ``gradual`` points, each judged
+    against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
     exact = is_piecewise_constant(series)
     series = series if exact else despike_one(series)
-    points = list(candidates)
-    judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
-    while points:
-        scores = []
-        for k in range(len(points)):
-            key = (points[k - 1] if k else 0, points[k], points[k + 1] if k + 1 < len(points) else len(series))
-            if key not in judged:
-                left, right = sides(series, points, k)
-                p = t_test(left, right)
-                limit = p_value * SHORT_FACTOR if min(len(left), len(right)) < SHORT else p_value
-                judged[key] = (_passes(left, right, p, limit, min_change, exact), -p)
-            scores.append(judged[key])
-        weakest = min(range(len(points)), key=lambda k: scores[k])
-        if scores[weakest][0]:
-            break
-        del points[weakest]
+    points, judged, gradual = _merged(series, candidates, p_value, min_change, exact, None)
     if exact:
         points = exact_starts(series, points)
+        found = []
+        for k, at in enumerate(points):
+            left, right = sides(series, points, k)
+            found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
+        return found
+    slow = set(gradual)
+    gamma = variogram(series, points) if points else np.zeros(0)
+    if not all_stand_out(series, points, p_value, gamma):  # judged again, each point against the noise too
+        slow |= set(points)
+        points, judged, gradual = _merged(series, candidates, p_value, min_change, False, gamma)
+        slow = (slow | set(gradual)) - set(points)
     result = []
     for k, at in enumerate(points):
         left, right = sides(series, points, k)
-        key = (points[k - 1] if k else 0, at, points[k + 1] if k + 1 < len(points) else len(series))
-        p = t_test(left, right) if exact else -judged[key][1]  # the last round's test (an exact step has moved)
-        result.append(ChangePoint(at, p, median(left), median(right), exact))
-    return result
+        p = -judged[_key(series, points, k)][1]  # the last round's test
+        result.append(ChangePoint(at, p, median(left), median(right), False))
+    return sorted(result + _slow_points(series, points, slow))
+
+
+def _key(series: np.ndarray, points: Sequence[int], k: int) -> tuple[int, int, int]:
+    return points[k - 1] if k else 0, points[k], points[k + 1] if k + 1 < len(points) else len(series)
+
+
+def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_change: float, exact: bool,
+            gamma: np.ndarray | None) -> tuple[list[int], dict[tuple[int, int, int], tuple[bool, float]], list[int]]:
+    """``merge``'s rounds: the points left, their tests by (previous point, point, next point), and the points
+    dropped as gradual. Given a wandering series' variogram ``gamma``, a point must also pass ``wander.local_p``."""
+    points = list(candidates)
+    judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
+    steps: set[int] = set()  # points a line through their neighbourhood does not explain, once gradual ones went
+    gradual: list[int] = []
+    while points:
+        scores = []
+        for k in range(len(points)):
+            key = _key(series, points, k)
+            if key not in judged:
+                left, right = sides(series, points, k)
+                p = t_test(left, right)
+                limit = _limit(series, points, k, p_value)
+                passes = _passes(left, right, p, limit, min_change, exact)
+                judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value)), -p)
+            scores.append((judged[key][0] or points[k] in steps, judged[key][1]))
+        weakest = min(range(len(points)), key=lambda k: scores[k])
+        if scores[weakest][0]:
+            if exact:
+                break
+            slopes, abrupt = gradual_points(series, points)
+            steps |= {at for at, step in zip(points, abrupt.tolist()) if step}
+            weakest = int(np.argmax(slopes))
+            if not slopes[weakest] > ABRUPT_P:
+                break
+            gradual.append(points[weakest])
+        del points[weakest]
+    return points, judged, gradual
+
+
+def _limit(series: np.ndarray, points: Sequence[int], k: int, p_value: float) -> float:
+    """The p-value a point must pass: ``SHORT_FACTOR`` times smaller against a short segment."""
+    left, right = sides(series, points, k)
+    return p_value * SHORT_FACTOR if min(len(left), len(right)) < SHORT else p_value
+
+
+def all_stand_out(series: np.ndarray, points: Sequence[int], p_value: float, gamma: np.ndarray) -> bool:
+    """Whether every point of a measured series (its spikes out) is a step out of the noise whose variogram is
+    ``gamma`` (``wander.variogram``; every one where that is empty)."""
+    return not len(gamma) or all(_stands_out(series, gamma, _key(series, points, k), p_value)
+                                 for k in range(len(points)))
+
+
+def _stands_out(series: np.ndarray, gamma: np.ndarray, key: tuple[int, int, int], limit: float) -> bool:
+    """Whether a point of a wandering series is a step: it passes ``limit`` against the series' variogram
+    (``wander.local_p``), or stands out of a line through its neighbourhood at every reach (``abrupt``: a step
+    on a smooth wave, which the variogram reads as fast wander)."""
+    if step_p(gamma, series, *key) <= limit:
+        return True
+    start, at, stop = (np.array([index], dtype=np.int64) for index in key)
+    return bool(judged_points(series, start, at, stop)[1][0])
+
+
+def _slow_points(series: np.ndarray, steps: Sequence[int], slow: set[int]) -> list[ChangePoint]:
+    """The ``slow`` points as ``gradual`` change points, each judged against its neighbours among the steps and
+    the slow points (those whose medians are equal left out: no direction)."""
+    every = sorted(slow | set(steps))
+    found = []
+    for k, at in enumerate(every):
+        if at in slow:
+            left, right = sides(series, every, k)
+            before, after = median(left), median(right)
+            if before != after:
+                found.append(ChangePoint(at, t_test(left, right), before, after, False, True))
+    return found
+
+
+def gradual_points(series: np.ndarray, points: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``abrupt.judged_points`` of each change point of one series (its segments bounded by its neighbours)."""
+    at = np.array(points, dtype=np.int64)
+    left = np.concatenate(([0], at[:-1]))
+    right = np.concatenate((at[1:], [len(series)]))
+    return judged_points(series, left, at, right)
 
 
 def is_piecewise_constant(series: np.ndarray) -> bool:

@@ -1,7 +1,9 @@
 """``perfgate history changes``: the change points of every series of a branch, as text, Markdown or JSON.
 
 A creep (several same-direction changes in a row, each small enough to pass a PR gate) shows on each of its
-later changes as ``creep: true`` with ``cumulative``: the change from before the first one of the run.
+later changes as ``creep: true`` with ``cumulative``: the change from before the first one of the run. A slow
+movement (gradual points, ``changes.merge``: no step, a slope or a wander) shows only where its net change is
+beyond what a PR gate lets through, each of its points as ``creep: true`` with its ``cumulative``.
 
 A change in a series' newest runs is no change point yet (``changes.MIN_SIDE`` runs must show it): where the gate
 judged the newest run a regression or an improvement and no change point covers that run, the list carries it as
@@ -22,7 +24,7 @@ from perfgate.history.cache import found_in, cached_changes, search
 from perfgate.history.cache_rows import Found
 from perfgate.history.code_change import code_note, mark_code
 from perfgate.history.culprits import load_culprits, mark_culprits
-from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, change_points
+from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, movements
 from perfgate.history.db import History
 from perfgate.history.keys import SERIES_FIELDS, shown_kernel
 from perfgate.history.stats import require_scipy
@@ -58,10 +60,48 @@ def creep_step_limit(metric: str) -> float | None:
 def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, str],
                  found: Sequence[Found]) -> list[dict[str, Any]]:
     """The change points of one series as JSON-ready objects, creeps marked: a creep is a run of same-direction
-    changes in a row, each within ``creep_step_limit``."""
+    steps in a row, each within ``creep_step_limit``, or a slow movement (a run of same-direction gradual points,
+    no step between them) whose net change is beyond that limit. Gradual points that add up to no more are not
+    reported."""
+    limit = creep_step_limit(facts["metric"])
+    steps = [item for item in found if not item.point.gradual]
+    changes = list(zip((item.point.position for item in steps), _step_dicts(commits, times, facts, steps, limit)))
+    run: list[Found] = []
+    for item in [*found, None]:
+        if item is not None and item.point.gradual and (
+                not run or _word(run[0], facts) == _word(item, facts) != "change"):
+            run.append(item)
+            continue
+        if run and limit is not None and _word(run[0], facts) != "change" and abs(
+                relative(run[0].point.before, run[-1].point.after)) > limit:
+            changes += [(point.point.position, _change_dict(commits, times, facts, point, run[0].point.before, True))
+                        for point in run]
+        run = [item] if item is not None and item.point.gradual else []
+    return [change for _, change in sorted(changes, key=lambda pair: pair[0])]
+
+
+def _word(item: Found, facts: dict[str, str]) -> str:
+    return direction_word(relative(item.point.before, item.point.after), facts["direction"])
+
+
+def _change_dict(commits: Sequence[str], times: Sequence[str], facts: dict[str, str], item: Found,
+                 run_start: float, creep: bool) -> dict[str, Any]:
+    point = item.point
+    change = relative(point.before, point.after)
+    return {
+        **{name: facts[name] for name in (*SERIES_FIELDS, "unit")},
+        "commit": commits[item.commit], "previous_commit": commits[item.previous], "time": times[item.commit],
+        "change": change, "direction": direction_word(change, facts["direction"]), "before": point.before,
+        "after": point.after, "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
+        "creep": creep, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False,
+        "culprit": None, "code": None}
+
+
+def _step_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, str], found: Sequence[Found],
+                limit: float | None) -> list[dict[str, Any]]:
+    """The steps as JSON-ready objects: a run of same-direction steps in a row, each within ``limit``, a creep."""
     changes: list[dict[str, Any]] = []
     run_start: float | None = None
-    limit = creep_step_limit(facts["metric"])
     previous_small = False
     for item in found:
         point = item.point
@@ -73,13 +113,7 @@ def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, 
                      and previous_small)
         previous_small = small
         run_start = run_start if continues and run_start is not None else point.before
-        changes.append({
-            **{name: facts[name] for name in (*SERIES_FIELDS, "unit")},
-            "commit": commits[item.commit], "previous_commit": commits[item.previous], "time": times[item.commit],
-            "change": change, "direction": word, "before": point.before, "after": point.after,
-            "confidence": 1.0 - point.p_value, "p_value": point.p_value, "exact": point.exact,
-            "creep": continues, "cumulative": relative(run_start, point.after), "accepted": None, "awaiting": False,
-            "culprit": None, "code": None})
+        changes.append(_change_dict(commits, times, facts, item, run_start, continues))
         if continues:
             previous["creep"] = True  # type: ignore[index]
     return changes
@@ -87,7 +121,7 @@ def change_dicts(commits: Sequence[str], times: Sequence[str], facts: dict[str, 
 
 def series_changes(branch: Branch, series: Series, p_value: float, min_change: float) -> list[dict[str, Any]]:
     """One series' change points as JSON-ready objects, searched from its values."""
-    found = found_in(series, change_points(series.values, p_value=p_value, min_change=min_change))
+    found = found_in(series, movements(series.values, p_value=p_value, min_change=min_change))
     return change_dicts(branch.commits, branch.times, series.facts, found)
 
 

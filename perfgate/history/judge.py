@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from perfgate.history.abrupt import ABRUPT_P, gradual_scores
 from perfgate.history.changes import (
     MIN_SIDE,
     P_VALUE,
@@ -24,6 +25,7 @@ from perfgate.history.changes import (
     SHORT,
     SHORT_FACTOR,
     ChangePoint,
+    all_stand_out,
     exact_starts,
     sides,
     median,
@@ -32,6 +34,7 @@ from perfgate.history.changes import (
 )
 from perfgate.history.spikes import despike, may_hold_spikes
 from perfgate.history.stats import stdtr
+from perfgate.history.wander import variograms
 
 
 CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
@@ -173,6 +176,8 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
+    for k in nodes.rejudged_series():  # merge drops them one at a time, judging the rest again
+        results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 
 
@@ -283,6 +288,44 @@ class _Nodes:
         for k, position, p, low, high in zip(self.series[self.local[plain]].tolist(), at.tolist(),
                                              self.p[plain].tolist(), before, after):
             results[k].append(ChangePoint(position, p, low, high, False))
+
+
+    def rejudged_series(self) -> list[int]:
+        """The measured series (``merge_many``'s indexes) with a change point left that is no step: ``abrupt``
+        reads it as gradual, or it does not stand out of the series' noise (``changes.all_stand_out``, the
+        variograms of the series of a length taken together)."""
+        gradual = set(self.gradual_series().tolist())
+        plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
+        points = {int(self.series[local]): self.position[nodes].tolist() for local, nodes in _runs(self.local[plain],
+                                                                                                     plain)}
+        found = []
+        lengths = self.values.lengths
+        for size, group in by_length(lengths[list(points)]):
+            ks = np.array(list(points), dtype=np.int64)[group]
+            rows = self.values.rows(self.values.offsets[ks], size)
+            segments = np.zeros(rows.shape, dtype=np.int64)
+            for row, k in enumerate(ks.tolist()):
+                segments[row, points[k]] += 1
+            for row, (k, gamma) in enumerate(zip(ks.tolist(), variograms(rows, segments.cumsum(axis=1)))):
+                if k in gradual or not all_stand_out(rows[row], points[k], self.p_value, gamma):
+                    found.append(k)
+        return sorted(found)
+
+    def gradual_series(self) -> np.ndarray:
+        """The measured series (``merge_many``'s indexes) with a change point left that ``abrupt`` reads as
+        gradual."""
+        plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
+        offset, left, at, right = self._triples(plain)
+        gradual = gradual_scores(self.values.flat, offset + left, offset + at, offset + right) > ABRUPT_P
+        found: np.ndarray = np.unique(self.series[self.local[plain[gradual]]])
+        return found
+
+
+def _runs(keys: np.ndarray, items: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``items`` grouped by their ``keys`` (sorted), each key once."""
+    bounds = np.flatnonzero(np.diff(keys)) + 1
+    return [(int(part_keys[0]), part) for part_keys, part in zip(np.split(keys, bounds), np.split(items, bounds))
+            if len(part)]
 
 
 def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:

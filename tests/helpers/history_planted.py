@@ -141,6 +141,66 @@ def spiky_series(seed: int = 351, per_family: int = 40) -> Iterator[Planted]:
         yield Planted("spiky-reverted", spiked(level, range(at, at + 3)), (at, at + 3))
 
 
+def wave_series(seed: int = 353, per_family: int = 40) -> Iterator[Planted]:
+    """A runner's slow thermal wave (issue 35's second blind set counted it as no change), written with each
+    series' expected change points before the detector first ran on them. 120 or 200 commits; a sine of 0.5-2%
+    with a period of 24-90 commits; noise 0.25-0.5% of the level.
+
+    * ``wave``: the wave and noise only: no change point (a slope is no step, however far it moves).
+    * ``wave-step``: the same wave with a step of 3-10% (either way, at least twice the wave's amplitude) at a
+      random commit: one change point, at the step.
+    """
+    rng = np.random.default_rng(seed)
+
+    def waving(n: int, amplitude: float) -> np.ndarray:
+        t = np.arange(n)
+        wave = amplitude * np.sin(2 * np.pi * t / rng.uniform(24, 90) + rng.uniform(0, 2 * np.pi))
+        return (1 + wave) * (1 + rng.normal(0, rng.uniform(0.0025, 0.005), n))
+
+    for _ in range(per_family):
+        n = int(rng.choice([120, 200]))
+        yield Planted("wave", 100.0 * waving(n, rng.uniform(0.005, 0.02)), ())
+    for _ in range(per_family):
+        n = int(rng.choice([120, 200]))
+        size = float(rng.uniform(0.03, 0.10))
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 100.0, 100.0 * (1 + float(rng.choice([-1, 1])) * size))
+        yield Planted("wave-step", level * waving(n, rng.uniform(0.005, size / 2)), (at,))
+
+
+def wander_series(seed: int = 357, per_family: int = 40) -> Iterator[Planted]:
+    """A runner's slow random wander (not a sine): an AR(1) level (an Ornstein-Uhlenbeck process sampled once a
+    commit) with a correlation time of 10-60 commits and a stationary standard deviation of 0.5-2%, white noise of
+    0.3-2% on top, 100-200 commits. Written with each series' expected change points before the detector first ran
+    on them.
+
+    * ``wander``: the wander and noise only: no change point (it drifts and comes back).
+    * ``wander-step``: a step of 3-10% (either way) at a random commit in 20..n-20, the wander's and the noise's
+      standard deviations each at most a third of it (so at most 2%): one change point, at the step.
+    """
+    rng = np.random.default_rng(seed)
+
+    def wandering(n: int, spread: float, noise: float) -> np.ndarray:
+        phi = float(np.exp(-1.0 / rng.uniform(10, 60)))
+        shocks = rng.normal(0, spread * np.sqrt(1 - phi * phi), n)
+        level = np.zeros(n)
+        level[0] = rng.normal(0, spread)
+        for t in range(1, n):
+            level[t] = phi * level[t - 1] + shocks[t]
+        return (1 + level) * (1 + rng.normal(0, noise, n))
+
+    for _ in range(per_family):
+        n = int(rng.integers(100, 201))
+        yield Planted("wander", 100.0 * wandering(n, rng.uniform(0.005, 0.02), rng.uniform(0.003, 0.02)), ())
+    for _ in range(per_family):
+        n = int(rng.integers(100, 201))
+        size = float(rng.uniform(0.03, 0.10))
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 100.0, 100.0 * (1 + float(rng.choice([-1, 1])) * size))
+        values = wandering(n, rng.uniform(0.005, min(0.02, size / 3)), rng.uniform(0.003, min(0.02, size / 3)))
+        yield Planted("wander-step", level * values, (at,))
+
+
 class Score(NamedTuple):
     family: str
     planted: int

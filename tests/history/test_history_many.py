@@ -60,9 +60,43 @@ def _spiky(seed: int, count: int) -> list[np.ndarray]:
     return made
 
 
+def _waves(seed: int, count: int) -> list[np.ndarray]:
+    """Slow thermal waves in little noise, some with a step: points ``abrupt`` reads as gradual, dropped one at a
+    time."""
+    rng = np.random.default_rng(seed)
+    made = []
+    for _ in range(count):
+        n = int(rng.integers(30, 220))
+        t = np.arange(n)
+        wave = 1 + rng.uniform(0.005, 0.03) * np.sin(2 * np.pi * t / rng.uniform(15, 90) + rng.uniform(0, 7))
+        values = rng.uniform(1, 1e6) * wave * (1 + rng.normal(0, rng.uniform(0.001, 0.01), n))
+        if rng.random() < 0.5:
+            values[int(rng.integers(1, n)):] *= 1 + rng.uniform(-0.1, 0.1)
+        made.append(values)
+    return made
+
+
+def _wanders(seed: int, count: int) -> list[np.ndarray]:
+    """Random wanders (AR(1) levels) in noise, some with a step: points that do not stand out of the series'
+    own noise (``wander``), their variograms taken many series at once."""
+    rng = np.random.default_rng(seed)
+    made = []
+    for _ in range(count):
+        n = int(rng.integers(20, 220))
+        phi = float(np.exp(-1.0 / rng.uniform(5, 60)))
+        level = np.zeros(n)
+        for t in range(1, n):
+            level[t] = phi * level[t - 1] + rng.normal(0, rng.uniform(0.005, 0.02) * np.sqrt(1 - phi * phi))
+        values = rng.uniform(1, 1e6) * (1 + level) * (1 + rng.normal(0, rng.uniform(0.001, 0.02), n))
+        if rng.random() < 0.5:
+            values[int(rng.integers(1, n)):] *= 1 + rng.uniform(-0.1, 0.1)
+        made.append(values)
+    return made
+
+
 @pytest.mark.parametrize("min_change", [0.0, 0.02])
 def test_merging_many_series_at_once_gives_each_ones_change_points_to_the_bit(min_change: float) -> None:
-    series = _series(5, 1500) + _flickering(7, 20) + _spiky(12, 300)
+    series = _series(5, 1500) + _flickering(7, 20) + _spiky(12, 300) + _waves(14, 200) + _wanders(15, 200)
     rng = np.random.default_rng(6)
     candidates = []
     for values in series:
