@@ -358,7 +358,7 @@ class Columns:
             out: Array = np.empty(count * width, dtype=np.result_type(*columns))
             grid = out.reshape(count, width)
             blocks = columns[0].reshape(count, block)
-            grid[:, :own] = blocks if kept is None else blocks[:, kept]
+            grid[:, :own] = blocks if kept is None else np.take(blocks, kept, axis=1)  # ``[:, kept]``: 2x the time
             for at, column in enumerate(columns[1:], start=own):
                 grid[:, at] = column
             return out

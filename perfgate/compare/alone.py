@@ -98,10 +98,11 @@ def call_sites(worse: Floats, moved: Bools, eligible: Bools, margin: float, z: f
         votes = moved[at].sum(axis=0)
         for site in np.flatnonzero((votes >= MIN_ITERATIONS) & (2 * votes > at.shape[0])):
             members = at[:, site]
-            others = Others(ordered, np.sort(rank[members]))
+            placed = np.sort(rank[members])  # the site's own values' places among all sorted: theirs, sorted
+            others = Others(ordered, placed)
             center = _sorted_median(others)
             spread = 1.4826 * _sorted_deviation(others, center)
-            if float(np.median(worse[members])) - center > max(margin, z * spread):
+            if float(_sorted_median(ordered[placed])) - center > max(margin, z * spread):
                 found[members] |= eligible[members] & (worse[members] - center > margin)
     return found
 
@@ -127,7 +128,7 @@ class Others:
         return found - bisect.bisect_left(self._removed, found)
 
 
-def _sorted_median(values: Others) -> float:
+def _sorted_median(values: Others | Floats) -> float:
     """``np.median`` of sorted values (NaN sorts last), read at the middle: the same number (the mean of the two
     middle values of an even count is their sum halved, as numpy takes it; NaN where one is NaN)."""
     if not values.size or math.isnan(values[values.size - 1]):

@@ -220,7 +220,7 @@ class _Filler:
             if not self.left.take(row):
                 break
             rows.append(row)
-            self.listed.update(statuses[i] for i in indexes)
+            self.listed.update([statuses[i] for i in indexes])  # a list: half the time of a generator's items
         if not rows:
             return "", 0
         return self.layout.table(rows, why, opening), len(rows)
