@@ -16,13 +16,13 @@ hold (be the median after the step), and each step is named at the exact commit 
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perfgate.history.excursions import excursion_p
 from perfgate.history.spikes import despike_one
-from perfgate.history.stats import stdtr
+from perfgate.history.stats import t_test
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
 MIN_SIDE = 3  # fewest points on either side of a split the t-test judges
@@ -47,20 +47,6 @@ class ChangePoint(NamedTuple):
     before: float  # median of the segment before (back to the previous change point)
     after: float  # median of the segment after (up to the next change point)
     exact: bool  # a step of a piecewise-constant series
-
-
-def t_test(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p-value of Student's t-test (pooled variance). Sides without spread: 0 if they differ, else 1."""
-    n1, n2 = len(left), len(right)
-    if n1 < 1 or n2 < 1 or n1 + n2 < 3:
-        return 1.0
-    m1, m2 = float(left.sum()) / n1, float(right.sum()) / n2
-    d1, d2 = left - m1, right - m2  # squared deviations summed as np.var does, without its overhead
-    pooled = (float(np.dot(d1, d1)) + float(np.dot(d2, d2))) / (n1 + n2 - 2)
-    if pooled <= 0.0:
-        return 0.0 if m1 != m2 else 1.0
-    t = abs(m1 - m2) / math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
-    return float(2.0 * stdtr(n1 + n2 - 2, -t))
 
 
 def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
@@ -234,7 +220,10 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
                 p = t_test(left, right)
                 limit = p_value * SHORT_FACTOR if min(len(left), len(right)) < SHORT else p_value
                 judged[key] = (_passes(left, right, p, limit, min_change, exact), -p)
-            scores.append(judged[key])
+            score = judged[key]
+            if not (score[0] or exact):  # the edge of a short excursion is judged with its other edge
+                score = _as_excursion(series, points, k, score, p_value, min_change)
+            scores.append(score)
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
             break
@@ -244,10 +233,20 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     result = []
     for k, at in enumerate(points):
         left, right = sides(series, points, k)
-        key = (points[k - 1] if k else 0, at, points[k + 1] if k + 1 < len(points) else len(series))
-        p = t_test(left, right) if exact else -judged[key][1]  # the last round's test (an exact step has moved)
+        p = t_test(left, right) if exact else -scores[k][1]  # the last round's test (an exact step has moved)
         result.append(ChangePoint(at, p, median(left), median(right), exact))
     return result
+
+
+def _as_excursion(series: np.ndarray, points: list[int], k: int, score: tuple[bool, float], p_value: float,
+                  min_change: float) -> tuple[bool, float]:
+    """A failing change point's score as an edge of the short excursions it bounds (``perfgate.history.excursions``):
+    their smallest t-test p-value, where that passes the short segments' p-value and the point's other tests."""
+    p = excursion_p(series, points, k, SHORT, p_value)
+    left, right = sides(series, points, k)
+    if p < 1.0 and _passes(left, right, p, p_value * SHORT_FACTOR, min_change, False):
+        return True, -p
+    return score
 
 
 def is_piecewise_constant(series: np.ndarray) -> bool:

@@ -28,10 +28,10 @@ from perfgate.history.changes import (
     sides,
     median,
     merge,
-    t_test,
 )
+from perfgate.history.excursions import may_hold_excursions
 from perfgate.history.spikes import despike, may_hold_spikes
-from perfgate.history.stats import stdtr
+from perfgate.history.stats import stdtr, t_test
 
 
 CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
@@ -164,6 +164,7 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     odd = np.zeros(len(series), dtype=bool)
     odd[owner[(positions <= 0) | (positions >= values.lengths[owner])]] = True
     odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] <= positions[:-1])]] = True
+    odd[may_hold_excursions(positions, owner, SHORT)] = True  # an excursion's edges are judged together by merge
     kept = np.flatnonzero(judged & ~odd).tolist()
     exact = _piecewise_constant(values, kept)
     measured = np.zeros(len(series), dtype=bool)  # judged with their spikes out, as merge judges them
