@@ -10,8 +10,8 @@ could sit in as many places as before). An edge that fails its own test holds wh
 
 What counts: the inside's median beyond both neighbours' on the same side, those two at one level (their own
 t-test does not pass the final p-value: a step and a wiggle after it is no return), each neighbour at least as
-long as the inside (a level held longer than the excursion; segments of alike lengths are a wave or a staircase),
-and at least ``LEAST_INSIDE`` commits inside nearer its median than the outside's (one or two odd commits, with a
+long as the inside (a level held longer than the excursion; segments of alike lengths are a wave or a staircase)
+and no short segment itself (``short`` commits or more, or reaching the series' first or last commit), and at least ``LEAST_INSIDE`` commits inside nearer its median than the outside's (one or two odd commits, with a
 commit of the old level beside them, are spikes, ``perfgate.history.spikes``), at a value the outside never takes
 (a counter that flickers too often to count as exact takes its other code path's value for a few commits in a
 row: no level, as an exact counter's value seen before must hold 10 commits). The test leaves out the inside's
@@ -21,7 +21,7 @@ counters have their own rules (``changes._passes``) and are not judged here.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def excursion_p(series: np.ndarray, points: Sequence[int], k: int, short: int, p
         before = series[start:points[first]]
         inside = series[points[first]:points[first + 1]]
         after = series[points[first + 1]:stop]
-        if not LEAST_INSIDE <= len(inside) < short or min(len(before), len(after)) < len(inside):
+        if not excursion_shape(start, points[first], points[first + 1], stop, len(series), short):
             continue
         level, outside = float(np.median(inside)), (float(np.median(before)), float(np.median(after)))
         if min(outside) <= level <= max(outside) or t_test(before, after) <= p_value:
@@ -59,10 +59,11 @@ def excursion_p(series: np.ndarray, points: Sequence[int], k: int, short: int, p
     return best
 
 
-def may_hold_excursions(positions: np.ndarray, owner: np.ndarray, short: int) -> np.ndarray:
-    """The series (indexes into ``owner``'s values) whose candidates (``positions``, each owned by
-    ``owner``, in order per series) include two neighbours less than ``short`` apart: only such a series can have
-    an excursion while its weakest candidates are dropped, as dropping one only widens the segments."""
-    close = (owner[1:] == owner[:-1]) & (positions[1:] - positions[:-1] < short)
-    result: np.ndarray = np.unique(owner[1:][close])
-    return result
+def excursion_shape(start: Any, first: Any, second: Any, stop: Any, length: Any, short: int) -> Any:
+    """Whether the segment [first, second) between its neighbours [start, first) and [second, stop), of a series of
+    ``length`` commits, has an excursion's lengths: ``LEAST_INSIDE`` to ``short - 1`` commits inside, each neighbour
+    at least as long and no short segment itself (``short`` commits or more, or reaching the series' first or last
+    commit). Integers or arrays of them (``judge.merge_many``: many nodes at once)."""
+    inside, before, after = second - first, first - start, stop - second
+    return ((LEAST_INSIDE <= inside) & (inside < short) & (before >= inside) & (after >= inside)
+            & ((start == 0) | (before >= short)) & ((stop == length) | (after >= short)))

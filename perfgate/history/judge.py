@@ -29,12 +29,16 @@ from perfgate.history.changes import (
     median,
     merge,
 )
-from perfgate.history.excursions import may_hold_excursions
+from perfgate.history.excursions import excursion_shape
 from perfgate.history.spikes import despike, may_hold_spikes
 from perfgate.history.stats import stdtr, t_test
 
 
 CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
+# An excursion's p-value computed here from per-segment sums may be this much larger than the limit and still go to
+# merge: the floats differ from merge's by rounding (a t of 1e-12 relative), a factor 2 in p is a t 1% apart. A
+# spread under a millionth of the level (where rounding could move t that far) goes to merge whatever its p-value.
+ROOM = 2.0
 
 
 class Values:
@@ -164,7 +168,6 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     odd = np.zeros(len(series), dtype=bool)
     odd[owner[(positions <= 0) | (positions >= values.lengths[owner])]] = True
     odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] <= positions[:-1])]] = True
-    odd[may_hold_excursions(positions, owner, SHORT)] = True  # an excursion's edges are judged together by merge
     kept = np.flatnonzero(judged & ~odd).tolist()
     exact = _piecewise_constant(values, kept)
     measured = np.zeros(len(series), dtype=bool)  # judged with their spikes out, as merge judges them
@@ -253,6 +256,8 @@ class _Nodes:
         the series (``merge_many``'s indexes) left to ``merge``."""
         while True:
             failing = self.alive & ~self.passes & ~self.done[self.local]
+            self._hand_over(np.flatnonzero(failing & ~self.exact[self.local]))
+            failing &= ~self.done[self.local]
             if not failing.any():
                 break
             key = np.where(failing, self.p, -np.inf)
@@ -267,6 +272,34 @@ class _Nodes:
             self._judge(np.concatenate((before[before >= 0], after[after >= 0])))
         alone: list[int] = self.series[self.alone].tolist()
         return alone
+
+    def _hand_over(self, nodes: np.ndarray) -> None:
+        """The series of failing ``nodes`` that bound a short excursion which may pass its test, left to ``merge``:
+        it judges such an edge with its other edge (``perfgate.history.excursions``)."""
+        if not len(nodes):
+            return
+        length = self.values.lengths[self.series[self.local[nodes]]]
+        before, after = self.previous[nodes], self.following[nodes]
+        earlier = self._at(np.where(before >= 0, self.previous[np.maximum(before, 0)], -1), 0)
+        later = self._at(np.where(after >= 0, self.following[np.maximum(after, 0)], -1), length)
+        at, previous, following = self.position[nodes], self._at(before, 0), self._at(after, length)
+        ends = excursion_shape(earlier, previous, at, following, length, SHORT) & (before >= 0)
+        starts = excursion_shape(previous, at, following, later, length, SHORT) & (after >= 0)
+        owners = np.concatenate((nodes[ends], nodes[starts]))
+        if not len(owners):
+            return
+        offset = self.values.offsets[self.series[self.local[owners]]]
+        start, first, second, stop = (np.concatenate(pair) + offset for pair in (
+            (earlier[ends], previous[starts]), (previous[ends], at[starts]), (at[ends], following[starts]),
+            (following[ends], later[starts])))
+        handed = self.local[owners[_may_pass(self.values, start, first, second, stop,
+                                             ROOM * self.p_value * SHORT_FACTOR)]]
+        self.alone[handed] = self.done[handed] = True
+
+    def _at(self, nodes: np.ndarray, missing: int | np.ndarray) -> np.ndarray:
+        """Each node's position, ``missing`` where there is no node (-1)."""
+        result: np.ndarray = np.where(nodes >= 0, self.position[np.maximum(nodes, 0)], missing)
+        return result
 
     def finish(self, series: Sequence[np.ndarray], results: list[list[ChangePoint]]) -> None:
         """Each series' change points from the nodes left, as ``merge`` reports them."""
@@ -284,6 +317,32 @@ class _Nodes:
         for k, position, p, low, high in zip(self.series[self.local[plain]].tolist(), at.tolist(),
                                              self.p[plain].tolist(), before, after):
             results[k].append(ChangePoint(position, p, low, high, False))
+
+
+def _may_pass(values: Values, start: np.ndarray, first: np.ndarray, second: np.ndarray, stop: np.ndarray,
+              bound: float) -> np.ndarray:
+    """Whether each short excursion [first, second) between [start, first) and [second, stop) (flat indexes) may
+    pass ``excursions.excursion_p``'s t-test at ``bound``: both neighbours against the inside less its largest
+    (or smallest) value, from each segment's mean and squared deviations (close to merge's floats, not the same:
+    ``bound`` leaves ``ROOM``)."""
+    m1, q1 = _means_and_squares(values, start, first - start)
+    m2, q2 = _means_and_squares(values, second, stop - second)
+    n1, n2 = (first - start).astype(np.float64), (stop - second).astype(np.float64)
+    n = n1 + n2
+    outside = (n1 * m1 + n2 * m2) / n
+    squares = q1 + q2 + n1 * n2 / n * (m1 - m2) ** 2
+    result = np.zeros(len(first), dtype=bool)
+    for size, group in by_length(second - first):
+        ordered = np.sort(values.rows(first[group], size), axis=1)
+        for kept in (ordered[:, :-1], ordered[:, 1:]):
+            mean = kept.mean(axis=1)
+            deviations = kept - mean[:, None]
+            df = n[group] + size - 3
+            with np.errstate(all="ignore"):
+                pooled = (squares[group] + (deviations * deviations).sum(axis=1)) / df
+                t = np.abs(outside[group] - mean) / np.sqrt(pooled * (1.0 / n[group] + 1.0 / (size - 1)))
+                result[group] |= ~(2.0 * stdtr(df, -t) > bound) | ~(pooled > (1e-6 * outside[group]) ** 2)
+    return result
 
 
 def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
