@@ -16,14 +16,14 @@ hold (be the median after the step), and each step is named at the exact commit 
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from perfgate.history.abrupt import ABRUPT_P, judged_points
+from perfgate.history.excursions import excursion_p
 from perfgate.history.spikes import despike_one
-from perfgate.history.stats import stdtr
+from perfgate.history.stats import t_test
 from perfgate.history.wander import step_p, variogram
 
 WINDOW = 50  # Otava's default window; windows advance by half of it
@@ -50,20 +50,6 @@ class ChangePoint(NamedTuple):
     after: float  # median of the segment after (up to the next change point)
     exact: bool  # a step of a piecewise-constant series
     gradual: bool = False  # no step: a slow movement the t-test passed (``merge``)
-
-
-def t_test(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p-value of Student's t-test (pooled variance). Sides without spread: 0 if they differ, else 1."""
-    n1, n2 = len(left), len(right)
-    if n1 < 1 or n2 < 1 or n1 + n2 < 3:
-        return 1.0
-    m1, m2 = float(left.sum()) / n1, float(right.sum()) / n2
-    d1, d2 = left - m1, right - m2  # squared deviations summed as np.var does, without its overhead
-    pooled = (float(np.dot(d1, d1)) + float(np.dot(d2, d2))) / (n1 + n2 - 2)
-    if pooled <= 0.0:
-        return 0.0 if m1 != m2 else 1.0
-    t = abs(m1 - m2) / math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
-    return float(2.0 * stdtr(n1 + n2 - 2, -t))
 
 
 def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
@@ -235,7 +221,7 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
         return []
     exact = is_piecewise_constant(series)
     series = series if exact else despike_one(series)
-    points, judged, gradual = _merged(series, candidates, p_value, min_change, exact, None)
+    points, p_values, gradual = _merged(series, candidates, p_value, min_change, exact, None)
     if exact:
         points = exact_starts(series, points)
         found = []
@@ -247,13 +233,12 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     gamma = variogram(series, points) if points else np.zeros(0)
     if not all_stand_out(series, points, p_value, gamma):  # judged again, each point against the noise too
         slow |= set(points)
-        points, judged, gradual = _merged(series, candidates, p_value, min_change, False, gamma)
+        points, p_values, gradual = _merged(series, candidates, p_value, min_change, False, gamma)
         slow = (slow | set(gradual)) - set(points)
     result = []
     for k, at in enumerate(points):
         left, right = sides(series, points, k)
-        p = -judged[_key(series, points, k)][1]  # the last round's test
-        result.append(ChangePoint(at, p, median(left), median(right), False))
+        result.append(ChangePoint(at, p_values[at], median(left), median(right), False))
     return sorted(result + _slow_points(series, points, slow))
 
 
@@ -262,15 +247,17 @@ def _key(series: np.ndarray, points: Sequence[int], k: int) -> tuple[int, int, i
 
 
 def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_change: float, exact: bool,
-            gamma: np.ndarray | None) -> tuple[list[int], dict[tuple[int, int, int], tuple[bool, float]], list[int]]:
-    """``merge``'s rounds: the points left, their tests by (previous point, point, next point), and the points
-    dropped as gradual. Given a wandering series' variogram ``gamma``, a point must also pass ``wander.local_p``."""
+            gamma: np.ndarray | None) -> tuple[list[int], dict[int, float], list[int]]:
+    """``merge``'s rounds: the points left, the last round's p-value of each (its own test's, or its excursion's
+    where that kept it), and the points dropped as gradual. Given a wandering series' variogram ``gamma``, a point must also pass ``wander.local_p``."""
     points = list(candidates)
     judged: dict[tuple[int, int, int], tuple[bool, float]] = {}  # a removal changes only its neighbours' scores
+    kept: dict[int, float] = {}  # the last round's p-value of a point judged as an excursion's edge
     steps: set[int] = set()  # points a line through their neighbourhood does not explain, once gradual ones went
     gradual: list[int] = []
     while points:
         scores = []
+        kept.clear()
         for k in range(len(points)):
             key = _key(series, points, k)
             if key not in judged:
@@ -279,7 +266,14 @@ def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_c
                 limit = _limit(series, points, k, p_value)
                 passes = _passes(left, right, p, limit, min_change, exact)
                 judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value)), -p)
-            scores.append((judged[key][0] or points[k] in steps, judged[key][1]))
+            score = (judged[key][0] or points[k] in steps, judged[key][1])
+            if not (score[0] or exact):  # the edge of a short excursion is judged with its other edge
+                score = _as_excursion(series, points, k, score, p_value, min_change)
+                if score[0] and gamma is not None and not _stands_out(series, gamma, key, p_value):
+                    score = (False, score[1])
+                if score[0]:
+                    kept[points[k]] = -score[1]
+            scores.append(score)
         weakest = min(range(len(points)), key=lambda k: scores[k])
         if scores[weakest][0]:
             if exact:
@@ -291,7 +285,7 @@ def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_c
                 break
             gradual.append(points[weakest])
         del points[weakest]
-    return points, judged, gradual
+    return points, {at: kept.get(at, -judged[_key(series, points, k)][1]) for k, at in enumerate(points)}, gradual
 
 
 def _limit(series: np.ndarray, points: Sequence[int], k: int, p_value: float) -> float:
@@ -337,6 +331,17 @@ def gradual_points(series: np.ndarray, points: Sequence[int]) -> tuple[np.ndarra
     left = np.concatenate(([0], at[:-1]))
     right = np.concatenate((at[1:], [len(series)]))
     return judged_points(series, left, at, right)
+
+
+def _as_excursion(series: np.ndarray, points: list[int], k: int, score: tuple[bool, float], p_value: float,
+                  min_change: float) -> tuple[bool, float]:
+    """A failing change point's score as an edge of the short excursions it bounds (``perfgate.history.excursions``):
+    their smallest t-test p-value, where that passes the short segments' p-value and the point's other tests."""
+    p = excursion_p(series, points, k, SHORT, p_value)
+    left, right = sides(series, points, k)
+    if p < 1.0 and _passes(left, right, p, p_value * SHORT_FACTOR, min_change, False):
+        return True, -p
+    return score
 
 
 def is_piecewise_constant(series: np.ndarray) -> bool:

@@ -16,7 +16,8 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, split_factors
-from perfgate.history.judge import Values, by_length, t_tests
+from perfgate.history.judge import t_tests
+from perfgate.history.segments import Values, by_length
 
 _CELLS = 1 << 18  # distance-matrix cells a batch of splits holds at once (2 MB: it stays in the processor's cache)
 

@@ -30,101 +30,17 @@ from perfgate.history.changes import (
     sides,
     median,
     merge,
-    t_test,
 )
-from perfgate.history.spikes import despike, may_hold_spikes
-from perfgate.history.stats import stdtr
+from perfgate.history.excursions import excursion_shape, may_pass
+from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
+from perfgate.history.stats import stdtr, t_test
 from perfgate.history.wander import variograms
 
 
-CELLS = 1 << 18  # values a batch of segments gathers at once (2 MB)
-
-
-class Values:
-    """Every series' values end to end, with where each starts."""
-
-    def __init__(self, series: Sequence[np.ndarray]) -> None:
-        lengths = np.array([len(values) for values in series], dtype=np.int64)
-        self.flat = np.concatenate([np.zeros(0), *series]).astype(np.float64, copy=False)
-        self.lengths = lengths
-        self.offsets = np.cumsum(lengths) - lengths
-
-    def rows(self, starts: np.ndarray, length: int) -> np.ndarray:
-        """The segments of ``length`` values from each flat index in ``starts``, a row each."""
-        result: np.ndarray = self.flat[starts[:, None] + np.arange(length)]
-        return result
-
-    def despiked(self, starts: np.ndarray, sizes: np.ndarray, cleaned: np.ndarray | None = None) -> Values:
-        """The segments (flat start, size) end to end, each an entry of its own, with its spikes out where
-        ``cleaned`` (per segment; all where None) says so: ``despike_one`` of each, the segments of a size
-        cleaned as the rows of one array (those whose range rules out a spike left as they are)."""
-        result = Values([])
-        result.lengths = np.asarray(sizes, dtype=np.int64)
-        result.offsets = np.cumsum(result.lengths) - result.lengths
-        if np.array_equal(starts, self.offsets) and np.array_equal(result.lengths, self.lengths):
-            result.flat = self.flat.copy()  # every series whole, as they lie
-        else:
-            result.flat = self.flat[np.repeat(starts - result.offsets, result.lengths)
-                                    + np.arange(int(result.lengths.sum()))]
-        chosen = np.flatnonzero((result.lengths >= 5) if cleaned is None else cleaned & (result.lengths >= 5))
-        chosen = chosen[may_hold_spikes(*_extremes(result.flat, result.offsets[chosen], result.lengths[chosen]))]
-        for size, group in by_length(result.lengths[chosen]):
-            at = result.offsets[chosen[group]]
-            rows = result.rows(at, size)
-            clean = despike(rows)
-            if clean is not rows:
-                result.flat[at[:, None] + np.arange(size)] = clean
-        return result
-
-
-def _extremes(flat: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per segment of ``flat`` (ascending starts, sizes >= 1, none overlapping): its largest and smallest value and
-    its smallest magnitude, each segment and the gap after it reduced in turn (the gaps' results dropped)."""
-    edges = np.stack((starts, starts + sizes), axis=1).ravel()
-    edges = edges[:-1] if len(edges) and edges[-1] == len(flat) else edges
-    if not len(edges):
-        return np.zeros(0), np.zeros(0), np.zeros(0)
-    return (np.maximum.reduceat(flat, edges)[::2], np.minimum.reduceat(flat, edges)[::2],
-            np.minimum.reduceat(np.abs(flat), edges)[::2])
-
-def by_length(sizes: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """Indexes of ``sizes`` grouped by size (each group in index order), a group at most ``CELLS`` values long in
-    all: the arrays of a batch stay a few MB however many segments are judged."""
-    order = np.argsort(sizes, kind="stable")
-    ordered = sizes[order]
-    bounds = np.flatnonzero(np.diff(ordered)) + 1
-    groups: list[tuple[int, np.ndarray]] = []
-    for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]) if len(order) else ():
-        size = int(ordered[start])
-        step = max(CELLS // max(size, 1), 1)
-        groups += [(size, order[at:min(at + step, stop)]) for at in range(start, stop, step)]
-    return groups
-
-
-def _means_and_squares(values: Values, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per segment (flat start, size >= 1): its mean and its squared deviations from it summed, as ``t_test``
-    computes them (``sum() / n``, then ``np.dot`` of the deviations)."""
-    means, squares = np.zeros(len(starts)), np.zeros(len(starts))
-    for size, group in by_length(sizes):
-        rows = values.rows(starts[group], size)
-        mean = rows.sum(axis=1) / size
-        deviations = rows - mean[:, None]
-        means[group] = mean
-        squares[group] = np.matmul(deviations[:, None, :], deviations[:, :, None])[:, 0, 0]
-    return means, squares
-
-
-def _medians(values: Values, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Per segment (size >= 1), ``changes.median``: the same order statistics, summed the same way."""
-    result = np.zeros(len(starts))
-    for size, group in by_length(sizes):
-        ordered = np.sort(values.rows(starts[group], size), axis=1)
-        half = size // 2
-        if size % 2:
-            result[group] = ordered[:, half] + 0.0
-        else:
-            result[group] = (ordered[:, half - 1] + (0.0 + ordered[:, half])) / 2.0
-    return result
+# An excursion's p-value computed here from per-segment sums may be this much larger than the limit and still go to
+# merge: the floats differ from merge's by rounding (a t of 1e-12 relative), a factor 2 in p is a t 1% apart. A
+# spread under a millionth of the level (where rounding could move t that far) goes to merge whatever its p-value.
+ROOM = 2.0
 
 
 def t_tests(values: Values, left: np.ndarray, split: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -134,8 +50,8 @@ def t_tests(values: Values, left: np.ndarray, split: np.ndarray, right: np.ndarr
     p = np.ones(len(left))
     judged = np.flatnonzero((n1 >= 1) & (n2 >= 1) & (n1 + n2 >= 3))
     n1, n2 = n1[judged], n2[judged]
-    m1, q1 = _means_and_squares(values, left[judged], n1)
-    m2, q2 = _means_and_squares(values, split[judged], n2)
+    m1, q1 = means_and_squares(values, left[judged], n1)
+    m2, q2 = means_and_squares(values, split[judged], n2)
     with np.errstate(all="ignore"):
         pooled = (q1 + q2) / (n1 + n2 - 2)
         scale = np.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
@@ -234,8 +150,8 @@ class _Nodes:
         exact = self.exact[self.local[nodes]]
         medians = np.flatnonzero(passes)
         if len(medians):
-            before = _medians(self.values, (offset + left)[medians], n1[medians])
-            new = _medians(self.values, (offset + at)[medians], n2[medians])
+            before = segment_medians(self.values, (offset + left)[medians], n1[medians])
+            new = segment_medians(self.values, (offset + at)[medians], n2[medians])
             holds = before != new
             if self.min_change > 0:
                 with np.errstate(all="ignore"):
@@ -257,6 +173,8 @@ class _Nodes:
         the series (``merge_many``'s indexes) left to ``merge``."""
         while True:
             failing = self.alive & ~self.passes & ~self.done[self.local]
+            self._hand_over(np.flatnonzero(failing & ~self.exact[self.local]))
+            failing &= ~self.done[self.local]
             if not failing.any():
                 break
             key = np.where(failing, self.p, -np.inf)
@@ -272,6 +190,34 @@ class _Nodes:
         alone: list[int] = self.series[self.alone].tolist()
         return alone
 
+    def _hand_over(self, nodes: np.ndarray) -> None:
+        """The series of failing ``nodes`` that bound a short excursion which may pass its test, left to ``merge``:
+        it judges such an edge with its other edge (``perfgate.history.excursions``)."""
+        if not len(nodes):
+            return
+        length = self.values.lengths[self.series[self.local[nodes]]]
+        before, after = self.previous[nodes], self.following[nodes]
+        earlier = self._at(np.where(before >= 0, self.previous[np.maximum(before, 0)], -1), 0)
+        later = self._at(np.where(after >= 0, self.following[np.maximum(after, 0)], -1), length)
+        at, previous, following = self.position[nodes], self._at(before, 0), self._at(after, length)
+        ends = excursion_shape(earlier, previous, at, following, length, SHORT) & (before >= 0)
+        starts = excursion_shape(previous, at, following, later, length, SHORT) & (after >= 0)
+        owners = np.concatenate((nodes[ends], nodes[starts]))
+        if not len(owners):
+            return
+        offset = self.values.offsets[self.series[self.local[owners]]]
+        start, first, second, stop = (np.concatenate(pair) + offset for pair in (
+            (earlier[ends], previous[starts]), (previous[ends], at[starts]), (at[ends], following[starts]),
+            (following[ends], later[starts])))
+        handed = self.local[owners[may_pass(self.values, start, first, second, stop,
+                                             ROOM * self.p_value * SHORT_FACTOR)]]
+        self.alone[handed] = self.done[handed] = True
+
+    def _at(self, nodes: np.ndarray, missing: int | np.ndarray) -> np.ndarray:
+        """Each node's position, ``missing`` where there is no node (-1)."""
+        result: np.ndarray = np.where(nodes >= 0, self.position[np.maximum(nodes, 0)], missing)
+        return result
+
     def finish(self, series: Sequence[np.ndarray], results: list[list[ChangePoint]]) -> None:
         """Each series' change points from the nodes left, as ``merge`` reports them."""
         kept = np.flatnonzero(self.alive & ~self.alone[self.local])
@@ -283,8 +229,8 @@ class _Nodes:
             results[k] = _exact_points(series[k], points)
         plain = kept[~steps]
         offset, left, at, right = self._triples(plain)
-        before = _medians(self.values, offset + left, at - left).tolist()
-        after = _medians(self.values, offset + at, right - at).tolist()
+        before = segment_medians(self.values, offset + left, at - left).tolist()
+        after = segment_medians(self.values, offset + at, right - at).tolist()
         for k, position, p, low, high in zip(self.series[self.local[plain]].tolist(), at.tolist(),
                                              self.p[plain].tolist(), before, after):
             results[k].append(ChangePoint(position, p, low, high, False))

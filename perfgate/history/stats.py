@@ -8,6 +8,7 @@ and the commands that need it say so in one line when it is missing (docs/histor
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, overload
 
 import numpy as np
@@ -58,3 +59,17 @@ def stdtr(df: int | npt.NDArray[np.float64], t: float | npt.NDArray[np.float64])
 def stdtrit(df: int, p: float) -> float:
     """The t where P(T <= t) = ``p`` for Student's t with ``df`` degrees of freedom (``stdtr``'s inverse)."""
     return float(_scipy_special().stdtrit(df, p))
+
+
+def t_test(left: np.ndarray, right: np.ndarray) -> float:
+    """Two-sided p-value of Student's t-test (pooled variance). Sides without spread: 0 if they differ, else 1."""
+    n1, n2 = len(left), len(right)
+    if n1 < 1 or n2 < 1 or n1 + n2 < 3:
+        return 1.0
+    m1, m2 = float(left.sum()) / n1, float(right.sum()) / n2
+    d1, d2 = left - m1, right - m2  # squared deviations summed as np.var does, without its overhead
+    pooled = (float(np.dot(d1, d1)) + float(np.dot(d2, d2))) / (n1 + n2 - 2)
+    if pooled <= 0.0:
+        return 0.0 if m1 != m2 else 1.0
+    t = abs(m1 - m2) / math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
+    return float(2.0 * stdtr(n1 + n2 - 2, -t))

@@ -199,6 +199,52 @@ def wander_series(seed: int = 357, per_family: int = 40) -> Iterator[Planted]:
         level = np.where(np.arange(n) < at, 100.0, 100.0 * (1 + float(rng.choice([-1, 1])) * size))
         values = wandering(n, rng.uniform(0.005, min(0.02, size / 3)), rng.uniform(0.003, min(0.02, size / 3)))
         yield Planted("wander-step", level * values, (at,))
+def excursion_series(seed: int = 353, per_family: int = 40) -> Iterator[Planted]:
+    """Short regressions and their reverts beside flat series with heavy tails and spikes (issue 35: regressions
+    reverted after 3-5 commits were missed), written with each series' expected change points before the
+    detector first ran on them. 100 or 200 commits; Gaussian noise in even series, Student's t (3 dof, scaled to
+    the same standard deviation) in odd ones.
+
+    * ``excursion``: a regression of 3-20% (log-uniform) lasting 3, 4, 5 or 6 commits, then reverted exactly; the
+      noise makes it 4-12 standard deviations: two change points, its start and its revert.
+    * ``excursion-early``: the same, starting 8-14 commits into the series (a test added shortly before): the
+      segment before it is short.
+    * ``heavy-flat``: noise of 0.5-2% and one-sided spikes (+20..100%) at 2-5% of the commits, one pair of them
+      two commits apart in every other series: no change point.
+    * ``gauss-flat``: Gaussian noise of 0.3-3%: no change point.
+    """
+    rng = np.random.default_rng(seed)
+
+    def noise(index: int, n: int, sigma: float) -> np.ndarray:
+        if index % 2 == 0:
+            return rng.normal(0, sigma, n)
+        return sigma * rng.standard_t(3, n) / np.sqrt(3.0)
+
+    for index in range(per_family):
+        n, held = int(rng.choice([100, 200])), 3 + index % 4
+        size = float(np.exp(rng.uniform(np.log(0.03), np.log(0.20))))
+        at = int(rng.integers(15, n - 15 - held))
+        level = np.where((np.arange(n) >= at) & (np.arange(n) < at + held), 1 + size, 1.0)
+        yield Planted("excursion", 100.0 * level * (1 + noise(index, n, size / rng.uniform(4, 12))), (at, at + held))
+    for index in range(per_family):
+        n, held = int(rng.choice([100, 200])), 3 + index % 4
+        size = float(np.exp(rng.uniform(np.log(0.03), np.log(0.20))))
+        at = int(rng.integers(8, 15))
+        level = np.where((np.arange(n) >= at) & (np.arange(n) < at + held), 1 + size, 1.0)
+        yield Planted("excursion-early", 100.0 * level * (1 + noise(index, n, size / rng.uniform(4, 12))),
+                      (at, at + held))
+    for index in range(per_family):
+        n = int(rng.choice([100, 200]))
+        values = 100.0 * (1 + noise(index, n, rng.uniform(0.005, 0.02)))
+        spots = rng.choice(n, max(2, round(n * rng.uniform(0.02, 0.05))), replace=False)
+        if index % 2:
+            first = int(rng.integers(0, n - 2))
+            spots = np.concatenate((spots, [first, first + 2]))
+        values[spots] *= 1 + rng.uniform(0.2, 1.0, len(spots))
+        yield Planted("heavy-flat", values, ())
+    for _ in range(per_family):
+        yield Planted("gauss-flat", 100.0 * (1 + rng.normal(0, np.exp(rng.uniform(np.log(0.003), np.log(0.03))),
+                                                            200)), ())
 
 
 class Score(NamedTuple):

@@ -12,11 +12,12 @@ import pytest
 
 from helpers import history as history_helpers
 from helpers.history import INSTRUCTIONS, KERNEL_TIME, write_report
-from helpers.history_planted import held_out_style_series, planted_series, score, spiky_series
+from helpers.history_planted import excursion_series, held_out_style_series, planted_series, score, spiky_series
 from perfgate.cli import main
 from perfgate.history.cache_rows import Found
 from perfgate.history.changes import ChangePoint, best_split, change_points, median, t_test
 from perfgate.history.detect import change_dicts
+from perfgate.history.excursions import excursion_p
 from perfgate.history.spikes import despike_one
 
 history_url = history_helpers.history_url
@@ -99,6 +100,57 @@ def test_one_sided_spike_families() -> None:
     assert results["spiky-step"].true_positives >= 38 and results["spiky-step"].precision >= 0.95, results
     assert results["spiky-flat"].found <= 1 and results["spike-pairs"].found == 0, results
     assert results["spiky-reverted"].true_positives >= 60 and results["spiky-reverted"].precision >= 0.95, results
+
+
+def test_a_regression_reverted_after_four_commits_is_judged_as_one_excursion() -> None:
+    """+10% for commits 13-16 of 78 (noise 1%, three slow runs 6-7.5% off before it, under the spike rule's floor):
+    its start judged against the 13 commits before it alone fails the short segment's p-value (1e-6), and then its
+    revert does too. Judged as one excursion, the 4 commits against the 74 around them, both edges hold."""
+    rng = np.random.default_rng(40)
+    values = 100.0 * (1 + rng.normal(0, 0.01, 78))
+    values[[4, 8, 12]] *= (0.93, 0.94, 0.925)
+    values[13:17] *= 1.10
+    found = change_points(values)
+    assert [c.position for c in found] == [13, 17]
+    assert found[0].p_value < 1e-6 and found[0].after > max(found[0].before, found[1].after)
+
+
+def test_what_is_no_short_excursion() -> None:
+    """A short segment is judged as an excursion only where its level leaves one level and comes back to it, held
+    by at least 3 commits, with as many commits on each side as inside, shorter than 25 commits, at a value the
+    outside never takes."""
+    rng = np.random.default_rng(41)
+    noise = 100.0 * (1 + rng.normal(0, 0.01, 80))
+    reverted = noise.copy()
+    reverted[30:34] *= 1.10
+    assert excursion_p(reverted, [30, 34], 0, 25, 1e-4) < 1e-12
+    assert excursion_p(reverted, [30, 34], 1, 25, 1e-4) == excursion_p(reverted, [30, 34], 0, 25, 1e-4)
+    stepped = reverted.copy()
+    stepped[34:] *= 1.09  # a step at 30, a slightly lower level from 34: no return to the old level
+    assert excursion_p(stepped, [30, 34], 0, 25, 1e-4) == 1.0
+    spikes = noise.copy()
+    spikes[31:33] *= 1.45  # two spikes and a commit of the old level beside them
+    assert excursion_p(spikes, [30, 33], 0, 25, 1e-4) == 1.0
+    assert excursion_p(reverted, [30, 34, 36], 0, 25, 1e-4) == 1.0  # 2 commits after it: not a level it came back to
+    held = noise.copy()
+    held[30:56] *= 1.10  # 26 commits: a segment of its own, judged on its own
+    assert excursion_p(held, [30, 56], 0, 25, 1e-4) == 1.0
+    flicker = np.where(rng.random(80) < 0.3, 994.0, 1000.0)  # another code path in 3 runs of 10
+    flicker[30:36] = 994.0  # six in a row: a value seen before, no level of its own
+    assert excursion_p(flicker, [30, 36], 0, 25, 1e-3) == 1.0
+    flicker[flicker == 994.0] = 1000.0 + rng.normal(0, 2, int(np.count_nonzero(flicker == 994.0)))
+    flicker[30:36] = 994.0
+    assert excursion_p(flicker, [30, 36], 0, 25, 1e-3) < 1e-6
+
+
+def test_short_excursion_families() -> None:
+    """Our families of short regressions (``excursion_series``, expectations written before the first run): 3-6
+    commits of 3-20% at 4-12 standard deviations, Gaussian or heavy-tailed noise; flat series with heavy tails and
+    spikes. Before excursions were judged as one (seed 353): 76 and 62 of 80 edges, 4 and 0 false points."""
+    results = score(lambda v: [c.position for c in change_points(v)], list(excursion_series()))
+    assert results["excursion"].true_positives >= 76 and results["excursion-early"].true_positives >= 66, results
+    assert results["excursion"].precision >= 0.95 and results["excursion-early"].precision >= 0.95, results
+    assert results["heavy-flat"].found <= 4 and results["gauss-flat"].found == 0, results
 
 
 def test_at_most_one_false_point_per_100_flat_series() -> None:

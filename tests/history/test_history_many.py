@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers.history_planted import excursion_series
 from perfgate.history.changes import P_VALUE, best_split, merge, t_test, window_search
 from perfgate.history.divide import best_splits, window_search_many
-from perfgate.history.judge import Values, merge_many, t_tests
+from perfgate.history.judge import merge_many, t_tests
+from perfgate.history.segments import Values
 
 
 def _series(seed: int, count: int) -> list[np.ndarray]:
@@ -135,3 +137,13 @@ def test_searching_many_series_at_once_finds_what_one_at_a_time_finds(window: in
     expected = [window_search(values, P_VALUE, window, start) for values, start in zip(series, starts)]
     assert sum(1 for found in expected if found[0]) > 300
     assert window_search_many(series, P_VALUE, window, starts) == expected
+
+
+def test_series_with_short_excursions_are_judged_as_merge_judges_them() -> None:
+    """A series whose candidates lie less than ``SHORT`` apart may hold a short excursion, whose edges are judged
+    together (``perfgate.history.excursions``): ``merge_many`` leaves it to ``merge``, with the same points."""
+    series = [planted.values for planted in excursion_series(355, 20)]
+    candidates = [window_search(values, P_VALUE)[0] for values in series]
+    expected = [merge(values, found) for values, found in zip(series, candidates)]
+    assert sum(len(points) == 2 for points in expected) > 30
+    assert repr(merge_many(series, candidates)) == repr(expected)
