@@ -223,12 +223,7 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     series = series if exact else despike_one(series)
     points, p_values, gradual = _merged(series, candidates, p_value, min_change, exact, None)
     if exact:
-        points = exact_starts(series, points)
-        found = []
-        for k, at in enumerate(points):
-            left, right = sides(series, points, k)
-            found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
-        return found
+        return exact_points(series, points)
     slow = set(gradual)
     gamma = variogram(series, points) if points else np.zeros(0)
     if not all_stand_out(series, points, p_value, gamma):  # judged again, each point against the noise too
@@ -342,6 +337,16 @@ def _as_excursion(series: np.ndarray, points: list[int], k: int, score: tuple[bo
     if p < 1.0 and _passes(left, right, p, p_value * SHORT_FACTOR, min_change, False):
         return True, -p
     return score
+
+
+def exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
+    """An exact counter's change points: each step moved to its new value's first commit, judged again there."""
+    moved = exact_starts(values, points)
+    found = []
+    for k, at in enumerate(moved):
+        left, right = sides(values, moved, k)
+        found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
+    return found
 
 
 def is_piecewise_constant(series: np.ndarray) -> bool:

@@ -26,14 +26,12 @@ from perfgate.history.changes import (
     SHORT_FACTOR,
     ChangePoint,
     all_stand_out,
-    exact_starts,
-    sides,
-    median,
+    exact_points,
     merge,
 )
 from perfgate.history.excursions import excursion_shape, may_pass
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
-from perfgate.history.stats import stdtr, t_test
+from perfgate.history.stats import stdtr
 from perfgate.history.wander import variograms
 
 
@@ -222,11 +220,11 @@ class _Nodes:
         """Each series' change points from the nodes left, as ``merge`` reports them."""
         kept = np.flatnonzero(self.alive & ~self.alone[self.local])
         steps = self.exact[self.local[kept]]
-        exact_points: dict[int, list[int]] = {}
+        exact_steps: dict[int, list[int]] = {}
         for k, at in zip(self.series[self.local[kept[steps]]].tolist(), self.position[kept[steps]].tolist()):
-            exact_points.setdefault(k, []).append(at)
-        for k, points in exact_points.items():
-            results[k] = _exact_points(series[k], points)
+            exact_steps.setdefault(k, []).append(at)
+        for k, points in exact_steps.items():
+            results[k] = exact_points(series[k], points)
         plain = kept[~steps]
         offset, left, at, right = self._triples(plain)
         before = segment_medians(self.values, offset + left, at - left).tolist()
@@ -272,17 +270,6 @@ def _runs(keys: np.ndarray, items: np.ndarray) -> list[tuple[int, np.ndarray]]:
     bounds = np.flatnonzero(np.diff(keys)) + 1
     return [(int(part_keys[0]), part) for part_keys, part in zip(np.split(keys, bounds), np.split(items, bounds))
             if len(part)]
-
-
-def _exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
-    """An exact counter's change points as ``merge`` reports them: each step moved to its new value's first commit,
-    judged again there."""
-    moved = exact_starts(values, points)
-    found = []
-    for k, at in enumerate(moved):
-        left, right = sides(values, moved, k)
-        found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
-    return found
 
 
 def _any_equal(values: Values, starts: np.ndarray, sizes: np.ndarray, new: np.ndarray) -> np.ndarray:

@@ -123,3 +123,27 @@ def compare_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "compare.json"
     status = main(["compare", *args, "-o", str(out)])
     return status, json.loads(out.read_text(encoding="utf-8"))
+
+
+def write_series(url: str, series: Sequence[Any], first: int = 0) -> None:
+    """Each array of ``series`` as the duration of a kernel ``kernel_K`` of main, one run a commit, every series
+    ending at the newest commit; written straight into the tables (a long history in a second). ``first``: write
+    only the commits from this one on, into a history that holds the earlier ones (one more commit)."""
+    from perfgate.history.db import open_history
+
+    commits = max(len(values) for values in series)
+    with open_history(url) as history, history.transaction():
+        history.executemany(
+            "INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, generator, settings) "
+            "VALUES (?, ?, ?, 'main', ?, 'series.json', 'perfgate test', '{}')",
+            [(c + 1, f"key{c}", f"{c:040x}", f"2026-01-01T{c // 3600:02d}:{c // 60 % 60:02d}:{c % 60:02d}.000000Z")
+             for c in range(first, commits)])
+        if not first:
+            history.executemany(
+                "INSERT INTO perfgate_series (id, gpu, test, kind, kernel, region, metric, unit, direction) "
+                "VALUES (?, 'NVIDIA H100', 'tests/test_s.py::test_s', 'kernel', ?, '', 'gpu__time_duration.sum', "
+                "'ns', 'lower')", [(k + 1, f"kernel_{k}") for k in range(len(series))])
+        history.executemany("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) "
+                            "VALUES (?, ?, 1, ?, ?, ?, NULL)",
+                            [(k + 1, commits - len(values) + c + 1, v, v, v) for k, values in enumerate(series)
+                             for c, v in enumerate(values.tolist()) if commits - len(values) + c >= first])

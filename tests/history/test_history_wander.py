@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.history import write_series
 from helpers.history_planted import score, wander_series
 from perfgate.cli import main
 from perfgate.history.changes import change_points, movements
-from perfgate.history.db import open_history
 from perfgate.history.wander import step_p, variogram
 
 
@@ -68,25 +68,6 @@ def _ramp(seed: int, size: float, start: int = 60, length: int = 40, n: int = 16
     return 100.0 * (1 + size * np.clip((np.arange(n) - start) / length, 0, 1)) * (1 + rng.normal(0, 0.005, n))
 
 
-def _write(url: str, series: list[np.ndarray], first: int = 0) -> None:
-    commits = len(series[0])
-    with open_history(url) as history, history.transaction():
-        history.executemany(
-            "INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, generator, settings) "
-            "VALUES (?, ?, ?, 'main', ?, 'ramps.json', 'perfgate test', '{}')",
-            [(c + 1, f"key{c}", f"{c:040x}", f"2026-01-01T{c // 3600:02d}:{c // 60 % 60:02d}:{c % 60:02d}.000000Z")
-             for c in range(first, commits)])
-        if not first:
-            history.executemany(
-                "INSERT INTO perfgate_series (id, gpu, test, kind, kernel, region, metric, unit, direction) "
-                "VALUES (?, 'NVIDIA H100', 'tests/test_r.py::test_r', 'kernel', ?, '', 'gpu__time_duration.sum', "
-                "'ns', 'lower')", [(k + 1, f"kernel_{k}") for k in range(len(series))])
-        history.executemany("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) "
-                            "VALUES (?, ?, 1, ?, ?, ?, NULL)",
-                            [(k + 1, c + 1, v, v, v) for k, values in enumerate(series)
-                             for c, v in enumerate(values.tolist()) if c >= first])
-
-
 def _changes(url: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
     found: list[dict[str, object]] = json.loads(capsys.readouterr().out)
@@ -101,7 +82,7 @@ def test_a_slow_drift_past_the_gate_is_a_creep_and_a_wander_is_nothing(tmp_path:
     the cache, and after one more commit."""
     series = [_ramp(3537, 0.08), _ramp(3544, 0.03, 40, 100), _ar1(3551, 160, 30.0, 0.015, 0.005)]
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    _write(url, [values[:159] for values in series])
+    write_series(url, [values[:159] for values in series])
     for _ in range(2):  # from scratch, then from the cache
         found = _changes(url, capsys)
         assert {change["kernel"] for change in found} == {"kernel_0"}
@@ -110,7 +91,7 @@ def test_a_slow_drift_past_the_gate_is_a_creep_and_a_wander_is_nothing(tmp_path:
         assert 58 <= commits[0] and commits[-1] <= 102, commits
         newest = max(found, key=lambda change: int(str(change["commit"]), 16))
         assert newest["cumulative"] == pytest.approx(0.08, abs=0.015)
-    _write(url, series, first=159)
+    write_series(url, series, first=159)
     assert [(change["commit"], change["creep"]) for change in _changes(url, capsys)] == [
         (change["commit"], change["creep"]) for change in found]
 
@@ -122,7 +103,7 @@ def test_a_slow_drift_within_the_gate_is_not_reported(tmp_path: Path, capsys: py
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     values = _ramp(3544, 0.03, 40, 100)
     assert [p.position for p in movements(values) if p.gradual]
-    _write(url, [values])
+    write_series(url, [values])
     assert _changes(url, capsys) == []
     assert main(["history", "changes", "--db", url, "--format", "text"]) == 0
     assert capsys.readouterr().out == "no change points\n"

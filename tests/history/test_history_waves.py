@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.history import write_series
 from helpers.history_planted import score, wave_series
 from perfgate.cli import main
 from perfgate.history.cache_rows import Found
 from perfgate.history.changes import change_points, movements
-from perfgate.history.db import open_history
 from perfgate.history.detect import change_dicts
 from perfgate.history.keys import SERIES_FIELDS
 
@@ -64,32 +64,13 @@ def test_a_step_in_flat_noise_stays_however_short_its_sides() -> None:
         assert _positions(values) == [at]
 
 
-def _write(url: str, series: list[np.ndarray]) -> None:
-    commits = max(len(values) for values in series)
-    with open_history(url) as history, history.transaction():
-        history.executemany(
-            "INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, generator, settings) "
-            "VALUES (?, ?, ?, 'main', ?, 'waves.json', 'perfgate test', '{}')",
-            [(c + 1, f"key{c}", f"{c:040x}", f"2026-01-01T00:{c // 60:02d}:{c % 60:02d}.000000Z")
-             for c in range(commits)])
-        history.executemany(
-            "INSERT INTO perfgate_series (id, gpu, test, kind, kernel, region, metric, unit, direction) "
-            "VALUES (?, 'NVIDIA H100', 'tests/test_w.py::test_w', 'kernel', ?, '', 'gpu__time_duration.sum', "
-            "'ns', 'lower')", [(k + 1, f"kernel_{k}") for k in range(len(series))])
-        for k, values in enumerate(series):
-            start = commits - len(values)  # every series ends at the newest commit
-            history.executemany("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) "
-                                "VALUES (?, ?, 1, ?, ?, ?, NULL)",
-                                [(k + 1, start + c + 1, v, v, v) for c, v in enumerate(values.tolist())])
-
-
 def test_history_changes_reads_waves_as_one_series_at_a_time_does(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The change cache judges many series at once: a wave's points are dropped there as ``change_points``
     drops them, and a search from the cache after one more commit gives the same."""
     planted = list(wave_series(seed=354, per_family=12))
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    _write(url, [item.values for item in planted])
+    write_series(url, [item.values for item in planted])
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
     found: dict[int, list[int]] = {}
     commits = max(len(item.values) for item in planted)
