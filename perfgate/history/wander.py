@@ -36,6 +36,7 @@ REACHES = (10, 20, 40)  # commits each side whose means a point's test compares
 LAGS = 2 * max(REACHES) - 1  # the variogram's lags, 1..LAGS commits: every pair within the widest reach
 MIN_PAIRS = 12  # fewest differences a lag is estimated from
 MIN_REACH = 5  # commits each side, at the fewest, a short variogram judges a point over
+WHOLE = 1 << 16  # differences taken at once for every lag (a few series); more rows go a lag at a time
 
 
 def variogram(series: np.ndarray, points: Sequence[int]) -> np.ndarray:
@@ -47,19 +48,26 @@ def variogram(series: np.ndarray, points: Sequence[int]) -> np.ndarray:
 
 
 def variograms(rows: np.ndarray, segments: np.ndarray) -> list[np.ndarray]:
-    """``variogram`` of each row of equal-length series, ``segments`` their values' segment numbers: every lag
-    of every row at once, each row's sums its own (the same floats as one row alone)."""
+    """``variogram`` of each row of equal-length series, ``segments`` their values' segment numbers. Each lag's
+    sums run over a row of the full length (0 past its end), so a row's floats are the same alone or among many;
+    a few rows take every lag at once (one series goes through here for each point ``merge`` judges)."""
     count, length = rows.shape
-    gamma = np.zeros((count, max(min(LAGS, length - 1), 0)))
-    usable = np.full(count, gamma.shape[1])
-    for lag in range(1, gamma.shape[1] + 1):
-        same = segments[:, lag:] == segments[:, :-lag]
-        pairs = np.count_nonzero(same, axis=1)
-        differences = rows[:, lag:] - rows[:, :-lag]
+    lags = max(min(LAGS, length - 1), 0)
+    ahead = np.arange(length)[None, :] + np.arange(1, lags + 1)[:, None]  # per lag, each value's partner
+    inside = ahead < length
+    ahead = np.minimum(ahead, length - 1)
+    squares, pairs = np.zeros((count, lags)), np.zeros((count, lags), dtype=np.int64)
+    for lag_rows in ([np.arange(lags)] if count * lags * length <= WHOLE else np.arange(lags)[:, None]):
+        same = inside[lag_rows] & (segments[:, ahead[lag_rows]] == segments[:, None, :])
+        differences = rows[:, ahead[lag_rows]] - rows[:, None, :]
         with np.errstate(all="ignore"):
-            gamma[:, lag - 1] = np.where(same, differences * differences, 0.0).sum(axis=1) / pairs / 2.0
-        usable = np.where((pairs < MIN_PAIRS) & (usable >= lag), lag - 1, usable)
-    moves = gamma[:, 0] > 0.0 if gamma.shape[1] else np.zeros(count, dtype=bool)
+            squares[:, lag_rows] = np.where(same, differences * differences, 0.0).sum(axis=2)
+        pairs[:, lag_rows] = np.count_nonzero(same, axis=2)
+    with np.errstate(all="ignore"):
+        gamma = squares / pairs / 2.0
+    few = pairs < MIN_PAIRS
+    usable = np.where(few.any(axis=1), np.argmax(few, axis=1), lags)
+    moves = gamma[:, 0] > 0.0 if lags else np.zeros(count, dtype=bool)
     return [gamma[row, :usable[row]] if moves[row] and np.isfinite(gamma[row, :usable[row]]).all() else np.zeros(0)
             for row in range(count)]
 
