@@ -30,13 +30,11 @@ import numpy as np
 SPIKE_SIGMAS = 5.0  # robust standard deviations (1.4826 x the median absolute residual) from the local median
 SPIKE_FLOOR = 0.1  # and this share of the local median: spikes are of 20% and more, a step of 3% is none
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation per median absolute deviation
-# Clusters of slow runs: where a row's lone spikes keep to one side (at least ONE_SIDED of them, more than on the other
-# side), 3 or 4 commits in a row on that side (what a median of 5 cannot outvote and a median of 9 can) whose
-# values hold no level (no 3 of them within APART robust sd: two values of one level differ by sqrt(2) sd, so
-# APART is a spike's distance between two values) are spikes too.
+# Clusters of slow runs (``_clusters``): where a row's lone spikes keep to one side (at least ONE_SIDED of them,
+# more than on the other side), CLUSTER commits in a row on that side (what a median of 5 cannot outvote and a
+# median of 9 can) whose values hold no level are spikes too.
 ONE_SIDED = 2
 CLUSTER = (3, 4)
-APART = SPIKE_SIGMAS * float(np.sqrt(2.0))
 ROWS = 2048  # rows cleaned at once: the arrays stay in the processor's cache
 
 
@@ -64,7 +62,7 @@ def despike(rows: np.ndarray) -> np.ndarray:
     bound = np.maximum((SPIKE_SIGMAS * MAD_TO_SIGMA) * middle[:, None], SPIKE_FLOOR * np.abs(local))
     spikes = (residual > bound) & (middle > 0.0)[:, None]
     slow = _one_sided(spikes, rows > local, rows < local)
-    clusters, wide = _clusters(rows, (MAD_TO_SIGMA * middle)[:, None], slow)
+    clusters, wide = _clusters(rows, slow)
     if not spikes.any() and not clusters.any():
         return rows
     result: np.ndarray = np.where(clusters, wide, np.where(spikes, local, rows))
@@ -83,25 +81,30 @@ def _one_sided(spikes: np.ndarray, above: np.ndarray, below: np.ndarray) -> np.n
     return result
 
 
-def _clusters(rows: np.ndarray, sigma: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where a row's spikes keep to one side (``side``), its runs of ``CLUSTER`` commits in a row that lie farther
-    than ``SPIKE_SIGMAS`` robust standard deviations (``sigma``, a column) from the median of the 9 commits around
-    each (mirrored at the ends), on that side, and no 3 of whose values lie within ``APART`` of each other: slow
-    runs in a row, no level. The mask of their commits, and the medians of 9 (``rows`` where there is none)."""
+def _clusters(rows: np.ndarray, side: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where a row's lone spikes keep to one side (``side``: 1 above, -1 below), its runs of ``CLUSTER`` commits
+    in a row farther than ``SPIKE_SIGMAS`` standard deviations from the median of the 9 commits around each
+    (mirrored at the ends) on that side, no 3 of whose values lie within ``SPIKE_SIGMAS`` standard deviations of
+    neighbouring commits' differences of each other: slow runs in a row, no level. The noise here is the robust
+    spread of consecutive differences (1.4826 x their median magnitude: sqrt(2) standard deviations of white noise;
+    a step or a spike moves one or two of them), not the residuals around the median of 5, which that median's own
+    point shrinks. The mask of their commits, and the medians of 9 (``rows`` where there are none)."""
     n = rows.shape[1]
     if n < 9 or not side.any():
         return np.zeros(rows.shape, dtype=bool), rows
     padded = np.concatenate((rows[:, 4:0:-1], rows, rows[:, -2:-6:-1]), axis=1)
     wide = np.partition(np.lib.stride_tricks.sliding_window_view(padded, 9, axis=1), 4, axis=2)[:, :, 4]
-    far = (side[:, None] * (rows - wide) > SPIKE_SIGMAS * sigma) & (side != 0)[:, None]
+    half = (n - 1) // 2
+    apart = MAD_TO_SIGMA * np.partition(np.abs(np.diff(rows, axis=1)), half, axis=1)[:, half:half + 1]
+    far = (side[:, None] * (rows - wide) > SPIKE_SIGMAS / np.sqrt(2.0) * apart) & ((side != 0)[:, None] & (apart > 0.0))
     edges = np.diff(np.pad(far, ((0, 0), (1, 1))).astype(np.int8), axis=1)
     rows_at, starts = np.nonzero(edges == 1)
-    stops = np.nonzero(edges == -1)[1]  # each run's end, in the same order as its start
+    stops = np.nonzero(edges == -1)[1]  # each run's end, in the order of the starts
     found = np.zeros(rows.shape, dtype=bool)
     for row, start, stop in zip(rows_at.tolist(), starts.tolist(), stops.tolist()):
         if stop - start in CLUSTER:
             run = np.sort(rows[row, start:stop])
-            if (run[2:] - run[:-2]).min() > APART * sigma[row, 0]:
+            if (run[2:] - run[:-2]).min() > SPIKE_SIGMAS * apart[row, 0]:
                 found[row, start:stop] = True
     return found, wide
 
