@@ -1,0 +1,90 @@
+"""Planted series of CI noise the other families lack (issue 35's last false points: heavy tails and shared
+runners), written with each series' expected change points before the detector first ran on them.
+
+Run it to print the figures quoted in docs/history.md::
+
+    PYTHONPATH=. python tests/helpers/history_runners.py [seed] [per_family]
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+import numpy as np
+
+from helpers.history_planted import Planted, score
+
+
+def heavy_tail_series(seed: int = 361, per_family: int = 40) -> Iterator[Planted]:
+    """Student's t noise with 2-4 degrees of freedom (scale 0.3-3%, log-uniform) and one-sided slow runs (another
+    job on the machine): +5-50% at 2-10% of the commits, a third of them in clusters of 2 or 3 in a row; 100-200
+    commits.
+
+    * ``heavy-flat``: no change point.
+    * ``heavy-step``: a step of 3-10% (either way) at a commit in 20..n-20, the noise's scale at most a third of
+      it: one change point, at the step.
+    """
+    rng = np.random.default_rng(seed)
+
+    def heavy(n: int, scale: float) -> np.ndarray:
+        values = 1 + scale * rng.standard_t(float(rng.uniform(2, 4)), n)
+        slow = np.zeros(n, dtype=bool)
+        for at in rng.choice(n, max(1, round(n * rng.uniform(0.02, 0.10))), replace=False):
+            length = int(rng.choice([1, 1, 1, 1, 2, 3]))
+            slow[at:at + length] = True
+        return values * np.where(slow, 1 + rng.uniform(0.05, 0.50, n), 1.0)
+
+    for _ in range(per_family):
+        n = int(rng.integers(100, 201))
+        yield Planted("heavy-flat", 100.0 * heavy(n, float(np.exp(rng.uniform(np.log(0.003), np.log(0.03))))), ())
+    for _ in range(per_family):
+        n, size = int(rng.integers(100, 201)), float(rng.uniform(0.03, 0.10))
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 1.0, 1 + float(rng.choice([-1, 1])) * size)
+        scale = float(np.exp(rng.uniform(np.log(0.003), np.log(min(0.03, size / 3)))))
+        yield Planted("heavy-step", 100.0 * level * heavy(n, scale), (at,))
+
+
+def runner_pool_series(seed: int = 362, per_family: int = 40) -> Iterator[Planted]:
+    """CI jobs on a pool of 2-5 runners whose speeds span 0.5-3%: each commit's run lands on a random runner, and
+    stays on the previous one with a probability of 0-0.7 (sticky for a few commits); Gaussian noise of 0.3-1% on
+    top; whole-run contention (another job shares the GPU) of +5-20% at 0-5% of the commits; 100-200 commits.
+
+    * ``runners-flat``: no change point.
+    * ``runners-step``: a step of 3-10% (either way) at a commit in 20..n-20, the runners' span at most half of it
+      and the noise at most a third: one change point, at the step.
+    """
+    rng = np.random.default_rng(seed)
+
+    def pooled(n: int, span: float, noise: float) -> np.ndarray:
+        count = int(rng.integers(2, 6))
+        speeds = np.concatenate(([0.0, span], rng.uniform(0, span, count - 2)))
+        stick = float(rng.uniform(0, 0.7))
+        runner = np.empty(n, dtype=np.int64)
+        runner[0] = rng.integers(count)
+        for t in range(1, n):
+            runner[t] = runner[t - 1] if rng.random() < stick else rng.integers(count)
+        values = (1 + speeds[runner]) * (1 + rng.normal(0, noise, n))
+        shared = rng.random(n) < rng.uniform(0, 0.05)
+        return values * np.where(shared, 1 + rng.uniform(0.05, 0.20, n), 1.0)
+
+    for _ in range(per_family):
+        n = int(rng.integers(100, 201))
+        yield Planted("runners-flat", 100.0 * pooled(n, rng.uniform(0.005, 0.03), rng.uniform(0.003, 0.01)), ())
+    for _ in range(per_family):
+        n, size = int(rng.integers(100, 201)), float(rng.uniform(0.03, 0.10))
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 1.0, 1 + float(rng.choice([-1, 1])) * size)
+        values = pooled(n, rng.uniform(0.005, min(0.03, size / 2)), rng.uniform(0.003, min(0.01, size / 3)))
+        yield Planted("runners-step", 100.0 * level * values, (at,))
+
+
+if __name__ == "__main__":
+    from perfgate.history.changes import change_points
+
+    seed, per_family = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (361, 40)
+    every = list(heavy_tail_series(seed, per_family)) + list(runner_pool_series(seed + 1, per_family))
+    for s in score(lambda v: [c.position for c in change_points(v)], every).values():
+        print(f"{s.family:12} planted {s.planted:4} found {s.found:4} true {s.true_positives:4} "
+              f"extra {s.found - s.true_positives:4}")

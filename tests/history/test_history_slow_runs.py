@@ -1,0 +1,68 @@
+"""Clusters of slow runs (issue 35's heavy-tailed and shared-runner noise): three or four slow runs in a row, in a
+series whose spikes keep to one side, are spikes (``perfgate.history.spikes``), not a short regression and its
+revert; a short regression whose commits hold one level is still found. Planted families (``history_runners``,
+expectations written and committed before the detector first ran on them), hand-made series, and the many-series
+paths (``window_search_many``, ``merge_many``) giving the points one series at a time gives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.history_planted import score
+from helpers.history_runners import heavy_tail_series, runner_pool_series
+from perfgate.history.changes import P_VALUE, change_points, merge, window_search
+from perfgate.history.divide import window_search_many
+from perfgate.history.judge import merge_many
+from perfgate.history.spikes import despike_one
+
+
+def _flat_with_slow_runs() -> np.ndarray:
+    rng = np.random.default_rng(5)
+    values = 100.0 * (1 + rng.normal(0, 0.005, 100))
+    values[[10, 30, 70, 85]] *= [1.20, 1.35, 1.15, 1.30]  # one-sided slow runs, one at a time
+    return values
+
+
+def test_three_slow_runs_in_a_row_are_no_change() -> None:
+    """Slow runs of +12%, +40% and +25% in a row, where the series' other slow runs are one-sided: no change point
+    (the median of 5 read +12% as a level: two points before); the same three commits at one level (+20%) are a
+    regression and its revert."""
+    cluster, level = _flat_with_slow_runs(), _flat_with_slow_runs()
+    cluster[50:53] *= [1.12, 1.40, 1.25]
+    level[50:53] *= 1.20
+    assert change_points(cluster) == []
+    assert [point.position for point in change_points(level)] == [50, 53]
+    cleaned = despike_one(cluster)
+    assert np.all(np.abs(cleaned[50:53] / np.median(cleaned) - 1) < 0.02), cleaned[48:55]
+    assert np.array_equal(despike_one(level)[50:53], level[50:53])
+
+
+def test_two_sided_spikes_keep_the_median_of_five() -> None:
+    """Where a series' spikes are not one-sided (as many fast as slow runs), three odd commits in a row are judged
+    as before: the median of 5 alone."""
+    values = _flat_with_slow_runs()
+    values[[30, 70]] *= [0.75 / 1.35, 0.8 / 1.15]  # as many fast runs as slow ones
+    values[50:53] *= [1.12, 1.40, 1.25]
+    assert [point.position for point in change_points(values)] == [50, 53]
+
+
+def test_heavy_tail_and_runner_pool_families() -> None:
+    """Seeds 361 and 362, 40 series a family. Before: 93 false points on heavy-tailed flat series, 29 of 40 steps
+    found among them (70 extra points), 2 false points on runner pools, 40 of 40 steps there."""
+    results = score(lambda v: [c.position for c in change_points(v)],
+                    list(heavy_tail_series(361, 40)) + list(runner_pool_series(362, 40)))
+    assert results["heavy-flat"].found <= 55, results["heavy-flat"]
+    assert results["heavy-step"].true_positives >= 32, results["heavy-step"]
+    assert results["heavy-step"].found - results["heavy-step"].true_positives <= 40, results["heavy-step"]
+    assert results["runners-flat"].found <= 2 and results["runners-step"].true_positives == 40, results
+
+
+def test_many_series_paths_give_the_same_points() -> None:
+    """The search and the judgement of many series at once clean clusters as one series at a time does."""
+    series = [planted.values for planted in heavy_tail_series(365, 15)] + [
+        planted.values for planted in runner_pool_series(366, 10)]
+    candidates = [window_search(values, P_VALUE)[0] for values in series]
+    assert [found[0] for found in window_search_many(series, P_VALUE)] == candidates
+    expected = [merge(values, found) for values, found in zip(series, candidates)]
+    assert sum(len(points) for points in expected) > 20
+    assert repr(merge_many(series, candidates)) == repr(expected)
