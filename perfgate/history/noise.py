@@ -28,11 +28,11 @@ import math
 from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
-from scipy import stats
 
 from perfgate.history.db import WAIT_SECONDS, History, open_history
 from perfgate.history.keys import facts_key, function_name, gpu_key
 from perfgate.history.series import Branch, Series, commit_order, load_branch
+from perfgate.history.stats import t_quantile_upper
 from perfgate.limits import parse_json_or_none
 from perfgate.metrics import Threshold
 from perfgate.options import selection
@@ -56,7 +56,7 @@ class Learned(NamedTuple):
 def small_sample_sigmas(count: int) -> float:
     """How many robust standard deviations a threshold spans when the spread is estimated from ``count`` values:
     Student's t quantile (``count - 1`` degrees of freedom) at the normal tail beyond ``SIGMAS``."""
-    return float(stats.t.isf(stats.norm.sf(SIGMAS), max(count - 1, 1)))
+    return t_quantile_upper(0.5 * math.erfc(SIGMAS / math.sqrt(2.0)), max(count - 1, 1))
 
 
 def series_threshold(values: np.ndarray) -> float:

@@ -3,6 +3,8 @@ command that needs it without it says how to install it in one line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,3 +39,36 @@ def test_without_scipy_history_changes_says_how_to_install_it(tmp_path: Path, mo
     assert main(["history", "changes", "--db", url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'perfgate[history]'" in err and "Traceback" not in err
+
+
+def test_without_scipy_compare_with_a_history_learns_its_thresholds(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the change points need scipy: judging against a history and learning thresholds from it (Student's t
+    quantile for a spread measured on few runs) work without it, in a fresh process (every import made without
+    scipy), and learn the same thresholds."""
+    from helpers.history import baseline_file
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    record_runs(tmp_path, url, [{"gemm": 100_000 * (1 + 0.002 * d)} for d in (0, 1, -1, 2, -2, 1, 0, -1)])
+    current = baseline_file(tmp_path / "cur.json", {"gemm": 100_400.0})
+    capsys.readouterr()
+    assert main(["compare", str(current), "--history", url]) == 0
+    with_scipy = capsys.readouterr().out
+    blocked = ("import sys; sys.modules.update(dict.fromkeys(('scipy', 'scipy.special', 'scipy.stats')));"
+               "from perfgate.cli import main; sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", blocked, "compare", str(current), "--history", url],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == with_scipy and "gated at" in with_scipy
+
+
+def test_the_t_quantile_without_scipy_is_scipys() -> None:
+    from scipy import stats
+
+    from perfgate.history.stats import t_quantile_upper
+
+    tail = stats.norm.sf(4.0)
+    for df in (1, 2, 3, 5, 8, 19, 40, 199, 1000):
+        assert t_quantile_upper(tail, df) == pytest.approx(stats.t.isf(tail, df), rel=1e-9)
+    assert t_quantile_upper(tail, 5000) == pytest.approx(stats.t.isf(tail, 5000), rel=1e-4)
+    assert t_quantile_upper(0.025, 10) == pytest.approx(stats.t.isf(0.025, 10), rel=1e-9)
