@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from statistics import NormalDist
 from typing import Any, overload
 
 import numpy as np
@@ -86,7 +87,7 @@ def t_quantile_upper(tail: float, df: int) -> float:
     learned thresholds of ``compare --history`` need it, and scipy is an extra only the change points need. The
     closed form bisected up to 1,000 degrees of freedom; beyond, the Cornish-Fisher expansion's first term (there
     within a thousandth of scipy's ``stdtrit``)."""
-    z = _normal_upper(tail)
+    z = NormalDist().inv_cdf(1.0 - tail)
     if df > 1000:
         return z + (z ** 3 + z) / (4.0 * df)
     low, high = z, 2.0 * z
@@ -95,15 +96,6 @@ def t_quantile_upper(tail: float, df: int) -> float:
     for _ in range(100):
         middle = (low + high) / 2.0
         low, high = (middle, high) if _t_tail(middle, df) > tail else (low, middle)
-    return (low + high) / 2.0
-
-
-def _normal_upper(tail: float) -> float:
-    """The z with P(Z > z) = ``tail`` for the standard normal (bisected ``math.erfc``)."""
-    low, high = 0.0, 40.0
-    for _ in range(100):
-        middle = (low + high) / 2.0
-        low, high = (middle, high) if 0.5 * math.erfc(middle / math.sqrt(2.0)) > tail else (low, middle)
     return (low + high) / 2.0
 
 
