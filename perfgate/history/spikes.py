@@ -18,6 +18,11 @@ a row's spikes keep to one side, such a run is judged against the median of 9 co
 when its values hold no level: a regression's commits lie within its noise of each other, slow runs land
 anywhere in +5..50%. Rows whose spikes are not one-sided (heavy tails alone, a Gaussian step) keep the median of 5.
 
+Where three slow runs crowd the 5 commits around one at the level (+39%, 0%, +20%, +16%), the median of 5 breaks
+down twice: it is a slow run, so the commit at the level reads as a spike, and a spike replaced by it makes the
+slow runs a level of two or three commits. So in a row whose spikes keep to one side no commit on the other side of
+its median is a spike, and a spike is read as the median of the commits around it that are no spikes themselves.
+
 The rule reads only the array it is given: a search window's points (so a window of full length keeps its
 candidates as the history grows, ``perfgate.history.cache``) or a whole series (the judgement). Every float is
 an order statistic or one elementwise operation, so rows judged together and one array alone give the same.
@@ -61,12 +66,34 @@ def despike(rows: np.ndarray) -> np.ndarray:
     middle = np.partition(residual, n // 2, axis=1)[:, n // 2]  # the upper median: an order statistic
     bound = np.maximum((SPIKE_SIGMAS * MAD_TO_SIGMA) * middle[:, None], SPIKE_FLOOR * np.abs(local))
     spikes = (residual > bound) & (middle > 0.0)[:, None]
-    slow = _one_sided(spikes, rows > local, rows < local)
+    above, below = rows > local, rows < local
+    slow = _one_sided(spikes, above, below)
+    # where slow runs crowd a median of 5, the commit at the level is the odd one out: no spike on the other side
+    spikes &= ~((slow > 0)[:, None] & below | (slow < 0)[:, None] & above)
     clusters, wide = _clusters(rows, slow)
     if not spikes.any() and not clusters.any():
         return rows
-    result: np.ndarray = np.where(clusters, wide, np.where(spikes, local, rows))
+    result: np.ndarray = np.where(clusters, wide, np.where(spikes, _clean_medians(padded, spikes, local), rows))
     return result
+
+
+def _clean_medians(padded: np.ndarray, spikes: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """``local`` with each spike's median of 5 read from the commits around it that are no spikes themselves
+    (``padded``: the rows mirrored at their ends as ``despike`` pads them): where slow runs crowd, the median of 5
+    is one of them, and a spike read as it makes a level of them."""
+    rows_at, at = np.nonzero(spikes)
+    if not len(at):
+        return local
+    marked = np.concatenate((spikes[:, 2:0:-1], spikes, spikes[:, -2:-4:-1]), axis=1)
+    near = at[:, None] + np.arange(5)
+    kept = ~marked[rows_at[:, None], near]
+    count = kept.sum(axis=1)
+    ordered = np.sort(np.where(kept, padded[rows_at[:, None], near], np.inf), axis=1)  # the kept ones first
+    index = np.arange(len(at))
+    lower, upper = ordered[index, np.maximum(count - 1, 0) // 2], ordered[index, count // 2]
+    clean: np.ndarray = local.copy()
+    clean[rows_at, at] = np.where(count > 0, (lower + upper) / 2.0, local[rows_at, at])
+    return clean
 
 
 def _one_sided(spikes: np.ndarray, above: np.ndarray, below: np.ndarray) -> np.ndarray:
