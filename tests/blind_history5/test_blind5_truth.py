@@ -1,0 +1,40 @@
+"""The fifth blind set still regenerates the values and planted changes committed in truth.json (run.py refuses
+to score otherwise), every planted change keeps the rule of change README.md fixed, and the matching rule pairs
+one to one, the closest first."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from tests.blind_history5.generate import TRUTH, generate, truth_document
+from tests.blind_history5.score import match, score
+
+
+def test_generator_reproduces_the_committed_truth() -> None:
+    assert truth_document(generate()) == json.loads(TRUTH.read_text(encoding="utf-8"))
+
+
+def test_every_planted_change_keeps_the_rule_of_change() -> None:
+    truth = json.loads(TRUTH.read_text(encoding="utf-8"))
+    for row in truth["series"]:
+        at = [c["position"] for c in row["changes"]]
+        assert at == sorted(at) and all(b - a >= 3 for a, b in zip(at, at[1:])), row["name"]
+        assert all(10 <= p <= row["length"] - 8 for p in at), row["name"]
+        unit = max(row["sigma"], truth["sigma_floor"])
+        assert all(abs(math.log(c["factor"])) >= 4 * unit * (1 - 1e-5) for c in row["changes"]), row["name"]
+
+
+def test_matching_is_one_to_one_within_the_tolerance() -> None:
+    assert match([10, 20], [11, 12, 21], 2) == [(0, 0), (1, 2)]
+    assert match([10, 12], [11], 2) == [(0, 0)]
+    assert match([10], [13], 2) == []
+
+
+def test_the_truth_itself_scores_perfectly() -> None:
+    truth = json.loads(TRUTH.read_text(encoding="utf-8"))
+    planted = {row["name"]: [c["position"] for c in row["changes"]] for row in truth["series"]}
+    result, unscored = score(truth, planted)
+    assert (result.recall, result.precision, result.flat_per_100(), result.flicker_false()) == (1, 1, 0, 0)
+    assert (result.total.changes, len(result.flat_families()), unscored) == (491, 11, {"creep": (0, 15)})
+    assert sum(result.families[f].series for f in result.flat_families()) == 255
