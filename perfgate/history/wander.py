@@ -61,8 +61,8 @@ def variograms(rows: np.ndarray, segments: np.ndarray) -> list[np.ndarray]:
     addends = np.zeros((count, length))  # a lag's squares, 0 where a pair straddles a point or runs past the end
     for lag in range(1, lags + 1):
         same = segments[:, lag:] == segments[:, :-lag]
-        differences = rows[:, lag:] - rows[:, :-lag]
         with np.errstate(all="ignore"):
+            differences = rows[:, lag:] - rows[:, :-lag]
             np.multiply(differences, differences, out=differences)
         addends[:, :length - lag] = np.where(same, differences, 0.0)
         addends[:, length - lag] = 0.0
@@ -79,8 +79,8 @@ def _lag_sums_at_once(rows: np.ndarray, segments: np.ndarray, lags: int) -> tupl
     inside = ahead < length
     ahead = np.minimum(ahead, length - 1)
     same = inside & (segments[:, ahead] == segments[:, None, :])
-    differences = rows[:, ahead] - rows[:, None, :]
     with np.errstate(all="ignore"):
+        differences = rows[:, ahead] - rows[:, None, :]
         squares: np.ndarray = np.where(same, differences * differences, 0.0).sum(axis=2)
     return squares, np.count_nonzero(same, axis=2)
 
