@@ -8,6 +8,11 @@ segment), a stacked ``matmul`` of vectors is BLAS's ``ddot`` of each (``np.dot``
 the segment's order statistics (the values ``np.partition`` picks), so each p-value and median is the float
 ``t_test`` and ``median`` give. A series whose p-values are not all numbers (values so large their squares
 overflow) is judged by ``merge`` itself.
+
+A series with a point left that is no step goes on as ``merge`` goes on: one with a gradual point to ``merge``
+itself; one whose points do not all stand out of its own wander (``perfgate.history.wander``: the variograms and
+the points' tests of all series at once) to ``changes.against_wander``, ``merge``'s last rounds, with the verdicts
+those rounds ask for found beforehand, all series at once.
 """
 
 from __future__ import annotations
@@ -113,10 +118,10 @@ def stand_out_many(flat: np.ndarray, gammas: Sequence[np.ndarray], lengths: np.n
 
 def _standing(wandering: dict[int, tuple[np.ndarray, list[int], np.ndarray]], candidates: Sequence[Sequence[int]],
               limit: float) -> dict[int, dict[tuple[int, int, int], bool]]:
-    """Per wandering series (``_Nodes.wandering``), whether a point stands out of its noise (``stand_out_many``) for
-    every key ``merge``'s rounds may ask of its candidates (each candidate between an earlier one or the start, and
-    a later one or the end), all series at once; for at most ``TRIPLES`` candidates, the keys of the candidates
-    side by side beyond that (the first round's: later ones are judged as they come)."""
+    """Per wandering series (``_Nodes.wandering``), whether a point stands out of its noise (``stand_out_many``, all
+    series at once) for each key ``merge``'s rounds may ask of it: each candidate between an earlier one (or the
+    start) and a later one (or the end); of a series with more than ``TRIPLES`` candidates, the first round's keys
+    only (each candidate between its neighbours), the later ones judged as they come."""
     keys: list[tuple[int, int, int, int]] = []
     for k, (values, _, _) in wandering.items():
         ends = [0, *candidates[k], len(values)]
