@@ -46,7 +46,7 @@ def judged_points(flat: np.ndarray, left: np.ndarray, at: np.ndarray,
     for reach in REACHES:
         low, high = np.maximum(left, at - reach), np.minimum(right, at + reach)
         before, after = at - low, high - at
-        for (n_before, n_after), group in _groups(before, after):
+        for (n_before, n_after), group in side_groups(before, after):
             if n_before + n_after < 4:  # no degree of freedom left beside a line and a step
                 continue
             rows = flat[low[group, None] + np.arange(n_before + n_after)]
@@ -56,7 +56,7 @@ def judged_points(flat: np.ndarray, left: np.ndarray, at: np.ndarray,
     return scores, steps
 
 
-def _groups(before: np.ndarray, after: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]:
+def side_groups(before: np.ndarray, after: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray]]:
     """Indexes grouped by (commits before, commits after), each group in index order."""
     keys = before * (1 << 32) + after
     order = np.argsort(keys, kind="stable")

@@ -16,7 +16,7 @@ hold (be the median after the step), and each step is named at the exact commit 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -224,12 +224,23 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     points, p_values, gradual = _merged(series, candidates, p_value, min_change, exact, None)
     if exact:
         return exact_points(series, points)
-    slow = set(gradual)
     gamma = variogram(series, points) if points else np.zeros(0)
-    if not all_stand_out(series, points, p_value, gamma):  # judged again, each point against the noise too
-        slow |= set(points)
-        points, p_values, gradual = _merged(series, candidates, p_value, min_change, False, gamma)
-        slow = (slow | set(gradual)) - set(points)
+    if not all_stand_out(series, points, p_value, gamma):
+        return against_wander(series, candidates, set(gradual) | set(points), gamma, p_value, min_change)
+    return _reported(series, points, p_values, set(gradual))
+
+
+def against_wander(series: np.ndarray, candidates: Sequence[int], slow: set[int], gamma: np.ndarray, p_value: float,
+                   min_change: float, known: Mapping[tuple[int, int, int], bool] | None = None) -> list[ChangePoint]:
+    """``merge``'s end for a measured series (its spikes out) whose points (among ``slow``, with the gradual ones
+    its first rounds dropped) do not all stand out of its noise (``gamma``, their variogram): its candidates judged
+    again, each point against the noise too (``known``: whether some keys' points stand out, found beforehand)."""
+    points, p_values, gradual = _merged(series, candidates, p_value, min_change, False, gamma, known)
+    return _reported(series, points, p_values, (slow | set(gradual)) - set(points))
+
+
+def _reported(series: np.ndarray, points: list[int], p_values: dict[int, float], slow: set[int]) -> list[ChangePoint]:
+    """A measured series' change points, its steps ``points`` and its ``slow`` points, in order."""
     result = []
     for k, at in enumerate(points):
         left, right = sides(series, points, k)
@@ -242,7 +253,8 @@ def _key(series: np.ndarray, points: Sequence[int], k: int) -> tuple[int, int, i
 
 
 def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_change: float, exact: bool,
-            gamma: np.ndarray | None) -> tuple[list[int], dict[int, float], list[int]]:
+            gamma: np.ndarray | None, known: Mapping[tuple[int, int, int], bool] | None = None
+            ) -> tuple[list[int], dict[int, float], list[int]]:
     """``merge``'s rounds: the points left, the last round's p-value of each (its own test's, or its excursion's
     where that kept it), and the points dropped as gradual. Given a wandering series' variogram ``gamma``, a point must also pass ``wander.local_p``."""
     points = list(candidates)
@@ -260,11 +272,11 @@ def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_c
                 p = t_test(left, right)
                 limit = _limit(series, points, k, p_value)
                 passes = _passes(left, right, p, limit, min_change, exact)
-                judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value)), -p)
+                judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value, known)), -p)
             score = (judged[key][0] or points[k] in steps, judged[key][1])
             if not (score[0] or exact):  # the edge of a short excursion is judged with its other edge
                 score = _as_excursion(series, points, k, score, p_value, min_change)
-                if score[0] and gamma is not None and not _stands_out(series, gamma, key, p_value):
+                if score[0] and gamma is not None and not _stands_out(series, gamma, key, p_value, known):
                     score = (False, score[1])
                 if score[0]:
                     kept[points[k]] = -score[1]
@@ -296,10 +308,14 @@ def all_stand_out(series: np.ndarray, points: Sequence[int], p_value: float, gam
                                  for k in range(len(points)))
 
 
-def _stands_out(series: np.ndarray, gamma: np.ndarray, key: tuple[int, int, int], limit: float) -> bool:
+def _stands_out(series: np.ndarray, gamma: np.ndarray, key: tuple[int, int, int], limit: float,
+                known: Mapping[tuple[int, int, int], bool] | None = None) -> bool:
     """Whether a point of a wandering series is a step: it passes ``limit`` against the series' variogram
     (``wander.local_p``), or stands out of a line through its neighbourhood at every reach (``abrupt``: a step
-    on a smooth wave, which the variogram reads as fast wander)."""
+    on a smooth wave, which the variogram reads as fast wander). ``known``: the answers for some keys at
+    ``limit``, found beforehand (``judge.merge_many``: many series' points at once)."""
+    if known is not None and key in known:
+        return known[key]
     if step_p(gamma, series, *key) <= limit:
         return True
     start, at, stop = (np.array([index], dtype=np.int64) for index in key)

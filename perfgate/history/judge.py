@@ -8,6 +8,11 @@ segment), a stacked ``matmul`` of vectors is BLAS's ``ddot`` of each (``np.dot``
 the segment's order statistics (the values ``np.partition`` picks), so each p-value and median is the float
 ``t_test`` and ``median`` give. A series whose p-values are not all numbers (values so large their squares
 overflow) is judged by ``merge`` itself.
+
+A series with a point left that is no step goes on as ``merge`` goes on: one with a gradual point to ``merge``
+itself; one whose points do not all stand out of its own wander (``perfgate.history.wander``: the variograms and
+the points' tests of all series at once) to ``changes.against_wander``, ``merge``'s last rounds, with the verdicts
+those rounds ask for found beforehand, all series at once.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perfgate.history.abrupt import ABRUPT_P, gradual_scores
+from perfgate.history.abrupt import ABRUPT_P, gradual_scores, judged_points
 from perfgate.history.changes import (
     MIN_SIDE,
     P_VALUE,
@@ -25,20 +30,21 @@ from perfgate.history.changes import (
     SHORT,
     SHORT_FACTOR,
     ChangePoint,
-    all_stand_out,
+    against_wander,
     exact_points,
     merge,
 )
 from perfgate.history.excursions import excursion_shape, may_pass
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
 from perfgate.history.stats import stdtr
-from perfgate.history.wander import variograms
+from perfgate.history.wander import step_ps, variograms
 
 
 # An excursion's p-value computed here from per-segment sums may be this much larger than the limit and still go to
 # merge: the floats differ from merge's by rounding (a t of 1e-12 relative), a factor 2 in p is a t 1% apart. A
 # spread under a millionth of the level (where rounding could move t that far) goes to merge whatever its p-value.
 ROOM = 2.0
+TRIPLES = 8  # candidates of a wandering series up to which every key merge may ask is judged beforehand
 
 
 def t_tests(values: Values, left: np.ndarray, split: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -90,9 +96,50 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     for k in np.flatnonzero(judged & odd).tolist() + nodes.run():
         results[k] = merge(series[k], candidates[k], p_value, min_change)
     nodes.finish(series, results)
-    for k in nodes.rejudged_series():  # merge drops them one at a time, judging the rest again
+    gradual = nodes.gradual_series()
+    for k in gradual.tolist():  # merge drops them one at a time, judging the rest again
         results[k] = merge(series[k], candidates[k], p_value, min_change)
+    wandering = nodes.wandering(gradual)  # where merge's first rounds end for them
+    known = _standing(wandering, candidates, p_value)
+    for k, (values_k, points, gamma) in wandering.items():
+        results[k] = against_wander(values_k, candidates[k], set(points), gamma, p_value, min_change, known[k])
     return results
+
+
+def stand_out_many(flat: np.ndarray, gammas: Sequence[np.ndarray], lengths: np.ndarray, start: np.ndarray,
+                   at: np.ndarray, stop: np.ndarray, limit: float) -> np.ndarray:
+    """``changes._stands_out`` of many points at once (flat indexes of each point's segments: their start, the point,
+    their end; ``gammas[i]`` and ``lengths[i]`` the variogram and length of point i's series), the same verdicts."""
+    result: np.ndarray = step_ps(flat, gammas, lengths, start, at, stop) <= limit
+    unsure = np.flatnonzero(~result)
+    result[unsure] = judged_points(flat, start[unsure], at[unsure], stop[unsure])[1]
+    return result
+
+
+def _standing(wandering: dict[int, tuple[np.ndarray, list[int], np.ndarray]], candidates: Sequence[Sequence[int]],
+              limit: float) -> dict[int, dict[tuple[int, int, int], bool]]:
+    """Per wandering series (``_Nodes.wandering``), whether a point stands out of its noise (``stand_out_many``, all
+    series at once) for each key ``merge``'s rounds may ask of it: each candidate between an earlier one (or the
+    start) and a later one (or the end); of a series with more than ``TRIPLES`` candidates, the first round's keys
+    only (each candidate between its neighbours), the later ones judged as they come."""
+    keys: list[tuple[int, int, int, int]] = []
+    for k, (values, _, _) in wandering.items():
+        ends = [0, *candidates[k], len(values)]
+        near = len(ends) - 2 > TRIPLES
+        keys += [(k, ends[i], ends[j], ends[m]) for j in range(1, len(ends) - 1)
+                 for i in ([j - 1] if near else range(j)) for m in ([j + 1] if near else range(j + 1, len(ends)))]
+    known: dict[int, dict[tuple[int, int, int], bool]] = {k: {} for k in wandering}
+    if not keys:
+        return known
+    owners = [k for k, *_ in keys]
+    flat = Values([wandering[k][0] for k in wandering])
+    offsets = dict(zip(wandering, flat.offsets.tolist()))
+    start, at, stop = (np.array([key[i] + offsets[key[0]] for key in keys], dtype=np.int64) for i in (1, 2, 3))
+    standing = stand_out_many(flat.flat, [wandering[k][2] for k in owners], np.array(
+        [len(wandering[k][0]) for k in owners], dtype=np.int64), start, at, stop, limit)
+    for (k, *key), stands in zip(keys, standing.tolist()):
+        known[k][(key[0], key[1], key[2])] = stands
+    return known
 
 
 def _piecewise_constant(values: Values, judged: list[int]) -> np.ndarray:
@@ -234,26 +281,40 @@ class _Nodes:
             results[k].append(ChangePoint(position, p, low, high, False))
 
 
-    def rejudged_series(self) -> list[int]:
-        """The measured series (``merge_many``'s indexes) with a change point left that is no step: ``abrupt``
-        reads it as gradual, or it does not stand out of the series' noise (``changes.all_stand_out``, the
-        variograms of the series of a length taken together)."""
-        gradual = set(self.gradual_series().tolist())
+    def wandering(self, gradual: np.ndarray) -> dict[int, tuple[np.ndarray, list[int], np.ndarray]]:
+        """The measured series (``merge_many``'s indexes) not in ``gradual`` with a change point left that does not
+        stand out of the series' noise (``changes.all_stand_out``: the variograms of the series of a length taken
+        together, every point's tests at once), each with its values (spikes out), its points and its variogram."""
         plain = np.flatnonzero(self.alive & ~self.alone[self.local] & ~self.exact[self.local])
-        points = {int(self.series[local]): self.position[nodes].tolist() for local, nodes in _runs(self.local[plain],
-                                                                                                     plain)}
-        found = []
-        lengths = self.values.lengths
-        for size, group in by_length(lengths[list(points)]):
-            ks = np.array(list(points), dtype=np.int64)[group]
-            rows = self.values.rows(self.values.offsets[ks], size)
+        plain = plain[~np.isin(self.series[self.local[plain]], gradual)]
+        owners = self.local[plain]
+        gammas = self._variograms(plain)
+        gamma_of = [gammas[local] for local in owners.tolist()]
+        offset, left, at, right = self._triples(plain)
+        standing = stand_out_many(self.values.flat, gamma_of, self.values.lengths[self.series[owners]], offset + left,
+                                  offset + at, offset + right, self.p_value)
+        found = {}
+        for local in np.unique(owners[~standing]).tolist():
+            k, nodes = int(self.series[local]), plain[owners == local]
+            offset_k = int(self.values.offsets[k])
+            found[k] = (self.values.flat[offset_k:offset_k + int(self.values.lengths[k])], self.position[nodes].tolist(),
+                        gammas[local])
+        return found
+
+    def _variograms(self, nodes: np.ndarray) -> dict[int, np.ndarray]:
+        """The variogram of each series with a node among ``nodes`` (all its alive ones; ``wander.variogram``), by
+        its local index, the series of a length taken together."""
+        owners = self.local[nodes]
+        locals_ = np.unique(owners)
+        gammas: dict[int, np.ndarray] = {}
+        for size, group in by_length(self.values.lengths[self.series[locals_]]):
+            chosen = locals_[group]
+            rows = self.values.rows(self.values.offsets[self.series[chosen]], size)
             segments = np.zeros(rows.shape, dtype=np.int64)
-            for row, k in enumerate(ks.tolist()):
-                segments[row, points[k]] += 1
-            for row, (k, gamma) in enumerate(zip(ks.tolist(), variograms(rows, segments.cumsum(axis=1)))):
-                if k in gradual or not all_stand_out(rows[row], points[k], self.p_value, gamma):
-                    found.append(k)
-        return sorted(found)
+            inside = np.isin(owners, chosen)
+            segments[np.searchsorted(chosen, owners[inside]), self.position[nodes[inside]]] = 1
+            gammas.update(zip(chosen.tolist(), variograms(rows, segments.cumsum(axis=1))))
+        return gammas
 
     def gradual_series(self) -> np.ndarray:
         """The measured series (``merge_many``'s indexes) with a change point left that ``abrupt`` reads as
@@ -263,13 +324,6 @@ class _Nodes:
         gradual = gradual_scores(self.values.flat, offset + left, offset + at, offset + right) > ABRUPT_P
         found: np.ndarray = np.unique(self.series[self.local[plain[gradual]]])
         return found
-
-
-def _runs(keys: np.ndarray, items: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """``items`` grouped by their ``keys`` (sorted), each key once."""
-    bounds = np.flatnonzero(np.diff(keys)) + 1
-    return [(int(part_keys[0]), part) for part_keys, part in zip(np.split(keys, bounds), np.split(items, bounds))
-            if len(part)]
 
 
 def _any_equal(values: Values, starts: np.ndarray, sizes: np.ndarray, new: np.ndarray) -> np.ndarray:

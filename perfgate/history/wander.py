@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from perfgate.history.abrupt import side_groups
 from perfgate.history.stats import stdtr
 
 REACHES = (10, 20, 40)  # commits each side whose means a point's test compares
@@ -50,19 +51,44 @@ def variogram(series: np.ndarray, points: Sequence[int]) -> np.ndarray:
 def variograms(rows: np.ndarray, segments: np.ndarray) -> list[np.ndarray]:
     """``variogram`` of each row of equal-length series, ``segments`` their values' segment numbers. Each lag's
     sums run over a row of the full length (0 past its end), so a row's floats are the same alone or among many;
-    a few rows take every lag at once (one series goes through here for each point ``merge`` judges)."""
+    a few rows take every lag at once (one series goes through here for each point ``merge`` judges), more rows a
+    lag at a time, from slices (a gather of every lag's partners costs more than the sums)."""
     count, length = rows.shape
     lags = max(min(LAGS, length - 1), 0)
+    if count * lags * length <= WHOLE:
+        return _usable(*_lag_sums_at_once(rows, segments, lags))
+    squares, pairs = np.zeros((count, lags)), np.zeros((count, lags), dtype=np.int64)
+    addends = np.zeros((count, length))  # a lag's squares, 0 where a pair straddles a point or runs past the end
+    for lag in range(1, lags + 1):
+        same = segments[:, lag:] == segments[:, :-lag]
+        with np.errstate(all="ignore"):
+            differences = rows[:, lag:] - rows[:, :-lag]
+            np.multiply(differences, differences, out=differences)
+        addends[:, :length - lag] = np.where(same, differences, 0.0)
+        addends[:, length - lag] = 0.0
+        squares[:, lag - 1] = addends.sum(axis=1)
+        pairs[:, lag - 1] = np.count_nonzero(same, axis=1)
+    return _usable(squares, pairs)
+
+
+def _lag_sums_at_once(rows: np.ndarray, segments: np.ndarray, lags: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and lag, the squares of the differences that no point separates, summed over the row's full length,
+    and how many there are: every lag at once."""
+    length = rows.shape[1]
     ahead = np.arange(length)[None, :] + np.arange(1, lags + 1)[:, None]  # per lag, each value's partner
     inside = ahead < length
     ahead = np.minimum(ahead, length - 1)
-    squares, pairs = np.zeros((count, lags)), np.zeros((count, lags), dtype=np.int64)
-    for lag_rows in ([np.arange(lags)] if count * lags * length <= WHOLE else np.arange(lags)[:, None]):
-        same = inside[lag_rows] & (segments[:, ahead[lag_rows]] == segments[:, None, :])
-        differences = rows[:, ahead[lag_rows]] - rows[:, None, :]
-        with np.errstate(all="ignore"):
-            squares[:, lag_rows] = np.where(same, differences * differences, 0.0).sum(axis=2)
-        pairs[:, lag_rows] = np.count_nonzero(same, axis=2)
+    same = inside & (segments[:, ahead] == segments[:, None, :])
+    with np.errstate(all="ignore"):
+        differences = rows[:, ahead] - rows[:, None, :]
+        squares: np.ndarray = np.where(same, differences * differences, 0.0).sum(axis=2)
+    return squares, np.count_nonzero(same, axis=2)
+
+
+def _usable(squares: np.ndarray, pairs: np.ndarray) -> list[np.ndarray]:
+    """Each row's variogram from its lags' sums: the lags up to the first with fewer than ``MIN_PAIRS`` pairs; empty
+    where the row does not move within its segments or a lag's mean is no number."""
+    count, lags = squares.shape
     with np.errstate(all="ignore"):
         gamma = squares / pairs / 2.0
     few = pairs < MIN_PAIRS
@@ -101,3 +127,38 @@ def step_p(gamma: np.ndarray, series: np.ndarray, start: int, at: int, stop: int
         z = abs(float(after.mean()) - float(before.mean())) / np.sqrt(variance)
         smallest, judged = min(smallest, 2.0 * stdtr(max(len(series) - 2, 1), -z)), True
     return min(1.0, smallest * len(REACHES)) if judged else 0.0
+
+
+@np.errstate(all="ignore")
+def step_ps(flat: np.ndarray, gammas: Sequence[np.ndarray], lengths: np.ndarray, start: np.ndarray, at: np.ndarray,
+            stop: np.ndarray) -> np.ndarray:
+    """``step_p`` of many points at once (flat indexes of each point's segments: their start, the point, their
+    end), ``gammas[i]`` and ``lengths[i]`` the variogram and length of point i's series: the same floats (each side's
+    mean a row's sum, each variance a stacked ``matmul`` of two vectors, BLAS's ``ddot`` of ``weights @ gamma``)."""
+    sizes = np.array([len(gamma) for gamma in gammas], dtype=np.int64)
+    smallest, judged = np.ones(len(at)), np.zeros(len(at), dtype=bool)
+    df = np.maximum(lengths - 2, 1).astype(np.float64)
+    previous = np.full(len(at), -1, dtype=np.int64)
+    for reach in sorted(REACHES):
+        reaches = np.minimum(reach, (sizes + 1) // 2)  # the set of reaches: one already taken is not taken again
+        taken = np.flatnonzero((reaches >= MIN_REACH) & (reaches != previous))
+        previous = reaches
+        low, high = np.maximum(start[taken], at[taken] - reaches[taken]), np.minimum(stop[taken], at[taken] + reaches[taken])
+        before, after = at[taken] - low, high - at[taken]
+        for (n_before, n_after), group in side_groups(before, after):
+            points = taken[group]
+            weights = _lag_weights(n_before, n_after)
+            lags = np.stack([gammas[i][:len(weights)] for i in points.tolist()])
+            spread = np.matmul(lags[:, None, :], weights[:, None])
+            first = np.array([gammas[i][0] for i in points.tolist()])
+            variance = np.maximum(spread[:, 0, 0], first * (1 / n_before + 1 / n_after))
+            means = [flat[index[:, None] + np.arange(size)].sum(axis=1) / size
+                     for index, size in ((low[group], n_before), (at[points], n_after))]
+            z = np.abs(means[1] - means[0]) / np.sqrt(variance)
+            p = 2.0 * stdtr(df[points], -z)
+            smallest[points] = np.where(p < smallest[points], p, smallest[points])
+            judged[points] = True
+    tripled = smallest * len(REACHES)
+    result: np.ndarray = np.where(judged, np.where(tripled < 1.0, tripled, 1.0), 0.0)
+    return result
+
