@@ -21,6 +21,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.abrupt import ABRUPT_P, judged_points
+from perfgate.history.blips import CONTEXT, Blip, blip_edges, held, unfinished
 from perfgate.history.excursions import excursion_p
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import t_test
@@ -111,8 +112,8 @@ def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: li
 
 def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
                   start: int = 0) -> tuple[list[int], list[int], int]:
-    """E-divisive in sliding windows from ``start``, at ``WEAK_FACTOR`` x ``p_value``: every candidate, the
-    candidates of the windows that had their full length, and where a search over more points resumes (the
+    """E-divisive in sliding windows from ``start``, at ``WEAK_FACTOR`` x ``p_value``, and each window's blips'
+    edges (``perfgate.history.blips``): every candidate, the candidates of the windows that had their full length, and where a search over more points resumes (the
     first window cut short by the series' end). A window of full length sees no later point, so a history
     that grows by a commit redoes only the windows from there (``perfgate.history.cache``)."""
     weak = p_value * WEAK_FACTOR
@@ -124,9 +125,13 @@ def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
         inside: list[int] = []
         _divide(despike_one(values[start:stop]), 0, stop - start, weak, inside)  # the window's own spikes out
         found += [start + at for at in inside]
+        split = max(found[before:], default=start) - start  # the next window starts at a split, not a blip's edge
+        raw = values[start:stop]  # blips are judged on the window's own values, spikes and all
+        exact = is_piecewise_constant(raw)
+        found += [start + at for at in blip_edges(raw, exact)]
         if stop < start + window:
             return sorted(set(found)), sorted(set(found[:before])), start
-        start = max(start + step, max(found[before:], default=0))
+        start = max(start + step, start + unfinished(raw, exact, split))
         if stop == len(values):
             break
     return sorted(set(found)), sorted(set(found)), start
@@ -212,12 +217,38 @@ def movements(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE, mi
 
 def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
           min_change: float = 0.0) -> list[ChangePoint]:
-    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours, judged
+    """The candidates that hold, and the blips two of them bound that hold (``perfgate.history.blips``, judged on
+    their own): the weakest is dropped while any fails its tests against its neighbours, judged
     on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is). A measured
     series' points that its t-test passed but that are no step (a line through their neighbourhood explains them,
     ``abrupt``, or the series' wander does, ``wander``) come after its steps as ``gradual`` points, each judged
     against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
+        return []
+    blips, candidates = held(series, candidates, is_piecewise_constant(series))
+    return sorted(_merged_steps(series, candidates, p_value, min_change) + blip_points(series, blips))
+
+
+def blip_points(series: np.ndarray, blips: Sequence[Blip]) -> list[ChangePoint]:
+    """Each held blip's two edges (``perfgate.history.blips``): its level against the ``CONTEXT`` commits on each
+    side, the t-test of its runs against those commits (raw: a blip's runs are what ``despike`` takes out)."""
+    found = []
+    exact = is_piecewise_constant(series)
+    for blip in blips:
+        stop = blip.start + blip.width
+        inside = series[blip.start:stop]
+        before, after = series[max(blip.start - CONTEXT, 0):blip.start], series[stop:stop + CONTEXT]
+        p = t_test(np.concatenate((before, after)), inside)
+        level = median(inside)
+        found += [ChangePoint(blip.start, p, median(before), level, exact),
+                  ChangePoint(stop, p, level, median(after), exact)]
+    return found
+
+
+def _merged_steps(series: np.ndarray, candidates: Sequence[int], p_value: float,
+                  min_change: float) -> list[ChangePoint]:
+    """``merge`` of the candidates that are no blip's edges."""
+    if not candidates:
         return []
     exact = is_piecewise_constant(series)
     series = series if exact else despike_one(series)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from perfgate.history.blips import has_blips
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WEAK_FACTOR, WINDOW
 from perfgate.history.spikes import despike
 from perfgate.history.stats import stdtr, stdtrit
@@ -49,9 +50,14 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
         active = np.flatnonzero(quiet)  # a row found loud already has its first loud window: the later ones are moot
         if not len(active):
             break
-        part = despike(matrix[active, start:stop])  # the search's windows, their spikes out as the search takes them
+        raw = matrix[active, start:stop]
+        same = np.count_nonzero(raw[:, 1:] == raw[:, :-1], axis=1)  # ``changes.is_piecewise_constant`` a row:
+        blipped = has_blips(raw, same >= 0.75 * (raw.shape[1] - 1))  # a blip's edges are candidates (``blips``)
+        quiet[active[blipped]] = False
+        first[active[blipped]] = start
+        part = despike(raw)  # the search's windows, their spikes out as the search takes them
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
-        varied = ~np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
+        varied = ~np.all(part == 0.0, axis=1) & ~blipped  # a window of one value: the t-test finds nothing
         active, part = active[varied], part[varied]  # (exact counters mostly): calm, no sums needed
         whole, earlier = _distance_sums(part)
         none = np.zeros_like(whole)
