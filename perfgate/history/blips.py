@@ -25,9 +25,10 @@ commits at a value anywhere in its history, and the blip's value seen nowhere el
 atomic's retries, an autotuner's two configurations) shows other short runs or repeats its odd value, and its
 blips are not reported; one that flickers once, in a long history, is reported until it flickers again.
 
-The search finds blips window by window (``scan``: the local rules, within one window's values, which always
-holds a blip's ``CONTEXT`` commits a side in full somewhere, windows overlapping by half); ``changes.merge`` judges
-those its candidates bound against the whole series (``held``).
+The search finds blips window by window (``scan``: the local rules, on one window's values; windows overlap by
+half, so a blip with its ``CONTEXT`` commits a side lies whole in one of them, except where a window starts at a
+split found in the last ones before it, Otava's rule, and that split is the blip's own edge: such a blip is
+missed); ``changes.merge`` judges those its candidates bound against the whole series (``held``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 import numpy as np
+
+from perfgate.history.stats import t_test
 
 CONTEXT = 8  # commits a side whose median is the level a blip leaves and comes back to
 SIGMAS = 7.0  # noise standard deviations a pair's runs lie beyond both levels
@@ -149,37 +152,6 @@ def pair_offset(values: np.ndarray, at: int, width: int = 2) -> float:
     return up if up > 0 else -down if down > 0 else 0.0
 
 
-def unfinished(values: np.ndarray, exact: bool, split: int) -> int:
-    """Where the next search window starts, given the last split found in this one (a position of ``values``, the
-    window's; 0 where none): at that split (Otava's rule), or ``CONTEXT`` (an exact counter's: ``EXACT_SIDE``)
-    commits before a run among the window's last ones that may begin a blip whose commits after it the window
-    lacks, where the split is that blip's own edge (the next window would start inside the blip's context)."""
-    n = len(values)
-    side = EXACT_SIDE if exact else CONTEXT
-    if n < 2 * side + 2 or split <= 0:
-        return split
-    for at in range(max(n - side - 2, side, split - 2), min(split + side, n)):
-        if (values[at] != values[at - 1] if exact else _may_begin(values, at)):
-            return at - side
-    return split
-
-
-def _may_begin(values: np.ndarray, at: int) -> bool:
-    """Whether a pair may begin at ``at`` of a window that lacks (some of) its commits after it: its runs there
-    (one, at the window's end) lie ``SIGMAS`` of the ``CONTEXT`` commits before it beyond their median, the two
-    within ``GAP`` of each other, and the commit after them (where the window holds it) is not as far off."""
-    before = values[at - CONTEXT:at]
-    sigma = noise(before)
-    block = values[at:at + 2]
-    level = float(np.median(before))
-    if not sigma > 0 or float(block.max() - block.min()) > GAP * sigma:
-        return False
-    offset = float(block.min() - level) if block[0] > level else float(level - block.max())
-    if offset < SIGMAS * sigma:
-        return False
-    return at + 2 >= len(values) or abs(values[at + 2] - level) * 2 < offset
-
-
 def blip_edges(values: np.ndarray, exact: bool) -> list[int]:
     """The candidates ``scan``'s blips add: each one's first commit and the first after it."""
     return [at for blip in scan(values, exact) for at in (blip.start, blip.start + blip.width)]
@@ -224,20 +196,30 @@ def _pair_holds(series: np.ndarray, blip: Blip) -> bool:
 
 
 def single_offsets(series: np.ndarray) -> np.ndarray:
-    """Each commit's ``pair_offset`` of width 1: how far it lies beyond both neighbourhoods' medians."""
+    """Each commit's ``pair_offset`` of width 1: how far it lies beyond both medians of the ``CONTEXT`` commits
+    before and after it (of the one side the series holds in full near its ends; 0 where it holds neither)."""
     n = len(series)
-    padded = np.concatenate((np.full(CONTEXT, np.nan), series, np.full(CONTEXT, np.nan)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, CONTEXT)
-    with np.errstate(all="ignore"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            medians = np.nanmedian(windows, axis=1)
-    before = medians[:n]  # the CONTEXT commits before each
-    after = medians[CONTEXT + 1:CONTEXT + 1 + n]  # the CONTEXT commits after each
+    result = np.zeros(n)
+    if n < CONTEXT + 1:
+        return result
+    medians = np.median(np.lib.stride_tricks.sliding_window_view(series, CONTEXT), axis=1)  # from each commit on
+    before, after = np.full(n, np.nan), np.full(n, np.nan)
+    before[CONTEXT:] = medians[:n - CONTEXT]
+    after[:n - CONTEXT] = medians[1:]
     before = np.where(np.isnan(before), after, before)
     after = np.where(np.isnan(after), before, after)
-    up = series - np.maximum(before, after)
-    down = np.minimum(before, after) - series
-    result: np.ndarray = np.where(up > 0, up, np.where(down > 0, -down, 0.0))
+    with np.errstate(invalid="ignore"):
+        up = series - np.maximum(before, after)
+        down = np.minimum(before, after) - series
+    result = np.where(up > 0, up, np.where(down > 0, -down, 0.0))
     return result
+
+
+def blip_levels(series: np.ndarray, blip: Blip) -> tuple[float, float, float, float]:
+    """A held blip's t-test p-value (its runs against the ``CONTEXT`` commits on each side, raw: a blip's runs are
+    what ``despike`` takes out), and the medians before it, of it and after it."""
+    stop = blip.start + blip.width
+    inside = series[blip.start:stop]
+    before, after = series[max(blip.start - CONTEXT, 0):blip.start], series[stop:stop + CONTEXT]
+    return (t_test(np.concatenate((before, after)), inside), float(np.median(before)) + 0.0,
+            float(np.median(inside)) + 0.0, float(np.median(after)) + 0.0)

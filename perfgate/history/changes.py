@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.abrupt import ABRUPT_P, judged_points
-from perfgate.history.blips import CONTEXT, Blip, blip_edges, held, unfinished
+from perfgate.history.blips import Blip, blip_edges, blip_levels, held
 from perfgate.history.excursions import excursion_p
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import t_test
@@ -125,13 +125,12 @@ def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
         inside: list[int] = []
         _divide(despike_one(values[start:stop]), 0, stop - start, weak, inside)  # the window's own spikes out
         found += [start + at for at in inside]
-        split = max(found[before:], default=start) - start  # the next window starts at a split, not a blip's edge
+        split = max(found[before:], default=0)  # the next window starts at a split, not at a blip's edge
         raw = values[start:stop]  # blips are judged on the window's own values, spikes and all
-        exact = is_piecewise_constant(raw)
-        found += [start + at for at in blip_edges(raw, exact)]
+        found += [start + at for at in blip_edges(raw, is_piecewise_constant(raw))]
         if stop < start + window:
             return sorted(set(found)), sorted(set(found[:before])), start
-        start = max(start + step, start + unfinished(raw, exact, split))
+        start = max(start + step, split)
         if stop == len(values):
             break
     return sorted(set(found)), sorted(set(found)), start
@@ -230,26 +229,15 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
 
 
 def blip_points(series: np.ndarray, blips: Sequence[Blip]) -> list[ChangePoint]:
-    """Each held blip's two edges (``perfgate.history.blips``): its level against the ``CONTEXT`` commits on each
-    side, the t-test of its runs against those commits (raw: a blip's runs are what ``despike`` takes out)."""
-    found = []
+    """Each held blip's two edges (``perfgate.history.blips``), exact where the series is."""
     exact = is_piecewise_constant(series)
-    for blip in blips:
-        stop = blip.start + blip.width
-        inside = series[blip.start:stop]
-        before, after = series[max(blip.start - CONTEXT, 0):blip.start], series[stop:stop + CONTEXT]
-        p = t_test(np.concatenate((before, after)), inside)
-        level = median(inside)
-        found += [ChangePoint(blip.start, p, median(before), level, exact),
-                  ChangePoint(stop, p, level, median(after), exact)]
-    return found
+    return [point for blip in blips for p, before, level, after in [blip_levels(series, blip)] for point in (
+        ChangePoint(blip.start, p, before, level, exact), ChangePoint(blip.start + blip.width, p, level, after, exact))]
 
 
 def _merged_steps(series: np.ndarray, candidates: Sequence[int], p_value: float,
                   min_change: float) -> list[ChangePoint]:
     """``merge`` of the candidates that are no blip's edges."""
-    if not candidates:
-        return []
     exact = is_piecewise_constant(series)
     series = series if exact else despike_one(series)
     points, p_values, gradual = _merged(series, candidates, p_value, min_change, exact, None)

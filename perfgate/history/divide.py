@@ -15,7 +15,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.blips import blip_edges, unfinished
+from perfgate.history.blips import blip_edges
 from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, is_piecewise_constant, split_factors
 from perfgate.history.judge import t_tests
 from perfgate.history.segments import Values, by_length
@@ -144,14 +144,13 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
                                                        weak)):
             before = len(found[k])
             found[k] += [point - offset for point in points]
-            split = max(found[k][before:], default=start[k]) - start[k]
+            split = max(found[k][before:], default=0)  # the next window starts at a split, not at a blip's edge
             raw = series[k][start[k]:stop]  # blips are judged on the window's own values, spikes and all
-            exact = is_piecewise_constant(raw)
-            found[k] += [start[k] + at for at in blip_edges(raw, exact)]
+            found[k] += [start[k] + at for at in blip_edges(raw, is_piecewise_constant(raw))]
             if stop < start[k] + window:
                 results[k] = sorted(set(found[k])), sorted(set(found[k][:before])), start[k]
                 continue
-            start[k] = max(start[k] + step, start[k] + unfinished(raw, exact, split))
+            start[k] = max(start[k] + step, split)
             if stop == len(series[k]):
                 results[k] = sorted(set(found[k])), sorted(set(found[k])), start[k]
             else:

@@ -216,10 +216,13 @@ def test_energy_split_and_t_test() -> None:
     assert best_split(np.ones(5)) == -1
 
 
-def test_an_exact_counter_names_its_commit_and_a_one_point_blip_is_no_change() -> None:
+def test_an_exact_counter_names_its_commit_and_a_one_point_blip_of_a_counter_that_never_flickered() -> None:
     values = [5000.0] * 30 + [5003.0] + [5000.0] * 9 + [5200.0] * 20
     found = change_points(values)
-    assert [(c.position, c.before, c.after, c.exact) for c in found] == [(40, 5000.0, 5200.0, True)]
+    assert [(c.position, c.before, c.after, c.exact) for c in found] == [
+        (30, 5000.0, 5003.0, True), (31, 5003.0, 5000.0, True), (40, 5000.0, 5200.0, True)]
+    values[12] = 5001.0  # a second odd value: the counter flickers, its blips are no change
+    assert [c.position for c in change_points(values)] == [40]
 
 
 def _record_series(url: str, tmp_path: Path, values: list[tuple[float, float]], branch: str = "main") -> None:
