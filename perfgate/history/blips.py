@@ -69,26 +69,40 @@ def scan(values: np.ndarray, exact: bool) -> list[Blip]:
     return [Blip(int(at), int(width)) for at, width in zip(starts.tolist(), widths.tolist())]
 
 
-def has_blips(rows: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """Per row (one window a row; ``exact`` per row as ``changes.is_piecewise_constant``), whether ``scan`` finds
-    a blip in it: the search's screen (``perfgate.history.screen``) of many windows at once."""
+def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
+    """Per row (one window a row), whether ``scan`` finds a blip in it (judged as an exact counter's where the row
+    is one, ``changes.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
+    at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
+    blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
+    exact = _exact_rows(rows)
+    since = np.full(len(rows), fresh)
+    if 0 < fresh <= rows.shape[1]:
+        since[_exact_rows(rows[:, :fresh]) != exact] = 0
     found = np.zeros(len(rows), dtype=bool)
-    for kind, finder in ((exact, exact_blips), (~exact, pairs)):
-        picked = np.flatnonzero(kind)
-        found[picked[finder(rows[picked])[0]]] = True
+    for start in np.unique(since).tolist():
+        for kind, finder in ((exact, exact_blips), (~exact, pairs)):
+            picked = np.flatnonzero(kind & (since == start))
+            found[picked[finder(rows[picked], start)[0]]] = True
     return found
 
 
-def pairs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Measured pairs in each row by the local rules (row, start, width): beyond both contexts' medians by
-    ``SIGMAS`` of their noise (the mean of the two contexts' ``noise``), neighbours less than half as far off, the
-    two runs within ``GAP`` of each other."""
+def _exact_rows(rows: np.ndarray) -> np.ndarray:
+    """``changes.is_piecewise_constant`` of each row."""
+    same = np.count_nonzero(rows[:, 1:] == rows[:, :-1], axis=1)
+    result: np.ndarray = same >= 0.75 * (rows.shape[1] - 1)
+    return result
+
+
+def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Measured pairs in each row by the local rules (row, start, width), those whose context reaches column
+    ``fresh`` or later: beyond both contexts' medians by ``SIGMAS`` of their noise (the mean of the two contexts'
+    ``noise``), neighbours less than half as far off, the two runs within ``GAP`` of each other."""
     none = np.zeros(0, dtype=np.int64)
     n = rows.shape[1]
-    if n < 2 * CONTEXT + 2 or not len(rows):
-        return none, none, none
     x = rows
-    at = np.arange(CONTEXT, n - CONTEXT - 1)
+    at = np.arange(max(CONTEXT, fresh - CONTEXT - 1), n - CONTEXT - 1)
+    if not len(at) or not len(rows):
+        return none, none, none
     # both runs beyond both neighbours on one side, by more than half their gap: what the rules below imply
     low, high = np.minimum(x[:, at], x[:, at + 1]), np.maximum(x[:, at], x[:, at + 1])
     margin_up = low - np.maximum(x[:, at - 1], x[:, at + 2])
@@ -114,13 +128,13 @@ def pairs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return row[kept], start[kept], np.full(int(kept.sum()), 2, dtype=np.int64)
 
 
-def exact_blips(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact blips in each row (row, start, width): one or two commits at one value between ``EXACT_SIDE``
-    commits of another on each side."""
+def exact_blips(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact blips in each row (row, start, width), those whose context reaches column ``fresh`` or later: one or
+    two commits at one value between ``EXACT_SIDE`` commits of another on each side."""
     n = rows.shape[1]
     found = []
     for width in WIDTHS:
-        at = np.arange(EXACT_SIDE, n - width - EXACT_SIDE + 1)
+        at = np.arange(max(EXACT_SIDE, fresh - width - EXACT_SIDE + 1), n - width - EXACT_SIDE + 1)
         if not len(at):
             continue
         old = rows[:, at - 1]

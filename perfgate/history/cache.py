@@ -212,7 +212,7 @@ def _append_plain(plain: dict[int, Plain], ids: np.ndarray, commits: np.ndarray,
         grown = np.empty((len(rows), length + 1))
         grown[:, :length] = piece.tails[rows]
         grown[:, length] = values[at]
-        quiet = loud_windows(grown, p_value, window) < 0
+        quiet = loud_windows(grown, p_value, window, fresh=length) < 0  # no blip in the old tail
         resume = quiet_resume(length + 1, window)
         calm = rows[quiet]
         pieces.append(Plain(piece.ids[calm], piece.points[calm] + 1, commits[at[quiet]], piece.resume[calm] + resume,
