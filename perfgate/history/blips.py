@@ -7,8 +7,9 @@ runner: a **pair** is
 
 - both runs beyond the medians of the ``CONTEXT`` commits before and after it (on the same side) by
   ``SIGMAS`` standard deviations of the series' noise at least (the robust spread of consecutive differences,
-  1.4826 x their median magnitude / sqrt(2): steps and spikes move one or two of them), and its neighbours
-  (the commit before it, the one after it) less than half as far off: two commits, not a longer run;
+  1.4826 x their median magnitude / sqrt(2): steps and spikes move one or two of them), its neighbours (the
+  commit before it, the one after it) less than half as far off (two commits, not a longer run), and the two
+  medians less than half as far apart (it comes back to the level it left: no step's first commits overshooting);
 - a level: the two runs within ``GAP`` standard deviations of each other (slow runs land anywhere in +5..50%;
   a commit's code puts both at one value);
 - beyond the runner's reach: of the series' ``n`` commits, ``M`` lie at least half as far off (beyond both
@@ -124,7 +125,9 @@ def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     pair = np.where(up, np.minimum(first, second), np.maximum(first, second))
     offset = sign * (pair - np.where(up, np.maximum(level_before, level_after), np.minimum(level_before, level_after)))
     neighbour = np.maximum(sign * (x[row, start - 1] - level_before), sign * (x[row, start + 2] - level_after))
-    kept = (sigma > 0) & (offset >= SIGMAS * sigma) & (np.abs(first - second) <= GAP * sigma) & (2 * neighbour < offset)
+    back = 2 * np.abs(level_before - level_after) < offset  # it comes back to the level it left
+    kept = ((sigma > 0) & (offset >= SIGMAS * sigma) & (np.abs(first - second) <= GAP * sigma)
+            & (2 * neighbour < offset) & back)
     return row[kept], start[kept], np.full(int(kept.sum()), 2, dtype=np.int64)
 
 

@@ -42,6 +42,13 @@ def test_two_slow_runs_far_apart_from_each_other_are_no_level() -> None:
     assert change_points(values) == []
 
 
+def test_a_step_whose_first_two_commits_overshoot_is_a_step() -> None:
+    values = _locked(1)
+    values[130:] *= 1.17
+    values[130:132] *= 1.025  # the new level's first two commits a little higher still: no return, no blip
+    assert [c.position for c in change_points(values)] == [130, 133]  # 133: the overshoot's end, as before
+
+
 def test_one_slow_run_is_no_change_whatever_its_size() -> None:
     values = _locked(4)
     values[120] *= 2.0
