@@ -25,12 +25,7 @@ from typing import Any, Collection, Iterable, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.errors import InputError
-from perfgate.history.changes import (
-    P_VALUE,
-    WINDOW,
-    ChangePoint,
-    quiet_resume,
-)
+from perfgate.history.changes import P_VALUE, ChangePoint
 from perfgate.history.cache_rows import (
     Found,
     Plain,
@@ -43,13 +38,14 @@ from perfgate.history.cache_rows import (
     plain_text,
     stored_form,
 )
+from perfgate.history.search import WINDOW, quiet_resume
 from perfgate.history.db import History, check_sqlite_values
 from perfgate.history.divide import window_search_many
 from perfgate.history.judge import merge_many
 from perfgate.history.screen import loud_windows
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
-CACHE_VERSION = 13  # bump when the search or the rows change: older rows are searched again
+CACHE_VERSION = 14  # bump when the search or the rows change: older rows are searched again
 CHUNK = 8192  # series a row
 
 
@@ -212,7 +208,7 @@ def _append_plain(plain: dict[int, Plain], ids: np.ndarray, commits: np.ndarray,
         grown = np.empty((len(rows), length + 1))
         grown[:, :length] = piece.tails[rows]
         grown[:, length] = values[at]
-        quiet = loud_windows(grown, p_value, window) < 0
+        quiet = loud_windows(grown, p_value, window, fresh=length) < 0  # no blip in the old tail
         resume = quiet_resume(length + 1, window)
         calm = rows[quiet]
         pieces.append(Plain(piece.ids[calm], piece.points[calm] + 1, commits[at[quiet]], piece.resume[calm] + resume,

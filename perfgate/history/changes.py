@@ -15,20 +15,18 @@ hold (be the median after the step), and each step is named at the exact commit 
 
 from __future__ import annotations
 
-import functools
 from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from perfgate.history.abrupt import ABRUPT_P, judged_points
+from perfgate.history.blips import Blip, blip_levels, held
 from perfgate.history.excursions import excursion_p
+from perfgate.history.search import MIN_SIDE, WINDOW, is_piecewise_constant, weak_change_points
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import t_test
 from perfgate.history.wander import step_p, variogram
 
-WINDOW = 50  # Otava's default window; windows advance by half of it
-MIN_SIDE = 3  # fewest points on either side of a split the t-test judges
-WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 # A segment shorter than half a window between two change points (a regression reverted soon after) could sit in
 # any of many places, with any of many lengths: in noise, one passes 0.0001 now and then (the search's retries
 # find them: 97 false points in 7,600 flat series of 200 commits). Against such a segment a change point must
@@ -37,7 +35,6 @@ WEAK_FACTOR = 10.0  # weak change points: at 10x the final p-value
 SHORT = 25
 SHORT_FACTOR = 0.01
 SEEN_HOLD = 10  # commits an exact counter's value seen before its step must hold to be a new level
-RETRIES = 1  # how many failed splits deep E-divisive still searches a window's sides
 # The final p-value. Otava defaults to 0.001; a history gates thousands of series, and on planted series
 # (docs/history.md) 0.0001 kept every step of 3% in 1% noise and dropped most false change points.
 P_VALUE = 0.0001
@@ -50,105 +47,6 @@ class ChangePoint(NamedTuple):
     after: float  # median of the segment after (up to the next change point)
     exact: bool  # a step of a piecewise-constant series
     gradual: bool = False  # no step: a slow movement the t-test passed (``merge``)
-
-
-def best_split(values: np.ndarray, min_side: int = MIN_SIDE) -> int:
-    """The split (1..n-1) maximising the E-divisive energy statistic Q (alpha = 1); -1 when too short.
-
-    Q(t) = t(n-t)/n * (2/(t(n-t)) sum|x-y| - 1/C(t,2) sum|x-x'| - 1/C(n-t,2) sum|y-y'|), every block sum from
-    one 2-D prefix sum of the distance matrix: all splits at once."""
-    n = len(values)
-    if n < 2 * min_side:
-        return -1
-    distances = np.abs(values[:, None] - values[None, :])
-    prefix = distances.cumsum(0).cumsum(1)  # block [0, a) x [0, b) at [a - 1, b - 1]
-    sizes, left_pairs, right_pairs, first = split_factors(n, min_side)
-    at_end = prefix[min_side - 1:n - min_side, n - 1]
-    within_left = prefix.diagonal()[min_side - 1:n - min_side]
-    within_right = prefix[n - 1, n - 1] - 2 * at_end + within_left
-    q = first * (2 * (at_end - within_left) / sizes - within_left / left_pairs - within_right / right_pairs)
-    return int(np.argmax(q)) + min_side
-
-
-@functools.cache
-def split_factors(n: int, min_side: int) -> tuple[np.ndarray, ...]:
-    """``best_split``'s counts per split t (min_side..n - min_side) as floats: t(n - t), t(t - 1),
-    (n - t)(n - t - 1) and t(n - t)/n, the same floats as computed from the integers each time."""
-    t = np.arange(min_side, n - min_side + 1)
-    m = n - t
-    return (t * m).astype(float), (t * (t - 1)).astype(float), (m * (m - 1)).astype(float), t * m / n
-
-
-def _divide(values: np.ndarray, start: int, stop: int, p_value: float, found: list[int],
-            retries: int = RETRIES) -> None:
-    """E-divisive on values[start:stop]: split where Q peaks while the t-test passes, then each side.
-
-    A split that fails is not the end of the segment: a short-lived change (a regression reverted after a few
-    commits) puts Q's peak on one of its edges, where the t-test sees the other edge's points as noise. Each side
-    is searched in turn (``retries`` failures deep), and a point found there re-judges the failed split against
-    the segment it now bounds."""
-    split = best_split(values[start:stop])
-    if split < 0:
-        return
-    at = start + split
-    if t_test(values[start:at], values[at:stop]) <= p_value:
-        found.append(at)
-        _divide(values, start, at, p_value, found)
-        _divide(values, at, stop, p_value, found)
-        return
-    if retries <= 0:
-        return
-    before = len(found)
-    _divide(values, start, at, p_value, found, retries - 1)
-    _divide(values, at, stop, p_value, found, retries - 1)
-    if len(found) == before:
-        return
-    left = max((f for f in found[before:] if f < at), default=start)
-    right = min((f for f in found[before:] if f > at), default=stop)
-    if at not in found[before:] and t_test(values[left:at], values[at:right]) <= p_value:
-        found.append(at)
-
-
-def window_search(values: np.ndarray, p_value: float, window: int = WINDOW,
-                  start: int = 0) -> tuple[list[int], list[int], int]:
-    """E-divisive in sliding windows from ``start``, at ``WEAK_FACTOR`` x ``p_value``: every candidate, the
-    candidates of the windows that had their full length, and where a search over more points resumes (the
-    first window cut short by the series' end). A window of full length sees no later point, so a history
-    that grows by a commit redoes only the windows from there (``perfgate.history.cache``)."""
-    weak = p_value * WEAK_FACTOR
-    found: list[int] = []
-    step = max(window // 2, 1)
-    while start < len(values):
-        stop = min(start + window, len(values))
-        before = len(found)
-        inside: list[int] = []
-        _divide(despike_one(values[start:stop]), 0, stop - start, weak, inside)  # the window's own spikes out
-        found += [start + at for at in inside]
-        if stop < start + window:
-            return sorted(set(found)), sorted(set(found[:before])), start
-        start = max(start + step, max(found[before:], default=0))
-        if stop == len(values):
-            break
-    return sorted(set(found)), sorted(set(found)), start
-
-
-def weak_change_points(values: np.ndarray, p_value: float, window: int = WINDOW) -> list[int]:
-    """Candidates at ``WEAK_FACTOR`` x ``p_value``, from E-divisive in sliding windows, merged. A window starts
-    half a window after the previous one, or at the last change found in it when that is later (as Otava):
-    the next window judges the new level from its first point."""
-    return window_search(values, p_value, window)[0]
-
-
-def quiet_resume(length: int, window: int = WINDOW) -> int:
-    """Where ``window_search`` resumes on ``length`` points from 0 when no window found anything."""
-    step, start = max(window // 2, 1), 0
-    while start < length:
-        if start + window > length:
-            return start
-        start += step
-        if start - step + window == length:
-            break
-    return start
 
 
 def median(values: np.ndarray) -> float:
@@ -212,13 +110,28 @@ def movements(values: Sequence[float] | np.ndarray, p_value: float = P_VALUE, mi
 
 def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALUE,
           min_change: float = 0.0) -> list[ChangePoint]:
-    """The candidates that hold: the weakest is dropped while any fails its tests against its neighbours, judged
+    """The candidates that hold, and the blips two of them bound that hold (``perfgate.history.blips``, judged on
+    their own): the weakest is dropped while any fails its tests against its neighbours, judged
     on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is). A measured
     series' points that its t-test passed but that are no step (a line through their neighbourhood explains them,
     ``abrupt``, or the series' wander does, ``wander``) come after its steps as ``gradual`` points, each judged
     against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
+    blips, candidates = held(series, candidates, is_piecewise_constant(series))
+    return sorted(_merged_steps(series, candidates, p_value, min_change) + blip_points(series, blips))
+
+
+def blip_points(series: np.ndarray, blips: Sequence[Blip]) -> list[ChangePoint]:
+    """Each held blip's two edges (``perfgate.history.blips``), exact where the series is."""
+    exact = is_piecewise_constant(series)
+    return [point for blip in blips for p, before, level, after in [blip_levels(series, blip)] for point in (
+        ChangePoint(blip.start, p, before, level, exact), ChangePoint(blip.start + blip.width, p, level, after, exact))]
+
+
+def _merged_steps(series: np.ndarray, candidates: Sequence[int], p_value: float,
+                  min_change: float) -> list[ChangePoint]:
+    """``merge`` of the candidates that are no blip's edges."""
     exact = is_piecewise_constant(series)
     series = series if exact else despike_one(series)
     points, p_values, gradual = _merged(series, candidates, p_value, min_change, exact, None)
@@ -363,12 +276,6 @@ def exact_points(values: np.ndarray, points: list[int]) -> list[ChangePoint]:
         left, right = sides(values, moved, k)
         found.append(ChangePoint(at, t_test(left, right), median(left), median(right), True))
     return found
-
-
-def is_piecewise_constant(series: np.ndarray) -> bool:
-    """Most consecutive points equal exactly: an exact counter, not a noisy measurement."""
-    same = np.count_nonzero(series[1:] == series[:-1])
-    return bool(same >= 0.75 * (len(series) - 1))
 
 
 def exact_starts(series: np.ndarray, points: list[int], reach: int = MIN_SIDE) -> list[int]:

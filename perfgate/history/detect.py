@@ -24,9 +24,10 @@ from perfgate.history.cache import found_in, cached_changes, search
 from perfgate.history.cache_rows import Found
 from perfgate.history.code_change import code_note, mark_code
 from perfgate.history.culprits import load_culprits, mark_culprits
-from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, movements
+from perfgate.history.changes import P_VALUE, movements
 from perfgate.history.db import History
 from perfgate.history.keys import SERIES_FIELDS, shown_kernel
+from perfgate.history.search import MIN_SIDE, WINDOW
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict

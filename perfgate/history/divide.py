@@ -15,8 +15,9 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.changes import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, split_factors
+from perfgate.history.blips import blip_edges
 from perfgate.history.judge import t_tests
+from perfgate.history.search import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, is_piecewise_constant, split_factors
 from perfgate.history.segments import Values, by_length
 
 _CELLS = 1 << 18  # distance-matrix cells a batch of splits holds at once (2 MB: it stays in the processor's cache)
@@ -120,7 +121,7 @@ def _settle(values: Values, levels: list[_Level], p_value: float) -> list[np.nda
 def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int = WINDOW,
                        starts: Sequence[int] | None = None) -> list[tuple[list[int], list[int], int]]:
     """``window_search(s, p_value, window, start)`` for each series and start, the windows of all series a round
-    at a time."""
+    at a time (each window's blips one window at a time: few series are searched here)."""
     values = Values(series)
     weak = p_value * WEAK_FACTOR
     step = max(window // 2, 1)
@@ -143,10 +144,13 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
                                                        weak)):
             before = len(found[k])
             found[k] += [point - offset for point in points]
+            split = max(found[k][before:], default=0)  # the next window starts at a split, not at a blip's edge
+            raw = series[k][start[k]:stop]  # blips are judged on the window's own values, spikes and all
+            found[k] += [start[k] + at for at in blip_edges(raw, is_piecewise_constant(raw))]
             if stop < start[k] + window:
                 results[k] = sorted(set(found[k])), sorted(set(found[k][:before])), start[k]
                 continue
-            start[k] = max(start[k] + step, max(found[k][before:], default=0))
+            start[k] = max(start[k] + step, split)
             if stop == len(series[k]):
                 results[k] = sorted(set(found[k])), sorted(set(found[k])), start[k]
             else:

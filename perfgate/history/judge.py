@@ -23,8 +23,8 @@ from typing import Sequence
 import numpy as np
 
 from perfgate.history.abrupt import ABRUPT_P, gradual_scores, judged_points
+from perfgate.history.blips import WIDTHS
 from perfgate.history.changes import (
-    MIN_SIDE,
     P_VALUE,
     SEEN_HOLD,
     SHORT,
@@ -35,6 +35,7 @@ from perfgate.history.changes import (
     merge,
 )
 from perfgate.history.excursions import excursion_shape, may_pass
+from perfgate.history.search import MIN_SIDE
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
 from perfgate.history.stats import stdtr
 from perfgate.history.wander import step_ps, variograms
@@ -83,10 +84,12 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
         lowest[filled] = np.minimum.reduceat(values.flat, values.offsets[filled])
         highest[filled] = np.maximum.reduceat(values.flat, values.offsets[filled])
     judged = (values.lengths >= 2) & (counts > 0) & (lowest != highest)
-    # merge's own odd cases: candidates out of order, repeated, or outside the series
+    # merge's own odd cases: candidates out of order, repeated, outside the series, or bounding a blip
     odd = np.zeros(len(series), dtype=bool)
     odd[owner[(positions <= 0) | (positions >= values.lengths[owner])]] = True
     odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] <= positions[:-1])]] = True
+    # two candidates a blip apart (``perfgate.history.blips``): merge judges such a blip on its own
+    odd[owner[1:][(owner[1:] == owner[:-1]) & (positions[1:] - positions[:-1] <= max(WIDTHS))]] = True
     kept = np.flatnonzero(judged & ~odd).tolist()
     exact = _piecewise_constant(values, kept)
     measured = np.zeros(len(series), dtype=bool)  # judged with their spikes out, as merge judges them

@@ -17,7 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.history.changes import MIN_SIDE, P_VALUE, WEAK_FACTOR, WINDOW
+from perfgate.history.blips import has_blips
+from perfgate.history.changes import P_VALUE
+from perfgate.history.search import MIN_SIDE, WEAK_FACTOR, WINDOW
 from perfgate.history.spikes import despike
 from perfgate.history.stats import stdtr, stdtrit
 
@@ -29,13 +31,15 @@ TAME = 1e100  # values (from the window's first) past this may overflow the sums
 
 
 @np.errstate(over="ignore", invalid="ignore")  # values past TAME overflow the sums: NaN, never calm, searched alone
-def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW) -> np.ndarray:
+def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WINDOW, fresh: int = 0) -> np.ndarray:
     """For rows of equal length (one series each), the start of each row's first window that the search might find
     a candidate in, -1 where ``weak_change_points`` finds nothing in the row: the same windows, splits and t-tests
     as the search, for many series at once (most series of a history have no change). The windows before it find
-    nothing, so ``window_search`` of the row from that start finds what it finds from 0."""
+    nothing, so ``window_search`` of the row from that start finds what it finds from 0. Blips
+    (``perfgate.history.blips``) are looked for where they reach column ``fresh`` or later: a tail the screen
+    cleared before, one value longer, holds no other."""
     if len(matrix) > SCREEN_ROWS:  # a few MB at a time: the arrays stay in the processor's cache
-        return np.concatenate([loud_windows(matrix[at:at + SCREEN_ROWS], p_value, window)
+        return np.concatenate([loud_windows(matrix[at:at + SCREEN_ROWS], p_value, window, fresh)
                                for at in range(0, len(matrix), SCREEN_ROWS)])
     rows, n = matrix.shape
     first = np.full(rows, -1, dtype=np.int64)
@@ -49,9 +53,13 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
         active = np.flatnonzero(quiet)  # a row found loud already has its first loud window: the later ones are moot
         if not len(active):
             break
-        part = despike(matrix[active, start:stop])  # the search's windows, their spikes out as the search takes them
+        raw = matrix[active, start:stop]
+        blipped = has_blips(raw, max(fresh - start, 0))  # a blip's edges are candidates (``blips``)
+        quiet[active[blipped]] = False
+        first[active[blipped]] = start
+        part = despike(raw)  # the search's windows, their spikes out as the search takes them
         part = part - part[:, :1]  # from the window's first value: the sums of squares keep their precision
-        varied = ~np.all(part == 0.0, axis=1)  # a window of one value: the t-test finds nothing, side or whole
+        varied = ~np.all(part == 0.0, axis=1) & ~blipped  # a window of one value: the t-test finds nothing
         active, part = active[varied], part[varied]  # (exact counters mostly): calm, no sums needed
         whole, earlier = _distance_sums(part)
         none = np.zeros_like(whole)

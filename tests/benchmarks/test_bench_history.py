@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from history_data import add_commit, fill_history, write_big_report  # noqa: E402
 from helpers.history import fresh_postgres_database  # noqa: E402
 
-from perfgate.history.changes import WINDOW, quiet_resume  # noqa: E402
 from perfgate.history.dashboard import write_dashboard  # noqa: E402
 from perfgate.history.db import open_history  # noqa: E402
 from perfgate.history.detect import find_changes  # noqa: E402
 from perfgate.history.record import Provenance, record_files  # noqa: E402
+from perfgate.history.search import WINDOW, quiet_resume  # noqa: E402
 
 
 def _full(request: pytest.FixtureRequest) -> bool:

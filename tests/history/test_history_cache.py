@@ -121,7 +121,8 @@ def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.Cap
 def test_a_search_from_the_screens_first_loud_window_finds_what_one_from_the_start_finds() -> None:
     """``loud_windows``: the windows the screen clears before a row's first loud one find nothing, so the search
     may start there (the cache's searches do)."""
-    from perfgate.history.changes import P_VALUE, WINDOW, window_search
+    from perfgate.history.changes import P_VALUE
+    from perfgate.history.search import WINDOW, window_search
     from perfgate.history.screen import loud_windows
 
     rng = np.random.default_rng(7)

@@ -15,9 +15,10 @@ from helpers.history import INSTRUCTIONS, KERNEL_TIME, write_report
 from helpers.history_planted import excursion_series, held_out_style_series, planted_series, score, spiky_series
 from perfgate.cli import main
 from perfgate.history.cache_rows import Found
-from perfgate.history.changes import ChangePoint, best_split, change_points, median, t_test
+from perfgate.history.changes import ChangePoint, change_points, median, t_test
 from perfgate.history.detect import change_dicts
 from perfgate.history.excursions import excursion_p
+from perfgate.history.search import best_split
 from perfgate.history.spikes import despike_one
 
 history_url = history_helpers.history_url
@@ -216,10 +217,13 @@ def test_energy_split_and_t_test() -> None:
     assert best_split(np.ones(5)) == -1
 
 
-def test_an_exact_counter_names_its_commit_and_a_one_point_blip_is_no_change() -> None:
+def test_an_exact_counter_names_its_commit_and_a_one_point_blip_of_a_counter_that_never_flickered() -> None:
     values = [5000.0] * 30 + [5003.0] + [5000.0] * 9 + [5200.0] * 20
     found = change_points(values)
-    assert [(c.position, c.before, c.after, c.exact) for c in found] == [(40, 5000.0, 5200.0, True)]
+    assert [(c.position, c.before, c.after, c.exact) for c in found] == [
+        (30, 5000.0, 5003.0, True), (31, 5003.0, 5000.0, True), (40, 5000.0, 5200.0, True)]
+    values[12] = 5001.0  # a second odd value: the counter flickers, its blips are no change
+    assert [c.position for c in change_points(values)] == [40]
 
 
 def _record_series(url: str, tmp_path: Path, values: list[tuple[float, float]], branch: str = "main") -> None:

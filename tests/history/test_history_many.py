@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from helpers.history_planted import excursion_series
-from perfgate.history.changes import P_VALUE, best_split, merge, t_test, window_search
+from perfgate.history.changes import P_VALUE, merge, t_test
 from perfgate.history.divide import best_splits, window_search_many
 from perfgate.history.judge import merge_many, t_tests
+from perfgate.history.search import best_split, window_search
 from perfgate.history.segments import Values
 
 

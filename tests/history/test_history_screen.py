@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from perfgate.history import screen
-from perfgate.history.changes import MIN_SIDE, P_VALUE, WEAK_FACTOR
+from perfgate.history.changes import P_VALUE
+from perfgate.history.search import MIN_SIDE, WEAK_FACTOR
 from perfgate.history.stats import stdtr
 
 

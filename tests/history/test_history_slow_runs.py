@@ -10,9 +10,10 @@ import numpy as np
 
 from helpers.history_planted import score
 from helpers.history_runners import heavy_tail_series, runner_pool_series
-from perfgate.history.changes import P_VALUE, change_points, merge, window_search
+from perfgate.history.changes import P_VALUE, change_points, merge
 from perfgate.history.divide import window_search_many
 from perfgate.history.judge import merge_many
+from perfgate.history.search import window_search
 from perfgate.history.spikes import despike_one
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.history_planted import wander_series, wave_series
-from perfgate.history.changes import P_VALUE, _stands_out, merge, window_search
+from perfgate.history.changes import P_VALUE, _stands_out, merge
 from perfgate.history.judge import TRIPLES, merge_many, stand_out_many
+from perfgate.history.search import window_search
 from perfgate.history.spikes import despike_one
 from perfgate.history.wander import step_p, step_ps, variogram, variograms
 
