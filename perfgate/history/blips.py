@@ -1,4 +1,4 @@
-"""Blips: a regression reverted after one or two commits, too short for the search's splits (``changes.MIN_SIDE``
+"""Blips: a regression reverted after one or two commits, too short for the search's splits (``search.MIN_SIDE``
 points a side) and for the excursion test (``excursions.LEAST_INSIDE`` commits inside), judged on their own.
 
 A measured series' single odd run is the runner's (a co-tenant, a slow launch among the few replayed): no change,
@@ -19,7 +19,7 @@ runner: a **pair** is
   blind set 2's flat series) has many such commits; a series on locked clocks has none or a few (M = 2: 1% in
   200 commits).
 
-An exact counter (``changes.is_piecewise_constant``) is one instruction stream per binary: a different count is
+An exact counter (``search.is_piecewise_constant``) is one instruction stream per binary: a different count is
 a different stream. An **exact blip** is one or two commits at one new value, between ``EXACT_SIDE`` commits of
 one old value on each side, in a counter that has never flickered: no other run of fewer than ``EXACT_SIDE``
 commits at a value anywhere in its history, and the blip's value seen nowhere else. A counter that flickers (an
@@ -63,7 +63,7 @@ def noise(values: np.ndarray) -> float:
 
 def scan(values: np.ndarray, exact: bool) -> list[Blip]:
     """The blips the local rules find in ``values`` (a search window or a whole series; ``exact``: an exact
-    counter's, ``changes.is_piecewise_constant``). Each blip is judged on its own commits and its context alone,
+    counter's, ``search.is_piecewise_constant``). Each blip is judged on its own commits and its context alone,
     so a window that holds them finds what the whole series does."""
     rows = values[None, :]
     _, starts, widths = exact_blips(rows) if exact else pairs(rows)
@@ -72,7 +72,7 @@ def scan(values: np.ndarray, exact: bool) -> list[Blip]:
 
 def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
     """Per row (one window a row), whether ``scan`` finds a blip in it (judged as an exact counter's where the row
-    is one, ``changes.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
+    is one, ``search.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
     at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
     blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
     exact = _exact_rows(rows)
@@ -88,7 +88,7 @@ def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
 
 
 def _exact_rows(rows: np.ndarray) -> np.ndarray:
-    """``changes.is_piecewise_constant`` of each row."""
+    """``search.is_piecewise_constant`` of each row."""
     same = np.count_nonzero(rows[:, 1:] == rows[:, :-1], axis=1)
     result: np.ndarray = same >= 0.75 * (rows.shape[1] - 1)
     return result

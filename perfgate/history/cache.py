@@ -1,7 +1,7 @@
 """Each series' change points kept in the history (``perfgate_change_cache``), so that ``history changes`` after
 one more recorded commit redoes only what the new points change.
 
-The windowed search (``changes.window_search``) judges a window of full length on its own points only: a
+The windowed search (``search.window_search``) judges a window of full length on its own points only: a
 series that grows by a commit keeps the candidates of those windows and searches again from the first window its
 end cut short. A series' state (the candidates, where the search resumes, the points from there on, and for a
 series with candidates all its points) and its change points are kept with its count of points and its newest

@@ -5,7 +5,7 @@ later changes as ``creep: true`` with ``cumulative``: the change from before the
 movement (gradual points, ``changes.merge``: no step, a slope or a wander) shows only where its net change is
 beyond what a PR gate lets through, each of its points as ``creep: true`` with its ``cumulative``.
 
-A change in a series' newest runs is no change point yet (``changes.MIN_SIDE`` runs must show it): where the gate
+A change in a series' newest runs is no change point yet (``search.MIN_SIDE`` runs must show it): where the gate
 judged the newest run a regression or an improvement and no change point covers that run, the list carries it as
 ``awaiting: true``, worded as the dashboard words it: the newest run's regression awaits confirmation.
 """

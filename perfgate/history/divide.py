@@ -1,4 +1,4 @@
-"""``changes.window_search`` for many series at once: the same windows, splits and t-tests, every float the same.
+"""``search.window_search`` for many series at once: the same windows, splits and t-tests, every float the same.
 
 The searches a cache update cannot spare (a few thousand series a commit) cost 300-400 µs each in calls of
 ``best_split``, ``t_test`` and ``_divide``. Here the windows of every series are searched a round at a time, and

@@ -1,4 +1,4 @@
-"""The screen of many series' windows at once (``loud_windows``): where ``changes.window_search`` might find a
+"""The screen of many series' windows at once (``loud_windows``): where ``search.window_search`` might find a
 candidate, judged for the rows of one array (one series each, of one length) with the search's own windows,
 splits and t-tests, so that the series it clears (most of a history's) need no search of their own.
 

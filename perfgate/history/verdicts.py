@@ -1,6 +1,6 @@
 """The gate's verdict on each series' newest run: what change-point detection cannot see yet.
 
-E-divisive places a change only with enough points on both sides of it (``changes.MIN_SIDE`` runs after it; an
+E-divisive places a change only with enough points on both sides of it (``search.MIN_SIDE`` runs after it; an
 exact counter's step must hold for 2 runs), so a regression in a series' newest run is no change point until
 later runs confirm it. The gate judged that run when it was measured (against its baseline, or against the
 history's reference), and the report recorded says so per launch and metric: the history keeps the worst of it

@@ -1,6 +1,6 @@
 """The change cache judges many series at once (``judge.merge_many``, ``divide.window_search_many``): every
 t-test, split, median and change point is the float, the index and the order of removal that one series at a
-time gives (``changes.merge``, ``changes.window_search``), on series built to reach their corners: steps, short
+time gives (``changes.merge``, ``search.window_search``), on series built to reach their corners: steps, short
 regressions, rounded and tied values, flat stretches, exact counters, extra candidates, min_change."""
 
 from __future__ import annotations
