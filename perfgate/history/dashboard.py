@@ -162,7 +162,7 @@ def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]
 
 def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     """Write the site for ``branch_name`` to ``output``; returns how many HTML pages it has."""
-    branch, changes = changes_by_series(history, branch_name)
+    branch, changes, notes = changes_by_series(history, branch_name)
     if not branch.series:
         raise no_runs(history, branch_name)
     findings = load_findings(history, branch_name, branch.commits)

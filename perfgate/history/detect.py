@@ -27,6 +27,7 @@ from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import MIN_SIDE, P_VALUE, WINDOW, movements
 from perfgate.history.db import History
 from perfgate.history.keys import SERIES_FIELDS, shown_kernel
+from perfgate.history.runner_spells import hide_spells, history_pools, runner_timed, sample, spell_note
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
 from perfgate.history.verdicts import gate_verdicts_at, newest_gate_verdicts, newest_verdict
@@ -132,23 +133,33 @@ def _mark_accepted(acceptances: Sequence[Acceptance], changes: Iterable[dict[str
             change["accepted"] = {"by": accepted.by, "reason": accepted.reason, "when": accepted.when}
 
 
-def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
-                      min_change: float = 0.0) -> tuple[Branch, dict[int, list[dict[str, Any]]]]:
+def changes_by_series(history: History, branch: str, p_value: float = P_VALUE, min_change: float = 0.0
+                      ) -> tuple[Branch, dict[int, list[dict[str, Any]]], list[str]]:
     """The branch's series (every value: the dashboard charts them) and each one's change points, in commit
-    order, accepted ones marked. A branch with no run is an InputError naming the branches that have runs."""
+    order, accepted ones marked, and a note per runner spell that explained some (``runner_spells``). A branch
+    with no run is an InputError naming the branches that have runs."""
     loaded = load_branch(history, branch)
     if not loaded.commits:
         raise no_runs(history, branch)
     acceptances = load_acceptances(history)
     culprits = load_culprits(history)
     states = search(loaded.series, p_value, min_change, WINDOW)
+    by_id = {series.id: series for series in loaded.series}
+
+    def pool_of(gpu: str) -> list[Series]:
+        return [by_id[sid] for sid in sample([s.id for s in loaded.series if s.facts["gpu"] == gpu
+                                              and runner_timed(s.facts["metric"])])]
+
+    kept, spells = hide_spells({sid: state.changes for sid, state in states.items()},
+                               {s.id: s.facts for s in loaded.series}, len(loaded.commits), pool_of,
+                               lambda ids: [by_id[sid] for sid in ids], p_value, min_change)
     found: dict[int, list[dict[str, Any]]] = {}
     for series in loaded.series:
-        found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, states[series.id].changes)
+        found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, kept[series.id])
         _mark_accepted(acceptances, found[series.id])
         mark_culprits(culprits, branch, found[series.id])
     mark_code(history, branch, found)
-    return loaded, found
+    return loaded, found, [spell_note(spell, loaded.commits) for spell in spells]
 
 
 def no_runs(history: History, branch: str) -> InputError:
@@ -218,12 +229,20 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@_collector_paused()
 def find_changes(history: History, branch: str, p_value: float = P_VALUE,
                  min_change: float = 0.0) -> list[dict[str, Any]]:
     """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
-    first. The search is kept in the history (``perfgate.history.cache``): only series with new points are
-    searched again, from where their new points matter."""
+    first (``changes_and_notes`` without its notes)."""
+    return changes_and_notes(history, branch, p_value, min_change)[0]
+
+
+@_collector_paused()
+def changes_and_notes(history: History, branch: str, p_value: float = P_VALUE,
+                      min_change: float = 0.0) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
+    first; and a note per runner spell that explained some change points (``runner_spells``: not named). The
+    search is kept in the history (``perfgate.history.cache``): only series with new points are searched again,
+    from where their new points matter; the runner spells are judged again each time."""
     require_scipy()
     commits, times, run_commit = commit_order(history, branch, check_points=False)  # the cache checks what it reads
     if not commits:
@@ -231,8 +250,11 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)
     # the facts of the series with change points only: most of a large history's have none
     facts = series_facts(history, [sid for sid, found in cached.changes.items() if found])
+    kept, spells = hide_spells(cached.changes, facts, len(commits), history_pools(history, branch, run_commit,
+                                                                                    cached.changes),
+                               lambda ids: load_series(history, branch, run_commit, ids), p_value, min_change)
     by_series = {sid: change_dicts(commits, times, facts[sid], found) if found else []
-                 for sid, found in cached.changes.items()}
+                 for sid, found in kept.items()}
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     mark_culprits(load_culprits(history), branch, found)
@@ -243,7 +265,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
         read = Branch(branch, commits, times, load_series(history, branch, run_commit, sorted(flagged)))
         found += awaiting_changes(history, read, by_series, run_commit)
     found.sort(key=lambda c: (c["time"], c["gpu"], c["test"], c["kernel"], c["region"], c["metric"]), reverse=True)
-    return found
+    return found, [spell_note(spell, commits) for spell in spells]
 
 
 def _finite(value: Any) -> Any:

@@ -1,0 +1,251 @@
+"""Runner spells: most timing series of one GPU slower (or faster) together for a few runs, then back.
+
+A CI run executes all of a GPU's tests on one runner. When that runner is slow for a few runs (a bad board, a hot
+rack, a noisy neighbour), every timing series of that GPU is slower in the same runs and comes back after: within
+one series that looks like a short regression and its revert, and the search names both edges, in many series at
+the same commits. No single series can tell it from a reverted regression of the same size; its GPU's other series
+can: the runner, not the code, moved them all.
+
+Per run, each timing series of the GPU (a sample of at most ``SAMPLE``, every one where fewer) is compared with its
+own level on either side: the median of its values in the ``REACH`` runs before and in the ``REACH`` runs after. A
+series whose value is beyond both (slower than both, or faster than both) moved *in* that run and was back
+after it. A run is a **spell run** where at least ``SHARE`` of the series with a value there moved the same way and
+a sign test says that is no chance (binomial, each way at most one half under no shared move: p at most ``ALPHA``).
+Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
+runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
+
+A series' change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests) on the
+series with its values in the spell's runs left out, where those values moved like the GPU's (their deviation
+within ``SPREAD`` robust spreads of the sampled series' median deviation in that run): a spell's edges find no step
+then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
+runner's move (a code change inside a spell) keeps its values and its points. Only timing metrics are judged so
+(``metrics.is_timing``): an exact counter does not move with the runner. The spells that hid a change point are
+reported once each, in the words of the PR comparison's drift canary (``perfgate.compare.same_code``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Collection, NamedTuple, Sequence
+
+import numpy as np
+
+from perfgate.history.cache_rows import Found
+from perfgate.history.changes import MIN_SIDE, SHORT, is_piecewise_constant, merge
+from perfgate.history.db import History
+from perfgate.history.series import Series, load_series
+from perfgate.metrics import is_timing
+from perfgate.vocabulary import is_benchmark_metric
+
+REACH = SHORT  # runs each side a series' level is read from: a spell shorter than half of it leaves that level be
+SHARE = 2 / 3  # the share of a GPU's series that must move together: most of them, not a few
+ALPHA = 0.001  # a spell run's sign test (each way, per run): Otava's default p-value
+MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one way is p 0.001
+SAMPLE = 400  # series a GPU's runs are judged from: a share and its sign test need no more
+SLOP = 2  # runs beside a spell a change point it explains may sit (a spike beside an edge moves the split)
+SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
+
+
+def runner_timed(metric: str) -> bool:
+    """Whether a metric moves with the runner: a timing (``metrics.is_timing``) or a pytest-benchmark statistic
+    of the rounds' times (their spread aside)."""
+    return is_timing(metric) or (is_benchmark_metric(metric) and metric not in ("time.stddev", "time.iqr", "rounds"))
+
+
+class Spell(NamedTuple):
+    """Runs ``first``..``last`` (commit indexes) in which ``moved`` of ``counted`` timing series of ``gpu`` were
+    beyond their levels together (``slower``: worse), by ``shift`` (the median relative move), and back after."""
+
+    gpu: str
+    first: int
+    last: int
+    slower: bool
+    moved: int
+    counted: int
+    shift: float
+    hidden: int = 0  # change points the spell explained: not named
+
+
+class RunMoves(NamedTuple):
+    """Per run (column) of a GPU's sampled series: how many had a value, moved up and moved down beyond both
+    sides' levels, and the median and robust spread of their log deviations from those levels."""
+
+    counted: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    median: np.ndarray
+    spread: np.ndarray
+
+
+def oriented(series: Series) -> np.ndarray:
+    """The log of a series' values, signed so that larger is worse (a throughput's sign flipped); non-positive
+    values as NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(series.values > 0, np.log(np.where(series.values > 0, series.values, 1.0)), np.nan)
+    return -logs if series.facts.get("direction") == "higher" else logs
+
+
+def _side_medians(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the median of the row's values in the ``REACH`` columns before and in those after (NaN where fewer
+    than ``MIN_SIDE`` are there): NaNs sort last, so each window's median is read at its own count."""
+    rows, columns = matrix.shape
+    padded = np.full((rows, columns + 2 * REACH + 1), np.nan)
+    padded[:, REACH:REACH + columns] = matrix
+    windows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, REACH, axis=1), axis=2)
+    count = REACH - np.isnan(windows).sum(axis=2)
+    low = np.take_along_axis(windows, np.maximum((count - 1) // 2, 0)[..., None], axis=2)[..., 0]
+    high = np.take_along_axis(windows, np.maximum(count // 2, 0)[..., None], axis=2)[..., 0]
+    medians = np.where(count >= MIN_SIDE, (low + high) / 2, np.nan)
+    return medians[:, :columns], medians[:, REACH + 1:REACH + 1 + columns]
+
+
+def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
+    """``RunMoves`` of a GPU's sampled series (rows: oriented log values by commit index, NaN where none), and
+    each cell's deviation from the mean of its two sides' levels (NaN where it has no value or a side none)."""
+    before, after = _side_medians(matrix)
+    judged = np.isfinite(matrix) & np.isfinite(before) & np.isfinite(after)
+    deviation = np.where(judged, matrix - (before + after) / 2, np.nan)
+    up = judged & (matrix > np.fmax(before, after))
+    down = judged & (matrix < np.fmin(before, after))
+    counted = judged.sum(axis=0)
+    median = np.full(matrix.shape[1], np.nan)
+    spread = np.full(matrix.shape[1], np.nan)
+    some = counted > 0
+    if some.any():
+        median[some] = np.nanmedian(deviation[:, some], axis=0)
+        spread[some] = 1.4826 * np.nanmedian(np.abs(deviation[:, some] - median[some]), axis=0)
+    return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread), deviation
+
+
+def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
+    """The GPU's spells: spell runs in a row (runs it has no value at between them), each way."""
+    from scipy.stats import binom
+
+    counted = moves.counted
+    spells: list[Spell] = []
+    for slower, together in ((True, moves.up), (False, moves.down)):
+        enough = counted >= MIN_SERIES
+        p = np.ones(len(counted))
+        p[enough] = binom.sf(together[enough] - 1, counted[enough], 0.5)
+        flagged = enough & (together >= SHARE * counted) & (p <= ALPHA)
+        current: list[int] = []
+        for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
+            if run >= 0 and current and run == current[-1] + 1:
+                current.append(run)
+                continue
+            kept = [at for at in current if flagged[at]]
+            if kept:
+                best = max(kept, key=lambda at: int(together[at]))
+                move = float(np.expm1(np.median(moves.median[kept])))
+                spells.append(Spell(gpu, kept[0], kept[-1], slower, int(together[best]), int(counted[best]),
+                                    move))
+            current = [run] if run >= 0 and flagged[run] else []
+    return sorted(spells, key=lambda spell: spell.first)
+
+
+def excursion_shaped(found: Sequence[Found]) -> bool:
+    """Whether a series' change points hold a move and its return within ``REACH`` runs: what a spell makes."""
+    for first, second in zip(found, found[1:]):
+        up = first.point.after > first.point.before
+        if second.commit - first.commit <= REACH and (second.point.after > second.point.before) != up:
+            return True
+    return False
+
+
+def sample(ids: Sequence[int]) -> list[int]:
+    """At most ``SAMPLE`` of a GPU's series ids, spread evenly over them in order (the same ones every time)."""
+    ordered = sorted(ids)
+    if len(ordered) <= SAMPLE:
+        return ordered
+    return [ordered[at] for at in np.unique(np.linspace(0, len(ordered) - 1, SAMPLE).round().astype(int)).tolist()]
+
+
+def pool_matrix(pool: Sequence[Series], commits: int) -> np.ndarray:
+    matrix = np.full((len(pool), commits), np.nan)
+    for row, series in enumerate(pool):
+        matrix[row, series.commits] = oriented(series)
+    return matrix
+
+
+def _near(found: Found, spell: Spell) -> bool:
+    return spell.first - SLOP <= found.commit <= spell.last + 1 + SLOP
+
+
+def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,
+             p_value: float, min_change: float) -> tuple[list[Found], list[int]]:
+    """A series' change points with those near its GPU's spells judged again with the spell runs' values left out
+    where they moved like the GPU's; and per spell, how many of its points that hid."""
+    own = pool_matrix([series], commits)
+    before, after = _side_medians(own)
+    deviation = own - (before + after) / 2
+    runs = series.commits
+    like = np.zeros(len(runs), dtype=bool)
+    for spell in spells:
+        inside = (runs >= spell.first) & (runs <= spell.last)
+        at = runs[inside]
+        off = np.abs(deviation[0, at] - moves.median[at])
+        like[np.flatnonzero(inside)] = off <= SPREAD * np.fmax(moves.spread[at], 0.0)
+    near = [any(_near(item, spell) for spell in spells) for item in found]
+    if not like.any() or not any(near):
+        return found, [0] * len(spells)
+    kept_runs, values = runs[~like], series.values[~like]
+    candidates = sorted({int(at) for at in np.searchsorted(kept_runs, [item.commit for item in found])} - {0})
+    candidates = [at for at in candidates if at < len(kept_runs)]
+    judged = [Found(int(kept_runs[p.position]), int(kept_runs[p.position - 1]),
+                    p._replace(position=int(np.searchsorted(runs, kept_runs[p.position]))))
+              for p in merge(values, candidates, p_value, min_change)]
+    again = [item for item in judged if any(_near(item, spell) for spell in spells)]
+    result = sorted([item for item, close in zip(found, near) if not close] + again, key=lambda item: item.commit)
+    hidden = [max(sum(1 for item, close in zip(found, near) if close and _near(item, spell))
+                  - sum(1 for item in again if _near(item, spell)), 0) for spell in spells]
+    return result, hidden
+
+
+def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]], commits: int,
+                pool_of: Callable[[str], list[Series]], series_of: Callable[[list[int]], list[Series]],
+                p_value: float, min_change: float) -> tuple[dict[int, list[Found]], list[Spell]]:
+    """``changes`` (per series id; ``facts`` for those with change points) with the points runner spells explain
+    left out, and those spells. ``pool_of(gpu)``: a sample of the GPU's timing series (``sample``) with their
+    values; ``series_of(ids)``: those series with their values. Only GPUs where some timing series' points hold a
+    move and its return are looked at (nothing is read for the others)."""
+    timing: dict[str, list[int]] = {}
+    for series_id, found in changes.items():
+        info = facts.get(series_id)
+        if found and info is not None and runner_timed(info["metric"]) and not any(f.point.exact for f in found):
+            timing.setdefault(info["gpu"], []).append(series_id)
+    result = dict(changes)
+    reported: list[Spell] = []
+    for gpu, ids in sorted(timing.items()):
+        if not any(excursion_shaped(changes[sid]) for sid in ids):
+            continue
+        moves, _ = run_moves(pool_matrix(pool_of(gpu), commits))
+        spells = spells_of(gpu, moves)
+        near = [sid for sid in ids if any(_near(item, spell) for item in changes[sid] for spell in spells)]
+        hidden = [0] * len(spells)
+        for series in series_of(near) if near else []:
+            if is_piecewise_constant(series.values):
+                continue
+            result[series.id], hid = rejudged(series, changes[series.id], spells, moves, commits, p_value, min_change)
+            hidden = [a + b for a, b in zip(hidden, hid)]
+        reported += [spell._replace(hidden=count) for spell, count in zip(spells, hidden) if count]
+    return result, reported
+
+
+def spell_note(spell: Spell, commits: Sequence[str]) -> str:
+    """One line for a spell, as the drift canary words a runner's move."""
+    word = "slower" if spell.slower else "faster"
+    points = f"{spell.hidden} change point{'s' if spell.hidden != 1 else ''}"
+    return (f"runner spell: runs {commits[spell.first][:12]}..{commits[spell.last][:12]} on {spell.gpu}: "
+            f"{spell.moved} of {spell.counted} timing series {word} together (median {spell.shift:+.1%}), then "
+            f"back: the runner, not a change ({points} not named)")
+
+
+def history_pools(history: History, branch: str, run_commit: dict[int, int],
+                  on_branch: Collection[int]) -> Callable[[str], list[Series]]:
+    """``hide_spells``' ``pool_of`` for a history: a sample of the GPU's timing series on the branch, read whole."""
+
+    def pool_of(gpu: str) -> list[Series]:
+        rows = history.query("SELECT id, metric FROM perfgate_series WHERE gpu = ?", (gpu,))
+        ids = [int(sid) for sid, metric in rows if runner_timed(str(metric)) and int(sid) in on_branch]
+        return load_series(history, branch, run_commit, sample(ids))
+
+    return pool_of
