@@ -30,7 +30,7 @@ from typing import Callable, Collection, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.cache_rows import Found
-from perfgate.history.changes import MIN_SIDE, SHORT, is_piecewise_constant, merge
+from perfgate.history.changes import MIN_SIDE, SHORT, ChangePoint, is_piecewise_constant, merge
 from perfgate.history.db import History
 from perfgate.history.series import Series, load_series
 from perfgate.metrics import is_timing
@@ -190,14 +190,33 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
     kept_runs, values = runs[~like], series.values[~like]
     candidates = sorted({int(at) for at in np.searchsorted(kept_runs, [item.commit for item in found])} - {0})
     candidates = [at for at in candidates if at < len(kept_runs)]
-    judged = [Found(int(kept_runs[p.position]), int(kept_runs[p.position - 1]),
-                    p._replace(position=int(np.searchsorted(runs, kept_runs[p.position]))))
-              for p in merge(values, candidates, p_value, min_change)]
+    sign = -1.0 if series.facts.get("direction") == "higher" else 1.0
+    corrected = own[0, runs] - moves.median[runs]
+    judged = [_placed(p, kept_runs, runs, like, corrected, sign) for p in merge(values, candidates, p_value, min_change)]
     again = [item for item in judged if any(_near(item, spell) for spell in spells)]
     result = sorted([item for item, close in zip(found, near) if not close] + again, key=lambda item: item.commit)
     hidden = [max(sum(1 for item, close in zip(found, near) if close and _near(item, spell))
                   - sum(1 for item in again if _near(item, spell)), 0) for spell in spells]
     return result, hidden
+
+
+def _placed(point: ChangePoint, kept: np.ndarray, runs: np.ndarray, left_out: np.ndarray,
+            corrected: np.ndarray, sign: float) -> Found:
+    """A point judged without the spell runs, by the branch's commit indexes. Where runs were left out just before
+    it, the change happened somewhere among them: it is placed where their values less the GPU's median move in
+    each (``corrected``, oriented logs) split best between the levels before and after (least squares)."""
+    previous, commit = int(kept[point.position - 1]), int(kept[point.position])
+    gap = np.flatnonzero(left_out & (runs > previous) & (runs < commit))
+    if len(gap) and point.before > 0 and point.after > 0:
+        inside = corrected[gap]
+        before, after = sign * np.log(point.before), sign * np.log(point.after)
+        costs = [float(np.sum((inside[:j] - before) ** 2) + np.sum((inside[j:] - after) ** 2))
+                 for j in range(len(gap) + 1)]
+        split = int(np.argmin(costs))
+        if split < len(gap):
+            at = int(gap[split])
+            return Found(int(runs[at]), int(runs[at - 1]), point._replace(position=at))
+    return Found(commit, previous, point._replace(position=int(np.searchsorted(runs, commit))))
 
 
 def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]], commits: int,
