@@ -42,6 +42,7 @@ ALPHA = 0.001  # a spell run's sign test (each way, per run): Otava's default p-
 MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one way is p 0.001
 SAMPLE = 400  # series a GPU's runs are judged from: a share and its sign test need no more
 SLOP = 2  # runs beside a spell a change point it explains may sit (a spike beside an edge moves the split)
+USUAL = 3.0  # a spell run's median move beyond 3 robust spreads of the GPU's run-to-run moves (its runners' spread)
 SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
 
 
@@ -122,11 +123,16 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
 
     counted = moves.counted
     spells: list[Spell] = []
+    judged = counted >= MIN_SERIES
+    usual = moves.median[judged]
+    center = float(np.median(usual)) if len(usual) else 0.0
+    spread = 1.4826 * float(np.median(np.abs(usual - center))) if len(usual) else 0.0
+    beyond = np.abs(np.nan_to_num(moves.median - center)) > USUAL * spread
     for slower, together in ((True, moves.up), (False, moves.down)):
         enough = counted >= MIN_SERIES
         p = np.ones(len(counted))
         p[enough] = binom.sf(together[enough] - 1, counted[enough], 0.5)
-        flagged = enough & (together >= SHARE * counted) & (p <= ALPHA)
+        flagged = enough & beyond & (together >= SHARE * counted) & (p <= ALPHA)
         current: list[int] = []
         for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
             if run >= 0 and current and run == current[-1] + 1:
@@ -176,14 +182,14 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
     where they moved like the GPU's; and per spell, how many of its points that hid."""
     own = pool_matrix([series], commits)
     before, after = _side_medians(own)
-    deviation = own - (before + after) / 2
     runs = series.commits
     like = np.zeros(len(runs), dtype=bool)
-    for spell in spells:
+    for spell in spells:  # against either side's level: a step of its own beside the spell moves the other
         inside = (runs >= spell.first) & (runs <= spell.last)
         at = runs[inside]
-        off = np.abs(deviation[0, at] - moves.median[at])
-        like[np.flatnonzero(inside)] = off <= SPREAD * np.fmax(moves.spread[at], 0.0)
+        band = SPREAD * np.fmax(moves.spread[at], 0.0)
+        like[np.flatnonzero(inside)] = ((np.abs(own[0, at] - before[0, at] - moves.median[at]) <= band)
+                                        | (np.abs(own[0, at] - after[0, at] - moves.median[at]) <= band))
     near = [any(_near(item, spell) for spell in spells) for item in found]
     if not like.any() or not any(near):
         return found, [0] * len(spells)
@@ -195,9 +201,21 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
     judged = [_placed(p, kept_runs, runs, like, corrected, sign) for p in merge(values, candidates, p_value, min_change)]
     again = [item for item in judged if any(_near(item, spell) for spell in spells)]
     result = sorted([item for item, close in zip(found, near) if not close] + again, key=lambda item: item.commit)
-    hidden = [max(sum(1 for item, close in zip(found, near) if close and _near(item, spell))
-                  - sum(1 for item in again if _near(item, spell)), 0) for spell in spells]
+    hidden = [0] * len(spells)
+    for item, close in zip(found, near):  # each point no longer named, to the spell nearest it
+        if close and not any(other.commit == item.commit for other in again):
+            hidden[_nearest(item, spells)] += 1
+    hidden = [max(count - sum(1 for item in again if item.commit not in {f.commit for f in found}
+                              and _nearest(item, spells) == k), 0) for k, count in enumerate(hidden)]
     return result, hidden
+
+
+def _distance(item: Found, spell: Spell) -> int:
+    return max(spell.first - item.commit, item.commit - spell.last - 1, 0)
+
+
+def _nearest(item: Found, spells: Sequence[Spell]) -> int:
+    return min(range(len(spells)), key=lambda k: _distance(item, spells[k]))
 
 
 def _placed(point: ChangePoint, kept: np.ndarray, runs: np.ndarray, left_out: np.ndarray,
