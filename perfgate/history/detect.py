@@ -284,12 +284,18 @@ def _creep_note(change: dict[str, Any]) -> str:
     return f"; creep: {change['cumulative']:+.1%} in all" if change["creep"] else ""
 
 
-def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
+def render_changes(changes: Sequence[dict[str, Any]], fmt: str, notes: Sequence[str] = ()) -> str:
+    """The change list as ``fmt``; ``notes`` (runner spells) after it in text and Markdown (JSON stays the list of
+    change points: its caller says them on stderr)."""
     if fmt == "json":  # a change from 0 is infinite: null in JSON, which has no infinity
         return inert_json(json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
                                      allow_nan=False, default=str)) + "\n"
     if fmt == "md":
-        return _markdown(changes)
+        return _markdown(changes) + "".join(f"\n> note: {md_escape(note)}\n" for note in notes)
+    return _text(changes) + "".join(inert(f"note: {note}", 600) + "\n" for note in notes)
+
+
+def _text(changes: Sequence[dict[str, Any]]) -> str:
     if not changes:
         return "no change points\n"
     lines = []
