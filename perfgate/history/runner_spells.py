@@ -119,7 +119,7 @@ def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
 
 def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
     """The GPU's spells: spell runs in a row (runs it has no value at between them), each way."""
-    from scipy.stats import binom
+    from scipy.special import bdtrc  # scipy.special, as the t-test: scipy.stats costs a second to import
 
     counted = moves.counted
     spells: list[Spell] = []
@@ -131,7 +131,7 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
     for slower, together in ((True, moves.up), (False, moves.down)):
         enough = counted >= MIN_SERIES
         p = np.ones(len(counted))
-        p[enough] = binom.sf(together[enough] - 1, counted[enough], 0.5)
+        p[enough] = bdtrc(together[enough] - 1, counted[enough], 0.5)  # P(at least that many)
         flagged = enough & beyond & (together >= SHARE * counted) & (p <= ALPHA)
         current: list[int] = []
         for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
