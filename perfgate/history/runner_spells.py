@@ -281,8 +281,11 @@ def history_pools(history: History, branch: str, run_commit: dict[int, int],
     """``hide_spells``' ``pool_of`` for a history: a sample of the GPU's timing series on the branch, read whole."""
 
     def pool_of(gpu: str) -> list[Series]:
-        rows = history.query("SELECT id, metric FROM perfgate_series WHERE gpu = ?", (gpu,))
-        ids = [int(sid) for sid, metric in rows if runner_timed(str(metric)) and int(sid) in on_branch]
+        metrics = [str(row[0]) for row in history.query("SELECT DISTINCT metric FROM perfgate_series WHERE gpu = ?",
+                                                        (gpu,)) if runner_timed(str(row[0]))]
+        rows = history.query(f"SELECT id FROM perfgate_series WHERE gpu = ? AND metric IN "
+                             f"({', '.join('?' * len(metrics))})", (gpu, *metrics)) if metrics else []
+        ids = [int(row[0]) for row in rows if int(row[0]) in on_branch]
         return load_series(history, branch, run_commit, sample(ids))
 
     return pool_of
