@@ -25,6 +25,7 @@ reported once each, in the words of the PR comparison's drift canary (``perfgate
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Collection, NamedTuple, Sequence
 
 import numpy as np
@@ -40,12 +41,13 @@ REACH = SHORT  # runs each side a series' level is read from: a spell shorter th
 SHARE = 2 / 3  # the share of a GPU's series that must move together: most of them, not a few
 ALPHA = 0.001  # a spell run's sign test (each way, per run): Otava's default p-value
 MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one way is p 0.001
-SAMPLE = 400  # series a GPU's runs are judged from: a share and its sign test need no more
+SAMPLE = 200  # series a GPU's runs are judged from: at 200, two thirds one way is p 2e-6 by chance
 SLOP = 2  # runs beside a spell a change point it explains may sit (a spike beside an edge moves the split)
 USUAL = 3.0  # a spell run's median move beyond 3 robust spreads of the GPU's run-to-run moves (its runners' spread)
 SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
 
 
+@functools.cache
 def runner_timed(metric: str) -> bool:
     """Whether a metric moves with the runner: a timing (``metrics.is_timing``) or a pytest-benchmark statistic
     of the rounds' times (their spread aside)."""
@@ -148,12 +150,25 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
     return sorted(spells, key=lambda spell: spell.first)
 
 
-def excursion_shaped(found: Sequence[Found]) -> bool:
-    """Whether a series' change points hold a move and its return within ``REACH`` runs: what a spell makes."""
+def excursions(found: Sequence[Found]) -> list[tuple[int, int]]:
+    """A series' moves and their returns within ``REACH`` runs (first and last commit): what a spell makes."""
+    spans = []
     for first, second in zip(found, found[1:]):
         up = first.point.after > first.point.before
         if second.commit - first.commit <= REACH and (second.point.after > second.point.before) != up:
+            spans.append((first.commit, second.commit))
+    return spans
+
+
+def together(spans: Sequence[Sequence[tuple[int, int]]]) -> bool:
+    """Whether excursions of two series (``spans``: each series' ``excursions``) overlap, within ``SLOP`` runs: a
+    spell moves many series at once; one series' excursion alone has no company to blame on the runner."""
+    ordered = sorted((start, end, series) for series, own in enumerate(spans) for start, end in own)
+    reach: dict[int, int] = {}  # per series, the farthest end so far
+    for start, end, series in ordered:
+        if any(other != series and start <= last + SLOP for other, last in reach.items()):
             return True
+        reach[series] = max(reach.get(series, end), end)
     return False
 
 
@@ -242,8 +257,8 @@ def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]
                 p_value: float, min_change: float) -> tuple[dict[int, list[Found]], list[Spell]]:
     """``changes`` (per series id; ``facts`` for those with change points) with the points runner spells explain
     left out, and those spells. ``pool_of(gpu)``: a sample of the GPU's timing series (``sample``) with their
-    values; ``series_of(ids)``: those series with their values. Only GPUs where some timing series' points hold a
-    move and its return are looked at (nothing is read for the others)."""
+    values; ``series_of(ids)``: those series with their values. Only GPUs where the points of two timing series hold
+    a move and its return in the same runs are looked at (nothing is read for the others)."""
     timing: dict[str, list[int]] = {}
     for series_id, found in changes.items():
         info = facts.get(series_id)
@@ -252,7 +267,7 @@ def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]
     result = dict(changes)
     reported: list[Spell] = []
     for gpu, ids in sorted(timing.items()):
-        if not any(excursion_shaped(changes[sid]) for sid in ids):
+        if not together([excursions(changes[sid]) for sid in ids]):
             continue
         moves, _ = run_moves(pool_matrix(pool_of(gpu), commits))
         spells = spells_of(gpu, moves)
