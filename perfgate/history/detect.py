@@ -291,7 +291,7 @@ def render_changes(changes: Sequence[dict[str, Any]], fmt: str, notes: Sequence[
         return inert_json(json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
                                      allow_nan=False, default=str)) + "\n"
     if fmt == "md":
-        return _markdown(changes) + "".join(f"\n> note: {md_escape(note)}\n" for note in notes)
+        return _markdown(changes) + "".join(f"\n> note: {md_escape(note, 600)}\n" for note in notes)
     return _text(changes) + "".join(inert(f"note: {note}", 600) + "\n" for note in notes)
 
 

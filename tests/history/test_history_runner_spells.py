@@ -81,6 +81,8 @@ def test_a_spell_of_the_whole_gpu_is_one_note_not_change_points(url: str, tmp_pa
     assert main(["history", "changes", "--db", url]) == 0
     out = capsys.readouterr().out
     assert out == f"no change points\nnote: {notes[0]}\n"
+    assert main(["history", "changes", "--db", url, "--format", "md"]) == 0
+    assert capsys.readouterr().out == f"No change points.\n\n> note: {notes[0]}\n"
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out) == [] and captured.err == f"perfgate: note: {notes[0]}\n"
