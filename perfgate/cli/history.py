@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,13 +122,16 @@ def history_to_read(args: argparse.Namespace, command: str) -> tuple[str | None,
 
 def cmd_changes(args: argparse.Namespace) -> int:
     from perfgate.history.db import open_history
-    from perfgate.history.detect import find_changes, render_changes
+    from perfgate.history.detect import changes_and_notes, render_changes
 
     url, branch = history_to_read(args, "history changes")
     with open_history(url, create=False, max_time=args.max_time) as history:
-        found = find_changes(history, branch, p_value=args.p_value, min_change=args.min_change)
-    text = render_changes(found, args.format)
+        found, notes = changes_and_notes(history, branch, p_value=args.p_value, min_change=args.min_change)
+    text = render_changes(found, args.format, notes)
     _write(text, args.output)
+    if args.format == "json":  # the JSON stays a list of change points
+        for note in notes:
+            sys.stderr.write(inert(f"perfgate: note: {note}", 600) + "\n")
     return EXIT_OK
 
 

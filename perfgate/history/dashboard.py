@@ -146,7 +146,8 @@ def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]],
 
 
 def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]], kernels: int,
-                newest: Mapping[int, dict[str, Any]] = NO_ENTRIES) -> Iterable[tuple[str, str]]:
+                newest: Mapping[int, dict[str, Any]] = NO_ENTRIES, notes: Sequence[str] = ()) -> Iterable[tuple[str, str]]:
+    """The index pages; ``notes``: the runner spells that explained change points (``runner_spells``), on each."""
     rows = _index_rows(branch, changes, newest)
     count = max((len(rows) + ROWS_PER_PAGE - 1) // ROWS_PER_PAGE, 1)
     names = ["index.html", *(f"index-{n}.html" for n in range(2, count + 1))]
@@ -156,13 +157,13 @@ def index_pages(env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]
         yield name, str(env.get_template("index.html.j2").render(
             root="", branch=branch.name, commits=len(branch.commits), total=kernels, series=len(branch.series),
             changes=sum(len(c) for c in changes.values()), written=written, pages=pages,
-            flagged=sum(1 for v in newest.values() if v["status"] == Status.REGRESSION.value),
+            flagged=sum(1 for v in newest.values() if v["status"] == Status.REGRESSION.value), notes=notes,
             rows=rows[number_ * ROWS_PER_PAGE:(number_ + 1) * ROWS_PER_PAGE]))
 
 
 def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     """Write the site for ``branch_name`` to ``output``; returns how many HTML pages it has."""
-    branch, changes = changes_by_series(history, branch_name)
+    branch, changes, notes = changes_by_series(history, branch_name)
     if not branch.series:
         raise no_runs(history, branch_name)
     findings = load_findings(history, branch_name, branch.commits)
@@ -179,7 +180,7 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
     except OSError as exc:
         raise InputError(output, f"cannot write the dashboard ({exc.strerror})", "check the folder is writable") from None
     try:
-        pages = _write_site(staging, env, branch, changes, groups, findings, newest)
+        pages = _write_site(staging, env, branch, changes, groups, findings, newest, notes)
         _swap(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -189,7 +190,8 @@ def write_dashboard(history: History, branch_name: str, output: Path) -> int:
 
 def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list[dict[str, Any]]],
                 groups: dict[tuple[str, ...], list[Series]],
-                findings: Mapping[tuple[str, ...], list[RunFindings]], newest: Mapping[int, dict[str, Any]]) -> int:
+                findings: Mapping[tuple[str, ...], list[RunFindings]], newest: Mapping[int, dict[str, Any]],
+                notes: Sequence[str] = ()) -> int:
     (staging / "static").mkdir()
     (staging / "kernels").mkdir()
     for name in STATIC:
@@ -200,7 +202,7 @@ def _write_site(staging: Path, env: Any, branch: Branch, changes: dict[int, list
         page = kernel_page(env, branch, group, changes, findings.get(key, []), newest)
         (staging / "kernels" / page_name(key)).write_text(page, encoding="utf-8")
         pages += 1
-    for name, text in index_pages(env, branch, changes, len(groups), newest):
+    for name, text in index_pages(env, branch, changes, len(groups), newest, notes):
         (staging / name).write_text(text, encoding="utf-8")
         pages += 1
     return pages

@@ -27,6 +27,7 @@ from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import P_VALUE, movements
 from perfgate.history.db import History
 from perfgate.history.keys import SERIES_FIELDS, shown_kernel
+from perfgate.history.runner_spells import hide_spells, history_pools, runner_timed, sample, spell_note
 from perfgate.history.search import MIN_SIDE, WINDOW
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
@@ -133,23 +134,33 @@ def _mark_accepted(acceptances: Sequence[Acceptance], changes: Iterable[dict[str
             change["accepted"] = {"by": accepted.by, "reason": accepted.reason, "when": accepted.when}
 
 
-def changes_by_series(history: History, branch: str, p_value: float = P_VALUE,
-                      min_change: float = 0.0) -> tuple[Branch, dict[int, list[dict[str, Any]]]]:
+def changes_by_series(history: History, branch: str, p_value: float = P_VALUE, min_change: float = 0.0
+                      ) -> tuple[Branch, dict[int, list[dict[str, Any]]], list[str]]:
     """The branch's series (every value: the dashboard charts them) and each one's change points, in commit
-    order, accepted ones marked. A branch with no run is an InputError naming the branches that have runs."""
+    order, accepted ones marked, and a note per runner spell that explained some (``runner_spells``). A branch
+    with no run is an InputError naming the branches that have runs."""
     loaded = load_branch(history, branch)
     if not loaded.commits:
         raise no_runs(history, branch)
     acceptances = load_acceptances(history)
     culprits = load_culprits(history)
     states = search(loaded.series, p_value, min_change, WINDOW)
+    by_id = {series.id: series for series in loaded.series}
+
+    def pool_of(gpu: str) -> list[Series]:
+        return [by_id[sid] for sid in sample([s.id for s in loaded.series if s.facts["gpu"] == gpu
+                                              and runner_timed(s.facts["metric"])])]
+
+    kept, spells = hide_spells({sid: state.changes for sid, state in states.items()},
+                               {s.id: s.facts for s in loaded.series}, len(loaded.commits), pool_of,
+                               lambda ids: [by_id[sid] for sid in ids], p_value, min_change)
     found: dict[int, list[dict[str, Any]]] = {}
     for series in loaded.series:
-        found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, states[series.id].changes)
+        found[series.id] = change_dicts(loaded.commits, loaded.times, series.facts, kept[series.id])
         _mark_accepted(acceptances, found[series.id])
         mark_culprits(culprits, branch, found[series.id])
     mark_code(history, branch, found)
-    return loaded, found
+    return loaded, found, [spell_note(spell, loaded.commits) for spell in spells]
 
 
 def no_runs(history: History, branch: str) -> InputError:
@@ -219,12 +230,20 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-@_collector_paused()
 def find_changes(history: History, branch: str, p_value: float = P_VALUE,
                  min_change: float = 0.0) -> list[dict[str, Any]]:
     """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
-    first. The search is kept in the history (``perfgate.history.cache``): only series with new points are
-    searched again, from where their new points matter."""
+    first (``changes_and_notes`` without its notes)."""
+    return changes_and_notes(history, branch, p_value, min_change)[0]
+
+
+@_collector_paused()
+def changes_and_notes(history: History, branch: str, p_value: float = P_VALUE,
+                      min_change: float = 0.0) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every change point of ``branch``, and every newest run whose change awaits confirmation, the most recent
+    first; and a note per runner spell that explained some change points (``runner_spells``: not named). The
+    search is kept in the history (``perfgate.history.cache``): only series with new points are searched again,
+    from where their new points matter; the runner spells are judged again each time."""
     require_scipy()
     commits, times, run_commit = commit_order(history, branch, check_points=False)  # the cache checks what it reads
     if not commits:
@@ -232,8 +251,11 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
     cached = cached_changes(history, branch, commits, times, run_commit, p_value, min_change)
     # the facts of the series with change points only: most of a large history's have none
     facts = series_facts(history, [sid for sid, found in cached.changes.items() if found])
+    kept, spells = hide_spells(cached.changes, facts, len(commits), history_pools(history, branch, run_commit,
+                                                                                    cached.changes),
+                               lambda ids: load_series(history, branch, run_commit, ids), p_value, min_change)
     by_series = {sid: change_dicts(commits, times, facts[sid], found) if found else []
-                 for sid, found in cached.changes.items()}
+                 for sid, found in kept.items()}
     found = [change for changes in by_series.values() for change in changes]
     _mark_accepted(load_acceptances(history), found)
     mark_culprits(load_culprits(history), branch, found)
@@ -244,7 +266,7 @@ def find_changes(history: History, branch: str, p_value: float = P_VALUE,
         read = Branch(branch, commits, times, load_series(history, branch, run_commit, sorted(flagged)))
         found += awaiting_changes(history, read, by_series, run_commit)
     found.sort(key=lambda c: (c["time"], c["gpu"], c["test"], c["kernel"], c["region"], c["metric"]), reverse=True)
-    return found
+    return found, [spell_note(spell, commits) for spell in spells]
 
 
 def _finite(value: Any) -> Any:
@@ -263,12 +285,18 @@ def _creep_note(change: dict[str, Any]) -> str:
     return f"; creep: {change['cumulative']:+.1%} in all" if change["creep"] else ""
 
 
-def render_changes(changes: Sequence[dict[str, Any]], fmt: str) -> str:
+def render_changes(changes: Sequence[dict[str, Any]], fmt: str, notes: Sequence[str] = ()) -> str:
+    """The change list as ``fmt``; ``notes`` (runner spells) after it in text and Markdown (JSON stays the list of
+    change points: its caller says them on stderr)."""
     if fmt == "json":  # a change from 0 is infinite: null in JSON, which has no infinity
         return inert_json(json.dumps([{name: _finite(c[name]) for name in CHANGE_FIELDS} for c in changes], indent=1,
                                      allow_nan=False, default=str)) + "\n"
     if fmt == "md":
-        return _markdown(changes)
+        return _markdown(changes) + "".join(f"\n> note: {md_escape(note, 600)}\n" for note in notes)
+    return _text(changes) + "".join(inert(f"note: {note}", 600) + "\n" for note in notes)
+
+
+def _text(changes: Sequence[dict[str, Any]]) -> str:
     if not changes:
         return "no change points\n"
     lines = []

@@ -1,0 +1,307 @@
+"""Runner spells: most timing series of one GPU slower (or faster) together for a few runs, then back.
+
+A CI run executes all of a GPU's tests on one runner. When that runner is slow for a few runs (a bad board, a hot
+rack, a noisy neighbour), every timing series of that GPU is slower in the same runs and comes back after: within
+one series that looks like a short regression and its revert, and the search names both edges, in many series at
+the same commits. No single series can tell it from a reverted regression of the same size; its GPU's other series
+can: the runner, not the code, moved them all.
+
+Per run, each timing series of the GPU (a sample of at most ``SAMPLE``, every one where fewer) is compared with its
+own level on either side: the median of its values in the ``REACH`` runs before and in the ``REACH`` runs after. A
+series whose value is beyond both (slower than both, or faster than both) moved *in* that run and was back
+after it. A run is a **spell run** where at least ``SHARE`` of the series with a value there moved the same way and
+a sign test says that is no chance (binomial, each way at most one half under no shared move: p at most ``ALPHA``).
+Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
+runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
+
+A series' change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests) on the
+series with its values in the spell's runs left out, where those values moved like the GPU's (their deviation
+within ``SPREAD`` robust spreads of the sampled series' median deviation in that run): a spell's edges find no step
+then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
+runner's move (a code change inside a spell) keeps its values and its points. Only timing metrics are judged so
+(``metrics.is_timing``): an exact counter does not move with the runner. The spells that hid a change point are
+reported once each, in the words of the PR comparison's drift canary (``perfgate.compare.same_code``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Collection, NamedTuple, Sequence
+
+import numpy as np
+
+from perfgate.history.cache_rows import Found
+from perfgate.history.changes import SHORT, ChangePoint, merge
+from perfgate.history.db import History
+from perfgate.history.search import MIN_SIDE, is_piecewise_constant
+from perfgate.history.series import Series, load_series
+from perfgate.metrics import is_timing
+from perfgate.vocabulary import is_benchmark_metric
+
+REACH = SHORT  # runs each side a series' level is read from: a spell shorter than half of it leaves that level be
+SHARE = 2 / 3  # the share of a GPU's series that must move together: most of them, not a few
+ALPHA = 0.001  # a spell run's sign test (each way, per run): Otava's default p-value
+MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one way is p 0.001
+SAMPLE = 200  # series a GPU's runs are judged from: at 200, two thirds one way is p 2e-6 by chance
+SLOP = 2  # runs beside a spell a change point it explains may sit (a spike beside an edge moves the split)
+USUAL = 3.0  # a spell run's median move beyond 3 robust spreads of the GPU's run-to-run moves (its runners' spread)
+SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
+
+
+@functools.cache
+def runner_timed(metric: str) -> bool:
+    """Whether a metric moves with the runner: a timing (``metrics.is_timing``) or a pytest-benchmark statistic
+    of the rounds' times (their spread aside)."""
+    return is_timing(metric) or (is_benchmark_metric(metric) and metric not in ("time.stddev", "time.iqr", "rounds"))
+
+
+class Spell(NamedTuple):
+    """Runs ``first``..``last`` (commit indexes) in which ``moved`` of ``counted`` timing series of ``gpu`` were
+    beyond their levels together (``slower``: worse), by ``shift`` (the median relative move), and back after."""
+
+    gpu: str
+    first: int
+    last: int
+    slower: bool
+    moved: int
+    counted: int
+    shift: float
+    hidden: int = 0  # change points the spell explained: not named
+
+
+class RunMoves(NamedTuple):
+    """Per run (column) of a GPU's sampled series: how many had a value, moved up and moved down beyond both
+    sides' levels, and the median and robust spread of their log deviations from those levels."""
+
+    counted: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    median: np.ndarray
+    spread: np.ndarray
+
+
+def oriented(series: Series) -> np.ndarray:
+    """The log of a series' values, signed so that larger is worse (a throughput's sign flipped); non-positive
+    values as NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(series.values > 0, np.log(np.where(series.values > 0, series.values, 1.0)), np.nan)
+    return -logs if series.facts.get("direction") == "higher" else logs
+
+
+def _side_medians(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the median of the row's values in the ``REACH`` columns before and in those after (NaN where fewer
+    than ``MIN_SIDE`` are there): NaNs sort last, so each window's median is read at its own count."""
+    rows, columns = matrix.shape
+    padded = np.full((rows, columns + 2 * REACH + 1), np.nan)
+    padded[:, REACH:REACH + columns] = matrix
+    windows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, REACH, axis=1), axis=2)
+    count = REACH - np.isnan(windows).sum(axis=2)
+    low = np.take_along_axis(windows, np.maximum((count - 1) // 2, 0)[..., None], axis=2)[..., 0]
+    high = np.take_along_axis(windows, np.maximum(count // 2, 0)[..., None], axis=2)[..., 0]
+    medians = np.where(count >= MIN_SIDE, (low + high) / 2, np.nan)
+    return medians[:, :columns], medians[:, REACH + 1:REACH + 1 + columns]
+
+
+def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
+    """``RunMoves`` of a GPU's sampled series (rows: oriented log values by commit index, NaN where none), and
+    each cell's deviation from the mean of its two sides' levels (NaN where it has no value or a side none)."""
+    before, after = _side_medians(matrix)
+    judged = np.isfinite(matrix) & np.isfinite(before) & np.isfinite(after)
+    deviation = np.where(judged, matrix - (before + after) / 2, np.nan)
+    up = judged & (matrix > np.fmax(before, after))
+    down = judged & (matrix < np.fmin(before, after))
+    counted = judged.sum(axis=0)
+    median = np.full(matrix.shape[1], np.nan)
+    spread = np.full(matrix.shape[1], np.nan)
+    some = counted > 0
+    if some.any():
+        median[some] = np.nanmedian(deviation[:, some], axis=0)
+        spread[some] = 1.4826 * np.nanmedian(np.abs(deviation[:, some] - median[some]), axis=0)
+    return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread), deviation
+
+
+def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
+    """The GPU's spells: spell runs in a row (runs it has no value at between them), each way."""
+    from scipy.special import bdtrc  # scipy.special, as the t-test: scipy.stats costs a second to import
+
+    counted = moves.counted
+    spells: list[Spell] = []
+    judged = counted >= MIN_SERIES
+    usual = moves.median[judged]
+    center = float(np.median(usual)) if len(usual) else 0.0
+    spread = 1.4826 * float(np.median(np.abs(usual - center))) if len(usual) else 0.0
+    beyond = np.abs(np.nan_to_num(moves.median - center)) > USUAL * spread
+    for slower, together in ((True, moves.up), (False, moves.down)):
+        enough = counted >= MIN_SERIES
+        p = np.ones(len(counted))
+        p[enough] = bdtrc(together[enough] - 1, counted[enough], 0.5)  # P(at least that many)
+        flagged = enough & beyond & (together >= SHARE * counted) & (p <= ALPHA)
+        current: list[int] = []
+        for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
+            if run >= 0 and current and run == current[-1] + 1:
+                current.append(run)
+                continue
+            kept = [at for at in current if flagged[at]]
+            if kept:
+                best = max(kept, key=lambda at: int(together[at]))
+                move = float(np.expm1(np.median(moves.median[kept])))
+                spells.append(Spell(gpu, kept[0], kept[-1], slower, int(together[best]), int(counted[best]),
+                                    move))
+            current = [run] if run >= 0 and flagged[run] else []
+    return sorted(spells, key=lambda spell: spell.first)
+
+
+def excursions(found: Sequence[Found]) -> list[tuple[int, int]]:
+    """A series' moves and their returns within ``REACH`` runs (first and last commit): what a spell makes."""
+    spans = []
+    for first, second in zip(found, found[1:]):
+        up = first.point.after > first.point.before
+        if second.commit - first.commit <= REACH and (second.point.after > second.point.before) != up:
+            spans.append((first.commit, second.commit))
+    return spans
+
+
+def together(spans: Sequence[Sequence[tuple[int, int]]]) -> bool:
+    """Whether excursions of two series (``spans``: each series' ``excursions``) overlap, within ``SLOP`` runs: a
+    spell moves many series at once; one series' excursion alone has no company to blame on the runner."""
+    ordered = sorted((start, end, series) for series, own in enumerate(spans) for start, end in own)
+    reach: dict[int, int] = {}  # per series, the farthest end so far
+    for start, end, series in ordered:
+        if any(other != series and start <= last + SLOP for other, last in reach.items()):
+            return True
+        reach[series] = max(reach.get(series, end), end)
+    return False
+
+
+def sample(ids: Sequence[int]) -> list[int]:
+    """At most ``SAMPLE`` of a GPU's series ids, spread evenly over them in order (the same ones every time)."""
+    ordered = sorted(ids)
+    if len(ordered) <= SAMPLE:
+        return ordered
+    return [ordered[at] for at in np.unique(np.linspace(0, len(ordered) - 1, SAMPLE).round().astype(int)).tolist()]
+
+
+def pool_matrix(pool: Sequence[Series], commits: int) -> np.ndarray:
+    matrix = np.full((len(pool), commits), np.nan)
+    for row, series in enumerate(pool):
+        matrix[row, series.commits] = oriented(series)
+    return matrix
+
+
+def _near(found: Found, spell: Spell) -> bool:
+    return spell.first - SLOP <= found.commit <= spell.last + 1 + SLOP
+
+
+def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,
+             p_value: float, min_change: float) -> tuple[list[Found], list[int]]:
+    """A series' change points with those near its GPU's spells judged again with the spell runs' values left out
+    where they moved like the GPU's; and per spell, how many of its points that hid."""
+    own = pool_matrix([series], commits)
+    before, after = _side_medians(own)
+    runs = series.commits
+    like = np.zeros(len(runs), dtype=bool)
+    for spell in spells:  # against either side's level: a step of its own beside the spell moves the other
+        inside = (runs >= spell.first) & (runs <= spell.last)
+        at = runs[inside]
+        band = SPREAD * np.fmax(moves.spread[at], 0.0)
+        like[np.flatnonzero(inside)] = ((np.abs(own[0, at] - before[0, at] - moves.median[at]) <= band)
+                                        | (np.abs(own[0, at] - after[0, at] - moves.median[at]) <= band))
+    near = [any(_near(item, spell) for spell in spells) for item in found]
+    if not like.any() or not any(near):
+        return found, [0] * len(spells)
+    kept_runs, values = runs[~like], series.values[~like]
+    candidates = sorted({int(at) for at in np.searchsorted(kept_runs, [item.commit for item in found])} - {0})
+    candidates = [at for at in candidates if at < len(kept_runs)]
+    sign = -1.0 if series.facts.get("direction") == "higher" else 1.0
+    corrected = own[0, runs] - moves.median[runs]
+    judged = [_placed(p, kept_runs, runs, like, corrected, sign) for p in merge(values, candidates, p_value, min_change)]
+    again = [item for item in judged if any(_near(item, spell) for spell in spells)]
+    result = sorted([item for item, close in zip(found, near) if not close] + again, key=lambda item: item.commit)
+    hidden = [0] * len(spells)
+    for item, close in zip(found, near):  # each point no longer named, to the spell nearest it
+        if close and not any(other.commit == item.commit for other in again):
+            hidden[_nearest(item, spells)] += 1
+    hidden = [max(count - sum(1 for item in again if item.commit not in {f.commit for f in found}
+                              and _nearest(item, spells) == k), 0) for k, count in enumerate(hidden)]
+    return result, hidden
+
+
+def _distance(item: Found, spell: Spell) -> int:
+    return max(spell.first - item.commit, item.commit - spell.last - 1, 0)
+
+
+def _nearest(item: Found, spells: Sequence[Spell]) -> int:
+    return min(range(len(spells)), key=lambda k: _distance(item, spells[k]))
+
+
+def _placed(point: ChangePoint, kept: np.ndarray, runs: np.ndarray, left_out: np.ndarray,
+            corrected: np.ndarray, sign: float) -> Found:
+    """A point judged without the spell runs, by the branch's commit indexes. Where runs were left out just before
+    it, the change happened somewhere among them: it is placed where their values less the GPU's median move in
+    each (``corrected``, oriented logs) split best between the levels before and after (least squares)."""
+    previous, commit = int(kept[point.position - 1]), int(kept[point.position])
+    gap = np.flatnonzero(left_out & (runs > previous) & (runs < commit))
+    if len(gap) and point.before > 0 and point.after > 0:
+        inside = corrected[gap]
+        before, after = sign * np.log(point.before), sign * np.log(point.after)
+        costs = [float(np.sum((inside[:j] - before) ** 2) + np.sum((inside[j:] - after) ** 2))
+                 for j in range(len(gap) + 1)]
+        split = int(np.argmin(costs))
+        if split < len(gap):
+            at = int(gap[split])
+            return Found(int(runs[at]), int(runs[at - 1]), point._replace(position=at))
+    return Found(commit, previous, point._replace(position=int(np.searchsorted(runs, commit))))
+
+
+def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]], commits: int,
+                pool_of: Callable[[str], list[Series]], series_of: Callable[[list[int]], list[Series]],
+                p_value: float, min_change: float) -> tuple[dict[int, list[Found]], list[Spell]]:
+    """``changes`` (per series id; ``facts`` for those with change points) with the points runner spells explain
+    left out, and those spells. ``pool_of(gpu)``: a sample of the GPU's timing series (``sample``) with their
+    values; ``series_of(ids)``: those series with their values. Only GPUs where the points of two timing series hold
+    a move and its return in the same runs are looked at (nothing is read for the others)."""
+    timing: dict[str, list[int]] = {}
+    for series_id, found in changes.items():
+        info = facts.get(series_id)
+        if found and info is not None and runner_timed(info["metric"]) and not any(f.point.exact for f in found):
+            timing.setdefault(info["gpu"], []).append(series_id)
+    result = dict(changes)
+    reported: list[Spell] = []
+    for gpu, ids in sorted(timing.items()):
+        if not together([excursions(changes[sid]) for sid in ids]):
+            continue
+        moves, _ = run_moves(pool_matrix(pool_of(gpu), commits))
+        spells = spells_of(gpu, moves)
+        near = [sid for sid in ids if any(_near(item, spell) for item in changes[sid] for spell in spells)]
+        hidden = [0] * len(spells)
+        for series in series_of(near) if near else []:
+            if is_piecewise_constant(series.values):
+                continue
+            result[series.id], hid = rejudged(series, changes[series.id], spells, moves, commits, p_value, min_change)
+            hidden = [a + b for a, b in zip(hidden, hid)]
+        reported += [spell._replace(hidden=count) for spell, count in zip(spells, hidden) if count]
+    return result, reported
+
+
+def spell_note(spell: Spell, commits: Sequence[str]) -> str:
+    """One line for a spell, as the drift canary words a runner's move."""
+    word = "slower" if spell.slower else "faster"
+    points = f"{spell.hidden} change point{'s' if spell.hidden != 1 else ''}"
+    return (f"runner spell: runs {commits[spell.first][:12]}..{commits[spell.last][:12]} on {spell.gpu}: "
+            f"{spell.moved} of {spell.counted} timing series {word} together (median {spell.shift:+.1%}), then "
+            f"back: the runner, not a change ({points} not named)")
+
+
+def history_pools(history: History, branch: str, run_commit: dict[int, int],
+                  on_branch: Collection[int]) -> Callable[[str], list[Series]]:
+    """``hide_spells``' ``pool_of`` for a history: a sample of the GPU's timing series on the branch, read whole."""
+
+    def pool_of(gpu: str) -> list[Series]:
+        metrics = [str(row[0]) for row in history.query("SELECT DISTINCT metric FROM perfgate_series WHERE gpu = ?",
+                                                        (gpu,)) if runner_timed(str(row[0]))]
+        rows = history.query(f"SELECT id FROM perfgate_series WHERE gpu = ? AND metric IN "
+                             f"({', '.join('?' * len(metrics))})", (gpu, *metrics)) if metrics else []
+        ids = [int(row[0]) for row in rows if int(row[0]) in on_branch]
+        return load_series(history, branch, run_commit, sample(ids))
+
+    return pool_of

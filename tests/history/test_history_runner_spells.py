@@ -1,0 +1,135 @@
+"""Runner spells (``perfgate.history.runner_spells``): most timing series of one GPU slower together for a few
+runs, then back, are the runner, not a change: no change point, one note. A held step of the whole GPU, a short
+reverted regression in a few series and exact counters in the same runs keep theirs. Histories written straight
+into the tables: 40 kernel durations of one GPU (0.5% noise), 160 commits, a spell of +4% (each kernel feeling
+0.6-1.2 of it) in runs 120-122."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from perfgate.cli import main
+from perfgate.history.db import open_history
+from perfgate.history.detect import changes_and_notes
+
+GPU = "NVIDIA A100-SXM4-40GB"
+TIME = "gpu__time_duration.sum"
+INST = "smsp__inst_executed.sum"
+COMMITS = 160
+SPELL = slice(120, 123)
+
+
+def _write(url: str, series: Sequence[tuple[str, np.ndarray]]) -> None:
+    with open_history(url) as history, history.transaction():
+        history.executemany(
+            "INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, generator, settings) "
+            "VALUES (?, ?, ?, 'main', ?, 'spell.json', 'perfgate test', '{}')",
+            [(c + 1, f"key{c}", f"{c:04x}".ljust(40, "c"), f"2026-01-01T00:{c // 60:02d}:{c % 60:02d}.000000Z")
+             for c in range(COMMITS)])
+        history.executemany(
+            "INSERT INTO perfgate_series (id, gpu, test, kind, kernel, region, metric, unit, direction) "
+            "VALUES (?, ?, 'tests/test_s.py::test_s', 'kernel', ?, '', ?, 'ns', 'lower')",
+            [(k + 1, GPU, f"kernel_{k}", metric) for k, (metric, _) in enumerate(series)])
+        history.executemany("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) "
+                            "VALUES (?, ?, 1, ?, ?, ?, NULL)",
+                            [(k + 1, c + 1, v, v, v) for k, (_, values) in enumerate(series)
+                             for c, v in enumerate(values.tolist())])
+
+
+def _kernels(seed: int = 48, count: int = 40, spell: bool = True) -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    runner = np.ones(COMMITS)
+    if spell:
+        runner[SPELL] = 1.04
+    made = []
+    for _ in range(count):
+        feel = rng.uniform(0.6, 1.2)
+        values = rng.uniform(1e4, 1e6) * (1 + feel * (runner - 1)) * (1 + rng.normal(0, 0.005, COMMITS))
+        made.append((TIME, values))
+    return made
+
+
+def _points(url: str) -> tuple[dict[str, list[int]], list[str]]:
+    with open_history(url, create=False) as history:
+        found, notes = changes_and_notes(history, "main")
+    by_kernel: dict[str, list[int]] = {}
+    for change in found:
+        by_kernel.setdefault(change["kernel"], []).append(int(change["commit"][:4], 16))
+    return {kernel: sorted(commits) for kernel, commits in by_kernel.items()}, notes
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'h.sqlite'}"
+
+
+def test_a_spell_of_the_whole_gpu_is_one_note_not_change_points(url: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the rule the search named the spell's edges in most of the 40 series (a +4% regression for 3 runs
+    and its revert); now none, and one note says what it was."""
+    _write(url, _kernels())
+    points, notes = _points(url)
+    assert points == {}
+    assert len(notes) == 1
+    assert notes[0].startswith(f"runner spell: runs 0078cccccccc..007acccccccc on {GPU}: ")
+    assert "timing series slower together (median +" in notes[0] and "the runner, not a change" in notes[0]
+    assert main(["history", "changes", "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert out == f"no change points\nnote: {notes[0]}\n"
+    assert main(["history", "changes", "--db", url, "--format", "md"]) == 0
+    assert capsys.readouterr().out == f"No change points.\n\n> note: {notes[0]}\n"
+    assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and captured.err == f"perfgate: note: {notes[0]}\n"
+    assert main(["history", "dashboard", "--db", url, "-o", str(tmp_path / "site")]) == 0
+    assert "runner spell: runs 0078cccccccc..007acccccccc" in (tmp_path / "site" / "index.html").read_text("utf-8")
+
+
+def test_a_held_step_of_the_whole_gpu_is_named_in_every_series(url: str) -> None:
+    """A driver update: every kernel +4% from commit 80 on, and holds; the spell at 120-122 beside it."""
+    made = _kernels()
+    for _, values in made:
+        values[80:] *= 1.04
+    _write(url, made)
+    points, notes = _points(url)
+    assert points == {f"kernel_{k}": [80] for k in range(40)}
+    assert len(notes) == 1
+
+
+def test_a_short_reverted_regression_in_a_few_series_is_named(url: str) -> None:
+    """3 of 40 kernels +10% for 3 runs (60-62, quiet runs for the others): both edges named in each; the spell
+    at 120-122 is still a note."""
+    made = _kernels()
+    for _, values in made[:3]:
+        values[60:63] *= 1.10
+    _write(url, made)
+    points, notes = _points(url)
+    assert points == {f"kernel_{k}": [60, 63] for k in range(3)}
+    assert len(notes) == 1
+
+
+def test_exact_counters_in_a_spell_keep_their_points(url: str) -> None:
+    """Instruction counts that change in the spell's runs and come back (a code change reverted, in the same
+    runs): an exact counter does not move with the runner, so its points stay; the timings' do not."""
+    made = _kernels()
+    counters = [(INST, np.where((np.arange(COMMITS) >= 120) & (np.arange(COMMITS) < 123), 1_010_000.0, 1e6))
+                for _ in range(5)]
+    _write(url, made + counters)
+    points, notes = _points(url)
+    assert points == {f"kernel_{k}": [120, 123] for k in range(40, 45)}
+    assert len(notes) == 1
+
+
+def test_a_real_revert_inside_a_spell_keeps_its_points(url: str) -> None:
+    """A kernel +15% in the spell's runs (a code change far beyond the runner's +4%): its values did not move
+    like the GPU's, so its edges are still named."""
+    made = _kernels()
+    made[0][1][SPELL] *= 1.15
+    _write(url, made)
+    points, _ = _points(url)
+    assert points == {"kernel_0": [120, 123]}
