@@ -22,6 +22,7 @@ import numpy as np
 from perfgate.history.abrupt import ABRUPT_P, judged_points
 from perfgate.history.blips import Blip, blip_levels, held
 from perfgate.history.excursions import excursion_p
+from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE, WINDOW, is_piecewise_constant, weak_change_points
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import t_test
@@ -115,11 +116,16 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     on the series with its spikes out (``perfgate.history.spikes``; an exact counter's as it is). A measured
     series' points that its t-test passed but that are no step (a line through their neighbourhood explains them,
     ``abrupt``, or the series' wander does, ``wander``) come after its steps as ``gradual`` points, each judged
-    against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up."""
+    against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up. Two steps that
+    bound a short run of a multimodal series' usual values (``perfgate.history.modes``) are no change points."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
-    blips, candidates = held(series, candidates, is_piecewise_constant(series))
-    return sorted(_merged_steps(series, candidates, p_value, min_change) + blip_points(series, blips))
+    blips, steps = held(series, candidates, is_piecewise_constant(series))
+    found = sorted(_merged_steps(series, steps, p_value, min_change) + blip_points(series, blips))
+    mixed = mix_edges(series, [(p.position, not (p.gradual or p.exact)) for p in found], p_value * SHORT_FACTOR)
+    if mixed:  # a short run of the series' usual modes: judged again without its edges
+        return merge(series, [at for at in candidates if at not in mixed], p_value, min_change)
+    return found
 
 
 def blip_points(series: np.ndarray, blips: Sequence[Blip]) -> list[ChangePoint]:

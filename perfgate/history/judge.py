@@ -35,6 +35,7 @@ from perfgate.history.changes import (
     merge,
 )
 from perfgate.history.excursions import excursion_shape, may_pass
+from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
 from perfgate.history.stats import stdtr
@@ -106,6 +107,10 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     known = _standing(wandering, candidates, p_value)
     for k, (values_k, points, gamma) in wandering.items():
         results[k] = against_wander(values_k, candidates[k], set(points), gamma, p_value, min_change, known[k])
+    for k, found in enumerate(results):  # merge's last word: a short run of a series' usual modes (``modes``)
+        if len(found) > 1 and mix_edges(series[k], sorted((p.position, not (p.gradual or p.exact)) for p in found),
+                                        p_value * SHORT_FACTOR):
+            results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 
 

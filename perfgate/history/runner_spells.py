@@ -67,6 +67,7 @@ class Spell(NamedTuple):
     counted: int
     shift: float
     hidden: int = 0  # change points the spell explained: not named
+    reach: tuple[int, int] = (-1, -1)  # the commits ``SLOP`` GPU runs before it and ``SLOP`` after its return
 
 
 class RunMoves(NamedTuple):
@@ -89,17 +90,25 @@ def oriented(series: Series) -> np.ndarray:
 
 
 def _side_medians(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell, the median of the row's values in the ``REACH`` columns before and in those after (NaN where fewer
-    than ``MIN_SIDE`` are there): NaNs sort last, so each window's median is read at its own count."""
+    """Per cell, the median of the row's values in its ``REACH`` runs before and in those after (NaN where fewer
+    than ``MIN_SIDE`` are there): the runs the row has a value at, so that an outage between them (a gap of commits
+    the GPU did not run at) leaves the level read from as many runs as elsewhere. Each row's values are moved to its
+    front (its NaNs after them), read there, and put back; NaNs sort last, so each window's median is read at its
+    own count."""
     rows, columns = matrix.shape
+    order = np.argsort(np.isnan(matrix), axis=1, kind="stable")
+    compact = np.take_along_axis(matrix, order, axis=1)
     padded = np.full((rows, columns + 2 * REACH + 1), np.nan)
-    padded[:, REACH:REACH + columns] = matrix
+    padded[:, REACH:REACH + columns] = compact
     windows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, REACH, axis=1), axis=2)
     count = REACH - np.isnan(windows).sum(axis=2)
     low = np.take_along_axis(windows, np.maximum((count - 1) // 2, 0)[..., None], axis=2)[..., 0]
     high = np.take_along_axis(windows, np.maximum(count // 2, 0)[..., None], axis=2)[..., 0]
     medians = np.where(count >= MIN_SIDE, (low + high) / 2, np.nan)
-    return medians[:, :columns], medians[:, REACH + 1:REACH + 1 + columns]
+    before, after = np.empty((rows, columns)), np.empty((rows, columns))
+    np.put_along_axis(before, order, medians[:, :columns], axis=1)
+    np.put_along_axis(after, order, medians[:, REACH + 1:REACH + 1 + columns], axis=1)
+    return before, after
 
 
 def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
@@ -137,6 +146,7 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
         p[enough] = bdtrc(together[enough] - 1, counted[enough], 0.5)  # P(at least that many)
         flagged = enough & beyond & (together >= SHARE * counted) & (p <= ALPHA)
         current: list[int] = []
+        ran = np.flatnonzero(counted > 0)
         for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
             if run >= 0 and current and run == current[-1] + 1:
                 current.append(run)
@@ -145,8 +155,10 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
             if kept:
                 best = max(kept, key=lambda at: int(together[at]))
                 move = float(np.expm1(np.median(moves.median[kept])))
+                first, last = np.searchsorted(ran, [kept[0], kept[-1]]).tolist()
+                reach = (int(ran[max(first - SLOP, 0)]), int(ran[min(last + 1 + SLOP, len(ran) - 1)]))
                 spells.append(Spell(gpu, kept[0], kept[-1], slower, int(together[best]), int(counted[best]),
-                                    move))
+                                    move, 0, reach))
             current = [run] if run >= 0 and flagged[run] else []
     return sorted(spells, key=lambda spell: spell.first)
 
@@ -189,7 +201,9 @@ def pool_matrix(pool: Sequence[Series], commits: int) -> np.ndarray:
 
 
 def _near(found: Found, spell: Spell) -> bool:
-    return spell.first - SLOP <= found.commit <= spell.last + 1 + SLOP
+    """Whether a change point lies within ``SLOP`` of the GPU's runs of a spell (its first run after the spell the
+    return's own): commits the GPU did not run at (an outage) between them put it no farther."""
+    return spell.reach[0] <= found.commit <= spell.reach[1]
 
 
 def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,

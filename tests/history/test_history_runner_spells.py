@@ -15,7 +15,10 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.history.db import open_history
+from perfgate.history.cache_rows import Found
+from perfgate.history.changes import ChangePoint
 from perfgate.history.detect import changes_and_notes
+from perfgate.history.runner_spells import _near, run_moves, spells_of
 
 GPU = "NVIDIA A100-SXM4-40GB"
 TIME = "gpu__time_duration.sum"
@@ -38,7 +41,7 @@ def _write(url: str, series: Sequence[tuple[str, np.ndarray]]) -> None:
         history.executemany("INSERT INTO perfgate_points (series_id, run_id, n, value, low, high, samples) "
                             "VALUES (?, ?, 1, ?, ?, ?, NULL)",
                             [(k + 1, c + 1, v, v, v) for k, (_, values) in enumerate(series)
-                             for c, v in enumerate(values.tolist())])
+                             for c, v in enumerate(values.tolist()) if np.isfinite(v)])
 
 
 def _kernels(seed: int = 48, count: int = 40, spell: bool = True) -> list[tuple[str, np.ndarray]]:
@@ -133,3 +136,35 @@ def test_a_real_revert_inside_a_spell_keeps_its_points(url: str) -> None:
     _write(url, made)
     points, _ = _points(url)
     assert points == {"kernel_0": [120, 123]}
+
+
+def test_a_sick_runner_spell_across_an_outage_is_one_note_not_change_points(url: str) -> None:
+    """The GPU's runs stop (an outage: commits 61-77 and 84-97 have no value) while two of its runners are sick:
+    run 60 lands on one (+4%), runs 78 and 80-82 on the other (+8%), 79 and 83 on healthy ones. Each run's level
+    is read from the series' own runs on either side, not from the commits around it: read from the commits, run
+    60's level after it was the 6 runs before the next outage, 4 of them sick (+8%), so run 60 was no spell run and
+    its edge was named in most series."""
+    made = _kernels(spell=False)
+    for _, values in made:
+        values[60] *= 1.04
+        values[[78, 80, 81, 82]] *= 1.08
+        values[61:78] = np.nan
+        values[84:98] = np.nan
+    _write(url, made)
+    points, notes = _points(url)
+    assert points == {}
+    assert notes
+
+
+def test_a_point_two_runs_after_a_spell_across_an_outage_is_near_it() -> None:
+    """How near a change point must be to a spell to be judged with it counts the GPU's runs, not commits: a
+    return placed 2 runs after the run after the spell (the return's own), across an outage, is near it."""
+    rng = np.random.default_rng(7)
+    matrix = np.log(rng.uniform(1e4, 1e6, (20, 1))) + rng.normal(0, 0.005, (20, COMMITS))
+    matrix[:, 50:53] += 0.05
+    matrix[:, 54:70] = np.nan
+    spells = spells_of(GPU, run_moves(matrix)[0])
+    assert [(spell.first, spell.last) for spell in spells] == [(50, 52)]
+    point = ChangePoint(0, 1e-9, 1.0, 1.0, False)
+    assert [_near(Found(at, at - 1, point), spells[0]) for at in (47, 48, 53, 71, 72)] == [False, True, True, True,
+                                                                                            False]
