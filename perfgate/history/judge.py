@@ -228,10 +228,10 @@ class _Nodes:
     def _levels_move(self, nodes: np.ndarray, before: np.ndarray, new: np.ndarray) -> list[bool]:
         """``counter_levels.moves_level`` of each exact node's triple (its sides' medians ``before`` and ``new``)."""
         offset, left, at, right = self._triples(nodes)
-        length = self.values.lengths[self.series[self.local[nodes]]]
-        return [moves_level(self.values.flat[start:start + size], *triple, low, high) for start, size, *triple, low, high
-                in zip(offset.tolist(), length.tolist(), left.tolist(), at.tolist(), right.tolist(), before.tolist(),
-                       new.tolist())]
+        length = self.values.lengths[self.series[self.local[nodes]]].tolist()
+        return [moves_level(self.values.flat[start:start + size], first, point, last, low, high)
+                for start, size, first, point, last, low, high in zip(
+                    offset.tolist(), length, left.tolist(), at.tolist(), right.tolist(), before.tolist(), new.tolist())]
 
     def run(self) -> list[int]:
         """Drop each series' weakest failing node, a round for all series at once, until every one left passes;
