@@ -34,6 +34,7 @@ from perfgate.history.changes import (
     exact_points,
     merge,
 )
+from perfgate.history.counter_levels import moves_level
 from perfgate.history.excursions import excursion_shape, may_pass
 from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE
@@ -216,10 +217,21 @@ class _Nodes:
             seen = steps & holds & (n2[medians] < SEEN_HOLD)
             if seen.any():
                 holds[seen] = ~_any_equal(self.values, (offset + left)[medians][seen], n1[medians][seen], new[seen])
+            counted = np.flatnonzero(steps & holds)
+            if len(counted):
+                holds[counted] = self._levels_move(nodes[medians[counted]], before[counted], new[counted])
             passes[medians] = holds
         self.passes[nodes], self.p[nodes] = passes, p
         odd = self.local[nodes[np.isnan(p)]]
         self.alone[odd] = self.done[odd] = True
+
+    def _levels_move(self, nodes: np.ndarray, before: np.ndarray, new: np.ndarray) -> list[bool]:
+        """``counter_levels.moves_level`` of each exact node's triple (its sides' medians ``before`` and ``new``)."""
+        offset, left, at, right = self._triples(nodes)
+        length = self.values.lengths[self.series[self.local[nodes]]].tolist()
+        return [moves_level(self.values.flat[start:start + size], first, point, last, low, high)
+                for start, size, first, point, last, low, high in zip(
+                    offset.tolist(), length, left.tolist(), at.tolist(), right.tolist(), before.tolist(), new.tolist())]
 
     def run(self) -> list[int]:
         """Drop each series' weakest failing node, a round for all series at once, until every one left passes;
