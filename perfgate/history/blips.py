@@ -87,6 +87,49 @@ def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
     return found
 
 
+class Found(NamedTuple):
+    """Blips of either kind in whole rows (``row_blips``), one an element: its row, first commit, width, whether
+    the exact rule found it, and the columns its context spans, [begin, end)."""
+
+    row: np.ndarray
+    start: np.ndarray
+    width: np.ndarray
+    exact: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+
+
+def row_blips(rows: np.ndarray) -> Found:
+    """Every blip ``pairs`` and ``exact_blips`` find in each whole row. Their rules read a blip's commits and its
+    context alone, so a window of a row finds those whose context it holds: its kind's, from its columns
+    (``window_blips``); each column is judged once, not once per window that holds it."""
+    kinds = ((pairs(rows), False, CONTEXT), (exact_blips(rows), True, EXACT_SIDE))
+    row, start, width = (np.concatenate(parts) for parts in zip(*(found for found, _, _ in kinds)))
+    exact = np.concatenate([np.full(len(found[0]), kind) for found, kind, _ in kinds])
+    side = np.concatenate([np.full(len(found[0]), reach, dtype=np.int64) for found, _, reach in kinds])
+    return Found(row, start, width, exact, start - side, start + width + side)
+
+
+def window_blips(rows: np.ndarray, found: Found, picked: np.ndarray, start: int, stop: int,
+                 fresh: int = 0) -> np.ndarray:
+    """``has_blips(rows[picked, start:stop], fresh)`` from ``found = row_blips(rows)``: per picked row, whether a
+    blip of the window's kind lies whole in its columns and reaches its column ``fresh`` or later (any column
+    where the window's first ``fresh`` columns are of the other kind)."""
+    window = rows[picked, start:stop]
+    exact = _exact_rows(window)
+    since = np.full(len(picked), fresh)
+    if 0 < fresh <= window.shape[1]:
+        since[_exact_rows(window[:, :fresh]) != exact] = 0
+    position = np.full(len(rows), -1, dtype=np.int64)
+    position[picked] = np.arange(len(picked))
+    inside = np.flatnonzero((position[found.row] >= 0) & (found.begin >= start) & (found.end <= stop))
+    at = position[found.row[inside]]
+    hit = at[(found.exact[inside] == exact[at]) & (found.end[inside] > start + since[at])]
+    result = np.zeros(len(picked), dtype=bool)
+    result[hit] = True
+    return result
+
+
 def _exact_rows(rows: np.ndarray) -> np.ndarray:
     """``search.is_piecewise_constant`` of each row."""
     same = np.count_nonzero(rows[:, 1:] == rows[:, :-1], axis=1)
