@@ -75,10 +75,10 @@ def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
     is one, ``search.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
     at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
     blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
-    exact = _exact_rows(rows)
+    exact = exact_rows(rows)
     since = np.full(len(rows), fresh)
     if 0 < fresh <= rows.shape[1]:
-        since[_exact_rows(rows[:, :fresh]) != exact] = 0
+        since[exact_rows(rows[:, :fresh]) != exact] = 0
     found = np.zeros(len(rows), dtype=bool)
     for start in np.unique(since).tolist():
         for kind, finder in ((exact, exact_blips), (~exact, pairs)):
@@ -99,11 +99,12 @@ class Found(NamedTuple):
     end: np.ndarray
 
 
-def row_blips(rows: np.ndarray) -> Found:
-    """Every blip ``pairs`` and ``exact_blips`` find in each whole row. Their rules read a blip's commits and its
-    context alone, so a window of a row finds those whose context it holds: its kind's, from its columns
-    (``window_blips``); each column is judged once, not once per window that holds it."""
-    kinds = ((pairs(rows), False, CONTEXT), (exact_blips(rows), True, EXACT_SIDE))
+def row_blips(rows: np.ndarray, fresh: int = 0) -> Found:
+    """Every blip ``pairs`` and ``exact_blips`` find in each whole row, those whose context reaches column
+    ``fresh`` or later. Their rules read a blip's commits and its context alone, so a window of a row finds those
+    whose context it holds: its kind's, from its columns (``window_blips``); each column is judged once, not once
+    per window that holds it."""
+    kinds = ((pairs(rows, fresh), False, CONTEXT), (exact_blips(rows, fresh), True, EXACT_SIDE))
     row, start, width = (np.concatenate(parts) for parts in zip(*(found for found, _, _ in kinds)))
     exact = np.concatenate([np.full(len(found[0]), kind) for found, kind, _ in kinds])
     side = np.concatenate([np.full(len(found[0]), reach, dtype=np.int64) for found, _, reach in kinds])
@@ -116,10 +117,10 @@ def window_blips(rows: np.ndarray, found: Found, picked: np.ndarray, start: int,
     blip of the window's kind lies whole in its columns and reaches its column ``fresh`` or later (any column
     where the window's first ``fresh`` columns are of the other kind)."""
     window = rows[picked, start:stop]
-    exact = _exact_rows(window)
+    exact = exact_rows(window)
     since = np.full(len(picked), fresh)
     if 0 < fresh <= window.shape[1]:
-        since[_exact_rows(window[:, :fresh]) != exact] = 0
+        since[exact_rows(window[:, :fresh]) != exact] = 0
     position = np.full(len(rows), -1, dtype=np.int64)
     position[picked] = np.arange(len(picked))
     inside = np.flatnonzero((position[found.row] >= 0) & (found.begin >= start) & (found.end <= stop))
@@ -130,7 +131,7 @@ def window_blips(rows: np.ndarray, found: Found, picked: np.ndarray, start: int,
     return result
 
 
-def _exact_rows(rows: np.ndarray) -> np.ndarray:
+def exact_rows(rows: np.ndarray) -> np.ndarray:
     """``search.is_piecewise_constant`` of each row."""
     same = np.count_nonzero(rows[:, 1:] == rows[:, :-1], axis=1)
     result: np.ndarray = same >= 0.75 * (rows.shape[1] - 1)
