@@ -162,17 +162,20 @@ def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     far = start[:, None] + np.arange(2, 2 + CONTEXT)
     before, after = x[row[:, None], near], x[row[:, None], far]
     level_before, level_after = np.median(before, axis=1), np.median(after, axis=1)
-    sigma = MAD_TO_SIGMA / np.sqrt(2.0) * (np.median(np.abs(np.diff(before, axis=1)), axis=1)
-                                            + np.median(np.abs(np.diff(after, axis=1)), axis=1)) / 2
     sign = np.where(up, 1.0, -1.0)
     first, second = x[row, start], x[row, start + 1]
     pair = np.where(up, np.minimum(first, second), np.maximum(first, second))
     offset = sign * (pair - np.where(up, np.maximum(level_before, level_after), np.minimum(level_before, level_after)))
     neighbour = np.maximum(sign * (x[row, start - 1] - level_before), sign * (x[row, start + 2] - level_after))
     back = 2 * np.abs(level_before - level_after) < offset  # it comes back to the level it left
-    kept = ((sigma > 0) & (offset >= SIGMAS * sigma) & (np.abs(first - second) <= GAP * sigma)
-            & (2 * neighbour < offset) & back)
-    return row[kept], start[kept], np.full(int(kept.sum()), 2, dtype=np.int64)
+    gap = np.abs(first - second)
+    # the noise's medians only where the levels' rules hold, and gap <= GAP sigma <= GAP offset / SIGMAS (which
+    # the noise's rules imply; a hair of slack for the products' rounding)
+    leveled = np.flatnonzero((2 * neighbour < offset) & back & (gap * SIGMAS <= GAP * offset * (1 + 1e-9)))
+    sigma = MAD_TO_SIGMA / np.sqrt(2.0) * (np.median(np.abs(np.diff(before[leveled], axis=1)), axis=1)
+                                            + np.median(np.abs(np.diff(after[leveled], axis=1)), axis=1)) / 2
+    kept = leveled[(sigma > 0) & (offset[leveled] >= SIGMAS * sigma) & (gap[leveled] <= GAP * sigma)]
+    return row[kept], start[kept], np.full(len(kept), 2, dtype=np.int64)
 
 
 def exact_blips(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
