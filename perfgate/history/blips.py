@@ -149,9 +149,11 @@ def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     if not len(at) or not len(rows):
         return none, none, none
     # both runs beyond both neighbours on one side, by more than half their gap: what the rules below imply
-    low, high = np.minimum(x[:, at], x[:, at + 1]), np.maximum(x[:, at], x[:, at + 1])
-    margin_up = low - np.maximum(x[:, at - 1], x[:, at + 2])
-    margin_down = np.minimum(x[:, at - 1], x[:, at + 2]) - high
+    lo, hi = int(at[0]), int(at[-1]) + 1  # the columns at, at + 1, ... as views, not copies
+    low = np.minimum(x[:, lo:hi], x[:, lo + 1:hi + 1])
+    high = np.maximum(x[:, lo:hi], x[:, lo + 1:hi + 1])
+    margin_up = low - np.maximum(x[:, lo - 1:hi - 1], x[:, lo + 2:hi + 2])
+    margin_down = np.minimum(x[:, lo - 1:hi - 1], x[:, lo + 2:hi + 2]) - high
     gap = high - low
     with np.errstate(invalid="ignore"):
         maybe = ((margin_up > 0) | (margin_down > 0)) & (gap * SIGMAS < 2 * GAP * np.maximum(margin_up, margin_down))
@@ -187,14 +189,19 @@ def exact_blips(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarra
         at = np.arange(max(EXACT_SIDE, fresh - width - EXACT_SIDE + 1), n - width - EXACT_SIDE + 1)
         if not len(at):
             continue
-        old = rows[:, at - 1]
-        blip = rows[:, at] != old
+        lo, hi = int(at[0]), int(at[-1]) + 1
+
+        def shifted(by: int) -> np.ndarray:  # rows[:, at + by], a view
+            return rows[:, lo + by:hi + by]
+
+        old = shifted(-1)
+        blip = shifted(0) != old
         for k in range(1, EXACT_SIDE):
-            blip &= rows[:, at - 1 - k] == old
+            blip &= shifted(-1 - k) == old
         for k in range(1, width):
-            blip &= rows[:, at + k] == rows[:, at]
+            blip &= shifted(k) == shifted(0)
         for k in range(EXACT_SIDE):
-            blip &= rows[:, at + width + k] == old
+            blip &= shifted(width + k) == old
         row, column = np.nonzero(blip)
         found.append((row, at[column], np.full(len(row), width, dtype=np.int64)))
     if not found:
