@@ -75,10 +75,10 @@ def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
     is one, ``search.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
     at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
     blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
-    exact = _exact_rows(rows)
+    exact = exact_rows(rows)
     since = np.full(len(rows), fresh)
     if 0 < fresh <= rows.shape[1]:
-        since[_exact_rows(rows[:, :fresh]) != exact] = 0
+        since[exact_rows(rows[:, :fresh]) != exact] = 0
     found = np.zeros(len(rows), dtype=bool)
     for start in np.unique(since).tolist():
         for kind, finder in ((exact, exact_blips), (~exact, pairs)):
@@ -87,7 +87,51 @@ def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
     return found
 
 
-def _exact_rows(rows: np.ndarray) -> np.ndarray:
+class Found(NamedTuple):
+    """Blips of either kind in whole rows (``row_blips``), one an element: its row, first commit, width, whether
+    the exact rule found it, and the columns its context spans, [begin, end)."""
+
+    row: np.ndarray
+    start: np.ndarray
+    width: np.ndarray
+    exact: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+
+
+def row_blips(rows: np.ndarray, fresh: int = 0) -> Found:
+    """Every blip ``pairs`` and ``exact_blips`` find in each whole row, those whose context reaches column
+    ``fresh`` or later. Their rules read a blip's commits and its context alone, so a window of a row finds those
+    whose context it holds: its kind's, from its columns (``window_blips``); each column is judged once, not once
+    per window that holds it."""
+    kinds = ((pairs(rows, fresh), False, CONTEXT), (exact_blips(rows, fresh), True, EXACT_SIDE))
+    row, start, width = (np.concatenate(parts) for parts in zip(*(found for found, _, _ in kinds)))
+    exact = np.concatenate([np.full(len(found[0]), kind) for found, kind, _ in kinds])
+    side = np.concatenate([np.full(len(found[0]), reach, dtype=np.int64) for found, _, reach in kinds])
+    return Found(row, start, width, exact, start - side, start + width + side)
+
+
+def window_blips(rows: np.ndarray, found: Found, picked: np.ndarray, start: int, stop: int,
+                 fresh: int = 0) -> np.ndarray:
+    """``has_blips(rows[picked, start:stop], fresh)`` from ``found = row_blips(rows)``: per picked row, whether a
+    blip of the window's kind lies whole in its columns and reaches its column ``fresh`` or later (any column
+    where the window's first ``fresh`` columns are of the other kind)."""
+    window = rows[picked, start:stop]
+    exact = exact_rows(window)
+    since = np.full(len(picked), fresh)
+    if 0 < fresh <= window.shape[1]:
+        since[exact_rows(window[:, :fresh]) != exact] = 0
+    position = np.full(len(rows), -1, dtype=np.int64)
+    position[picked] = np.arange(len(picked))
+    inside = np.flatnonzero((position[found.row] >= 0) & (found.begin >= start) & (found.end <= stop))
+    at = position[found.row[inside]]
+    hit = at[(found.exact[inside] == exact[at]) & (found.end[inside] > start + since[at])]
+    result = np.zeros(len(picked), dtype=bool)
+    result[hit] = True
+    return result
+
+
+def exact_rows(rows: np.ndarray) -> np.ndarray:
     """``search.is_piecewise_constant`` of each row."""
     same = np.count_nonzero(rows[:, 1:] == rows[:, :-1], axis=1)
     result: np.ndarray = same >= 0.75 * (rows.shape[1] - 1)
@@ -105,9 +149,11 @@ def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     if not len(at) or not len(rows):
         return none, none, none
     # both runs beyond both neighbours on one side, by more than half their gap: what the rules below imply
-    low, high = np.minimum(x[:, at], x[:, at + 1]), np.maximum(x[:, at], x[:, at + 1])
-    margin_up = low - np.maximum(x[:, at - 1], x[:, at + 2])
-    margin_down = np.minimum(x[:, at - 1], x[:, at + 2]) - high
+    lo, hi = int(at[0]), int(at[-1]) + 1  # the columns at, at + 1, ... as views, not copies
+    low = np.minimum(x[:, lo:hi], x[:, lo + 1:hi + 1])
+    high = np.maximum(x[:, lo:hi], x[:, lo + 1:hi + 1])
+    margin_up = low - np.maximum(x[:, lo - 1:hi - 1], x[:, lo + 2:hi + 2])
+    margin_down = np.minimum(x[:, lo - 1:hi - 1], x[:, lo + 2:hi + 2]) - high
     gap = high - low
     with np.errstate(invalid="ignore"):
         maybe = ((margin_up > 0) | (margin_down > 0)) & (gap * SIGMAS < 2 * GAP * np.maximum(margin_up, margin_down))
@@ -118,17 +164,20 @@ def pairs(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     far = start[:, None] + np.arange(2, 2 + CONTEXT)
     before, after = x[row[:, None], near], x[row[:, None], far]
     level_before, level_after = np.median(before, axis=1), np.median(after, axis=1)
-    sigma = MAD_TO_SIGMA / np.sqrt(2.0) * (np.median(np.abs(np.diff(before, axis=1)), axis=1)
-                                            + np.median(np.abs(np.diff(after, axis=1)), axis=1)) / 2
     sign = np.where(up, 1.0, -1.0)
     first, second = x[row, start], x[row, start + 1]
     pair = np.where(up, np.minimum(first, second), np.maximum(first, second))
     offset = sign * (pair - np.where(up, np.maximum(level_before, level_after), np.minimum(level_before, level_after)))
     neighbour = np.maximum(sign * (x[row, start - 1] - level_before), sign * (x[row, start + 2] - level_after))
     back = 2 * np.abs(level_before - level_after) < offset  # it comes back to the level it left
-    kept = ((sigma > 0) & (offset >= SIGMAS * sigma) & (np.abs(first - second) <= GAP * sigma)
-            & (2 * neighbour < offset) & back)
-    return row[kept], start[kept], np.full(int(kept.sum()), 2, dtype=np.int64)
+    gap = np.abs(first - second)
+    # the noise's medians only where the levels' rules hold, and gap <= GAP sigma <= GAP offset / SIGMAS (which
+    # the noise's rules imply; a hair of slack for the products' rounding)
+    leveled = np.flatnonzero((2 * neighbour < offset) & back & (gap * SIGMAS <= GAP * offset * (1 + 1e-9)))
+    sigma = MAD_TO_SIGMA / np.sqrt(2.0) * (np.median(np.abs(np.diff(before[leveled], axis=1)), axis=1)
+                                            + np.median(np.abs(np.diff(after[leveled], axis=1)), axis=1)) / 2
+    kept = leveled[(sigma > 0) & (offset[leveled] >= SIGMAS * sigma) & (gap[leveled] <= GAP * sigma)]
+    return row[kept], start[kept], np.full(len(kept), 2, dtype=np.int64)
 
 
 def exact_blips(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,14 +189,19 @@ def exact_blips(rows: np.ndarray, fresh: int = 0) -> tuple[np.ndarray, np.ndarra
         at = np.arange(max(EXACT_SIDE, fresh - width - EXACT_SIDE + 1), n - width - EXACT_SIDE + 1)
         if not len(at):
             continue
-        old = rows[:, at - 1]
-        blip = rows[:, at] != old
+        lo, hi = int(at[0]), int(at[-1]) + 1
+
+        def shifted(by: int) -> np.ndarray:  # rows[:, at + by], a view
+            return rows[:, lo + by:hi + by]
+
+        old = shifted(-1)
+        blip = shifted(0) != old
         for k in range(1, EXACT_SIDE):
-            blip &= rows[:, at - 1 - k] == old
+            blip &= shifted(-1 - k) == old
         for k in range(1, width):
-            blip &= rows[:, at + k] == rows[:, at]
+            blip &= shifted(k) == shifted(0)
         for k in range(EXACT_SIDE):
-            blip &= rows[:, at + width + k] == old
+            blip &= shifted(width + k) == old
         row, column = np.nonzero(blip)
         found.append((row, at[column], np.full(len(row), width, dtype=np.int64)))
     if not found:

@@ -15,7 +15,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from perfgate.history.blips import blip_edges
+from perfgate.history.blips import Found, row_blips
 from perfgate.history.judge import t_tests
 from perfgate.history.search import MIN_SIDE, RETRIES, WEAK_FACTOR, WINDOW, is_piecewise_constant, split_factors
 from perfgate.history.segments import Values, by_length
@@ -121,8 +121,9 @@ def _settle(values: Values, levels: list[_Level], p_value: float) -> list[np.nda
 def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int = WINDOW,
                        starts: Sequence[int] | None = None) -> list[tuple[list[int], list[int], int]]:
     """``window_search(s, p_value, window, start)`` for each series and start, the windows of all series a round
-    at a time (each window's blips one window at a time: few series are searched here)."""
+    at a time; each window's blips those of its whole series (``blips.row_blips``) that it holds."""
     values = Values(series)
+    blips = _series_blips(series)
     weak = p_value * WEAK_FACTOR
     step = max(window // 2, 1)
     start = list(starts) if starts is not None else [0] * len(series)
@@ -146,7 +147,7 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
             found[k] += [point - offset for point in points]
             split = max(found[k][before:], default=0)  # the next window starts at a split, not at a blip's edge
             raw = series[k][start[k]:stop]  # blips are judged on the window's own values, spikes and all
-            found[k] += [start[k] + at for at in blip_edges(raw, is_piecewise_constant(raw))]
+            found[k] += _window_edges(blips[k], start[k], stop, is_piecewise_constant(raw))
             if stop < start[k] + window:
                 results[k] = sorted(set(found[k])), sorted(set(found[k][:before])), start[k]
                 continue
@@ -157,3 +158,35 @@ def window_search_many(series: Sequence[np.ndarray], p_value: float, window: int
                 following.append(k)
         active = following
     return results
+
+
+class _Blip(NamedTuple):
+    """A blip of a whole series: its edges (candidates), its context's columns [begin, end), its rule's kind."""
+
+    first: int
+    after: int
+    begin: int
+    end: int
+    exact: bool
+
+
+def _window_edges(blips: list[_Blip], start: int, stop: int, exact: bool) -> list[int]:
+    """The edges of the blips ``blips.scan`` finds in the series' window [start, stop) (``exact``: its kind)."""
+    return [edge for blip in blips if blip.exact == exact and blip.begin >= start and blip.end <= stop
+            for edge in (blip.first, blip.after)]
+
+
+def _series_blips(series: Sequence[np.ndarray]) -> list[list[_Blip]]:
+    """Per series, its blips of either kind (``blips.row_blips``, the series of one length as one array): each
+    one's first commit, the first after it, and its context's columns [begin, end), for the rule that found it."""
+    found: list[list[_Blip]] = [[] for _ in series]
+    by_length: dict[int, list[int]] = {}
+    for k, values in enumerate(series):
+        by_length.setdefault(len(values), []).append(k)
+    for group in by_length.values():
+        blips: Found = row_blips(np.array([series[k] for k in group]))
+        for row, start, width, begin, end, exact in zip(blips.row.tolist(), blips.start.tolist(),
+                                                        blips.width.tolist(), blips.begin.tolist(),
+                                                        blips.end.tolist(), blips.exact.tolist()):
+            found[group[row]].append(_Blip(start, start + width, begin, end, exact))
+    return found

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from perfgate.history.blips import has_blips
+from perfgate.history.blips import exact_rows, row_blips, window_blips
 from perfgate.history.changes import P_VALUE
 from perfgate.history.search import MIN_SIDE, WEAK_FACTOR, WINDOW
 from perfgate.history.spikes import despike
@@ -48,13 +48,14 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
     quiet = np.ones(rows, dtype=bool)
     weak = p_value * WEAK_FACTOR
     step = max(window // 2, 1)
+    blips = row_blips(matrix, _blip_floor(matrix, window, fresh))  # judged once; each window takes its own
     for start in range(0, n, step):
         stop = min(start + window, n)
         active = np.flatnonzero(quiet)  # a row found loud already has its first loud window: the later ones are moot
         if not len(active):
             break
         raw = matrix[active, start:stop]
-        blipped = has_blips(raw, max(fresh - start, 0))  # a blip's edges are candidates (``blips``)
+        blipped = window_blips(matrix, blips, active, start, stop, max(fresh - start, 0))  # edges: candidates
         quiet[active[blipped]] = False
         first[active[blipped]] = start
         part = despike(raw)  # the search's windows, their spikes out as the search takes them
@@ -83,6 +84,17 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
         if stop == n:
             break
     return first
+
+
+def _blip_floor(matrix: np.ndarray, window: int, fresh: int) -> int:
+    """The first column a blip ``loud_windows`` may find must reach: ``fresh``, or the start of a window that
+    reaches past ``fresh`` where some row's first ``fresh`` columns of it are of the other kind (``has_blips``)."""
+    n = matrix.shape[1]
+    for start in range(0, min(fresh, n), max(window // 2, 1)):
+        part = matrix[:, start:min(start + window, n)]
+        if fresh - start <= part.shape[1] and (exact_rows(part[:, :fresh - start]) != exact_rows(part)).any():
+            return start
+    return fresh
 
 
 def _sides_calm(part: np.ndarray, sums: np.ndarray, squares: np.ndarray, at: np.ndarray,
