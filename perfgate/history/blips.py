@@ -70,23 +70,6 @@ def scan(values: np.ndarray, exact: bool) -> list[Blip]:
     return [Blip(int(at), int(width)) for at, width in zip(starts.tolist(), widths.tolist())]
 
 
-def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
-    """Per row (one window a row), whether ``scan`` finds a blip in it (judged as an exact counter's where the row
-    is one, ``search.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
-    at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
-    blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
-    exact = exact_rows(rows)
-    since = np.full(len(rows), fresh)
-    if 0 < fresh <= rows.shape[1]:
-        since[exact_rows(rows[:, :fresh]) != exact] = 0
-    found = np.zeros(len(rows), dtype=bool)
-    for start in np.unique(since).tolist():
-        for kind, finder in ((exact, exact_blips), (~exact, pairs)):
-            picked = np.flatnonzero(kind & (since == start))
-            found[picked[finder(rows[picked], start)[0]]] = True
-    return found
-
-
 class Found(NamedTuple):
     """Blips of either kind in whole rows (``row_blips``), one an element: its row, first commit, width, whether
     the exact rule found it, and the columns its context spans, [begin, end)."""
@@ -113,7 +96,7 @@ def row_blips(rows: np.ndarray, fresh: int = 0) -> Found:
 
 def window_blips(rows: np.ndarray, found: Found, picked: np.ndarray, start: int, stop: int,
                  fresh: int = 0) -> np.ndarray:
-    """``has_blips(rows[picked, start:stop], fresh)`` from ``found = row_blips(rows)``: per picked row, whether a
+    """What a scan of each picked window alone finds (the screen's rule: ``tests/history/test_history_blips_batched.py`` keeps it as the reference) from ``found = row_blips(rows)``: per picked row, whether a
     blip of the window's kind lies whole in its columns and reaches its column ``fresh`` or later (any column
     where the window's first ``fresh`` columns are of the other kind)."""
     window = rows[picked, start:stop]

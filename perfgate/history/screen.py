@@ -88,7 +88,7 @@ def loud_windows(matrix: np.ndarray, p_value: float = P_VALUE, window: int = WIN
 
 def _blip_floor(matrix: np.ndarray, window: int, fresh: int) -> int:
     """The first column a blip ``loud_windows`` may find must reach: ``fresh``, or the start of a window that
-    reaches past ``fresh`` where some row's first ``fresh`` columns of it are of the other kind (``has_blips``)."""
+    reaches past ``fresh`` where some row's first ``fresh`` columns of it are of the other kind (a window judged as the other kind may hold any blip)."""
     n = matrix.shape[1]
     for start in range(0, min(fresh, n), max(window // 2, 1)):
         part = matrix[:, start:min(start + window, n)]

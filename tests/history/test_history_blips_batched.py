@@ -6,12 +6,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfgate.history.blips import has_blips, row_blips, window_blips
+from perfgate.history.blips import exact_blips, exact_rows, pairs, row_blips, window_blips
 from perfgate.history.changes import P_VALUE
 from perfgate.history.divide import window_search_many
 from perfgate.history import screen
 from perfgate.history.screen import loud_windows
 from perfgate.history.search import WINDOW, window_search
+
+
+# The reference: each window scanned on its own, as the screen did before blips were found once per row.
+def has_blips(rows: np.ndarray, fresh: int = 0) -> np.ndarray:
+    """Per row (one window a row), whether ``scan`` finds a blip in it (judged as an exact counter's where the row
+    is one, ``search.is_piecewise_constant``): the search's screen (``perfgate.history.screen``) of many windows
+    at once. Where ``fresh`` > 0 the rows' columns before it were screened already (a tail one value shorter): only
+    blips that reach column ``fresh`` are new, but where the longer row is judged as the other kind, any may be."""
+    exact = exact_rows(rows)
+    since = np.full(len(rows), fresh)
+    if 0 < fresh <= rows.shape[1]:
+        since[exact_rows(rows[:, :fresh]) != exact] = 0
+    found = np.zeros(len(rows), dtype=bool)
+    for start in np.unique(since).tolist():
+        for kind, finder in ((exact, exact_blips), (~exact, pairs)):
+            picked = np.flatnonzero(kind & (since == start))
+            found[picked[finder(rows[picked], start)[0]]] = True
+    return found
+
 
 
 def _rows(n: int = 120) -> np.ndarray:
