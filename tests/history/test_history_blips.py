@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers.history import record_commits
 from perfgate.history.cache import search
-from perfgate.history.db import History, open_history
+from perfgate.history.db import open_history
 from perfgate.history.detect import find_changes
 from perfgate.history.changes import P_VALUE, change_points, movements
 from perfgate.history.judge import merge_many
@@ -120,10 +121,10 @@ def test_blips_completed_by_newer_commits_are_what_a_search_from_scratch_finds(t
     turning[68] = 4160.0
     rows = [pair, counter, turning, _locked(21, 90)]
     with open_history(f"sqlite:///{tmp_path / 'h.sqlite'}") as history:
-        _record(history, rows, range(0, 60))
+        record_commits(history, rows, range(0, 60))
         find_changes(history, "main")
         for commit in range(60, 90):
-            _record(history, rows, range(commit, commit + 1))
+            record_commits(history, rows, range(commit, commit + 1))
             found = find_changes(history, "main")
         with history.transaction():
             history.execute("DELETE FROM perfgate_change_cache")
@@ -131,18 +132,3 @@ def test_blips_completed_by_newer_commits_are_what_a_search_from_scratch_finds(t
         assert found == find_changes(history, "main")
     named = sorted((c["kernel"], int(c["commit"], 16)) for c in found)
     assert [at for at in named if at[0] in ("k0", "k1", "k3")] == [("k0", 70), ("k0", 72), ("k1", 74), ("k1", 75)]
-
-
-def _record(history: History, values: list[np.ndarray], commits: range) -> None:
-    with history.transaction():
-        if commits.start == 0:
-            history.insert_rows("perfgate_series", ("id", "gpu", "test", "kind", "kernel", "region", "metric", "unit",
-                                                    "direction"),
-                                [(i + 1, "H100", "t", "kernel", f"k{i}", "", "time", "ns", "lower")
-                                 for i in range(len(values))])
-        for c in commits:
-            history.execute("INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, settings) "
-                            "VALUES (?, ?, ?, 'main', ?, 's', '{}')",
-                            (c + 1, f"key{c}", f"{c:040x}", f"2026-01-01T00:{c // 60:02d}:{c % 60:02d}.000000Z"))
-            history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"),
-                                [(i + 1, c + 1, 1, float(v[c]), 0.0, 0.0) for i, v in enumerate(values)])

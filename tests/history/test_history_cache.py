@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import itertools
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,23 +31,6 @@ def _series() -> list[np.ndarray]:
     return picked + [100.0 * (1 + rng.normal(0, 0.01, COMMITS)) for _ in range(20)]
 
 
-def _record(history: History, values: Sequence[np.ndarray], commits: range, rerun: bool = False) -> None:
-    with history.transaction():
-        if commits.start == 0:
-            history.insert_rows("perfgate_series", ("id", "gpu", "test", "kind", "kernel", "region", "metric", "unit",
-                                                    "direction"),
-                                [(i + 1, "H100", "t", "kernel", f"k{i}", "", "time", "ns", "lower")
-                                 for i in range(len(values))])
-        for c in commits:
-            run = c + 1 + (1000 if rerun else 0)
-            history.execute("INSERT INTO perfgate_runs (id, run_key, commit_sha, branch, recorded_at, source, settings) "
-                            "VALUES (?, ?, ?, 'main', ?, 's', '{}')",
-                            (run, f"key{run}", f"{c:040x}", f"2026-01-01T00:{c // 60:02d}:{c % 60:02d}.{run:06d}Z"))
-            history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"),
-                                [(i + 1, run, 1, float(v[c]) * (1.5 if rerun else 1.0), 0.0, 0.0)
-                                 for i, v in enumerate(values)])
-
-
 def _from_scratch(history: History) -> list[dict[str, Any]]:
     with history.transaction():
         history.execute("DELETE FROM perfgate_change_cache")
@@ -68,17 +51,17 @@ def test_changes_after_more_commits_are_those_of_a_search_from_scratch(history_u
 
     monkeypatch.setattr(cache, "load_series", load_series)
     with open_history(history_url) as history:
-        _record(history, values, range(0, 100))
+        history_helpers.record_commits(history, values, range(0, 100))
         first = find_changes(history, "main")
         assert read_whole == [None]  # no cache yet: every series read
         for commit in range(100, COMMITS):
-            _record(history, values, range(commit, commit + 1))
+            history_helpers.record_commits(history, values, range(commit, commit + 1))
             found = find_changes(history, "main")
         assert all(ids is not None and len(ids) < len(values) // 2 for ids in read_whole[1:]), read_whole
         assert any(c["direction"] == "regression" for c in first)
         assert found == _from_scratch(history)
         # a rerun of a covered commit changes a median inside the series: searched from scratch again
-        _record(history, values, range(50, 51), rerun=True)
+        history_helpers.record_commits(history, values, range(50, 51), rerun=True)
         read_whole.clear()
         rerun = find_changes(history, "main")
         assert read_whole == [None] and rerun == _from_scratch(history)
@@ -92,10 +75,10 @@ def test_a_damaged_cache_row_is_searched_again(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     values = _series()[:10]
     with open_history(url) as history:
-        _record(history, values, range(0, 80))
+        history_helpers.record_commits(history, values, range(0, 80))
         expected = find_changes(history, "main")
         history.execute("UPDATE perfgate_change_cache SET state = 'not json'")
-        _record(history, values, range(80, 81))
+        history_helpers.record_commits(history, values, range(80, 81))
         assert find_changes(history, "main") == _from_scratch(history)
         assert expected  # the planted steps were found
 
@@ -107,9 +90,9 @@ def test_a_damaged_new_point_is_one_error_line(tmp_path: Any, capsys: pytest.Cap
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     values = _series()[:4]
     with open_history(url) as history:
-        _record(history, values, range(0, 60))
+        history_helpers.record_commits(history, values, range(0, 60))
         find_changes(history, "main")
-        _record(history, values, range(60, 61))
+        history_helpers.record_commits(history, values, range(60, 61))
         history.execute("UPDATE perfgate_points SET value = 'fast' WHERE run_id = 61 AND series_id = 2")
     capsys.readouterr()
     assert main(["history", "changes", "--db", url]) == 2
@@ -166,7 +149,7 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
     monkeypatch.setattr(cache, "CHUNK", 4)
     values = _series()[::3]
     with open_history(history_url) as history:
-        _record(history, values, range(0, 90))
+        history_helpers.record_commits(history, values, range(0, 90))
         find_changes(history, "main")
         rows = history.query("SELECT series_id FROM perfgate_change_cache WHERE branch = 'main' ORDER BY series_id")
         stored = cache._read_states(history, "main")
@@ -178,7 +161,7 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
         assert any(len(s.values) for s in states.values()) and any(s.changes for s in states.values())
         assert any(s.weak for s in states.values())
         for commit in range(90, 92):
-            _record(history, values, range(commit, commit + 1))
+            history_helpers.record_commits(history, values, range(commit, commit + 1))
             found = find_changes(history, "main")
         assert found == _from_scratch(history)
         meta = cache._read_meta(history, "main")
@@ -193,7 +176,7 @@ def test_a_branch_cached_in_several_chunks_updates_as_a_search_from_scratch(hist
         history.execute("UPDATE perfgate_change_cache SET state = ? WHERE series_id = ?",
                         (base64.b64encode(b"PK\x03\x04 not an archive").decode(), int(rows[-1][0])))
         assert cache._read_states(history, "main") is None
-        _record(history, values, range(92, 93))
+        history_helpers.record_commits(history, values, range(92, 93))
         assert find_changes(history, "main") == _from_scratch(history)
 
 
@@ -224,20 +207,20 @@ def test_plain_series_with_no_new_point_several_or_a_new_series_update_as_a_sear
     values = _series()[::2]
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     with open_history(url) as history:
-        _record(history, values, range(0, 70))
+        history_helpers.record_commits(history, values, range(0, 70))
         find_changes(history, "main")
         stored = cache._read_states(history, "main")
         assert stored is not None and sum(len(piece.ids) for piece in stored.plain.values()) >= len(values) // 2
-        _record(history, values, range(70, 72))  # two new points a series
+        history_helpers.record_commits(history, values, range(70, 72))  # two new points a series
         assert find_changes(history, "main") == _from_scratch(history)
-        _record(history, values[:5], range(72, 73))  # only some series measured
+        history_helpers.record_commits(history, values[:5], range(72, 73))  # only some series measured
         assert find_changes(history, "main") == _from_scratch(history)
         with history.transaction():  # a series the branch has not seen: searched whole, then kept
             history.insert_rows("perfgate_series", ("id", "gpu", "test", "kind", "kernel", "region", "metric", "unit",
                                                     "direction"), [(999, "H100", "t", "kernel", "new", "", "time",
                                                                      "ns", "lower")])
         for commit in range(73, 77):
-            _record(history, values, range(commit, commit + 1))
+            history_helpers.record_commits(history, values, range(commit, commit + 1))
             history.insert_rows("perfgate_points", ("series_id", "run_id", "n", "value", "low", "high"),
                                 [(999, commit + 1, 1, 100.0 + commit % 3, 0.0, 0.0)])
             assert find_changes(history, "main") == _from_scratch(history)
@@ -259,7 +242,7 @@ def test_an_update_replaces_the_rows_and_leaves_the_connection_and_the_collector
     values = _series()[::2]
     with open_history(f"sqlite:///{tmp_path / 'h.sqlite'}") as history:
         history.execute(f"PRAGMA secure_delete = {secure_delete}")
-        _record(history, values, range(0, 60))
+        history_helpers.record_commits(history, values, range(0, 60))
         for commit in range(60, 64):
             find_changes(history, "main")
             ids = []  # every series once: no row of the previous write left
@@ -269,7 +252,7 @@ def test_an_update_replaces_the_rows_and_leaves_the_connection_and_the_collector
             assert sorted(ids) == list(range(1, len(values) + 1))
             assert history.query("PRAGMA secure_delete")[0][0] == ["OFF", "ON", "FAST"].index(secure_delete)
             assert gc.isenabled()
-            _record(history, values, range(commit, commit + 1))
+            history_helpers.record_commits(history, values, range(commit, commit + 1))
         gc.disable()
         try:
             assert find_changes(history, "main") == _from_scratch(history) and not gc.isenabled()
