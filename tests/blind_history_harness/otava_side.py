@@ -1,4 +1,4 @@
-"""Otava's side of the fourth blind set, run by Otava's own Python (``run.py --otava-python``): reads
+"""Otava's side of the blind sets, run by Otava's own Python (``run.py --otava-python``): reads
 ``{"p_values": [...], "series": {name: [values]}}`` on stdin and writes ``{p: {name: [index, ...]}}``, each index
 Otava's ``ChangePoint.index`` (the first value at the new level)."""
 

@@ -1,4 +1,4 @@
-"""Scores a detector's change points against truth.json, by the rules README.md fixed before any run."""
+"""Scores a detector's change points against truth.json, by the rules each set's README.md fixed before any run."""
 
 from __future__ import annotations
 
