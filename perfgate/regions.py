@@ -27,7 +27,7 @@ import numpy as np
 
 from perfgate.columns import Columns, Gather, first_rows, objects
 from perfgate.table import Measurement, Unusable, make_table, normalized
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, TOTAL
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, REGION_SEPARATOR, TOTAL, some_of
 
 
 
@@ -195,11 +195,6 @@ def _shared_total(measurement: Measurement, shared: list[str]) -> Measurement:
     return measurement._replace(table=Columns.concat([kept, make_table(rows)]), unusable=tuple(unusable))
 
 
-def _listed(names: list[str]) -> str:
-    shown = ", ".join(names[:8])
-    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-
-
 def like_for_like_totals(baseline: Measurement, current: Measurement) -> tuple[Measurement, Measurement, list[str]]:
     """Both sides with their overall total over the top-level regions both hold, and a note naming the regions
     one side lacks; unchanged where the regions agree. With fewer than two shared regions there is no total to
@@ -212,7 +207,7 @@ def like_for_like_totals(baseline: Measurement, current: Measurement) -> tuple[M
     shared = [name for name in in_base if name in set(in_cur)]
     added = [name for name in in_cur if name not in set(in_base)]
     removed = [name for name in in_base if name not in set(in_cur)]
-    changes = [f"{len(names)} region{'s' if len(names) != 1 else ''} only in the {side} ({_listed(names)}; {what})"
+    changes = [f"{len(names)} region{'s' if len(names) != 1 else ''} only in the {side} ({some_of(names, 8)}; {what})"
                for names, side, what in ((added, "current run", "new, judged on its own"),
                                          (removed, "baseline", "missing")) if names]
     if len(shared) < 2:

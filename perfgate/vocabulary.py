@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 # The empty default of a record's mapping field (thresholds, kernel aliases, a table's settings): one object
 # shared by every record, so read-only.
@@ -143,3 +143,8 @@ def total_label(region: str) -> str:
     """How a line names a region's total: ``region total forward``; TOTAL and OUTSIDE by what they hold."""
     return {TOTAL: "the overall total", OUTSIDE: "the total of the launches outside any region"}.get(
         region, f"region total {region}")
+
+
+def some_of(names: Sequence[str], most: int) -> str:
+    """The first ``most`` names and how many more: a note naming kernels or regions stays a line one can read."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -25,6 +25,7 @@ from perfgate.vocabulary import (
     KIND_REGION,
     Status,
     is_benchmark_metric,
+    some_of,
 )
 
 _CONFIG_LABELS = (("launch__registers_per_thread", "registers"),
@@ -134,6 +135,7 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
 
 
 _MAX_LISTED = 10  # notes of one kind listed one by one; the rest are counted
+_NAMED_KERNELS = 4  # kernels an ambiguous-rename note names on each side, as a replacement's note does
 
 
 def _where(region: str) -> str:
@@ -147,10 +149,10 @@ def _capped(lines: list[str], what: str) -> list[str]:
 
 
 def _names(identities: tuple[str, ...]) -> str:
-    """Kernels by name, with their launch configuration where names alone do not tell them apart."""
+    """The first kernels by name, with their launch configuration where names alone do not tell them apart."""
     names = [shown(identity) for identity in identities]
     detailed = len(set(names)) < len(names)
-    return ", ".join(shown(identity, detailed) for identity in identities)
+    return some_of([shown(identity, detailed) for identity in identities], _NAMED_KERNELS)
 
 
 def rename_notes(renames: Renames) -> list[str]:

@@ -15,11 +15,7 @@ from perfgate.collect.timeline.measure import KERNEL_DURATION
 from perfgate.compare.replaced import Replacement
 from perfgate.regions import add_outside_total, is_additive, scoped_top_regions
 from perfgate.table import Measurement
-from perfgate.vocabulary import OUTSIDE, TOTAL
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+from perfgate.vocabulary import OUTSIDE, TOTAL, some_of
 
 
 def _adds(metric: str) -> bool:
@@ -38,7 +34,7 @@ def outside_totals(baseline: Measurement, current: Measurement) -> tuple[Measure
     with like, both unchanged and a note saying so."""
     regions = [scoped_top_regions(side.table) for side in (baseline, current)]
     if regions[0] != regions[1]:
-        differ = [f"{_listed(sorted(own - other))} only in the {name}" for own, other, name in
+        differ = [f"{some_of(sorted(own - other), 8)} only in the {name}" for own, other, name in
                   ((regions[0], regions[1], "baseline"), (regions[1], regions[0], "current run")) if own - other]
         return baseline, current, [f"kernels replaced outside any region: no total holds them: the runs hold different "
                                    f"regions ({'; '.join(differ)}), so their launches outside every region are not the "

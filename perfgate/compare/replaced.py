@@ -24,7 +24,7 @@ from perfgate.compare.joining import JoinedRows
 from perfgate.compare.matching import BASELINE_ONLY, BOTH_SIDES, CURRENT_ONLY, MatchedLaunches
 from perfgate.compare.policies import JudgedRows
 from perfgate.metrics import is_time_like, label_of
-from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, OUTSIDE, REGION_SEPARATOR, TOTAL, Status
+from perfgate.vocabulary import KIND_KERNEL, KIND_REGION, OUTSIDE, REGION_SEPARATOR, TOTAL, Status, some_of
 
 _JUDGED = (Status.REGRESSION, Status.IMPROVEMENT, Status.UNCHANGED, Status.INCONCLUSIVE)
 
@@ -41,8 +41,7 @@ class Replacement(NamedTuple):
 
 
 def listed(names: tuple[str, ...], most: int = 4) -> str:
-    shown = [short_name(name) for name in names]
-    return ", ".join(shown[:most]) + (f" and {len(shown) - most} more" if len(shown) > most else "")
+    return some_of([short_name(name) for name in names], most)
 
 
 def _has_regions(launches: MatchedLaunches) -> bool:

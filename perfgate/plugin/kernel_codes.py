@@ -27,6 +27,7 @@ from perfgate.collect.timeline.codes_file import codes_file, codes_json
 from perfgate.collect.triton_cache import triton_cache_dir
 from perfgate.demangled import kernel_function_name
 from perfgate.table import KernelCode
+from perfgate.vocabulary import some_of
 
 LISTED_KERNELS = 3  # kernels named in the note of those without code; the rest are counted
 
@@ -122,8 +123,7 @@ def _without_code(kernels: Collection[str], codes: Mapping[str, KernelCode]) -> 
     if not missing:
         return []
     names = sorted({kernel_function_name(name) for name in missing})  # as the report names kernels
-    listed = ", ".join(names[:LISTED_KERNELS]) + (f" and {len(names) - LISTED_KERNELS} more"
-                                                  if len(names) > LISTED_KERNELS else "")
+    listed = some_of(names, LISTED_KERNELS)
     return [f"{len(missing)} of {len(kernels)} traced kernel{'s' if len(kernels) != 1 else ''} "
             f"{'have' if len(missing) != 1 else 'has'} no machine code ({listed}): torch.profiler gives no loaded "
             f"modules, so only Triton's compile cache ({triton_cache_dir()}) was read; install cupti-python in the "

@@ -140,6 +140,20 @@ def test_ambiguous_renames_are_listed_not_guessed() -> None:
     assert "triton_red_fused_sum_3, triton_red_fused_sum_4 (current)" in note and "kernel_aliases" in note
 
 
+def test_an_ambiguous_rename_note_names_four_kernels_a_side_and_counts_the_rest() -> None:
+    # An AMP switch re-instantiates every elementwise kernel: a note naming all of them would be a page long.
+    base = _table([ANCHOR, *[(f"triton_red_fused_sum_{i}", 100_000 * (i + 1), f"({i + 1}, 1, 1)") for i in range(6)]],
+                  "base")
+    cur = _table([ANCHOR, *[(f"triton_red_fused_sum_{i}", 100_000 * (i + 1), f"({i + 40}, 1, 1)")
+                            for i in range(10, 17)]], "cur")
+    note = next(n for n in compare_tables(base, cur).notes if n.startswith("renamed kernels not paired"))
+    assert "triton_red_fused_sum_0, triton_red_fused_sum_1, triton_red_fused_sum_2, triton_red_fused_sum_3 and 2 more " \
+        "(baseline)" in note
+    assert "triton_red_fused_sum_10, triton_red_fused_sum_11, triton_red_fused_sum_12, triton_red_fused_sum_13 and 3 " \
+        "more (current)" in note
+    assert "triton_red_fused_sum_4" not in note and "triton_red_fused_sum_16" not in note
+
+
 def test_renumbered_kernels_are_told_apart_by_position_and_launch_configuration() -> None:
     base = _table([("triton_red_fused_sum_0", 100_000, "(8, 1, 1)"), ("triton_red_fused_sum_1", 200_000, "(8, 1, 1)"),
                    ("triton_red_fused_sum_2", 50_000, "(4, 1, 1)")], "base")
