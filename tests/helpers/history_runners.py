@@ -80,11 +80,49 @@ def runner_pool_series(seed: int = 362, per_family: int = 40) -> Iterator[Plante
         yield Planted("runners-step", 100.0 * level * values, (at,))
 
 
+def slow_launch_series(seed: int = 491, per_family: int = 40) -> Iterator[Planted]:
+    """Kernel times on locked clocks (ncu replays a few launches): Student's t noise (5 degrees of freedom) of
+    0.2-1%, and at 2-6% of the commits one slow launch among the few replayed, +5-9.5% (under the spike rule's 10%
+    floor), each commit on its own, so that two land one or two commits apart now and then; in every series one
+    such pair is placed two commits apart (slow, at the level, slow); 120-200 commits.
+
+    * ``launch-flat``: no change point.
+    * ``launch-reverted``: a regression of 4-8 noise units (the t noise's scale) that holds 4-8 commits, then comes
+      back, starting at a commit in 20..n-30: two change points, its edges.
+    * ``launch-step``: a step of 4-6 noise units (either way) at a commit in 20..n-20: one change point.
+    """
+    rng = np.random.default_rng(seed)
+
+    def launches(n: int, scale: float) -> np.ndarray:
+        values = 1 + scale * rng.standard_t(5.0, n)
+        slow = rng.random(n) < rng.uniform(0.02, 0.06)
+        pair = int(rng.integers(5, n - 8))
+        slow[[pair, pair + 2]] = True
+        return values * np.where(slow, 1 + rng.uniform(0.05, 0.095, n), 1.0)
+
+    def scale() -> float:
+        return float(np.exp(rng.uniform(np.log(0.002), np.log(0.01))))
+
+    for _ in range(per_family):
+        yield Planted("launch-flat", 1e5 * launches(int(rng.integers(120, 201)), scale()), ())
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 201)), scale()
+        at, width = int(rng.integers(20, n - 30)), int(rng.integers(4, 9))
+        level = np.where((np.arange(n) >= at) & (np.arange(n) < at + width), 1 + rng.uniform(4, 8) * noise, 1.0)
+        yield Planted("launch-reverted", 1e5 * level * launches(n, noise), (at, at + width))
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 201)), scale()
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 1.0, 1 + float(rng.choice([-1, 1])) * rng.uniform(4, 6) * noise)
+        yield Planted("launch-step", 1e5 * level * launches(n, noise), (at,))
+
+
 if __name__ == "__main__":
     from perfgate.history.changes import change_points
 
     seed, per_family = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (361, 40)
     every = list(heavy_tail_series(seed, per_family)) + list(runner_pool_series(seed + 1, per_family))
+    every += list(slow_launch_series(seed + 130, per_family))
     for s in score(lambda v: [c.position for c in change_points(v)], every).values():
         print(f"{s.family:12} planted {s.planted:4} found {s.found:4} true {s.true_positives:4} "
               f"extra {s.found - s.true_positives:4}")
