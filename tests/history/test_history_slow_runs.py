@@ -124,9 +124,9 @@ def test_two_slow_launches_with_a_commit_at_the_level_between_are_no_change() ->
 def test_slow_launch_families() -> None:
     """Seeds 491-493, 40 series a family (``history_runners.slow_launch_series``, expectations written before the
     detector first ran on them). Before: 11 / 4 / 8 false points on the flat series, each a pair of slow launches
-    two commits apart read as a 3-commit regression; the short-side level rule took them out, and the reverted
-    and stepped families keep what they found at their planted changes but 4 edges of 223 that the old points
-    had matched by their slow launches (see docs/history.md)."""
+    two commits apart read as a 3-commit regression; now 4 / 4 / 4. The reverted and stepped families keep 109 of
+    the 113 planted changes found before: two were old points on slow launches within 2 commits of a planted edge,
+    two real ones the search had split at slow launches (docs/history.md)."""
     flat, reverted, steps = 0, 0, 0
     for seed in (491, 492, 493):
         scores = score(lambda v: [c.position for c in change_points(v)], list(slow_launch_series(seed)))
