@@ -22,7 +22,7 @@ import numpy as np
 from perfgate.history.abrupt import ABRUPT_P, judged_points
 from perfgate.history.blips import Blip, blip_levels, held
 from perfgate.history.counter_levels import moves_level
-from perfgate.history.excursions import excursion_p
+from perfgate.history.excursions import excursion_p, short_sides_hold
 from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE, WINDOW, is_piecewise_constant, weak_change_points
 from perfgate.history.spikes import despike_one
@@ -192,7 +192,8 @@ def _merged(series: np.ndarray, candidates: Sequence[int], p_value: float, min_c
                 p = t_test(left, right)
                 limit = _limit(series, points, k, p_value)
                 passes = _passes(left, right, p, limit, min_change, exact)
-                passes = passes and (not exact or moves_level(series, *key, median(left), median(right)))
+                passes = passes and (moves_level(series, *key, median(left), median(right)) if exact
+                                     else short_sides_hold(left, right, SHORT, median(left), median(right)))
                 judged[key] = (passes and (gamma is None or _stands_out(series, gamma, key, p_value, known)), -p)
             score = (judged[key][0] or points[k] in steps, judged[key][1])
             if not (score[0] or exact):  # the edge of a short excursion is judged with its other edge

@@ -35,7 +35,7 @@ from perfgate.history.changes import (
     merge,
 )
 from perfgate.history.counter_levels import moves_level
-from perfgate.history.excursions import excursion_shape, may_pass
+from perfgate.history.excursions import excursion_shape, hold_levels, may_pass
 from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
@@ -213,6 +213,8 @@ class _Nodes:
                                          (np.abs(new) > 0).astype(np.float64))
                 holds &= ~(magnitude < self.min_change)
             steps = exact[medians]
+            holds &= steps | self._short_sides_hold(offset[medians] + left[medians], offset[medians] + at[medians],
+                                                    n1[medians], n2[medians], before, new)
             holds[steps] &= np.minimum(n1, n2)[medians][steps] >= MIN_SIDE
             seen = steps & holds & (n2[medians] < SEEN_HOLD)
             if seen.any():
@@ -224,6 +226,15 @@ class _Nodes:
         self.passes[nodes], self.p[nodes] = passes, p
         odd = self.local[nodes[np.isnan(p)]]
         self.alone[odd] = self.done[odd] = True
+
+    def _short_sides_hold(self, left: np.ndarray, at: np.ndarray, n1: np.ndarray, n2: np.ndarray, before: np.ndarray,
+                          after: np.ndarray) -> np.ndarray:
+        """``excursions.short_sides_hold`` of each triple (flat starts of its sides, their sizes and medians)."""
+        result = np.ones(len(left), dtype=bool)
+        for side, start, size, level, other in ((n1 < SHORT, left, n1, before, after), (n2 < SHORT, at, n2, after, before)):
+            chosen = np.flatnonzero(side & result)
+            result[chosen] = hold_levels(self.values, start[chosen], size[chosen], level[chosen], other[chosen])
+        return result
 
     def _levels_move(self, nodes: np.ndarray, before: np.ndarray, new: np.ndarray) -> list[bool]:
         """``counter_levels.moves_level`` of each exact node's triple (its sides' medians ``before`` and ``new``)."""

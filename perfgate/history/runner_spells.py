@@ -14,10 +14,11 @@ a sign test says that is no chance (binomial, each way at most one half under no
 Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
 runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
 
-A series' change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests) on the
-series with its values in the spell's runs left out, where those values moved like the GPU's (their deviation
-within ``SPREAD`` robust spreads of the sampled series' median deviation in that run): a spell's edges find no step
-then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
+A series with a change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests),
+all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
+deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; a point farther
+from the spell had the spell's runs in a segment beside it, and a slow run before a spell can draw a split there):
+a spell's edges find no step then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
 runner's move (a code change inside a spell) keeps its values and its points. Only timing metrics are judged so
 (``metrics.is_timing``): an exact counter does not move with the runner. The spells that hid a change point are
 reported once each, in the words of the PR comparison's drift canary (``perfgate.compare.same_code``).
@@ -208,8 +209,8 @@ def _near(found: Found, spell: Spell) -> bool:
 
 def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,
              p_value: float, min_change: float) -> tuple[list[Found], list[int]]:
-    """A series' change points with those near its GPU's spells judged again with the spell runs' values left out
-    where they moved like the GPU's; and per spell, how many of its points that hid."""
+    """A series' change points, judged again with the spell runs' values left out where they moved like the GPU's
+    (where it has a point near a spell: all of them); and per spell, how many of its points near it that hid."""
     own = pool_matrix([series], commits)
     before, after = _side_medians(own)
     runs = series.commits
@@ -230,7 +231,7 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
     corrected = own[0, runs] - moves.median[runs]
     judged = [_placed(p, kept_runs, runs, like, corrected, sign) for p in merge(values, candidates, p_value, min_change)]
     again = [item for item in judged if any(_near(item, spell) for spell in spells)]
-    result = sorted([item for item, close in zip(found, near) if not close] + again, key=lambda item: item.commit)
+    result = sorted(judged, key=lambda item: item.commit)  # all its points: a segment beside a far one held spell runs
     hidden = [0] * len(spells)
     for item, close in zip(found, near):  # each point no longer named, to the spell nearest it
         if close and not any(other.commit == item.commit for other in again):

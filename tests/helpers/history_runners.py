@@ -80,11 +80,86 @@ def runner_pool_series(seed: int = 362, per_family: int = 40) -> Iterator[Plante
         yield Planted("runners-step", 100.0 * level * values, (at,))
 
 
+def slow_launch_series(seed: int = 491, per_family: int = 40) -> Iterator[Planted]:
+    """Kernel times on locked clocks (ncu replays a few launches): Student's t noise (5 degrees of freedom) of
+    0.2-1%, and at 2-6% of the commits one slow launch among the few replayed, +5-9.5% (under the spike rule's 10%
+    floor), each commit on its own, so that two land one or two commits apart now and then; in every series one
+    such pair is placed two commits apart (slow, at the level, slow); 120-200 commits.
+
+    * ``launch-flat``: no change point.
+    * ``launch-reverted``: a regression of 4-8 noise units (the t noise's scale) that holds 4-8 commits, then comes
+      back, starting at a commit in 20..n-30: two change points, its edges.
+    * ``launch-step``: a step of 4-6 noise units (either way) at a commit in 20..n-20: one change point.
+    """
+    rng = np.random.default_rng(seed)
+
+    def launches(n: int, scale: float) -> np.ndarray:
+        values = 1 + scale * rng.standard_t(5.0, n)
+        slow = rng.random(n) < rng.uniform(0.02, 0.06)
+        pair = int(rng.integers(5, n - 8))
+        slow[[pair, pair + 2]] = True
+        return values * np.where(slow, 1 + rng.uniform(0.05, 0.095, n), 1.0)
+
+    def scale() -> float:
+        return float(np.exp(rng.uniform(np.log(0.002), np.log(0.01))))
+
+    for _ in range(per_family):
+        yield Planted("launch-flat", 1e5 * launches(int(rng.integers(120, 201)), scale()), ())
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 201)), scale()
+        at, width = int(rng.integers(20, n - 30)), int(rng.integers(4, 9))
+        level = np.where((np.arange(n) >= at) & (np.arange(n) < at + width), 1 + rng.uniform(4, 8) * noise, 1.0)
+        yield Planted("launch-reverted", 1e5 * level * launches(n, noise), (at, at + width))
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 201)), scale()
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 1.0, 1 + float(rng.choice([-1, 1])) * rng.uniform(4, 6) * noise)
+        yield Planted("launch-step", 1e5 * level * launches(n, noise), (at,))
+
+
+def rare_mode_series(seed: int = 494, per_family: int = 40) -> Iterator[Planted]:
+    """CUDA-event times on unlocked clocks: Gaussian noise of 0.3-1%, and at 2-5% of the runs a low clock state,
+    +5-12% (one factor per series, each run on its own), a mode rarer than a twentieth of the runs; in every series
+    4 low-clock runs among 7 in a row (chance does that in a long history); 150-220 commits.
+
+    * ``rare-flat``: no change point.
+    * ``rare-reverted``: a regression of 4-8 noise units (not the low clock's level) that holds 4-8 runs, starting at
+      a commit in 20..n-30 away from the low-clock cluster: two change points, its edges.
+    * ``rare-at-mode``: a regression to the low clock's own level that holds 6-10 runs (every run there at it):
+      two change points, its edges.
+    """
+    rng = np.random.default_rng(seed)
+
+    def clocks(n: int, noise: float, low: float) -> tuple[np.ndarray, int]:
+        slow = rng.random(n) < rng.uniform(0.02, 0.05)
+        cluster = int(rng.integers(10, n - 17))
+        slow[cluster:cluster + 7] = [False, True, True, False, True, False, True]
+        return np.where(slow, 1 + low, 1.0) * (1 + rng.normal(0, noise, n)), cluster
+
+    for _ in range(per_family):
+        n = int(rng.integers(150, 221))
+        yield Planted("rare-flat", 1e3 * clocks(n, rng.uniform(0.003, 0.01), rng.uniform(0.05, 0.12))[0], ())
+    for family in ("rare-reverted", "rare-at-mode"):
+        for _ in range(per_family):
+            n, noise, low = int(rng.integers(150, 221)), float(rng.uniform(0.003, 0.01)), float(rng.uniform(0.05, 0.12))
+            values, cluster = clocks(n, noise, low)
+            width = int(rng.integers(4, 9)) if family == "rare-reverted" else int(rng.integers(6, 11))
+            at = int(rng.integers(20, n - 30))
+            while abs(at - cluster) < 20:
+                at = int(rng.integers(20, n - 30))
+            size = rng.uniform(4, 8) * noise if family == "rare-reverted" else low
+            inside = (np.arange(n) >= at) & (np.arange(n) < at + width)
+            if family == "rare-at-mode":
+                values[inside] /= np.where(values[inside] > 1 + low / 2, 1 + low, 1.0)  # each run there at the mode
+            yield Planted(family, 1e3 * np.where(inside, 1 + size, 1.0) * values, (at, at + width))
+
+
 if __name__ == "__main__":
     from perfgate.history.changes import change_points
 
     seed, per_family = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (361, 40)
     every = list(heavy_tail_series(seed, per_family)) + list(runner_pool_series(seed + 1, per_family))
+    every += list(slow_launch_series(seed + 130, per_family)) + list(rare_mode_series(seed + 133, per_family))
     for s in score(lambda v: [c.position for c in change_points(v)], every).values():
         print(f"{s.family:12} planted {s.planted:4} found {s.found:4} true {s.true_positives:4} "
               f"extra {s.found - s.true_positives:4}")

@@ -48,7 +48,8 @@ def test_a_step_whose_first_two_commits_overshoot_is_a_step() -> None:
     values = _locked(1)
     values[130:] *= 1.17
     values[130:132] *= 1.025  # the new level's first two commits a little higher still: no return, no blip
-    assert [c.position for c in change_points(values)] == [130, 133]  # 133: the overshoot's end, as before
+    # one step: the overshoot's end (133, named before) bounds 3 commits of which only 2 hold the overshoot's level
+    assert [c.position for c in change_points(values)] == [130]
 
 
 def test_one_slow_run_is_no_change_whatever_its_size() -> None:

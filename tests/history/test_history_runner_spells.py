@@ -168,3 +168,17 @@ def test_a_point_two_runs_after_a_spell_across_an_outage_is_near_it() -> None:
     point = ChangePoint(0, 1e-9, 1.0, 1.0, False)
     assert [_near(Found(at, at - 1, point), spells[0]) for at in (47, 48, 53, 71, 72)] == [False, True, True, True,
                                                                                             False]
+
+
+def test_a_series_judged_without_its_spell_runs_keeps_only_the_points_that_hold_there(url: str) -> None:
+    """One kernel's slow run 3 runs before the spell (+3%, under the spike rule's floor) drew the split there, beyond
+    the 2 runs a point near a spell may lie: judged again without the spell runs, that point does not hold, and was
+    still named (a lone step at 117) because only the points near the spell took the judgement without them. A held
+    step far from the spell in another kernel the spell moved keeps its point."""
+    made = _kernels()
+    made[0][1][117] *= 1.03
+    made[1][1][60:] *= 1.05
+    _write(url, made)
+    points, notes = _points(url)
+    assert points == {"kernel_1": [60]}
+    assert len(notes) == 1
