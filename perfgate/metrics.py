@@ -247,6 +247,11 @@ DEFAULT_BENCHMARK_METRICS: tuple[str, ...] = tuple(m.name for m in CATALOG if is
 # below 1% of a kernel's traffic cannot move its memory time by more than 1% (docs/matching.md, "Floors").
 DRAM_BYTE_METRICS: tuple[str, ...] = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 TRAFFIC_FLOOR_SHARE = 0.01
+# Metrics whose absolute floor says what size of change matters, not how much one launch jitters: a group of
+# repeated launches judges its shift against the whole floor, never divided by √n or lowered to the measured
+# spread (a fill kernel's DRAM read of 0-600 B per launch, measured 200 times, moved by 160 B: nothing that can
+# move its memory time). Time's floor guards against jitter, which averages out (docs/matching.md, "Floors").
+RELEVANCE_FLOOR_METRICS: tuple[str, ...] = DRAM_BYTE_METRICS
 
 # Launch facts compared to explain a row ("launch config changed"), never gated.
 LAUNCH_CONFIG_METRICS: tuple[str, ...] = (

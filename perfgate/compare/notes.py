@@ -18,7 +18,13 @@ from perfgate.compare.identity import shown
 from perfgate.demangled import short_name
 from perfgate.compare.renames import BY_CONFIG, BY_TEMPLATE, RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
-from perfgate.metrics import CATALOG_BY_NAME, LAUNCH_CONFIG_METRICS, TRAFFIC_FLOOR_SHARE, Threshold
+from perfgate.metrics import (
+    CATALOG_BY_NAME,
+    LAUNCH_CONFIG_METRICS,
+    RELEVANCE_FLOOR_METRICS,
+    TRAFFIC_FLOOR_SHARE,
+    Threshold,
+)
 from perfgate.vocabulary import (
     KIND_BENCHMARK,
     KIND_KERNEL,
@@ -243,6 +249,12 @@ def lone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = Non
     return _capped(lines, "launches that moved alone once")
 
 
+def _floor_reading(metric: str) -> str:
+    if metric in RELEVANCE_FLOOR_METRICS:
+        return "a change under it cannot move the kernel's memory time, however many launches measured it"
+    return "divided by the square root of the launch count"
+
+
 def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = None) -> list[str]:
     """One line per group whose change reaches beyond its relative limit but was excused by the absolute floor."""
     if not groups.excused.any():
@@ -253,7 +265,7 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] reaches beyond the relative part of its limit "
-            f"{row['threshold']} but not beyond its absolute floor (divided by the square root of the launch count): "
+            f"{row['threshold']} but not beyond its absolute floor ({_floor_reading(str(row['metric']))}): "
             "not failed, excused by the floor")
     return _capped(lines, "changes excused by a floor")
 

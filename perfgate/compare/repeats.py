@@ -16,7 +16,8 @@ the shift between them (``statistics.shift_interval``, on log values so the shif
 The limit is the threshold's relative part, or its absolute part (the floor) relative to the baseline's median,
 whichever is larger (the threshold is a series' own where it has one: ``series_thresholds``); for a group the
 floor is divided by the square root of the smaller side's launch count: it guards against one launch's jitter,
-which averages out over n launches, so a tightly measured shift on a short kernel is judged by its interval. Exact counters compare exactly: identical values give an interval of
+which averages out over n launches, so a tightly measured shift on a short kernel is judged by its interval. A DRAM
+byte floor says what size of change matters and stands whole (``metrics.RELEVANCE_FLOOR_METRICS``). Exact counters compare exactly: identical values give an interval of
 one point. When both sides hold the same number of launches, each launch is also tested alone (``alone``).
 """
 
@@ -35,6 +36,7 @@ from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.timeline_pairs import paired_shift
 from perfgate.compare.alone import moved_alone
 from perfgate.compare.statistics import shift_interval
+from perfgate.metrics import RELEVANCE_FLOOR_METRICS
 from perfgate.vocabulary import KIND_KERNEL, Status
 
 INTERVAL_LAUNCHES = 6  # from this many launches on the smaller side, the interval decides; below, the estimate
@@ -129,7 +131,7 @@ def launch_spread(base: Floats, cur: Floats) -> float:
 
 
 def _limit(relative: float, absolute: float, baseline: float, launches: int, resolution: float = 0.0,
-           spread: float | None = None) -> float:
+           spread: float | None = None, averaged: bool = True) -> float:
     """The relative change a group must exceed: the relative limit, or the floor relative to the baseline's median,
     whichever is larger (-1: not given). The floor guards against one launch's jitter, which averages out over n
     launches: the absolute limit, or the jitter the group's launches showed (``spread``) where smaller, over the
@@ -137,13 +139,14 @@ def _limit(relative: float, absolute: float, baseline: float, launches: int, res
     INTERVAL_LAUNCHES launches a side, where the interval carries the noise too; a smaller group is judged on its
     estimate alone, and there the absolute limit stands. A shift of one step of the resolution is rounding, which
     no launch count averages out; the slack keeps a shift of exactly one step (3 against 2 µs) from passing it by
-    float rounding."""
+    float rounding. A floor that says what size of change matters (``averaged`` False: ``RELEVANCE_FLOOR_METRICS``)
+    stands whole: a shift measured ever so well is still too small to matter below it."""
     limit = max(relative, 0.0)
     if baseline > 0:
         jitter = absolute
-        if spread is not None and absolute >= 0 and launches >= INTERVAL_LAUNCHES:
+        if averaged and spread is not None and absolute >= 0 and launches >= INTERVAL_LAUNCHES:
             jitter = min(absolute, spread)
-        floor = jitter / np.sqrt(max(launches, 1)) if absolute >= 0 else 0.0
+        floor = jitter / np.sqrt(max(launches, 1) if averaged else 1) if absolute >= 0 else 0.0
         limit = max(limit, max(floor, resolution * (1 + 1e-9)) / baseline)
     return limit
 
@@ -171,7 +174,7 @@ class _Judged(NamedTuple):
 
 
 def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor: float,
-           confidence: float, resolution: float = 0.0) -> _Judged | None:
+           confidence: float, resolution: float = 0.0, averaged: bool = True) -> _Judged | None:
     """A group's verdict on one metric from its positive values, in any order (every statistic of them is of the
     samples as sets); None when too few (launch by launch)."""
     smaller = min(base.size, cur.size)
@@ -184,11 +187,11 @@ def _judge(base: Floats, cur: Floats, worse_sign: float, relative: float, floor:
     else:
         estimate, low, high = found
     estimate, low, high = (math.expm1(v) for v in (estimate, low, high))
-    limit = _limit(relative, floor, median(base), smaller, resolution, launch_spread(base, cur))
+    limit = _limit(relative, floor, median(base), smaller, resolution, launch_spread(base, cur), averaged)
     decisive = (estimate, estimate) if smaller < INTERVAL_LAUNCHES or found is None else (low, high)
     status = group_status(*decisive, worse_sign, limit)
     floor_passed = status == Status.INCONCLUSIVE.value and estimate * worse_sign <= limit and group_status(
-        *decisive, worse_sign, _limit(relative, floor, median(base), smaller, resolution)) != status
+        *decisive, worse_sign, _limit(relative, floor, median(base), smaller, resolution, averaged=averaged)) != status
     if floor_passed:
         # The measured jitter set a floor below the absolute one (a short kernel), and the interval reaches past
         # it while the estimate does not: nothing was seen to move, and the absolute floor passes it (said).
@@ -278,7 +281,8 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         if pairs and base.size == cur.size == int(paired.sum()) >= 2:  # timeline: the same launches on both sides
             verdict: _Judged | None = _judge_pairs(base, cur, sign, group_relative, floor, confidence, resolution)
         else:
-            verdict = _judge(base_sorted, cur_sorted, sign, group_relative, floor, confidence, resolution)
+            verdict = _judge(base_sorted, cur_sorted, sign, group_relative, floor, confidence, resolution,
+                             averaged=rows.names[code] not in RELEVANCE_FLOOR_METRICS)
         if verdict is None:
             continue
         shown = judged_groups.setdefault(int(group[rows.launch_id[members[0]]]), len(judged_groups))

@@ -27,7 +27,7 @@ from perfgate.vocabulary import Status
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers.common import REPO  # noqa: E402
 from helpers.csvgen import write_details_csv  # noqa: E402
-from helpers.repeats import INST, LAUNCHES, TIME, TYPICAL, noisy, repeated_launches  # noqa: E402
+from helpers.repeats import INST, LAUNCHES, READ, TIME, TYPICAL, noisy, repeated_launches  # noqa: E402
 
 H100 = REPO / "tests" / "data" / "h100"
 
@@ -192,6 +192,26 @@ def test_a_tiny_kernels_group_is_judged_on_its_interval_and_one_slow_launch_does
         found = _time_rows(compare_tables(repeated_launches(base, "base"), repeated_launches(cur, "cur"))).row(0)
         verdicts.add(found["status"])
     assert verdicts <= {Status.REGRESSION.value, Status.INCONCLUSIVE.value} and Status.REGRESSION.value in verdicts
+
+
+def test_a_dram_byte_floor_says_what_matters_and_stands_whole_over_many_launches() -> None:
+    # A 1.7 µs fill kernel ×200 reads 0-600 B of DRAM per launch (all it does is write): 160 B more per launch,
+    # measured tightly over 200 launches, cannot move its memory time; the 4 KB floor must not shrink to 4 KB / √200
+    # or the launches' spread (third blind comparison set: a false alarm on an unchanged kernel).
+    rng = np.random.default_rng(3)
+    quiet = rng.choice([0.0, 0.0, 64.0, 128.0, 256.0, 320.0, 576.0], size=200)
+    more = quiet + rng.choice([0.0, 160.0, 320.0], size=200)
+    durations = 1_700.0 + 30.0 * rng.standard_normal(200)
+    small = compare_tables(repeated_launches(durations, "base", kernel="fill", reads=quiet),
+                           repeated_launches(durations, "cur", kernel="fill", reads=more))
+    reads = small.results[small.results["metric"] == READ]
+    assert (reads["status"] == Status.UNCHANGED.value).all() and small.verdict == "pass"
+    assert any("a change under it cannot move the kernel's memory time" in note for note in small.notes)
+    # 32 KB -> 40 KB per launch is past the floor, and the group fails on it.
+    bigger = compare_tables(repeated_launches(durations, "base", kernel="fill", reads=32_768.0 + quiet),
+                            repeated_launches(durations, "cur", kernel="fill", reads=40_960.0 + quiet))
+    grown = bigger.results[bigger.results["metric"] == READ]
+    assert (grown["status"] == Status.REGRESSION.value).all()
 
 
 def _threshold(spec: str) -> Any:

@@ -14,12 +14,15 @@ LAUNCHES, NOISE, TYPICAL = 40, 0.015, 85_000.0  # launches per run, run-to-run n
 
 
 def repeated_launches(durations: Any, source: str, *, kernel: str = "gemm_kernel", grid: str = "(64, 1, 1)",
-                      instructions: Any = None, region: str = "loop", start: int = 0) -> Measurement:
-    """One launch of ``kernel`` per duration, in ``region``; instructions 1,000,000 each unless given."""
+                      instructions: Any = None, reads: Any = None, region: str = "loop",
+                      start: int = 0) -> Measurement:
+    """One launch of ``kernel`` per duration, in ``region``; instructions 1,000,000 and DRAM reads 4 MB each unless
+    given."""
     counts = instructions if instructions is not None else [1_000_000.0] * len(durations)
+    read = reads if reads is not None else [4_000_000.0] * len(durations)
     rows: list[dict[str, Any]] = []
-    for ordinal, (duration, count) in enumerate(zip(durations, counts, strict=True)):
-        for metric, value in ((TIME, duration), (INST, count), (READ, 4_000_000.0)):
+    for ordinal, (duration, count, byte_count) in enumerate(zip(durations, counts, read, strict=True)):
+        for metric, value in ((TIME, duration), (INST, count), (READ, byte_count)):
             rows.append({"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": region,
                          "ordinal": ordinal, "launch": start + ordinal, "device": "NVIDIA H100", "cc": "9.0",
                          "grid": grid, "block": "(256, 1, 1)", "metric": metric, "unit": "", "value": float(value)})
