@@ -31,6 +31,7 @@ from perfgate.render.common import (
     devices_label,
     headline,
     left_out,
+    missing_side,
     no_data_side,
     plural,
     report_devices,
@@ -93,9 +94,7 @@ def _message(row: KernelRow) -> str | None:
         return "new: no baseline"
     if status == Status.NO_DATA.value:
         gated = [m for m in row.metrics if m.gated]
-        side = "baseline" if all(m.before is None for m in gated) else "current run" if all(
-            m.after is None for m in gated) else "either run"
-        return f"no values in the {side}"
+        return f"no values in {missing_side([m.before for m in gated], [m.after for m in gated])}"
     return None
 
 

@@ -60,7 +60,7 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
             lines.append(f"    {row['status']:<11} {metric_line(row)}  "
                          f"[limit {limit_text(row.get('threshold'), row.get('unit'))}{how}]")
     if status == Status.NO_DATA.value:
-        lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
+        lines.append(f"    no values of the gated metrics in {no_data_side(rows)}")
     if launch.get("launch_change"):
         lines.append(f"    launch config changed: {launch['launch_change']}")
     if launch.get("code_why"):
