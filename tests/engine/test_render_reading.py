@@ -45,8 +45,18 @@ def test_a_corpus_kernel_with_missing_launches_shows_the_change_of_those_compare
     # against those of the current run.
     report = _compare(capsys, tmp_path, corpus_trace("sevit-a4000/trace.json"), corpus_trace("sevit-a4000/trace1.json"))
     markdown = render_markdown(report)
-    assert "| ×4 | GPU time (median) | 31 µs | 30 µs | -3.2%" in markdown
+    assert "| ×4 (3 missing) | GPU time (median) | 31 µs | 30 µs | -3.2%" in markdown
     assert "+233.3%" not in markdown and "-70.0%" not in markdown
+
+
+def test_a_row_judged_fine_among_those_that_need_attention_says_why(capsys: pytest.CaptureFixture[str],
+                                                                     tmp_path: Path) -> None:
+    # sevit: kernels whose compared launches are unchanged (✅) are listed with those that need attention, for their
+    # launches missing in the current run; the row said only "×17".
+    report = _compare(capsys, tmp_path, corpus_trace("sevit-a4000/trace.json"), corpus_trace("sevit-a4000/trace1.json"))
+    attention = render_markdown(report).split("<details>")[0]
+    fine = [line for line in attention.splitlines() if line.startswith("| ✅ |")]
+    assert fine and all(" missing) |" in line for line in fine), fine
 
 
 def test_notes_give_a_limit_in_the_metrics_unit(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
