@@ -12,8 +12,9 @@ from helpers.common import corpus_file, run_cli
 from helpers.reports import hand_made
 from helpers.timeline import corpus_trace
 
-from perfgate.render import render_markdown, render_text
+from perfgate.render import render_html, render_markdown, render_text
 from perfgate.render.common import shorten_keeping_fix
+from perfgate.render.formatting import format_change
 from perfgate.render.kernels import KernelRows
 
 
@@ -147,3 +148,19 @@ def test_a_range_one_run_holds_gets_no_first_launch_note(capsys: pytest.CaptureF
         "region `KernelExecutor::runFusion > fusion_executor::allocations::allocateOutputs` and the range around it: "
         "4.04 ms → 4.01 ms of kernels' first launch calls (CUDA's lazy module loading) left out of their wall time and "
         "GPU idle; warm the kernels up before the region, or set CUDA_MODULE_LOADING=EAGER"]
+
+
+def test_a_tenfold_change_reads_as_a_ratio() -> None:
+    assert [format_change(c) for c in (0.123, 8.99, 9.0, 17.03, 225.311, -0.996)] == \
+        ["+12.3%", "+899.0%", "10×", "18×", "226×", "-99.6%"]
+
+
+def test_the_idle_time_of_an_amp_switch_reads_as_a_ratio_in_every_format(capsys: pytest.CaptureFixture[str],
+                                                                         tmp_path: Path) -> None:
+    # amp-lab T4, FP32 -> AMP: the optimizer step's GPU idle went 9.184 µs -> 2.078 ms, "+22531.1%".
+    report = _compare(capsys, tmp_path, corpus_trace("amp-lab-t4/fp32.pt.trace.json"),
+                      corpus_trace("amp-lab-t4/amp.pt.trace.json"))
+    text, markdown, page = render_text(report), render_markdown(report), render_html(report)
+    assert "    regression  GPU idle 9.184 µs → 2.078 ms (226×)  [limit 50% + 300 µs]" in text.splitlines()
+    assert "**226×**" in markdown and "226×" in page
+    assert not any("22531" in output for output in (text, markdown, page))
