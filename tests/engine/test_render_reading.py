@@ -164,3 +164,13 @@ def test_the_idle_time_of_an_amp_switch_reads_as_a_ratio_in_every_format(capsys:
     assert "    regression  GPU idle 9.184 µs → 2.078 ms (226×)  [limit 50% + 300 µs]" in text.splitlines()
     assert "**226×**" in markdown and "226×" in page
     assert not any("22531" in output for output in (text, markdown, page))
+
+
+def test_kernels_of_one_name_with_the_same_figures_are_one_note(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    # sevit: two index_elementwise_kernel (grids 15 and 29), two launches each, both +18.2% [+0.0%, +36.4%].
+    report = _compare(capsys, tmp_path, corpus_trace("sevit-a4000/trace.json"), corpus_trace("sevit-a4000/trace1.json"))
+    about = [n for n in report["notes"] if "index_elementwise_kernel ×2" in n]
+    assert len(about) == 1 and about[0].startswith("2 kernels of this name, each: index_elementwise_kernel ×2: GPU "
+                                                   "time +18.2% [+0.0%, +36.4%]"), about
+    assert len(report["notes"]) == len(set(report["notes"]))
