@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 from perfgate.render.formatting import change_for, pair_texts
 from perfgate.report import ReportView, kernel_summary, listed_summary
 from perfgate.report.contract import compared_launches
-from perfgate.vocabulary import UPDATE_NOTE, Status
+from perfgate.vocabulary import KIND_REGION, UPDATE_NOTE, Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
                "missing": "➖", "no data": "⚠️", "info": "ℹ️"}
@@ -31,6 +31,12 @@ def display_name(row: dict[str, Any]) -> str:
     if row.get("kind") == "kernel" and int(row.get("ordinal") or 0) > 0:
         name += f" #{int(row['ordinal'])}"
     return name
+
+
+def shown_region(kind: Any, kernel: Any, region: Any) -> str:
+    """The region to show beside a row's name: none for a region's own row, which its name already says
+    (``step [step]``, ``step`` over ``step``)."""
+    return "" if not region or (kind == KIND_REGION and region == kernel) else str(region)
 
 
 def metric_line(row: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ from perfgate.render.common import (
     no_data_side,
     plural,
     report_devices,
+    shown_region,
     summary_parts,
 )
 from perfgate.render.formatting import pair_texts, text_length
@@ -76,7 +77,8 @@ MAX_METRICS_IN_ROW = 6
 def _names(row: KernelRow) -> tuple[str, list[str]]:
     """The kernel's name and what goes under it (its test and region), raw."""
     name = row.name
-    under = [short_test(row.test) if row.test and row.test != row.kernel else "", row.region or ""]
+    under = [short_test(row.test) if row.test and row.test != row.kernel else "",
+             shown_region(row.kind, row.kernel, row.region)]
     if row.kind == KIND_BENCHMARK and "::" in row.kernel:
         # A benchmark is named by its full test id: the test's name leads, its file goes under it, so a long
         # path does not widen the column and push "Why" off the comment.

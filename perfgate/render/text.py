@@ -14,6 +14,7 @@ from perfgate.render.common import (
     left_out,
     metric_line,
     no_data_side,
+    shown_region,
     source_label,
     verdict_line,
 )
@@ -43,7 +44,8 @@ def _header(report: ReportView) -> list[str]:
 def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     launch, rows = item.launch, item.rows
     status = str(launch["status"])
-    where = f" [{launch['region']}]" if launch.get("region") else ""
+    region = shown_region(launch.get("kind"), launch.get("kernel"), launch.get("region"))
+    where = f" [{region}]" if region else ""
     # A benchmark's name is its test id: name it once.
     test = f"{launch['test']}: " if launch.get("test") and launch.get("test") != launch.get("kernel") else ""
     name = display_name(launch)

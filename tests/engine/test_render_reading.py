@@ -174,3 +174,16 @@ def test_kernels_of_one_name_with_the_same_figures_are_one_note(capsys: pytest.C
     assert len(about) == 1 and about[0].startswith("2 kernels of this name, each: index_elementwise_kernel ×2: GPU "
                                                    "time +18.2% [+0.0%, +36.4%]"), about
     assert len(report["notes"]) == len(set(report["notes"]))
+
+
+def test_a_regions_row_names_it_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # amp-lab T4: the optimizer step's range read "Optimizer.step#Adam.step [Optimizer.step#Adam.step]" in the text,
+    # the same name under itself in the Markdown and "region Optimizer.step#Adam.step" beside it in the HTML.
+    report = _compare(capsys, tmp_path, corpus_trace("amp-lab-t4/fp32.pt.trace.json"),
+                      corpus_trace("amp-lab-t4/amp.pt.trace.json"))
+    text, markdown, page = render_text(report), render_markdown(report), render_html(report)
+    assert "REGRESSION  Optimizer.step#Adam.step" in text.splitlines()
+    assert "| ❌ | Optimizer.step\\#Adam.step | 1 | wall time<br>GPU idle |" in markdown
+    assert '<span class="kernel">Optimizer.step#Adam.step</span></td><td>Tesla T4</td>' in page
+    # a kernel in that range still says where it ran
+    assert "multi\\_tensor\\_apply\\_kernel (1)<br><sub>Optimizer.step\\#Adam.step</sub>" in markdown
