@@ -306,19 +306,24 @@ def unusable_records(measurement: Measurement) -> list[dict[str, Any]]:
 
 
 def unusable_notes(measurement: Measurement, metrics: Iterable[str] | None = None, limit: int = 5) -> list[str]:
-    """One line per unusable value of ``metrics`` (all when None) in ``measurement``, at most ``limit`` and a count
-    of the rest: ``cur.csv: vector_add [layer1] #0: gpu__time_duration.sum has no usable value ('n/a': ncu
-    recorded no value)``. The compare stage adds these to its notes."""
+    """One line per launch with unusable values of ``metrics`` (all when None) in ``measurement``, for one reason,
+    naming its metrics, at most ``limit`` and a count of the values of the rest: ``cur.csv: vector_add [layer1] #0:
+    gpu__time_duration.sum has no usable value ('n/a': ncu recorded no value)``. The compare stage adds these to
+    its notes."""
     wanted = None if metrics is None else set(metrics)
     records = [r for r in unusable_records(measurement) if wanted is None or r["metric"] in wanted]
     source = measurement.source or "input"
-    lines = []
-    for record in records[:limit]:
+    by_launch: dict[tuple[str, str], list[str]] = {}  # (launch, reason) -> its metrics, in record order
+    for record in records:
         total = record["kind"] == KIND_REGION
         where = (total_label(str(record["kernel"])) if total else
                  record["kernel"] + (f" [{record['region']}]" if record["region"] else "") + f" #{record['ordinal']}")
-        lines.append(f"{source}: {where}: {record['metric']} has no usable value ({record['reason']})")
-    if len(records) > limit:
-        lines.append(f"{source}: {len(records) - limit} more value{'s' if len(records) - limit != 1 else ''} "
-                     "without a usable value")
+        by_launch.setdefault((where, str(record["reason"])), []).append(str(record["metric"]))
+    lines = []
+    for (where, reason), names in list(by_launch.items())[:limit]:
+        what = f"{names[0]} has" if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]} have"
+        lines.append(f"{source}: {where}: {what} no usable value ({reason})")
+    rest = sum(len(names) for names in list(by_launch.values())[limit:])
+    if rest:
+        lines.append(f"{source}: {rest} more value{'s' if rest != 1 else ''} without a usable value")
     return lines

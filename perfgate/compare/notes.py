@@ -3,6 +3,7 @@ renamed kernels paired (or not), and the repeated kernels whose change is inconc
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from perfgate.metrics import (
     TRAFFIC_FLOOR_SHARE,
     Threshold,
 )
+from perfgate.render.formatting import limit_text
 from perfgate.vocabulary import (
     KIND_BENCHMARK,
     KIND_KERNEL,
@@ -116,6 +118,8 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
                      "trace may name no device): compared on compute capability alone, where it is given")
     in_base, in_cur = base.codes_present(), cur.codes_present()
     kinds = set(launch_kinds.tolist())
+    # Where a gated metric is not (and whether perfgate knows its name): one note per place, naming each such metric.
+    absent: dict[tuple[str, bool], list[str]] = {}
     for metric in compared:
         threshold = thresholds.get(metric)
         if threshold is None or not threshold.gating:
@@ -124,12 +128,19 @@ def comparison_notes(base_name: str, cur_name: str, unnamed_device: bool, compar
             continue  # a benchmark statistic means nothing for kernels (and region totals), and the other way round
         code = codes[metric]
         if code not in in_base and code not in in_cur:
-            hint = "" if metric in CATALOG_BY_NAME else " (check its spelling)"
-            notes.append(f"gated metric {metric} is in neither input: not compared{hint}")
+            place = ("in neither input", metric not in CATALOG_BY_NAME)
         elif code not in in_base:
-            notes.append(f"gated metric {metric} is only in {cur_name}: not compared")
+            place = (f"only in {cur_name}", False)
         elif code not in in_cur:
-            notes.append(f"gated metric {metric} is only in {base_name}: not compared")
+            place = (f"only in {base_name}", False)
+        else:
+            continue
+        absent.setdefault(place, []).append(metric)
+    for (where, unknown), metrics in absent.items():
+        one = len(metrics) == 1
+        what = f"gated metric {metrics[0]} is" if one else f"gated metrics {_listed(metrics)} are"
+        hint = f" (check {'its' if one else 'their'} spelling)" if unknown else ""
+        notes.append(f"{what} {where}: not compared{hint}")
     unexplained = ~replaced if replaced is not None else np.ones(len(launch_statuses), dtype=bool)
     missing = int((is_status(launch_statuses, Status.MISSING) & unexplained).sum())
     new = int((is_status(launch_statuses, Status.NEW) & unexplained).sum())
@@ -144,8 +155,22 @@ _MAX_LISTED = 10  # notes of one kind listed one by one; the rest are counted
 _NAMED_KERNELS = 4  # kernels an ambiguous-rename note names on each side, as a replacement's note does
 
 
+def _listed(names: Sequence[str]) -> str:
+    """``a, b and c``."""
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def _where(region: str) -> str:
     return f" in region {region!r}" if region else ""
+
+
+def _once(lines: list[str]) -> list[str]:
+    """``lines`` of kernels named by their function name, each said once: kernels of one name that differ only in
+    their launch configuration or template arguments can come to the same figures (sevit A4000: two
+    ``index_elementwise_kernel`` of two launches each, both +18.2% [+0.0%, +36.4%], were two identical notes)."""
+    counts = Counter(lines)
+    return [line if counts[line] == 1 else f"{counts[line]} kernels of this name, each: {line}"
+            for line in dict.fromkeys(lines)]
 
 
 def _capped(lines: list[str], what: str) -> list[str]:
@@ -205,9 +230,14 @@ def inconclusive_notes(results: Columns, groups: GroupVerdicts, confidence: floa
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] ({confidence:.0%} interval over {row['n_baseline']} and "
-            f"{row['n_current']} launches) reaches beyond its limit {row['threshold']} without lying beyond it: "
+            f"{row['n_current']} launches) reaches beyond its limit {_limit(row)} without lying beyond it: "
             f"inconclusive, not failed; {_settle(row, resolution)}")
-    return _capped(lines, "inconclusive kernels")
+    return _capped(_once(lines), "inconclusive kernels")
+
+
+def _limit(row: Mapping[str, Any]) -> str:
+    """A row's limit as the rows of every format show it: ``10% + 2 µs``, not the spec ``10%+2000``."""
+    return limit_text(row["threshold"], row["unit"])
 
 
 def _picked(results: Columns, mask: Bools, order: Ints | None) -> Columns:
@@ -227,7 +257,7 @@ def alone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
     for row in _picked(results, groups.alone, order).rows():
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
-            f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
+            f"{row['change']:+.1%} on its own, past its limit {_limit(row)}, while its kernel's "
             f"{row['n_current']} launches moved {row['estimate']:+.1%}: this launch moved alone, beyond the spread of "
             "its kernel's launches, and not once (its call site moved in most iterations, or an exact count moved): "
             "regression")
@@ -242,7 +272,7 @@ def lone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = Non
     for row in _picked(results, groups.lone, order).rows():
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} "
-            f"{row['change']:+.1%} on its own, past its limit {row['threshold']}, while its kernel's "
+            f"{row['change']:+.1%} on its own, past its limit {_limit(row)}, while its kernel's "
             f"{row['n_current']} launches moved {row['estimate']:+.1%}: it moved alone once, with no other iteration "
             "of its call site moving with it, which another process on the GPU can do too: inconclusive, not "
             "failed; rerun to confirm")
@@ -265,9 +295,9 @@ def floor_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = No
         lines.append(
             f"{row['kernel']}{_where(str(row['region']))} ×{row['n_current']}: {row['label']} {row['estimate']:+.1%} "
             f"[{row['ci_low']:+.1%}, {row['ci_high']:+.1%}] reaches beyond the relative part of its limit "
-            f"{row['threshold']} but not beyond its absolute floor ({_floor_reading(str(row['metric']))}): "
+            f"{_limit(row)} but not beyond its absolute floor ({_floor_reading(str(row['metric']))}): "
             "not failed, excused by the floor")
-    return _capped(lines, "changes excused by a floor")
+    return _capped(_once(lines), "changes excused by a floor")
 
 
 def floor_hidden_notes(results: Columns, hidden: Bools, order: Ints | None = None) -> list[str]:
@@ -279,7 +309,7 @@ def floor_hidden_notes(results: Columns, hidden: Bools, order: Ints | None = Non
     for row in _picked(results, hidden, order).rows():
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['change']:+.1%} is "
-            f"past the relative part of its limit {row['threshold']} but not past its absolute floor, which one "
+            f"past the relative part of its limit {_limit(row)} but not past its absolute floor, which one "
             "launch's jitter can cross at this size: not failed, hidden by the floor; repeated launches of the "
             "kernel would be judged on their measured spread instead")
     return _capped(lines, "changes hidden by a floor")
@@ -299,7 +329,7 @@ def traffic_floor_notes(results: Columns, excused: Bools, floors: Floats, order:
         row = results.row(index)
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{_where(str(row['region']))}: {row['label']} {row['baseline']:,.0f} → "
-            f"{row['current']:,.0f} bytes ({row['change']:+.1%}) is past its limit {row['threshold']} but within "
+            f"{row['current']:,.0f} bytes ({row['change']:+.1%}) is past its limit {_limit(row)} but within "
             f"{TRAFFIC_FLOOR_SHARE:.0%} of the launch's DRAM traffic ({floor_of[index] / TRAFFIC_FLOOR_SHARE:,.0f} "
             "bytes): not failed, excused by the traffic floor")
     return _capped(lines, "changes excused by the traffic floor")

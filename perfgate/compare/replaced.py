@@ -195,10 +195,11 @@ def unjudged_replacements(replacements: list[Replacement]) -> list[tuple[str, st
         if replacement.time_rows:
             continue
         where = f"region {replacement.region}" if replacement.region else "launches outside any region"
-        why = ("no total holds them" if replacement.total < 0 else
-               "the total holding them has no time judged on both sides")
-        # The fix first: a headline keeps the first 200 characters of a cause.
-        lines.append((where, "kernels no rule paired, one may be the other renamed (after review accept them with "
-                             "--accept-unpaired-kernels or accept_unpaired_kernels, or pair them with kernel_aliases): "
-                             f"missing {listed(replacement.missing)}; new {listed(replacement.new)}; {why}"))
+        why = "no total holds them" if replacement.total < 0 else "their total has no time on both sides"
+        # What and why first, the fix last (a headline cut to fit keeps both ends: render.common.shorten_keeping_fix),
+        # the names between them.
+        lines.append((where, f"kernels no rule paired (perhaps one renamed), {why}: missing "
+                             f"{listed(replacement.missing)}; new {listed(replacement.new)} (after review accept them "
+                             "with --accept-unpaired-kernels or accept_unpaired_kernels, or pair them with "
+                             "kernel_aliases)"))
     return lines

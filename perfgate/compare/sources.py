@@ -187,22 +187,44 @@ def _module_loading(settings: Any) -> dict[str, float]:
 
 
 NOTED_LOADING_NS = 100_000.0
+HELD_SHARE = 0.9  # a range whose left-out time a range inside it holds this much of, on both sides, is that one's
 
 
 def module_loading_notes(baseline: Measurement, current: Measurement) -> list[str]:
     """A note per region whose wall time left out a kernel's first launch call (CUDA's lazy module loading: host
-    time of milliseconds that is neither the code's nor the kernel's), on either side. Only that call's time is
-    left out; the rest of the region is judged."""
+    time of milliseconds that is neither the code's nor the kernel's). Only that call's time is left out; the rest
+    of the region is judged. Only regions both runs hold (one run's region is compared under another, whose note
+    this is); a region inside others that holds (nearly) all of their left-out time speaks for them in one note."""
     before, after = _module_loading(baseline.settings), _module_loading(current.settings)
+    both = _region_paths(baseline) & _region_paths(current)
+    noted = [r for r in sorted(set(before) | set(after))
+             if r in both and max(before.get(r, 0.0), after.get(r, 0.0)) >= NOTED_LOADING_NS]
+    around: dict[str, int] = {}  # per region that speaks for others: how many ranges around it it speaks for
+    for region in noted:
+        speaker = region
+        for inner in noted:  # sorted: the deepest range inside it that holds its time comes last
+            if inner.startswith(region + REGION_SEPARATOR) and all(
+                    side.get(inner, 0.0) >= HELD_SHARE * side.get(region, 0.0) for side in (before, after)):
+                speaker = inner
+        around[speaker] = around.get(speaker, -1) + 1
     notes = []
-    for region in sorted(set(before) | set(after)):
-        if max(before.get(region, 0.0), after.get(region, 0.0)) < NOTED_LOADING_NS:
-            continue  # an ordinary launch call's microseconds: nothing worth a line
+    for region in noted:
+        if region not in around:
+            continue
         sides = " → ".join(duration(side.get(region, 0.0)) for side in (before, after))
-        notes.append(f"region `{region}`: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out "
-                     "of its wall time and GPU idle; warm the kernels up before the region, or set "
-                     "CUDA_MODULE_LOADING=EAGER")
+        others = around[region]
+        ranges = "the range" if others == 1 else f"the {others} ranges"
+        where = f"region `{region}`" + (f" and {ranges} around it" if others else "")
+        notes.append(f"{where}: {sides} of kernels' first launch calls (CUDA's lazy module loading) left out of "
+                     f"{'their' if others else 'its'} wall time and GPU idle; warm the kernels up before the region, "
+                     "or set CUDA_MODULE_LOADING=EAGER")
     return notes + _cold_gap_notes(baseline, current)
+
+
+def _region_paths(measurement: Measurement) -> set[str]:
+    """The regions (range stacks) a measurement times, as its region rows name them."""
+    table = measurement.table
+    return {str(path) for path in table[table.equals("kind", KIND_REGION)]["region"].tolist()}
 
 
 def _longest_gaps(settings: Any) -> dict[str, tuple[float, str]]:

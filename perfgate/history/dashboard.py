@@ -29,8 +29,10 @@ from perfgate.history.code_change import code_note
 from perfgate.history.db import History
 from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, newest_runs, no_runs
 from perfgate.history.findings import RunFindings, load_findings
-from perfgate.history.keys import KERNEL_FIELDS, facts_key, shown_kernel
+from perfgate.history.keys import KERNEL_FIELDS, facts_key, function_name, shown_kernel
 from perfgate.history.series import Branch, Series
+from perfgate.render.formatting import format_value, pair_texts
+from perfgate.render.kernel_names import compact_name
 from perfgate.vocabulary import NO_ENTRIES, Status
 
 ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
@@ -56,14 +58,23 @@ def page_name(key: Sequence[str]) -> str:
     return f"{readable}-{hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:12]}.html"
 
 
-def display_name(facts: dict[str, str]) -> str:
+def display_name(facts: dict[str, str], compact: bool = False) -> str:
+    """A series' kernel (and region) as its page's title names it; ``compact``: each long template argument cut,
+    as the index's row shows it (the full name is the row's tooltip)."""
     if facts["kind"] == "region":
         return f"region {facts['region'] or '(all)'}"
-    return shown_kernel(facts["kernel"], facts["kind"]) + (f" [{facts['region']}]" if facts["region"] else "")
+    shown = shown_kernel(facts["kernel"], facts["kind"])
+    if compact:
+        shown = compact_name(shown, function_name(facts["kernel"], facts["kind"]))
+    return shown + (f" [{facts['region']}]" if facts["region"] else "")
 
 
-def number(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1e4 and float(value).is_integer() else f"{value:.4g}"
+def values_in(facts: Mapping[str, Any], *values: float) -> list[str]:
+    """A series' values as the reports write them, in its metric's unit on one scale (``124.7 µs``, ``14.2 MB``;
+    a bare ``124,702`` and ``4.034e+04`` side by side said neither the unit nor which was larger)."""
+    if len(values) == 2:  # a before and an after
+        return pair_texts(values[0], values[1], facts["unit"], facts["metric"])
+    return [format_value(value, facts["unit"]) for value in values]
 
 
 def sparkline(values: np.ndarray) -> str:
@@ -78,9 +89,10 @@ def sparkline(values: np.ndarray) -> str:
     return " ".join(f"{x:.0f},{y:.1f}" for x, y in zip(xs, ys))
 
 
-def _change_view(change: dict[str, Any]) -> dict[str, Any]:
+def _change_view(change: dict[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+    before, after = values_in(facts, change["before"], change["after"])
     return {"commit": change["commit"][:12], "direction": change["direction"], "text": f"{change['change']:+.1%}",
-            "before": number(change["before"]), "after": number(change["after"]),
+            "before": before, "after": after,
             "confidence": f"{change['confidence']:.1%}", "creep": change["creep"],
             "cumulative": f"{change['cumulative']:+.1%}", "accepted": change["accepted"], "gate": False,
             "culprit": (change.get("culprit") or {}).get("commit"), "code": code_note(change.get("code"))}
@@ -92,10 +104,11 @@ def script_json(value: Any) -> Any:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def _gate_view(verdict: dict[str, Any]) -> dict[str, Any]:
+def _gate_view(verdict: dict[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The gate's verdict on a series' newest run, in the place of a change point's row."""
+    before, after = values_in(facts, verdict["before"], verdict["after"])
     return {"commit": verdict["commit"][:12], "direction": verdict["status"], "text": f"{verdict['change']:+.1%}",
-            "before": number(verdict["before"]), "after": number(verdict["after"]), "gate": True,
+            "before": before, "after": after, "gate": True,
             "accepted": verdict.get("accepted"), "note": newest_note(verdict["status"])}
 
 
@@ -122,8 +135,8 @@ def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict
         data.append({"element": element, "metric": series.facts["metric"], "unit": series.facts["unit"],
                      "x": series.commits.tolist(), "y": series.values.tolist(), "changes": marks})
         metrics.append({"metric": series.facts["metric"], "element": element, "anchor": f"m{number_}",
-                        "gate": _gate_view(gate) if gate is not None else None,
-                        "changes": [_change_view(c) for c in reversed(changes[series.id])]})
+                        "gate": _gate_view(gate, series.facts) if gate is not None else None,
+                        "changes": [_change_view(c, series.facts) for c in reversed(changes[series.id])]})
     payload = {"commits": branch.commits, "metrics": data}
     return str(env.get_template("kernel.html.j2").render(
         root="../", back="../index.html", name=display_name(facts), test=facts["test"], gpu=facts["gpu"],
@@ -138,10 +151,12 @@ def _index_rows(branch: Branch, changes: dict[int, list[dict[str, Any]]],
     for series in sorted(branch.series, key=lambda s: (kernel_key(s), s.facts["metric"])):
         last = changes[series.id][-1] if changes[series.id] else None
         gate = newest.get(series.id)  # the newest run: later than any change point
-        rows.append({"gpu": series.facts["gpu"], "test": series.facts["test"], "name": display_name(series.facts),
-                     "metric": series.facts["metric"], "latest": number(float(series.values[-1])),
+        rows.append({"gpu": series.facts["gpu"], "test": series.facts["test"],
+                     "name": display_name(series.facts, compact=True), "full_name": display_name(series.facts),
+                     "metric": series.facts["metric"], "latest": values_in(series.facts, float(series.values[-1]))[0],
                      "spark": sparkline(series.values), "href": "kernels/" + page_name(kernel_key(series)),
-                     "change": _gate_view(gate) if gate else _change_view(last) if last else None})
+                     "change": (_gate_view(gate, series.facts) if gate else
+                                _change_view(last, series.facts) if last else None)})
     return rows
 
 

@@ -31,6 +31,7 @@ from perfgate.render import (
     headline,
     summary_parts,
 )
+from perfgate.render.formatting import limit_text
 from perfgate.render.templates import render_block
 from perfgate.render.untrusted import plain_line
 from perfgate.report import Report, iter_launches, launch_row, result_rows
@@ -261,7 +262,7 @@ def regression_annotations(report: Report, workspace: str | None = None,
                 label = row.get("label") or row.get("metric")
                 before, after = format_values([row.get("baseline"), row.get("current")], row.get("unit"))
                 moved.append(f"{label} {before} → {after} ({format_change(row.get('change'))}, limit "
-                             f"{row.get('threshold')})")
+                             f"{limit_text(row.get('threshold'), row.get('unit'))})")
         line = launch.get("line") if isinstance(launch.get("line"), int) and launch["line"] > 0 else 1
         where = f" [{launch['region']}]" if launch.get("region") else ""
         device = f" on {launch['device']}" if launch.get("device") else ""

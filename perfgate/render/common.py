@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 from perfgate.render.formatting import change_for, pair_texts
 from perfgate.report import ReportView, kernel_summary, listed_summary
 from perfgate.report.contract import compared_launches
-from perfgate.vocabulary import UPDATE_NOTE, Status
+from perfgate.vocabulary import KIND_REGION, UPDATE_NOTE, Status
 
 STATUS_ICON = {"regression": "❌", "inconclusive": "❔", "improvement": "🚀", "unchanged": "✅", "new": "🆕",
                "missing": "➖", "no data": "⚠️", "info": "ℹ️"}
@@ -33,6 +33,12 @@ def display_name(row: dict[str, Any]) -> str:
     return name
 
 
+def shown_region(kind: Any, kernel: Any, region: Any) -> str:
+    """The region to show beside a row's name: none for a region's own row, which its name already says
+    (``step [step]``, ``step`` over ``step``)."""
+    return "" if not region or (kind == KIND_REGION and region == kernel) else str(region)
+
+
 def metric_line(row: dict[str, Any]) -> str:
     metric = str(row.get("metric") or "")
     before, after = pair_texts(row.get("baseline"), row.get("current"), row.get("unit"), metric)
@@ -45,15 +51,25 @@ NOT_AN_EXPLANATION = re.compile(r"^(launch__|time\.stddev$)")
 
 
 def no_data_side(rows: list[dict[str, Any]]) -> str:
-    """Which side lacks values for a "no data" launch: 'baseline', 'current run' or 'either run'."""
+    """Where a "no data" launch lacks values (its result rows; the gated ones where it has some): ``the
+    baseline``, ``the current run``, ``both runs``, or ``one run or the other`` (a metric lacks one side, another
+    the other)."""
     gated = [r for r in rows if r.get("gated")] or rows
-    base_missing = all(r.get("baseline") is None for r in gated)
-    cur_missing = all(r.get("current") is None for r in gated)
-    if base_missing and not cur_missing:
-        return "baseline"
-    if cur_missing and not base_missing:
-        return "current run"
-    return "either run"
+    return missing_side([r.get("baseline") for r in gated], [r.get("current") for r in gated])
+
+
+def missing_side(befores: Sequence[Any], afters: Sequence[Any]) -> str:
+    """The words for which side lacks values, from the values of each (None: none): one home for the text's and
+    the Markdown's "no values in ..."."""
+    base_missing = all(v is None for v in befores)
+    cur_missing = all(v is None for v in afters)
+    if base_missing and cur_missing:
+        return "both runs"
+    if base_missing:
+        return "the baseline"
+    if cur_missing:
+        return "the current run"
+    return "one run or the other"
 
 
 def explanation(rows: list[dict[str, Any]], min_change: float = 0.01) -> list[str]:

@@ -15,6 +15,7 @@ from perfgate.columns import objects
 from perfgate.render.formatting import (
     OWN,
     SHARED_LOWEST,
+    TIMES_FROM,
     WHOLE,
     _formatter,
     format_change,
@@ -186,7 +187,8 @@ def change_texts(changes: np.ndarray, column: Sequence[Any], rows: np.ndarray, s
         tenths = picked * 100 * 10  # what f"{change * 100:+.1f}" rounds, within 2**-13 below 2**40
         rounded = np.rint(tenths)
         certain = ((np.abs(picked) >= 0.0005) & (np.abs(tenths) < 2.0 ** 40)
-                   & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0))
+                   & (np.abs(tenths - np.floor(tenths) - 0.5) > 1e-3) & (rounded != 0)
+                   & (picked < TIMES_FROM))  # a ratio's text (226×) is format_change's
     out = np.empty(len(rows), dtype=object)
     if certain.any():
         kept = rounded[certain].astype(np.int64)

@@ -61,3 +61,18 @@ def variant_labels(demangled: list[str], kernel: str) -> list[str]:
         if shown and len(set(labels)) == len(labels):
             return labels
     return [f" ({number})" for number in range(1, len(demangled) + 1)]
+
+
+def compact_name(name: str, kernel: str) -> str:
+    """``name`` (a kernel's name with its template arguments, ``kernel<...>``, and whatever follows) with each
+    template argument cut to ``ARGUMENT_CHARS`` where one is longer (a PyTorch kernel's lambda types run to 1,500
+    characters); as it is otherwise."""
+    arguments = template_arguments(name, kernel)
+    if not arguments or not name.startswith(kernel + "<") or all(len(a) <= ARGUMENT_CHARS for a in arguments):
+        return name
+    depth, end = 0, len(kernel)
+    for end in range(len(kernel), len(name)):  # the argument list's closing ">"
+        depth += (name[end] in _OPEN) - (name[end] in _CLOSE)
+        if depth == 0:
+            break
+    return f"{kernel}<{', '.join(map(_short, arguments))}>{name[end + 1:]}"

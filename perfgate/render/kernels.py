@@ -65,6 +65,9 @@ class KernelRow(NamedTuple):
     alone: tuple[int, ...] = ()
     variant: str = ""  # what tells it apart from kernels of the same name in its region (kernel_names)
     code_why: str | None = None  # what its machine code says: the same (time unchanged) or changed, and how
+    # Of a kernel compared, its launches that were not (missing, new, no data), by status: why a row judged fine
+    # is among those that need attention.
+    uncompared: tuple[tuple[str, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -179,7 +182,15 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                      metrics=_summaries(report, _metric_launches(report, indexes) if metrics is None else metrics,
                                         group, group_stats(report) if stats is None else stats),
-                     alone=alone, code_why=_first_set(optional.get("code_why"), indexes))
+                     alone=alone, code_why=_first_set(optional.get("code_why"), indexes),
+                     uncompared=_uncompared(statuses))
+
+
+def _uncompared(statuses: Counter[str]) -> tuple[tuple[str, int], ...]:
+    """A compared kernel's launches of each status not compared, the worst first; none for a kernel not compared."""
+    if all(s in _UNCOMPARED for s in statuses):
+        return ()
+    return tuple((s, statuses[s]) for s in sorted(statuses, key=_rank) if s in _UNCOMPARED)
 
 
 def _first_set(column: Any, indexes: list[int]) -> Any:
@@ -298,8 +309,12 @@ def _summaries(report: ReportView, aggregated: list[MetricLaunches], group: int 
 
 
 def launches_label(row: KernelRow) -> str:
-    """``×40`` for a kernel launched 40 times (``×10,000``); "" for one launch."""
-    return f"×{len(row.launches):,}" if len(row.launches) > 1 else ""
+    """``×40`` for a kernel launched 40 times (``×10,000``), ``×19 (2 missing)`` where some were not compared;
+    "" for one launch."""
+    if len(row.launches) <= 1:
+        return ""
+    others = ", ".join(f"{count:,} {status}" for status, count in row.uncompared)
+    return f"×{len(row.launches):,}" + (f" ({others})" if others else "")
 
 
 def change_text(summary: MetricSummary) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
-from perfgate.render.common import STATUS_ICON
+from perfgate.render.common import STATUS_ICON, shown_region
 from perfgate.render.formatting import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
@@ -49,7 +49,8 @@ def metric_group(metric: str) -> str:
 
 
 def _where(row: KernelRow) -> str:
-    parts = [row.test or "", row.device or "", f"region {row.region}" if row.region else ""]
+    region = shown_region(row.kind, row.kernel, row.region)
+    parts = [row.test or "", row.device or "", f"region {region}" if region else ""]
     return " · ".join(p for p in parts if p)
 
 

@@ -31,9 +31,11 @@ from perfgate.render.common import (
     devices_label,
     headline,
     left_out,
+    missing_side,
     no_data_side,
     plural,
     report_devices,
+    shown_region,
     summary_parts,
 )
 from perfgate.render.formatting import pair_texts, text_length
@@ -75,7 +77,8 @@ MAX_METRICS_IN_ROW = 6
 def _names(row: KernelRow) -> tuple[str, list[str]]:
     """The kernel's name and what goes under it (its test and region), raw."""
     name = row.name
-    under = [short_test(row.test) if row.test and row.test != row.kernel else "", row.region or ""]
+    under = [short_test(row.test) if row.test and row.test != row.kernel else "",
+             shown_region(row.kind, row.kernel, row.region)]
     if row.kind == KIND_BENCHMARK and "::" in row.kernel:
         # A benchmark is named by its full test id: the test's name leads, its file goes under it, so a long
         # path does not widen the column and push "Why" off the comment.
@@ -93,9 +96,7 @@ def _message(row: KernelRow) -> str | None:
         return "new: no baseline"
     if status == Status.NO_DATA.value:
         gated = [m for m in row.metrics if m.gated]
-        side = "baseline" if all(m.before is None for m in gated) else "current run" if all(
-            m.after is None for m in gated) else "either run"
-        return f"no values in the {side}"
+        return f"no values in {missing_side([m.before for m in gated], [m.after for m in gated])}"
     return None
 
 

@@ -14,6 +14,7 @@ from perfgate.render.common import (
     left_out,
     metric_line,
     no_data_side,
+    shown_region,
     source_label,
     verdict_line,
 )
@@ -43,7 +44,8 @@ def _header(report: ReportView) -> list[str]:
 def _launch_lines(item: Shown, report: ReportView) -> list[str]:
     launch, rows = item.launch, item.rows
     status = str(launch["status"])
-    where = f" [{launch['region']}]" if launch.get("region") else ""
+    region = shown_region(launch.get("kind"), launch.get("kernel"), launch.get("region"))
+    where = f" [{region}]" if region else ""
     # A benchmark's name is its test id: name it once.
     test = f"{launch['test']}: " if launch.get("test") and launch.get("test") != launch.get("kernel") else ""
     name = display_name(launch)
@@ -60,7 +62,7 @@ def _launch_lines(item: Shown, report: ReportView) -> list[str]:
             lines.append(f"    {row['status']:<11} {metric_line(row)}  "
                          f"[limit {limit_text(row.get('threshold'), row.get('unit'))}{how}]")
     if status == Status.NO_DATA.value:
-        lines.append(f"    ncu recorded no values for the gated metrics in the {no_data_side(rows)}")
+        lines.append(f"    no values of the gated metrics in {no_data_side(rows)}")
     if launch.get("launch_change"):
         lines.append(f"    launch config changed: {launch['launch_change']}")
     if launch.get("code_why"):

@@ -149,7 +149,7 @@ def test_an_interval_that_straddles_the_limit_is_inconclusive_shown_and_not_fail
     assert comparison.counts()[Status.UNCHANGED.value] == 0
     [note] = [n for n in comparison.notes if "inconclusive" in n]
     assert note.startswith("gemm_kernel in region 'loop' ×40: duration +")
-    assert "95% interval over 40 and 40 launches" in note and "5%+2000" in note
+    assert "95% interval over 40 and 40 launches" in note and "its limit 5% + 2,000 without" in note
 
 
 def test_an_eight_percent_speed_up_is_one_improvement_and_a_straddling_one_is_unchanged() -> None:

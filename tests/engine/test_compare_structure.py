@@ -211,9 +211,9 @@ def test_kernels_replaced_outside_regions_the_runs_do_not_share_are_still_not_me
     assert comparison.verdict == "not measured"
     [(where, cause)] = comparison.unmeasured
     assert where == "launches outside any region"
-    assert cause.startswith("kernels no rule paired, one may be the other renamed (after review accept them with "
-                            "--accept-unpaired-kernels")
-    assert cause.endswith("new nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT; no total holds them")
+    assert cause.startswith("kernels no rule paired (perhaps one renamed), no total holds them: missing ")
+    assert cause.endswith("new nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT (after review accept them with "
+                          "--accept-unpaired-kernels or accept_unpaired_kernels, or pair them with kernel_aliases)")
     assert "kernels replaced outside any region: no total holds them: the runs hold different regions (backward " \
            "only in the current run), so their launches outside every region are not the same part of the " \
            "program" in comparison.notes

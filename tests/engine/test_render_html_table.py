@@ -257,7 +257,8 @@ def kernels_of_many_launches(regular: bool) -> Report:
 
 def python_metric_launches(report: Report, indexes: list[int]) -> list[MetricLaunches]:
     """What ``metric_launches`` must give, worked out plainly from the report's lists: each metric's rows in
-    report order, one row's values as they are, ``statistics.median`` of several without None."""
+    report order, one row's values as they are, ``statistics.median`` of several without None, of those with both
+    values where some have both and others not (a kernel that lost or gained launches)."""
     results = report["results"]
     by_code: dict[int, list[int]] = {}
     for i, launch in enumerate(results["launch"]):
@@ -268,7 +269,9 @@ def python_metric_launches(report: Report, indexes: list[int]) -> list[MetricLau
         if len(rows) == 1:
             before, after, change = (results[name][rows[0]] for name in ("baseline", "current", "change"))
         else:
-            before, after = ((statistics.median(known) if (known := [results[name][i] for i in rows
+            paired = [i for i in rows if results["baseline"][i] is not None and results["current"][i] is not None]
+            rows_valued = paired if paired and len(paired) < len(rows) else rows
+            before, after = ((statistics.median(known) if (known := [results[name][i] for i in rows_valued
                                                                    if results[name][i] is not None]) else None)
                              for name in ("baseline", "current"))
             change = after / before - 1 if before and after is not None else None

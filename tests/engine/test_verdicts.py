@@ -93,7 +93,7 @@ def test_a_tiny_kernels_shift_is_caught_over_its_launches_and_said_where_a_floor
     assert single.verdict == "pass"
     [note] = [n for n in single.notes if "hidden by the floor" in n]
     assert note.startswith("tiny_3us_kernel #0 in region 'step': duration +14.0% is past the relative part of its "
-                           "limit 5%+2000 but not past its absolute floor")
+                           "limit 5% + 2 µs but not past its absolute floor")
 
 
 def test_drift_and_three_sigma_draws_in_an_unchanged_loop_do_not_fail(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ def test_annotations_and_conclusions() -> None:
     (note,) = regression_annotations(report)
     assert note == {"path": "tests/t.py", "start_line": 12, "end_line": 12, "annotation_level": "failure",
                     "title": "perfgate: slow regressed on Tesla T4",
-                    "message": "slow: duration 100 µs → 150 µs (+50.0%, limit 5%+1000)"}
+                    "message": "slow: duration 100 µs → 150 µs (+50.0%, limit 5% + 1 µs)"}
     assert conclusion(report) == "failure"
     assert conclusion(make_report([launch("x", status="unchanged")])) == "success"
     assert conclusion(make_report([])) == "neutral"

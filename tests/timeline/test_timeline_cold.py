@@ -172,4 +172,4 @@ def test_a_host_stall_in_a_capture_from_the_process_start_fails(capsys: pytest.C
     (tmp_path / "s").mkdir()
     cur = _stalled(base, tmp_path / "s", at, 139_000_000)
     status, out, _ = run_cli(capsys, "compare", base, cur)
-    assert status == 1 and "REGRESSION  KernelExecutor::runFusion [KernelExecutor::runFusion]" in out
+    assert status == 1 and "REGRESSION  KernelExecutor::runFusion\n" in out
