@@ -73,7 +73,8 @@ def shared_memory(table: Columns, launches: Ints) -> Coded:
         parts.append((inverse.reshape(-1).astype(np.int64), distinct))  # -1: not known (NaN never equals itself)
     found, first = combined(*parts)
     pairs = zip(*(values[part_codes[first]].tolist() for part_codes, values in parts))
-    return found, objects(["/".join(f"{v:g}" if v >= 0 else "" for v in pair) for pair in pairs])
+    return found, objects(["/".join(f"{v:g}" if v >= 0 else "" for v in pair) if max(pair) >= 0 else ""
+                           for pair in pairs])  # neither known (traces): no "/" to show
 
 
 def no_shared_memory(count: int) -> Coded:

@@ -176,7 +176,8 @@ def no_runs(history: History, branch: str) -> InputError:
 def awaiting_note(status: str) -> str:
     """What the history says of a gate verdict on a newest run that no change point covers yet."""
     return (f"the newest run's {status} awaits confirmation (a change point needs {MIN_SIDE} runs that show "
-            "it; this is the gate's verdict)")
+            "it; this is the gate's verdict against its own baseline, and the change shown is the history's: the "
+            "newest run against the median since the series' last change point)")
 
 
 def newest_runs(history: History, branch: Branch, changes: dict[int, list[dict[str, Any]]],

@@ -245,8 +245,12 @@ def _notes(reference: Reference, used: set[tuple[str, ...]], short: Mapping[tupl
     if not reference.commits:
         rest = f"judged against {file_name}" if file_name else "no reference"
         return [f"history: insufficient data: no run of branch {reference.branch!r} is recorded; {rest}"]
-    notes = [f"reference: {reference.label} for {len(used)} series"
-             + (f"; {file_name} for the others" if file_name and short else "")]
+    if used:
+        notes = [f"reference: {reference.label} for {len(used)} series"
+                 + (f"; {file_name} for the others" if file_name and short else "")]
+    else:  # "for 0 series" read as if the history had been the reference
+        notes = [f"reference: {reference.label}, for none of this run's series"
+                 + (f": all judged against {file_name}" if file_name else "")]
     listed = sorted(short.values())
     notes += [f"history: {line}" for line in listed[:NOTES_SHOWN]]
     if len(listed) > NOTES_SHOWN:

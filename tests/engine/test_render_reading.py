@@ -187,3 +187,14 @@ def test_a_regions_row_names_it_once(capsys: pytest.CaptureFixture[str], tmp_pat
     assert '<span class="kernel">Optimizer.step#Adam.step</span></td><td>Tesla T4</td>' in page
     # a kernel in that range still says where it ran
     assert "multi\\_tensor\\_apply\\_kernel (1)<br><sub>Optimizer.step\\#Adam.step</sub>" in markdown
+
+
+def test_a_trace_kernels_unknown_shared_memory_is_not_shown_as_a_slash(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    # amp-lab T4, FP32 -> AMP: traces give no shared memory per block; the ambiguous-rename note told launches of
+    # one name apart by "grid (16, 1, 1) block (32, 4, 1) shared memory /".
+    report = _compare(capsys, tmp_path, corpus_trace("amp-lab-t4/fp32.pt.trace.json"),
+                      corpus_trace("amp-lab-t4/amp.pt.trace.json"))
+    unpaired = [note for note in report["notes"] if note.startswith("renamed kernels not paired")]
+    assert any("grid (" in note for note in unpaired)
+    assert not any("shared memory /" in note or "shared memory" in note for note in unpaired)

@@ -85,7 +85,9 @@ def test_the_newest_run_s_regression_awaits_confirmation(tmp_path: Path, capsys:
     lines = [line for line in text.splitlines() if "vector_add" in line and "gpu__time_duration.sum" in line]
     assert len(lines) == 2 and all(re.match(r"REGRESSION \+\d{3}\.\d% ", line) for line in lines), text
     assert all(f"at {commit_of(5)[:12]}: " in line and "(the newest run's regression awaits confirmation (a change "
-               "point needs 3 runs that show it; this is the gate's verdict))" in line for line in lines)
+               "point needs 3 runs that show it; this is the gate's verdict against its own baseline, "
+               "and the change shown is the history's: the newest run against the median since the series' last change "
+               "point))" in line for line in lines)
     assert main(["history", "changes", "--db", url, "--format", "json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert len(found) == 4 and all(c["awaiting"] and c["confidence"] is None and c["commit"] == commit_of(5)

@@ -92,6 +92,19 @@ def test_compare_without_baseline_needs_history(capsys: pytest.CaptureFixture[st
     assert "BASELINE is required without --history" in capsys.readouterr().err
 
 
+def test_a_history_that_holds_none_of_the_runs_series_does_not_claim_to_be_its_reference(tmp_path: Path) -> None:
+    # The note read "reference: history: median of 6 runs of main ... for 0 series": as if the history had judged.
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    record_runs(tmp_path, url, [{"gemm": v} for v in HISTORY])
+    stale = baseline_file(tmp_path / "base.json", {"scan": 90000.0})
+    current = baseline_file(tmp_path / "cur.json", {"scan": 91000.0})
+    status, report = compare_json(tmp_path, str(stale), str(current), "--history", url)
+    assert status == 0
+    [note] = [n for n in report["notes"] if n.startswith("reference: ")]
+    assert note == ("reference: history: median of 6 runs of main since 2026-11-01, for none of this run's series: all "
+                    f"judged against {stale}")
+
+
 def test_the_plugin_judges_each_test_against_the_history(suite: pytest.Pytester,  # noqa: F811
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{suite.path / 'h.sqlite'}"
