@@ -27,6 +27,7 @@ from perfgate.history.modes import mix_edges
 from perfgate.history.search import MIN_SIDE, WINDOW, is_piecewise_constant, weak_change_points
 from perfgate.history.spikes import despike_one
 from perfgate.history.stats import t_test
+from perfgate.history.step_size import small_steps
 from perfgate.history.wander import step_p, variogram
 
 # A segment shorter than half a window between two change points (a regression reverted soon after) could sit in
@@ -118,14 +119,16 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     series' points that its t-test passed but that are no step (a line through their neighbourhood explains them,
     ``abrupt``, or the series' wander does, ``wander``) come after its steps as ``gradual`` points, each judged
     against its neighbours of both kinds: a slow movement, which ``detect`` reports where it adds up. Two steps that
-    bound a short run of a multimodal series' usual values (``perfgate.history.modes``) are no change points."""
+    bound a short run of a multimodal series' usual values (``perfgate.history.modes``), and a step smaller than
+    the series' noise (``perfgate.history.step_size``), are no change points."""
     if len(series) < 2 or not candidates or float(series.min()) == float(series.max()):
         return []
     blips, steps = held(series, candidates, is_piecewise_constant(series))
     found = sorted(_merged_steps(series, steps, p_value, min_change) + blip_points(series, blips))
-    mixed = mix_edges(series, [(p.position, not (p.gradual or p.exact)) for p in found], p_value * SHORT_FACTOR)
-    if mixed:  # a short run of the series' usual modes: judged again without its edges
-        return merge(series, [at for at in candidates if at not in mixed], p_value, min_change)
+    kinds = [(p.position, not (p.gradual or p.exact)) for p in found]
+    dropped = mix_edges(series, kinds, p_value * SHORT_FACTOR) or small_steps(series, kinds)
+    if dropped:  # a short run of the series' usual modes, or steps inside its noise: judged again without them
+        return merge(series, [at for at in candidates if at not in dropped], p_value, min_change)
     return found
 
 

@@ -37,6 +37,7 @@ from perfgate.history.changes import (
 from perfgate.history.counter_levels import moves_level
 from perfgate.history.excursions import excursion_shape, hold_levels, may_pass
 from perfgate.history.modes import mix_edges
+from perfgate.history.step_size import small_steps
 from perfgate.history.search import MIN_SIDE
 from perfgate.history.segments import Values, by_length, means_and_squares, segment_medians
 from perfgate.history.stats import stdtr
@@ -108,9 +109,9 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
     known = _standing(wandering, candidates, p_value)
     for k, (values_k, points, gamma) in wandering.items():
         results[k] = against_wander(values_k, candidates[k], set(points), gamma, p_value, min_change, known[k])
-    for k, found in enumerate(results):  # merge's last word: a short run of a series' usual modes (``modes``)
-        if len(found) > 1 and mix_edges(series[k], sorted((p.position, not (p.gradual or p.exact)) for p in found),
-                                        p_value * SHORT_FACTOR):
+    for k, found in enumerate(results):  # merge's last word: a usual modes' run (``modes``), a small step (``step_size``)
+        kinds = sorted((p.position, not (p.gradual or p.exact)) for p in found)
+        if len(found) > 1 and mix_edges(series[k], kinds, p_value * SHORT_FACTOR) or small_steps(series[k], kinds):
             results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 

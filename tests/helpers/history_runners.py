@@ -154,12 +154,57 @@ def rare_mode_series(seed: int = 494, per_family: int = 40) -> Iterator[Planted]
             yield Planted(family, 1e3 * np.where(inside, 1 + size, 1.0) * values, (at, at + width))
 
 
+def warm_spell_series(seed: int = 501, per_family: int = 40) -> Iterator[Planted]:
+    """CUDA-event times on boost clocks: right-skewed noise (gamma, shape 4, scale 1-3% of the level: a run is
+    slowed more often than sped up), and one or two warm spells a series (the room or the chassis warms, clocks
+    settle lower): the level 0.6-1.2 noise units higher for 12-40 commits, reached and left over 1-3 commits, a
+    shift the t-test passes over so many runs and a person does not see in the noise; 120-220 commits.
+
+    * ``warm-flat``: no change point.
+    * ``warm-step``: a step of 4-6 noise units (either way; the blind sets' rule is 4) at a commit in 20..n-20, away
+      from the spells: one change point, at the step.
+    * ``warm-reverted``: a regression of 6-10 noise units that holds 4-8 commits (the blind sets' rule for a short
+      level is 6), then comes back, away from the spells: two change points, its edges.
+    """
+    rng = np.random.default_rng(seed)
+
+    def warm(n: int, scale: float, clear: tuple[int, int]) -> np.ndarray:
+        level = np.zeros(n)
+        for _ in range(int(rng.integers(1, 3))):
+            width, ramp = int(rng.integers(12, 41)), int(rng.integers(1, 4))
+            start = int(rng.integers(0, n - width))
+            while clear[0] - 3 < start + width and start < clear[1] + 3:
+                start = int(rng.integers(0, n - width))
+            shape = np.clip(np.minimum(np.arange(n) - start + 1, start + width - np.arange(n)) / ramp, 0.0, 1.0)
+            level = np.maximum(level, rng.uniform(0.6, 1.2) * shape)
+        return 1 + scale * (rng.gamma(4.0, 0.5, n) - 2.0 + level)
+
+    def scale() -> float:
+        return float(np.exp(rng.uniform(np.log(0.01), np.log(0.03))))
+
+    for _ in range(per_family):
+        n = int(rng.integers(120, 221))
+        yield Planted("warm-flat", 0.5 * warm(n, scale(), (-10, -10)), ())
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 221)), scale()
+        at = int(rng.integers(20, n - 20))
+        level = np.where(np.arange(n) < at, 1.0, np.exp(float(rng.choice([-1, 1])) * rng.uniform(4, 6) * noise))
+        yield Planted("warm-step", 0.5 * level * warm(n, noise, (at, at)), (at,))
+    for _ in range(per_family):
+        n, noise = int(rng.integers(120, 221)), scale()
+        at, width = int(rng.integers(20, n - 30)), int(rng.integers(4, 9))
+        inside = (np.arange(n) >= at) & (np.arange(n) < at + width)
+        level = np.where(inside, np.exp(rng.uniform(6, 10) * noise), 1.0)
+        yield Planted("warm-reverted", 0.5 * level * warm(n, noise, (at, at + width)), (at, at + width))
+
+
 if __name__ == "__main__":
     from perfgate.history.changes import change_points
 
     seed, per_family = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (361, 40)
     every = list(heavy_tail_series(seed, per_family)) + list(runner_pool_series(seed + 1, per_family))
     every += list(slow_launch_series(seed + 130, per_family)) + list(rare_mode_series(seed + 133, per_family))
+    every += list(warm_spell_series(seed + 140, per_family))
     for s in score(lambda v: [c.position for c in change_points(v)], every).values():
         print(f"{s.family:12} planted {s.planted:4} found {s.found:4} true {s.true_positives:4} "
               f"extra {s.found - s.true_positives:4}")
