@@ -26,7 +26,7 @@ from perfgate.metrics import (
     TRAFFIC_FLOOR_SHARE,
     Threshold,
 )
-from perfgate.render.formatting import limit_text
+from perfgate.quantities import limit_text
 from perfgate.vocabulary import (
     KIND_BENCHMARK,
     KIND_KERNEL,

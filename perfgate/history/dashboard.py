@@ -31,7 +31,7 @@ from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, n
 from perfgate.history.findings import RunFindings, load_findings
 from perfgate.history.keys import KERNEL_FIELDS, facts_key, function_name, shown_kernel
 from perfgate.history.series import Branch, Series
-from perfgate.render.formatting import format_value, pair_texts
+from perfgate.quantities import format_value, pair_texts
 from perfgate.render.kernel_names import compact_name
 from perfgate.vocabulary import NO_ENTRIES, Status
 

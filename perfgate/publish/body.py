@@ -31,7 +31,7 @@ from perfgate.render import (
     headline,
     summary_parts,
 )
-from perfgate.render.formatting import limit_text
+from perfgate.quantities import limit_text
 from perfgate.render.templates import render_block
 from perfgate.render.untrusted import plain_line
 from perfgate.report import Report, iter_launches, launch_row, result_rows

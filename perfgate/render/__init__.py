@@ -32,7 +32,8 @@ from perfgate.render.common import (
     summary_parts,
     verdict_line,
 )
-from perfgate.render.formatting import format_change, format_value, format_values, md_escape
+from perfgate.quantities import format_change, format_value, format_values
+from perfgate.render.formatting import md_escape
 from perfgate.render.untrusted import MAX_NAME
 from perfgate.render.markdown import MARKDOWN_BUDGET, render_markdown
 from perfgate.render.shape import ComparedReport, compared

@@ -3,7 +3,7 @@ left out, and where the numbers came from.
 
 Stdlib only. Renderers read a version 2 report (``perfgate.report``) through its row views, and
 only for the launches they show: a human format is bounded by what needs attention, so its cost
-does not grow with the launches it leaves out. Number formatting and escaping live in
+does not grow with the launches it leaves out. Numbers are written by ``perfgate.quantities``, escaping lives in
 ``render.formatting``, kernel rows and the "why" in ``render.kernels``.
 """
 
@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from perfgate.render.formatting import change_for, pair_texts
+from perfgate.quantities import change_for, pair_texts
 from perfgate.report import ReportView, kernel_summary, listed_summary
 from perfgate.report.contract import compared_launches
 from perfgate.vocabulary import KIND_REGION, UPDATE_NOTE, Status

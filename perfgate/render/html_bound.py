@@ -15,7 +15,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from perfgate.render.formatting import format_change, format_values, html_escape
+from perfgate.quantities import format_change, format_values
+
+from perfgate.render.formatting import html_escape
 from perfgate.render.html_table import table_rows
 from perfgate.render.kernels import KernelRow, worst_status
 from perfgate.render.result_arrays import ResultArrays

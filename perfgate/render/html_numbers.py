@@ -1,5 +1,5 @@
 """The HTML page's numbers in numpy, each distinct text made once: a table of 80,000 rows holds a few thousand
-distinct numbers. A value's text is ``perfgate.render.formatting``'s (its unit, at the scale its row shares:
+distinct numbers. A value's text is ``perfgate.quantities``' (its unit, at the scale its row shares:
 ``value_scale``); values that round to the same digits share one rounding key, so one of them is formatted for
 all.
 """
@@ -12,25 +12,25 @@ from typing import Any, Callable, NamedTuple, TypeVar
 import numpy as np
 
 from perfgate.columns import objects
-from perfgate.render.formatting import (
+from perfgate.quantities import (
     OWN,
     SHARED_LOWEST,
     TIMES_FROM,
     WHOLE,
     _formatter,
     format_change,
-    html_escape,
     number_style,
     scale_divisors,
     whole_count,
 )
+from perfgate.render.formatting import html_escape
 from perfgate.units import SI_PREFIXES
 
 _escape = html_escape
 
 
 def row_scales(unit: str, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """:func:`perfgate.render.formatting.value_scale` of each row's two values of ``unit`` (NaN: no value), in
+    """:func:`perfgate.quantities.value_scale` of each row's two values of ``unit`` (NaN: no value), in
     numpy: the step the larger finite one reaches, unless the smaller would read in exponent form there (OWN);
     WHOLE for counts whose finite values are all whole below 1e9."""
     style = number_style(unit)
@@ -87,7 +87,7 @@ def _percent_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _si_keys(values: np.ndarray, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Keys for ``formatting._si``'s text: the prefix the value reaches (or that of ``step``), then the 3 digits it
+    """Keys for ``quantities._si``'s text: the prefix the value reaches (or that of ``step``), then the 3 digits it
     rounds to (4 without a prefix)."""
     magnitude = np.abs(values)
     prefix: Any = (sum((magnitude < scale).astype(np.int64) for scale in _SI_SCALES[:-1].tolist()) if step is None
@@ -107,7 +107,7 @@ class Writer(NamedTuple):
 
     @staticmethod
     def of(unit: str, scale: int = OWN) -> Writer:
-        """``unit``'s values at ``scale`` (``formatting.value_scale``'s; OWN: each value at its own)."""
+        """``unit``'s values at ``scale`` (``quantities.value_scale``'s; OWN: each value at its own)."""
         style = number_style(unit)
         own = scale in (WHOLE, OWN)
         text, whole = _formatter(unit, scale), whole_count(unit) if style == "count" and own else None

@@ -15,7 +15,8 @@ import numpy as np
 
 from perfgate.columns import factorize, objects
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.render.formatting import OWN, TIMELINE_SHARES, html_escape, limit_text
+from perfgate.quantities import OWN, TIMELINE_SHARES, limit_text
+from perfgate.render.formatting import html_escape
 from perfgate.render.html_numbers import Writer, change_texts, row_scales, value_texts
 from perfgate.render.result_arrays import ResultArrays
 from perfgate.report import Report
@@ -49,7 +50,7 @@ class _Metrics:
         self._writers: dict[tuple[int, int], Writer] = {}
 
     def writer(self, code: int, scale: int) -> Writer:
-        """How metric ``code``'s values are written at ``scale`` (``formatting.value_scale``)."""
+        """How metric ``code``'s values are written at ``scale`` (``quantities.value_scale``)."""
         if (code, scale) not in self._writers:
             self._writers[code, scale] = Writer.of(self.units[code], scale)
         return self._writers[code, scale]

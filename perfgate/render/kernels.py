@@ -12,7 +12,7 @@ import numpy as np
 
 from perfgate.render.common import NOT_AN_EXPLANATION
 from perfgate.timeline_why import region_why
-from perfgate.render.formatting import change_for, format_change, format_value, limit_text, pair_texts
+from perfgate.quantities import change_for, format_change, format_value, limit_text, pair_texts
 from perfgate.render.kernel_names import variant_labels
 from perfgate.render.result_arrays import MetricLaunches, ResultArrays, metric_launches
 from perfgate.render.roofline import ROOFLINE_METRICS, roofline_lines

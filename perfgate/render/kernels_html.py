@@ -16,7 +16,7 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
 from perfgate.render.common import STATUS_ICON, shown_region
-from perfgate.render.formatting import format_value, format_values, pair_texts
+from perfgate.quantities import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
 from perfgate.render.roofline import roofline_chart

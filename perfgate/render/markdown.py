@@ -38,7 +38,8 @@ from perfgate.render.common import (
     shown_region,
     summary_parts,
 )
-from perfgate.render.formatting import pair_texts, text_length
+from perfgate.quantities import pair_texts
+from perfgate.render.formatting import text_length
 from perfgate.render.kernels import KernelRow, KernelRows, change_text, launches_label, why_lines
 from perfgate.render.next_steps import next_steps_block
 from perfgate.render.templates import render_block, render_template

@@ -13,7 +13,7 @@ from typing import NamedTuple, Protocol
 from perfgate.derived import REDUNDANT_WORK_RATIO
 from perfgate.errors import PerfgateError
 from perfgate.metrics import parse_threshold
-from perfgate.render.formatting import format_value
+from perfgate.quantities import format_value
 
 FLOP_RATE, ROOF_PCT, RIDGE = "derived.flop_per_s", "derived.roofline_pct", "derived.ridge_ratio"
 DECLARED_WORK = "derived.declared_work"

@@ -19,7 +19,7 @@ from perfgate.render.common import (
     verdict_line,
 )
 from perfgate.timeline_why import region_why
-from perfgate.render.formatting import limit_text
+from perfgate.quantities import limit_text
 from perfgate.render.kernels import kernel_row, why_lines
 from perfgate.render.shape import ComparedReport, compared
 from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals

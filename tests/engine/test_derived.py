@@ -24,7 +24,7 @@ from perfgate.options import resolve_metrics, selection
 from perfgate.plugin.ncu_run import profiling_metrics
 from perfgate.prepare import prepare, read_prepared, with_derived
 from perfgate.render import render
-from perfgate.render.formatting import limit_text
+from perfgate.quantities import limit_text
 from perfgate.report import build_report
 from perfgate.table import Measurement
 

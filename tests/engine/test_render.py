@@ -157,7 +157,7 @@ def test_html_report_renders_hostile_names_as_text(tmp_path: Path) -> None:
     ("off", "ns", "off"), ("500", "ns", "500 ns"), ("not a spec", "ns", "not a spec"), (None, "ns", ""),
 ])
 def test_limits_read_in_the_metrics_unit(spec: str | None, unit: str, shown: str) -> None:
-    from perfgate.render.formatting import limit_text
+    from perfgate.quantities import limit_text
 
     assert limit_text(spec, unit) == shown
 

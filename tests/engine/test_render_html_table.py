@@ -15,7 +15,8 @@ import pytest
 from helpers.reports import METRICS, hand_made
 
 from perfgate.render import format_change, format_value, format_values, render, render_html, render_parts
-from perfgate.render.formatting import OWN, WHOLE, _formatter, html_escape, number_style, value_scale
+from perfgate.quantities import OWN, WHOLE, _formatter, number_style, value_scale
+from perfgate.render.formatting import html_escape
 from perfgate.render.html import render_html_chunks
 from perfgate.render.html_numbers import Writer, _percent_keys, _si_keys, change_texts, distinct, row_scales, value_texts
 from perfgate.render.html_table import _ranks
@@ -33,7 +34,7 @@ def rows_one_by_one(report: Report) -> str:
     launches, results, metrics = report["launches"], report["results"], report["metrics"]
     names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
     units = [u or "" for u in metrics["unit"]]
-    from perfgate.render.formatting import limit_text
+    from perfgate.quantities import limit_text
 
     limits = [html_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], units)]
     explains = [not re.match(r"^(launch__|time\.stddev$)", str(m or "")) for m in metrics["metric"]]

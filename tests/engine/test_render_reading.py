@@ -14,7 +14,7 @@ from helpers.timeline import corpus_trace
 
 from perfgate.render import render_html, render_markdown, render_text
 from perfgate.render.common import shorten_keeping_fix
-from perfgate.render.formatting import format_change
+from perfgate.quantities import format_change
 from perfgate.render.kernels import KernelRows
 
 

@@ -156,6 +156,15 @@ def test_the_engine_imports_neither_shell_and_the_shells_not_each_other() -> Non
                 assert _room(target) in (room, "engine"), f"{name} ({room}) imports {target}"
 
 
+def test_the_flow_runs_one_way_from_reading_to_rendering() -> None:
+    """collect -> compare -> render: reading and comparing never import a renderer (the words and numbers they share
+    with renderers live below all three: ``perfgate.quantities``, ``perfgate.vocabulary``)."""
+    for name, path in MODULES.items():
+        if name.startswith(("perfgate.collect", "perfgate.compare")):
+            rendering = {t for t in _imported(name, path) if t.startswith(("perfgate.render", "perfgate.publish"))}
+            assert not rendering, f"{name} imports {sorted(rendering)}"
+
+
 def test_plugin_only_modules_live_in_the_plugin() -> None:
     assert "perfgate.plugin.ncu_run" in MODULES and "perfgate.plugin.preflight" in MODULES
     users = {name for name, path in MODULES.items()
