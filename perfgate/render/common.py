@@ -119,7 +119,7 @@ def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
     unmeasured = report.get("unmeasured") or []
     compared = compared_launches(counts)
     if regressions:
-        head = f"{plural(regressions, 'regression')} in {total:,} compared"
+        head = f"{plural(regressions, 'regression')} in {compared:,} compared"
     elif unmeasured:
         causes = Counter(_unmeasured_cause(entry) for entry in unmeasured)
         cause, _ = causes.most_common(1)[0]
@@ -131,9 +131,9 @@ def headline(report: ReportView, counts: dict[str, int] | None = None) -> str:
         return f"nothing compared ({total:,} launch{'es' if total != 1 else ''}, none with a baseline to compare)" \
             if total else "nothing compared"
     elif counts.get("inconclusive", 0):
-        head = f"{plural(counts['inconclusive'], 'inconclusive change')} in {total:,} compared"
+        head = f"{plural(counts['inconclusive'], 'inconclusive change')} in {compared:,} compared"
     else:
-        head = f"no regression in {total:,} compared"
+        head = f"no regression in {compared:,} compared"
     if unmeasured:
         head += f"; {_unmeasured_count(unmeasured)} not measured"
     return head

@@ -198,3 +198,12 @@ def test_a_trace_kernels_unknown_shared_memory_is_not_shown_as_a_slash(capsys: p
     unpaired = [note for note in report["notes"] if note.startswith("renamed kernels not paired")]
     assert any("grid (" in note for note in unpaired)
     assert not any("shared memory /" in note or "shared memory" in note for note in unpaired)
+
+
+def test_the_headline_counts_only_what_was_compared(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # amp-lab T4, FP32 -> AMP: most kernels are missing or new; the headline counted them, "in 182 compared".
+    status, out, _ = run_cli(capsys, "compare", corpus_trace("amp-lab-t4/fp32.pt.trace.json"),
+                             corpus_trace("amp-lab-t4/amp.pt.trace.json"))
+    assert status == 1
+    assert out.rstrip().splitlines()[-1].startswith("FAIL: 2 regressions in 19 compared (launches: 2 regressions, "
+                                                    "51 missing, 115 new, 1 improvement, 44 unchanged)")
