@@ -11,11 +11,13 @@ own level on either side: the median of its values in the ``REACH`` runs before 
 series whose value is beyond both (slower than both, or faster than both) moved *in* that run and was back
 after it. A run is a **spell run** where at least ``SHARE`` of the series with a value there moved the same way and
 a sign test says that is no chance (binomial, each way at most one half under no shared move: p at most ``ALPHA``).
+Runs in a row that pass that test but whose moves stay within the runners' usual spread (a sick runner among runners
+of mixed speeds, a warm spell of the pool) are spell runs where together they stand out (``_stretches``).
 Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
 runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
 
-A series with a change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests),
-all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
+A series with a change point within ``SLOP`` runs of a spell, or a move and its return that hold one, is judged
+again (``changes.merge``, the same tests), all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
 deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; a point farther
 from the spell had the spell's runs in a segment beside it, and a slow run before a spell can draw a split there):
 a spell's edges find no step then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
@@ -132,8 +134,8 @@ def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
     level = np.full(matrix.shape[1], np.nan)
     present = np.isfinite(matrix)
     if present.any():
-        with np.errstate(all="ignore"):
-            centred = matrix - np.nanmedian(np.where(present.any(axis=1)[:, None], matrix, 0.0), axis=1)[:, None]
+        rows = present.any(axis=1)  # a row with no value has no median of its own (nanmedian would warn)
+        centred = matrix - np.nanmedian(np.where(rows[:, None], matrix, 0.0), axis=1)[:, None]
         some_value = present.any(axis=0)
         level[some_value] = np.nanmedian(centred[:, some_value], axis=0)
     return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread, level), deviation
