@@ -11,11 +11,13 @@ own level on either side: the median of its values in the ``REACH`` runs before 
 series whose value is beyond both (slower than both, or faster than both) moved *in* that run and was back
 after it. A run is a **spell run** where at least ``SHARE`` of the series with a value there moved the same way and
 a sign test says that is no chance (binomial, each way at most one half under no shared move: p at most ``ALPHA``).
+Runs in a row that pass that test but whose moves stay within the runners' usual spread (a sick runner among runners
+of mixed speeds, a warm spell of the pool) are spell runs where together they stand out (``_stretches``).
 Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
 runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
 
-A series with a change point within ``SLOP`` runs of a spell is judged again (``changes.merge``, the same tests),
-all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
+A series with a change point within ``SLOP`` runs of a spell, or a move and its return that hold one, is judged
+again (``changes.merge``, the same tests), all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
 deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; a point farther
 from the spell had the spell's runs in a segment beside it, and a slow run before a spell can draw a split there):
 a spell's edges find no step then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
@@ -46,6 +48,7 @@ MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one
 SAMPLE = 200  # series a GPU's runs are judged from: at 200, two thirds one way is p 2e-6 by chance
 SLOP = 2  # runs beside a spell a change point it explains may sit (a spike beside an edge moves the split)
 USUAL = 3.0  # a spell run's median move beyond 3 robust spreads of the GPU's run-to-run moves (its runners' spread)
+STRETCH = REACH // 2  # most runs in a row a spell spans: a longer one leaves its runs no level of their own to read
 SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
 
 
@@ -73,13 +76,14 @@ class Spell(NamedTuple):
 
 class RunMoves(NamedTuple):
     """Per run (column) of a GPU's sampled series: how many had a value, moved up and moved down beyond both
-    sides' levels, and the median and robust spread of their log deviations from those levels."""
+    sides' levels, the median and robust spread of their log deviations from those levels, and their median level."""
 
     counted: np.ndarray
     up: np.ndarray
     down: np.ndarray
     median: np.ndarray
     spread: np.ndarray
+    level: np.ndarray  # the median of the series' log values less each one's own median (NaN where none)
 
 
 def oriented(series: Series) -> np.ndarray:
@@ -127,7 +131,14 @@ def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
     if some.any():
         median[some] = np.nanmedian(deviation[:, some], axis=0)
         spread[some] = 1.4826 * np.nanmedian(np.abs(deviation[:, some] - median[some]), axis=0)
-    return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread), deviation
+    level = np.full(matrix.shape[1], np.nan)
+    present = np.isfinite(matrix)
+    if present.any():
+        rows = present.any(axis=1)  # a row with no value has no median of its own (nanmedian would warn)
+        centred = matrix - np.nanmedian(np.where(rows[:, None], matrix, 0.0), axis=1)[:, None]
+        some_value = present.any(axis=0)
+        level[some_value] = np.nanmedian(centred[:, some_value], axis=0)
+    return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread, level), deviation
 
 
 def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
@@ -145,7 +156,8 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
         enough = counted >= MIN_SERIES
         p = np.ones(len(counted))
         p[enough] = bdtrc(together[enough] - 1, counted[enough], 0.5)  # P(at least that many)
-        flagged = enough & beyond & (together >= SHARE * counted) & (p <= ALPHA)
+        shared = enough & (together >= SHARE * counted) & (p <= ALPHA)
+        flagged = (shared & beyond) | _stretches(shared, moves, center, USUAL * spread, slower)
         current: list[int] = []
         ran = np.flatnonzero(counted > 0)
         for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
@@ -162,6 +174,33 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
                                     move, 0, reach))
             current = [run] if run >= 0 and flagged[run] else []
     return sorted(spells, key=lambda spell: spell.first)
+
+
+def _stretches(shared: np.ndarray, moves: RunMoves, center: float, usual: float, slower: bool) -> np.ndarray:
+    """Runs of stretches of ``shared`` runs in a row (runs the GPU has no value at between them), at most
+    ``STRETCH`` of them, whose median move lies beyond ``usual`` / sqrt(their count) the way they moved, and whose
+    median level lies as far beyond that of the ``STRETCH`` runs on either side (then back: not the first runs of a
+    longer move). The evidence of a shared move grows with the runs that show it, as a step's does: a stretch of
+    runs each within the runners' usual spread (a sick runner among runners of mixed speeds, a warm spell of the
+    pool) stands out together where no one run of it does."""
+    marked = np.zeros(len(shared), dtype=bool)
+    ran = np.flatnonzero(moves.counted > 0)
+    sign = 1.0 if slower else -1.0
+    on = shared[ran]
+    for start in np.flatnonzero(on & ~np.concatenate([[False], on[:-1]])).tolist():
+        end = start
+        while end + 1 < len(ran) and on[end + 1]:
+            end += 1
+        runs, bar = ran[start:end + 1], usual / np.sqrt(end + 1 - start)
+        before, after = ran[max(start - STRETCH, 0):start], ran[end + 1:end + 1 + STRETCH]
+        if len(runs) > STRETCH or min(len(before), len(after)) < MIN_SIDE:
+            continue
+        level = float(np.median(moves.level[runs]))
+        if (sign * (float(np.median(moves.median[runs])) - center) > bar
+                and sign * (level - float(np.median(moves.level[before]))) > bar
+                and sign * (level - float(np.median(moves.level[after]))) > bar):
+            marked[runs] = True
+    return marked
 
 
 def excursions(found: Sequence[Found]) -> list[tuple[int, int]]:
@@ -207,6 +246,17 @@ def _near(found: Found, spell: Spell) -> bool:
     return spell.reach[0] <= found.commit <= spell.reach[1]
 
 
+def _close(found: Sequence[Found], spells: Sequence[Spell]) -> list[bool]:
+    """Per change point, whether a spell may explain it: it lies near one (``_near``), or it is an edge of an
+    excursion (``excursions``) that holds one (a pool's warm spell felt more by one series starts and ends
+    beyond the runs where most series moved)."""
+    close = [any(_near(item, spell) for spell in spells) for item in found]
+    for start, end in excursions(found):
+        if any(start <= spell.first and spell.last < end for spell in spells):
+            close = [flag or item.commit in (start, end) for flag, item in zip(close, found)]
+    return close
+
+
 def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,
              p_value: float, min_change: float) -> tuple[list[Found], list[int]]:
     """A series' change points, judged again with the spell runs' values left out where they moved like the GPU's
@@ -221,7 +271,7 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
         band = SPREAD * np.fmax(moves.spread[at], 0.0)
         like[np.flatnonzero(inside)] = ((np.abs(own[0, at] - before[0, at] - moves.median[at]) <= band)
                                         | (np.abs(own[0, at] - after[0, at] - moves.median[at]) <= band))
-    near = [any(_near(item, spell) for spell in spells) for item in found]
+    near = _close(found, spells)
     if not like.any() or not any(near):
         return found, [0] * len(spells)
     kept_runs, values = runs[~like], series.values[~like]
@@ -230,7 +280,7 @@ def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves:
     sign = -1.0 if series.facts.get("direction") == "higher" else 1.0
     corrected = own[0, runs] - moves.median[runs]
     judged = [_placed(p, kept_runs, runs, like, corrected, sign) for p in merge(values, candidates, p_value, min_change)]
-    again = [item for item in judged if any(_near(item, spell) for spell in spells)]
+    again = [item for item, close in zip(judged, _close(judged, spells)) if close]
     result = sorted(judged, key=lambda item: item.commit)  # all its points: a segment beside a far one held spell runs
     hidden = [0] * len(spells)
     for item, close in zip(found, near):  # each point no longer named, to the spell nearest it
@@ -287,7 +337,7 @@ def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]
             continue
         moves, _ = run_moves(pool_matrix(pool_of(gpu), commits))
         spells = spells_of(gpu, moves)
-        near = [sid for sid in ids if any(_near(item, spell) for item in changes[sid] for spell in spells)]
+        near = [sid for sid in ids if any(_close(changes[sid], spells))]
         hidden = [0] * len(spells)
         for series in series_of(near) if near else []:
             if is_piecewise_constant(series.values):

@@ -80,6 +80,34 @@ def runner_pool_series(seed: int = 362, per_family: int = 40) -> Iterator[Plante
         yield Planted("runners-step", 100.0 * level * values, (at,))
 
 
+def mixed_pool_kernels(seed: int = 511, count: int = 40, commits: int = 160, warm: tuple[int, int] | None = (120, 128),
+                       rise: float = 0.06, held_from: int | None = None) -> list[np.ndarray]:
+    """``count`` kernel durations of one GPU whose runs land on 5 runners of mixed speeds (+0, +5, +2.5, +0, -2%,
+    one at random per commit: instance types, as a pool of host benchmarks has), 0.5% noise, ``commits`` commits.
+    ``warm``: every run in those commits (first, end) is ``rise`` slower on every kernel (a hot rack, a sick runner
+    taking the pool's jobs), each kernel feeling 0.6-1.2 of it, then back; ``held_from``: every kernel ``rise``
+    slower from that commit on, and holds (a driver update).
+
+    Expected, written before the detector ran on them: with ``warm`` of 8 runs at +6% (each run's move within the
+    runners' usual spread, 8 runs together beyond it), no change point and one runner-spell note; with
+    ``held_from`` and no ``warm``, one change point at ``held_from`` in every kernel; with ``warm`` of 20 runs
+    (longer than a spell spans), its two edges in most kernels.
+    """
+    rng = np.random.default_rng(seed)
+    speeds = np.array([0.0, 0.05, 0.025, 0.0, -0.02])
+    runner = rng.integers(0, len(speeds), commits)
+    pool = np.zeros(commits)
+    if warm is not None:
+        pool[warm[0]:warm[1]] = rise
+    if held_from is not None:
+        pool[held_from:] += rise
+    made = []
+    for _ in range(count):
+        feel = rng.uniform(0.6, 1.2) if warm is not None else 1.0
+        made.append(rng.uniform(1e4, 1e6) * (1 + speeds[runner]) * (1 + feel * pool) * (1 + rng.normal(0, 0.005, commits)))
+    return made
+
+
 def slow_launch_series(seed: int = 491, per_family: int = 40) -> Iterator[Planted]:
     """Kernel times on locked clocks (ncu replays a few launches): Student's t noise (5 degrees of freedom) of
     0.2-1%, and at 2-6% of the commits one slow launch among the few replayed, +5-9.5% (under the spike rule's 10%

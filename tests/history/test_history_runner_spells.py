@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pytest
@@ -18,7 +18,9 @@ from perfgate.history.db import open_history
 from perfgate.history.cache_rows import Found
 from perfgate.history.changes import ChangePoint
 from perfgate.history.detect import changes_and_notes
-from perfgate.history.runner_spells import _near, run_moves, spells_of
+from perfgate.history.runner_spells import Spell, _close, _near, run_moves, spells_of
+
+from helpers.history_runners import mixed_pool_kernels
 
 GPU = "NVIDIA A100-SXM4-40GB"
 TIME = "gpu__time_duration.sum"
@@ -182,3 +184,43 @@ def test_a_series_judged_without_its_spell_runs_keeps_only_the_points_that_hold_
     points, notes = _points(url)
     assert points == {"kernel_1": [60]}
     assert len(notes) == 1
+
+
+def _mixed(url: str, **plan: Any) -> tuple[dict[str, list[int]], list[str]]:
+    _write(url, [(TIME, values) for values in mixed_pool_kernels(**plan)])
+    return _points(url)
+
+
+def test_a_warm_stretch_on_a_pool_of_mixed_runners_is_one_note_not_change_points(url: str) -> None:
+    """Every run of commits 120-127 +6% on a pool whose runners' speeds differ by up to 7%: no one run of it
+    stands out of the runners' usual spread, the 8 runs together do. The search named both edges in most kernels
+    (31 of 40) and one spell hid a few; now none is named, and one note says what it was."""
+    points, notes = _mixed(url)
+    assert points == {}
+    assert len(notes) == 1 and notes[0].startswith(f"runner spell: runs 0078cccccccc..007fcccccccc on {GPU}: ")
+
+
+def test_a_held_step_on_a_pool_of_mixed_runners_is_named_in_every_kernel(url: str) -> None:
+    """A driver update (+6% from commit 80 on, held) on the same pool: a point in every kernel, at the step."""
+    points, notes = _mixed(url, warm=None, held_from=80)
+    assert len(points) == 40 and all(len(at) == 1 and abs(at[0] - 80) <= 2 for at in points.values())
+    assert notes == []
+
+
+def test_a_long_regression_of_the_whole_pool_keeps_its_edges(url: str) -> None:
+    """Every run of commits 100-119 +6%, then back (20 runs: longer than a spell spans): its first runs, each
+    beyond its levels in most kernels, stay named, not read as a spell of their own."""
+    points, notes = _mixed(url, warm=(100, 120))
+    assert len(points) >= 30 and all(len(at) == 2 and abs(at[0] - 100) <= 2 and abs(at[1] - 120) <= 2
+                                     for at in points.values())
+    assert notes == []
+
+
+def test_the_edges_of_an_excursion_that_holds_a_spell_are_close_to_it() -> None:
+    """A kernel that feels a pool's warm spell more than most starts and ends its excursion beyond the spell's
+    runs: both edges may be the spell's; a pair farther apart than the runs a level is read from is not."""
+    spell = Spell(GPU, 104, 110, True, 30, 40, 0.02, 0, (102, 112))
+    point = ChangePoint(0, 1e-9, 1.0, 1.01, False)
+    back = point._replace(before=1.01, after=1.0)
+    assert _close([Found(100, 99, point), Found(115, 114, back)], [spell]) == [True, True]
+    assert _close([Found(60, 59, point), Found(115, 114, back)], [spell]) == [False, False]
