@@ -27,7 +27,7 @@ from perfgate.history.culprits import load_culprits, mark_culprits
 from perfgate.history.changes import P_VALUE, movements
 from perfgate.history.db import History
 from perfgate.history.keys import SERIES_FIELDS, shown_kernel
-from perfgate.history.runner_spells import hide_spells, history_pools, runner_timed, sample, spell_note
+from perfgate.history.runner_spells import hide_spells, history_pools, runner_signal, sample, spell_note
 from perfgate.history.search import MIN_SIDE, WINDOW
 from perfgate.history.stats import require_scipy
 from perfgate.history.series import Branch, Series, commit_order, load_branch, load_series, relative, series_facts
@@ -147,9 +147,9 @@ def changes_by_series(history: History, branch: str, p_value: float = P_VALUE, m
     states = search(loaded.series, p_value, min_change, WINDOW)
     by_id = {series.id: series for series in loaded.series}
 
-    def pool_of(gpu: str) -> list[Series]:
+    def pool_of(gpu: str, signal: str) -> list[Series]:
         return [by_id[sid] for sid in sample([s.id for s in loaded.series if s.facts["gpu"] == gpu
-                                              and runner_timed(s.facts["metric"])])]
+                                              and runner_signal(s.facts["metric"]) == signal])]
 
     kept, spells = hide_spells({sid: state.changes for sid, state in states.items()},
                                {s.id: s.facts for s in loaded.series}, len(loaded.commits), pool_of,

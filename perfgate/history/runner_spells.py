@@ -59,6 +59,19 @@ def runner_timed(metric: str) -> bool:
     return is_timing(metric) or (is_benchmark_metric(metric) and metric not in ("time.stddev", "time.iqr", "rounds"))
 
 
+IDLE_SHARE = "idle share"
+TIMING = "timing"
+
+
+def runner_signal(metric: str) -> str | None:
+    """How a metric moves with the runner, each kind judged for spells apart: ``timing`` (``runner_timed``), or
+    ``idle share`` (a region's share of time the GPU sat idle: a stalled host raises it while the kernels' times
+    hold, a slow GPU may lower it, so it is no sample of the times' move); None: it does not move (counters)."""
+    if "idle_pct" in metric:
+        return IDLE_SHARE
+    return TIMING if runner_timed(metric) else None
+
+
 class Spell(NamedTuple):
     """Runs ``first``..``last`` (commit indexes) in which ``moved`` of ``counted`` timing series of ``gpu`` were
     beyond their levels together (``slower``: worse), by ``shift`` (the median relative move), and back after."""
@@ -72,6 +85,7 @@ class Spell(NamedTuple):
     shift: float
     hidden: int = 0  # change points the spell explained: not named
     reach: tuple[int, int] = (-1, -1)  # the commits ``SLOP`` GPU runs before it and ``SLOP`` after its return
+    signal: str = TIMING  # the kind of series that moved (``runner_signal``)
 
 
 class RunMoves(NamedTuple):
@@ -319,24 +333,26 @@ def _placed(point: ChangePoint, kept: np.ndarray, runs: np.ndarray, left_out: np
 
 
 def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]], commits: int,
-                pool_of: Callable[[str], list[Series]], series_of: Callable[[list[int]], list[Series]],
+                pool_of: Callable[[str, str], list[Series]], series_of: Callable[[list[int]], list[Series]],
                 p_value: float, min_change: float) -> tuple[dict[int, list[Found]], list[Spell]]:
     """``changes`` (per series id; ``facts`` for those with change points) with the points runner spells explain
-    left out, and those spells. ``pool_of(gpu)``: a sample of the GPU's timing series (``sample``) with their
-    values; ``series_of(ids)``: those series with their values. Only GPUs where the points of two timing series hold
-    a move and its return in the same runs are looked at (nothing is read for the others)."""
-    timing: dict[str, list[int]] = {}
+    left out, and those spells. ``pool_of(gpu, signal)``: a sample of the GPU's series of that kind
+    (``runner_signal``, ``sample``) with their values; ``series_of(ids)``: those series with their values. Only GPUs
+    where the points of two series of a kind hold a move and its return in the same runs are looked at (nothing is
+    read for the others)."""
+    moving: dict[tuple[str, str], list[int]] = {}
     for series_id, found in changes.items():
         info = facts.get(series_id)
-        if found and info is not None and runner_timed(info["metric"]) and not any(f.point.exact for f in found):
-            timing.setdefault(info["gpu"], []).append(series_id)
+        signal = runner_signal(info["metric"]) if info is not None else None
+        if found and info is not None and signal is not None and not any(f.point.exact for f in found):
+            moving.setdefault((info["gpu"], signal), []).append(series_id)
     result = dict(changes)
     reported: list[Spell] = []
-    for gpu, ids in sorted(timing.items()):
+    for (gpu, signal), ids in sorted(moving.items()):
         if not together([excursions(changes[sid]) for sid in ids]):
             continue
-        moves, _ = run_moves(pool_matrix(pool_of(gpu), commits))
-        spells = spells_of(gpu, moves)
+        moves, _ = run_moves(pool_matrix(pool_of(gpu, signal), commits))
+        spells = [spell._replace(signal=signal) for spell in spells_of(gpu, moves)]
         near = [sid for sid in ids if any(_close(changes[sid], spells))]
         hidden = [0] * len(spells)
         for series in series_of(near) if near else []:
@@ -353,17 +369,17 @@ def spell_note(spell: Spell, commits: Sequence[str]) -> str:
     word = "slower" if spell.slower else "faster"
     points = f"{spell.hidden} change point{'s' if spell.hidden != 1 else ''}"
     return (f"runner spell: runs {commits[spell.first][:12]}..{commits[spell.last][:12]} on {spell.gpu}: "
-            f"{spell.moved} of {spell.counted} timing series {word} together (median {spell.shift:+.1%}), then "
+            f"{spell.moved} of {spell.counted} {spell.signal} series {word} together (median {spell.shift:+.1%}), then "
             f"back: the runner, not a change ({points} not named)")
 
 
 def history_pools(history: History, branch: str, run_commit: dict[int, int],
-                  on_branch: Collection[int]) -> Callable[[str], list[Series]]:
-    """``hide_spells``' ``pool_of`` for a history: a sample of the GPU's timing series on the branch, read whole."""
+                  on_branch: Collection[int]) -> Callable[[str, str], list[Series]]:
+    """``hide_spells``' ``pool_of`` for a history: a sample of the GPU's series of a kind on the branch, read whole."""
 
-    def pool_of(gpu: str) -> list[Series]:
+    def pool_of(gpu: str, signal: str) -> list[Series]:
         metrics = [str(row[0]) for row in history.query("SELECT DISTINCT metric FROM perfgate_series WHERE gpu = ?",
-                                                        (gpu,)) if runner_timed(str(row[0]))]
+                                                        (gpu,)) if runner_signal(str(row[0])) == signal]
         rows = history.query(f"SELECT id FROM perfgate_series WHERE gpu = ? AND metric IN "
                              f"({', '.join('?' * len(metrics))})", (gpu, *metrics)) if metrics else []
         ids = [int(row[0]) for row in rows if int(row[0]) in on_branch]

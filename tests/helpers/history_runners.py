@@ -108,6 +108,32 @@ def mixed_pool_kernels(seed: int = 511, count: int = 40, commits: int = 160, war
     return made
 
 
+def host_stall_pool(seed: int = 521, count: int = 30, commits: int = 160, stall: tuple[int, int] | None = (90, 94),
+                    held_from: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """One GPU's history: ``count`` regions' GPU-idle shares (percent, 12-35% idle, 0.6-1.2 points of noise) and
+    ``count`` kernel durations (0.5% noise). ``stall``: in those runs (first, end) the runner's host stalls before
+    each step (a sick node, a noisy neighbour on its CPUs): every region's idle share is 6-10 points higher, the
+    kernels' times do not move, then back. ``held_from``: every region's idle share 6-10 points higher from that
+    commit on, and holds (a data loader made slower). Returns (idle shares, kernel durations).
+
+    Expected, written before the detector ran on them: with ``stall`` of 4 runs, no change point on any series and
+    one runner-spell note for the idle shares; with ``held_from`` and no ``stall``, one change point at
+    ``held_from`` in every idle share and none on the kernels.
+    """
+    rng = np.random.default_rng(seed)
+    shares, kernels = [], []
+    for _ in range(count):
+        level = rng.uniform(12.0, 35.0) + np.zeros(commits)
+        rise = rng.uniform(6.0, 10.0)
+        if stall is not None:
+            level[stall[0]:stall[1]] += rise
+        if held_from is not None:
+            level[held_from:] += rise
+        shares.append(level + rng.normal(0.0, rng.uniform(0.6, 1.2), commits))
+        kernels.append(rng.uniform(1e4, 1e6) * (1 + rng.normal(0.0, 0.005, commits)))
+    return shares, kernels
+
+
 def slow_launch_series(seed: int = 491, per_family: int = 40) -> Iterator[Planted]:
     """Kernel times on locked clocks (ncu replays a few launches): Student's t noise (5 degrees of freedom) of
     0.2-1%, and at 2-6% of the commits one slow launch among the few replayed, +5-9.5% (under the spike rule's 10%

@@ -20,7 +20,7 @@ from perfgate.history.changes import ChangePoint
 from perfgate.history.detect import changes_and_notes
 from perfgate.history.runner_spells import Spell, _close, _near, run_moves, spells_of
 
-from helpers.history_runners import mixed_pool_kernels
+from helpers.history_runners import host_stall_pool, mixed_pool_kernels
 
 GPU = "NVIDIA A100-SXM4-40GB"
 TIME = "gpu__time_duration.sum"
@@ -224,3 +224,28 @@ def test_the_edges_of_an_excursion_that_holds_a_spell_are_close_to_it() -> None:
     back = point._replace(before=1.01, after=1.0)
     assert _close([Found(100, 99, point), Found(115, 114, back)], [spell]) == [True, True]
     assert _close([Found(60, 59, point), Found(115, 114, back)], [spell]) == [False, False]
+
+
+IDLE = "timeline.gpu_idle_pct"
+
+
+def _stalled(url: str, **plan: Any) -> tuple[dict[str, list[int]], list[str]]:
+    shares, kernels = host_stall_pool(**plan)
+    _write(url, [(IDLE, values) for values in shares] + [(TIME, values) for values in kernels])
+    return _points(url)
+
+
+def test_a_host_stall_spell_on_every_region_s_idle_share_is_one_note_not_change_points(url: str) -> None:
+    """4 runs in which the runner's host stalled: every region's idle share 6-10 points up, the kernels' times
+    unmoved, then back. Idle shares were no runner series, so each named both edges (a blind set: 30 false points on
+    20 flat idle series); they are judged for spells among themselves, apart from the times they do not move with."""
+    points, notes = _stalled(url)
+    assert points == {}
+    assert len(notes) == 1 and " idle share series slower together " in notes[0]
+
+
+def test_a_held_rise_of_every_region_s_idle_share_is_named_in_each(url: str) -> None:
+    """A data loader made slower (held from commit 80): a point at it in every idle share, none on the kernels."""
+    points, notes = _stalled(url, stall=None, held_from=80)
+    assert len(points) == 30 and all(name_at == [80] or abs(name_at[0] - 80) <= 2 for name_at in points.values())
+    assert all(int(name.split("_")[1]) < 30 for name in points) and notes == []
