@@ -90,7 +90,7 @@ def make(family: Family, number: int, index: int) -> Series:
 
 
 def generate() -> list[Series]:
-    made = []
+    made: list[Series] = []
     for family in FAMILIES:
         for number in range(family.count):
             made.append(make(family, number, len(made)))

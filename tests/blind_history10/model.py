@@ -95,7 +95,8 @@ def noise(kind: str, pool: Pool, r: np.random.Generator, sigma: float, commits: 
         out = np.ones(n)
     else:
         raise ValueError(kind)
-    return out
+    result: np.ndarray = out
+    return result
 
 
 def flicker(r: np.random.Generator, n: int) -> np.ndarray:
