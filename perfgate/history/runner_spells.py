@@ -21,8 +21,9 @@ again (``changes.merge``, the same tests), all its points, on its values with th
 deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; a point farther
 from the spell had the spell's runs in a segment beside it, and a slow run before a spell can draw a split there):
 a spell's edges find no step then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
-runner's move (a code change inside a spell) keeps its values and its points. Only timing metrics are judged so
-(``metrics.is_timing``): an exact counter does not move with the runner. The spells that hid a change point are
+runner's move (a code change inside a spell) keeps its values and its points. Only series that move with the
+runner are judged so (``runner_signal``: timings, and regions' GPU-idle shares, whose spells are read apart from the
+timings'): an exact counter does not move with the runner. The spells that hid a change point are
 reported once each, in the words of the PR comparison's drift canary (``perfgate.compare.same_code``).
 """
 
