@@ -9,6 +9,8 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from perfgate.derived import POINT_METRICS
+from perfgate.errors import PerfgateError
+from perfgate.metrics import parse_threshold
 from perfgate.units import (
     BYTE,
     BYTE_SYMBOL,
@@ -182,9 +184,6 @@ def change_for(metric: str, before: float | None, after: float | None, change: f
 def limit_text(spec: str | None, unit: str | None) -> str:
     """A threshold as a reader takes it in: ``5%+2000`` of a time in ns reads ``5% + 2 µs``, the absolute part
     in the metric's own unit. The report keeps the spec as written (``--threshold`` takes it)."""
-    from perfgate.errors import PerfgateError
-    from perfgate.metrics import parse_threshold  # stdlib only
-
     if not spec:
         return ""
     try:
