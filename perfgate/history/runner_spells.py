@@ -367,10 +367,13 @@ def hide_spells(changes: dict[int, list[Found]], facts: dict[int, dict[str, str]
 
 def spell_note(spell: Spell, commits: Sequence[str]) -> str:
     """One line for a spell, as the drift canary words a runner's move."""
-    word = "slower" if spell.slower else "faster"
     points = f"{spell.hidden} change point{'s' if spell.hidden != 1 else ''}"
+    if spell.signal == IDLE_SHARE:  # a share's relative move, said as such: "+40%" would read as points
+        word, move = ("higher" if spell.slower else "lower"), f"median {spell.shift:+.0%} of their own share"
+    else:
+        word, move = ("slower" if spell.slower else "faster"), f"median {spell.shift:+.1%}"
     return (f"runner spell: runs {commits[spell.first][:12]}..{commits[spell.last][:12]} on {spell.gpu}: "
-            f"{spell.moved} of {spell.counted} {spell.signal} series {word} together (median {spell.shift:+.1%}), then "
+            f"{spell.moved} of {spell.counted} {spell.signal} series {word} together ({move}), then "
             f"back: the runner, not a change ({points} not named)")
 
 

@@ -241,7 +241,8 @@ def test_a_host_stall_spell_on_every_region_s_idle_share_is_one_note_not_change_
     20 flat idle series); they are judged for spells among themselves, apart from the times they do not move with."""
     points, notes = _stalled(url)
     assert points == {}
-    assert len(notes) == 1 and " idle share series slower together " in notes[0]
+    assert len(notes) == 1 and " idle share series higher together (median +" in notes[0]
+    assert "% of their own share), then back" in notes[0]  # a relative move, not read as percentage points
 
 
 def test_a_held_rise_of_every_region_s_idle_share_is_named_in_each(url: str) -> None:
