@@ -1,4 +1,4 @@
-"""The terminal view: the launches that need attention, at most ``limit`` of them, then one line."""
+"""The terminal view: the kernels that need attention, at most ``limit`` of them, then one line."""
 
 from __future__ import annotations
 
@@ -6,27 +6,27 @@ import re
 
 from collections import Counter
 from typing import Any
-from itertools import chain, islice
 
 from perfgate.render.common import (
     Shown,
     display_name,
     left_out,
     metric_line,
+    missing_side,
     no_data_side,
     shown_region,
     source_label,
     verdict_line,
 )
 from perfgate.timeline_why import region_why
-from perfgate.quantities import limit_text
-from perfgate.render.kernels import kernel_row, why_lines
+from perfgate.quantities import limit_text, pair_texts
+from perfgate.render.kernels import KernelRow, KernelRows, change_text, gathered, kernel_row, launches_label, why_lines
 from perfgate.render.shape import ComparedReport, compared
-from perfgate.report import ReportView, first_launches, iter_launches, repeated_totals
+from perfgate.report import ReportView
 from perfgate.text import inert
 from perfgate.vocabulary import KIND_REGION, Status
 
-TEXT_LAUNCHES = 50  # a CI log shows the first 50 launches that need attention; the rest are counted
+TEXT_LAUNCHES = 50  # a CI log shows the first 50 kernels that need attention; the rest are counted
 
 
 def _header(report: ReportView) -> list[str]:
@@ -86,21 +86,30 @@ def _region_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines + ([f"    why: {why}"] if why else [])
 
 
-def _listed_launches(report: ReportView, statuses: list[str] | None, limit: int) -> list[int]:
-    """The first ``limit`` launches to list, in report order; when they are cut, each kernel's first launch to
-    list is among them before any kernel's second (kernels past the cut are named, not only the worst one's
-    launches)."""
-    candidates = iter_launches(report, statuses)
-    head = list(islice(candidates, limit + 1))
-    if len(head) <= limit:
-        return head
-    repeated = repeated_totals(report)  # not listed: ``iter_launches`` leaves them out too
-    chosen = set(islice((i for i in first_launches(report["launches"], statuses) if i not in repeated), limit))
-    for index in chain(head, candidates):
-        if len(chosen) >= limit:
-            break
-        chosen.add(index)
-    return sorted(chosen)
+def _kernel_lines(row: KernelRow) -> list[str]:
+    """A kernel launched more than once, in one entry: its gated metrics over its launches (the repeated-launch
+    judgement's medians and interval where its launches were judged as one), then why; the launches that moved
+    alone are named in the why."""
+    region = shown_region(row.kind, row.kernel, row.region)
+    where = f" [{region}]" if region else ""
+    test = f"{row.test}: " if row.test and row.test != row.kernel else ""
+    lines = [f"{row.status.upper():<11} {test}{row.name}{where} {launches_label(row)}"]
+    compared = row.status not in (Status.NEW.value, Status.MISSING.value, Status.NO_DATA.value)
+    for m in row.metrics if compared else ():
+        if m.gated and m.status in ("regression", "improvement", "unchanged", "inconclusive"):
+            before, after = pair_texts(m.before, m.after, m.unit, m.metric)
+            label = f"{m.label} (median)" if m.launches > 1 else m.label
+            lines.append(f"    {m.status:<11} {label} {before} → {after} ({change_text(m)})  [limit {m.limit}]")
+    if row.status == Status.NO_DATA.value:
+        gated = [m for m in row.metrics if m.gated]
+        lines.append(f"    no values of the gated metrics in {missing_side([m.before for m in gated], [m.after for m in gated])}")
+    if row.launch_change:
+        lines.append(f"    launch config changed: {row.launch_change}")
+    if row.code_why:
+        lines.append(f"    code: {row.code_why}")
+    if row.status in ("regression", "improvement", "inconclusive"):
+        lines += [f"    why: {why}" for why in why_lines(row._replace(code_why=None, launch_change=None), others=4)]
+    return lines
 
 
 _WHY_END = re.compile(r"(kernels unchanged|kernels changed \(.*\)|kernel time [+-]\d+%)$")
@@ -113,20 +122,29 @@ def _is_why(note: str) -> bool:
 
 
 def render_text(report: ReportView | ComparedReport, show_unchanged: bool = False, limit: int = TEXT_LAUNCHES) -> str:
-    """Verdict, the launches that need attention (regressions first, at most ``limit``), a count of
-    those left out, then the one-line summary."""
+    """Verdict, the kernels that need attention (regressions first, at most ``limit``; a kernel's repeated
+    launches in one entry), a count of the launches left out, then the one-line summary."""
     shape = compared(report)
     report = shape.report
     lines = _header(report)
     listed: Counter[str] = Counter()
     statuses = None if show_unchanged else [s for s in report["summary"] if s != Status.UNCHANGED.value]
     said: set[str] = set()  # the notes a listed region's own "why" already says
-    for index in _listed_launches(report, statuses, limit):
-        item = shape.launch(index)
-        listed[str(item.launch["status"])] += 1
-        lines.extend(_launch_lines(item, report))
-        if item.launch.get("kind") == KIND_REGION:
-            said.add(f"region `{item.launch.get('kernel')}`: ")
+    kernels = KernelRows(report)
+    status_column = report["launches"]["status"]
+    wanted = kernels.kernels if statuses is None else kernels.with_status(statuses)
+    for indexes in wanted[:limit]:
+        listed.update(s for s in gathered(status_column, indexes) if statuses is None or s in statuses)
+        if len(indexes) > 1:  # a kernel's repeated launches: one entry, as every other format shows them
+            row = kernels.row(indexes)
+            lines.extend(_kernel_lines(row))
+            kind, name = str(row.kind), str(row.kernel)
+        else:
+            item = shape.launch(indexes[0])
+            lines.extend(_launch_lines(item, report))
+            kind, name = str(item.launch.get("kind")), str(item.launch.get("kernel"))
+        if kind == KIND_REGION:
+            said.add(f"region `{name}`: ")
     lines.extend(shape.unmeasured)
     for note in report["notes"]:
         if not any(note.startswith(prefix) and _is_why(note) for prefix in said):

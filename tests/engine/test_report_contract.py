@@ -245,8 +245,8 @@ def test_markdown_lists_everything_when_it_fits() -> None:
     assert "<details><summary>2 other kernels (unchanged)</summary>" in markdown and markdown.count("| ✅ |") == 2
 
 
-def test_text_lists_at_most_50_launches_then_counts_the_rest() -> None:
-    report = synthetic(["regression"] * 120 + ["no data"] * 3 + ["unchanged"] * 30)
+def test_text_lists_at_most_50_kernels_then_counts_the_rest() -> None:
+    report = synthetic(["regression"] * 120 + ["no data"] * 3 + ["unchanged"] * 30, kernels=200)
     text = render_text(report)
     assert text.count("\nREGRESSION ") + text.startswith("REGRESSION ") == TEXT_LAUNCHES == 50
     assert "... not listed: 70 regressions, 3 no data (the JSON and HTML reports list every launch)" in text

@@ -48,15 +48,20 @@ def test_the_metrics_table_from_compares_metric_codes_is_the_one_its_columns_mak
 
 def test_the_text_of_a_report_with_result_arrays_is_that_of_its_lists(comparison: Comparison) -> None:
     """``perfgate compare`` renders text from the report its other formats write (results as numpy arrays, null as
-    NaN): each listed launch reads its rows as the report's lists hold them, None for NaN and ±inf (a launch without
+    NaN): each listed kernel reads its rows as the report's lists hold them, None for NaN and ±inf (a kernel without
     baseline values says so)."""
     report = build_report(comparison)
     arrays = build_report(comparison, result_arrays=True)
-    launch = report["launches"]["status"].index("regression")
+    first = report["launches"]["status"].index("regression")
+    kernel = [at for at, name in enumerate(report["launches"]["kernel"]) if name == report["launches"]["kernel"][first]
+              and report["launches"]["region"][at] == report["launches"]["region"][first]]
     for copy in (report, arrays):
-        copy["launches"]["status"][launch] = "no data"
+        for launch in kernel:  # as compare leaves a kernel without values: no data, judged in no group
+            copy["launches"]["status"][launch] = "no data"
+            if copy["launches"].get("group"):
+                copy["launches"]["group"][launch] = None
         copy["summary"] = summarize(copy["launches"]["status"])
-    rows = [at for at, owner in enumerate(report["results"]["launch"]) if owner == launch]
+    rows = [at for at, owner in enumerate(report["results"]["launch"]) if owner in set(kernel)]
     for name, odd in (("baseline", math.nan), ("change", math.inf), ("delta", -math.inf)):
         column = arrays["results"][name] = np.array(arrays["results"][name])  # a copy: it is compare's own
         column[rows] = odd

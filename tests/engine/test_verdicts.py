@@ -63,7 +63,8 @@ def test_a_call_site_slower_in_every_iteration_is_named_and_counted_once(tmp_pat
     report = build_report(comparison)
     text = render_text(report)
     assert text.rstrip().endswith("FAIL: 1 regression in 2 compared (launches: 10 regressions, 30 unchanged)")
-    assert "REGRESSION  layer_norm_kernel #1 [loop]" in text
+    assert "REGRESSION  layer_norm_kernel [loop] ×30\n" in text  # the kernel's repeated launches in one entry
+    assert "why: moved alone, past its limit: #1, #4, #7, #10, #13 … (see the notes)" in text
     assert "moved alone, past its limit: \\#1, \\#4" in render_markdown(report)  # Markdown escapes "#"
     assert "moved alone, past its limit: #1, #4" in render_html(report)
 
