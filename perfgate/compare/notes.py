@@ -164,6 +164,14 @@ def _where(region: str) -> str:
     return f" in region {region!r}" if region else ""
 
 
+def _where_all(regions: list[str]) -> str:
+    """`` in region 'a'``, `` in regions 'a', 'b' and 2 more``; nothing where no region is named."""
+    named = [repr(region) for region in regions if region]
+    if len(named) == 1:
+        return f" in region {named[0]}"
+    return f" in regions {some_of(named, _NAMED_KERNELS)}" if named else ""
+
+
 def _once(lines: list[str]) -> list[str]:
     """``lines`` of kernels named by their function name, each said once: kernels of one name that differ only in
     their launch configuration or template arguments can come to the same figures (sevit A4000: two
@@ -189,9 +197,13 @@ def _names(identities: tuple[str, ...]) -> str:
 def rename_notes(renames: Renames) -> list[str]:
     """The renamed kernels paired (old → new, and by which rule), and the ones left ambiguous. A kernel paired
     across a launch configuration change is not listed: its "launch config changed" line says so."""
+    regions: dict[tuple[str, str, str], list[str]] = {}  # one rename in many regions (each layer's GEMM) is one note
+    for (region, new), (old, rule) in renames.pairs.items():
+        if rule != BY_CONFIG:
+            regions.setdefault((old, new, rule), []).append(region)
     paired = [f"{'template arguments changed' if rule == BY_TEMPLATE else 'renamed kernel'}, compared under its "
-              f"new name: {shown(old)} → {shown(new)}{_where(region)} ({RULE_WORDS[rule]})"
-              for (region, new), (old, rule) in renames.pairs.items() if rule != BY_CONFIG]
+              f"new name: {shown(old)} → {shown(new)}{_where_all(where)} ({RULE_WORDS[rule]})"
+              for (old, new, rule), where in regions.items()]
     unclear = [f"renamed kernels not paired{_where(a.region)}: {_names(a.baseline)} "
                f"(baseline) and {_names(a.current)} (current) all come to "
                f"{shown(a.known_as)} ({RULE_WORDS[a.rule]}) and their positions do not tell them apart; pair them "

@@ -112,6 +112,20 @@ def test_a_kernel_renamed_in_place_is_paired_by_position_and_launch_configuratio
     assert comparison.counts()[Status.MISSING.value] == comparison.counts()[Status.NEW.value] == 0
 
 
+def test_one_rename_in_every_layer_is_one_note_naming_the_regions() -> None:
+    """cuBLAS picking another GEMM for each of 4 layers' ranges: one note, not one a layer."""
+    layers = [f"layer{i}" for i in range(4)]
+    base = _table([("gemm_v1", 100_000, "(8, 1, 1)", layer) for layer in layers], "base")
+    cur = _table([("gemm_v2", 101_000, "(8, 1, 1)", layer) for layer in layers], "cur")
+    notes = [n for n in compare_tables(base, cur).notes if "compared under its new name" in n]
+    assert notes == ["renamed kernel, compared under its new name: gemm_v1 → gemm_v2 in regions 'layer0', 'layer1', "
+                     "'layer2', 'layer3' (the same region, position and launch configuration)"]
+    one = compare_tables(_table([("gemm_v1", 100_000, "(8, 1, 1)")], "base"),
+                         _table([("gemm_v2", 100_000, "(8, 1, 1)")], "cur"))
+    assert [n for n in one.notes if "new name" in n][0].endswith("gemm_v2 in region 'step' (the same region, position "
+                                                                  "and launch configuration)")
+
+
 def test_the_position_rule_needs_the_same_launch_configuration_and_region() -> None:
     base = _table([ANCHOR, ("my_kernel_v1", 100_000, "(8, 1, 1)")], "base")
     other_grid = _table([ANCHOR, ("my_kernel_v2", 100_000, "(16, 1, 1)")], "cur")
