@@ -40,6 +40,9 @@ class Values(Protocol):
     def where_finite(self, a: Any, b: Any) -> Any:
         """Per launch, ``a`` where it is finite, else ``b``."""
 
+    def where(self, condition: Any, a: Any, b: Any) -> Any:
+        """Per launch, ``a`` where ``condition`` holds, else ``b`` (numpy's ``where``)."""
+
     @property
     def declared_flops(self) -> float | None:
         """The useful work the test declares (``@pytest.mark.perfgate(flops=…)``, ``perfgate compare --flops``);
@@ -182,12 +185,17 @@ def _intensity(values: Values) -> Any:
 
 
 def _roofline_pct(values: Values) -> Any:
-    """Achieved FLOP/s over the roof at the launch's intensity: min(peak FLOP/s, intensity x peak DRAM B/s)."""
-    achieved, intensity = values("derived.flop_per_s"), values("derived.arithmetic_intensity")
+    """Achieved performance as a share of the roof at the launch's intensity, min(peak FLOP/s, intensity x peak DRAM
+    B/s). Below the ridge, achieved FLOP/s over intensity x peak DRAM B/s is achieved DRAM B/s over its peak: the
+    bandwidth share, which a launch that does no floating-point work (a copy, a fill: intensity 0, on the memory
+    roof) has too, as the formula's limit when its FLOP go to 0. A launch that moves neither has none (NaN)."""
+    achieved, moved = values("derived.flop_per_s"), values("derived.dram_bytes_per_s")
     peak, bandwidth = values("derived.peak_flop_per_s"), values("derived.peak_dram_bytes_per_s")
-    if achieved is None or intensity is None or peak is None or bandwidth is None:
+    if achieved is None or moved is None or peak is None or bandwidth is None:
         return None
-    return achieved / values.minimum(peak, intensity * bandwidth) * 100.0
+    memory_bound = achieved * bandwidth < peak * moved  # intensity x bandwidth < peak, without dividing by 0
+    share = values.where(memory_bound, moved / bandwidth, achieved / peak) * 100.0
+    return values.where((achieved == 0) & (moved == 0), float("nan"), share)
 
 
 def _ridge_ratio(values: Values) -> Any:

@@ -14,7 +14,7 @@ import math
 import re
 from typing import NamedTuple
 
-from perfgate.derived import DERIVED
+from perfgate.derived import DERIVED, POINT_METRICS
 from perfgate.errors import ConfigError
 from perfgate.vocabulary import is_benchmark_metric
 
@@ -251,7 +251,8 @@ TRAFFIC_FLOOR_SHARE = 0.01
 # repeated launches judges its shift against the whole floor, never divided by √n or lowered to the measured
 # spread (a fill kernel's DRAM read of 0-600 B per launch, measured 200 times, moved by 160 B: nothing that can
 # move its memory time). Time's floor guards against jitter, which averages out (docs/matching.md, "Floors").
-RELEVANCE_FLOOR_METRICS: tuple[str, ...] = DRAM_BYTE_METRICS
+# A share's floor in points (the roofline's 5) says the same: a fall of 0.3 points measured ever so well is none.
+RELEVANCE_FLOOR_METRICS: tuple[str, ...] = (*DRAM_BYTE_METRICS, *sorted(POINT_METRICS))
 
 # Launch facts compared to explain a row ("launch config changed"), never gated.
 LAUNCH_CONFIG_METRICS: tuple[str, ...] = (

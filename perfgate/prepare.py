@@ -110,6 +110,9 @@ class _LaunchValues:
     def where_finite(self, a: Any, b: Any) -> Any:
         return np.where(np.isfinite(a), a, b)
 
+    def where(self, condition: Any, a: Any, b: Any) -> Any:
+        return np.where(condition, a, b)
+
     @property
     def declared_flops(self) -> float | None:
         return self._declared

@@ -17,6 +17,7 @@ from perfgate.compare.joining import SideValues
 from perfgate.compare.matching import MatchedLaunches
 from perfgate.compare.identity import shown
 from perfgate.demangled import short_name
+from perfgate.derived import POINT_METRICS
 from perfgate.compare.renames import BY_CONFIG, BY_TEMPLATE, RULE_WORDS, Renames
 from perfgate.compare.repeats import GroupVerdicts
 from perfgate.metrics import (
@@ -292,6 +293,8 @@ def lone_notes(results: Columns, groups: GroupVerdicts, order: Ints | None = Non
 
 
 def _floor_reading(metric: str) -> str:
+    if metric in POINT_METRICS:
+        return "a share that moved fewer points than it did not move, however many launches measured it"
     if metric in RELEVANCE_FLOOR_METRICS:
         return "a change under it cannot move the kernel's memory time, however many launches measured it"
     return "divided by the square root of the launch count"

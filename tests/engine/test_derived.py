@@ -63,6 +63,8 @@ def _expected(raw: dict[str, float]) -> dict[str, float] | None:
                 "derived.ridge_ratio": intensity / (peak / bandwidth)}
     if flop > 0:
         expected["derived.roofline_pct"] = flop / min(peak, intensity * bandwidth) * 100
+    elif dram > 0:  # no FLOP: intensity 0, on the memory roof, where the share is the bandwidth's
+        expected["derived.roofline_pct"] = dram / bandwidth * 100
     return expected
 
 
@@ -392,3 +394,58 @@ def test_the_derived_rows_follow_their_launchs_raw_rows_in_launch_order(tmp_path
     expected = expected[np.argsort(expected["launch"], kind="stable")]
     for name in expected.columns:
         assert derived[name].tolist() == expected[name].tolist(), name
+
+
+# ---------------------------------------------------------------- hand-built launches: a copy, a repeated kernel
+
+_SASS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
+_DEVICE = {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": 16_896.0,  # H100-like: 50.7 TFLOP/s
+           "sm__cycles_elapsed.avg.per_second": 1.5e9, "dram__bytes.sum.peak_sustained": 2_048.0,
+           "dram__cycles_elapsed.avg.per_second": 1.6e9}  # 3.28 TB/s
+
+
+def _launches(kernels: list[tuple[str, float, float, float]], source: str) -> Measurement:
+    """One launch per (kernel, duration in ns, FFMA instructions, DRAM bytes read), with the device's peaks."""
+    from perfgate.table import make_table
+
+    rows = []
+    for number, (kernel, duration, ffma, read) in enumerate(kernels):
+        counters = {"gpu__time_duration.sum": duration, _SASS.format("ffma"): ffma, _SASS.format("fadd"): 0.0,
+                    _SASS.format("fmul"): 0.0, "dram__bytes_read.sum": read, "dram__bytes_write.sum": 0.0, **_DEVICE}
+        rows += [{"kind": "kernel", "kernel": kernel, "demangled": f"{kernel}()", "region": "",
+                  "ordinal": sum(k[0] == kernel for k in kernels[:number]), "launch": number, "device": "NVIDIA H100",
+                  "cc": "9.0", "grid": "(132, 1, 1)", "block": "(256, 1, 1)", "metric": metric, "unit": "",
+                  "value": value} for metric, value in counters.items()]
+    return Measurement(make_table(rows), source=source)
+
+
+def _roofline_of(measurement: Measurement) -> dict[str, float]:
+    table = with_derived(measurement, ["derived.roofline_pct", "derived.dram_bytes_per_s"]).table
+    return {str(row["kernel"]): float(row["value"]) for row in table.rows() if row["metric"] == "derived.roofline_pct"}
+
+
+def test_a_copy_sits_on_the_memory_roof_its_share_the_bandwidths() -> None:
+    """No FLOP: intensity 0, where the roof is the bandwidth's and the share the formula's limit, DRAM B/s over its
+    peak (the docs' own floor for copies, ``"*_memcpy*" = {"derived.roofline_pct" = ">=80"}``, gated nothing: the
+    share was 0/0). A kernel that moves nothing has no share."""
+    shares = _roofline_of(_launches([("copy", 100_000.0, 0.0, 164e6), ("idle", 2_000.0, 0.0, 0.0)], "a"))
+    assert shares == {"copy": pytest.approx(164e6 / 100e-6 / 3.2768e12 * 100)}  # 50% of 3.28 TB/s
+    floored = ROOFLINE._replace(kernel_thresholds={"copy": {"derived.roofline_pct": parse_threshold(">=80")}})
+    copy = _launches([("copy", 100_000.0, 0.0, 164e6)], "a")
+    assert compare_tables(copy, copy, floored).verdict == "fail"  # 50% of the bandwidth, under its floor of 80
+
+
+def test_a_repeated_kernels_share_that_moved_a_fraction_of_a_point_is_unchanged() -> None:
+    """20 launches of a compute-bound GEMM at 70% of the roof, 0.1% jitter, then 0.4% slower: -0.3 points, well
+    measured. The 5 points say what fall matters; they stood divided by the launches' jitter and √n (0.03 points),
+    and the kernel failed (a blind set: 2 of 3 unchanged runs)."""
+    rng = np.random.default_rng(3)
+
+    def side(scale: float, source: str) -> Measurement:
+        return _launches([("sgemm", 100_000.0 * scale * (1 + 0.001 * rng.standard_normal()), 1.775e9, 1e8)
+                          for _ in range(20)], source)
+
+    comparison = compare_tables(side(1.0, "base"), side(1.004, "cur"), ROOFLINE)
+    assert set(_roofline_statuses(comparison)) == {"unchanged"}
+    row = next(row for row in comparison.results.rows() if row["metric"] == "derived.roofline_pct")
+    assert -0.005 < row["estimate"] and row["ci_high"] < 0  # it did fall, measurably, by a fraction of a point
