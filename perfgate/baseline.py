@@ -44,7 +44,7 @@ from urllib.parse import quote
 from perfgate.baseline_entries import BaselineEntries
 from perfgate.baseline_entries import baseline_documents as baseline_documents
 from perfgate.errors import ConfigError, InputError
-from perfgate.limits import parse_json_or_none
+from perfgate.limits import check_regular_file, read_json_file
 from perfgate.files import (
     _fill,
     _locked_temp,
@@ -237,6 +237,7 @@ class StoredBaseline:
     entries: int = 0
     metrics: int = 0
     committed: float | None = None  # last commit time (seconds since the epoch), else the file's mtime
+    problem: str = ""  # why the file cannot be read as JSON (readers would refuse it); "" for a readable one
 
     @property
     def from_test(self) -> bool:
@@ -272,9 +273,13 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     found: list[StoredBaseline] = []
     for path in sorted(directory.glob("*/*.json")):
         try:
-            document = parse_json_or_none(path.read_bytes())
-        except OSError:
-            document = None
+            check_regular_file(path, "the file", "")  # a FIFO or device never ends
+            document = read_json_file(path, "a perfgate baseline", "")
+        except (InputError, OSError) as exc:
+            problem = exc.problem if isinstance(exc, InputError) else f"cannot read ({exc.strerror})"
+            found.append(StoredBaseline(path=path, device=path.parent.name, name=path.stem, source="",
+                                        problem=problem))
+            continue
         if not isinstance(document, dict) or document.get("format") != "perfgate-baseline":
             continue  # not a baseline: say nothing, as readers ignore it
         raw_entries, raw_settings = document.get("entries"), document.get("settings")
@@ -289,13 +294,28 @@ def list_baselines(directory: Path) -> list[StoredBaseline]:
     return found
 
 
+def _collection_error(stdout: str, stderr: str) -> str:
+    """The line of a failed ``pytest --collect-only -q`` that says why: pytest's usage error on stderr, else the
+    exception of the last module that failed to import (``ERROR test_x.py`` and its ``E   SyntaxError: ...``)."""
+    said = [line.strip() for line in stderr.splitlines() if "error" in line.lower()]
+    if said:
+        return said[-1]
+    lines = stdout.splitlines()
+    failed = [line[len("ERROR "):].strip() for line in lines if line.startswith("ERROR ")]
+    raised = [line[1:].strip() for line in lines if line.startswith("E ")]
+    if raised:
+        return f"{failed[-1]}: {raised[-1]}" if failed else raised[-1]
+    last = (stdout + stderr).strip().splitlines()[-1:]
+    return last[0] if last else "(no output)"
+
+
 def collect_test_ids(pytest_args: Sequence[str], cwd: Path | None = None) -> list[str]:
     """The node ids pytest collects with ``pytest_args`` (``--collect-only -q``), in a child process."""
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args]
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False, timeout=600)
     if done.returncode not in (0, 5):  # 5: no tests collected
-        last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
-        raise InputError("pytest --collect-only", f"failed with status {done.returncode}: {last[0]}",
+        raise InputError("pytest --collect-only",
+                         f"failed with status {done.returncode}: {_collection_error(done.stdout, done.stderr)}",
                          "fix the collection error, or pass the test paths to collect after --")
     return [line.strip() for line in done.stdout.splitlines() if "::" in line and not line.startswith(" ")]
 

@@ -218,8 +218,13 @@ def load_settings(pyproject: Path | None = None) -> Settings:
         return Settings()
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc})") from None
+    except OSError as exc:  # --config naming a file that is not there, a folder, an unreadable file
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc.strerror or exc}) (give --config the path "
+                          "of a pyproject.toml file, or leave it out to use the nearest one)") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] (not UTF-8 text) (save it as UTF-8)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read [tool.perfgate] ({exc}) (fix the TOML at that line)") from None
     except RecursionError:  # tomllib parses nested arrays by recursion
         raise ConfigError(f"{path}: cannot read [tool.perfgate] (nested too deeply: no setting nests more than two "
                           "levels)") from None

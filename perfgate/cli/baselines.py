@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.cli.common import settings_for
-from perfgate.errors import EXIT_OK
+from perfgate.errors import EXIT_OK, EXIT_USAGE, InputError
 from perfgate.option_table import add_arguments
+from perfgate.text import inert
 
 if TYPE_CHECKING:
     from perfgate.baseline import StoredBaseline
@@ -55,19 +56,41 @@ def format_baseline(b: StoredBaseline) -> str:
             f"from {b.source or '?'}")
 
 
+def _write(line: str) -> None:
+    """One line of output: names and sources come from files a pull request may have written."""
+    sys.stdout.write(inert(line) + "\n")
+
+
+def _refuse_unreadable(directory: Path, stored: list[StoredBaseline]) -> int:
+    """EXIT_USAGE with one error line when a baseline file cannot be read (each was listed): compare and
+    pytest --perfgate would refuse it too."""
+    unreadable = sum(1 for b in stored if b.problem)
+    if not unreadable:
+        return EXIT_OK
+    files = f"{unreadable} baseline file{'s' if unreadable != 1 else ''}"
+    error = InputError(directory, f"{files} cannot be read (listed above)",
+                       "restore them from git, or record them again with pytest --perfgate --perfgate-update")
+    sys.stderr.write(inert(f"perfgate: error: {error}") + "\n")
+    return EXIT_USAGE
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from perfgate.baseline import list_baselines  # the command's machinery, as every command imports its own
 
     directory = baselines_dir(args)
     stored = list_baselines(directory)
     for device in sorted({b.device for b in stored}):
-        mine = [b for b in stored if b.device == device]
-        sys.stdout.write(f"{device}: {len(mine)} baseline{'s' if len(mine) != 1 else ''}\n")
+        mine = [b for b in stored if b.device == device and not b.problem]
+        broken = [b for b in stored if b.device == device and b.problem]
+        _write(f"{device}: {len(mine)} baseline{'s' if len(mine) != 1 else ''}"
+               + (f", {len(broken)} unreadable" if broken else ""))
         for b in mine:
-            sys.stdout.write(f"  {format_baseline(b)}\n")
+            _write(f"  {format_baseline(b)}")
+        for b in broken:
+            _write(f"  {b.device}/{b.name}.json  unreadable: {b.problem}")
     if not stored:
-        sys.stdout.write(f"{directory}: no baselines\n")
-    return EXIT_OK
+        _write(f"{directory}: no baselines")
+    return _refuse_unreadable(directory, stored)
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
@@ -79,14 +102,17 @@ def cmd_stale(args: argparse.Namespace) -> int:
     for b in stale:
         if args.delete:
             b.path.unlink(missing_ok=True)
-        sys.stdout.write(f"{'deleted' if args.delete else 'stale'}: {b.path} (test {b.source} is gone)\n")
+        _write(f"{'deleted' if args.delete else 'stale'}: {b.path} (test {b.source} is gone)")
     for b in unchecked:
-        sys.stdout.write(f"not checked: {b.path} (nothing of {b.source.split('::', 1)[0]} was collected here: "
-                         "skipped, a collection error, or not among the paths given)\n")
+        _write(f"not checked: {b.path} (nothing of {b.source.split('::', 1)[0]} was collected here: "
+               "skipped, a collection error, or not among the paths given)")
+    for b in stored:
+        if b.problem:
+            _write(f"not checked: {b.path} (unreadable: {b.problem})")
     tested = sum(1 for b in stored if b.from_test)
-    sys.stdout.write(f"{len(stale)} of {tested} test baselines under {directory} belong to tests that are gone"
-                     + ("" if args.delete or not stale else "; pass --delete to remove them") + "\n")
-    return EXIT_OK
+    _write(f"{len(stale)} of {tested} test baselines under {directory} belong to tests that are gone"
+           + ("" if args.delete or not stale else "; pass --delete to remove them"))
+    return _refuse_unreadable(directory, stored)
 
 
 def add_parser(sub: SubParsers) -> None:

@@ -61,7 +61,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     refuse_folders_in_the_way(root, planned)
     existing = conflicts(root, planned)
     if existing and not options.force:
-        names = ", ".join(str(p) for p in existing)
+        # pyproject.toml itself is kept: only its [tool.perfgate] table is in the way.
+        names = ", ".join(f"{p}'s [tool.perfgate]" if p.name == "pyproject.toml" else str(p) for p in existing)
         sys.stderr.write(f"perfgate: error: init: {names} already exist{'s' if len(existing) == 1 else ''} "
                          "(nothing written; --force overwrites)\n")
         return EXIT_EXISTS

@@ -162,7 +162,8 @@ def plan(root: Path, options: InitOptions, importable: Callable[[str], bool] | N
         Planned(Path(".github/actionlint.yaml"), _template("actionlint.yaml.j2", values),
                 f"tells actionlint the runner label {options.runner_label!r} is yours"),
         Planned(PYPROJECT, _pyproject_text(root, _template("pyproject-table.toml.j2", values), options.force),
-                "[tool.perfgate] (appended; the rest of the file is unchanged)"),
+                "[tool.perfgate] (replaced; every other line unchanged)" if (root / PYPROJECT).is_file()
+                and _has_table(root / PYPROJECT) else "[tool.perfgate] (appended; the rest of the file is unchanged)"),
         Planned(test_file, _template(f"test_perf_{example}.py.j2", values),
                 "an example perf test" + (" (pytest-benchmark: runs anywhere)" if example == "cpu"
                                           else f" ({example} kernel)")),

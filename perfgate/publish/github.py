@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import requests
 import requests.auth
@@ -94,6 +94,19 @@ def _network_reason(exc: requests.RequestException) -> str:
     if "remotedisconnected" in text or "aborted" in text:
         return "the server closed the connection without answering"
     return "connection failed"
+
+
+def _without_password(url: str) -> tuple[str, str]:
+    """(``url`` with the password of its ``user:password@`` written ``***``, that password; "" where none)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password or ""
+    except ValueError:  # not even urllib reads it: the whole text may hold anything
+        return "***", ""
+    if not password:
+        return url, ""
+    userinfo, _, host = parts.netloc.rpartition("@")
+    return parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}").geturl(), password
 
 
 def describe_refusal(method: str, path: str, status: int, message: str) -> str:
@@ -174,6 +187,10 @@ class GitHubClient:
                  jitter: Callable[[], float] = random.random) -> None:
         self._token = token
         self.api_url = api_url.rstrip("/")
+        # A GITHUB_API_URL may carry a password (a proxy's user:password@): never printed, like the token.
+        self.shown_url, password = _without_password(self.api_url)
+        self._secrets = tuple(sorted({secret for secret in (token, password, unquote(password)) if secret},
+                                     key=len, reverse=True))
         self.policy = policy
         self._clock, self._wall, self._sleep, self._jitter = clock, wall_clock, sleep, jitter
         self._last_answer = ""  # the last HTTP error GitHub answered, for a later network error's message
@@ -188,14 +205,16 @@ class GitHubClient:
         })
         origin = urlsplit(self.api_url)
         if origin.scheme not in ("http", "https") or not origin.netloc:
-            raise GitHubError(f"GITHUB_API_URL {self.api_url!r} is not an http(s) URL", status=None)
+            raise GitHubError(f"GITHUB_API_URL {self.shown_url!r} is not an http(s) URL", status=None)
         self._origin = (origin.scheme, origin.netloc)
 
     # -------------------------------------------------------------- plumbing
 
     def scrub(self, text: str) -> str:
-        """Never let the token reach output, whatever text carries it."""
-        return text.replace(self._token, "***") if self._token else text
+        """Never let the token (or the API URL's password) reach output, whatever text carries it."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def _url(self, url_or_path: str) -> str:
         if url_or_path.startswith("/"):
@@ -204,7 +223,7 @@ class GitHubClient:
         if (parts.scheme, parts.netloc) != self._origin:
             # A Link header pointing elsewhere must not receive our token.
             raise GitHubError(f"refusing to follow a link to {parts.scheme}://{parts.netloc}: "
-                              f"it is not the API at {self.api_url}")
+                              f"it is not the API at {self.shown_url}")
         return url_or_path
 
     def _error_text(self, response: requests.Response) -> str:
@@ -280,7 +299,7 @@ class GitHubClient:
 
     def _exhausted(self, method: str, path: str, status: int | None, message: str, attempts: int) -> str:
         if status is None:
-            return (f"cannot reach GitHub at {self.api_url} ({self._answered(status, message)}) for {method} "
+            return (f"cannot reach GitHub at {self.shown_url} ({self._answered(status, message)}) for {method} "
                     f"{path}: gave up after {self._tries(attempts)}")
         return (f"GitHub kept refusing {method} {path} ({self._answered(status, message)}): gave up after "
                 f"{self._tries(attempts)}; publish again later")
@@ -291,7 +310,7 @@ class GitHubClient:
         tries = self._tries(attempts)
         answered = self._answered(status, message)
         if status is None:
-            return (f"cannot reach GitHub at {self.api_url} ({answered}) for {method} {path}: gave up after {tries}, "
+            return (f"cannot reach GitHub at {self.shown_url} ({answered}) for {method} {path}: gave up after {tries}, "
                     f"within {limit}")
         if status in RETRY_STATUSES:
             said = f": {message}" if message else ""

@@ -89,6 +89,8 @@ def test_nothing_that_exists_is_overwritten(tmp_path: Path, capsys: pytest.Captu
     status, out, err = run_cli(capsys, "init", "--dir", tmp_path)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and existing in err and "--force" in err
+    if existing == "pyproject.toml":  # the file is kept in any case: its table is what is in the way
+        assert "init: pyproject.toml's [tool.perfgate] already exists" in err
     assert _tree(tmp_path) == before  # checked before anything was written
 
 
@@ -98,7 +100,10 @@ def test_force_replaces_the_table_and_keeps_the_rest(tmp_path: Path, capsys: pyt
                                              '[tool.ruff]\nline-length = 99\n')
     (tmp_path / "tests/perf").mkdir(parents=True)
     (tmp_path / "tests/perf/test_perf_example.py").write_text("mine\n")
-    assert run_cli(capsys, "init", "--dir", tmp_path, "--force")[0] == 0
+    status, out, _ = run_cli(capsys, "init", "--dir", tmp_path, "--force")
+    assert status == 0
+    # It says what it did to the user's table: replaced, not appended.
+    assert "  pyproject.toml                          [tool.perfgate] (replaced; every other line unchanged)\n" in out
     document = tomllib.loads((tmp_path / "pyproject.toml").read_text())
     assert document["tool"]["perfgate"]["history_fallback"] is True and "strict" not in document["tool"]["perfgate"]
     assert document["tool"]["ruff"] == {"line-length": 99} and document["project"] == {"name": "demo"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -91,3 +92,60 @@ def test_list_and_stale_read_the_baselines_folder_from_pyproject(tmp_path: Path)
     other.write_text('[tool.perfgate]\nbaselines = "none-here"\n', encoding="utf-8")
     refused = run_perfgate("baselines", "list", "--config", other, cwd=tmp_path)
     assert refused.returncode == 2 and "none-here" in refused.stderr
+
+
+def _copy_h100(tmp_path: Path) -> Path:
+    folder = tmp_path / "baselines" / H100.name
+    shutil.copytree(H100, folder)
+    return folder
+
+
+def test_list_and_stale_show_a_baselines_source_as_inert_text(tmp_path: Path) -> None:
+    # A baseline is a file a pull request can change: its source must not move the cursor, set the terminal's
+    # title or start a line the CI runner reads as a workflow command.
+    folder = _copy_h100(tmp_path)
+    path = folder / "examples.test_cupy_raw_kernel__test_vector_add.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["source"] = "examples/gone.py::test_x\x1b]0;owned\x07\x1b[2J\r\n::error::forged"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    shutil.copytree(folder, tmp_path / "baselines" / "::warning::forged")  # a folder name starts the line
+    (tmp_path / "examples").mkdir()
+    for done in (run_perfgate("baselines", "list", cwd=tmp_path),
+                 run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)):
+        assert done.returncode == 0, done.stderr
+        assert "\x1b" not in done.stdout and "\r" not in done.stdout and "\x07" not in done.stdout
+        assert not any(line.startswith("::") for line in done.stdout.splitlines())
+        assert "examples/gone.py::test_x\\x1b]0;owned\\x07\\x1b[2J\\r\\n::error::forged" in done.stdout
+
+
+def test_list_and_stale_name_each_unreadable_baseline_and_exit_2(tmp_path: Path) -> None:
+    # A baseline cut short by a bad merge or an interrupted copy is refused by compare and the plugin: the
+    # listing says so instead of leaving the file out.
+    folder = _copy_h100(tmp_path)
+    (folder / "cut.json").write_text('{"format": "perfgate-baseline", "entries": [', encoding="utf-8")
+    (folder / "empty.json").write_bytes(b"")
+    listed = run_perfgate("baselines", "list", cwd=tmp_path)
+    assert listed.returncode == 2
+    lines = listed.stdout.splitlines()
+    assert lines[0] == "nvidia-h100-80gb-hbm3-sm90: 3 baselines, 2 unreadable"
+    assert "  nvidia-h100-80gb-hbm3-sm90/cut.json  unreadable: broken JSON at line 1 column 45: Expecting value" in lines
+    assert any(line.startswith("  nvidia-h100-80gb-hbm3-sm90/empty.json  unreadable: broken JSON") for line in lines)
+    assert listed.stderr == ("perfgate: error: baselines: 2 baseline files cannot be read (listed above) (restore "
+                             "them from git, or record them again with pytest --perfgate --perfgate-update)\n")
+
+    (tmp_path / "examples").mkdir()
+    stale = run_perfgate("baselines", "stale", "--", "examples", cwd=tmp_path)
+    assert stale.returncode == 2 and stale.stderr.startswith("perfgate: error: baselines: 2 baseline files")
+    assert "not checked: baselines/nvidia-h100-80gb-hbm3-sm90/cut.json (unreadable: broken JSON" in stale.stdout
+    assert (folder / "cut.json").exists() and (folder / "empty.json").exists()
+
+
+def test_stale_says_why_pytest_could_not_collect(tmp_path: Path) -> None:
+    _copy_h100(tmp_path)
+    (tmp_path / "test_typo.py").write_text("def test_x(:\n    pass\n", encoding="utf-8")
+    option = run_perfgate("baselines", "stale", "--", "--no-such-option", cwd=tmp_path)
+    assert option.returncode == 2
+    assert option.stderr.count("\n") == 1 and "unrecognized arguments: --no-such-option" in option.stderr
+    syntax = run_perfgate("baselines", "stale", "--", "test_typo.py", cwd=tmp_path)
+    assert syntax.returncode == 2
+    assert "failed with status 2: test_typo.py: SyntaxError: " in syntax.stderr, syntax.stderr

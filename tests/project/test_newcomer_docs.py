@@ -64,3 +64,20 @@ def _environment() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PERFGATE_"))}
+
+
+def test_getting_started_names_every_command_and_configuration_every_exit_status() -> None:
+    # A newcomer reads the command list of Getting started and the exit statuses of Configuration: each command
+    # `perfgate --help` offers is in both.
+    from perfgate.cli.parser import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices  # noqa: SLF001  (argparse's own list)
+    started = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    listed = re.search(r"That one install gives the `perfgate` command \(([^)]*)\)", started)
+    assert listed, "docs/getting-started.md: no command list"
+    assert set(re.findall(r"`([a-z]+)`", listed.group(1))) == set(commands)
+    statuses = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8").split("## Exit statuses")[1]
+    statuses = statuses.split("\n## ")[0]
+    missing = [name for name in commands if f"`{name}`" not in statuses and f"perfgate {name}" not in statuses]
+    assert not missing, f"docs/configuration.md's exit statuses say nothing of {missing}"

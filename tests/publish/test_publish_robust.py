@@ -92,6 +92,32 @@ def test_an_unreachable_api_gives_up_with_one_line(setup: tuple[Path, dict]) -> 
     assert_clean(run)
 
 
+def test_a_password_in_the_api_url_is_never_printed(github: FakeGitHub, setup: tuple[Path, dict]) -> None:
+    # GITHUB_API_URL through a proxy that wants user:password@: every line names the URL without the password.
+    report, env = setup
+    password = "hunter2-proxy"
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = run_publish(report, {**env, "GITHUB_API_URL": f"http://proxy:{password}@127.0.0.1:{port}"},
+                              "--max-time", "1", "--retry-backoff", "0.1", subprocess_=True)
+    assert unreachable.returncode == 3
+    (line,) = _error_lines(unreachable.stderr)
+    assert f"cannot reach GitHub at http://proxy:***@127.0.0.1:{port} (connection refused)" in line
+    not_http = run_publish(report, {**env, "GITHUB_API_URL": f"ftp://proxy:{password}@127.0.0.1:{port}"},
+                           subprocess_=True)
+    assert not_http.returncode == 2
+    assert _error_lines(not_http.stderr) == [
+        f"perfgate: error: GITHUB_API_URL 'ftp://proxy:***@127.0.0.1:{port}' is not an http(s) URL"]
+    # A proxy that quotes the URL it was given back in its answer (percent-encoded, as a URL holds it).
+    api = env["GITHUB_API_URL"].replace("://", "://proxy:hunter2%2Dproxy@")
+    github.faults.append(Fault(422, body={"message": f"no route for {api} as proxy:{password}"}))
+    echoed = run_publish(report, {**env, "GITHUB_API_URL": api})
+    assert echoed.returncode == 3 and "proxy:***" in echoed.stderr
+    for run in (unreachable, not_http, echoed):
+        assert_clean(run, password, "hunter2%2Dproxy")
+
+
 def test_rate_limit_reset_is_waited_for(github: FakeGitHub, setup: tuple[Path, dict]) -> None:
     report, env = setup
     reset = int(time.time()) + 1

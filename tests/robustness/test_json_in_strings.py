@@ -30,13 +30,16 @@ def test_a_deep_json_setting_is_not_read(setting: str, output: str, tmp_path: Pa
     assert status == 0 and not err and out, err
 
 
-def test_baselines_list_passes_over_a_deep_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_baselines_list_names_a_deep_file_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # compare refuses it, so the listing says so (one line for it, exit 2), without running out of recursion.
     folder = tmp_path / "baselines" / "nvidia-h200-sm90"
     folder.mkdir(parents=True)
     shutil.copy(TIMELINE_BASELINE, folder / "good.json")
     (folder / "deep.json").write_text(DEEP)
     status, out, err = run_cli(capsys, "baselines", "list", "-d", tmp_path / "baselines")
-    assert status == 0 and not err and "good.json" in out and "deep.json" not in out, err
+    assert status == 2 and "good.json" in out, err
+    assert "  nvidia-h200-sm90/deep.json  unreadable: JSON nested more than 64 levels deep" in out.splitlines()
+    assert err.count("\n") == 1 and "1 baseline file cannot be read" in err
 
 
 def test_a_deep_baseline_does_not_stop_naming_a_test(tmp_path: Path) -> None:

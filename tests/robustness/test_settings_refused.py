@@ -4,6 +4,7 @@ with one line that says what to write instead, wherever they come from (pyprojec
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -218,3 +219,21 @@ def test_a_path_the_system_refuses_is_named_in_one_line(command: list[object], c
     status, _, err = run_cli(capsys, *[str(part).replace("{long}", long) for part in command])
     assert status == 2 and err.count("\n") == 1, err
     assert "File name too long" in err and "please report it" not in err and "y" * 100 in err, err
+
+
+@pytest.mark.parametrize(("config", "cause", "fix"), [
+    ("missing.toml", "(No such file or directory)", "(give --config the path of a pyproject.toml file, or leave it out"),
+    ("folder", "(Is a directory)", "(give --config the path of a pyproject.toml file, or leave it out"),
+    ("latin1.toml", "(not UTF-8 text)", "(save it as UTF-8)"),
+    ("broken.toml", "(Expected '=' after a key in a key/value pair (at line 1, column 8))", "(fix the TOML"),
+])
+def test_a_config_that_cannot_be_read_is_one_line_with_the_cause_and_the_fix(
+        tmp_path: Path, config: str, cause: str, fix: str) -> None:
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "latin1.toml").write_bytes('[tool.perfgate]\nbaselines = "b\xe4se"\n'.encode("latin-1"))
+    (tmp_path / "broken.toml").write_text("garbage,,,\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "perfgate", "compare", str(REP), str(RERUN), "--config", config],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Errno" not in done.stderr
+    assert done.stderr.startswith(f"perfgate: error: {config}: cannot read [tool.perfgate] {cause} {fix}"), done.stderr
