@@ -15,7 +15,7 @@ from perfgate.cli.common import (
     usage_error,
     write_output,
 )
-from perfgate.errors import InputError
+from perfgate.errors import ConfigError, InputError
 from perfgate.option_table import add_arguments
 from perfgate.process import print_out
 from perfgate.text import inert
@@ -71,6 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         accept_unpaired_kernels=settings.accept_unpaired_kernels, declared_flops=args.flops)
     args.read_code = settings.code_identity  # the same-code rule: _comparison reads the baseline's code alike
     current = read_prepared(args.current, options, code=args.read_code)
+    _refuse_unknown_threshold_names(args.thresholds, current)
     history_notes: list[str] = []
     reference = None
     if args.history:  # the base branch's recent runs: reference side and thresholds (perfgate.history)
@@ -96,6 +97,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         # inert: the line can quote a report's text (a cause of "not measured") and names a file
         print_out(f"{inert(verdict_line(shown))} (report: {inert(args.output)})\n")
     return report_status(shown, failed)
+
+
+def _refuse_unknown_threshold_names(given: list[tuple[str, object]] | None, current: Measurement) -> None:
+    """A ``--threshold`` for a metric that neither perfgate's catalog nor CURRENT holds is a misspelling: the gate
+    would run on the default threshold it was given to replace (a threshold in ``[tool.perfgate]``, written for many
+    tests, may name a metric some do not collect: a note says so)."""
+    import difflib
+
+    from perfgate.metrics import CATALOG_BY_NAME
+
+    if not given:
+        return
+    held = current.table.coded("metric")[1].tolist() if not current.table.empty else []  # names once, not per row
+    known = set(CATALOG_BY_NAME) | {str(name) for name in held}
+    for name, _ in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            fix = f"did you mean {close[0]}?" if close else "name a metric CURRENT holds or perfgate's catalog has"
+            raise ConfigError(f"--threshold {inert(name)}=SPEC: no such metric in {inert(current.source or 'CURRENT')} "
+                              f"or perfgate's catalog: {fix}")
 
 
 def _gate_against_directory(args: argparse.Namespace, current: Measurement, options: CompareOptions, strict: bool,
