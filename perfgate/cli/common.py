@@ -19,12 +19,20 @@ from perfgate.verdict import exit_status
 if TYPE_CHECKING:
     from perfgate.report import ReportView
 
-    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    SubParsers = argparse._SubParsersAction["OneLineParser"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors in one line: the cause and where the usage is (a usage block of 2-10
+    lines above the cause buries it in a CI log)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
 
 def usage_error(add_parser: Callable[[SubParsers], None], command: str, message: str) -> NoReturn:
     """A usage error found after parsing (one argument needs another): as argparse reports its own, exit 2."""
-    parser = argparse.ArgumentParser(prog="perfgate")
+    parser = OneLineParser(prog="perfgate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_parser(sub)
     sub.choices[command].error(message)

@@ -10,6 +10,7 @@ from perfgate.cli.baseline import add_parser as add_baseline
 from perfgate.cli.baselines import add_parser as add_baselines
 from perfgate.cli.bisect import add_parser as add_bisect
 from perfgate.cli.codes import add_parser as add_codes
+from perfgate.cli.common import OneLineParser
 from perfgate.cli.compare import add_parser as add_compare
 from perfgate.cli.history import add_accept_parser, add_parser as add_history
 from perfgate.cli.init import add_parser as add_init
@@ -28,7 +29,7 @@ COMMANDS = tuple(_COMMAND_PARSERS)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="perfgate", description="CI performance-regression gate for GPU kernels.")
+    parser = OneLineParser(prog="perfgate", description="CI performance-regression gate for GPU kernels.")
     parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
