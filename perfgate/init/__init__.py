@@ -273,7 +273,8 @@ def next_steps(options: InitOptions, planned: list[Planned]) -> str:
         f"{options.tests} --perfgate --perfgate-update, then commit baselines/ (committed baselines win)",
         "  5. add perfgate-report.* perfgate-artifacts/ .perfgate/ to .gitignore",
         *([f"  !  the workflows install perfgate from its main branch ({UNPINNED_SPEC}): perfgate has no release tag "
-           "yet and this one was not installed from a git commit; pin one so that CI installs what you tried: "
-           f"perfgate init --force --perfgate-spec 'perfgate @ git+{REPOSITORY}@<commit-sha>'"]
+           "yet and this one was not installed from a git commit; pin one so that CI installs what you tried: in "
+           f".github/workflows/perfgate-*.yml write 'perfgate @ git+{REPOSITORY}@<commit-sha>' in its place "
+           "(init --force --perfgate-spec would write every file again, your edits to them lost)"]
           if workflow_spec(options) == UNPINNED_SPEC else []),
     ])

@@ -176,4 +176,8 @@ def test_the_workflows_install_the_commit_perfgate_came_from_never_a_missing_tag
     assert commit in texts[".github/workflows/perfgate-pr.yml"] and "@v0" not in "".join(texts.values())
     assert "pin one" not in next_steps(pinned, plan(tmp_path, pinned))
     unpinned = InitOptions(perfgate_spec=UNPINNED_SPEC)
-    assert "perfgate has no release tag yet" in next_steps(unpinned, plan(tmp_path, unpinned))
+    steps = next_steps(unpinned, plan(tmp_path, unpinned))
+    assert "perfgate has no release tag yet" in steps
+    # Pinned by editing the workflows, not by init --force, which would write the user's edited files again.
+    assert "in .github/workflows/perfgate-*.yml write 'perfgate @ git+" in steps and "init --force --perfgate-spec '" \
+        not in steps
