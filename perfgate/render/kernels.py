@@ -245,6 +245,10 @@ class KernelRows:
             found = self._rows[indexes[0]] = found._replace(variant=variant) if variant else found
         return found
 
+    def variant(self, first: int) -> str:
+        """What tells the kernel of first launch ``first`` from others of its name in its region ("" where none)."""
+        return self._variants.get(first, "")
+
     def part(self, indexes: list[int]) -> KernelRow:
         """The row of some of a kernel's launches (those a page summarizes rather than lists): their own statuses,
         medians and change, not the repeated-launch judgement, which is of all its launches; made each time."""

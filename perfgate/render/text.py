@@ -41,14 +41,16 @@ def _header(report: ReportView) -> list[str]:
     return lines
 
 
-def _launch_lines(item: Shown, report: ReportView) -> list[str]:
+def _launch_lines(item: Shown, report: ReportView, variant: str = "") -> list[str]:
+    """A launch's entry; ``variant``: what tells its kernel from others of its name, shown in its ordinal's place
+    (``reduce_kernel (2)``, as every format names that kernel)."""
     launch, rows = item.launch, item.rows
     status = str(launch["status"])
     region = shown_region(launch.get("kind"), launch.get("kernel"), launch.get("region"))
     where = f" [{region}]" if region else ""
     # A benchmark's name is its test id: name it once.
     test = f"{launch['test']}: " if launch.get("test") and launch.get("test") != launch.get("kernel") else ""
-    name = display_name(launch)
+    name = f"{launch.get('kernel')}{variant}" if variant else display_name(launch)
     if launch.get("baseline_kernel") and launch["baseline_kernel"] != launch.get("kernel"):
         name = f"{launch['baseline_kernel']} → {name}"
     lines = [f"{status.upper():<11} {test}{name}{where}"]
@@ -141,7 +143,7 @@ def render_text(report: ReportView | ComparedReport, show_unchanged: bool = Fals
             kind, name = str(row.kind), str(row.kernel)
         else:
             item = shape.launch(indexes[0])
-            lines.extend(_launch_lines(item, report))
+            lines.extend(_launch_lines(item, report, kernels.variant(indexes[0])))
             kind, name = str(item.launch.get("kind")), str(item.launch.get("kernel"))
         if kind == KIND_REGION:
             said.add(f"region `{name}`: ")

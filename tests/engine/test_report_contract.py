@@ -296,3 +296,16 @@ def test_publish_reads_a_version_1_report(tmp_path: Path, monkeypatch: pytest.Mo
     assert main(["publish", str(old), "--no-comment", "--no-check"]) == 0
     assert "job summary: appended" in capsys.readouterr().out
     assert summary.read_text(encoding="utf-8").strip() == render_markdown(report).strip()
+
+
+def test_text_names_kernels_of_one_name_as_every_format_does() -> None:
+    """Two instantiations of one template, each launched once: named by what tells them apart, as the Markdown names
+    them, not ``reduce_kernel`` and ``reduce_kernel #1`` (which reads as two launches of one kernel)."""
+    report = synthetic(["regression", "regression", "unchanged"], kernels=3)
+    report["launches"]["kernel"] = ["reduce_kernel"] * 3
+    report["launches"]["demangled"] = ["void reduce_kernel<float, 128>(float *)", "void reduce_kernel<float, 256>(float *)",
+                                       "void reduce_kernel<half, 128>(half *)"]
+    text = render_text(report)
+    assert "REGRESSION  reduce_kernel<float, 128>\n" in text and "REGRESSION  reduce_kernel<float, 256>\n" in text
+    assert "#1" not in text
+    assert "reduce\\_kernel&lt;float, 256&gt;" in render_markdown(report)
