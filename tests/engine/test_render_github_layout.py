@@ -90,3 +90,62 @@ def test_a_long_kernel_name_wraps_and_leaves_the_numbers_in_view(tmp_path: Path)
     wrapped, kernel = _laid_out(markdown, tmp_path)
     assert wrapped == "" and kernel < 300, kernel
     assert "sm80\\_<wbr>xmma\\_<wbr>gemm" in markdown
+
+
+# The HTML report in a window: how far the page scrolls sideways, and the kernel table's names of 20 characters or
+# fewer that take more than one line (a name broken at a letter: "matrix_addition2 / D"), and the sections' limits
+# that do ("10% / + 262 / KB": a number apart from its unit).
+_PAGE_CHECK = """<script>
+const broken = Array.from(document.querySelectorAll("#kernel-table .kernel")).filter(span => {
+  if (span.textContent.length > 20) return false;
+  const range = document.createRange();
+  range.selectNodeContents(span);
+  return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size > 1;
+}).map(span => span.textContent);
+const lines = cell => { const range = document.createRange(); range.selectNodeContents(cell);
+  return new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size; };
+document.querySelectorAll("table.metrics tbody tr").forEach(tr => {
+  const limit = tr.querySelectorAll("td")[tr.children.length - 2];
+  if (lines(limit) > 1) broken.push("limit " + limit.textContent);
+});
+const sideways = document.documentElement.scrollWidth - window.innerWidth;
+document.body.insertAdjacentHTML("beforeend", `<pre id="page">${sideways}|${broken.join(",")}</pre>`);
+</script>"""
+
+
+def _page_laid_out(page_html: str, folder: Path, width: int) -> tuple[int, str]:
+    page = folder / f"report-{width}.html"
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page_html)  # it bars scripts
+    page.write_text(text.replace("</body>", _PAGE_CHECK + "</body>"), encoding="utf-8")
+    dom = run_chromium(page, "--dump-dom", "--virtual-time-budget=2000", f"--window-size={width},900")
+    found = re.findall(r'<pre id="page">(-?\d+)\|(.*?)</pre>', dom, flags=re.S)
+    assert len(found) == 1, "the page's check did not run"
+    return int(found[0][0]), found[0][1]
+
+
+@pytest.mark.browser
+def test_the_html_report_keeps_to_the_window_and_short_names_whole(tmp_path: Path) -> None:
+    """The H100 MLP reruns' HTML report: in an 800-pixel window its tables made the whole page scroll sideways
+    (the kernel table's Why column and the sections' numbers off screen); a table now scrolls inside its own box."""
+    from perfgate.render import render_html
+
+    report = build_report(compare_tables(read_table(Path("tests/data/h100/mlp.rerun.raw-base.csv")),
+                                         read_table(Path("tests/data/h100/mlp.rerun.raw.csv"))))
+    page = render_html(report)
+    sideways, _ = _page_laid_out(page, tmp_path, 800)
+    assert sideways <= 0
+
+
+@pytest.mark.browser
+def test_a_short_kernel_name_stays_whole_beside_a_long_why(tmp_path: Path) -> None:
+    """The T4 v3 → v4 regression in 1300 pixels: its kernel's name broke at a letter ("matrix_addition2 / D") while
+    the Why column beside it took 340 pixels: a name now breaks only where it does not fit its column. Its section's
+    limits wrapped apart from their units ("10% / + 262 / KB"); they keep to one line as the kernel table's do."""
+    from helpers.common import corpus_file
+
+    from perfgate.render import render_html
+
+    report = build_report(compare_tables(read_table(corpus_file("mlp-t4/report_v3_loop_unroll.ncu-rep")),
+                                         read_table(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))))
+    _, broken = _page_laid_out(render_html(report), tmp_path, 1300)
+    assert broken == ""
