@@ -23,7 +23,7 @@ import jinja2
 import jinja2.sandbox
 
 from perfgate.errors import ConfigError
-from perfgate.render.untrusted import html_text, md_inline, one_line, plain_line
+from perfgate.render.untrusted import html_text, md_breakable, md_inline, md_unbroken, one_line, plain_line
 
 _PACKAGE = "perfgate.render"
 _FOLDER = "templates"
@@ -57,7 +57,7 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
     env = kind(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                trim_blocks=True, lstrip_blocks=True,
                autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False))
-    env.filters.update(md=md_inline, html=html_text, plain=plain_line)
+    env.filters.update(md=md_inline, html=html_text, plain=plain_line, unbroken=md_unbroken, breakable=md_breakable)
     return env
 
 

@@ -58,6 +58,27 @@ def md_inline(text: object, limit: int | None = MAX_NAME) -> str:
     return raw.translate(_MD_TABLE)
 
 
+def md_unbroken(markdown: str) -> str:
+    """Markdown text (already made inert) on one rendered line: its spaces made non-breaking, so that a value and
+    its unit ("8.765 ms"), or a metric's name ("wall time"), do not wrap in a narrow table column and fall out of
+    line with the items of the cells beside it."""
+    return markdown.replace(" ", "\u00a0")
+
+
+# A run of this many characters or more with no space (a cuBLAS kernel's name) widens a GitHub table column to its
+# length: the numbers beside it scroll out of view.
+LONG_WORD = 32
+_LONG_WORD = re.compile(r"\S{%d,}" % LONG_WORD)
+_WORD_BREAKS = re.compile(r"(\\_|::|,)(?=\S)")
+
+
+def md_breakable(markdown: str) -> str:
+    """Markdown text (already made inert) whose long words may wrap where a name has joints: a ``<wbr>`` (which
+    GitHub keeps) after each escaped underscore, ``::`` and comma of a word of :data:`LONG_WORD` characters or
+    more. A copied name carries no trace of them, unlike a zero-width space."""
+    return _LONG_WORD.sub(lambda word: _WORD_BREAKS.sub(r"\1<wbr>", word.group(0)), markdown)
+
+
 def html_text(text: object) -> str:
     """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object."""
     return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
@@ -74,4 +95,4 @@ def plain_line(text: object, limit: int | None = None) -> str:
     return cut(inert(_INVISIBLE.sub("", one_line(text))), limit)
 
 
-__all__ = ["MAX_NAME", "cut", "html_text", "md_inline", "one_line", "plain_line", "terminal_text"]
+__all__ = ["LONG_WORD", "MAX_NAME", "cut", "html_text", "md_breakable", "md_inline", "md_unbroken", "one_line", "plain_line", "terminal_text"]

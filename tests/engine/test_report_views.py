@@ -66,7 +66,7 @@ def test_sixty_regressed_launches_of_one_kernel_are_one_row_with_the_group_stati
     # One group judged on each gated metric (duration and the work counters).
     assert set(report["groups"]["n_baseline"]) == set(report["groups"]["n_current"]) == {60}
     assert len(set(report["groups"]["group"])) == 1
-    markdown = render_markdown(report, commits=(BASE, HEAD))
+    markdown = render_markdown(report, commits=(BASE, HEAD)).replace("\u00a0", " ")
     rows = [line for line in markdown.splitlines() if line.startswith("| ❌")]
     assert len(rows) == 1 and "| ×60 |" in rows[0] and "duration (median)" in rows[0]
     assert re.search(r"\*\*\+2\d\.\d% \\\[\+2\d\.\d%, \+2\d\.\d%\\\]\*\*", rows[0]), rows[0]

@@ -75,7 +75,7 @@ def test_region_rows_in_markdown_and_html(capsys: pytest.CaptureFixture[str], fm
     status, _, err = run_cli(capsys, "compare", OURS / "mlp.cupti.a.cupti.json.gz",
                              OURS / "mlp.sync.cupti.cupti.json.gz", "--format", fmt, "-o", out_file)
     assert status == 1, err
-    text = out_file.read_text(encoding="utf-8")
+    text = out_file.read_text(encoding="utf-8").replace("\u00a0", " ")
     assert "wall time" in text and "GPU idle" in text and "kernels unchanged" in text
 
 
