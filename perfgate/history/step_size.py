@@ -47,21 +47,22 @@ def small_steps(series: np.ndarray, points: Sequence[tuple[int, bool]], limit: f
     for k, (at, step) in enumerate(points):
         if step and min(sizes[k], sizes[k + 1]) >= LEAST and abs(levels[k + 1] - levels[k]) < FLOOR * unit:
             found.add(at)
-    if limit > 0.0 and any(step and LEAST <= min(sizes[k], sizes[k + 1]) < SHORT for k, (_, step) in enumerate(points)):
+    if limit > 0.0 and any(step and min(sizes[k], sizes[k + 1]) < SHORT for k, (_, step) in enumerate(points)):
         found |= unsure_levels(series, points, limit)
     return found
 
 
 def unsure_levels(series: np.ndarray, points: Sequence[tuple[int, bool]], limit: float) -> set[int]:
-    """The steps beside a segment of ``LEAST`` to ``SHORT - 1`` runs whose two sides' medians (the series with its
-    spikes out, all values positive) lie within ``z`` standard errors of their difference of each other, ``z`` the
-    two-sided normal quantile of ``limit``."""
+    """The steps beside a segment of ``LEAST`` to ``SHORT - 1`` runs between steps (or a step and an end) whose two
+    sides' medians (the series with its spikes out, all values positive) lie within ``z`` standard errors of their
+    difference of each other, ``z`` the two-sided normal quantile of ``limit``."""
     found: set[int] = set()
-    levels, unit, sizes = _levels(np.log(despike_one(series)), points)
+    steps = [(at, True) for at, step in points if step]  # a gradual point bounds no level: it is a slow movement
+    levels, unit, sizes = _levels(np.log(despike_one(series)), steps)
     z = NormalDist().inv_cdf(1.0 - limit / 2.0)
-    for k, (at, step) in enumerate(points):
+    for k, (at, _) in enumerate(steps):
         shorter, longer = sorted((sizes[k], sizes[k + 1]))
-        if step and LEAST <= shorter < SHORT:
+        if LEAST <= shorter < SHORT:
             error = MEDIAN_ERROR * unit * float(np.sqrt(1.0 / shorter + 1.0 / longer))
             if abs(levels[k + 1] - levels[k]) < z * error:
                 found.add(at)
