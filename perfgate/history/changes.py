@@ -126,7 +126,8 @@ def merge(series: np.ndarray, candidates: Sequence[int], p_value: float = P_VALU
     blips, steps = held(series, candidates, is_piecewise_constant(series))
     found = sorted(_merged_steps(series, steps, p_value, min_change) + blip_points(series, blips))
     kinds = [(p.position, not (p.gradual or p.exact)) for p in found]
-    dropped = mix_edges(series, kinds, p_value * SHORT_FACTOR) or small_steps(series, kinds)
+    dropped = mix_edges(series, kinds, p_value * SHORT_FACTOR, p_value) or small_steps(
+        series, kinds, p_value * SHORT_FACTOR)
     if dropped:  # a short run of the series' usual modes, or steps inside its noise: judged again without them
         return merge(series, [at for at in candidates if at not in dropped], p_value, min_change)
     return found

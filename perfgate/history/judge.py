@@ -111,7 +111,8 @@ def merge_many(series: Sequence[np.ndarray], candidates: Sequence[Sequence[int]]
         results[k] = against_wander(values_k, candidates[k], set(points), gamma, p_value, min_change, known[k])
     for k, found in enumerate(results):  # merge's last word: a usual modes' run (``modes``), a small step (``step_size``)
         kinds = sorted((p.position, not (p.gradual or p.exact)) for p in found)
-        if len(found) > 1 and mix_edges(series[k], kinds, p_value * SHORT_FACTOR) or small_steps(series[k], kinds):
+        if len(found) > 1 and mix_edges(series[k], kinds, p_value * SHORT_FACTOR, p_value) or small_steps(
+                series[k], kinds, p_value * SHORT_FACTOR):
             results[k] = merge(series[k], candidates[k], p_value, min_change)
     return results
 

@@ -46,7 +46,7 @@ def test_the_mix_needs_one_main_mode_on_both_sides() -> None:
     logs = rng.normal(0, 0.005, 120)
     logs[60:] += np.log(1.10)
     logs[66:] += np.log(1.10)
-    assert mix_edges(np.exp(logs), [(60, True), (66, True)], 1e-6) == set()
+    assert mix_edges(np.exp(logs), [(60, True), (66, True)], 1e-6, 1e-4) == set()
     flat = rng.normal(0, 0.005, 120)
     flat[[10, 30, 50, 61, 63, 64, 80, 90, 100, 110]] += np.log(1.22)
-    assert mix_edges(np.exp(flat), [(60, True), (66, True)], 1e-6) == {60, 66}
+    assert mix_edges(np.exp(flat), [(60, True), (66, True)], 1e-6, 1e-4) == {60, 66}
