@@ -173,9 +173,17 @@ def pair_texts(before: float | None, after: float | None, unit: str | None, metr
     return format_values([before, after], unit)
 
 
-def change_for(metric: str, before: float | None, after: float | None, change: float | None) -> str:
-    """A change as a reader takes it in: a timeline share in percentage points ("+60.1 pp", not "+7450.0%")."""
-    if metric in TIMELINE_SHARES and _finite(before) is not None and _finite(after) is not None:
+def in_points(metric: str, threshold: str | None = None) -> bool:
+    """Whether a share's change reads in percentage points: the timeline's idle share and the roofline's (judged in
+    points) always, a share of a peak ncu reports (``*pct_of_peak*``: throughput, occupancy) unless its limit is
+    relative, which judges its change in percent ("-40.9 pp" beside "roofline % -46.1 pp", not "-45.0%")."""
+    return metric in TIMELINE_SHARES or ("pct_of_peak" in metric and "%" not in (threshold or ""))
+
+
+def change_for(metric: str, before: float | None, after: float | None, change: float | None,
+               threshold: str | None = None) -> str:
+    """A change as a reader takes it in: a share in percentage points (``in_points``: "+60.1 pp", not "+7450.0%")."""
+    if in_points(metric, threshold) and _finite(before) is not None and _finite(after) is not None:
         assert before is not None and after is not None
         return f"{after - before:+.1f} pp"
     return format_change(change)

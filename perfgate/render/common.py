@@ -42,7 +42,7 @@ def shown_region(kind: Any, kernel: Any, region: Any) -> str:
 def metric_line(row: dict[str, Any]) -> str:
     metric = str(row.get("metric") or "")
     before, after = pair_texts(row.get("baseline"), row.get("current"), row.get("unit"), metric)
-    change = change_for(metric, row.get("baseline"), row.get("current"), row.get("change"))
+    change = change_for(metric, row.get("baseline"), row.get("current"), row.get("change"), row.get("threshold"))
     return f"{row.get('label') or metric} {before} → {after} ({change})"
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from perfgate.columns import factorize, objects
 from perfgate.render.common import NOT_AN_EXPLANATION
-from perfgate.quantities import OWN, TIMELINE_SHARES, limit_text
+from perfgate.quantities import OWN, in_points, limit_text
 from perfgate.render.formatting import html_escape
 from perfgate.render.html_numbers import Writer, change_texts, row_scales, value_texts
 from perfgate.render.result_arrays import ResultArrays
@@ -46,7 +46,7 @@ class _Metrics:
         # Timeline durations span ns to s within one region: each value in its own unit, never 0.009184 ms.
         self.own_scale = [str(m or "").startswith("timeline.") and u in TIME_UNITS
                           for m, u in zip(metrics["metric"], self.units)]
-        self.shares = [str(m or "") in TIMELINE_SHARES for m in metrics["metric"]]
+        self.shares = [in_points(str(m or ""), str(t or "")) for m, t in zip(metrics["metric"], metrics["threshold"])]
         self._writers: dict[tuple[int, int], Writer] = {}
 
     def writer(self, code: int, scale: int) -> Writer:
@@ -181,7 +181,7 @@ class _WhyRows:
                                       _why_missing, " → ")
         parts[at + 2] = _number_texts(columns.current, results["current"], named, codes, scales, facts,
                                       _why_missing, " (")
-        parts[at + 3] = change_texts(change, results["change"], named, ")")
+        parts[at + 3] = _share_points(change_texts(change, results["change"], named, ")"), columns, named, facts, ")")
 
 
 def _ranks(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -216,15 +216,15 @@ def _why_missing(text_of: Callable[[float], str]) -> Callable[[Any], str]:
     return lambda value: "—" if value is None or value != value else text_of(value)
 
 
-def _share_points(texts: Any, columns: ResultArrays, shown: np.ndarray, facts: _Metrics) -> Any:
-    """A timeline share's change in percentage points (0.8% → 64.5%: +63.7 pp), the rest as ``texts`` say."""
+def _share_points(texts: Any, columns: ResultArrays, shown: np.ndarray, facts: _Metrics, suffix: str = "") -> Any:
+    """A share's change in percentage points (``in_points``: 0.8% → 64.5% is +63.7 pp), the rest as ``texts`` say."""
     if not any(facts.shares):
         return texts
     rows = np.flatnonzero(np.array(facts.shares, dtype=bool)[columns.metric[shown]])
     for at in rows.tolist():
         before, after = columns.baseline[shown[at]], columns.current[shown[at]]
         if np.isfinite(before) and np.isfinite(after):
-            texts[at] = f"{after - before:+.1f} pp"
+            texts[at] = f"{after - before:+.1f} pp{suffix}"
     return texts
 
 

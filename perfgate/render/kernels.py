@@ -322,10 +322,13 @@ def launches_label(row: KernelRow) -> str:
 
 
 def change_text(summary: MetricSummary) -> str:
-    """``+8.1% [+7.4%, +8.8%]`` for a group judged as one, ``+123.3%`` otherwise."""
-    text = change_for(summary.metric, summary.before, summary.after, summary.change)
+    """``+8.1% [+7.4%, +8.8%]`` for a group judged as one, ``+123.3%`` otherwise; a share in points, its interval
+    too (``-0.3 pp [-0.4, -0.2]``: the relative interval of the change times the baseline's median)."""
+    text = change_for(summary.metric, summary.before, summary.after, summary.change, summary.threshold)
     if summary.interval:
         low, high = summary.interval
+        if text.endswith(" pp") and summary.before is not None:
+            return f"{text} [{low * summary.before:+.1f}, {high * summary.before:+.1f}]"
         text += f" [{format_change(low)}, {format_change(high)}]"
     return text
 

@@ -34,7 +34,7 @@ def rows_one_by_one(report: Report) -> str:
     launches, results, metrics = report["launches"], report["results"], report["metrics"]
     names = [str(label or metric) for metric, label in zip(metrics["metric"], metrics["label"])]
     units = [u or "" for u in metrics["unit"]]
-    from perfgate.quantities import limit_text
+    from perfgate.quantities import change_for, limit_text
 
     limits = [html_escape(limit_text(t, u)) for t, u in zip(metrics["threshold"], units)]
     explains = [not re.match(r"^(launch__|time\.stddev$)", str(m or "")) for m in metrics["metric"]]
@@ -55,7 +55,7 @@ def rows_one_by_one(report: Report) -> str:
                                                            units[code]))
             out.append(f'<tr class="{status.replace(" ", "-")}">\n<td>{status}</td>{who}\n'
                        f'<td>{html_escape(names[code])}</td><td class="num">{before}</td><td class="num">{after}'
-                       f'</td>\n<td class="num">{format_change(results["change"][i])}</td><td>{limits[code]}</td>\n'
+                       f'</td>\n<td class="num">{change_for(str(metrics["metric"][code] or ""), results["baseline"][i], results["current"][i], results["change"][i], metrics["threshold"][code])}</td><td>{limits[code]}</td>\n'
                        f'</tr>\n')
         moved = [i for i in rows if results["status"][i] == "info" and results["change"][i] is not None
                  and abs(results["change"][i]) >= 0.01 and explains[results["metric"][i]]]
@@ -66,7 +66,8 @@ def rows_one_by_one(report: Report) -> str:
         moved.sort(key=lambda i: -abs(results["change"][i] or 0.0))
         reasons = [f"{names[results['metric'][i]]} "
                    + " → ".join(format_values([results["baseline"][i], results["current"][i]], units[results["metric"][i]]))
-                   + f" ({format_change(results['change'][i])})" for i in moved if not results["gated"][i]][:4]
+                   + f" ({change_for(str(metrics['metric'][results['metric'][i]] or ''), results['baseline'][i], results['current'][i], results['change'][i], metrics['threshold'][results['metric'][i]])})"
+                   for i in moved if not results["gated"][i]][:4]
         text = f"launch config changed: {html_escape(change)}<br>" if change else ""
         if reasons:
             text += "why: " + html_escape("; ".join(reasons))

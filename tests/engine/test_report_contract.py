@@ -309,3 +309,19 @@ def test_text_names_kernels_of_one_name_as_every_format_does() -> None:
     assert "REGRESSION  reduce_kernel<float, 128>\n" in text and "REGRESSION  reduce_kernel<float, 256>\n" in text
     assert "#1" not in text
     assert "reduce\\_kernel&lt;float, 256&gt;" in render_markdown(report)
+
+
+def test_a_share_of_a_peak_moves_in_points_in_every_format() -> None:
+    """ncu's SM throughput 90.9% → 50.0% is -40.9 points (as the roofline's share beside it reads), not -45.0%; a
+    share gated by a relative limit is judged, and shown, in percent."""
+    from perfgate.quantities import change_for
+
+    report = synthetic(["regression"], kernels=1)
+    results = report["results"]
+    at = next(i for i, code in enumerate(results["metric"]) if code == 2)  # SM throughput %, not gated
+    results["baseline"][at], results["current"][at], results["change"][at] = 90.9, 50.0, 50.0 / 90.9 - 1
+    said = "SM throughput % 90.9% → 50.0% (-40.9 pp)"
+    assert f"why: {said}" in render_text(report)
+    assert said in render_markdown(report) and said in render_html(report)
+    metric = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    assert change_for(metric, 90.9, 50.0, 50.0 / 90.9 - 1, "5%") == "-45.0%"
