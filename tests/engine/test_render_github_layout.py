@@ -149,3 +149,35 @@ def test_a_short_kernel_name_stays_whole_beside_a_long_why(tmp_path: Path) -> No
                                          read_table(corpus_file("mlp-t4/report_v4_8_per_thread.ncu-rep"))))
     _, broken = _page_laid_out(render_html(report), tmp_path, 1300)
     assert broken == ""
+
+
+@pytest.mark.browser
+def test_a_regions_timeline_scales_to_a_narrow_window(tmp_path: Path) -> None:
+    """The H200 MLP traces, sync after each layer: the region timelines (inline SVG, 900 pixels wide) made an
+    800-pixel window scroll sideways; a chart now scales down to the page's width."""
+    from perfgate.prepare import prepare
+    from perfgate.render import render_html
+
+    folder = Path("tests/data/h200/timeline")
+    sides = [prepare(read_table(folder / name)).measurement
+             for name in ("mlp.torch.a.pt.trace.json.gz", "mlp.sync.torch.pt.trace.json.gz")]
+    sideways, _ = _page_laid_out(render_html(build_report(compare_tables(*sides))), tmp_path, 800)
+    assert sideways <= 0
+
+
+@pytest.mark.browser
+def test_the_band_and_roofline_charts_scale_to_a_narrow_window(tmp_path: Path) -> None:
+    """The T4 v3 → v4 regression with ``+roofline``: its section's band charts (840 pixels, their axis label past
+    the track) scrolled an 800-pixel window 89 pixels sideways; they scale down to the page's width."""
+    from helpers.common import corpus_file
+
+    from perfgate.compare import CompareOptions
+    from perfgate.options import resolve_metrics
+    from perfgate.prepare import read_prepared
+    from perfgate.render import render_html
+
+    options = CompareOptions(metrics=resolve_metrics(["+roofline"], None))
+    sides = [read_prepared(corpus_file(f"mlp-t4/{name}.ncu-rep"), options)
+             for name in ("report_v3_loop_unroll", "report_v4_8_per_thread")]
+    sideways, _ = _page_laid_out(render_html(build_report(compare_tables(*sides, options))), tmp_path, 800)
+    assert sideways <= 0
