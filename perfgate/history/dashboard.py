@@ -31,6 +31,7 @@ from perfgate.history.detect import AWAITED, awaiting_note, changes_by_series, n
 from perfgate.history.findings import RunFindings, load_findings
 from perfgate.history.keys import KERNEL_FIELDS, facts_key, function_name, shown_kernel
 from perfgate.history.series import Branch, Series
+from perfgate.metrics import label_of
 from perfgate.quantities import format_value, pair_texts
 from perfgate.render.kernel_names import compact_name
 from perfgate.vocabulary import NO_ENTRIES, Status
@@ -132,7 +133,9 @@ def kernel_page(env: Any, branch: Branch, group: Sequence[Series], changes: dict
         gate = newest.get(series.id)
         if gate is not None:
             marks.append({"x": gate["x"], "direction": gate["status"], "gate": True})
-        data.append({"element": element, "metric": series.facts["metric"], "unit": series.facts["unit"],
+        label, unit = label_of(series.facts["metric"]), series.facts["unit"]
+        data.append({"element": element, "metric": series.facts["metric"], "unit": unit,
+                     "y_label": f"{label} ({unit})" if unit else label,  # the axis says what and in which unit
                      "x": series.commits.tolist(), "y": series.values.tolist(), "changes": marks})
         metrics.append({"metric": series.facts["metric"], "element": element, "anchor": f"m{number_}",
                         "gate": _gate_view(gate, series.facts) if gate is not None else None,

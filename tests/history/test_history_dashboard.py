@@ -4,6 +4,7 @@ reports stays text."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -64,6 +65,9 @@ def test_dashboard_renders_draws_and_links(tmp_path: Path) -> None:
     assert all('src="../static/' in s or 'type="application/json"' in s for s in scripts)  # no inline script
     assert all((gemm.parent / m).resolve().is_file() for m in re.findall(r'(?:src|href)="(\.\./[^"]+)"', page))
     assert "accepted by ada: bigger tiles, &lt;i&gt;on purpose&lt;/i&gt;" in page
+    payload = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    # Each chart's axes say what they show: the y axis the metric and its unit (instructions had none).
+    assert sorted(m["y_label"] for m in payload["metrics"]) == ["duration (ns)", "instructions"]
 
     (site / "check.js").write_text(CANVAS_CHECK, encoding="utf-8")
     checked = gemm.with_name("checked.html")

@@ -41,8 +41,8 @@
       width: width(), height: 260,
       scales: { x: { time: false } },
       axes: [
-        { values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && commits[t] ? commits[t].slice(0, 7) : "")) },
-        { label: metric.unit || "", size: 110, labelGap: 4 },
+        { label: "commit", values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && commits[t] ? commits[t].slice(0, 7) : "")) },
+        { label: metric.y_label, size: 110, labelGap: 4 },
       ],
       series: [
         { label: "commit", value: (u, v) => (v == null || !commits[v] ? "" : commits[v].slice(0, 12)) },
