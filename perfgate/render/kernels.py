@@ -63,6 +63,7 @@ class KernelRow(NamedTuple):
     # The ordinals of the launches that failed on their own while their kernel's launches, judged as one, did not
     # all fail (a launch that moved alone: compare.alone).
     alone: tuple[int, ...] = ()
+    lone: tuple[int, ...] = ()  # those that moved alone once, inconclusive while their kernel's launches are not
     variant: str = ""  # what tells it apart from kernels of the same name in its region (kernel_names)
     code_why: str | None = None  # what its machine code says: the same (time unchanged) or changed, and how
     # Of a kernel compared, its launches that were not (missing, new, no data), by status: why a row judged fine
@@ -169,11 +170,13 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
 
     group_column = optional.get("group") or []
     group = next((group_column[i] for i in indexes if group_column[i] is not None), None) if group_column else None
-    alone: tuple[int, ...] = ()
-    if group is not None and statuses.get(Status.REGRESSION.value) and any(
-            s in statuses for s in (Status.UNCHANGED.value, Status.INCONCLUSIVE.value, Status.IMPROVEMENT.value)):
-        alone = tuple(int(launches["ordinal"][i]) for i in indexes
-                      if launches["status"][i] == Status.REGRESSION.value)
+    def apart(status: Status, *others: Status) -> tuple[int, ...]:  # launches of a group judged unlike the rest
+        if group is None or not statuses.get(status.value) or not any(o.value in statuses for o in others):
+            return ()
+        return tuple(int(launches["ordinal"][i]) for i in indexes if launches["status"][i] == status.value)
+
+    alone = apart(Status.REGRESSION, Status.UNCHANGED, Status.INCONCLUSIVE, Status.IMPROVEMENT)
+    lone = apart(Status.INCONCLUSIVE, Status.UNCHANGED, Status.IMPROVEMENT)
     return KernelRow(launches=indexes, status=_row_status(statuses), kind=str(launches["kind"][first] or ""),
                      kernel=launches["kernel"][first], baseline_kernel=column("baseline_kernel"),
                      region=launches["region"][first] or "", test=launches["test"][first],
@@ -182,7 +185,7 @@ def kernel_row(report: ReportView, indexes: list[int], stats: dict[tuple[int, in
                      findings_appeared=union("findings_appeared"), findings_gone=union("findings_gone"),
                      metrics=_summaries(report, _metric_launches(report, indexes) if metrics is None else metrics,
                                         group, group_stats(report) if stats is None else stats),
-                     alone=alone, code_why=_first_set(optional.get("code_why"), indexes),
+                     alone=alone, lone=lone, code_why=_first_set(optional.get("code_why"), indexes),
                      uncompared=_uncompared(statuses))
 
 
@@ -377,9 +380,10 @@ def why_lines(row: KernelRow, others: int = 3) -> list[str]:
     lines = ([row.code_why] if row.code_why else []) + findings_text(row) + ([bound] if bound else []) + roofline
     if row.launch_change:
         lines.append(f"launch config: {row.launch_change}")
-    if row.alone:
-        shown = ", ".join(f"#{ordinal}" for ordinal in row.alone[:5]) + (" …" if len(row.alone) > 5 else "")
-        lines.append(f"moved alone, past its limit: {shown} (see the notes)")
+    for ordinals, what in ((row.alone, "moved alone, past its limit"), (row.lone, "moved alone once, inconclusive")):
+        if ordinals:
+            shown = ", ".join(f"#{ordinal}" for ordinal in ordinals[:5]) + (" …" if len(ordinals) > 5 else "")
+            lines.append(f"{what}: {shown} (see the notes)")
     sol = {*((SOL_COMPUTE_METRIC, SOL_MEMORY_METRIC) if bound else ()), *(ROOFLINE_METRICS if roofline else ())}
     moved = [m for m in row.metrics if not m.gated and m.status == Status.INFO.value and m.change is not None
              and abs(m.change) >= 0.01 and m.metric not in sol and not NOT_AN_EXPLANATION.match(m.metric)]

@@ -77,6 +77,12 @@ def test_one_launch_slower_once_among_forty_is_inconclusive_never_a_failure(tmp_
         assert not comparison.regressed
         lone = [n for n in comparison.notes if "moved alone once" in n]
         assert len(lone) == 1 and lone[0].endswith("inconclusive, not failed; rerun to confirm")
+    # The kernel's entry names that launch in its why, in every format (the note says why).
+    from perfgate.render import render_text
+    from perfgate.report import build_report
+
+    ordinal = lone[0].split(" #", 1)[1].split(" ", 1)[0]
+    assert f"why: moved alone once, inconclusive: #{ordinal} (see the notes)" in render_text(build_report(comparison))
     # And one slow layer of 12, seen once: not failed, not passed.
     comparison = _compare(slow_among_12(1, "one region", 2.0), 3, tmp_path)
     assert comparison.verdict == "inconclusive"
