@@ -45,7 +45,7 @@ from perfgate.history.judge import merge_many
 from perfgate.history.screen import loud_windows
 from perfgate.history.series import Series, checked_points, load_series, split_series
 
-CACHE_VERSION = 20  # bump when the search or the rows change: older rows are searched again
+CACHE_VERSION = 19  # bump when the search or the rows change: older rows are searched again
 CHUNK = 8192  # series a row
 
 

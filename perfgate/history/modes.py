@@ -19,28 +19,12 @@ its runs that landed that far toward the outside, which the series' other runs d
 medians) as often as they show it, at least once in as many runs as they have (a share not read as zero), and at
 least as often as the noise unit's normal tail gives. A count so many that its binomial chance is under ``MIXED``
 makes both steps no change points.
-
-Nor is a short run a level where it has runs at the outside's level between its first and last run beyond the
-midpoint from the outside's level to its own (an edge placed a run off leaves none there) and its runs beyond are
-no more than the series' own tail gives. The t-test reads normal tails; a skewed measured noise (ncu durations:
-one run in twenty 3-6% slow; GPU idle: runs 60-90% low) lands five of seven runs in its tail now and then, with
-runs at the level between them. Were the run the outside's noise, each of its runs (first beyond to last) would lie
-beyond the midpoint as often as the series' other runs lie that far from their own segments' medians (the series
-as measured, spikes and all: its tail is what is asked about); where the binomial chance of at least as many
-beyond is above the p-value a point against a short segment must pass, both steps are no change points (a sign
-test of the run against the series' own tail). It is asked only where that tail is heavier than the noise unit's
-normal one (the other runs that far off too many for it: binomial chance under ``MIXED``): in normal noise the
-t-test reads the run right, and a sign test, far weaker there, would lose short regressions with one run near the
-midpoint (our ``excursion_series``: 4-sigma regressions of 3-6 runs). A run whose
-every run lies beyond the midpoint is left to the t-test and ``step_size``'s median test: a regression's runs agree
-with each other where the tail's land anywhere in it, which a count beyond a midpoint cannot see (set 5's
-``softmax_online_399``: 3 runs at +11..13 noise units where 6% of the series' runs land at +13..59).
 """
 
 from __future__ import annotations
 
 from statistics import NormalDist
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -58,9 +42,8 @@ MIXED = 0.001  # the binomial chance under which the runs back at the outside le
 def mix_edges(series: np.ndarray, points: Sequence[tuple[int, bool]], limit: float, p_value: float) -> set[int]:
     """The positions of the steps (``points``: each position and whether it is a step, in order) that bound a mix
     segment of a measured series: ``LEAST`` to ``WIDEST`` runs between two steps whose values are its
-    neighbourhood's usual levels in a share ``limit`` does not rule out, that go back to their neighbours' one
-    level (``p_value``: the final one) too often for a level (``back_at_level``), or whose runs beyond the midpoint
-    the series' own tail explains (``tail_runs``)."""
+    neighbourhood's usual levels in a share ``limit`` does not rule out, or that go back to their neighbours' one
+    level (``p_value``: the final one) too often for a level (``back_at_level``)."""
     found: set[int] = set()
     if len(series) < NEAREST or not bool(np.all(series > 0)):
         return found
@@ -75,7 +58,6 @@ def mix_edges(series: np.ndarray, points: Sequence[tuple[int, bool]], limit: flo
             found |= {positions[k], positions[k + 1]}
     if short:
         found |= back_at_level(np.log(despike_one(series)), positions, short, p_value)
-        found |= tail_runs(logs, positions, short, limit, p_value)
     return found
 
 
@@ -85,62 +67,29 @@ def back_at_level(logs: np.ndarray, positions: Sequence[int], short: Sequence[in
     its runs than a level's noise makes likely (the module's rule)."""
     from scipy.special import bdtrc
 
+    edges = [0, *positions, len(logs)]
+    segments = [logs[start:stop] for start, stop in zip(edges[:-1], edges[1:])]
+    levels = [float(np.median(segment)) for segment in segments]
+    residuals = [segment - level for segment, level in zip(segments, levels)]
+    unit = 1.4826 * float(np.median(np.abs(np.concatenate(residuals))))
     found: set[int] = set()
-    for k, inside, level, old, unit, others in _excursions(logs, positions, short, p_value):
+    for k in short:
+        inside, level, outside = segments[k + 1], levels[k + 1], (levels[k], levels[k + 2])
+        if unit <= 0 or min(outside) <= level <= max(outside) or t_test(segments[k], segments[k + 2]) <= p_value:
+            continue  # no excursion from one level
+        old = max(outside) if level > max(outside) else min(outside)
         at_level = np.flatnonzero(np.abs(inside - old) >= np.abs(inside - level))
         between = inside[at_level[0]:at_level[-1] + 1]  # an edge placed a run off leaves no run back at the level
         back = int(np.count_nonzero(np.abs(between - old) < np.abs(between - level)))
         if not back:
             continue
         half = abs(level - old) / 2.0
+        others = np.concatenate([r for j, r in enumerate(residuals) if j != k + 1])
         toward = np.count_nonzero((others if old > level else -others) > half)
         share = max(NormalDist().cdf(-half / unit), (toward + 1) / (len(others) + 1))
         if float(bdtrc(back - 1, len(between), share)) < MIXED:
             found |= {positions[k], positions[k + 1]}
     return found
-
-
-def tail_runs(logs: np.ndarray, positions: Sequence[int], short: Sequence[int], limit: float,
-              p_value: float) -> set[int]:
-    """The two steps bounding each short segment ``k`` in ``short`` (of a measured series' log values as measured,
-    spikes and all) with runs at its neighbours' level between its runs beyond the midpoint from that level toward
-    its own, those no more than the series' own tail gives at ``limit`` (the module's rule: a sign test against the
-    series' own tail)."""
-    from scipy.special import bdtrc
-
-    found: set[int] = set()
-    for k, inside, level, old, unit, others in _excursions(logs, positions, short, p_value):
-        half, away = abs(level - old) / 2.0, 1.0 if level > old else -1.0
-        far = np.flatnonzero(away * (inside - old) > half)
-        if not len(far):
-            continue
-        between = far[-1] + 1 - far[0]  # an edge placed a run off leaves no run at the level
-        normal, seen = NormalDist().cdf(-half / unit), int(np.count_nonzero(away * others > half))
-        if len(far) == between or float(bdtrc(seen - 1, len(others), normal)) >= MIXED:
-            continue  # every run beyond, or a tail the noise unit's normal one explains: the t-test reads it right
-        breaks = np.flatnonzero(np.diff(far) != 1)
-        held = int(np.diff(np.concatenate(([-1], breaks, [len(far) - 1]))).max())  # most beyond in a row
-        if held < LEAST and float(bdtrc(len(far) - 1, between, seen / len(others))) > limit:
-            found |= {positions[k], positions[k + 1]}
-    return found
-
-
-def _excursions(logs: np.ndarray, positions: Sequence[int], short: Sequence[int],
-                p_value: float) -> Iterator[tuple[int, np.ndarray, float, float, float, np.ndarray]]:
-    """Each short segment ``k`` in ``short`` beyond one level on both sides (its neighbours' t-test does not pass
-    ``p_value``): ``k``, its log values, its median, the nearer neighbour's median, the series' noise unit (1.4826 x
-    the median absolute residual around the segments' medians) and the residuals of every other segment."""
-    edges = [0, *positions, len(logs)]
-    segments = [logs[start:stop] for start, stop in zip(edges[:-1], edges[1:])]
-    levels = [float(np.median(segment)) for segment in segments]
-    residuals = [segment - level for segment, level in zip(segments, levels)]
-    unit = 1.4826 * float(np.median(np.abs(np.concatenate(residuals))))
-    for k in short:
-        level, outside = levels[k + 1], (levels[k], levels[k + 2])
-        if unit <= 0 or min(outside) <= level <= max(outside) or t_test(segments[k], segments[k + 2]) <= p_value:
-            continue  # no excursion from one level
-        others = np.concatenate([r for j, r in enumerate(residuals) if j != k + 1])
-        yield k, segments[k + 1], level, max(outside) if level > max(outside) else min(outside), unit, others
 
 
 def is_mix(inside: np.ndarray, left: np.ndarray, right: np.ndarray, limit: float) -> bool:
