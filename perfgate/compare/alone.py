@@ -172,12 +172,13 @@ def _kth_of_two(first: _Distances, second: _Distances, k: int) -> float:
 
 
 def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, past_limit: Bools,
-                absolute: float = -1.0) -> MovedAlone:
+                absolute: float = -1.0, counted: bool = False) -> MovedAlone:
     """Which launches of a group (paired by occurrence: ``base[i]`` with ``cur[i]``, values > 0) moved alone in
     the worse direction, and of those which sit at a call site that moved (``call_sites``); ``past_limit``: each
     launch's own change is past its limit in the worse direction; ``relative``: the relative limit (-1: none);
     ``absolute``: the absolute one, which sizes the margin where there is no relative one (5 points of a share:
-    the change of 5 points at the group's median, not a margin of nothing)."""
+    the change of 5 points at the group's median, not a margin of nothing); ``counted``: the metric counts work
+    (instructions, bytes), which interference does not move, where a time does."""
     none = np.zeros(base.size, dtype=bool)
     if base.size < 2 or not past_limit.any():
         return MovedAlone(none, none)
@@ -195,7 +196,9 @@ def moved_alone(base: Floats, cur: Floats, worse_sign: float, relative: float, p
     if not moved.any():
         return MovedAlone(none, none)
     found: Bools = moved & (apart > alone_z(base.size) * spread)
-    if spread == 0 and median(worse) == 0:  # an exact count: no interference moves it
+    # An exact count (every other launch's own change 0): no interference moves it. Not a time whose other launches
+    # came out equal on both sides: ncu's durations step by 32 ns, so many repeat while one launch was disturbed.
+    if counted and not worse[~moved].any():
         return MovedAlone(found, none)
     sited = call_sites(worse, moved, past_limit & beyond_baseline, margin, alone_z(max(sum(loop_periods(base.size)), 1)))
     return MovedAlone(sited, found & ~sited)

@@ -36,7 +36,7 @@ from perfgate.compare.matching import MATCH_KERNEL, MatchedLaunches
 from perfgate.compare.timeline_pairs import paired_shift
 from perfgate.compare.alone import moved_alone
 from perfgate.compare.statistics import shift_interval
-from perfgate.metrics import RELEVANCE_FLOOR_METRICS
+from perfgate.metrics import RELEVANCE_FLOOR_METRICS, is_time_like
 from perfgate.vocabulary import KIND_KERNEL, Status
 
 INTERVAL_LAUNCHES = 6  # from this many launches on the smaller side, the interval decides; below, the estimate
@@ -290,7 +290,7 @@ def judge_groups(rows: JoinedRows, launches: MatchedLaunches, worse_sign: Floats
         judged.append(_Series(shown, base.size, cur.size, median(base_sorted), median(cur_sorted), verdict))
         if base.size == cur.size == int(paired.sum()):  # the i-th launch of each side is the same call site
             moved = moved_alone(base_all[paired], cur_all[paired], sign, group_relative, past_limit[members[paired]],
-                                floor)
+                                floor, counted=not is_time_like(rows.names[code]))
             alone[members[paired]], lone[members[paired]] = moved.alone, moved.lone
     series[series < 0] = len(judged)  # the "not judged" entry, after the judged ones
     launch_group = np.full(launches.count, -1, dtype=np.int64)

@@ -68,10 +68,13 @@ def test_launches_match_by_ordinal_within_kernel_and_region() -> None:
            .add("k", {TIME: 100_000}, ordinal=2).add("k", {TIME: 100_000}, region="step"))
     comparison = _compare(base, cur)
     assert _status(comparison, "k", ordinal=0, region="") == Status.UNCHANGED.value
-    assert _status(comparison, "k", ordinal=1) == Status.REGRESSION.value
+    # The second launch of the three, and only it, moved: alone once, so inconclusive (a time, unlike a count, is
+    # moved by another process on the GPU too).
+    assert _status(comparison, "k", ordinal=1) == Status.INCONCLUSIVE.value
+    assert _status(comparison, "k", ordinal=2) == Status.UNCHANGED.value
     assert _status(comparison, "k", region="step") == Status.UNCHANGED.value
-    assert comparison.verdict == "fail"
-    assert comparison.launches["status"][0] == Status.REGRESSION.value  # what needs attention first
+    assert comparison.verdict == "inconclusive"
+    assert comparison.launches["status"][0] == Status.INCONCLUSIVE.value  # what needs attention first
 
 
 def test_a_kernel_on_one_side_only_is_missing_or_new_and_a_rename_is_suspected() -> None:
