@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from itertools import compress
 from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
 
 from perfgate.report.contract import (
@@ -153,25 +152,6 @@ def kernel_keys(launches: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
 def _kernel_columns(launches: Mapping[str, Any]) -> list[Sequence[Any]]:
     count = len(launches["status"])
     return [launches.get(name) or [None] * count for name in KERNEL_COLUMNS]
-
-
-def first_launches(launches: Mapping[str, Any], statuses: Iterable[str] | None = None) -> list[int]:
-    """Each kernel's first launch (``kernel_keys``) with one of ``statuses`` (of any status when None), in launch
-    order. What a cut listing names before any kernel's second launch, so that no kernel that needs attention goes
-    unnamed.
-
-    A dict filled from the last launch back keeps each kernel's first launch, in C loops rather than a Python one
-    (a report may hold 500k launches)."""
-    columns = _kernel_columns(launches)
-    indexes = range(len(launches["status"]))
-
-    def backwards() -> Iterator[tuple[Any, ...]]:
-        return zip(*(reversed(column) for column in columns))
-
-    if statuses is None:
-        return sorted(set(dict(zip(backwards(), reversed(indexes))).values()))
-    picked = list(map(set(statuses).__contains__, reversed(launches["status"])))
-    return sorted(set(dict(zip(compress(backwards(), picked), compress(reversed(indexes), picked))).values()))
 
 
 def iter_launches(report: ReportView, statuses: Iterable[str] | None = None) -> Iterator[int]:

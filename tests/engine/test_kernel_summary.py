@@ -17,7 +17,7 @@ import pytest
 from helpers.common import REPO, run_cli
 from helpers.csvgen import write_details_csv, write_raw_csv
 
-from perfgate.report import Report, first_launches, kernel_keys, kernel_summary, listed_summary, load_report, validate_report
+from perfgate.report import Report, kernel_summary, listed_summary, load_report, validate_report
 from perfgate.vocabulary import STATUS_RANK, Status
 
 SESSIONS = sorted((REPO / "tests" / "data").glob("h*/sessions/*.json.xz"))
@@ -93,30 +93,3 @@ def test_generated_compares_count_as_before(page: str, tmp_path: Path, capsys: p
         assert kernel_summary(report) == per_launch_kernel_summary(report)
         mixed = redrawn(report, 7)
         assert kernel_summary(mixed) == per_launch_kernel_summary(mixed)
-
-
-def _firsts(launches: Any, statuses: set[str] | None = None) -> set[int]:
-    """Each kernel's first launch with one of ``statuses``, as a dict of kernels met keeps them."""
-    kernels: dict[Any, int] = {}
-    for index, key in enumerate(kernel_keys(launches)):
-        if statuses is None or launches["status"][index] in statuses:
-            kernels.setdefault(key, index)
-    return set(kernels.values())
-
-
-@pytest.mark.parametrize("path", SESSIONS, ids=lambda p: f"{p.parent.parent.name}-{p.name.split('.')[0]}")
-def test_each_kernel_s_first_launch_and_its_first_that_changed_in_one_pass(path: Path) -> None:
-    """What a cut listing names first (``render.text``): each kernel's first launch, and its first that changed, in
-    launch order; on the real sessions and on their launches with statuses drawn again (a kernel's first launch
-    unchanged and a later one regressed)."""
-    for report in (session(path), *(redrawn(session(path), seed) for seed in range(5))):
-        launches = report["launches"]
-        changed = set(launches["status"]) - {Status.UNCHANGED.value}
-        assert first_launches(launches, changed) == sorted(_firsts(launches, changed))
-        assert first_launches(launches) == sorted(_firsts(launches))
-
-
-def test_a_kernel_s_first_launch_of_a_status_is_named_whatever_its_first_launch() -> None:
-    launches = {"test": ["t"] * 4, "device": ["H100"] * 4, "kind": ["kernel"] * 4, "kernel": ["a", "a", "a", "b"],
-                "region": [""] * 4, "status": ["unchanged", "regression", "regression", "unchanged"]}
-    assert first_launches(launches, {"regression"}) == [1] and first_launches(launches) == [0, 3]
