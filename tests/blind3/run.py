@@ -9,21 +9,15 @@ commit) and how outcomes are read and counted (`b2_score`) are blind set 2's, im
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
-import os
-import resource
 import shutil
 import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -41,6 +35,7 @@ b3_cases = _load("blind3_cases", HERE / "cases.py")
 
 from b2_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
 from b3_generate import write_rerun  # noqa: E402
+from blind_compare_harness import run as harness  # noqa: E402
 
 
 def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[str, Any]:
@@ -62,47 +57,9 @@ def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[
     return out
 
 
-def _write_tsv(path: str, results: list[dict[str, Any]]) -> None:
-    with open(path, "w") as f:
-        f.write("id\trerun\tfamily\texpect\tambiguous\tclass\tverdict\trc\tnotes\tblamed\n")
-        for r in results:
-            blamed = " ; ".join(b.split("|")[0] + "@" + b.split("|")[2] for b in r["blamed"])
-            f.write(f"{r['id']}\t{r['rerun']}\t{r['family']}\t{r['expect']}\t{int(r['ambiguous'])}\t"
-                    f"{r['class']}\t{r['verdict']}\t{r['rc']}\t{r['notes']}\t{blamed}\n")
-
-
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="", help="run only cases whose id starts with this")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default="", help="write every run's outcome here (TSV)")
-    a = ap.parse_args(argv)
-    committed = (HERE / "cases.json").read_text()
-    if committed != b3_cases.cases_text():
-        print("refusing to run: cases.py no longer makes the committed cases.json (the expectations changed)")
-        return 2
-    doc = json.loads(committed)
-    todo = [(c, r) for c in doc["cases"] if c["id"].startswith(a.only) for r in range(c["reruns"])]
-    scratch = Path(tempfile.mkdtemp(prefix="perfgate-blind3-"))
-    if not blind2_run._no_pyproject_above(scratch):
-        print(f"refusing to run: a pyproject.toml lies above {scratch}; set TMPDIR to a folder without one")
-        return 2
-    start, cpu0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        outs = list(pool.map(lambda cr: run_one(cr[0], doc["seed"], cr[1], scratch), todo))
-    shutil.rmtree(scratch, ignore_errors=True)
-    results = [{**o, "id": c["id"], "rerun": r, "family": c["family"], "expect": c["expect"],
-                "ambiguous": bool(c["ambiguous"]), "class": classify(c, o)} for (c, r), o in zip(todo, outs)]
-    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(figures(results))
-    print()
-    print(wrong_lines(results) or "(no run counted wrong)")
-    print(f"\n{len(results)} runs of {len({c['id'] for c, _ in todo})} cases in {time.monotonic() - start:.0f} s "
-          f"wall; perfgate processes {cpu.ru_utime + cpu.ru_stime - cpu0.ru_utime - cpu0.ru_stime:.0f} s CPU; "
-          f"load {os.getloadavg()[0]:.2f}")
-    if a.out:
-        _write_tsv(a.out, results)
-    return 0
+    return harness.main(harness.BlindSet("blind3", HERE, b3_cases.cases_text, run_one, classify, figures, wrong_lines),
+                        argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -9,21 +9,15 @@ blamed and nonsense). See README.md.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
-import os
-import resource
 import shutil
 import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -41,6 +35,7 @@ b4_cases = _load("blind4_cases", HERE / "cases.py")
 
 from b4_generate import write_rerun  # noqa: E402
 from b4_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
+from blind_compare_harness import run as harness  # noqa: E402
 
 
 def compare_args(case: dict[str, Any]) -> list[str]:
@@ -66,45 +61,15 @@ def _write_tsv(path: str, results: list[dict[str, Any]]) -> None:
         f.write("id\trerun\tfamily\texpect\tambiguous\tclass\tverdict\trc\tnotes\tunmeasured\tblamed\tmetrics\t"
                 "nonsense\n")
         for r in results:
-            blamed = " ; ".join(b.split("|")[0] + "@" + b.split("|")[2] for b in r["blamed"])
+            blamed = harness.blamed_text(r)
             f.write(f"{r['id']}\t{r['rerun']}\t{r['family']}\t{r['expect']}\t{int(r['ambiguous'])}\t{r['class']}\t"
                     f"{r['verdict']}\t{r['rc']}\t{r['notes']}\t{r['unmeasured']}\t{blamed}\t{','.join(r['metrics'])}\t"
                     f"{' ; '.join(r['nonsense'])[:200]}\n")
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="", help="run only cases whose id starts with this")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default="", help="write every run's outcome here (TSV)")
-    a = ap.parse_args(argv)
-    committed = (HERE / "cases.json").read_text()
-    if committed != b4_cases.cases_text():
-        print("refusing to run: cases.py no longer makes the committed cases.json (the expectations changed)")
-        return 2
-    doc = json.loads(committed)
-    todo = [(c, r) for c in doc["cases"] if c["id"].startswith(a.only) for r in range(c["reruns"])]
-    scratch = Path(tempfile.mkdtemp(prefix="perfgate-blind4-"))
-    if not blind2_run._no_pyproject_above(scratch):
-        print(f"refusing to run: a pyproject.toml lies above {scratch}; set TMPDIR to a folder without one")
-        return 2
-    start, cpu0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        outs = list(pool.map(lambda cr: run_one(cr[0], doc["seed"], cr[1], scratch), todo))
-    shutil.rmtree(scratch, ignore_errors=True)
-    results = [{**o, "id": c["id"], "rerun": r, "family": c["family"], "expect": c["expect"],
-                "blame_metrics": c["blame_metrics"], "ambiguous": bool(c["ambiguous"]), "class": classify(c, o)}
-               for (c, r), o in zip(todo, outs)]
-    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(figures(results))
-    print()
-    print(wrong_lines(results) or "(no run counted wrong)")
-    print(f"\n{len(results)} runs of {len({c['id'] for c, _ in todo})} cases in {time.monotonic() - start:.0f} s "
-          f"wall; perfgate processes {cpu.ru_utime + cpu.ru_stime - cpu0.ru_utime - cpu0.ru_stime:.0f} s CPU; "
-          f"load {os.getloadavg()[0]:.2f}")
-    if a.out:
-        _write_tsv(a.out, results)
-    return 0
+    return harness.main(harness.BlindSet("blind4", HERE, b4_cases.cases_text, run_one, classify, figures, wrong_lines,
+                                         case_fields=("blame_metrics",), tsv=_write_tsv), argv, __doc__)
 
 
 if __name__ == "__main__":
