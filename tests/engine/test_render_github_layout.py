@@ -29,7 +29,7 @@ document.querySelectorAll("table").forEach((table, t) => {
   const heads = Array.from(table.querySelectorAll("th")).map(th => th.textContent.trim());
   table.querySelectorAll("tbody tr").forEach((tr, row) => {
     tr.querySelectorAll("td").forEach((td, cell) => {
-      if (!["Metric", "Before", "After", "Δ"].includes(heads[cell])) return;
+      if (!["Metric", "Baseline", "Current", "Change"].includes(heads[cell])) return;
       const items = [[]];
       td.childNodes.forEach(node => node.nodeName === "BR" ? items.push([]) : items[items.length - 1].push(node));
       items.forEach((nodes, item) => {
