@@ -77,11 +77,12 @@ def _launch_lines(item: Shown, report: ReportView, variant: str = "") -> list[st
 
 
 def _region_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """A timeline region in at most three lines: the two gated metrics that moved (wall time first), then one
-    "why" naming the part of its wall time that moved, its idle share in points and its kernel time."""
+    """A timeline region in at most four lines: the gated metrics that moved (wall time, GPU idle, host lead: as
+    the Markdown and HTML rows list them), then one "why" naming the part of its wall time that moved, its idle
+    share in points and its kernel time."""
     gated = [r for r in rows if r.get("gated") and r.get("status") in ("regression", "improvement", "inconclusive")]
     lines = [f"    {r['status']:<11} {metric_line(r)}  [limit {limit_text(r.get('threshold'), r.get('unit'))}]"
-             for r in gated[:2]]
+             for r in gated[:3]]
     then = {str(r["metric"]): float(r["baseline"]) for r in rows if isinstance(r.get("baseline"), (int, float))}
     now = {str(r["metric"]): float(r["current"]) for r in rows if isinstance(r.get("current"), (int, float))}
     why = region_why(then, now)
