@@ -66,6 +66,21 @@ def test_the_timeline_example(capsys: pytest.CaptureFixture[str], monkeypatch: p
     assert out.splitlines() == quoted_output("docs/timeline.md", command)
 
 
+@pytest.mark.parametrize(("folder", "command", "expected"), [
+    ("esmm-a10g", "perfgate compare --code-identity b644635.ncu-rep a62323b_output.ncu-rep", 0),
+    ("mlp-t4", "perfgate compare --code-identity report_v3_loop_unroll.ncu-rep report_v4_8_per_thread.ncu-rep", 1),
+    (None, "perfgate compare --code-identity --threshold gpu__time_duration.sum=0% tests/data/h100/vector_add.ncu-rep "
+           "tests/data/h100/vector_add.rerun.ncu-rep", 0)])
+def test_the_same_code_examples(folder: str | None, command: str, expected: int, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    if folder is not None:
+        corpus_file(f"{folder}/{command.split()[-1]}")
+    monkeypatch.chdir(REPO if folder is None else NCU_REP / folder)
+    status, out, _ = run_cli(capsys, *command.split()[1:])
+    assert status == expected
+    assert out.splitlines() == quoted_output("docs/same-code.md", command)
+
+
 def test_gating_against_the_baselines_folder(capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
@@ -93,6 +108,12 @@ def test_the_history_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert status == 0
     [quoted] = [b for b in fenced_blocks("docs/history.md") if b and b[0].startswith("perfgate: history: median")]
     assert out.splitlines() == quoted
+
+    # The dashboard of those six sessions: as many pages as the page says.
+    pages = re.search(r"the six H100 sessions recorded above give (\d+) pages",
+                      " ".join((REPO / "docs" / "history.md").read_text(encoding="utf-8").split()))
+    _, out, _ = run_cli(capsys, "history", "dashboard", "--db", db, "-o", tmp_path / "site")
+    assert pages and out.startswith(f"wrote {pages.group(1)} pages to "), out
 
 
 def _holds(quoted: Any, actual: Any) -> bool:
