@@ -16,6 +16,8 @@ import pytest
 
 from perfgate.cli import build_parser
 from perfgate.config import Settings, settings_from_table
+from perfgate.metrics import (CATALOG_BY_NAME, DEFAULT_BENCHMARK_METRICS, DEFAULT_KERNEL_METRICS, Threshold,
+                              default_thresholds)
 from perfgate.option_table import COMMAND, OPTIONS, PLUGIN, PLUGIN_OPTIONS, Option, resolve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,6 +164,26 @@ def test_every_tool_perfgate_table_and_key_the_pages_show_is_valid() -> None:
                 continue  # a formula, not a setting
     assert tables >= 7
     assert not [(page, key) for page, key in sorted(keys) if key not in Settings._fields]
+
+
+def _spec(threshold: Threshold) -> str:
+    if not threshold.gating:
+        return "off"
+    parts = ([f"{threshold.relative * 100:g}%"] if threshold.relative is not None else []) + (
+        [f"{threshold.absolute:g}"] if threshold.absolute is not None else [])
+    return "+".join(parts)
+
+
+def test_the_default_metrics_table_is_the_catalog_s() -> None:
+    """docs/configuration.md's "The default metrics": the default set, in its order, each with its label and its
+    default threshold."""
+    section = DOCS.read_text(encoding="utf-8").split("## The default metrics", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| `")]
+    documented = [(metric.split("`")[1], label, spec.split("`")[1]) for metric, label, spec in rows]
+    thresholds = default_thresholds()
+    assert documented == [(name, CATALOG_BY_NAME[name].label, _spec(thresholds[name]))
+                          for name in (*DEFAULT_KERNEL_METRICS, *DEFAULT_BENCHMARK_METRICS)]
 
 
 def test_pytest_s_help_lists_the_plugin_s_options_from_the_table(pytester: pytest.Pytester) -> None:
