@@ -138,7 +138,7 @@ def test_every_flag_the_pages_give_a_command_is_one_it_takes() -> None:
 
 
 def test_every_perfgate_flag_the_pages_name_exists() -> None:
-    """``--perfgate-…`` anywhere in the pages is the plugin's option (or one of a command's, ``init --perfgate-spec``)."""
+    """``--perfgate-…`` anywhere in the pages is the plugin's option, or a command's (``init --perfgate-spec``)."""
     known = {option.plugin for option in PLUGIN_OPTIONS} | _flags_of(build_parser())
     named = {(page.name, flag) for page in PAGES
              for flag in re.findall(r"(?<![\w-])(--perfgate(?:-[a-z]+)*)", page.read_text(encoding="utf-8"))}
