@@ -188,3 +188,16 @@ def test_the_verdict_line_with_an_output_file(tmp_path: Path, capsys: pytest.Cap
     quoted = re.search(r"With `-o`, `compare` prints only the verdict line \(`([^`]*)`\)",
                        " ".join((REPO / "docs" / "reports.md").read_text(encoding="utf-8").split()))
     assert status == 1 and quoted and out == quoted.group(1) + "\n"
+
+
+def test_the_history_pages_name_the_schema_version_this_perfgate_reads() -> None:
+    """The Bad input table's newer-schema line quotes this perfgate's schema version, and no page names a schema
+    version past it."""
+    from perfgate.history.schema import SCHEMA_VERSION
+
+    pages = {page: (REPO / "docs" / page).read_text(encoding="utf-8") for page in ("history.md", "same-code.md",
+                                                                                  "bisect.md")}
+    assert (f"history schema version {SCHEMA_VERSION + 1} is newer than this perfgate reads ({SCHEMA_VERSION})"
+            in pages["history.md"])
+    named = [int(n) for text in pages.values() for n in re.findall(r"schema version (\d+)", text)]
+    assert named and max(named) == SCHEMA_VERSION + 1
