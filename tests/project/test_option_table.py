@@ -137,6 +137,32 @@ def test_every_flag_the_pages_give_a_command_is_one_it_takes() -> None:
     assert not wrong, f"these pages give a perfgate command a flag it does not take: {wrong}"
 
 
+# Where each command's every option is listed: its synopsis (the lines of the page that start with the command),
+# or for publish the options table of its section.
+SYNOPSES = {"compare": "cli.md", "baseline": "cli.md", "merge": "cli.md", "baselines list": "cli.md",
+            "baselines stale": "cli.md", "codes": "cli.md", "init": "cli.md", "bisect": "bisect.md",
+            "history record": "history.md", "history changes": "history.md", "accept": "history.md",
+            "publish": "github-actions.md"}
+
+
+def _synopsis(command: str) -> str:
+    page = REPO / "docs" / SYNOPSES[command]
+    if command == "publish":
+        return page.read_text(encoding="utf-8").split("## `perfgate publish REPORT.json`", 1)[1].split("\n## ")[0]
+    return " ".join(line for line in (line.removeprefix("$ ") for line in _code_lines(page))
+                    if line.startswith(f"perfgate {command} "))
+
+
+@pytest.mark.parametrize("command", sorted(SYNOPSES))
+def test_each_command_s_synopsis_lists_every_option_it_takes(command: str) -> None:
+    parser = _command_parsers(build_parser())[command]
+    text = _synopsis(command)
+    unlisted = [action.option_strings for action in parser._actions if action.option_strings
+                and action.dest != "help" and not any(re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)
+                                                      for flag in action.option_strings)]
+    assert not unlisted, f"docs/{SYNOPSES[command]}: perfgate {command}'s synopsis leaves out {unlisted}"
+
+
 def test_every_perfgate_flag_the_pages_name_exists() -> None:
     """``--perfgate-…`` anywhere in the pages is the plugin's option, or a command's (``init --perfgate-spec``)."""
     known = {option.plugin for option in PLUGIN_OPTIONS} | _flags_of(build_parser())
