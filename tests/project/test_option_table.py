@@ -212,6 +212,16 @@ def test_the_default_metrics_table_is_the_catalog_s() -> None:
                           for name in (*DEFAULT_KERNEL_METRICS, *DEFAULT_BENCHMARK_METRICS)]
 
 
+def test_the_marker_table_lists_every_marker_argument() -> None:
+    """docs/pytest-plugin.md's table of ``@pytest.mark.perfgate(...)`` keys is the marker's arguments."""
+    from perfgate.plugin.marker import PerfMarker
+
+    page = (REPO / "docs" / "pytest-plugin.md").read_text(encoding="utf-8")
+    section = page.split("## The marker: `@pytest.mark.perfgate(...)`", 1)[1].split("\n## ", 1)[0]
+    keys = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+    assert sorted(keys) == sorted(PerfMarker._fields)
+
+
 def test_pytest_s_help_lists_the_plugin_s_options_from_the_table(pytester: pytest.Pytester) -> None:
     text = " ".join(pytester.runpytest("--help").stdout.str().split())
     for option in PLUGIN_OPTIONS:
