@@ -201,3 +201,17 @@ def test_the_history_pages_name_the_schema_version_this_perfgate_reads() -> None
             in pages["history.md"])
     named = [int(n) for text in pages.values() for n in re.findall(r"schema version (\d+)", text)]
     assert named and max(named) == SCHEMA_VERSION + 1
+
+
+def test_the_input_limits_table_is_perfgate_limits() -> None:
+    """docs/cli.md's Input limits table quotes the limits perfgate.limits and the JSON reader define."""
+    from perfgate import limits
+    from perfgate.collect.json_input import MAX_VALUE_CHARS
+
+    section = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("## Input limits", 1)[1]
+    column = [line.split(" | ")[1] for line in section.splitlines() if line.startswith("| ") and " | " in line][1:]
+    assert column == [f"{limits.MAX_INPUT_BYTES >> 30} GiB", f"{limits.MAX_NAME_CHARS:,} characters",
+                      f"{limits.MAX_JSON_DEPTH} levels", f"{MAX_VALUE_CHARS >> 20} Mi characters",
+                      f"{limits.MAX_OPEN_RANGES}",
+                      f"{limits.MAX_NAME_CHARS:,}; {limits.MAX_REGION_PATHS_CHARS:,} characters",
+                      f"{limits.MAX_LAUNCH_TEXT_CHARS:,} characters", f"{limits.FIFO_WAIT_SECONDS:g} s"]
