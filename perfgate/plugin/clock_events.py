@@ -53,7 +53,7 @@ def throttled_note(before: ClockState, after: ClockState, what: str) -> str | No
 
 
 def _handle(nvml: Any, gpu: str | None) -> Any:
-    """The NVML device of the GPU the child uses: ``gpu`` (``--perfgate-gpu``), else CUDA_VISIBLE_DEVICES' first;
+    """The NVML device of the GPU the child uses: ``gpu`` (an xdist worker's), else CUDA_VISIBLE_DEVICES' first;
     a UUID is exact, an index is NVML's order (PCI bus order: set CUDA_DEVICE_ORDER=PCI_BUS_ID to agree)."""
     chosen = (gpu or os.environ.get("CUDA_VISIBLE_DEVICES", "") or "0").split(",")[0].strip()
     if chosen.startswith(("GPU-", "MIG-")):

@@ -141,6 +141,16 @@ def test_the_documented_example_renders(tmp_path: Path) -> None:
     assert "<img" not in markdown
 
 
+def test_the_page_lists_every_template_a_team_can_replace() -> None:
+    """docs/reports.md's table of templates has a row for each of perfgate's templates, and no other."""
+    import perfgate.render
+
+    shipped = {path.name for path in (Path(perfgate.render.__file__).parent / "templates").glob("*.j2")}
+    page = (REPO / "docs" / "reports.md").read_text(encoding="utf-8")
+    rows = {line.split("`")[1] for line in page.splitlines() if line.startswith("| `") and ".j2` |" in line}
+    assert rows == shipped
+
+
 def test_the_plugin_says_in_one_line_when_a_team_template_fails_on_the_report(pytester: pytest.Pytester) -> None:
     """A template that compiles but names what it is not given fails when the session report is written: one
     line in the perfgate section, no .md file, no traceback."""

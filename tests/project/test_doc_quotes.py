@@ -66,6 +66,21 @@ def test_the_timeline_example(capsys: pytest.CaptureFixture[str], monkeypatch: p
     assert out.splitlines() == quoted_output("docs/timeline.md", command)
 
 
+@pytest.mark.parametrize(("folder", "command", "expected"), [
+    ("esmm-a10g", "perfgate compare --code-identity b644635.ncu-rep a62323b_output.ncu-rep", 0),
+    ("mlp-t4", "perfgate compare --code-identity report_v3_loop_unroll.ncu-rep report_v4_8_per_thread.ncu-rep", 1),
+    (None, "perfgate compare --code-identity --threshold gpu__time_duration.sum=0% tests/data/h100/vector_add.ncu-rep "
+           "tests/data/h100/vector_add.rerun.ncu-rep", 0)])
+def test_the_same_code_examples(folder: str | None, command: str, expected: int, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    if folder is not None:
+        corpus_file(f"{folder}/{command.split()[-1]}")
+    monkeypatch.chdir(REPO if folder is None else NCU_REP / folder)
+    status, out, _ = run_cli(capsys, *command.split()[1:])
+    assert status == expected
+    assert out.splitlines() == quoted_output("docs/same-code.md", command)
+
+
 def test_gating_against_the_baselines_folder(capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
@@ -93,6 +108,12 @@ def test_the_history_examples(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert status == 0
     [quoted] = [b for b in fenced_blocks("docs/history.md") if b and b[0].startswith("perfgate: history: median")]
     assert out.splitlines() == quoted
+
+    # The dashboard of those six sessions: as many pages as the page says.
+    pages = re.search(r"the six H100 sessions recorded above give (\d+) pages",
+                      " ".join((REPO / "docs" / "history.md").read_text(encoding="utf-8").split()))
+    _, out, _ = run_cli(capsys, "history", "dashboard", "--db", db, "-o", tmp_path / "site")
+    assert pages and out.startswith(f"wrote {pages.group(1)} pages to "), out
 
 
 def _holds(quoted: Any, actual: Any) -> bool:
@@ -167,3 +188,30 @@ def test_the_verdict_line_with_an_output_file(tmp_path: Path, capsys: pytest.Cap
     quoted = re.search(r"With `-o`, `compare` prints only the verdict line \(`([^`]*)`\)",
                        " ".join((REPO / "docs" / "reports.md").read_text(encoding="utf-8").split()))
     assert status == 1 and quoted and out == quoted.group(1) + "\n"
+
+
+def test_the_history_pages_name_the_schema_version_this_perfgate_reads() -> None:
+    """The Bad input table's newer-schema line quotes this perfgate's schema version, and no page names a schema
+    version past it."""
+    from perfgate.history.schema import SCHEMA_VERSION
+
+    pages = {page: (REPO / "docs" / page).read_text(encoding="utf-8") for page in ("history.md", "same-code.md",
+                                                                                  "bisect.md")}
+    assert (f"history schema version {SCHEMA_VERSION + 1} is newer than this perfgate reads ({SCHEMA_VERSION})"
+            in pages["history.md"])
+    named = [int(n) for text in pages.values() for n in re.findall(r"schema version (\d+)", text)]
+    assert named and max(named) == SCHEMA_VERSION + 1
+
+
+def test_the_input_limits_table_is_perfgate_limits() -> None:
+    """docs/cli.md's Input limits table quotes the limits perfgate.limits and the JSON reader define."""
+    from perfgate import limits
+    from perfgate.collect.json_input import MAX_VALUE_CHARS
+
+    section = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("## Input limits", 1)[1]
+    column = [line.split(" | ")[1] for line in section.splitlines() if line.startswith("| ") and " | " in line][1:]
+    assert column == [f"{limits.MAX_INPUT_BYTES >> 30} GiB", f"{limits.MAX_NAME_CHARS:,} characters",
+                      f"{limits.MAX_JSON_DEPTH} levels", f"{MAX_VALUE_CHARS >> 20} Mi characters",
+                      f"{limits.MAX_OPEN_RANGES}",
+                      f"{limits.MAX_NAME_CHARS:,}; {limits.MAX_REGION_PATHS_CHARS:,} characters",
+                      f"{limits.MAX_LAUNCH_TEXT_CHARS:,} characters", f"{limits.FIFO_WAIT_SECONDS:g} s"]

@@ -81,3 +81,29 @@ def test_getting_started_names_every_command_and_configuration_every_exit_status
     statuses = statuses.split("\n## ")[0]
     missing = [name for name in commands if f"`{name}`" not in statuses and f"perfgate {name}" not in statuses]
     assert not missing, f"docs/configuration.md's exit statuses say nothing of {missing}"
+
+
+def test_the_documented_exit_statuses_are_the_ones_the_code_returns() -> None:
+    """docs/configuration.md's table of exit statuses, and its bisect --step and signal statuses, are the code's."""
+    from perfgate.cli.bisect import STEP_BAD_INPUT, STEP_EXIT
+    from perfgate.cli.init import EXIT_EXISTS
+    from perfgate.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
+    from perfgate.publish import EXIT_PUBLISH_FAILED
+
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8").split("## Exit statuses")[1]
+    text = text.split("\n## ")[0]
+    rows = {int(status): cells for status, *cells in (
+        [cell.strip().strip("`") for cell in line.strip("|").split("|")] for line in text.splitlines()
+        if re.match(r"\| `\d+` \|", line))}
+    compare, _, publish = zip(*(rows[status] for status in sorted(rows)), strict=True)
+    said = {status: compare[index] for index, status in enumerate(sorted(rows))}
+    assert said[EXIT_OK].startswith("no regression") and said[EXIT_REGRESSION].startswith("a regression")
+    assert said[EXIT_USAGE].startswith("unusable input or usage")
+    assert rows[EXIT_PUBLISH_FAILED][2].startswith("GitHub refused") and rows[EXIT_REGRESSION][2].startswith(
+        "only with `--fail-on-regression`")
+    assert len(publish) == len(rows)
+    flat = " ".join(text.split())
+    assert "`init`: also a file it would overwrite without `--force`" in flat and EXIT_EXISTS == EXIT_USAGE
+    step = ", ".join(f"`{code}` {verdict}" for verdict, code in STEP_EXIT.items())
+    assert f"`git bisect run`: {step}, `{STEP_BAD_INPUT}` bad input" in flat
+    assert "exits `130` when interrupted (Ctrl-C) and `128 + N` when terminated by signal `N` (SIGTERM: `143`)" in flat

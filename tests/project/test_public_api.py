@@ -69,3 +69,14 @@ def test_the_examples_of_the_api_page_run(tmp_path: Path) -> None:
                               env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300, check=False)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert list((tmp_path / "perf-baselines").glob("*/vector_add.json"))
+
+
+@pytest.mark.parametrize("name", ["CompareOptions", "Threshold", "Measurement", "GateResult", "Where", "PerfMarker"])
+def test_the_api_page_names_every_field_of_the_types_it_lists(name: str) -> None:
+    """A type's row in docs/api.md names each of its fields, so a field added to it is documented with it."""
+    import dataclasses
+
+    kind = getattr(perfgate, name)
+    fields = getattr(kind, "_fields", None) or [f.name for f in dataclasses.fields(kind)]
+    [row] = [line for line in API_PAGE.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{name}` |")]
+    assert not [field for field in fields if f"`{field}`" not in row], row

@@ -87,6 +87,20 @@ def test_the_action_is_a_composite_with_bash_steps_and_documented_inputs() -> No
     assert step(action, "Upload the report")["if"] == "always()" and step(action, "Publish")["if"] == "always()"
 
 
+def test_the_documented_inputs_and_outputs_are_the_actions() -> None:
+    """docs/github-actions.md's "Action inputs" table has a row per input of action.yml, with its default, and
+    the page's "Outputs:" names each output."""
+    action = load(ACTION)
+    page = (REPO_ROOT / "docs" / "github-actions.md").read_text(encoding="utf-8")
+    table = page.split("## Action inputs", 1)[1].split("\n\n", 2)[1]
+    rows = [[cell.strip().strip("`") for cell in line.strip("|").split("|")][:2] for line in table.splitlines()[2:]]
+    documented = {name: default for name, default in rows}
+    assert documented == {name: str(spec["default"]).lower() if isinstance(spec["default"], bool)
+                          else (spec["default"] or '""') for name, spec in action["inputs"].items()}
+    outputs = re.search(r"Outputs: ((?:`[a-z-]+`(?:, | \())+)", page)
+    assert outputs and re.findall(r"`([a-z-]+)`", outputs.group(1)) == list(action["outputs"])
+
+
 def test_same_repo_workflow_permissions() -> None:
     workflow = load(WORKFLOWS / "perfgate-pr.yml")
     assert "pull_request" in workflow["on"] and "pull_request_target" not in workflow["on"]
