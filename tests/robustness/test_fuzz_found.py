@@ -1,0 +1,148 @@
+"""What the structure-aware fuzz of every reader (``tests/robustness/fuzz_inputs.py``) found: each case once ended in
+the last-resort "please report it" line, or wrote a character a terminal acts on raw into a JSON report. Each is now
+one line naming the file, exit 2, or JSON whose strings show what they hold. Real files made from perfgate's own
+fixtures, real CLI runs in this process."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from helpers.common import REPO, run_cli
+from helpers.nsys_export import write_nsys_export
+from helpers.timeline import OURS
+
+from perfgate.text import inert_json, inert_json_bytes
+
+BASELINE = (REPO / "baselines" / "nvidia-h200-sm90" /
+            "examples.test_cupy_raw_kernel__test_vector_add.timeline.json")
+# What a terminal or a CI log acts on that JSON may hold raw: DEL, a C1 control (0x9b is a one-byte CSI), the
+# bidirectional override of Trojan Source, a zero-width space, a byte order mark, a line separator.
+ACTING = "\x7f\x9b\u202e\u200b\ufeff\u2028"
+
+
+def _one_line(status: int, err: str, path: Path, problem: str) -> None:
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith(f"perfgate: error: {path}: {problem}"), err
+    assert "please report it" not in err
+
+
+def _kineto(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    good = tmp_path / "good.pt.trace.json"
+    good.write_bytes(gzip.decompress((OURS / "vector_add.torch.pt.trace.json.gz").read_bytes()))
+    return good, json.loads(good.read_text())
+
+
+def _launch_calls(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return [event for event in trace["traceEvents"] if event.get("cat") == "cuda_runtime"
+            and isinstance(event.get("args"), dict) and "correlation" in event["args"]]
+
+
+def test_a_launch_calls_correlation_id_past_int64_is_one_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch call's correlation id of 1e308 (a GPU op's was already refused): OverflowError once the launches
+    became int64 columns."""
+    good, trace = _kineto(tmp_path)
+    _launch_calls(trace)[0]["args"]["correlation"] = -1e308
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_text(json.dumps(trace))
+    status, _, err = run_cli(capsys, "compare", good, bad)
+    _one_line(status, err, bad, "a device, stream or correlation id out of any profiler's range")
+
+
+@pytest.mark.parametrize("where", ["kernel name", "top-level value"])
+def test_a_lone_surrogate_escape_is_one_line(where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON's "\\ud800" decodes to half a UTF-16 pair, which no UTF-8 output can hold: every format of compare
+    ended in UnicodeEncodeError, after reading both inputs."""
+    good, trace = _kineto(tmp_path)
+    if where == "kernel name":  # read one event at a time
+        kernel = next(event for event in trace["traceEvents"] if event.get("cat") == "kernel")
+        kernel["name"] += "\ud800"
+    else:  # read with the document's other fields, whole
+        trace["deviceProperties"][0]["name"] = "\udfff GPU"
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_text(json.dumps(trace))  # ASCII-only: the surrogate is written as its escape
+    for output in ("text", "json", "md", "html"):
+        status, _, err = run_cli(capsys, "compare", good, bad, "--format", output)
+        _one_line(status, err, bad, "a string holds a lone UTF-16 surrogate")
+
+
+def test_a_pytest_benchmark_file_with_a_lone_surrogate_is_one_line(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    stats = {"min": 0.001, "max": 0.002, "mean": 0.0015, "stddev": 0.0001, "median": 0.0015, "rounds": 5}
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"benchmarks": [{"name": "test_a", "fullname": "t.py::test_a", "stats": stats}]}))
+    bad.write_text(json.dumps({"benchmarks": [{"name": "test_a\udc00", "fullname": "t.py::test_a", "stats": stats}]}))
+    status, _, err = run_cli(capsys, "compare", good, bad)
+    _one_line(status, err, bad, "a string holds a lone UTF-16 surrogate")
+
+
+def test_a_surrogate_pair_escape_is_a_character(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An emoji written ASCII-only (json.dumps' default) is a pair of escapes: one character, read as it is."""
+    good, trace = _kineto(tmp_path)
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["name"] += "\U0001f642"
+    emoji = tmp_path / "emoji.pt.trace.json"
+    emoji.write_text(json.dumps(trace))
+    assert "\\ud83d\\ude42" in emoji.read_text()
+    status, out, err = run_cli(capsys, "compare", good, emoji, "--format", "json")
+    assert status == 0, err
+    assert any("\U0001f642" in name for name in json.loads(out)["launches"]["kernel"])
+
+
+def test_an_nsys_export_without_kernel_end_times_is_one_line(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel table without its ``end`` column (or with NULL there): int(None) was the TypeError nobody caught."""
+    good, bad = write_nsys_export(tmp_path / "good.sqlite", 12, per_step=4), tmp_path / "bad.sqlite"
+    write_nsys_export(bad, 12, per_step=4)
+    with sqlite3.connect(bad) as connection:
+        connection.execute('ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN "end"')
+    status, _, err = run_cli(capsys, "compare", good, bad)
+    _one_line(status, err, bad, "a broken Nsight Systems export (a GPU op without its start or end time)")
+
+
+def test_json_output_escapes_what_a_terminal_acts_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A baseline's region name holding a bidirectional override was written raw into ``compare --format json`` and
+    into the baseline ``baseline`` writes; now as its ``\\u`` escape, which every JSON reader reads back as it was."""
+    document = json.loads(BASELINE.read_text())
+    hostile = "vector_add" + ACTING + "evil"
+    for entry in document["entries"]:
+        entry["region"] = hostile
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(document, ensure_ascii=False))
+    status, out, err = run_cli(capsys, "compare", edited, edited, "--format", "json")
+    assert status == 0, err
+    assert not set(ACTING) & set(out), [c for c in ACTING if c in out]
+    assert hostile in json.loads(out)["launches"]["region"]
+    status, _, err = run_cli(capsys, "baseline", edited, "-d", tmp_path / "baselines", "--name", "edited")
+    assert status == 0, err
+    [written] = (tmp_path / "baselines").glob("*/edited.json")
+    assert not set(ACTING) & set(written.read_text()), [c for c in ACTING if c in written.read_text()]
+    assert {entry["region"] for entry in json.loads(written.read_text())["entries"]} == {hostile}
+
+
+def _texts(count: int) -> list[str]:
+    """Strings of what JSON writers meet: ASCII, every C0 and C1 control, DEL, bidirectional, zero-width and line
+    separator characters, '#' and '[' (workflow commands), quotes, backslashes, accents and emoji; the same every run."""
+    alphabet = ([chr(c) for c in range(0xA0)] + list(ACTING) + list("\u061c\u200c\u202a\u2066\u2069\u2029\"\\#[µé")
+                + ["\U0001f642", "##[", "::"])
+    pick = random.Random(51)
+    return [ACTING, ""] + ["".join(pick.choices(alphabet, k=pick.randrange(1, 40))) for _ in range(count)]
+
+
+def test_inert_json_leaves_no_acting_character_and_reads_back_the_same() -> None:
+    """The JSON writers' last step (report: bytes from orjson; baseline, history: str from json), over 300 strings:
+    what the reader gets back is the string, and nothing a terminal acts on is left raw."""
+    for text in _texts(300):
+        for written in (inert_json_bytes(orjson.dumps(text)).decode(),
+                        inert_json(json.dumps(text, ensure_ascii=False))):
+            assert json.loads(written) == text, ascii(text)
+            assert not set(ACTING) & set(written), ascii(text)
+            assert "##[" not in written, ascii(text)
