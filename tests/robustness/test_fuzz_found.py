@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import random
 import sqlite3
 from pathlib import Path
@@ -44,13 +45,20 @@ def _launch_calls(trace: dict[str, Any]) -> list[dict[str, Any]]:
             and isinstance(event.get("args"), dict) and "correlation" in event["args"]]
 
 
-def test_a_launch_calls_correlation_id_past_int64_is_one_line(tmp_path: Path,
+@pytest.mark.parametrize("trace_format", ["kineto", "cupti"])
+def test_a_launch_calls_correlation_id_past_int64_is_one_line(trace_format: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """A launch call's correlation id of 1e308 (a GPU op's was already refused): OverflowError once the launches
     became int64 columns."""
-    good, trace = _kineto(tmp_path)
-    _launch_calls(trace)[0]["args"]["correlation"] = -1e308
-    bad = tmp_path / "bad.pt.trace.json"
+    if trace_format == "kineto":
+        good, trace = _kineto(tmp_path)
+        _launch_calls(trace)[0]["args"]["correlation"] = -1e308
+    else:
+        good = tmp_path / "good.cupti.json"
+        good.write_bytes(gzip.decompress((OURS / "vector_add.cupti.a.cupti.json.gz").read_bytes()))
+        trace = json.loads(good.read_text())
+        next(r for r in trace["records"] if "correlation_id" in r and "thread_id" in r)["correlation_id"] = 1e308
+    bad = tmp_path / f"bad.{trace_format}.json"
     bad.write_text(json.dumps(trace))
     status, _, err = run_cli(capsys, "compare", good, bad)
     _one_line(status, err, bad, "a device, stream or correlation id out of any profiler's range")
@@ -106,6 +114,39 @@ def test_an_nsys_export_without_kernel_end_times_is_one_line(tmp_path: Path,
         connection.execute('ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN "end"')
     status, _, err = run_cli(capsys, "compare", good, bad)
     _one_line(status, err, bad, "a broken Nsight Systems export (a GPU op without its start or end time)")
+
+
+@pytest.mark.parametrize("pull_requests", [-1e-300, 7, True, "7", {"number": 7}])
+def test_a_workflow_run_payload_whose_pull_requests_is_no_list_publishes(
+        pull_requests: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``workflow_run.pull_requests`` of another type than a list: a number ended publish (and the head commit read
+    from the payload) in TypeError; now the payload names no pull request, and the job summary is written."""
+    report = tmp_path / "report.json"
+    report.write_bytes(lzma.decompress((REPO / "tests" / "data" / "h100" / "sessions" / "gate1.json.xz").read_bytes()))
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"workflow_run": {"head_sha": "c" * 40, "pull_requests": pull_requests},
+                                 "repository": {"full_name": "o/r"}}))
+    summary = tmp_path / "summary.md"
+    for name, value in {"GITHUB_EVENT_PATH": event, "GITHUB_STEP_SUMMARY": summary, "GITHUB_REPOSITORY": "o/r",
+                        "GITHUB_API_URL": "http://127.0.0.1:9", "GITHUB_TOKEN": "unused-token"}.items():
+        monkeypatch.setenv(name, str(value))
+    status, _, err = run_cli(capsys, "publish", report, "--no-comment", "--no-check")
+    assert status == 0, err
+    assert "please report it" not in err
+    assert summary.stat().st_size > 0
+
+
+@pytest.mark.parametrize("ordinal", [2**63, 10**30])
+def test_a_baseline_entrys_ordinal_past_int64_is_one_line(ordinal: int, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-negative integer the check let through, then OverflowError filling the int64 ordinal column."""
+    document = json.loads(BASELINE.read_text())
+    document["entries"][0]["ordinal"] = ordinal
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    status, _, err = run_cli(capsys, "compare", bad, BASELINE)
+    _one_line(status, err, bad, "not a valid perfgate baseline: entries[0].ordinal must be a non-negative integer "
+                                "below 2**63")
 
 
 def test_json_output_escapes_what_a_terminal_acts_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
