@@ -136,6 +136,24 @@ def test_a_workflow_run_payload_whose_pull_requests_is_no_list_publishes(
     assert summary.stat().st_size > 0
 
 
+@pytest.mark.parametrize("command", ["merge", "history", "publish"])
+def test_a_reports_verdict_of_another_type_is_one_line(command: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A report whose "verdict" is a list or an object: TypeError (unhashable) in the check meant to refuse it."""
+    document = json.loads(lzma.decompress((REPO / "tests" / "data" / "h100" / "sessions" / "gate1.json.xz").read_bytes()))
+    document["verdict"] = ["pass"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    args: dict[str, list[object]] = {
+        "merge": ["merge", bad, bad, "-o", tmp_path / "merged.json"],
+        "history": ["history", "record", bad, "--db", f"sqlite:///{tmp_path / 'h.sqlite'}", "--commit", "a" * 40,
+                    "--branch", "main"],
+        "publish": ["publish", bad, "--no-comment", "--no-check", "--no-summary"]}
+    status, _, err = run_cli(capsys, *args[command])
+    _one_line(status, err, bad, "report \"verdict\" must be one of")
+    assert not (tmp_path / "merged.json").exists()
+
+
 @pytest.mark.parametrize("ordinal", [2**63, 10**30])
 def test_a_baseline_entrys_ordinal_past_int64_is_one_line(ordinal: int, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
