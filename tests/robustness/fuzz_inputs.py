@@ -463,10 +463,14 @@ def run_cli(argv: Command, env: dict[str, str], cwd: Path) -> tuple[int | str, s
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 status: int | str = main(argv)
+                if status in (130, 143):  # perfgate made Ctrl-C or SIGTERM a clean exit: stop the fuzz too
+                    raise KeyboardInterrupt
             except SystemExit as exc:  # argparse's usage errors
                 status = exc.code if isinstance(exc.code, int) else 2
             except Hang:
                 status = "hang"
+            except KeyboardInterrupt:
+                raise
             except BaseException as exc:  # noqa: BLE001 - an escape from main is what this looks for
                 import traceback
 
