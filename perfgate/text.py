@@ -73,7 +73,6 @@ _JSON_COMMAND, _JSON_COMMAND_ESCAPED = "##[", "##\\u005b"
 # their \\u escapes, the same strings to every JSON reader.
 _JSON_UNSAFE = re.compile(_UNSAFE_CHARS.replace("\x00-\x1f", ""))
 _JSON_UNSAFE_UTF8 = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf")
-_JSON_UNSAFE_LEADS = (b"\x7f", b"\xc2", b"\xd8", b"\xe2", b"\xef")
 
 
 def inert_json(text: str) -> str:
@@ -87,7 +86,7 @@ def inert_json(text: str) -> str:
 
 def inert_json_bytes(text: bytes) -> bytes:
     """``inert_json`` of UTF-8 JSON text."""
-    if any(lead in text for lead in _JSON_UNSAFE_LEADS):  # one-byte searches (memchr): no regex over clean text
+    if not text.isascii() or b"\x7f" in text:  # word-at-a-time scans: no regex over plain ASCII text
         text = _JSON_UNSAFE_UTF8.sub(lambda found: b"\\u%04x" % ord(found.group().decode()), text)
     if b"#" not in text:  # a one-byte search (memchr) is several times faster than the replacement's
         return text
