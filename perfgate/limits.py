@@ -121,6 +121,34 @@ def json_depth_exceeds(document: object, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+LONE_SURROGATE = ("a string holds a lone UTF-16 surrogate (an escape such as \\ud800 without its other half), which is "
+                  "no character and cannot be written to any report")
+
+
+def lone_surrogate(document: object, text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether parsed JSON (``document``, decoded from ``text[start:end]``) holds a string with a lone UTF-16
+    surrogate: JSON's ``\\ud800`` escape decodes to one, and no UTF-8 output (a report, a baseline, a terminal line)
+    can hold it. Looked for only where the text holds such an escape (an emoji written ASCII-only is a pair of them),
+    so other documents cost two searches of their text."""
+    stop = len(text) if end is None else end
+    if text.find("\\ud", start, stop) < 0 and text.find("\\uD", start, stop) < 0:
+        return False
+    nodes: list[Any] = [document]
+    while nodes:
+        node = nodes.pop()
+        if type(node) is dict:
+            nodes.extend(node)
+            nodes.extend(node.values())
+        elif type(node) is list:
+            nodes.extend(node)
+        elif type(node) is str and not node.isascii():
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
+
+
 class _NonFinite(ValueError):
     pass
 
@@ -155,6 +183,8 @@ def parse_json(text: str, source: object, fix: str) -> Any:
         raise number_too_long(source, fix) from None
     if json_depth_exceeds(document):
         raise too_deep
+    if lone_surrogate(document, text):
+        raise InputError(source, LONE_SURROGATE, fix)
     return document
 
 

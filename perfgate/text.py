@@ -69,14 +69,25 @@ def inert(text: object, max_chars: int | None = None) -> str:
 _JSON_COMMAND, _JSON_COMMAND_ESCAPED = "##[", "##\\u005b"
 
 
+# Characters JSON may hold raw that a terminal or a CI log acts on (C0 controls JSON escapes itself): written as
+# their \\u escapes, the same strings to every JSON reader.
+_JSON_UNSAFE = re.compile(_UNSAFE_CHARS.replace("\x00-\x1f", ""))
+_JSON_UNSAFE_UTF8 = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf")
+
+
 def inert_json(text: str) -> str:
     """JSON text (a report, a baseline, ``history changes``) that starts no workflow command when a CI log shows it:
-    ``##[`` inside its strings is written ``##\\u005b``, which any JSON reader reads back as ``##[``."""
+    ``##[`` inside its strings is written ``##\\u005b``, which any JSON reader reads back as ``##[``; and that shows
+    what its strings hold: DEL, C1 controls, bidirectional and zero-width characters are written as ``\\u`` escapes."""
+    if not text.isascii() or "\x7f" in text:  # isascii reads a flag of the string: no scan of plain text
+        text = _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
     return text.replace(_JSON_COMMAND, _JSON_COMMAND_ESCAPED) if "#" in text else text
 
 
 def inert_json_bytes(text: bytes) -> bytes:
     """``inert_json`` of UTF-8 JSON text."""
+    if not text.isascii() or b"\x7f" in text:  # word-at-a-time scans: no regex over plain ASCII text
+        text = _JSON_UNSAFE_UTF8.sub(lambda found: b"\\u%04x" % ord(found.group().decode()), text)
     if b"#" not in text:  # a one-byte search (memchr) is several times faster than the replacement's
         return text
     return text.replace(_JSON_COMMAND.encode(), _JSON_COMMAND_ESCAPED.encode())

@@ -238,8 +238,8 @@ def _entry_launch(entry: Any, index: int, path: Path) -> tuple[str, str]:
     if not isinstance(name, str) or not name:
         raise _fail(path, f"{where}.name must be a non-empty string")
     ordinal = entry.get("ordinal", 0)
-    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
-        raise _fail(path, f"{where}.ordinal must be a non-negative integer")
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal < 2**63:  # an int64 column
+        raise _fail(path, f"{where}.ordinal must be a non-negative integer below 2**63")
     if not isinstance(entry.get("metrics"), dict):
         raise _fail(path, f"{where}.metrics must be an object")
     for key in ("demangled", "region", "grid", "block"):

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate.errors import InputError
-from perfgate.limits import MAX_JSON_DEPTH, json_depth_exceeds, number_too_long, parse_json, read_json_file
+from perfgate.limits import (LONE_SURROGATE, MAX_JSON_DEPTH, json_depth_exceeds, lone_surrogate, number_too_long,
+                             parse_json, read_json_file)
 
 FIX = "regenerate the file (perfgate or pytest-benchmark)"
 TRACE_FIX = "export the trace again"  # once a list is streamed, the input is a trace
@@ -160,6 +161,8 @@ class _Reader:
             if end - self.at > MAX_VALUE_CHARS:
                 raise _TooLarge
             if end < len(self.text) or self.ended:  # a number at the end of the text may go on in the next chunk
+                if lone_surrogate(found, self.text, self.at, end):
+                    raise InputError(self.path, LONE_SURROGATE, self.fix)
                 self.at = end
                 return found
             self._grow()

@@ -82,6 +82,12 @@ def _get(document: Any, *keys: str) -> Any:
     return document
 
 
+def _run_prs(event: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pull requests of a ``workflow_run`` payload (none where ``pull_requests`` is no list of objects)."""
+    prs = _get(event, "workflow_run", "pull_requests")
+    return [p for p in prs if isinstance(p, dict)] if isinstance(prs, list) else []
+
+
 def _pr_number(value: Any) -> int | None:
     """A pull request number from the payload: a positive int (JSON ``true`` is not one), below 2**31."""
     return value if type(value) is int and 0 < value < 2**31 else None
@@ -98,7 +104,7 @@ def _from_event(event: Mapping[str, Any] | None) -> tuple[int | None, str | None
     run = event.get("workflow_run")
     if isinstance(run, dict):
         head = run.get("head_sha") if isinstance(run.get("head_sha"), str) else None
-        prs = [p for p in run.get("pull_requests") or [] if isinstance(p, dict) and _pr_number(p.get("number"))]
+        prs = [p for p in _run_prs(event) if _pr_number(p.get("number"))]
         # Several PRs can share a branch: take the one whose head is the tested commit.
         matching = [p for p in prs if _get(p, "head", "sha") == head] or prs
         url = run.get("html_url") if isinstance(run.get("html_url"), str) else None
@@ -112,7 +118,7 @@ def _base_from_event(event: Mapping[str, Any] | None, head: str | None) -> str |
         return None
     base = _get(event, "pull_request", "base", "sha")
     if base is None:
-        prs = [p for p in _get(event, "workflow_run", "pull_requests") or [] if isinstance(p, dict)]
+        prs = _run_prs(event)
         matching = [p for p in prs if _get(p, "head", "sha") == head] or prs
         base = _get(matching[0], "base", "sha") if matching else None
     return base.lower() if isinstance(base, str) and _SHA.match(base.lower()) else None

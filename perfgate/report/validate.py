@@ -131,7 +131,7 @@ def validate_report(document: Any, source: str) -> Report:
     if version not in READ_VERSIONS or isinstance(version, bool):
         raise refuse(source, f"report version {version!r} is not supported",
                       f"this perfgate reads versions {', '.join(map(str, READ_VERSIONS))}")
-    if document.get("verdict") not in VERDICT_RANK:
+    if not isinstance(document.get("verdict"), str) or document["verdict"] not in VERDICT_RANK:  # a list: unhashable
         raise refuse(source, f'report "verdict" must be one of {", ".join(repr(v.value) for v in Verdict)}')
     if version == 1:
         document = upgrade_v1(document, source)

@@ -371,11 +371,11 @@ def measurement_of(trace: Trace, path: Path) -> Measurement:
     """The normalized table of a trace; InputError when it holds no kernels."""
     check_times(trace, path)
     try:
-        ops = OpColumns.of(trace.ops)
-    except OverflowError:  # a device, stream or correlation id past int64
-        raise InputError(path, "a GPU op's device, stream or correlation id out of any profiler's range",
+        ops, launches = OpColumns.of(trace.ops), LaunchColumns.of(trace.launches)
+    except OverflowError:  # a GPU op's device or stream, or a correlation id, past int64
+        raise InputError(path, "a device, stream or correlation id out of any profiler's range",
                          "trace again; the file is corrupt or was edited") from None
-    trace = trace._replace(ops=ops)
+    trace = trace._replace(ops=ops, launches=launches)
     if not ops.is_kernel().any():
         raise no_kernels(path, trace)
     attribution = attribute(trace)

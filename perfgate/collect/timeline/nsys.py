@@ -181,5 +181,8 @@ def read_nsys_sqlite(path: Path) -> Trace:
     except (ValueError, OverflowError) as exc:  # SQLite keeps any type in any column: int() of text, blob or inf
         raise InputError(path, f"a broken Nsight Systems export (a number column holds something else: {exc})",
                          "export it again") from None
+    except TypeError:  # int(None): a time column a kernel or copy must have is missing or NULL
+        raise InputError(path, "a broken Nsight Systems export (a GPU op without its start or end time)",
+                         "export it again") from None
     finally:
         connection.close()
