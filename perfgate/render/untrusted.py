@@ -9,7 +9,8 @@ function here is plain ``str -> str``, so a template engine can register it as a
   summary): no raw HTML (so no ``<img>`` pixel and no ``<!--`` that hides what follows or forges
   perfgate's comment markers), no code span, emphasis, link or table cell break, no ``@user`` /
   ``@org/team`` mention, no newline (a forged heading or verdict line), no control character.
-- :func:`html_text` for HTML text and attribute values (what jinja2's autoescape does).
+- :func:`html_text` for HTML text and attribute values (what jinja2's autoescape does), invisible and
+  bidirectional characters shown as escapes (:func:`shown_invisible`; the templates' ``finalize`` does the same).
 - :func:`terminal_text` for a terminal or a log: every control character (ESC of an ANSI sequence, CR,
   newline, bidirectional overrides) written as a visible escape (:func:`perfgate.text.inert`).
 
@@ -79,9 +80,17 @@ def md_breakable(markdown: str) -> str:
     return _LONG_WORD.sub(lambda word: _WORD_BREAKS.sub(r"\1<wbr>", word.group(0)), markdown)
 
 
+def shown_invisible(text: str) -> str:
+    """``text`` with its invisible and bidirectional characters written as visible escapes (``\\u202e``): a page
+    keeps a name's other characters as they are, but an override must not reorder what a reviewer reads (Trojan
+    Source), nor a zero-width character make two names look alike."""
+    return text if text.isascii() else _INVISIBLE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
 def html_text(text: object) -> str:
-    """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+    """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object, after
+    :func:`shown_invisible`."""
+    return (shown_invisible(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
             .replace("'", "&#39;"))
 
 
@@ -95,4 +104,4 @@ def plain_line(text: object, limit: int | None = None) -> str:
     return cut(inert(_INVISIBLE.sub("", one_line(text))), limit)
 
 
-__all__ = ["LONG_WORD", "MAX_NAME", "cut", "html_text", "md_breakable", "md_inline", "md_unbroken", "one_line", "plain_line", "terminal_text"]
+__all__ = ["LONG_WORD", "MAX_NAME", "cut", "html_text", "md_breakable", "md_inline", "md_unbroken", "one_line", "plain_line", "shown_invisible", "terminal_text"]

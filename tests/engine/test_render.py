@@ -152,6 +152,18 @@ def test_html_report_renders_hostile_names_as_text(tmp_path: Path) -> None:
     assert html.escape('<img src=x onerror="document.title=', quote=False) in dom
 
 
+def test_html_report_shows_bidirectional_and_invisible_characters_as_escapes() -> None:
+    """A kernel name with a right-to-left override (Trojan Source) or a zero-width space: the page shows the escapes,
+    so a name cannot read reordered or pass for another; its other characters (µ, →) are kept as they are."""
+    report = report_of(V3, V4)
+    count = len(report["launches"]["kernel"])
+    report["launches"].update(kernel=["add\u202e2D\u200bx"] * count, test=["t.py::test_\u2066a"] * count)
+    page = render_html(report)
+    assert not re.search("[\u202e\u200b\u2066]", page)
+    assert "add\\u202e2D\\u200bx" in page and "test_\\u2066a" in page
+    assert "µs" in page and "→" in page
+
+
 @pytest.mark.parametrize(("spec", "unit", "shown"), [
     ("5%+2000", "ns", "5% + 2 µs"), ("10%+262144", "byte", "10% + 262 KB"), ("1%", "", "1%"),
     ("off", "ns", "off"), ("500", "ns", "500 ns"), ("not a spec", "ns", "not a spec"), (None, "ns", ""),
