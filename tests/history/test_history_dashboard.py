@@ -107,3 +107,24 @@ def test_dashboard_replaces_only_an_earlier_dashboard(tmp_path: Path, capsys: py
     for _ in range(2):  # the second run replaces the first site whole
         assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
     assert (site / "index.html").is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["runs", "site", "work"]
+
+
+def test_a_names_bidirectional_characters_show_as_escapes_on_every_page(tmp_path: Path) -> None:
+    """A kernel named with a right-to-left override and a zero-width space (Trojan Source): the index, the kernel's
+    page and its charts' data show the escapes, so no page reorders or hides what the name holds."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    name = "gemm\u202eevil\u200b"
+    for index in range(3):
+        report = write_report(tmp_path / f"r{index}.json", {(name, KERNEL_TIME): [100.0 + index]})
+        assert main(["history", "record", str(report), "--db", url, "--commit", f"{index:02d}" + "cd" * 19,
+                     "--branch", "main", "--when", f"2026-01-01T00:00:{index:02d}Z"]) == 0
+    site = tmp_path / "site"
+    assert main(["history", "dashboard", "--db", url, "-o", str(site)]) == 0
+    pages = [path.read_text(encoding="utf-8") for path in site.rglob("*.html")]
+    assert len(pages) >= 2
+    assert not any(re.search("[\u202e\u200b]", page) for page in pages)
+    assert all("gemm\\u202eevil\\u200b" in page for page in pages if "application/json" not in page)
+    for page in pages:  # the charts' data, as the page's script reads it
+        for block in re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S):
+            data = json.dumps(json.loads(block), ensure_ascii=False)
+            assert "\u202e" not in data
