@@ -13,12 +13,20 @@ after it. A run is a **spell run** where at least ``SHARE`` of the series with a
 a sign test says that is no chance (binomial, each way at most one half under no shared move: p at most ``ALPHA``).
 Runs in a row that pass that test but whose moves stay within the runners' usual spread (a sick runner among runners
 of mixed speeds, a warm spell of the pool) are spell runs where together they stand out (``_stretches``).
+A runner that slows only some of the GPU's series (a third to a half: the kernels bound by what its sick part
+limits) fails that share, and under no shared move about half the series are beyond both sides each way by chance,
+so no share-based test sees it: a run is also a spell run (a **partial** one) where more series moved *sharply*
+that way (beyond both sides by more than ``run_moves.SHARP`` of their own noise units) than the GPU's usual share
+of such moves allows (``run_moves.sharp_runs``: a binomial tail at most ``ALPHA``). The price: a real regression
+in that many series, reverted within a few commits, reads as a spell too (as one in two thirds of them does).
 Spell runs in a row (runs the GPU did not run at in between) are one spell. A held change (a driver update, a
 runner swap) is not beyond both sides: the runs after it are at its level, so it is never a spell.
 
 A series with a change point within ``SLOP`` runs of a spell, or a move and its return that hold one, is judged
 again (``changes.merge``, the same tests), all its points, on its values with those in the spell's runs left out, where they moved like the GPU's (their
-deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; a point farther
+deviation within ``SPREAD`` robust spreads of the sampled series' median deviation in that run; in a partial spell,
+whose median deviation is about nil, a move its way beyond ``LIKE`` of their own noise units and within ``SPREAD``
+robust spreads above the sharp movers' median move: ``_moved_like``; a point farther
 from the spell had the spell's runs in a segment beside it, and a slow run before a spell can draw a split there):
 a spell's edges find no step then and are not named; a real step beside a spell still is, and a reverted regression much larger than the
 runner's move (a code change inside a spell) keeps its values and its points. Only series that move with the
@@ -35,14 +43,14 @@ from typing import Callable, Collection, NamedTuple, Sequence
 import numpy as np
 
 from perfgate.history.cache_rows import Found
-from perfgate.history.changes import SHORT, ChangePoint, merge
+from perfgate.history.changes import ChangePoint, merge
 from perfgate.history.db import History
+from perfgate.history.run_moves import REACH, RunMoves, noise_units, pool_matrix, run_moves, sharp_runs, side_medians
 from perfgate.history.search import MIN_SIDE, is_piecewise_constant
 from perfgate.history.series import Series, load_series
 from perfgate.metrics import is_timing
 from perfgate.vocabulary import is_benchmark_metric
 
-REACH = SHORT  # runs each side a series' level is read from: a spell shorter than half of it leaves that level be
 SHARE = 2 / 3  # the share of a GPU's series that must move together: most of them, not a few
 ALPHA = 0.001  # a spell run's sign test (each way, per run): Otava's default p-value
 MIN_SERIES = 10  # fewest series with a value in a run to judge it: 10 of 10 one way is p 0.001
@@ -51,6 +59,7 @@ SLOP = 2  # runs beside a spell a change point it explains may sit (a spike besi
 USUAL = 3.0  # a spell run's median move beyond 3 robust spreads of the GPU's run-to-run moves (its runners' spread)
 STRETCH = REACH // 2  # most runs in a row a spell spans: a longer one leaves its runs no level of their own to read
 SPREAD = 5.0  # robust spreads (1.4826 x MAD) of the GPU's deviations in a run a series' own may lie off its median
+LIKE = 1.0  # own noise units a series moved the spell's way in a partial spell's run to be judged without it
 
 
 @functools.cache
@@ -87,73 +96,7 @@ class Spell(NamedTuple):
     hidden: int = 0  # change points the spell explained: not named
     reach: tuple[int, int] = (-1, -1)  # the commits ``SLOP`` GPU runs before it and ``SLOP`` after its return
     signal: str = TIMING  # the kind of series that moved (``runner_signal``)
-
-
-class RunMoves(NamedTuple):
-    """Per run (column) of a GPU's sampled series: how many had a value, moved up and moved down beyond both
-    sides' levels, the median and robust spread of their log deviations from those levels, and their median level."""
-
-    counted: np.ndarray
-    up: np.ndarray
-    down: np.ndarray
-    median: np.ndarray
-    spread: np.ndarray
-    level: np.ndarray  # the median of the series' log values less each one's own median (NaN where none)
-
-
-def oriented(series: Series) -> np.ndarray:
-    """The log of a series' values, signed so that larger is worse (a throughput's sign flipped); non-positive
-    values as NaN."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(series.values > 0, np.log(np.where(series.values > 0, series.values, 1.0)), np.nan)
-    return -logs if series.facts.get("direction") == "higher" else logs
-
-
-def _side_medians(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell, the median of the row's values in its ``REACH`` runs before and in those after (NaN where fewer
-    than ``MIN_SIDE`` are there): the runs the row has a value at, so that an outage between them (a gap of commits
-    the GPU did not run at) leaves the level read from as many runs as elsewhere. Each row's values are moved to its
-    front (its NaNs after them), read there, and put back; NaNs sort last, so each window's median is read at its
-    own count."""
-    rows, columns = matrix.shape
-    order = np.argsort(np.isnan(matrix), axis=1, kind="stable")
-    compact = np.take_along_axis(matrix, order, axis=1)
-    padded = np.full((rows, columns + 2 * REACH + 1), np.nan)
-    padded[:, REACH:REACH + columns] = compact
-    windows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, REACH, axis=1), axis=2)
-    count = REACH - np.isnan(windows).sum(axis=2)
-    low = np.take_along_axis(windows, np.maximum((count - 1) // 2, 0)[..., None], axis=2)[..., 0]
-    high = np.take_along_axis(windows, np.maximum(count // 2, 0)[..., None], axis=2)[..., 0]
-    medians = np.where(count >= MIN_SIDE, (low + high) / 2, np.nan)
-    before, after = np.empty((rows, columns)), np.empty((rows, columns))
-    np.put_along_axis(before, order, medians[:, :columns], axis=1)
-    np.put_along_axis(after, order, medians[:, REACH + 1:REACH + 1 + columns], axis=1)
-    return before, after
-
-
-def run_moves(matrix: np.ndarray) -> tuple[RunMoves, np.ndarray]:
-    """``RunMoves`` of a GPU's sampled series (rows: oriented log values by commit index, NaN where none), and
-    each cell's deviation from the mean of its two sides' levels (NaN where it has no value or a side none)."""
-    before, after = _side_medians(matrix)
-    judged = np.isfinite(matrix) & np.isfinite(before) & np.isfinite(after)
-    deviation = np.where(judged, matrix - (before + after) / 2, np.nan)
-    up = judged & (matrix > np.fmax(before, after))
-    down = judged & (matrix < np.fmin(before, after))
-    counted = judged.sum(axis=0)
-    median = np.full(matrix.shape[1], np.nan)
-    spread = np.full(matrix.shape[1], np.nan)
-    some = counted > 0
-    if some.any():
-        median[some] = np.nanmedian(deviation[:, some], axis=0)
-        spread[some] = 1.4826 * np.nanmedian(np.abs(deviation[:, some] - median[some]), axis=0)
-    level = np.full(matrix.shape[1], np.nan)
-    present = np.isfinite(matrix)
-    if present.any():
-        rows = present.any(axis=1)  # a row with no value has no median of its own (nanmedian would warn)
-        centred = matrix - np.nanmedian(np.where(rows[:, None], matrix, 0.0), axis=1)[:, None]
-        some_value = present.any(axis=0)
-        level[some_value] = np.nanmedian(centred[:, some_value], axis=0)
-    return RunMoves(counted, up.sum(axis=0), down.sum(axis=0), median, spread, level), deviation
+    partial: bool = False  # only some series moved, sharply (``run_moves.sharp_runs``)
 
 
 def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
@@ -167,12 +110,13 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
     center = float(np.median(usual)) if len(usual) else 0.0
     spread = 1.4826 * float(np.median(np.abs(usual - center))) if len(usual) else 0.0
     beyond = np.abs(np.nan_to_num(moves.median - center)) > USUAL * spread
-    for slower, together in ((True, moves.up), (False, moves.down)):
+    for way, (slower, together) in enumerate(((True, moves.up), (False, moves.down))):
         enough = counted >= MIN_SERIES
         p = np.ones(len(counted))
         p[enough] = bdtrc(together[enough] - 1, counted[enough], 0.5)  # P(at least that many)
         shared = enough & (together >= SHARE * counted) & (p <= ALPHA)
-        flagged = (shared & beyond) | _stretches(shared, moves, center, USUAL * spread, slower)
+        full = (shared & beyond) | _stretches(shared, moves, center, USUAL * spread, slower)
+        flagged = full | sharp_runs(moves, way, ALPHA, MIN_SERIES)
         current: list[int] = []
         ran = np.flatnonzero(counted > 0)
         for run in [*np.flatnonzero(flagged | (counted == 0)).tolist(), -1]:
@@ -181,14 +125,21 @@ def spells_of(gpu: str, moves: RunMoves) -> list[Spell]:
                 continue
             kept = [at for at in current if flagged[at]]
             if kept:
-                best = max(kept, key=lambda at: int(together[at]))
-                move = float(np.expm1(np.median(moves.median[kept])))
-                first, last = np.searchsorted(ran, [kept[0], kept[-1]]).tolist()
-                reach = (int(ran[max(first - SLOP, 0)]), int(ran[min(last + 1 + SLOP, len(ran) - 1)]))
-                spells.append(Spell(gpu, kept[0], kept[-1], slower, int(together[best]), int(counted[best]),
-                                    move, 0, reach))
+                spells.append(_spell(gpu, kept, way, not full[kept].any(), moves, ran))
             current = [run] if run >= 0 and flagged[run] else []
     return sorted(spells, key=lambda spell: spell.first)
+
+
+def _spell(gpu: str, kept: list[int], way: int, partial: bool, moves: RunMoves, ran: np.ndarray) -> Spell:
+    """A spell of runs ``kept`` (``way`` 0 slower, 1 faster); ``partial``: only some series moved, sharply, so its
+    count and move are those of the series that moved sharply (``run_moves.SHARP``), not of all."""
+    moved = moves.sharp[way] if partial else (moves.up if way == 0 else moves.down)
+    best = max(kept, key=lambda at: int(moved[at]))
+    shift = (1.0 - 2 * way) * float(np.median(moves.lift[way][kept])) if partial else float(np.median(moves.median[kept]))
+    first, last = np.searchsorted(ran, [kept[0], kept[-1]]).tolist()
+    reach = (int(ran[max(first - SLOP, 0)]), int(ran[min(last + 1 + SLOP, len(ran) - 1)]))
+    return Spell(gpu, kept[0], kept[-1], way == 0, int(moved[best]), int(moves.counted[best]), float(np.expm1(shift)),
+                 0, reach, partial=partial)
 
 
 def _stretches(shared: np.ndarray, moves: RunMoves, center: float, usual: float, slower: bool) -> np.ndarray:
@@ -248,13 +199,6 @@ def sample(ids: Sequence[int]) -> list[int]:
     return [ordered[at] for at in np.unique(np.linspace(0, len(ordered) - 1, SAMPLE).round().astype(int)).tolist()]
 
 
-def pool_matrix(pool: Sequence[Series], commits: int) -> np.ndarray:
-    matrix = np.full((len(pool), commits), np.nan)
-    for row, series in enumerate(pool):
-        matrix[row, series.commits] = oriented(series)
-    return matrix
-
-
 def _near(found: Found, spell: Spell) -> bool:
     """Whether a change point lies within ``SLOP`` of the GPU's runs of a spell (its first run after the spell the
     return's own): commits the GPU did not run at (an outage) between them put it no farther."""
@@ -272,20 +216,38 @@ def _close(found: Sequence[Found], spells: Sequence[Spell]) -> list[bool]:
     return close
 
 
+def _moved_like(own: np.ndarray, runs: np.ndarray, spells: Sequence[Spell], moves: RunMoves) -> np.ndarray:
+    """Per run of a series (``own``: its oriented logs by commit index), whether it moved there like the GPU's in a
+    spell, against either side's level (a step of its own beside the spell moves the other): within ``SPREAD``
+    robust spreads of the GPU's median deviation in that run; in a partial spell (most series did not move), moved
+    that way by more than ``LIKE`` of its own noise units and within ``SPREAD`` robust spreads above the median
+    move of the series that moved sharply. A move much larger than the runner's is the code's: kept."""
+    before, after = (side[0] for side in side_medians(own[None, :]))
+    unit = float(noise_units((own - (before + after) / 2)[None, :])[0])
+    like = np.zeros(len(runs), dtype=bool)
+    for spell in spells:
+        inside = (runs >= spell.first) & (runs <= spell.last)
+        at = runs[inside]
+        steps = (own[at] - before[at], own[at] - after[at])
+        if spell.partial:
+            way = 0 if spell.slower else 1
+            cap = moves.lift[way][at] + SPREAD * np.fmax(moves.lift_spread[way][at], 0.0)
+            sign = 1.0 if spell.slower else -1.0
+            moved = [(sign * step > LIKE * unit) & (sign * step <= cap) for step in steps]
+        else:
+            band = SPREAD * np.fmax(moves.spread[at], 0.0)
+            moved = [np.abs(step - moves.median[at]) <= band for step in steps]
+        like[np.flatnonzero(inside)] = moved[0] | moved[1]
+    return like
+
+
 def rejudged(series: Series, found: list[Found], spells: Sequence[Spell], moves: RunMoves, commits: int,
              p_value: float, min_change: float) -> tuple[list[Found], list[int]]:
     """A series' change points, judged again with the spell runs' values left out where they moved like the GPU's
     (where it has a point near a spell: all of them); and per spell, how many of its points near it that hid."""
     own = pool_matrix([series], commits)
-    before, after = _side_medians(own)
     runs = series.commits
-    like = np.zeros(len(runs), dtype=bool)
-    for spell in spells:  # against either side's level: a step of its own beside the spell moves the other
-        inside = (runs >= spell.first) & (runs <= spell.last)
-        at = runs[inside]
-        band = SPREAD * np.fmax(moves.spread[at], 0.0)
-        like[np.flatnonzero(inside)] = ((np.abs(own[0, at] - before[0, at] - moves.median[at]) <= band)
-                                        | (np.abs(own[0, at] - after[0, at] - moves.median[at]) <= band))
+    like = _moved_like(own[0], runs, spells, moves)
     near = _close(found, spells)
     if not like.any() or not any(near):
         return found, [0] * len(spells)
