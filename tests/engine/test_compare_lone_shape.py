@@ -74,7 +74,7 @@ def test_one_launch_slower_at_its_only_configuration_while_ten_peers_held_is_lon
     assert _big_status(comparison) == "inconclusive"
     [note] = [n for n in comparison.notes if "launched once" in n]
     assert note.startswith("gemm_kernel #")
-    assert "10 launches of the same code at 2 other launch configurations held" in note
+    assert f"launched once at grid {BIG}, while 10 launches of the same code at 2 other launch configurations held" in note
     assert note.endswith("inconclusive, not failed; rerun to confirm")
 
 
