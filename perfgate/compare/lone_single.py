@@ -71,7 +71,7 @@ def _timing(rows: JoinedRows, judged: JudgedRows, count: int) -> _Timing:
     return _Timing(timing, regressed, (total > 0) & (unchanged == total))
 
 
-def _same_code(launches: MatchedLaunches, code: CodeFacts | None, one: int, other: Ints) -> Bools:
+def _same_code(code: CodeFacts | None, one: int, other: Ints) -> Bools:
     """Which of the launches ``other`` ran the code launch ``one`` ran, by ``code_id`` where both know theirs."""
     same = np.ones(other.size, dtype=bool)
     if code is None:
@@ -104,8 +104,8 @@ def _work_moved(rows: JoinedRows, judged: JudgedRows, one: int, peers: Ints) -> 
 
 def _peer_words(launches: MatchedLaunches, rows: JoinedRows, one: int, peers: Ints, timing: Bools,
                 counted: bool) -> str:
-    """``launched once at grid (7813, 1, 1), while 50 launches of the same code at 3 other launch configurations held (median +0.2%: grid (32, 1, 13) ×30,
-    …)`` and what was checked of the work."""
+    """``launched once at grid (7813, 1, 1), while 50 launches of the same code at 3 other launch configurations
+    held (median +0.2%: grid (32, 1, 13) ×30, …)``, and what was checked of the work."""
     grids, blocks = launches.either("grid"), launches.either("block")
     configs = Counter(f"{grids[i]}" + (f" block {blocks[i]}" if blocks[i] != blocks[peers[0]] else "")
                       for i in peers.tolist())
@@ -113,8 +113,9 @@ def _peer_words(launches: MatchedLaunches, rows: JoinedRows, one: int, peers: In
     shown = ", ".join(f"{config} ×{n}" for config, n in configs.most_common(_SHOWN_CONFIGS))
     more = f" and {len(configs) - _SHOWN_CONFIGS} more" if len(configs) > _SHOWN_CONFIGS else ""
     work = "no count of its work moved" if counted else "no count of its work to check (time is all it measures)"
-    return (f"launched once at grid {grids[one]}, while {peers.size} launches of the same code at {len(configs)} other launch configurations held (median "
-            f"{float(np.median(change[timing & np.isin(rows.launch_id, peers)])):+.1%}: grid {shown}{more}), and {work}")
+    moved = float(np.median(change[timing & np.isin(rows.launch_id, peers)]))
+    return (f"launched once at grid {grids[one]}, while {peers.size} launches of the same code at {len(configs)} "
+            f"other launch configurations held (median {moved:+.1%}: grid {shown}{more}), and {work}")
 
 
 def lone_single_launches(rows: JoinedRows, judged: JudgedRows, launches: MatchedLaunches,
@@ -137,7 +138,7 @@ def lone_single_launches(rows: JoinedRows, judged: JudgedRows, launches: Matched
             continue
         peers = by_key[np.searchsorted(sorted_keys, key[one]):np.searchsorted(sorted_keys, key[one], side="right")]
         peers = np.sort(peers[group[peers] != group[one]])
-        peers = peers[_same_code(launches, code, one, peers)]
+        peers = peers[_same_code(code, one, peers)]
         if peers.size < MIN_PEERS or not timing.held[peers].all() or _work_moved(rows, judged, one, peers):
             continue
         mine = np.flatnonzero(rows.launch_id == one)
@@ -177,6 +178,6 @@ def lone_single_notes(results: Columns, order: Ints, found: LoneSingles) -> list
         where = f" in region {row['region']!r}" if row["region"] else ""
         lines.append(
             f"{row['kernel']} #{row['ordinal']}{where}: {row['label']} {row['change']:+.1%} on its own, past its "
-            f"limit {limit_text(row['threshold'], row['unit'])}, {peers}: one launch measured once, which another process on the GPU can slow too: inconclusive, not "
-            "failed; rerun to confirm")
+            f"limit {limit_text(row['threshold'], row['unit'])}, {peers}: one launch measured once, which another "
+            "process on the GPU can slow too: inconclusive, not failed; rerun to confirm")
     return lines

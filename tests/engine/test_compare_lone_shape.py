@@ -74,7 +74,8 @@ def test_one_launch_slower_at_its_only_configuration_while_ten_peers_held_is_lon
     assert _big_status(comparison) == "inconclusive"
     [note] = [n for n in comparison.notes if "launched once" in n]
     assert note.startswith("gemm_kernel #")
-    assert f"launched once at grid {BIG}, while 10 launches of the same code at 2 other launch configurations held" in note
+    held = "10 launches of the same code at 2 other launch configurations held"
+    assert f"launched once at grid {BIG}, while {held}" in note
     assert note.endswith("inconclusive, not failed; rerun to confirm")
 
 
@@ -111,3 +112,16 @@ def test_the_real_switchtransformers_rerun_pair_is_inconclusive_not_failed() -> 
     [note] = [n for n in comparison.notes if "launched once" in n]
     assert note.startswith("ampere_sgemm_128x32_tn #")
     assert "50 launches of the same code at 3 other launch configurations held" in note
+
+
+def test_a_peer_whose_code_id_differs_where_both_know_theirs_is_other_code() -> None:
+    import numpy as np
+
+    from perfgate.compare.lone_single import _same_code
+    from perfgate.compare.same_code import CodeFacts
+
+    flags = np.zeros(4, dtype=bool)
+    # Launch 0 ran code "a" on both sides; 1 the same; 2 code "b" in the current run; 3 knows no code.
+    code = CodeFacts(["a", "a", "a", None], ["a", "a", "b", None], flags, flags, [None] * 4, flags, flags)
+    assert _same_code(code, 0, np.array([1, 2, 3])).tolist() == [True, False, True]
+    assert _same_code(None, 0, np.array([1, 2])).tolist() == [True, True]
