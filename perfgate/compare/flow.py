@@ -13,6 +13,7 @@ from perfgate.compare.devices import check_devices
 from perfgate.compare.replay import not_judged_across_replays, replay_change
 from perfgate.compare.findings import finding_changes
 from perfgate.compare.joining import JoinedRows, SideValues, join_metrics, metric_codes
+from perfgate.compare.lone_single import LoneSingles, lone_single_launches, lone_single_notes
 from perfgate.compare.matching import BOTH_SIDES, MatchedLaunches, match_launches
 from perfgate.compare.notes import (
     alone_notes,
@@ -175,6 +176,7 @@ class _Judgement(NamedTuple):
     resolution: float  # the traces' time step in ns; 0 where none is known
     code: CodeFacts | None  # each launch's code on both sides (same-code rule); None: no side knows its code
     drift_notes: list[str]  # the machine code's: what a codes file could not read, the same-code rule, the canary
+    lone_singles: LoneSingles  # launches at a configuration run once, slower while the same code held (inconclusive)
 
 
 def _judgement(baseline: Measurement, current: Measurement, options: CompareOptions,
@@ -213,10 +215,12 @@ def _judgement(baseline: Measurement, current: Measurement, options: CompareOpti
         judged, drift = drift_judgement(rows, judged, code, floored.relative, kernels)
         drift_notes += drift
     drift_notes = code_problem_notes(baseline, current) + drift_notes  # why some kernels carry no code, first
+    judged, lone_singles = lone_single_launches(rows, judged, launches, code)
     cold_notes = module_loading_notes(baseline, current)
     statuses = launch_status(judged.status, judged.gated, rows.launch_id, launches.side)
     return _Judgement(compared, codes, launches, base_side, cur_side, rows, rules, limits, floored, past_relative,
-                      past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes)
+                      past_floored, groups, judged, statuses, cold_notes, replacements, resolution, code, drift_notes,
+                      lone_singles)
 
 
 def _for_judging(side: Measurement, options: CompareOptions) -> Measurement:
@@ -257,6 +261,7 @@ def _result_notes(found: _Judgement, results: Columns, order: Ints, options: Com
     """The notes the result rows call for: launches that moved alone, inconclusive groups, floors applied."""
     rows, judged, groups = found.rows, found.judged, found.groups
     notes = alone_notes(results, groups, order) + lone_notes(results, groups, order)
+    notes += lone_single_notes(results, order, found.lone_singles)
     notes += inconclusive_notes(results, groups, options.confidence, order, found.resolution)
     notes += floor_notes(results, groups, order)
     excused = (past_absolute_limits(rows, found.limits.absolute, found.past_relative) & ~found.past_floored
