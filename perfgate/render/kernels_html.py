@@ -15,7 +15,7 @@ from typing import Any
 
 from perfgate.errors import ConfigError
 from perfgate.metrics import parse_threshold
-from perfgate.render.common import STATUS_ICON, shown_region
+from perfgate.render.common import STATUS_ICON, report_devices, shown_region
 from perfgate.quantities import format_value, format_values, pair_texts
 from perfgate.render.templates import Macros
 from perfgate.render.kernels import KernelRow, KernelRows, MetricSummary, change_text, launches_label, why_lines
@@ -48,9 +48,11 @@ def metric_group(metric: str) -> str:
     return OTHER_GROUP
 
 
-def _where(row: KernelRow) -> str:
+def _where(row: KernelRow, device: bool = True) -> str:
+    """``test · GPU · region``; ``device``: whether to name the GPU (the table leaves out the one GPU the page's
+    header names, so that a report of one GPU spends no column width on it)."""
     region = shown_region(row.kind, row.kernel, row.region)
-    parts = [row.test or "", row.device or "", f"region {region}" if region else ""]
+    parts = [row.test or "", (row.device or "") if device else "", f"region {region}" if region else ""]
     return " · ".join(p for p in parts if p)
 
 
@@ -64,8 +66,9 @@ def kernel_table(rows: KernelRows, templates: Path | None = None) -> str:
     out = [macros("table_head")]
     room = KERNEL_TABLE_BYTES
     listed = 0
+    devices = len(report_devices(rows.report)) > 1
     for indexes in kernels[:KERNEL_ROWS]:
-        line = macros("table_row", _table_row(rows.row(indexes)))
+        line = macros("table_row", _table_row(rows.row(indexes), devices))
         room -= len(line.encode("utf-8"))
         if room < 0:
             break
@@ -75,12 +78,12 @@ def kernel_table(rows: KernelRows, templates: Path | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _table_row(row: KernelRow) -> dict[str, Any]:
+def _table_row(row: KernelRow, devices: bool = True) -> dict[str, Any]:
     """What the kernel table says of a kernel: its three gated metrics that moved most, the why's first lines."""
     moved = row.moved[:3]
     shown = [pair_texts(m.before, m.after, m.unit, m.metric) for m in moved]
     return {"status_class": row.status.replace(" ", "-"), "icon": STATUS_ICON.get(row.status, ""),
-            "status": row.status, "name": row.name, "where": _where(row), "launches": launches_label(row) or "1",
+            "status": row.status, "name": row.name, "where": _where(row, devices), "launches": launches_label(row) or "1",
             "labels": [m.label for m in moved], "befores": [before for before, _ in shown],
             "afters": [after for _, after in shown], "changes": [change_text(m) for m in moved],
             "limits": [m.limit for m in moved],

@@ -184,7 +184,9 @@ def test_a_regions_row_names_it_once(capsys: pytest.CaptureFixture[str], tmp_pat
     text, markdown, page = render_text(report), render_markdown(report).replace("\u00a0", " "), render_html(report)
     assert "REGRESSION  Optimizer.step#Adam.step" in text.splitlines()
     assert "| ❌ | Optimizer.step\\#Adam.step | 1 | wall time<br>GPU idle |" in markdown
-    assert '<span class="kernel">Optimizer.step#Adam.step</span></td><td class="where">Tesla T4</td>' in page
+    # its one GPU is named once, in the page's header, not again in every row of the kernel table
+    assert '<span class="kernel">Optimizer.step#Adam.step</span></td><td class="where"></td>' in page
+    assert "GPU: Tesla T4 (CC 7.5)" in page and '<td class="where">Tesla T4' not in page
     # a kernel in that range still says where it ran
     assert "multi\\_tensor\\_apply\\_kernel (1)<br><sub>Optimizer.step\\#Adam.step</sub>" in markdown
 

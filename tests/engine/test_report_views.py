@@ -104,7 +104,9 @@ def _renamed(report: dict, kernel: str, slower: float) -> dict:
 def test_a_merged_multi_gpu_report_has_a_gpu_column() -> None:
     t4 = report_of(V3, V4)
     a10g = report_of("esmm-a10g/5c6231e.ncu-rep", "esmm-a10g/a62323b_output.ncu-rep")
-    markdown = render_markdown(merge_reports([t4, a10g]))
+    merged = merge_reports([t4, a10g])
+    markdown = render_markdown(merged)
+    assert '<td class="where">Tesla T4</td>' in render_html(merged)  # the HTML table names each row's GPU too
     assert "|  | Kernel | GPU | Launches |" in markdown
     assert "| ❌ | matrix\\_addition2D | Tesla T4 | 1 |" in markdown
     assert "**GPUs:** Tesla T4 (CC 7.5), NVIDIA A10G (CC 8.6)" in markdown
