@@ -9,33 +9,23 @@ commit) and how outcomes are read and counted (`b2_score`) are blind set 2's, im
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from blind_compare_harness import run as harness  # noqa: E402
 
-
-blind2_run = _load("blind2_run", HERE.parent / "blind2" / "run.py")
+blind2_run = harness.load_module("blind2_run", HERE.parent / "blind2" / "run.py")
 sys.path.insert(0, str(HERE))
-b3_cases = _load("blind3_cases", HERE / "cases.py")
+b3_cases = harness.load_module("blind3_cases", HERE / "cases.py")
 
 from b2_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
 from b3_generate import write_rerun  # noqa: E402
-from blind_compare_harness import run as harness  # noqa: E402
 
 
 def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[str, Any]:

@@ -9,33 +9,23 @@ blamed and nonsense). See README.md.
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from blind_compare_harness import run as harness  # noqa: E402
 
-
-blind2_run = _load("blind2_run", HERE.parent / "blind2" / "run.py")
+blind2_run = harness.load_module("blind2_run", HERE.parent / "blind2" / "run.py")
 sys.path.insert(0, str(HERE))
-b4_cases = _load("blind4_cases", HERE / "cases.py")
+b4_cases = harness.load_module("blind4_cases", HERE / "cases.py")
 
 from b4_generate import write_rerun  # noqa: E402
 from b4_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
-from blind_compare_harness import run as harness  # noqa: E402
 
 
 def compare_args(case: dict[str, Any]) -> list[str]:

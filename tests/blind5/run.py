@@ -9,13 +9,10 @@ outcomes are read and counted by blind set 2's b2_score (imported). See README.m
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -25,26 +22,12 @@ sys.path.insert(0, str(HERE.parent / "blind2"))
 sys.path.insert(0, str(HERE))
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from blind_compare_harness import run as harness  # noqa: E402
 
-
-b5_cases = _load("blind5_cases", HERE / "cases.py")
+b5_cases = harness.load_module("blind5_cases", HERE / "cases.py")
 
 from b2_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
 from b5_generate import write_rerun  # noqa: E402
-from blind_compare_harness import run as harness  # noqa: E402
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PERFGATE_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[str, Any]:
@@ -52,7 +35,7 @@ def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[
     files = write_rerun(case, seed, rerun, folder)
     args = [sys.executable, "-m", "perfgate", "compare", files["base"].name, files["cur"].name,
             "--format", "json", "-o", "report.json"]
-    p = subprocess.run(args, cwd=folder, env=_env(), capture_output=True, text=True, timeout=600)
+    p = subprocess.run(args, cwd=folder, env=harness.perfgate_env(ROOT), capture_output=True, text=True, timeout=600)
     out: dict[str, Any] = read_outcome(p.returncode, folder / "report.json", p.stderr)
     shutil.rmtree(folder, ignore_errors=True)
     return out

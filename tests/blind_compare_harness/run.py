@@ -1,24 +1,46 @@
-"""The loop blind comparison sets 3, 4 and 5 share: refuse to run when a set's cases.py no longer makes its committed
-cases.json, run every case and rerun (``run_one``, the set's own) in a scratch folder with no pyproject.toml above
-it, count the outcomes (``classify``, ``figures``, ``wrong_lines``: blind set 2's or a set's own), print them with
-the time and CPU spent, and write every run's outcome as TSV on request. Each set keeps what makes it its own: its
-generator, how one case runs, how it is counted and which columns its TSV adds."""
+"""The loop blind comparison sets 3, 4, 5 and timeline 2 share: refuse to run when a set's cases.py no longer makes its
+committed cases.json, run every case and rerun (``run_one``, the set's own) in a scratch folder with no
+pyproject.toml above it, count the outcomes (``classify``, ``figures``, ``wrong_lines``: blind set 2's or a set's
+own), print them with the time and CPU spent, and write every run's outcome as TSV on request. Each set keeps what
+makes it its own: its generator, how one case runs, how it is counted and which columns its TSV adds."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 Result = dict[str, Any]
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    """A module of a set by its file (a set's cases.py, blind set 2's run.py), registered as ``name``: the sets'
+    files share names (cases.py, run.py) that a plain import would confuse."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def perfgate_env(root: Path) -> dict[str, str]:
+    """The environment a case's perfgate runs in: the checkout at ``root``, none of the caller's GitHub or perfgate
+    settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PERFGATE_"))}
+    env["PYTHONPATH"] = str(root)
+    return env
 
 
 def no_pyproject_above(folder: Path) -> bool:

@@ -10,13 +10,10 @@ variables; the edited traces are written there and removed after. See README.md.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -25,26 +22,12 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-t2_cases = _load("blind_timeline2_cases", HERE / "cases.py")
-
 from blind_compare_harness import run as harness  # noqa: E402
+
+t2_cases = harness.load_module("blind_timeline2_cases", HERE / "cases.py")
+
 from t2_generate import corpus_dir, write_rerun  # noqa: E402
 from t2_score import classify, figures, read_outcome, wrong_lines  # noqa: E402
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PERFGATE_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[str, Any]:
@@ -52,7 +35,7 @@ def run_one(case: dict[str, Any], seed: int, rerun: int, scratch: Path) -> dict[
     files = write_rerun(case, seed, rerun, folder)
     args = [sys.executable, "-m", "perfgate", "compare", str(files["base"]), str(files["cur"]),
             "--format", "json", "-o", "report.json"]
-    p = subprocess.run(args, cwd=folder, env=_env(), capture_output=True, text=True, timeout=600)
+    p = subprocess.run(args, cwd=folder, env=harness.perfgate_env(ROOT), capture_output=True, text=True, timeout=600)
     out: dict[str, Any] = read_outcome(p.returncode, folder / "report.json", p.stdout, p.stderr)
     shutil.rmtree(folder, ignore_errors=True)
     return out
