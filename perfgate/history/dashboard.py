@@ -34,7 +34,7 @@ from perfgate.history.series import Branch, Series
 from perfgate.metrics import label_of
 from perfgate.quantities import format_value, pair_texts
 from perfgate.render.kernel_names import compact_name
-from perfgate.render.untrusted import shown_invisible
+from perfgate.render.untrusted import shown_strings
 from perfgate.vocabulary import NO_ENTRIES, Status
 
 ROWS_PER_PAGE = 1000  # series per index page: 10,000 series stay pages well under 2 MB
@@ -47,19 +47,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 def _environment() -> Any:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
-                              finalize=_shown_strings)
-
-
-def _shown_strings(value: Any) -> Any:
-    """``value`` with the invisible and bidirectional characters of its plain strings (not Markup) written as
-    visible escapes (``untrusted.shown_invisible``): what a page or its charts' labels show of a name."""
-    if type(value) is str:
-        return shown_invisible(value)
-    if isinstance(value, dict):
-        return {key: _shown_strings(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_shown_strings(item) for item in value]
-    return value
+                              finalize=shown_strings)
 
 
 def kernel_key(series: Series) -> tuple[str, ...]:
@@ -115,7 +103,7 @@ def _change_view(change: dict[str, Any], facts: Mapping[str, Any]) -> dict[str, 
 
 def script_json(value: Any) -> Any:
     """JSON for a ``<script type="application/json">`` block: no '<', '>' or '&' can end or open an element."""
-    text = json.dumps(_shown_strings(value), separators=(",", ":"), allow_nan=False)
+    text = json.dumps(shown_strings(value), separators=(",", ":"), allow_nan=False)
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 

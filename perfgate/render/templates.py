@@ -23,7 +23,7 @@ import jinja2
 import jinja2.sandbox
 
 from perfgate.errors import ConfigError
-from perfgate.render.untrusted import html_text, md_breakable, md_inline, md_unbroken, one_line, plain_line, shown_invisible
+from perfgate.render.untrusted import html_text, md_breakable, md_inline, md_unbroken, one_line, plain_line, shown_strings
 
 _PACKAGE = "perfgate.render"
 _FOLDER = "templates"
@@ -46,12 +46,6 @@ def _loader(folder: Path | None) -> jinja2.BaseLoader:
     return jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(folder)), shipped])
 
 
-def _shown(value: Any) -> Any:
-    """Every value a template writes: a plain string (a report's, not already escaped Markup) with its invisible
-    and bidirectional characters shown as escapes (``untrusted.shown_invisible``)."""
-    return shown_invisible(value) if type(value) is str else value
-
-
 @lru_cache(maxsize=8)
 def environment(folder: Path | None = None) -> jinja2.Environment:
     """The environment for perfgate's templates, with ``folder``'s files (a team's) taking precedence."""
@@ -61,7 +55,7 @@ def environment(folder: Path | None = None) -> jinja2.Environment:
     # perfgate's own templates alone run unsandboxed: the sandbox checks every attribute and call (the HTML page's).
     kind = jinja2.Environment if folder is None else jinja2.sandbox.ImmutableSandboxedEnvironment
     env = kind(loader=_loader(folder), undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-               trim_blocks=True, lstrip_blocks=True, finalize=_shown,
+               trim_blocks=True, lstrip_blocks=True, finalize=shown_strings,
                autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False))
     env.filters.update(md=md_inline, html=html_text, plain=plain_line, unbroken=md_unbroken, breakable=md_breakable)
     return env

@@ -20,6 +20,7 @@ Stdlib only: the renderers and the CLI's error lines import it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from perfgate.text import inert
 
@@ -87,6 +88,19 @@ def shown_invisible(text: str) -> str:
     return text if text.isascii() else _INVISIBLE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
+def shown_strings(value: Any) -> Any:
+    """``value`` with the invisible and bidirectional characters of its plain strings written as visible escapes
+    (:func:`shown_invisible`), in the lists and dicts it holds too (a chart's data); already escaped text (a
+    markupsafe ``Markup``, a ``str`` subclass) and other values as they are. The templates' ``finalize``."""
+    if type(value) is str:
+        return shown_invisible(value)
+    if isinstance(value, dict):
+        return {key: shown_strings(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown_strings(item) for item in value]
+    return value
+
+
 def html_text(text: object) -> str:
     """markupsafe's escaping (what jinja2's autoescape does), without building a Markup object, after
     :func:`shown_invisible`."""
@@ -104,4 +118,4 @@ def plain_line(text: object, limit: int | None = None) -> str:
     return cut(inert(_INVISIBLE.sub("", one_line(text))), limit)
 
 
-__all__ = ["LONG_WORD", "MAX_NAME", "cut", "html_text", "md_breakable", "md_inline", "md_unbroken", "one_line", "plain_line", "shown_invisible", "terminal_text"]
+__all__ = ["LONG_WORD", "MAX_NAME", "cut", "html_text", "md_breakable", "md_inline", "md_unbroken", "one_line", "plain_line", "shown_invisible", "shown_strings", "terminal_text"]
